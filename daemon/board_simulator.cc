@@ -1,0 +1,324 @@
+#include "daemon/board_simulator.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "gmon/synthetic_elf.h"
+
+namespace rackprof::daemon {
+
+namespace {
+
+// Encodes records, applies faults, hex-encodes if asked, and streams the result out.
+class WireWriter {
+public:
+    WireWriter(const SimulatorOptions& options, const WireOutput& out, GroundTruth& truth)
+        : options_(options), out_(out), truth_(truth), fault_rng_(options.seed ^ 0x5EED'FA17ull) {}
+
+    void record(const protocol::Record& r) {
+        const std::size_t before = encoded_.size();
+        protocol::encode_legacy(r, options_.addr_bytes, encoded_);
+        binary_bytes_ += encoded_.size() - before;
+        if (encoded_.size() >= kFlushBytes) flush();
+    }
+    std::uint64_t binary_bytes() const { return binary_bytes_; }
+
+    void flush() {
+        std::vector<std::uint8_t>* bytes = &encoded_;
+        if (options_.faults.any()) {
+            apply_faults();
+            bytes = &faulted_;
+        }
+        if (options_.encoding == protocol::LegacyEncoding::kHex) {
+            text_.clear();
+            protocol::append_hex(*bytes, text_);
+            emit(reinterpret_cast<const std::uint8_t*>(text_.data()), text_.size());
+        } else {
+            emit(bytes->data(), bytes->size());
+        }
+        encoded_.clear();
+    }
+
+private:
+    static constexpr std::size_t kFlushBytes = 1 << 20;
+
+    void emit(const std::uint8_t* data, std::size_t size) {
+        if (size == 0) return;
+        truth_.wire_bytes += size;
+        out_(data, size);
+    }
+
+    void apply_faults() {
+        const FaultSpec& f = options_.faults;
+        std::uniform_real_distribution<double> unit(0.0, 1.0);
+        faulted_.clear();
+        for (std::uint8_t b : encoded_) {
+            if (f.insert > 0 && unit(fault_rng_) < f.insert) {
+                faulted_.push_back(static_cast<std::uint8_t>(fault_rng_()));
+                ++truth_.faults.inserted;
+            }
+            if (f.drop > 0 && unit(fault_rng_) < f.drop) {
+                ++truth_.faults.dropped;
+                continue;
+            }
+            if (f.flip > 0 && unit(fault_rng_) < f.flip) {
+                b = static_cast<std::uint8_t>(b ^ (1u << (fault_rng_() % 8)));
+                ++truth_.faults.flipped;
+            }
+            faulted_.push_back(b);
+        }
+    }
+
+    const SimulatorOptions& options_;
+    const WireOutput& out_;
+    GroundTruth& truth_;
+    std::mt19937_64 fault_rng_;
+    std::vector<std::uint8_t> encoded_;
+    std::vector<std::uint8_t> faulted_;
+    std::string text_;
+    std::uint64_t binary_bytes_ = 0;
+};
+
+// The board as a model program sees it: functions that do work (PC samples) and call each
+// other (arcs). Every observation goes to the wire and into the ground truth.
+class Board {
+public:
+    Board(const SimulatorOptions& options, WireWriter& wire, GroundTruth& truth)
+        : wire_(wire), truth_(truth), rng_(options.seed) {}
+
+    int function(const std::string& name, std::uint32_t addr, std::uint32_t size) {
+        truth_.functions.push_back({name, addr, size});
+        return static_cast<int>(truth_.functions.size()) - 1;
+    }
+
+    // `samples` periodic PC samples land somewhere inside f.
+    void work(int f, std::uint32_t samples) {
+        const SimulatedFunction& fn = truth_.functions[static_cast<std::size_t>(f)];
+        for (std::uint32_t i = 0; i < samples; ++i) {
+            const std::uint32_t pc = fn.addr + 2 * static_cast<std::uint32_t>(rng_() % (fn.size / 2));
+            send(protocol::Record::pc_sample(pc));
+        }
+    }
+
+    // caller calls callee from the call site `site` bytes into the caller; body runs inside.
+    template <typename Body>
+    void call(int caller, std::uint32_t site, int callee, Body&& body) {
+        const SimulatedFunction& from = truth_.functions[static_cast<std::size_t>(caller)];
+        const SimulatedFunction& to = truth_.functions[static_cast<std::size_t>(callee)];
+        // What __gnu_mcount_nc reports: the caller's return address and an address just past
+        // the callee's prologue, both with the Thumb bit.
+        send(protocol::Record::arc((from.addr + site) | 1u, (to.addr + std::min(4u, to.size - 2)) | 1u));
+        body();
+    }
+    void call(int caller, std::uint32_t site, int callee) {
+        call(caller, site, callee, [] {});
+    }
+
+    std::mt19937_64& rng() { return rng_; }
+
+private:
+    void send(const protocol::Record& r) {
+        wire_.record(r);
+        if (r.kind == protocol::RecordKind::kArc) {
+            truth_.aggregate.add_arc(r.from_pc, r.self_pc, r.count);
+            ++truth_.arcs_sent;
+        } else {
+            truth_.aggregate.add_pc(r.self_pc, r.count);
+            ++truth_.pc_samples_sent;
+        }
+    }
+
+    WireWriter& wire_;
+    GroundTruth& truth_;
+    std::mt19937_64 rng_;
+};
+
+using Iteration = std::function<void()>;
+
+// The thesis' blinky: LEDs toggled between busy-wait delays (fig. 40-42 of the thesis).
+Iteration blinky(Board& b) {
+    const int main_fn = b.function("main", 0x4F0, 0x60);
+    const int leds = b.function("control_LEDs", 0x550, 0x80);
+    const int set = b.function("LED_SetVal", 0xDC0, 0x20);
+    const int clr = b.function("LED_ClrVal", 0xDE0, 0x20);
+    const int waitms = b.function("WAIT1_Waitms", 0x1520, 0x40);
+    const int longc = b.function("WAIT1_WaitLongCycles", 0x1500, 0x20);
+    const int cycles = b.function("WAIT1_WaitCycles", 0x14E0, 0x20);
+    auto state = std::make_shared<int>(0);
+    return [&b, main_fn, leds, set, clr, waitms, longc, cycles, state] {
+        b.work(main_fn, 1);
+        b.call(main_fn, 0x1A, leds, [&] {
+            b.work(leds, 1);
+            b.call(leds, 0x10, (*state)++ % 2 ? set : clr);
+        });
+        b.call(main_fn, 0x26, waitms, [&] {
+            for (int i = 0; i < 50; ++i) {
+                b.call(waitms, 0x0C, longc, [&] {
+                    b.work(longc, static_cast<std::uint32_t>(i % 2));
+                    b.call(longc, 0x08, cycles, [&] { b.work(cycles, 3); });
+                });
+            }
+        });
+    };
+}
+
+// The thesis' fig. 4: fast() and slow() both call doSomething(); gprof splits its time by
+// call counts, though slow()'s calls take 100 times longer.
+Iteration conflation(Board& b) {
+    const int main_fn = b.function("main", 0x800, 0x40);
+    const int fast = b.function("fast", 0x840, 0x20);
+    const int slow = b.function("slow", 0x860, 0x20);
+    const int work = b.function("doSomething", 0x880, 0x40);
+    return [&b, main_fn, fast, slow, work] {
+        b.call(main_fn, 0x0A, fast, [&] { b.call(fast, 0x08, work, [&] { b.work(work, 1); }); });
+        b.call(main_fn, 0x12, slow, [&] { b.call(slow, 0x08, work, [&] { b.work(work, 100); }); });
+    };
+}
+
+// Known call counts per arc, recursion and a mutual-recursion cycle.
+Iteration deterministic(Board& b) {
+    const int main_fn = b.function("main", 0x1000, 0x80);
+    const int a = b.function("alpha", 0x1080, 0x40);
+    const int bb = b.function("beta", 0x10C0, 0x40);
+    const int c = b.function("gamma", 0x1100, 0x40);
+    const int fact = b.function("factorial", 0x1140, 0x20);
+    const int ping = b.function("ping", 0x1160, 0x20);
+    const int pong = b.function("pong", 0x1180, 0x20);
+    auto factorial = std::make_shared<std::function<void(int)>>();
+    *factorial = [&b, fact, factorial](int n) {
+        b.work(fact, 1);
+        if (n > 1) b.call(fact, 0x0C, fact, [&] { (*factorial)(n - 1); });
+    };
+    auto pingpong = std::make_shared<std::function<void(int, bool)>>();
+    *pingpong = [&b, ping, pong, pingpong](int n, bool in_ping) {
+        const int self = in_ping ? ping : pong;
+        b.work(self, 2);
+        if (n > 0) b.call(self, 0x0A, in_ping ? pong : ping, [&] { (*pingpong)(n - 1, !in_ping); });
+    };
+    return [&b, main_fn, a, bb, c, fact, ping, factorial, pingpong] {
+        b.work(main_fn, 1);
+        for (int i = 0; i < 3; ++i) {
+            b.call(main_fn, 0x10, a, [&] {
+                b.work(a, 2);
+                for (int j = 0; j < 2; ++j) {
+                    b.call(a, 0x14, bb, [&] {
+                        b.work(bb, 1);
+                        for (int k = 0; k < 5; ++k) b.call(bb, 0x18, c, [&] { b.work(c, 4); });
+                    });
+                }
+            });
+        }
+        b.call(main_fn, 0x30, fact, [&] { (*factorial)(5); });
+        b.call(main_fn, 0x40, ping, [&] { (*pingpong)(4, true); });
+    };
+}
+
+// A call model made from an ELF's functions: a random call tree among them, with the real
+// addresses, so the capture symbolizes against that ELF.
+Iteration from_elf(Board& b, const gmon::Symbolizer& elf) {
+    std::vector<const gmon::ElfSymbol*> fns;
+    for (const auto& s : elf.symbols()) {
+        if (s.function && s.defined && s.size >= 8 && s.addr >= elf.code_low() &&
+            s.addr + s.size <= elf.code_high() && s.addr <= 0xFFFFFFFFu) {
+            fns.push_back(&s);
+        }
+    }
+    std::sort(fns.begin(), fns.end(), [](auto* x, auto* y) { return x->addr < y->addr; });
+    fns.erase(std::unique(fns.begin(), fns.end(), [](auto* x, auto* y) { return x->addr == y->addr; }),
+              fns.end());
+    if (fns.size() > 64) fns.resize(64);
+    if (fns.empty()) throw std::invalid_argument("the ELF has no sized functions to simulate");
+    std::vector<int> ids;
+    for (const auto* s : fns) {
+        ids.push_back(b.function(s->name, static_cast<std::uint32_t>(s->addr), static_cast<std::uint32_t>(s->size)));
+    }
+    struct Edge { std::size_t callee; std::uint32_t site; std::uint32_t times; };
+    auto edges = std::make_shared<std::vector<std::vector<Edge>>>(fns.size());
+    auto costs = std::make_shared<std::vector<std::uint32_t>>(fns.size());
+    auto& rng = b.rng();
+    for (std::size_t i = 0; i < fns.size(); ++i) {
+        (*costs)[i] = static_cast<std::uint32_t>(rng() % 5);
+        const std::size_t fanout = rng() % 3;
+        for (std::size_t e = 0; e < fanout && i + 1 < fns.size(); ++e) {
+            const std::size_t callee = i + 1 + rng() % std::min<std::size_t>(8, fns.size() - i - 1);
+            const auto size = static_cast<std::uint32_t>(fns[i]->size);
+            (*edges)[i].push_back({callee, 2 + 2 * static_cast<std::uint32_t>(rng() % (size / 2 - 1)),
+                                   1 + static_cast<std::uint32_t>(rng() % 2)});
+        }
+    }
+    std::size_t root = 0;
+    for (std::size_t i = 0; i < fns.size(); ++i) {
+        if (fns[i]->name == "main") root = i;
+    }
+    auto run = std::make_shared<std::function<void(std::size_t, int)>>();
+    *run = [&b, ids, edges, costs, run](std::size_t f, int depth) {
+        b.work(ids[f], (*costs)[f]);
+        if (depth >= 6) return;
+        for (const Edge& e : (*edges)[f]) {
+            for (std::uint32_t t = 0; t < e.times; ++t) {
+                b.call(ids[f], e.site, ids[e.callee], [&] { (*run)(e.callee, depth + 1); });
+            }
+        }
+    };
+    return [run, root] { (*run)(root, 0); };
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> builtin_models() {
+    return {
+        {"blinky", "the thesis' blinky: LEDs toggled between busy-wait delays"},
+        {"conflation", "fast() and slow() both call doSomething() (thesis fig. 4)"},
+        {"deterministic", "known call counts per arc, recursion and a two-function cycle"},
+        {"elf", "a random call tree over the functions of --elf FILE"},
+    };
+}
+
+GroundTruth simulate_board(const SimulatorOptions& options, const WireOutput& out) {
+    protocol::validate(protocol::LegacyOptions{options.addr_bytes, options.encoding, {}});
+    if (options.max_bytes == 0 && options.max_iterations == 0) {
+        throw std::invalid_argument("the simulation needs a limit: iterations or bytes");
+    }
+    GroundTruth truth;
+    truth.model = options.model;
+    WireWriter wire(options, out, truth);
+    Board board(options, wire, truth);
+
+    Iteration iteration;
+    if (options.model == "blinky") {
+        iteration = blinky(board);
+    } else if (options.model == "conflation") {
+        iteration = conflation(board);
+    } else if (options.model == "deterministic") {
+        iteration = deterministic(board);
+    } else if (options.model == "elf") {
+        if (!options.elf) throw std::invalid_argument("the elf model needs --elf FILE");
+        iteration = from_elf(board, *options.elf);
+    } else {
+        throw std::invalid_argument("unknown model '" + options.model +
+                                    "' (built in: blinky, conflation, deterministic, elf)");
+    }
+
+    std::uint32_t low = ~0u, high = 0;
+    for (const auto& f : truth.functions) {
+        low = std::min(low, f.addr);
+        high = std::max(high, f.addr + f.size);
+    }
+    truth.code_range = {low, high};
+
+    while ((options.max_iterations == 0 || truth.iterations < options.max_iterations) &&
+           (options.max_bytes == 0 || wire.binary_bytes() < options.max_bytes)) {
+        iteration();
+        ++truth.iterations;
+    }
+    wire.flush();
+    return truth;
+}
+
+void write_model_elf(const std::filesystem::path& path, const GroundTruth& truth) {
+    std::vector<gmon::SyntheticFunction> functions;
+    for (const auto& f : truth.functions) functions.push_back({f.name, f.addr, f.size});
+    gmon::write_synthetic_elf(path, functions, truth.code_range.low, truth.code_range.high);
+}
+
+}  // namespace rackprof::daemon

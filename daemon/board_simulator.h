@@ -1,0 +1,78 @@
+// A virtual board: runs a call model and produces the exact wire bytes a profiled target would
+// send, plus the ground truth (every arc and PC sample it sent) so tests can demand equality.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gmon/aggregate.h"
+#include "gmon/symbolizer.h"
+#include "protocol/legacy_format.h"
+
+namespace rackprof::daemon {
+
+// Byte-level faults applied to the binary wire, each a per-byte probability.
+struct FaultSpec {
+    double drop = 0.0;
+    double flip = 0.0;    // one random bit of the byte inverted
+    double insert = 0.0;  // a random byte inserted before this one
+    bool any() const { return drop > 0 || flip > 0 || insert > 0; }
+};
+
+struct SimulatorOptions {
+    std::string model = "blinky";  // a built-in model, or "elf" with `elf` set
+    std::shared_ptr<const gmon::Symbolizer> elf;
+    int addr_bytes = 3;
+    protocol::LegacyEncoding encoding = protocol::LegacyEncoding::kBinary;
+    std::uint64_t seed = 1;
+    FaultSpec faults;
+    // Stop after the first pass of the model's main loop that reaches either limit.
+    std::uint64_t max_bytes = 0;       // of binary wire bytes; 0: no limit
+    std::uint64_t max_iterations = 1;  // of the model's main loop; 0: no limit
+};
+
+struct FaultCounts {
+    std::uint64_t dropped = 0;
+    std::uint64_t flipped = 0;
+    std::uint64_t inserted = 0;
+};
+
+struct SimulatedFunction {
+    std::string name;
+    std::uint32_t addr = 0;
+    std::uint32_t size = 0;
+};
+
+// What the simulated board sent, before any fault was applied.
+struct GroundTruth {
+    std::string model;
+    std::vector<SimulatedFunction> functions;
+    gmon::Aggregate aggregate;
+    std::uint64_t arcs_sent = 0;
+    std::uint64_t pc_samples_sent = 0;
+    std::uint64_t wire_bytes = 0;  // as written (after faults; hex counts characters)
+    std::uint64_t iterations = 0;
+    FaultCounts faults;
+    protocol::AddressRange code_range;
+};
+
+// Called with each piece of wire output, in order.
+using WireOutput = std::function<void(const std::uint8_t* data, std::size_t size)>;
+
+// Names of the built-in models with one line describing each.
+std::vector<std::pair<std::string, std::string>> builtin_models();
+
+// Runs the simulation, streaming the wire bytes to `out`. Throws std::invalid_argument for an
+// unknown model or invalid options.
+GroundTruth simulate_board(const SimulatorOptions& options, const WireOutput& out);
+
+// Writes an ELF holding the model's functions, so its captures symbolize like real firmware.
+void write_model_elf(const std::filesystem::path& path, const GroundTruth& truth);
+
+}  // namespace rackprof::daemon

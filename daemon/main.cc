@@ -1,0 +1,49 @@
+// rackprof: gprof for a rack of microcontrollers. One binary, one subcommand per job.
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "daemon/command_line.h"
+#include "daemon/commands.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: rackprof COMMAND [options]
+
+commands:
+  convert    decode a capture into gmon.out and print the profile
+  simulate   run a virtual board: write the wire bytes it sends, and its ground truth
+  demo       simulate a board, convert its capture and print the profile (no hardware needed)
+
+`rackprof COMMAND --help` describes a command's options.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+        std::cout << kUsage;
+        return args.empty() ? 2 : 0;
+    }
+    if (args[0] == "--version" || args[0] == "version") {
+        std::cout << "rackprof " << RACKPROF_VERSION << "\n";
+        return 0;
+    }
+    const std::string command = args[0];
+    args.erase(args.begin());
+    try {
+        if (command == "convert") return rackprof::daemon::run_convert(args);
+        if (command == "simulate") return rackprof::daemon::run_simulate(args);
+        if (command == "demo") return rackprof::daemon::run_demo(args);
+        std::cerr << "rackprof: unknown command '" << command << "'\n" << kUsage;
+        return 2;
+    } catch (const rackprof::daemon::UsageError& e) {
+        std::cerr << "rackprof " << command << ": " << e.what() << "\n";
+        return 2;
+    } catch (const std::exception& e) {
+        std::cerr << "rackprof " << command << ": error: " << e.what() << "\n";
+        return 1;
+    }
+}

@@ -1,0 +1,155 @@
+// `rackprof simulate`: a virtual board writing the exact bytes a profiled target would send.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/board_simulator.h"
+#include "daemon/command_line.h"
+#include "daemon/commands.h"
+#include "gmon/gmon_writer.h"
+#include "gmon/report.h"
+
+namespace rackprof::daemon {
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: rackprof simulate [options]
+
+Runs a call model as a profiled board would and writes the wire bytes it sends (the thesis'
+legacy format), plus the ground truth: every arc and PC sample sent, before any fault.
+
+options:
+  --model NAME       blinky | conflation | deterministic | elf (default: blinky)
+  --elf FILE         with --model elf: take functions and addresses from this ELF
+  --iterations N     passes of the model's main loop (default: 100, or unlimited with --bytes)
+  --bytes SIZE       stop after about SIZE binary wire bytes (e.g. 200M)
+  --format F         bin | hex (default: bin)
+  --addr-bytes N     3 | 4 (default: 3)
+  --seed N           random seed for PC positions and faults (default: 1)
+  --drop P           drop each byte with probability P
+  --flip P           flip one bit of each byte with probability P
+  --insert P         insert a random byte before each byte with probability P
+  -o FILE            where the wire bytes go ('-': standard output)
+  --truth FILE       write the ground truth as JSON
+  --write-elf FILE   write an ELF with the model's functions (to symbolize the capture)
+  --list-models      list the built-in models
+)";
+
+class OutputFile {
+public:
+    explicit OutputFile(const std::string& path) {
+        if (path == "-") {
+            file_ = stdout;
+            return;
+        }
+        file_ = std::fopen(path.c_str(), "wb");
+        if (!file_) throw std::runtime_error("cannot write " + path);
+        owned_ = true;
+    }
+    ~OutputFile() {
+        if (owned_) std::fclose(file_);
+    }
+    OutputFile(const OutputFile&) = delete;
+    OutputFile& operator=(const OutputFile&) = delete;
+    void write(const std::uint8_t* data, std::size_t size) {
+        if (std::fwrite(data, 1, size, file_) != size) throw std::runtime_error("write failed (disk full?)");
+    }
+    void close() {
+        if (std::fflush(file_) != 0) throw std::runtime_error("write failed (disk full?)");
+    }
+
+private:
+    std::FILE* file_ = nullptr;
+    bool owned_ = false;
+};
+
+nlohmann::json truth_json(const GroundTruth& truth, const SimulatorOptions& options) {
+    nlohmann::json functions = nlohmann::json::array();
+    for (const auto& f : truth.functions) {
+        functions.push_back({{"name", f.name}, {"addr", gmon::hex_address(f.addr)}, {"size", f.size}});
+    }
+    nlohmann::json arcs = nlohmann::json::array();
+    for (const auto& a : truth.aggregate.arcs()) {
+        arcs.push_back({{"from", gmon::hex_address(a.from_pc)}, {"self", gmon::hex_address(a.self_pc)}, {"count", a.count}});
+    }
+    nlohmann::json pcs = nlohmann::json::array();
+    for (const auto& p : truth.aggregate.pc_samples()) {
+        pcs.push_back({{"pc", gmon::hex_address(p.pc)}, {"count", p.count}});
+    }
+    return {{"model", truth.model},
+            {"format", options.encoding == protocol::LegacyEncoding::kHex ? "hex" : "bin"},
+            {"addr_bytes", options.addr_bytes},
+            {"seed", options.seed},
+            {"iterations", truth.iterations},
+            {"wire_bytes", truth.wire_bytes},
+            {"arcs_sent", truth.arcs_sent},
+            {"pc_samples_sent", truth.pc_samples_sent},
+            {"faults", {{"dropped", truth.faults.dropped}, {"flipped", truth.faults.flipped}, {"inserted", truth.faults.inserted}}},
+            {"code_range", {{"low", gmon::hex_address(truth.code_range.low)}, {"high", gmon::hex_address(truth.code_range.high)}}},
+            {"functions", functions},
+            {"arcs", arcs},
+            {"pc_samples", pcs}};
+}
+
+}  // namespace
+
+int run_simulate(const std::vector<std::string>& args) {
+    const CommandLine cl(args, {"--model", "--elf", "--iterations", "--bytes", "--format", "--addr-bytes", "--seed",
+                                "--drop", "--flip", "--insert", "-o", "--truth", "--write-elf"},
+                         {"--help", "-h", "--list-models"});
+    if (cl.has("--help") || cl.has("-h")) {
+        std::cout << kUsage;
+        return 0;
+    }
+    if (cl.has("--list-models")) {
+        for (const auto& [name, what] : builtin_models()) std::cout << name << "\t" << what << "\n";
+        return 0;
+    }
+    if (!cl.positionals().empty()) throw UsageError("unexpected argument '" + cl.positionals()[0] + "'");
+    SimulatorOptions options;
+    options.model = cl.get("--model", "blinky");
+    if (const auto elf = cl.get("--elf")) options.elf = gmon::Symbolizer::load(*elf);
+    options.addr_bytes = static_cast<int>(cl.get_uint("--addr-bytes", 3));
+    if (options.addr_bytes != 3 && options.addr_bytes != 4) throw UsageError("--addr-bytes must be 3 or 4");
+    options.encoding = cl.choice("--format", "bin", {"bin", "hex"}) == "hex" ? protocol::LegacyEncoding::kHex
+                                                                              : protocol::LegacyEncoding::kBinary;
+    options.seed = cl.get_uint("--seed", 1);
+    options.faults = {cl.get_rate("--drop"), cl.get_rate("--flip"), cl.get_rate("--insert")};
+    options.max_bytes = cl.get_uint("--bytes", 0);
+    options.max_iterations = cl.get_uint("--iterations", options.max_bytes ? 0 : 100);
+
+    const auto out_path = cl.get("-o");
+    if (!out_path && !cl.has("--truth") && !cl.has("--write-elf")) {
+        throw UsageError("say where the wire bytes go: -o FILE, or -o - for standard output");
+    }
+    if (out_path && *out_path == "-" && ::isatty(STDOUT_FILENO)) {
+        throw UsageError("refusing to write wire bytes to a terminal; use -o FILE or a pipe");
+    }
+    std::optional<OutputFile> out;
+    if (out_path) out.emplace(*out_path);
+    const GroundTruth truth = simulate_board(options, [&](const std::uint8_t* data, std::size_t size) {
+        if (out) out->write(data, size);
+    });
+    if (out) out->close();
+
+    if (const auto path = cl.get("--truth")) {
+        const std::string text = truth_json(truth, options).dump(2) + "\n";
+        gmon::write_file_atomically(*path, std::vector<std::uint8_t>(text.begin(), text.end()));
+    }
+    if (const auto path = cl.get("--write-elf")) write_model_elf(*path, truth);
+    std::cerr << "rackprof: simulated " << truth.model << ": " << truth.iterations << " iterations, "
+              << truth.arcs_sent << " arcs and " << truth.pc_samples_sent << " PC samples in " << truth.wire_bytes
+              << " wire bytes";
+    if (options.faults.any()) {
+        std::cerr << "; faults: " << truth.faults.dropped << " dropped, " << truth.faults.flipped << " flipped, "
+                  << truth.faults.inserted << " inserted";
+    }
+    std::cerr << "\n";
+    return 0;
+}
+
+}  // namespace rackprof::daemon

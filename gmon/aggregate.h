@@ -1,0 +1,66 @@
+// Aggregate: arc -> count and PC -> count, with wide integers. What a session accumulates,
+// what gmon.out is written from, and what merges across sessions, boards and a fleet.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "gmon/count_table.h"
+#include "protocol/record.h"
+#include "protocol/record_sink.h"
+
+namespace rackprof::gmon {
+
+struct ArcCount {
+    std::uint64_t from_pc = 0;
+    std::uint64_t self_pc = 0;
+    std::uint64_t count = 0;
+    friend bool operator==(const ArcCount&, const ArcCount&) = default;
+};
+
+struct PcCount {
+    std::uint64_t pc = 0;
+    std::uint64_t count = 0;
+    friend bool operator==(const PcCount&, const PcCount&) = default;
+};
+
+class Aggregate {
+public:
+    void add(std::span<const protocol::Record> records);
+    void add_arc(std::uint64_t from_pc, std::uint64_t self_pc, std::uint64_t count);
+    void add_pc(std::uint64_t pc, std::uint64_t count);
+    void merge(const Aggregate& other);
+
+    // Sorted by address, so output built from them is deterministic.
+    std::vector<ArcCount> arcs() const;
+    std::vector<PcCount> pc_samples() const;
+
+    std::uint64_t total_calls() const { return total_calls_; }
+    std::uint64_t total_samples() const { return total_samples_; }
+    std::size_t distinct_arcs() const { return arcs_.size(); }
+
+    friend bool operator==(const Aggregate& a, const Aggregate& b) {
+        return a.arcs() == b.arcs() && a.pc_samples() == b.pc_samples();
+    }
+
+private:
+    // Arcs with both addresses below 2^32 (every supported target) share one table.
+    CountTable arcs_;
+    CountTable pcs_;
+    std::vector<ArcCount> wide_arcs_;  // arcs with a 64-bit address (from a 64-bit gmon.out)
+    std::uint64_t total_calls_ = 0;
+    std::uint64_t total_samples_ = 0;
+};
+
+// Feeds decoded records straight into an Aggregate.
+class AggregateSink : public protocol::RecordSink {
+public:
+    explicit AggregateSink(Aggregate& aggregate) : aggregate_(aggregate) {}
+    void on_records(std::span<const protocol::Record> batch) override { aggregate_.add(batch); }
+
+private:
+    Aggregate& aggregate_;
+};
+
+}  // namespace rackprof::gmon

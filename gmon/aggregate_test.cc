@@ -1,0 +1,73 @@
+#include "gmon/aggregate.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <random>
+
+namespace rackprof::gmon {
+namespace {
+
+using protocol::Record;
+
+TEST_CASE("aggregates repeated arcs and samples with wide counts") {
+    Aggregate a;
+    std::vector<Record> batch;
+    for (int i = 0; i < 1000; ++i) {
+        batch.push_back(Record::arc(0x153D, 0x14E5, 100000));
+        batch.push_back(Record::pc_sample(0x14B4, 100000));
+    }
+    batch.push_back(Record::arc(0x150D, 0x1499, 7));
+    for (int round = 0; round < 50; ++round) a.add(batch);  // 5 * 10^9 of each: beyond 32 bits
+    const auto arcs = a.arcs();
+    REQUIRE(arcs.size() == 2);
+    CHECK(arcs[0] == ArcCount{0x150D, 0x1499, 7ull * 50});
+    CHECK(arcs[1] == ArcCount{0x153D, 0x14E5, 5'000'000'000ull});
+    CHECK(a.pc_samples() == std::vector<PcCount>{{0x14B4, 5'000'000'000ull}});
+    CHECK(a.total_samples() == 5'000'000'000ull);
+    CHECK(a.total_calls() == 5'000'000'000ull + 7ull * 50);
+}
+
+TEST_CASE("many distinct keys survive table growth, in any order of arrival") {
+    std::mt19937 rng(3);
+    std::vector<Record> records;
+    for (std::uint32_t i = 0; i < 20000; ++i) {
+        records.push_back(Record::arc(i * 2 + 1, (i * 7919) % 4096 + 1));
+        records.push_back(Record::pc_sample(i * 4));
+    }
+    Aggregate forward;
+    forward.add(records);
+    std::shuffle(records.begin(), records.end(), rng);
+    Aggregate shuffled;
+    for (std::size_t i = 0; i < records.size(); i += 333) {
+        shuffled.add(std::span<const Record>(records).subspan(i, std::min<std::size_t>(333, records.size() - i)));
+    }
+    CHECK(forward == shuffled);
+    CHECK(forward.arcs().size() == 20000);
+    CHECK(forward.pc_samples().size() == 20000);
+}
+
+TEST_CASE("merge adds counts") {
+    Aggregate a, b, both;
+    a.add_arc(1, 2, 3);
+    a.add_pc(0x100, 4);
+    b.add_arc(1, 2, 5);
+    b.add_arc(0x1'0000'0000ull, 2, 1);  // a 64-bit address
+    b.add_pc(0x100, 1);
+    a.merge(b);
+    CHECK(a.arcs() == std::vector<ArcCount>{{1, 2, 8}, {0x1'0000'0000ull, 2, 1}});
+    CHECK(a.pc_samples() == std::vector<PcCount>{{0x100, 5}});
+    CHECK(a.total_calls() == 9);
+    CHECK(a.total_samples() == 5);
+}
+
+TEST_CASE("the all-ones key is an ordinary key") {
+    Aggregate a;
+    a.add_arc(0xFFFFFFFF, 0xFFFFFFFF, 2);
+    a.add_pc(0xFFFFFFFF, 1);
+    CHECK(a.arcs() == std::vector<ArcCount>{{0xFFFFFFFF, 0xFFFFFFFF, 2}});
+    CHECK(a.pc_samples() == std::vector<PcCount>{{0xFFFFFFFF, 1}});
+}
+
+}  // namespace
+}  // namespace rackprof::gmon

@@ -1,0 +1,27 @@
+// Endian-aware integer reading and writing for gmon.out's target-order fields.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gmon/gmon_data.h"
+
+namespace rackprof::gmon {
+
+inline void put_uint(std::vector<std::uint8_t>& out, std::uint64_t v, int bytes, ByteOrder order) {
+    for (int i = 0; i < bytes; ++i) {
+        const int shift = order == ByteOrder::kLittle ? 8 * i : 8 * (bytes - 1 - i);
+        out.push_back(static_cast<std::uint8_t>(v >> shift));
+    }
+}
+
+inline std::uint64_t get_uint(const std::uint8_t* p, int bytes, ByteOrder order) {
+    std::uint64_t v = 0;
+    for (int i = 0; i < bytes; ++i) {
+        const int index = order == ByteOrder::kLittle ? bytes - 1 - i : i;
+        v = (v << 8) | p[index];
+    }
+    return v;
+}
+
+}  // namespace rackprof::gmon

@@ -1,0 +1,58 @@
+#include "gmon/gmon_data.h"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+namespace rackprof::gmon {
+
+std::uint64_t Histogram::total() const {
+    return std::accumulate(bins.begin(), bins.end(), std::uint64_t{0});
+}
+
+HistogramSpec observed_range(const Aggregate& aggregate, std::uint32_t bin_bytes,
+                             std::uint32_t prof_rate) {
+    HistogramSpec spec;
+    spec.bin_bytes = bin_bytes;
+    spec.prof_rate = prof_rate;
+    const auto pcs = aggregate.pc_samples();
+    if (pcs.empty()) return spec;
+    spec.low_pc = pcs.front().pc / bin_bytes * bin_bytes;
+    spec.high_pc = (pcs.back().pc / bin_bytes + 1) * bin_bytes;
+    return spec;
+}
+
+BinningResult to_gmon_data(const Aggregate& aggregate, const HistogramSpec& spec,
+                           const TargetLayout& layout) {
+    if (spec.bin_bytes == 0 || spec.bin_bytes % 2 != 0) {
+        // gprof measures addresses in 2-byte units; an odd bin size cannot be represented.
+        throw std::invalid_argument("histogram bin size must be a positive even number of bytes");
+    }
+    BinningResult result;
+    result.data.layout = layout;
+    result.data.format = GmonFormat::kGnu;
+    result.data.arcs = aggregate.arcs();
+
+    const auto pcs = aggregate.pc_samples();
+    if (spec.high_pc > spec.low_pc) {
+        Histogram h;
+        h.low_pc = spec.low_pc;
+        const std::uint64_t nbins = (spec.high_pc - spec.low_pc + spec.bin_bytes - 1) / spec.bin_bytes;
+        h.high_pc = spec.low_pc + nbins * spec.bin_bytes;
+        h.prof_rate = spec.prof_rate;
+        h.bins.assign(nbins, 0);
+        for (const PcCount& p : pcs) {
+            if (p.pc >= h.low_pc && p.pc < h.high_pc) {
+                h.bins[(p.pc - h.low_pc) / spec.bin_bytes] += p.count;
+            } else {
+                result.samples_outside += p.count;
+            }
+        }
+        result.data.histograms.push_back(std::move(h));
+    } else {
+        for (const PcCount& p : pcs) result.samples_outside += p.count;
+    }
+    return result;
+}
+
+}  // namespace rackprof::gmon

@@ -1,0 +1,107 @@
+#include <doctest/doctest.h>
+
+#include "gmon/byte_io.h"
+#include "gmon/gmon_reader.h"
+#include "gmon/gmon_writer.h"
+
+namespace rackprof::gmon {
+namespace {
+
+GmonData sample(TargetLayout layout) {
+    Aggregate a;
+    a.add_arc(0x153D, 0x14E5, 13155);
+    a.add_arc(0x150D, 0x1499, 70000);
+    a.add_arc(0x5BD, 0x4FD, 5'000'000'000ull);  // above a u32: split into records
+    a.add_pc(0x14B4, 200000);                    // above a u16 bin: split into records
+    a.add_pc(0x146E, 3);
+    a.add_pc(0x4000, 9);                         // outside the range below
+    HistogramSpec spec{0x410, 0x1620, 2, 1000};
+    auto binned = to_gmon_data(a, spec, layout);
+    CHECK(binned.samples_outside == 9);
+    return binned.data;
+}
+
+TEST_CASE("GNU gmon.out round trip keeps wide counts exactly") {
+    for (TargetLayout layout : {TargetLayout{4, ByteOrder::kLittle}, TargetLayout{4, ByteOrder::kBig},
+                                TargetLayout{8, ByteOrder::kLittle}}) {
+        const GmonData written = sample(layout);
+        const auto bytes = serialize_gmon(written);
+        const GmonData raw = parse_gmon(bytes, layout);
+        CHECK(raw.histograms.size() == 4);  // ceil(200000 / 65535)
+        CHECK(raw.arcs.size() == 4);        // 5e9 needs two u32 records
+        const GmonData read = merge_duplicates(raw);
+        REQUIRE(read.histograms.size() == 1);
+        CHECK(read.histograms[0].bins == written.histograms[0].bins);
+        CHECK(read.histograms[0].low_pc == 0x410);
+        CHECK(read.histograms[0].high_pc == 0x1620);
+        CHECK(read.histograms[0].prof_rate == 1000);
+        CHECK(read.histograms[0].dimension == "seconds");
+        CHECK(read.arcs == written.arcs);
+    }
+}
+
+TEST_CASE("the header is the GNU one") {
+    const auto bytes = serialize_gmon(sample({4, ByteOrder::kLittle}));
+    CHECK(std::string(bytes.begin(), bytes.begin() + 4) == "gmon");
+    CHECK(get_uint(bytes.data() + 4, 4, ByteOrder::kLittle) == 1);
+    CHECK(bytes[20] == 0);  // first record: a histogram
+}
+
+TEST_CASE("4.4BSD and old BSD files are read") {
+    std::vector<std::uint8_t> f;
+    const ByteOrder le = ByteOrder::kLittle;
+    put_uint(f, 0x410, 4, le);
+    put_uint(f, 0x418, 4, le);
+    put_uint(f, 32 + 8, 4, le);  // ncnt: header + 4 bins
+    put_uint(f, 0x51879, 4, le);
+    put_uint(f, 5, 4, le);       // profrate
+    f.insert(f.end(), 12, 0xCC);  // spare, garbage as the thesis wrote it
+    for (int b : {1, 0, 65535, 2}) put_uint(f, static_cast<std::uint64_t>(b), 2, le);
+    for (std::uint64_t v : {0x520u, 0xF21u, 14u, 0x530u, 0xF45u, 12u}) put_uint(f, v, 4, le);
+    const GmonData d = parse_gmon(f, {4, le});
+    CHECK(d.format == GmonFormat::kBsd44);
+    REQUIRE(d.histograms.size() == 1);
+    CHECK(d.histograms[0].prof_rate == 5);
+    CHECK(d.histograms[0].bins == std::vector<std::uint64_t>{1, 0, 65535, 2});
+    CHECK(d.arcs == std::vector<ArcCount>{{0x520, 0xF21, 14}, {0x530, 0xF45, 12}});
+
+    std::vector<std::uint8_t> old;
+    put_uint(old, 0x410, 4, le);
+    put_uint(old, 0x414, 4, le);
+    put_uint(old, 12 + 4, 4, le);
+    put_uint(old, 7, 2, le);
+    put_uint(old, 8, 2, le);
+    const GmonData o = parse_gmon(old, {4, le});
+    CHECK(o.format == GmonFormat::kBsd);
+    CHECK(o.histograms[0].bins == std::vector<std::uint64_t>{7, 8});
+    CHECK(o.arcs.empty());
+}
+
+TEST_CASE("truncated and malformed files are clear errors") {
+    const auto bytes = serialize_gmon(sample({4, ByteOrder::kLittle}));
+    for (std::size_t cut : {std::size_t{3}, std::size_t{10}, std::size_t{25}, bytes.size() - 1}) {
+        std::vector<std::uint8_t> partial(bytes.begin(), bytes.begin() + static_cast<long>(cut));
+        CHECK_THROWS_AS(parse_gmon(partial, {4, ByteOrder::kLittle}), GmonFormatError);
+    }
+    std::vector<std::uint8_t> bad_tag = bytes;
+    bad_tag[20] = 7;
+    CHECK_THROWS_WITH_AS(parse_gmon(bad_tag, {4, ByteOrder::kLittle}), doctest::Contains("unknown gmon.out record tag"),
+                         GmonFormatError);
+    CHECK_THROWS_AS(parse_gmon(std::vector<std::uint8_t>{}, {4, ByteOrder::kLittle}), GmonFormatError);
+}
+
+TEST_CASE("partially overlapping histograms are refused, as gprof refuses them") {
+    GmonData d;
+    Histogram a;
+    a.low_pc = 0x100;
+    a.high_pc = 0x200;
+    a.bins.assign(128, 1);
+    Histogram b = a;
+    b.low_pc = 0x180;
+    b.high_pc = 0x280;
+    d.histograms = {a, b};
+    CHECK_THROWS_AS(merge_duplicates(d), GmonFormatError);
+}
+
+}  // namespace
+}  // namespace rackprof::gmon

@@ -1,0 +1,100 @@
+#include "gmon/gmon_writer.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <system_error>
+
+#include "gmon/byte_io.h"
+
+namespace rackprof::gmon {
+
+namespace {
+
+constexpr std::uint8_t kTagTimeHist = 0;
+constexpr std::uint8_t kTagCgArc = 1;
+constexpr std::uint64_t kMaxBin = 0xFFFF;
+constexpr std::uint64_t kMaxArcCount = 0xFFFFFFFF;
+
+void write_histogram(const Histogram& h, const TargetLayout& t, std::vector<std::uint8_t>& out) {
+    const std::uint64_t peak = h.bins.empty() ? 0 : *std::max_element(h.bins.begin(), h.bins.end());
+    // At least one record even when empty, so gprof knows the range and rate.
+    const std::uint64_t records = std::max<std::uint64_t>(1, (peak + kMaxBin - 1) / kMaxBin);
+    // dimen[15]: NUL-padded, not necessarily NUL-terminated.
+    std::array<std::uint8_t, 15> dimension{};
+    for (std::size_t i = 0; i < dimension.size() && i < h.dimension.size(); ++i) {
+        dimension[i] = static_cast<std::uint8_t>(h.dimension[i]);
+    }
+    for (std::uint64_t r = 0; r < records; ++r) {
+        out.push_back(kTagTimeHist);
+        put_uint(out, h.low_pc, t.addr_bytes, t.order);
+        put_uint(out, h.high_pc, t.addr_bytes, t.order);
+        put_uint(out, h.bins.size(), 4, t.order);
+        put_uint(out, h.prof_rate, 4, t.order);
+        for (std::uint8_t c : dimension) out.push_back(c);
+        out.push_back(static_cast<std::uint8_t>(h.dimension_abbrev));
+        const std::uint64_t already = r * kMaxBin;
+        for (std::uint64_t bin : h.bins) {
+            const std::uint64_t left = bin > already ? bin - already : 0;
+            put_uint(out, std::min(left, kMaxBin), 2, t.order);
+        }
+    }
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> serialize_gmon(const GmonData& data) {
+    const TargetLayout& t = data.layout;
+    std::vector<std::uint8_t> out;
+    out.reserve(64 + data.arcs.size() * (1 + 2 * t.addr_bytes + 4));
+    for (char c : {'g', 'm', 'o', 'n'}) out.push_back(static_cast<std::uint8_t>(c));
+    put_uint(out, 1, 4, t.order);                // GMON_VERSION
+    for (int i = 0; i < 12; ++i) out.push_back(0);  // spare
+    for (const Histogram& h : data.histograms) write_histogram(h, t, out);
+    for (const ArcCount& a : data.arcs) {
+        for (std::uint64_t left = a.count; left > 0;) {
+            const std::uint64_t n = std::min(left, kMaxArcCount);
+            out.push_back(kTagCgArc);
+            put_uint(out, a.from_pc, t.addr_bytes, t.order);
+            put_uint(out, a.self_pc, t.addr_bytes, t.order);
+            put_uint(out, n, 4, t.order);
+            left -= n;
+        }
+    }
+    return out;
+}
+
+void write_file_atomically(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes) {
+    const std::filesystem::path tmp =
+        path.string() + ".tmp-" + std::to_string(static_cast<long>(::getpid()));
+    {
+        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+        if (!f) {
+            throw std::runtime_error("cannot write " + path.string() + ": " +
+                                     std::generic_category().message(errno));
+        }
+        f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        f.flush();
+        if (!f) {
+            const std::string why = std::generic_category().message(errno);
+            f.close();
+            std::error_code ignored;
+            std::filesystem::remove(tmp, ignored);
+            throw std::runtime_error("cannot write " + path.string() + ": " + why);
+        }
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+        std::error_code ignored;
+        std::filesystem::remove(tmp, ignored);
+        throw std::runtime_error("cannot write " + path.string() + ": " + ec.message());
+    }
+}
+
+}  // namespace rackprof::gmon

@@ -1,0 +1,21 @@
+// Writes gmon.out in the GNU tagged format that gprof reads, in the target's byte order and
+// address size. Wide counts are never clamped: a bin above 65535 is split across several
+// histogram records with the same range (gprof sums them), an arc above 2^32-1 across
+// several arc records (gprof sums those too).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "gmon/gmon_data.h"
+
+namespace rackprof::gmon {
+
+std::vector<std::uint8_t> serialize_gmon(const GmonData& data);
+
+// Writes next to `path` and renames into place, so a failure never leaves a partial file.
+// Throws std::runtime_error naming the path on failure.
+void write_file_atomically(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes);
+
+}  // namespace rackprof::gmon

@@ -1,0 +1,25 @@
+// Views of a Profile: gprof's text layout and rackprof's JSON schema (docs: gmon/README.md).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "gmon/profile.h"
+
+namespace rackprof::gmon {
+
+// The flat profile, call graph and index laid out exactly as `gprof -b` prints them.
+std::string render_gprof_text(const Profile& profile);
+
+struct JsonReportOptions {
+    std::size_t top = 0;       // at most this many flat rows; 0: all
+    double min_percent = 0.0;  // leave out flat rows below this % time
+};
+
+// The "profile" object of the JSON report.
+nlohmann::json profile_json(const Profile& profile, const JsonReportOptions& options = {});
+
+std::string hex_address(std::uint64_t addr);
+
+}  // namespace rackprof::gmon

@@ -1,0 +1,365 @@
+// gprof's text layout (hist.c hist_print, cg_print.c cg_print and cg_print_index, in the
+// brief form of `gprof -b`), column for column, so the output can be diffed against gprof.
+#include <cxxabi.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "gmon/report.h"
+
+namespace rackprof::gmon {
+
+namespace {
+
+constexpr int kOutputWidth = 80;
+
+class Printer {
+public:
+    void printf(const char* format, ...) __attribute__((format(printf, 2, 3))) {
+        char buffer[1024];
+        va_list args;
+        va_start(args, format);
+        const int n = std::vsnprintf(buffer, sizeof buffer, format, args);
+        va_end(args);
+        if (n < 0) return;
+        if (static_cast<std::size_t>(n) < sizeof buffer) {
+            out_.append(buffer, static_cast<std::size_t>(n));
+            return;
+        }
+        std::string big(static_cast<std::size_t>(n) + 1, '\0');
+        va_start(args, format);
+        std::vsnprintf(big.data(), big.size(), format, args);
+        va_end(args);
+        big.pop_back();
+        out_ += big;
+    }
+    void put(const std::string& s) { out_ += s; }
+    std::string take() { return std::move(out_); }
+
+private:
+    std::string out_;
+};
+
+// C++ names are shown demangled, as gprof does by default.
+std::string display_name(const std::string& name) {
+    if (name.rfind("_Z", 0) != 0) return name;
+    int status = 0;
+    std::unique_ptr<char, decltype(&std::free)> d(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status),
+                                                  &std::free);
+    return status == 0 && d ? std::string(d.get()) : name;
+}
+
+struct View {
+    const Profile& p;
+    double hz;
+    double print_time;
+
+    bool is_cycle(std::size_t entry) const { return entry >= Profile::kCycleBase; }
+    const ProfileNode& node(std::size_t entry) const {
+        return is_cycle(entry) ? p.cycles[entry - Profile::kCycleBase] : p.nodes[entry];
+    }
+    // The node whose ncalls an arc into `sym` is divided by: the cycle when sym is on one.
+    const ProfileNode& head_of(std::size_t sym) const {
+        const ProfileNode& n = p.nodes[sym];
+        return n.cycle_head == kNone ? n : p.cycles[n.cycle_head];
+    }
+
+    // print_name(): name, its cycle, its index ([N] when printed, (N) when not).
+    void name(Printer& out, std::size_t sym) const {
+        const ProfileNode& n = p.nodes[sym];
+        out.put(display_name(p.symbols[sym].name));
+        if (n.cycle) out.printf(" <cycle %zu>", n.cycle);
+        if (n.index) out.printf(n.print_flag ? " [%zu]" : " (%zu)", n.index);
+    }
+};
+
+void print_flat(Printer& out, const Profile& p, double hz) {
+    out.put("Flat profile:\n");
+    // The ms/call columns are scaled to the largest time per call.
+    static const struct {
+        char prefix;
+        double scale;
+    } kSi[] = {{'T', 1e-12}, {'G', 1e-09}, {'M', 1e-06}, {'K', 1e-03}, {' ', 1e-00}, {'m', 1e+03},
+               {'u', 1e+06}, {'n', 1e+09}, {'p', 1e+12}, {'f', 1e+15}, {'a', 1e+18}};
+    std::size_t log_scale = 0;
+    double top_time = 0.0;
+    bool top_found = false;
+    for (std::size_t s : p.flat_order) {
+        const ProfileNode& n = p.nodes[s];
+        if (n.ncalls == 0) continue;
+        const double call_time = (n.self_time + n.child_time) / static_cast<double>(n.ncalls);
+        if (call_time > top_time) {
+            top_time = call_time;
+            top_found = true;
+        }
+    }
+    if (top_found && top_time > 0.0) {
+        top_time /= hz;
+        for (log_scale = 0; log_scale < std::size(kSi); ++log_scale) {
+            const double scaled = kSi[log_scale].scale * top_time;
+            if (scaled >= 1.0 && scaled < 1000.0) break;
+        }
+    }
+    const double scale = kSi[std::min(log_scale, std::size(kSi) - 1)].scale;
+    const char prefix = log_scale < std::size(kSi) ? kSi[log_scale].prefix : '\0';
+
+    char unit[64];
+    std::snprintf(unit, sizeof unit, "%c%c/call", prefix, p.dimension_abbrev);
+    out.printf("\nEach sample counts as %g %s.\n", 1.0 / hz, p.dimension.c_str());
+    double total_time = p.total_time;
+    if (total_time <= 0.0) {
+        out.put(" no time accumulated\n\n");
+        total_time = 1.0;
+    }
+    out.printf("%5.5s %10.10s %8.8s %8.8s %8.8s %8.8s  %-8.8s\n", "%  ", "cumulative", "self  ", "", "self  ",
+               "total ", "");
+    out.printf("%5.5s %9.9s  %8.8s %8.8s %8.8s %8.8s  %-8.8s\n", "time", p.dimension.c_str(), p.dimension.c_str(),
+               "calls", unit, unit, "name");
+
+    double accum_time = 0.0;
+    for (std::size_t s : p.flat_order) {
+        const ProfileNode& n = p.nodes[s];
+        if (n.ncalls == 0 && n.self_time == 0) continue;
+        accum_time += n.self_time;
+        out.printf("%6.2f %9.2f %8.2f", total_time > 0.0 ? 100 * n.self_time / total_time : 0.0, accum_time / hz,
+                   n.self_time / hz);
+        if (n.ncalls != 0) {
+            const auto calls = static_cast<double>(n.ncalls);
+            out.printf(" %8llu %8.2f %8.2f  ", static_cast<unsigned long long>(n.ncalls),
+                       scale * n.self_time / hz / calls, scale * (n.self_time + n.child_time) / hz / calls);
+        } else {
+            out.printf(" %8.8s %8.8s %8.8s  ", "", "", "");
+        }
+        out.put(display_name(p.symbols[s].name));
+        out.put("\n");
+    }
+}
+
+// An arc's place among a function's parents or children (cg_print.c cmp_arc): self calls
+// first, then calls within a cycle by count, then by time and count.
+int compare_arcs(const Profile& p, const ProfileArc& l, const ProfileArc& r) {
+    auto cycle = [&](std::size_t sym) { return p.nodes[sym].cycle; };
+    if (l.parent == l.child) return -1;
+    if (r.parent == r.child) return 1;
+    const bool l_in = cycle(l.parent) != 0 && cycle(l.child) != 0 && cycle(l.parent) == cycle(l.child);
+    const bool r_in = cycle(r.parent) != 0 && cycle(r.child) != 0 && cycle(r.parent) == cycle(r.child);
+    if (l_in) {
+        if (!r_in) return -1;
+        return l.count < r.count ? -1 : l.count > r.count ? 1 : 0;
+    }
+    if (r_in) return 1;
+    const double lt = l.time + l.child_time;
+    const double rt = r.time + r.child_time;
+    if (lt < rt) return -1;
+    if (lt > rt) return 1;
+    return l.count < r.count ? -1 : l.count > r.count ? 1 : 0;
+}
+
+// gprof's insertion sorts over its prepend-ordered lists (newest arc first).
+std::vector<std::size_t> sorted_arcs(const Profile& p, const std::vector<std::size_t>& arcs, bool ascending) {
+    std::vector<std::size_t> sorted;
+    for (auto it = arcs.rbegin(); it != arcs.rend(); ++it) {
+        auto pos = sorted.begin();
+        for (; pos != sorted.end(); ++pos) {
+            const int c = compare_arcs(p, p.arcs[*it], p.arcs[*pos]);
+            if (ascending ? c != 1 : c != -1) break;
+        }
+        sorted.insert(pos, *it);
+    }
+    return sorted;
+}
+
+void print_arc_line(Printer& out, const View& v, const ProfileArc& a, std::size_t other, std::uint64_t of,
+                    bool within) {
+    if (within) {
+        out.printf("%6.6s %5.5s %7.7s %7.7s %7llu %7.7s     ", "", "", "", "", static_cast<unsigned long long>(a.count),
+                   "");
+    } else {
+        out.printf("%6.6s %5.5s %7.2f %7.2f %7llu/%-7llu     ", "", "", a.time / v.hz, a.child_time / v.hz,
+                   static_cast<unsigned long long>(a.count), static_cast<unsigned long long>(of));
+    }
+    v.name(out, other);
+    out.put("\n");
+}
+
+void print_function_entry(Printer& out, const View& v, std::size_t sym) {
+    const Profile& p = v.p;
+    const ProfileNode& n = p.nodes[sym];
+    if (n.parents.empty()) {
+        out.printf("%6.6s %5.5s %7.7s %7.7s %7.7s %7.7s     <spontaneous>\n", "", "", "", "", "", "");
+    } else {
+        for (std::size_t ai : sorted_arcs(p, n.parents, true)) {
+            const ProfileArc& a = p.arcs[ai];
+            const bool within = a.parent == sym || (n.cycle != 0 && p.nodes[a.parent].cycle == n.cycle);
+            print_arc_line(out, v, a, a.parent, v.head_of(sym).ncalls, within);
+        }
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "[%zu]", n.index);
+    out.printf("%-6.6s %5.1f %7.2f %7.2f", buf, 100 * (n.prop_self + n.prop_child) / v.print_time, n.prop_self / v.hz,
+               n.prop_child / v.hz);
+    if (n.ncalls + n.self_calls != 0) {
+        out.printf(" %7llu", static_cast<unsigned long long>(n.ncalls));
+        if (n.self_calls != 0) {
+            out.printf("+%-7llu ", static_cast<unsigned long long>(n.self_calls));
+        } else {
+            out.printf(" %7.7s ", "");
+        }
+    } else {
+        out.printf(" %7.7s %7.7s ", "", "");
+    }
+    v.name(out, sym);
+    out.put("\n");
+    for (std::size_t ai : sorted_arcs(p, n.children, false)) {
+        const ProfileArc& a = p.arcs[ai];
+        const bool within = a.child == sym || (p.nodes[a.child].cycle != 0 && p.nodes[a.child].cycle == n.cycle);
+        print_arc_line(out, v, a, a.child, v.head_of(a.child).ncalls, within);
+    }
+}
+
+void print_cycle_entry(Printer& out, const View& v, std::size_t cycle_index) {
+    const Profile& p = v.p;
+    const ProfileNode& c = p.cycles[cycle_index];
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "[%zu]", c.index);
+    out.printf("%-6.6s %5.1f %7.2f %7.2f %7llu", buf, 100 * (c.prop_self + c.prop_child) / v.print_time,
+               c.prop_self / v.hz, c.prop_child / v.hz, static_cast<unsigned long long>(c.ncalls));
+    if (c.self_calls != 0) {
+        out.printf("+%-7llu", static_cast<unsigned long long>(c.self_calls));
+    } else {
+        out.printf(" %7.7s", "");
+    }
+    out.printf(" <cycle %zu as a whole> [%zu]\n", c.cycle, c.index);
+
+    // Members by total time, then calls (an insertion sort that keeps later equals first).
+    std::vector<std::size_t> members;
+    for (std::size_t m : c.members) {
+        const ProfileNode& mn = p.nodes[m];
+        auto pos = members.begin();
+        for (; pos != members.end(); ++pos) {
+            const ProfileNode& o = p.nodes[*pos];
+            const double lt = mn.prop_self + mn.prop_child;
+            const double rt = o.prop_self + o.prop_child;
+            const std::uint64_t lc = mn.ncalls + mn.self_calls;
+            const std::uint64_t rc = o.ncalls + o.self_calls;
+            if (lt > rt || (lt == rt && lc > rc)) break;
+        }
+        members.insert(pos, m);
+    }
+    for (std::size_t m : members) {
+        const ProfileNode& mn = p.nodes[m];
+        out.printf("%6.6s %5.5s %7.2f %7.2f %7llu", "", "", mn.prop_self / v.hz, mn.prop_child / v.hz,
+                   static_cast<unsigned long long>(mn.ncalls));
+        if (mn.self_calls != 0) {
+            out.printf("+%-7llu", static_cast<unsigned long long>(mn.self_calls));
+        } else {
+            out.printf(" %7.7s", "");
+        }
+        out.put("     ");
+        v.name(out, m);
+        out.put("\n");
+    }
+}
+
+void print_call_graph(Printer& out, const View& v) {
+    const Profile& p = v.p;
+    out.put("\t\t\tCall graph\n\n");
+    out.printf("\ngranularity: each sample hit covers %ld byte(s)", static_cast<long>(p.bin_bytes / 2) * 2L);
+    if (p.print_time > 0.0) {
+        out.printf(" for %.2f%% of %.2f seconds\n\n", 100.0 / p.print_time, p.print_time / v.hz);
+    } else {
+        out.put(" no time propagated\n\n");
+    }
+    out.put("index % time    self  children    called     name\n");
+    for (std::size_t entry : p.graph_order) {
+        const ProfileNode& n = v.node(entry);
+        if ((n.ncalls == 0 && n.self_calls == 0 && n.prop_self == 0 && n.prop_child == 0) || !n.print_flag) continue;
+        if (v.is_cycle(entry)) {
+            print_cycle_entry(out, v, entry - Profile::kCycleBase);
+        } else {
+            print_function_entry(out, v, entry);
+        }
+        out.put("-----------------------------------------------\n");
+    }
+}
+
+void print_index(Printer& out, const View& v) {
+    const Profile& p = v.p;
+    std::vector<std::size_t> names;
+    for (std::size_t s = 0; s < p.symbols.size(); ++s) {
+        if (p.nodes[s].ncalls == 0 && p.nodes[s].self_time == 0) continue;
+        names.push_back(s);
+    }
+    std::stable_sort(names.begin(), names.end(), [&](std::size_t l, std::size_t r) {
+        return std::strcmp(p.symbols[l].name.c_str(), p.symbols[r].name.c_str()) < 0;
+    });
+    const std::size_t nnames = names.size();
+    for (std::size_t c = 0; c < p.cycles.size(); ++c) names.push_back(Profile::kCycleBase + c);
+
+    out.put("\f\nIndex by function name\n\n");
+    const std::size_t todo = names.size();
+    const std::size_t rows = (todo + 2) / 3;
+    const int column_width = (kOutputWidth - 1) / 3;
+    for (std::size_t i = 0; i < rows; ++i) {
+        int col = 0;
+        int starting_col = 0;
+        for (std::size_t j = i; j < todo; j += rows) {
+            const std::size_t entry = names[j];
+            const ProfileNode& n = v.node(entry);
+            char buf[32];
+            std::snprintf(buf, sizeof buf, n.print_flag ? "[%zu]" : "(%zu)", n.index);
+            col += static_cast<int>(std::strlen(buf));
+            for (; col < starting_col + 5; ++col) out.put(" ");
+            out.printf(" %s ", buf);
+            if (j < nnames) {
+                const ProfileSymbol& sym = p.symbols[entry];
+                const std::string shown = display_name(sym.name);
+                out.put(shown);
+                col += static_cast<int>(shown.size());
+                if (sym.is_static && !sym.file.empty()) {
+                    const auto slash = sym.file.rfind('/');
+                    const std::string file = slash == std::string::npos ? sym.file : sym.file.substr(slash + 1);
+                    out.printf(" (%s)", file.c_str());
+                    col += static_cast<int>(file.size()) + 3;
+                }
+            } else {
+                char cycle[32];
+                std::snprintf(cycle, sizeof cycle, "<cycle %zu>", n.cycle);
+                out.put(cycle);
+                col += static_cast<int>(std::strlen(cycle));
+            }
+            starting_col += column_width;
+        }
+        out.put("\n");
+    }
+}
+
+}  // namespace
+
+std::string render_gprof_text(const Profile& profile) {
+    Printer out;
+    const double hz = profile.prof_rate;
+    const View view{profile, hz, profile.print_time > 0.0 ? profile.print_time : 1.0};
+    bool first = true;
+    if (profile.has_histogram) {
+        print_flat(out, profile, hz);
+        first = false;
+    }
+    if (profile.has_arcs) {
+        if (!first) out.put("\f\n");
+        print_call_graph(out, view);
+        print_index(out, view);
+    }
+    return out.take();
+}
+
+std::string hex_address(std::uint64_t addr) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(addr));
+    return buf;
+}
+
+}  // namespace rackprof::gmon

@@ -1,0 +1,194 @@
+#include "gmon/symbolizer.h"
+
+#include <elfutils/libdw.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <limits>
+
+namespace rackprof::gmon {
+
+struct Symbolizer::Handles {
+    Elf* elf = nullptr;
+    Dwarf* dwarf = nullptr;
+    ~Handles() {
+        if (dwarf) dwarf_end(dwarf);
+        if (elf) elf_end(elf);
+    }
+};
+
+namespace {
+
+// How `nm` (BFD's coff_section_type, then the section flags) classifies a section.
+char section_class(const char* name, const GElf_Shdr& shdr) {
+    static const std::pair<const char*, char> kByName[] = {
+        {".bss", 'b'},   {"code", 't'},   {".data", 'd'},    {"*DEBUG*", 'N'}, {".debug", 'N'},
+        {".drectve", 'i'}, {".edata", 'e'}, {".fini", 't'},  {".idata", 'i'},  {".init", 't'},
+        {".pdata", 'p'}, {".rdata", 'r'}, {".rodata", 'r'},  {".sbss", 's'},   {".scommon", 'c'},
+        {".sdata", 'g'}, {".text", 't'},  {"vars", 'd'},     {"zerovars", 'b'},
+    };
+    for (const auto& [prefix, c] : kByName) {
+        if (std::strncmp(name, prefix, std::strlen(prefix)) == 0) return c;
+    }
+    if (shdr.sh_flags & SHF_EXECINSTR) return 't';
+    return 'd';  // only code ('t') matters to the profile
+}
+
+std::string hex(const unsigned char* p, std::size_t n) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    std::string out;
+    for (std::size_t i = 0; i < n; ++i) {
+        out += kDigits[p[i] >> 4];
+        out += kDigits[p[i] & 0xF];
+    }
+    return out;
+}
+
+}  // namespace
+
+std::shared_ptr<const Symbolizer> Symbolizer::load(const std::filesystem::path& path) {
+    std::shared_ptr<Symbolizer> s(new Symbolizer());
+    s->read(path);
+    return s;
+}
+
+Symbolizer::~Symbolizer() {
+    handles_.reset();
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void Symbolizer::read(const std::filesystem::path& path) {
+    path_ = path;
+    const std::string where = path.string() + ": ";
+    elf_version(EV_CURRENT);
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw ElfError(where + std::strerror(errno));
+    handles_ = std::make_unique<Handles>();
+    handles_->elf = elf_begin(fd_, ELF_C_READ_MMAP, nullptr);
+    Elf* elf = handles_->elf;
+    if (!elf || elf_kind(elf) != ELF_K_ELF) throw ElfError(where + "not an ELF file");
+
+    GElf_Ehdr ehdr;
+    if (!gelf_getehdr(elf, &ehdr)) throw ElfError(where + "unreadable ELF header");
+    machine_ = ehdr.e_machine;
+    layout_.addr_bytes = gelf_getclass(elf) == ELFCLASS64 ? 8 : 4;
+    layout_.order = ehdr.e_ident[EI_DATA] == ELFDATA2MSB ? ByteOrder::kBig : ByteOrder::kLittle;
+
+    std::size_t shstrndx = 0;
+    if (elf_getshdrstrndx(elf, &shstrndx) != 0) throw ElfError(where + "no section name table");
+
+    // Section facts first: symbols refer to sections by index.
+    std::vector<char> classes;
+    code_low_ = std::numeric_limits<std::uint64_t>::max();
+    code_high_ = 0;
+    Elf_Scn* symtab = nullptr;
+    GElf_Shdr symtab_hdr{};
+    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+        GElf_Shdr shdr;
+        if (!gelf_getshdr(scn, &shdr)) continue;
+        const std::size_t index = elf_ndxscn(scn);
+        const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
+        if (classes.size() <= index) classes.resize(index + 1, '?');
+        classes[index] = section_class(name ? name : "", shdr);
+        if ((shdr.sh_flags & SHF_ALLOC) && (shdr.sh_flags & SHF_EXECINSTR) && shdr.sh_size > 0) {
+            code_low_ = std::min<std::uint64_t>(code_low_, shdr.sh_addr);
+            code_high_ = std::max<std::uint64_t>(code_high_, shdr.sh_addr + shdr.sh_size);
+        }
+        if (name && std::strcmp(name, ".text") == 0) {
+            text_addr_ = shdr.sh_addr;
+            text_size_ = shdr.sh_size;
+        }
+        if (shdr.sh_type == SHT_SYMTAB) {
+            symtab = scn;
+            symtab_hdr = shdr;
+        }
+        if (shdr.sh_type == SHT_NOTE && build_id_.empty()) {
+            Elf_Data* data = elf_getdata(scn, nullptr);
+            GElf_Nhdr nhdr;
+            std::size_t offset = 0, name_off = 0, desc_off = 0;
+            while (data && (offset = gelf_getnote(data, offset, &nhdr, &name_off, &desc_off)) > 0) {
+                const char* note_name = static_cast<const char*>(data->d_buf) + name_off;
+                if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == 4 &&
+                    std::memcmp(note_name, "GNU", 4) == 0) {
+                    build_id_ = hex(static_cast<const unsigned char*>(data->d_buf) + desc_off,
+                                    nhdr.n_descsz);
+                    break;
+                }
+            }
+        }
+    }
+    if (code_high_ == 0) throw ElfError(where + "has no executable code sections");
+    if (!symtab) throw ElfError(where + "has no symbol table (stripped?); build without -s");
+
+    if (Elf_Scn* strtab = elf_getscn(elf, symtab_hdr.sh_link)) {
+        if (Elf_Data* strings = elf_getdata(strtab, nullptr); strings && strings->d_buf) {
+            string_table_.assign(static_cast<const char*>(strings->d_buf), strings->d_size);
+        }
+    }
+    Elf_Data* data = elf_getdata(symtab, nullptr);
+    const std::size_t count = symtab_hdr.sh_entsize ? symtab_hdr.sh_size / symtab_hdr.sh_entsize : 0;
+    for (std::size_t i = 1; i < count; ++i) {
+        GElf_Sym sym;
+        if (!gelf_getsym(data, static_cast<int>(i), &sym)) continue;
+        int type = GELF_ST_TYPE(sym.st_info);
+        if (machine_ == EM_ARM && type == 13) type = STT_FUNC;  // STT_ARM_TFUNC: a Thumb function
+        const int bind = GELF_ST_BIND(sym.st_info);
+        ElfSymbol s;
+        const char* name = elf_strptr(elf, symtab_hdr.sh_link, sym.st_name);
+        s.name = name ? name : "";
+        if (name && sym.st_name < string_table_.size()) s.name_offset = sym.st_name;
+        if (type == STT_SECTION && s.name.empty() && sym.st_shndx < classes.size()) {
+            GElf_Shdr shdr;  // BFD names section symbols after their section
+            Elf_Scn* scn = elf_getscn(elf, sym.st_shndx);
+            if (scn && gelf_getshdr(scn, &shdr)) {
+                const char* sname = elf_strptr(elf, shstrndx, shdr.sh_name);
+                s.name = sname ? sname : "";
+            }
+        }
+        s.addr = sym.st_value;
+        s.size = sym.st_size;
+        s.function = type == STT_FUNC;
+        s.object = type == STT_OBJECT;
+        s.ifunc = type == STT_GNU_IFUNC;
+        s.debugging = type == STT_SECTION || type == STT_FILE;
+        s.local = bind == STB_LOCAL;
+        s.global = bind == STB_GLOBAL;
+        s.weak = bind == STB_WEAK;
+        s.defined = sym.st_shndx != SHN_UNDEF && sym.st_shndx != SHN_ABS && sym.st_shndx != SHN_COMMON &&
+                    sym.st_shndx < SHN_LORESERVE;
+        if (s.defined && sym.st_shndx < classes.size()) s.section_class = classes[sym.st_shndx];
+        if (machine_ == EM_ARM && (s.function || s.ifunc) && (s.addr & 1)) {
+            s.addr &= ~std::uint64_t{1};  // Thumb entry points: BFD clears the bit, so do we
+            s.thumb = true;
+        }
+        symbols_.push_back(std::move(s));
+    }
+
+    handles_->dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nullptr);  // null: no DWARF, fine
+}
+
+std::optional<SourceLocation> Symbolizer::source_of(std::uint64_t addr) const {
+    Dwarf* dwarf = handles_ ? handles_->dwarf : nullptr;
+    if (!dwarf) return std::nullopt;
+    Dwarf_Die cu;
+    bool found = dwarf_addrdie(dwarf, addr, &cu) != nullptr;
+    // Some toolchains write .debug_aranges that libdw rejects; then ask each unit directly,
+    // as BFD does.
+    for (Dwarf_Off offset = 0, next = 0, header = 0;
+         !found && dwarf_nextcu(dwarf, offset, &next, &header, nullptr, nullptr, nullptr) == 0; offset = next) {
+        found = dwarf_offdie(dwarf, offset + header, &cu) != nullptr && dwarf_haspc(&cu, addr) > 0;
+    }
+    if (!found) return std::nullopt;
+    Dwarf_Line* line = dwarf_getsrc_die(&cu, addr);
+    if (!line) return std::nullopt;
+    int lineno = 0;
+    dwarf_lineno(line, &lineno);
+    const char* file = dwarf_linesrc(line, nullptr, nullptr);
+    if (!file) return std::nullopt;
+    return SourceLocation{file, lineno};
+}
+
+}  // namespace rackprof::gmon

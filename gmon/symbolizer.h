@@ -1,0 +1,89 @@
+// The firmware image: symbols, code range, build-id and source lines of one ELF file,
+// read with elfutils (libelf for symbols and notes, libdw for DWARF line tables).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gmon/gmon_data.h"
+
+namespace rackprof::gmon {
+
+class ElfError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// One .symtab entry, with the facts gprof's symbol selection needs.
+struct ElfSymbol {
+    std::string name;
+    std::uint64_t addr = 0;  // the Thumb bit of ARM function symbols is cleared, as BFD does
+    std::uint64_t size = 0;
+    bool thumb = false;
+    bool local = false;
+    bool global = false;
+    bool weak = false;
+    bool function = false;  // STT_FUNC
+    bool object = false;    // STT_OBJECT
+    bool defined = false;   // in a real section (not undefined, absolute or common)
+    bool debugging = false; // section and file symbols (BFD's BSF_DEBUGGING)
+    bool ifunc = false;     // STT_GNU_IFUNC
+    char section_class = '?';  // 't' for code sections, as `nm` classifies them
+    std::size_t name_offset = std::string::npos;  // where the name starts in string_table()
+};
+
+struct SourceLocation {
+    std::string file;
+    int line = 0;
+};
+
+class Symbolizer {
+public:
+    // Throws ElfError with a message naming the file for anything that is not a usable ELF.
+    static std::shared_ptr<const Symbolizer> load(const std::filesystem::path& path);
+    ~Symbolizer();
+    Symbolizer(const Symbolizer&) = delete;
+    Symbolizer& operator=(const Symbolizer&) = delete;
+
+    const std::filesystem::path& path() const { return path_; }
+    const std::vector<ElfSymbol>& symbols() const { return symbols_; }
+    // The raw .strtab the symbol names come from (gprof's name checks read past a name's end).
+    const std::string& string_table() const { return string_table_; }
+    const TargetLayout& layout() const { return layout_; }
+    int machine() const { return machine_; }  // EM_ARM == 40
+    const std::string& build_id() const { return build_id_; }  // lower-case hex, may be empty
+    // Lowest and one-past-highest address of the allocated executable sections.
+    std::uint64_t code_low() const { return code_low_; }
+    std::uint64_t code_high() const { return code_high_; }
+    // The section named ".text", which gprof requires: {address, size}; size 0 if absent.
+    std::uint64_t text_addr() const { return text_addr_; }
+    std::uint64_t text_size() const { return text_size_; }
+
+    // The source file and line of an address, where DWARF line tables cover it.
+    std::optional<SourceLocation> source_of(std::uint64_t addr) const;
+
+private:
+    Symbolizer() = default;
+    void read(const std::filesystem::path& path);
+
+    std::filesystem::path path_;
+    int fd_ = -1;
+    struct Handles;
+    std::unique_ptr<Handles> handles_;
+    std::vector<ElfSymbol> symbols_;
+    std::string string_table_;
+    TargetLayout layout_;
+    int machine_ = 0;
+    std::string build_id_;
+    std::uint64_t code_low_ = 0;
+    std::uint64_t code_high_ = 0;
+    std::uint64_t text_addr_ = 0;
+    std::uint64_t text_size_ = 0;
+};
+
+}  // namespace rackprof::gmon

@@ -1,0 +1,115 @@
+#include "gmon/synthetic_elf.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "gmon/symbolizer.h"
+
+namespace rackprof::gmon {
+
+namespace {
+
+struct ElfWriteHandle {
+    int fd = -1;
+    Elf* elf = nullptr;
+    ~ElfWriteHandle() {
+        if (elf) elf_end(elf);
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+Elf_Scn* add_section(Elf* elf, std::uint32_t name, std::uint32_t type, std::uint64_t flags,
+                     void* bytes, std::size_t size, std::uint32_t addr = 0) {
+    Elf_Scn* scn = elf_newscn(elf);
+    Elf_Data* data = elf_newdata(scn);
+    data->d_buf = bytes;
+    data->d_size = size;
+    data->d_type = ELF_T_BYTE;
+    data->d_align = 1;
+    GElf_Shdr shdr;
+    gelf_getshdr(scn, &shdr);
+    shdr.sh_name = name;
+    shdr.sh_type = type;
+    shdr.sh_flags = flags;
+    shdr.sh_addr = addr;
+    shdr.sh_addralign = type == SHT_SYMTAB ? 4 : 1;
+    gelf_update_shdr(scn, &shdr);
+    return scn;
+}
+
+}  // namespace
+
+void write_synthetic_elf(const std::filesystem::path& path, const std::vector<SyntheticFunction>& functions,
+                         std::uint32_t code_low, std::uint32_t code_high) {
+    const std::string where = path.string() + ": ";
+    elf_version(EV_CURRENT);
+    ElfWriteHandle h;
+    h.fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (h.fd < 0) throw ElfError(where + std::strerror(errno));
+    h.elf = elf_begin(h.fd, ELF_C_WRITE, nullptr);
+    if (!h.elf) throw ElfError(where + elf_errmsg(-1));
+
+    Elf32_Ehdr* ehdr = elf32_newehdr(h.elf);
+    ehdr->e_ident[EI_DATA] = ELFDATA2LSB;
+    ehdr->e_machine = EM_ARM;
+    ehdr->e_type = ET_EXEC;
+    ehdr->e_version = EV_CURRENT;
+    ehdr->e_flags = 0x05000000;  // EABI version 5
+
+    // Section names.
+    std::string shstrtab(1, '\0');
+    auto add_name = [](std::string& table, const std::string& name) {
+        const auto offset = static_cast<std::uint32_t>(table.size());
+        table += name;
+        table += '\0';
+        return offset;
+    };
+    const std::uint32_t text_name = add_name(shstrtab, ".text");
+    const std::uint32_t symtab_name = add_name(shstrtab, ".symtab");
+    const std::uint32_t strtab_name = add_name(shstrtab, ".strtab");
+    const std::uint32_t shstrtab_name = add_name(shstrtab, ".shstrtab");
+
+    // Code: 0xBF00 (Thumb NOP) fill, so disassemblers see instructions.
+    std::vector<std::uint8_t> text(code_high - code_low);
+    for (std::size_t i = 0; i + 1 < text.size(); i += 2) {
+        text[i] = 0x00;
+        text[i + 1] = 0xBF;
+    }
+
+    std::string strtab(1, '\0');
+    std::vector<Elf32_Sym> syms(1);  // index 0: the null symbol
+    for (const SyntheticFunction& f : functions) {
+        Elf32_Sym s{};
+        s.st_name = add_name(strtab, f.name);
+        s.st_value = f.addr | 1u;
+        s.st_size = f.size;
+        s.st_info = ELF32_ST_INFO(STB_GLOBAL, STT_FUNC);
+        s.st_shndx = 1;  // .text
+        syms.push_back(s);
+    }
+
+    add_section(h.elf, text_name, SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, text.data(), text.size(), code_low);
+    Elf_Scn* symtab = add_section(h.elf, symtab_name, SHT_SYMTAB, 0, syms.data(), syms.size() * sizeof(Elf32_Sym));
+    Elf_Scn* strtab_scn = add_section(h.elf, strtab_name, SHT_STRTAB, 0, strtab.data(), strtab.size());
+    Elf_Scn* shstrtab_scn = add_section(h.elf, shstrtab_name, SHT_STRTAB, 0, shstrtab.data(), shstrtab.size());
+    {
+        Elf_Data* data = elf_getdata(symtab, nullptr);
+        data->d_type = ELF_T_SYM;
+        data->d_align = 4;
+        GElf_Shdr shdr;
+        gelf_getshdr(symtab, &shdr);
+        shdr.sh_link = static_cast<std::uint32_t>(elf_ndxscn(strtab_scn));
+        shdr.sh_info = 1;  // first non-local symbol
+        shdr.sh_entsize = sizeof(Elf32_Sym);
+        gelf_update_shdr(symtab, &shdr);
+    }
+    ehdr->e_shstrndx = static_cast<Elf32_Half>(elf_ndxscn(shstrtab_scn));
+
+    if (elf_update(h.elf, ELF_C_WRITE) < 0) throw ElfError(where + elf_errmsg(-1));
+}
+
+}  // namespace rackprof::gmon

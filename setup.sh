@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what rackprof needs to build and test on Debian (bookworm or later).
+# Safe to run again: it installs only what is missing.
+set -euo pipefail
+
+packages=(
+    build-essential cmake ninja-build pkg-config
+    libboost-dev nlohmann-json3-dev libsqlite3-dev libspdlog-dev libtomlplusplus-dev
+    doctest-dev libelf-dev libdw-dev
+    binutils-arm-none-eabi      # arm-none-eabi-gprof: the oracle the tests compare against
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+    echo "setup: installing ${missing[*]}"
+    sudo_cmd=()
+    [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+    "${sudo_cmd[@]}" apt-get update -q
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+    echo "setup: all build and test dependencies present"
+fi
