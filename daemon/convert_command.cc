@@ -134,8 +134,13 @@ int run_convert(const std::vector<std::string>& args) {
         summary["decoder"] = stats_json(stats);
 
         if (stats.records() == 0) {
+            if (elf) {
+                throw std::runtime_error("no records in " + input.string() + " fit the code range of " +
+                                         elf->path().string() + " (" + gmon::hex_address(elf->code_low()) + "-" +
+                                         gmon::hex_address(elf->code_high()) +
+                                         "): wrong ELF for this capture, or wrong --format or --addr-bytes?");
+            }
             throw std::runtime_error("no records found in " + input.string() +
-                                     (elf ? " that fit " + elf->path().string() + "'s code range" : std::string()) +
                                      ": is it a legacy capture? check --format and --addr-bytes");
         }
         if (elf && stats.bytes_discarded > kWrongElfDiscardFraction * static_cast<double>(stats.bytes_in)) {

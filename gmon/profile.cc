@@ -101,8 +101,10 @@ void Engine::assign_samples(const Histogram& h, double hist_scale) {
     const std::size_t n = p_.symbols.size();
     std::vector<std::uint64_t> scaled(n + 1, 0);
     for (std::size_t i = 0; i < n; ++i) scaled[i] = p_.symbols[i].addr / kUnit;
-    // The last symbol has no successor: gprof reads past its table there, and in practice
-    // (shown by tests against gprof) credits it nothing. scaled[n] == 0 reproduces that.
+    // The last symbol has no successor. gprof reads one entry past its table there (undefined:
+    // whatever memory follows decides), so rackprof does what gprof means: the last symbol
+    // ends where .text ends. Firmware's last .text symbol is normally a label like _etext.
+    scaled[n] = (p_.symbols[n - 1].end_addr + 1) / kUnit;
     const std::uint64_t lowpc = h.low_pc / kUnit;
     std::size_t k = 1;
     for (std::size_t i = 0; i < h.bins.size(); ++i) {

@@ -80,16 +80,24 @@ void write_synthetic_elf(const std::filesystem::path& path, const std::vector<Sy
         text[i + 1] = 0xBF;
     }
 
+    // Local symbols come first in a symbol table; sh_info says where the globals start.
     std::string strtab(1, '\0');
     std::vector<Elf32_Sym> syms(1);  // index 0: the null symbol
-    for (const SyntheticFunction& f : functions) {
-        Elf32_Sym s{};
-        s.st_name = add_name(strtab, f.name);
-        s.st_value = f.addr | 1u;
-        s.st_size = f.size;
-        s.st_info = ELF32_ST_INFO(STB_GLOBAL, STT_FUNC);
-        s.st_shndx = 1;  // .text
-        syms.push_back(s);
+    std::uint32_t first_global = 1;
+    std::vector<SyntheticFunction> all = functions;
+    all.push_back({"_etext", code_high, 0, true, false});
+    for (bool globals : {false, true}) {
+        if (globals) first_global = static_cast<std::uint32_t>(syms.size());
+        for (const SyntheticFunction& f : all) {
+            if (f.global != globals) continue;
+            Elf32_Sym s{};
+            s.st_name = add_name(strtab, f.name);
+            s.st_value = f.function ? f.addr | 1u : f.addr;
+            s.st_size = f.size;
+            s.st_info = ELF32_ST_INFO(f.global ? STB_GLOBAL : STB_LOCAL, f.function ? STT_FUNC : STT_NOTYPE);
+            s.st_shndx = 1;  // .text
+            syms.push_back(s);
+        }
     }
 
     add_section(h.elf, text_name, SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, text.data(), text.size(), code_low);
@@ -103,7 +111,7 @@ void write_synthetic_elf(const std::filesystem::path& path, const std::vector<Sy
         GElf_Shdr shdr;
         gelf_getshdr(symtab, &shdr);
         shdr.sh_link = static_cast<std::uint32_t>(elf_ndxscn(strtab_scn));
-        shdr.sh_info = 1;  // first non-local symbol
+        shdr.sh_info = first_global;
         shdr.sh_entsize = sizeof(Elf32_Sym);
         gelf_update_shdr(symtab, &shdr);
     }

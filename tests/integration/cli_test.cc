@@ -1,0 +1,180 @@
+// The rackprof binary end to end: simulate a board, convert its capture, check the result
+// against the simulator's ground truth and against gprof; and every bad input.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/test_support.h"
+
+namespace rackprof {
+namespace {
+
+using nlohmann::json;
+using testing::rackprof;
+
+std::map<std::pair<std::string, std::string>, std::uint64_t> arcs_of(const json& list) {
+    std::map<std::pair<std::string, std::string>, std::uint64_t> out;
+    for (const auto& a : list) out[{a["from"], a["self"]}] += a["count"].get<std::uint64_t>();
+    return out;
+}
+
+std::uint64_t sum_counts(const json& list) {
+    std::uint64_t total = 0;
+    for (const auto& e : list) total += e["count"].get<std::uint64_t>();
+    return total;
+}
+
+TEST_CASE("convert(simulate(model)) equals the model exactly, for every model and encoding") {
+    testing::TempDir dir;
+    for (const char* model : {"blinky", "conflation", "deterministic"}) {
+        for (const char* format : {"bin", "hex"}) {
+            for (const char* width : {"3", "4"}) {
+                CAPTURE(model);
+                CAPTURE(format);
+                CAPTURE(width);
+                const auto capture = dir / "capture";
+                const auto truth_path = dir / "truth.json";
+                const auto elf = dir / "model.elf";
+                const auto sim = rackprof({"simulate", "--model", model, "--format", format, "--addr-bytes", width,
+                                           "--iterations", "30", "-o", capture.string(), "--truth", truth_path.string(),
+                                           "--write-elf", elf.string()});
+                REQUIRE_MESSAGE(sim.exit_code == 0, sim.err);
+                const auto out = dir / "gmon.out";
+                const auto conv = rackprof({"convert", capture.string(), "--addr-bytes", width, "--elf", elf.string(),
+                                            "-o", out.string(), "--report", "json"});
+                REQUIRE_MESSAGE(conv.exit_code == 0, conv.err);
+                const json truth = json::parse(testing::read_text(truth_path));
+                const json report = json::parse(conv.out);
+                CHECK(report["source"]["format"] == format);  // detected, not told
+                CHECK(report["source"]["decoder"]["bytes_discarded"] == 0);
+                CHECK(report["source"]["decoder"]["arcs"] == truth["arcs_sent"]);
+                CHECK(report["source"]["decoder"]["pc_samples"] == truth["pc_samples_sent"]);
+                CHECK(report["source"]["decoder"]["bytes_in"] == truth["wire_bytes"]);
+                CHECK(arcs_of(report["raw"]["arcs"]) == arcs_of(truth["arcs"]));
+                CHECK(report["raw"]["histograms"][0]["samples"] == sum_counts(truth["pc_samples"]));
+                CHECK(report["raw"]["samples_outside_histogram"] == 0);
+                // Per function: the profile's samples equal the truth's samples inside it.
+                std::map<std::string, double> expected;
+                for (const auto& f : truth["functions"]) {
+                    const auto lo = std::stoull(f["addr"].get<std::string>(), nullptr, 16);
+                    const auto hi = lo + f["size"].get<std::uint64_t>();
+                    for (const auto& p : truth["pc_samples"]) {
+                        const auto pc = std::stoull(p["pc"].get<std::string>(), nullptr, 16);
+                        if (pc >= lo && pc < hi) expected[f["name"]] += p["count"].get<double>();
+                    }
+                }
+                for (const auto& row : report["profile"]["flat"]) {
+                    CHECK(row["samples"].get<double>() == expected[row["name"]]);
+                }
+                // And gprof, reading the same gmon.out, prints what rackprof prints.
+                const auto text = rackprof({"convert", out.string(), "--elf", elf.string()});
+                CHECK(text.out == testing::gprof_brief(elf, out));
+            }
+        }
+    }
+}
+
+TEST_CASE("with injected faults: nothing crashes, discards are counted, decoded <= sent") {
+    testing::TempDir dir;
+    for (int seed = 1; seed <= 6; ++seed) {
+        CAPTURE(seed);
+        const auto capture = dir / "capture";
+        const auto truth_path = dir / "truth.json";
+        const auto elf = dir / "model.elf";
+        const std::string rate = seed % 2 ? "0.001" : "0.02";
+        REQUIRE(rackprof({"simulate", "--model", "deterministic", "--iterations", "200", "--seed", std::to_string(seed),
+                          "--drop", rate, "--flip", rate, "--insert", rate, "--format", seed % 3 ? "bin" : "hex", "-o",
+                          capture.string(), "--truth", truth_path.string(), "--write-elf", elf.string()})
+                    .exit_code == 0);
+        const auto conv = rackprof({"convert", capture.string(), "--elf", elf.string(), "-o", (dir / "g.out").string(),
+                                    "--report", "json"});
+        REQUIRE_MESSAGE(conv.exit_code == 0, conv.err);
+        const json truth = json::parse(testing::read_text(truth_path));
+        const json d = json::parse(conv.out)["source"]["decoder"];
+        const std::uint64_t faults = truth["faults"]["dropped"].get<std::uint64_t>() +
+                                     truth["faults"]["flipped"].get<std::uint64_t>() +
+                                     truth["faults"]["inserted"].get<std::uint64_t>();
+        REQUIRE(faults > 0);
+        CHECK(d["bytes_discarded"].get<std::uint64_t>() > 0);
+        CHECK(d["resyncs"].get<std::uint64_t>() > 0);
+        CHECK(d["arcs"].get<std::uint64_t>() + d["pc_samples"].get<std::uint64_t>() <=
+              truth["arcs_sent"].get<std::uint64_t>() + truth["pc_samples_sent"].get<std::uint64_t>());
+        CHECK(d["bytes_in"] == truth["wire_bytes"]);
+        // Most records survive a 0.1% fault rate.
+        if (rate == "0.001") {
+            CHECK(d["arcs"].get<double>() > 0.95 * truth["arcs_sent"].get<double>());
+        }
+    }
+}
+
+TEST_CASE("bad input: clear errors, non-zero exit, no partial gmon.out, nothing overwritten") {
+    testing::TempDir dir;
+    const auto out = dir / "gmon.out";
+    { std::ofstream(out) << "previous result"; }
+    const auto garbage = dir / "garbage.bin";
+    {
+        std::ofstream f(garbage, std::ios::binary);
+        for (int i = 0; i < 5000; ++i) f.put(static_cast<char>((i * 7919) % 251 == 0x41 ? 0 : (i * 7919) % 251));
+    }
+    const auto empty = dir / "empty.txt";
+    { std::ofstream(empty) << ""; }
+
+    auto expect_failure = [&](const std::vector<std::string>& args, int code, const std::string& says) {
+        CAPTURE(says);
+        const auto r = rackprof(args);
+        CHECK(r.exit_code == code);
+        CHECK(r.err.find(says) != std::string::npos);
+        CHECK(testing::read_text(out) == "previous result");
+        for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+            CHECK(e.path().filename().string().find(".tmp-") == std::string::npos);
+        }
+    };
+    expect_failure({"convert", (dir / "missing.txt").string(), "-o", out.string()}, 1, "no such file");
+    expect_failure({"convert", garbage.string(), "-o", out.string()}, 1, "no records found");
+    expect_failure({"convert", empty.string(), "-o", out.string()}, 1, "no records found");
+    expect_failure({"convert", dir.path().string(), "-o", out.string()}, 1, "directory");
+    expect_failure({"convert", garbage.string(), "--elf", garbage.string(), "-o", out.string()}, 1, "not an ELF");
+    expect_failure({"convert", garbage.string(), "--addr-bytes", "5", "-o", out.string()}, 2, "--addr-bytes");
+    expect_failure({"convert", garbage.string(), "--frobnicate", "-o", out.string()}, 2, "unknown option");
+    expect_failure({"convert", out.string(), "--format", "gmon", "--elf", garbage.string()}, 1, "not an ELF");
+    expect_failure({"simulate", "--model", "nope", "-o", (dir / "x").string()}, 1, "unknown model");
+    expect_failure({"frobnicate"}, 2, "unknown command");
+
+    // A capture from one board converted with another board's ELF.
+    const auto capture = dir / "capture";
+    const auto other_elf = dir / "other.elf";
+    REQUIRE(rackprof({"simulate", "--model", "blinky", "--iterations", "20", "-o", capture.string()}).exit_code == 0);
+    REQUIRE(rackprof({"simulate", "--model", "deterministic", "--iterations", "1", "--write-elf", other_elf.string()})
+                .exit_code == 0);
+    expect_failure({"convert", capture.string(), "--elf", other_elf.string(), "-o", out.string()}, 1, "wrong ELF");
+
+    // Truncated gmon.out.
+    const auto good = dir / "good.gmon";
+    REQUIRE(rackprof({"convert", capture.string(), "-o", good.string(), "--report", "none"}).exit_code == 0);
+    const std::string bytes = testing::read_text(good);
+    const auto cut = dir / "cut.gmon";
+    { std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() - 3); }
+    expect_failure({"convert", cut.string(), "--elf", other_elf.string()}, 1, "truncated");
+}
+
+TEST_CASE("the summary line and the report without an ELF") {
+    testing::TempDir dir;
+    const auto capture = dir / "capture.txt";
+    REQUIRE(rackprof({"simulate", "--model", "conflation", "--iterations", "5", "--format", "hex", "-o", capture.string()})
+                .exit_code == 0);
+    const auto r = rackprof({"convert", capture.string(), "-o", (dir / "gmon.out").string()});
+    REQUIRE(r.exit_code == 0);
+    // conflation: 4 arcs and 1 + 100 samples per pass; hex doubles the 7- and 4-byte records.
+    const int arcs = 4 * 5, samples = 101 * 5, bytes = 2 * (7 * arcs + 4 * samples);
+    const std::string summary = "decoded " + std::to_string(arcs + samples) + " records (" + std::to_string(arcs) +
+                                " arcs, " + std::to_string(samples) + " PC samples) from " + std::to_string(bytes) +
+                                " bytes; 0 bytes discarded in 0 resyncs";
+    CHECK(r.err.find(summary) != std::string::npos);
+    CHECK(r.out.find("0x849 -> 0x885: 5") != std::string::npos);  // fast() -> doSomething()
+    CHECK(std::filesystem::file_size(dir / "gmon.out") > 20);
+}
+
+}  // namespace
+}  // namespace rackprof
