@@ -184,18 +184,17 @@ Iteration deterministic(Board& b) {
     const int fact = b.function("factorial", 0x1140, 0x20);
     const int ping = b.function("ping", 0x1160, 0x20);
     const int pong = b.function("pong", 0x1180, 0x20);
-    auto factorial = std::make_shared<std::function<void(int)>>();
-    *factorial = [&b, fact, factorial](int n) {
+    // Recursive lambdas take themselves as a parameter: no self-owning closures.
+    auto factorial = [&b, fact](auto& self, int n) -> void {
         b.work(fact, 1);
-        if (n > 1) b.call(fact, 0x0C, fact, [&] { (*factorial)(n - 1); });
+        if (n > 1) b.call(fact, 0x0C, fact, [&] { self(self, n - 1); });
     };
-    auto pingpong = std::make_shared<std::function<void(int, bool)>>();
-    *pingpong = [&b, ping, pong, pingpong](int n, bool in_ping) {
-        const int self = in_ping ? ping : pong;
-        b.work(self, 2);
-        if (n > 0) b.call(self, 0x0A, in_ping ? pong : ping, [&] { (*pingpong)(n - 1, !in_ping); });
+    auto pingpong = [&b, ping, pong](auto& self, int n, bool in_ping) -> void {
+        const int current = in_ping ? ping : pong;
+        b.work(current, 2);
+        if (n > 0) b.call(current, 0x0A, in_ping ? pong : ping, [&] { self(self, n - 1, !in_ping); });
     };
-    return [&b, main_fn, a, bb, c, fact, ping, factorial, pingpong] {
+    return [&b, main_fn, a, bb, c, fact, ping, factorial, pingpong]() mutable {
         b.work(main_fn, 1);
         for (int i = 0; i < 3; ++i) {
             b.call(main_fn, 0x10, a, [&] {
@@ -208,8 +207,8 @@ Iteration deterministic(Board& b) {
                 }
             });
         }
-        b.call(main_fn, 0x30, fact, [&] { (*factorial)(5); });
-        b.call(main_fn, 0x40, ping, [&] { (*pingpong)(4, true); });
+        b.call(main_fn, 0x30, fact, [&] { factorial(factorial, 5); });
+        b.call(main_fn, 0x40, ping, [&] { pingpong(pingpong, 4, true); });
     };
 }
 
@@ -250,17 +249,16 @@ Iteration from_elf(Board& b, const gmon::Symbolizer& elf) {
     for (std::size_t i = 0; i < fns.size(); ++i) {
         if (fns[i]->name == "main") root = i;
     }
-    auto run = std::make_shared<std::function<void(std::size_t, int)>>();
-    *run = [&b, ids, edges, costs, run](std::size_t f, int depth) {
+    auto run = [&b, ids, edges, costs](auto& self, std::size_t f, int depth) -> void {
         b.work(ids[f], (*costs)[f]);
         if (depth >= 6) return;
         for (const Edge& e : (*edges)[f]) {
             for (std::uint32_t t = 0; t < e.times; ++t) {
-                b.call(ids[f], e.site, ids[e.callee], [&] { (*run)(e.callee, depth + 1); });
+                b.call(ids[f], e.site, ids[e.callee], [&] { self(self, e.callee, depth + 1); });
             }
         }
     };
-    return [run, root] { (*run)(root, 0); };
+    return [run, root]() mutable { run(run, root, 0); };
 }
 
 }  // namespace

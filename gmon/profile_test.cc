@@ -35,12 +35,14 @@ TEST_CASE("symbols are read with the Thumb bit cleared and bounded by the next s
     TempElf elf({{"main", 0x100, 0x20}, {"work", 0x120, 0x10}, {"idle", 0x140, 0x10}}, 0x100, 0x160);
     const auto sym = Symbolizer::load(elf.path);
     const auto table = gprof_symbol_table(*sym);
-    REQUIRE(table.size() == 3);
+    REQUIRE(table.size() == 4);
     CHECK(table[0].name == "main");
     CHECK(table[0].addr == 0x100);
     CHECK(table[0].end_addr == 0x11F);
     CHECK(table[1].end_addr == 0x13F);
-    CHECK(table[2].end_addr == 0x15F);  // the end of .text
+    CHECK(table[2].end_addr == 0x15F);
+    CHECK(table[3].name == "_etext");  // the label the writer puts at the end of .text
+    CHECK_FALSE(table[3].is_func);
     CHECK(sym->code_low() == 0x100);
     CHECK(sym->code_high() == 0x160);
 }

@@ -1,0 +1,141 @@
+// Benchmark of the core (not a pass/fail test): decode + aggregate throughput on simulator
+// captures, against md5sum on the same file as a same-machine baseline; and gmon.out +
+// profile time for 10^5 distinct arcs. Prints figures only.
+//
+//   tests/bench/run.sh            (builds Release, runs this with a 200 MB capture)
+//   core_bench [--mb N] [--dir DIR]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include "daemon/board_simulator.h"
+#include "daemon/capture_reader.h"
+#include "gmon/gmon_writer.h"
+#include "gmon/profile.h"
+#include "gmon/report.h"
+#include "gmon/synthetic_elf.h"
+
+using namespace rackprof;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::filesystem::path make_capture(const std::filesystem::path& dir, protocol::LegacyEncoding encoding,
+                                   std::uint64_t bytes) {
+    const bool hex = encoding == protocol::LegacyEncoding::kHex;
+    const auto path = dir / (hex ? "bench-capture.hex" : "bench-capture.bin");
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f) {
+        std::perror(path.c_str());
+        std::exit(1);
+    }
+    daemon::SimulatorOptions o;
+    o.model = "blinky";
+    o.encoding = encoding;
+    o.max_iterations = 0;
+    o.max_bytes = hex ? bytes / 2 : bytes;  // hex text is twice the wire bytes
+    daemon::simulate_board(o, [&](const std::uint8_t* data, std::size_t size) { std::fwrite(data, 1, size, f); });
+    std::fclose(f);
+    return path;
+}
+
+// md5sum over the same file: what "reading the file and doing a little work per byte" costs
+// on this machine right now.
+double md5sum_seconds(const std::filesystem::path& path) {
+    double best = 1e9;
+    for (int i = 0; i < 3; ++i) {
+        const auto start = Clock::now();
+        const std::string cmd = "md5sum " + path.string() + " > /dev/null";
+        if (std::system(cmd.c_str()) != 0) return 0;
+        best = std::min(best, seconds_since(start));
+    }
+    return best;
+}
+
+void bench_decode(const std::filesystem::path& dir, protocol::LegacyEncoding encoding, std::uint64_t bytes) {
+    const auto path = make_capture(dir, encoding, bytes);
+    const double size_mb = static_cast<double>(std::filesystem::file_size(path)) / 1e6;
+    protocol::LegacyOptions options;
+    options.encoding = encoding;
+    double best = 1e9;
+    protocol::DecoderStats stats;
+    for (int i = 0; i < 3; ++i) {
+        gmon::Aggregate aggregate;
+        const auto start = Clock::now();
+        stats = daemon::decode_capture(path, options, aggregate);
+        best = std::min(best, seconds_since(start));
+    }
+    const double md5 = md5sum_seconds(path);
+    const char* name = encoding == protocol::LegacyEncoding::kHex ? "hex   " : "binary";
+    std::printf("decode+aggregate %s: %7.1f MB in %.3f s = %7.1f MB/s, %6.1f M records/s; md5sum %.3f s = %7.1f MB/s; "
+                "ratio to md5sum %.2f; vs thesis host program (18.6 MB/s) %.0fx\n",
+                name, size_mb, best, size_mb / best, static_cast<double>(stats.records()) / best / 1e6, md5,
+                md5 > 0 ? size_mb / md5 : 0.0, md5 > 0 ? md5 / best : 0.0, size_mb / best / 18.6);
+    std::filesystem::remove(path);
+}
+
+void bench_profile(const std::filesystem::path& dir) {
+    // 2000 functions, 10^5 distinct arcs among them, 10^5 sampled PCs.
+    std::mt19937_64 rng(1);
+    std::vector<gmon::SyntheticFunction> functions;
+    std::uint32_t addr = 0x1000;
+    for (int i = 0; i < 2000; ++i) {
+        const auto size = 2 * static_cast<std::uint32_t>(16 + rng() % 200);
+        functions.push_back({"function_" + std::to_string(i), addr, size});
+        addr += size;
+    }
+    const auto elf_path = dir / "bench.elf";
+    gmon::write_synthetic_elf(elf_path, functions, 0x1000, addr);
+    const auto elf = gmon::Symbolizer::load(elf_path);
+    gmon::Aggregate aggregate;
+    while (aggregate.distinct_arcs() < 100000) {
+        const auto& from = functions[rng() % functions.size()];
+        const auto& to = functions[rng() % functions.size()];
+        aggregate.add_arc((from.addr + 2 * static_cast<std::uint32_t>(rng() % (from.size / 2))) | 1, to.addr | 1,
+                          1 + rng() % 1000);
+    }
+    for (int i = 0; i < 100000; ++i) aggregate.add_pc(0x1000 + 2 * (rng() % ((addr - 0x1000) / 2)), 1 + rng() % 50);
+
+    auto start = Clock::now();
+    const auto binned = gmon::to_gmon_data(aggregate, {0x1000, addr, 2, 1000}, elf->layout());
+    gmon::write_file_atomically(dir / "bench.gmon", gmon::serialize_gmon(binned.data));
+    const double write_s = seconds_since(start);
+    start = Clock::now();
+    const gmon::Profile profile = gmon::compute_profile(binned.data, *elf);
+    const double profile_s = seconds_since(start);
+    start = Clock::now();
+    const std::string text = gmon::render_gprof_text(profile);
+    const std::string json = gmon::profile_json(profile).dump();
+    const double render_s = seconds_since(start);
+    std::printf("gmon.out for %zu distinct arcs: %.3f s; profile (%zu functions, %zu cycles): %.3f s; "
+                "text + JSON reports (%zu + %zu bytes): %.3f s\n",
+                aggregate.distinct_arcs(), write_s, profile.symbols.size(), profile.cycles.size(), profile_s, text.size(),
+                json.size(), render_s);
+    std::filesystem::remove(elf_path);
+    std::filesystem::remove(dir / "bench.gmon");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::uint64_t mb = 200;
+    std::filesystem::path dir = std::filesystem::temp_directory_path();
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string arg = argv[i];
+        if (arg == "--mb") mb = std::strtoull(argv[i + 1], nullptr, 10);
+        if (arg == "--dir") dir = argv[i + 1];
+    }
+    std::printf("rackprof core benchmark: captures of %llu MB from the simulator (blinky model), best of 3, one core\n",
+                static_cast<unsigned long long>(mb));
+    bench_decode(dir, protocol::LegacyEncoding::kBinary, mb << 20);
+    bench_decode(dir, protocol::LegacyEncoding::kHex, mb << 20);
+    bench_profile(dir);
+    return 0;
+}

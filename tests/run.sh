@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: a warnings-as-errors build and its tests, then the same
+# tests built with AddressSanitizer and UndefinedBehaviorSanitizer.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+jobs=$(nproc 2>/dev/null || echo 2)
+
+echo "== build (warnings are errors)"
+cmake -S "$top" -B "$top/build" -G Ninja -DRACKPROF_WERROR=ON >/dev/null
+cmake --build "$top/build" -j "$jobs"
+echo "== tests"
+ctest --test-dir "$top/build" --output-on-failure -j "$jobs"
+
+echo "== build with ASan + UBSan"
+cmake -S "$top" -B "$top/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRACKPROF_WERROR=ON -DRACKPROF_SANITIZE=ON >/dev/null
+cmake --build "$top/build-asan" -j "$jobs"
+echo "== tests under ASan + UBSan"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir "$top/build-asan" --output-on-failure -j "$jobs"
