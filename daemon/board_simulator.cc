@@ -11,7 +11,7 @@ namespace {
 
 // Encodes records, applies faults, hex-encodes if asked, and streams the result out.
 class WireWriter {
-public:
+  public:
     WireWriter(const SimulatorOptions& options, const WireOutput& out, GroundTruth& truth)
         : options_(options), out_(out), truth_(truth), fault_rng_(options.seed ^ 0x5EED'FA17ull) {}
 
@@ -39,7 +39,7 @@ public:
         encoded_.clear();
     }
 
-private:
+  private:
     static constexpr std::size_t kFlushBytes = 1 << 20;
 
     void emit(const std::uint8_t* data, std::size_t size) {
@@ -82,7 +82,7 @@ private:
 // The board as a model program sees it: functions that do work (PC samples) and call each
 // other (arcs). Every observation goes to the wire and into the ground truth.
 class Board {
-public:
+  public:
     Board(const SimulatorOptions& options, WireWriter& wire, GroundTruth& truth)
         : wire_(wire), truth_(truth), rng_(options.seed) {}
 
@@ -95,7 +95,8 @@ public:
     void work(int f, std::uint32_t samples) {
         const SimulatedFunction& fn = truth_.functions[static_cast<std::size_t>(f)];
         for (std::uint32_t i = 0; i < samples; ++i) {
-            const std::uint32_t pc = fn.addr + 2 * static_cast<std::uint32_t>(rng_() % (fn.size / 2));
+            const std::uint32_t pc =
+                fn.addr + 2 * static_cast<std::uint32_t>(rng_() % (fn.size / 2));
             send(protocol::Record::pc_sample(pc));
         }
     }
@@ -107,7 +108,8 @@ public:
         const SimulatedFunction& to = truth_.functions[static_cast<std::size_t>(callee)];
         // What __gnu_mcount_nc reports: the caller's return address and an address just past
         // the callee's prologue, both with the Thumb bit.
-        send(protocol::Record::arc((from.addr + site) | 1u, (to.addr + std::min(4u, to.size - 2)) | 1u));
+        send(protocol::Record::arc((from.addr + site) | 1u,
+                                   (to.addr + std::min(4u, to.size - 2)) | 1u));
         body();
     }
     void call(int caller, std::uint32_t site, int callee) {
@@ -116,7 +118,7 @@ public:
 
     std::mt19937_64& rng() { return rng_; }
 
-private:
+  private:
     void send(const protocol::Record& r) {
         wire_.record(r);
         if (r.kind == protocol::RecordKind::kArc) {
@@ -192,7 +194,8 @@ Iteration deterministic(Board& b) {
     auto pingpong = [&b, ping, pong](auto& self, int n, bool in_ping) -> void {
         const int current = in_ping ? ping : pong;
         b.work(current, 2);
-        if (n > 0) b.call(current, 0x0A, in_ping ? pong : ping, [&] { self(self, n - 1, !in_ping); });
+        if (n > 0)
+            b.call(current, 0x0A, in_ping ? pong : ping, [&] { self(self, n - 1, !in_ping); });
     };
     return [&b, main_fn, a, bb, c, fact, ping, factorial, pingpong]() mutable {
         b.work(main_fn, 1);
@@ -223,15 +226,21 @@ Iteration from_elf(Board& b, const gmon::Symbolizer& elf) {
         }
     }
     std::sort(fns.begin(), fns.end(), [](auto* x, auto* y) { return x->addr < y->addr; });
-    fns.erase(std::unique(fns.begin(), fns.end(), [](auto* x, auto* y) { return x->addr == y->addr; }),
-              fns.end());
+    fns.erase(
+        std::unique(fns.begin(), fns.end(), [](auto* x, auto* y) { return x->addr == y->addr; }),
+        fns.end());
     if (fns.size() > 64) fns.resize(64);
     if (fns.empty()) throw std::invalid_argument("the ELF has no sized functions to simulate");
     std::vector<int> ids;
     for (const auto* s : fns) {
-        ids.push_back(b.function(s->name, static_cast<std::uint32_t>(s->addr), static_cast<std::uint32_t>(s->size)));
+        ids.push_back(b.function(s->name, static_cast<std::uint32_t>(s->addr),
+                                 static_cast<std::uint32_t>(s->size)));
     }
-    struct Edge { std::size_t callee; std::uint32_t site; std::uint32_t times; };
+    struct Edge {
+        std::size_t callee;
+        std::uint32_t site;
+        std::uint32_t times;
+    };
     auto edges = std::make_shared<std::vector<std::vector<Edge>>>(fns.size());
     auto costs = std::make_shared<std::vector<std::uint32_t>>(fns.size());
     auto& rng = b.rng();
@@ -241,7 +250,8 @@ Iteration from_elf(Board& b, const gmon::Symbolizer& elf) {
         for (std::size_t e = 0; e < fanout && i + 1 < fns.size(); ++e) {
             const std::size_t callee = i + 1 + rng() % std::min<std::size_t>(8, fns.size() - i - 1);
             const auto size = static_cast<std::uint32_t>(fns[i]->size);
-            (*edges)[i].push_back({callee, 2 + 2 * static_cast<std::uint32_t>(rng() % (size / 2 - 1)),
+            (*edges)[i].push_back({callee,
+                                   2 + 2 * static_cast<std::uint32_t>(rng() % (size / 2 - 1)),
                                    1 + static_cast<std::uint32_t>(rng() % 2)});
         }
     }

@@ -22,7 +22,8 @@ Capture run(SimulatorOptions options) {
     return c;
 }
 
-gmon::Aggregate decode(const Capture& c, const SimulatorOptions& options, protocol::DecoderStats* stats = nullptr) {
+gmon::Aggregate decode(const Capture& c, const SimulatorOptions& options,
+                       protocol::DecoderStats* stats = nullptr) {
     gmon::Aggregate aggregate;
     gmon::AggregateSink sink(aggregate);
     protocol::LegacyDecoder decoder({options.addr_bytes, options.encoding, c.truth.code_range});
@@ -35,7 +36,8 @@ gmon::Aggregate decode(const Capture& c, const SimulatorOptions& options, protoc
 TEST_CASE("every built-in model decodes back to its ground truth exactly") {
     for (const char* model : {"blinky", "conflation", "deterministic"}) {
         for (int width : {3, 4}) {
-            for (auto encoding : {protocol::LegacyEncoding::kBinary, protocol::LegacyEncoding::kHex}) {
+            for (auto encoding :
+                 {protocol::LegacyEncoding::kBinary, protocol::LegacyEncoding::kHex}) {
                 SimulatorOptions o;
                 o.model = model;
                 o.addr_bytes = width;
@@ -65,7 +67,8 @@ TEST_CASE("the deterministic model has the documented call counts") {
         }
         return std::string("?");
     };
-    for (const auto& a : c.truth.aggregate.arcs()) by_name[{name_of(a.from_pc), name_of(a.self_pc)}] += a.count;
+    for (const auto& a : c.truth.aggregate.arcs())
+        by_name[{name_of(a.from_pc), name_of(a.self_pc)}] += a.count;
     CHECK(by_name[{"main", "alpha"}] == 30);
     CHECK(by_name[{"alpha", "beta"}] == 60);
     CHECK(by_name[{"beta", "gamma"}] == 300);

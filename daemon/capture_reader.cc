@@ -15,10 +15,11 @@ namespace rackprof::daemon {
 namespace {
 
 class FileDescriptor {
-public:
+  public:
     explicit FileDescriptor(const std::filesystem::path& path)
         : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
-        if (fd_ < 0) throw std::runtime_error("cannot open " + path.string() + ": " + std::strerror(errno));
+        if (fd_ < 0)
+            throw std::runtime_error("cannot open " + path.string() + ": " + std::strerror(errno));
         if (std::filesystem::is_directory(path)) {
             ::close(fd_);
             throw std::runtime_error(path.string() + " is a directory, not a capture file");
@@ -33,11 +34,13 @@ public:
         while (true) {
             const ssize_t n = ::read(fd_, buffer, size);
             if (n >= 0) return static_cast<std::size_t>(n);
-            if (errno != EINTR) throw std::runtime_error("cannot read " + path.string() + ": " + std::strerror(errno));
+            if (errno != EINTR)
+                throw std::runtime_error("cannot read " + path.string() + ": " +
+                                         std::strerror(errno));
         }
     }
 
-private:
+  private:
     int fd_;
 };
 
@@ -74,8 +77,10 @@ bool is_gnu_gmon(const std::filesystem::path& path) {
     return start.size() == 4 && std::memcmp(start.data(), "gmon", 4) == 0;
 }
 
-protocol::DecoderStats decode_capture(const std::filesystem::path& path, const protocol::LegacyOptions& options,
-                                      gmon::Aggregate& aggregate, const ProgressCallback& progress) {
+protocol::DecoderStats decode_capture(const std::filesystem::path& path,
+                                      const protocol::LegacyOptions& options,
+                                      gmon::Aggregate& aggregate,
+                                      const ProgressCallback& progress) {
     FileDescriptor fd(path);
     std::error_code ec;
     const std::uint64_t total = std::filesystem::file_size(path, ec);

@@ -22,7 +22,9 @@ bool is_gnu_gmon(const std::filesystem::path& path);
 using ProgressCallback = std::function<void(std::uint64_t done, std::uint64_t total)>;
 
 // Decodes the whole file. Throws std::runtime_error naming the file on I/O errors.
-protocol::DecoderStats decode_capture(const std::filesystem::path& path, const protocol::LegacyOptions& options,
-                                      gmon::Aggregate& aggregate, const ProgressCallback& progress = {});
+protocol::DecoderStats decode_capture(const std::filesystem::path& path,
+                                      const protocol::LegacyOptions& options,
+                                      gmon::Aggregate& aggregate,
+                                      const ProgressCallback& progress = {});
 
 }  // namespace rackprof::daemon

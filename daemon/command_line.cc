@@ -10,7 +10,8 @@ CommandLine::CommandLine(const std::vector<std::string>& args, const std::set<st
         const std::string& arg = args[i];
         if (arg.size() < 2 || arg[0] != '-' || arg == "--") {
             if (arg == "--") {
-                positionals_.insert(positionals_.end(), args.begin() + static_cast<long>(i) + 1, args.end());
+                positionals_.insert(positionals_.end(), args.begin() + static_cast<long>(i) + 1,
+                                    args.end());
                 break;
             }
             positionals_.push_back(arg);

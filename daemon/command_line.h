@@ -13,12 +13,12 @@
 namespace rackprof::daemon {
 
 class UsageError : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
 class CommandLine {
-public:
+  public:
     // `valued`: options that take a value; `flags`: options that do not.
     CommandLine(const std::vector<std::string>& args, const std::set<std::string>& valued,
                 const std::set<std::string>& flags);
@@ -32,7 +32,7 @@ public:
                        const std::set<std::string>& allowed) const;
     const std::vector<std::string>& positionals() const { return positionals_; }
 
-private:
+  private:
     std::map<std::string, std::string> values_;
     std::vector<std::string> positionals_;
 };

@@ -46,45 +46,58 @@ void print_progress(std::uint64_t done, std::uint64_t total) {
     if (percent == last) return;
     last = percent;
     std::fprintf(stderr, "\rrackprof: decoding %3d%% (%llu of %llu MB)", percent,
-                 static_cast<unsigned long long>(done >> 20), static_cast<unsigned long long>(total >> 20));
+                 static_cast<unsigned long long>(done >> 20),
+                 static_cast<unsigned long long>(total >> 20));
     if (done >= total) std::fputs("\r\033[K", stderr);
 }
 
 std::string summary_line(const protocol::DecoderStats& s) {
-    return "decoded " + std::to_string(s.records()) + " records (" + std::to_string(s.arcs) + " arcs, " +
-           std::to_string(s.pc_samples) + " PC samples) from " + std::to_string(s.bytes_in) + " bytes; " +
-           std::to_string(s.bytes_discarded) + " bytes discarded in " + std::to_string(s.resyncs) + " resyncs";
+    return "decoded " + std::to_string(s.records()) + " records (" + std::to_string(s.arcs) +
+           " arcs, " + std::to_string(s.pc_samples) + " PC samples) from " +
+           std::to_string(s.bytes_in) + " bytes; " + std::to_string(s.bytes_discarded) +
+           " bytes discarded in " + std::to_string(s.resyncs) + " resyncs";
 }
 
 nlohmann::json stats_json(const protocol::DecoderStats& s) {
-    return {{"bytes_in", s.bytes_in}, {"bytes_discarded", s.bytes_discarded}, {"resyncs", s.resyncs},
-            {"arcs", s.arcs}, {"pc_samples", s.pc_samples}};
+    return {{"bytes_in", s.bytes_in},
+            {"bytes_discarded", s.bytes_discarded},
+            {"resyncs", s.resyncs},
+            {"arcs", s.arcs},
+            {"pc_samples", s.pc_samples}};
 }
 
 nlohmann::json raw_json(const gmon::GmonData& data, std::uint64_t samples_outside) {
     nlohmann::json arcs = nlohmann::json::array();
     for (const auto& a : data.arcs) {
-        arcs.push_back({{"from", gmon::hex_address(a.from_pc)}, {"self", gmon::hex_address(a.self_pc)}, {"count", a.count}});
+        arcs.push_back({{"from", gmon::hex_address(a.from_pc)},
+                        {"self", gmon::hex_address(a.self_pc)},
+                        {"count", a.count}});
     }
     nlohmann::json histograms = nlohmann::json::array();
     for (const auto& h : data.histograms) {
-        histograms.push_back({{"low_pc", gmon::hex_address(h.low_pc)}, {"high_pc", gmon::hex_address(h.high_pc)},
-                              {"bins", h.bins.size()}, {"prof_rate", h.prof_rate}, {"samples", h.total()}});
+        histograms.push_back({{"low_pc", gmon::hex_address(h.low_pc)},
+                              {"high_pc", gmon::hex_address(h.high_pc)},
+                              {"bins", h.bins.size()},
+                              {"prof_rate", h.prof_rate},
+                              {"samples", h.total()}});
     }
-    return {{"arcs", arcs}, {"histograms", histograms}, {"samples_outside_histogram", samples_outside}};
+    return {
+        {"arcs", arcs}, {"histograms", histograms}, {"samples_outside_histogram", samples_outside}};
 }
 
 }  // namespace
 
 int run_convert(const std::vector<std::string>& args) {
-    const CommandLine cl(args, {"--elf", "-o", "--format", "--addr-bytes", "--rate", "--bin-bytes", "--report",
-                                "--top", "--min-percent"},
+    const CommandLine cl(args,
+                         {"--elf", "-o", "--format", "--addr-bytes", "--rate", "--bin-bytes",
+                          "--report", "--top", "--min-percent"},
                          {"--help", "-h"});
     if (cl.has("--help") || cl.has("-h")) {
         std::cout << kUsage;
         return 0;
     }
-    if (cl.positionals().size() != 1) throw UsageError("convert needs exactly one CAPTURE file\n" + std::string(kUsage));
+    if (cl.positionals().size() != 1)
+        throw UsageError("convert needs exactly one CAPTURE file\n" + std::string(kUsage));
     const std::filesystem::path input = cl.positionals()[0];
     std::string format = cl.choice("--format", "auto", {"auto", "bin", "hex", "gmon"});
     const std::string report = cl.choice("--report", "text", {"text", "json", "none"});
@@ -93,12 +106,14 @@ int run_convert(const std::vector<std::string>& args) {
     const auto rate = static_cast<std::uint32_t>(cl.get_uint("--rate", 1000));
     if (rate == 0) throw UsageError("--rate must be above 0");
     const auto bin_bytes = static_cast<std::uint32_t>(cl.get_uint("--bin-bytes", 2));
-    if (bin_bytes == 0 || bin_bytes % 2) throw UsageError("--bin-bytes must be a positive even number");
+    if (bin_bytes == 0 || bin_bytes % 2)
+        throw UsageError("--bin-bytes must be a positive even number");
     gmon::JsonReportOptions json_options;
     json_options.top = cl.get_uint("--top", 0);
     if (const auto p = cl.get("--min-percent")) json_options.min_percent = std::stod(*p);
 
-    if (!std::filesystem::exists(input)) throw std::runtime_error("no such file: " + input.string());
+    if (!std::filesystem::exists(input))
+        throw std::runtime_error("no such file: " + input.string());
     std::shared_ptr<const gmon::Symbolizer> elf;
     if (const auto elf_path = cl.get("--elf")) elf = gmon::Symbolizer::load(*elf_path);
     const gmon::TargetLayout layout = elf ? elf->layout() : gmon::TargetLayout{};
@@ -113,8 +128,8 @@ int run_convert(const std::vector<std::string>& args) {
         data = gmon::merge_duplicates(gmon::read_gmon_file(input, layout));
         if (cl.has("-o")) output = cl.get("-o", "");
         summary["format"] = "gmon";
-        std::cerr << "rackprof: read " << input.string() << ": " << data.histograms.size() << " histogram(s), "
-                  << data.arcs.size() << " arcs\n";
+        std::cerr << "rackprof: read " << input.string() << ": " << data.histograms.size()
+                  << " histogram(s), " << data.arcs.size() << " arcs\n";
     } else {
         protocol::LegacyOptions options;
         options.addr_bytes = addr_bytes;
@@ -122,12 +137,14 @@ int run_convert(const std::vector<std::string>& args) {
                            : format == "bin" ? protocol::LegacyEncoding::kBinary
                                              : detect_encoding(input);
         if (elf && elf->code_high() <= 0x100000000ull) {
-            options.code_range = protocol::AddressRange{static_cast<std::uint32_t>(elf->code_low()),
-                                                        static_cast<std::uint32_t>(elf->code_high())};
+            options.code_range =
+                protocol::AddressRange{static_cast<std::uint32_t>(elf->code_low()),
+                                       static_cast<std::uint32_t>(elf->code_high())};
         }
         gmon::Aggregate aggregate;
         const bool tty = ::isatty(STDERR_FILENO) == 1;
-        const auto stats = decode_capture(input, options, aggregate, tty ? ProgressCallback(print_progress) : nullptr);
+        const auto stats = decode_capture(input, options, aggregate,
+                                          tty ? ProgressCallback(print_progress) : nullptr);
         std::cerr << "rackprof: " << summary_line(stats) << "\n";
         summary["format"] = options.encoding == protocol::LegacyEncoding::kHex ? "hex" : "bin";
         summary["addr_bytes"] = addr_bytes;
@@ -135,18 +152,21 @@ int run_convert(const std::vector<std::string>& args) {
 
         if (stats.records() == 0) {
             if (elf) {
-                throw std::runtime_error("no records in " + input.string() + " fit the code range of " +
-                                         elf->path().string() + " (" + gmon::hex_address(elf->code_low()) + "-" +
-                                         gmon::hex_address(elf->code_high()) +
-                                         "): wrong ELF for this capture, or wrong --format or --addr-bytes?");
+                throw std::runtime_error(
+                    "no records in " + input.string() + " fit the code range of " +
+                    elf->path().string() + " (" + gmon::hex_address(elf->code_low()) + "-" +
+                    gmon::hex_address(elf->code_high()) +
+                    "): wrong ELF for this capture, or wrong --format or --addr-bytes?");
             }
             throw std::runtime_error("no records found in " + input.string() +
                                      ": is it a legacy capture? check --format and --addr-bytes");
         }
-        if (elf && stats.bytes_discarded > kWrongElfDiscardFraction * static_cast<double>(stats.bytes_in)) {
-            throw std::runtime_error(std::to_string(stats.bytes_discarded) + " of " + std::to_string(stats.bytes_in) +
-                                     " bytes did not decode to records inside " + elf->path().string() +
-                                     "'s code range: wrong ELF for this capture, or wrong --addr-bytes?");
+        if (elf && stats.bytes_discarded >
+                       kWrongElfDiscardFraction * static_cast<double>(stats.bytes_in)) {
+            throw std::runtime_error(
+                std::to_string(stats.bytes_discarded) + " of " + std::to_string(stats.bytes_in) +
+                " bytes did not decode to records inside " + elf->path().string() +
+                "'s code range: wrong ELF for this capture, or wrong --addr-bytes?");
         }
         gmon::HistogramSpec spec;
         if (elf) {
@@ -177,13 +197,17 @@ int run_convert(const std::vector<std::string>& args) {
         summary["elf"] = elf->path().string();
         summary["build_id"] = elf->build_id();
     } else if (report != "none") {
-        std::cerr << "rackprof: no --elf given: the report lists addresses only; give the firmware's ELF "
-                     "for function names\n";
+        std::cerr
+            << "rackprof: no --elf given: the report lists addresses only; give the firmware's ELF "
+               "for function names\n";
     }
 
     if (report == "json") {
-        nlohmann::json out = {{"schema", "rackprof.report/1"}, {"source", summary}, {"raw", raw_json(data, samples_outside)}};
-        out["profile"] = profile ? gmon::profile_json(*profile, json_options) : nlohmann::json(nullptr);
+        nlohmann::json out = {{"schema", "rackprof.report/1"},
+                              {"source", summary},
+                              {"raw", raw_json(data, samples_outside)}};
+        out["profile"] =
+            profile ? gmon::profile_json(*profile, json_options) : nlohmann::json(nullptr);
         std::cout << out.dump(2) << "\n";
     } else if (report == "text") {
         if (profile) {
@@ -191,8 +215,8 @@ int run_convert(const std::vector<std::string>& args) {
         } else {
             std::cout << "Call arcs (from -> self: count):\n";
             for (const auto& a : data.arcs) {
-                std::cout << "  " << gmon::hex_address(a.from_pc) << " -> " << gmon::hex_address(a.self_pc) << ": "
-                          << a.count << "\n";
+                std::cout << "  " << gmon::hex_address(a.from_pc) << " -> "
+                          << gmon::hex_address(a.self_pc) << ": " << a.count << "\n";
             }
         }
     }

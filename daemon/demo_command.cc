@@ -16,7 +16,8 @@ namespace rackprof::daemon {
 int run_demo(const std::vector<std::string>& args) {
     const CommandLine cl(args, {"--model", "--iterations", "--dir"}, {"--help", "-h"});
     if (cl.has("--help") || cl.has("-h")) {
-        std::cout << "usage: rackprof demo [--model NAME] [--iterations N] [--dir DIR (default: var/demo)]\n";
+        std::cout << "usage: rackprof demo [--model NAME] [--iterations N] [--dir DIR (default: "
+                     "var/demo)]\n";
         return 0;
     }
     const std::filesystem::path dir = cl.get("--dir", "var/demo");
@@ -28,9 +29,10 @@ int run_demo(const std::vector<std::string>& args) {
     protocol::LegacyDecoder decoder({options.addr_bytes, options.encoding, {}});
     gmon::Aggregate aggregate;
     gmon::AggregateSink sink(aggregate);
-    const GroundTruth truth = simulate_board(options, [&](const std::uint8_t* data, std::size_t size) {
-        decoder.feed(std::span<const std::uint8_t>(data, size), sink);
-    });
+    const GroundTruth truth =
+        simulate_board(options, [&](const std::uint8_t* data, std::size_t size) {
+            decoder.feed(std::span<const std::uint8_t>(data, size), sink);
+        });
     decoder.finish(sink);
 
     const std::string elf_path = (dir / (options.model + ".elf")).string();
@@ -42,11 +44,11 @@ int run_demo(const std::vector<std::string>& args) {
     gmon::write_file_atomically(gmon_path, gmon::serialize_gmon(binned.data));
 
     const auto& s = decoder.stats();
-    std::cout << "rackprof demo: simulated board '" << options.model << "' sent " << s.bytes_in << " bytes; decoded "
-              << s.arcs << " arcs and " << s.pc_samples << " PC samples (" << s.bytes_discarded
-              << " bytes discarded)\n"
-              << "wrote " << gmon_path.string() << " and " << elf_path << "; try: arm-none-eabi-gprof " << elf_path
-              << " " << gmon_path.string() << "\n\n";
+    std::cout << "rackprof demo: simulated board '" << options.model << "' sent " << s.bytes_in
+              << " bytes; decoded " << s.arcs << " arcs and " << s.pc_samples << " PC samples ("
+              << s.bytes_discarded << " bytes discarded)\n"
+              << "wrote " << gmon_path.string() << " and " << elf_path
+              << "; try: arm-none-eabi-gprof " << elf_path << " " << gmon_path.string() << "\n\n";
     std::cout << gmon::render_gprof_text(gmon::compute_profile(binned.data, *elf));
     return truth.aggregate == aggregate ? 0 : 1;
 }

@@ -40,7 +40,7 @@ options:
 )";
 
 class OutputFile {
-public:
+  public:
     explicit OutputFile(const std::string& path) {
         if (path == "-") {
             file_ = stdout;
@@ -56,13 +56,14 @@ public:
     OutputFile(const OutputFile&) = delete;
     OutputFile& operator=(const OutputFile&) = delete;
     void write(const std::uint8_t* data, std::size_t size) {
-        if (std::fwrite(data, 1, size, file_) != size) throw std::runtime_error("write failed (disk full?)");
+        if (std::fwrite(data, 1, size, file_) != size)
+            throw std::runtime_error("write failed (disk full?)");
     }
     void close() {
         if (std::fflush(file_) != 0) throw std::runtime_error("write failed (disk full?)");
     }
 
-private:
+  private:
     std::FILE* file_ = nullptr;
     bool owned_ = false;
 };
@@ -70,11 +71,14 @@ private:
 nlohmann::json truth_json(const GroundTruth& truth, const SimulatorOptions& options) {
     nlohmann::json functions = nlohmann::json::array();
     for (const auto& f : truth.functions) {
-        functions.push_back({{"name", f.name}, {"addr", gmon::hex_address(f.addr)}, {"size", f.size}});
+        functions.push_back(
+            {{"name", f.name}, {"addr", gmon::hex_address(f.addr)}, {"size", f.size}});
     }
     nlohmann::json arcs = nlohmann::json::array();
     for (const auto& a : truth.aggregate.arcs()) {
-        arcs.push_back({{"from", gmon::hex_address(a.from_pc)}, {"self", gmon::hex_address(a.self_pc)}, {"count", a.count}});
+        arcs.push_back({{"from", gmon::hex_address(a.from_pc)},
+                        {"self", gmon::hex_address(a.self_pc)},
+                        {"count", a.count}});
     }
     nlohmann::json pcs = nlohmann::json::array();
     for (const auto& p : truth.aggregate.pc_samples()) {
@@ -88,8 +92,13 @@ nlohmann::json truth_json(const GroundTruth& truth, const SimulatorOptions& opti
             {"wire_bytes", truth.wire_bytes},
             {"arcs_sent", truth.arcs_sent},
             {"pc_samples_sent", truth.pc_samples_sent},
-            {"faults", {{"dropped", truth.faults.dropped}, {"flipped", truth.faults.flipped}, {"inserted", truth.faults.inserted}}},
-            {"code_range", {{"low", gmon::hex_address(truth.code_range.low)}, {"high", gmon::hex_address(truth.code_range.high)}}},
+            {"faults",
+             {{"dropped", truth.faults.dropped},
+              {"flipped", truth.faults.flipped},
+              {"inserted", truth.faults.inserted}}},
+            {"code_range",
+             {{"low", gmon::hex_address(truth.code_range.low)},
+              {"high", gmon::hex_address(truth.code_range.high)}}},
             {"functions", functions},
             {"arcs", arcs},
             {"pc_samples", pcs}};
@@ -98,8 +107,9 @@ nlohmann::json truth_json(const GroundTruth& truth, const SimulatorOptions& opti
 }  // namespace
 
 int run_simulate(const std::vector<std::string>& args) {
-    const CommandLine cl(args, {"--model", "--elf", "--iterations", "--bytes", "--format", "--addr-bytes", "--seed",
-                                "--drop", "--flip", "--insert", "-o", "--truth", "--write-elf"},
+    const CommandLine cl(args,
+                         {"--model", "--elf", "--iterations", "--bytes", "--format", "--addr-bytes",
+                          "--seed", "--drop", "--flip", "--insert", "-o", "--truth", "--write-elf"},
                          {"--help", "-h", "--list-models"});
     if (cl.has("--help") || cl.has("-h")) {
         std::cout << kUsage;
@@ -109,14 +119,17 @@ int run_simulate(const std::vector<std::string>& args) {
         for (const auto& [name, what] : builtin_models()) std::cout << name << "\t" << what << "\n";
         return 0;
     }
-    if (!cl.positionals().empty()) throw UsageError("unexpected argument '" + cl.positionals()[0] + "'");
+    if (!cl.positionals().empty())
+        throw UsageError("unexpected argument '" + cl.positionals()[0] + "'");
     SimulatorOptions options;
     options.model = cl.get("--model", "blinky");
     if (const auto elf = cl.get("--elf")) options.elf = gmon::Symbolizer::load(*elf);
     options.addr_bytes = static_cast<int>(cl.get_uint("--addr-bytes", 3));
-    if (options.addr_bytes != 3 && options.addr_bytes != 4) throw UsageError("--addr-bytes must be 3 or 4");
-    options.encoding = cl.choice("--format", "bin", {"bin", "hex"}) == "hex" ? protocol::LegacyEncoding::kHex
-                                                                              : protocol::LegacyEncoding::kBinary;
+    if (options.addr_bytes != 3 && options.addr_bytes != 4)
+        throw UsageError("--addr-bytes must be 3 or 4");
+    options.encoding = cl.choice("--format", "bin", {"bin", "hex"}) == "hex"
+                           ? protocol::LegacyEncoding::kHex
+                           : protocol::LegacyEncoding::kBinary;
     options.seed = cl.get_uint("--seed", 1);
     options.faults = {cl.get_rate("--drop"), cl.get_rate("--flip"), cl.get_rate("--insert")};
     options.max_bytes = cl.get_uint("--bytes", 0);
@@ -131,9 +144,10 @@ int run_simulate(const std::vector<std::string>& args) {
     }
     std::optional<OutputFile> out;
     if (out_path) out.emplace(*out_path);
-    const GroundTruth truth = simulate_board(options, [&](const std::uint8_t* data, std::size_t size) {
-        if (out) out->write(data, size);
-    });
+    const GroundTruth truth =
+        simulate_board(options, [&](const std::uint8_t* data, std::size_t size) {
+            if (out) out->write(data, size);
+        });
     if (out) out->close();
 
     if (const auto path = cl.get("--truth")) {
@@ -141,12 +155,12 @@ int run_simulate(const std::vector<std::string>& args) {
         gmon::write_file_atomically(*path, std::vector<std::uint8_t>(text.begin(), text.end()));
     }
     if (const auto path = cl.get("--write-elf")) write_model_elf(*path, truth);
-    std::cerr << "rackprof: simulated " << truth.model << ": " << truth.iterations << " iterations, "
-              << truth.arcs_sent << " arcs and " << truth.pc_samples_sent << " PC samples in " << truth.wire_bytes
-              << " wire bytes";
+    std::cerr << "rackprof: simulated " << truth.model << ": " << truth.iterations
+              << " iterations, " << truth.arcs_sent << " arcs and " << truth.pc_samples_sent
+              << " PC samples in " << truth.wire_bytes << " wire bytes";
     if (options.faults.any()) {
-        std::cerr << "; faults: " << truth.faults.dropped << " dropped, " << truth.faults.flipped << " flipped, "
-                  << truth.faults.inserted << " inserted";
+        std::cerr << "; faults: " << truth.faults.dropped << " dropped, " << truth.faults.flipped
+                  << " flipped, " << truth.faults.inserted << " inserted";
     }
     std::cerr << "\n";
     return 0;

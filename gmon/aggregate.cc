@@ -10,7 +10,7 @@ namespace {
 // A small direct-mapped cache in front of the hash table: firmware repeats the same few arcs
 // and PCs, so most records only bump a counter in L1. Flushed at the end of every batch.
 class CountCache {
-public:
+  public:
     explicit CountCache(CountTable& table) : table_(table) {}
     ~CountCache() {
         for (const Entry& e : entries_) {
@@ -27,7 +27,7 @@ public:
         e.count += n;
     }
 
-private:
+  private:
     static constexpr std::size_t kEntries = 64;
     struct Entry {
         std::uint64_t key = 0;
@@ -37,7 +37,9 @@ private:
     std::array<Entry, kEntries> entries_{};
 };
 
-std::uint64_t arc_key(std::uint64_t from, std::uint64_t self) { return (from << 32) | self; }
+std::uint64_t arc_key(std::uint64_t from, std::uint64_t self) {
+    return (from << 32) | self;
+}
 
 }  // namespace
 
@@ -103,7 +105,8 @@ std::vector<PcCount> Aggregate::pc_samples() const {
     std::vector<PcCount> out;
     out.reserve(pcs_.size());
     pcs_.for_each([&](std::uint64_t pc, std::uint64_t n) { out.push_back({pc, n}); });
-    std::sort(out.begin(), out.end(), [](const PcCount& a, const PcCount& b) { return a.pc < b.pc; });
+    std::sort(out.begin(), out.end(),
+              [](const PcCount& a, const PcCount& b) { return a.pc < b.pc; });
     return out;
 }
 

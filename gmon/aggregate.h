@@ -26,7 +26,7 @@ struct PcCount {
 };
 
 class Aggregate {
-public:
+  public:
     void add(std::span<const protocol::Record> records);
     void add_arc(std::uint64_t from_pc, std::uint64_t self_pc, std::uint64_t count);
     void add_pc(std::uint64_t pc, std::uint64_t count);
@@ -44,7 +44,7 @@ public:
         return a.arcs() == b.arcs() && a.pc_samples() == b.pc_samples();
     }
 
-private:
+  private:
     // Arcs with both addresses below 2^32 (every supported target) share one table.
     CountTable arcs_;
     CountTable pcs_;
@@ -55,11 +55,11 @@ private:
 
 // Feeds decoded records straight into an Aggregate.
 class AggregateSink : public protocol::RecordSink {
-public:
+  public:
     explicit AggregateSink(Aggregate& aggregate) : aggregate_(aggregate) {}
     void on_records(std::span<const protocol::Record> batch) override { aggregate_.add(batch); }
 
-private:
+  private:
     Aggregate& aggregate_;
 };
 

@@ -40,7 +40,8 @@ TEST_CASE("many distinct keys survive table growth, in any order of arrival") {
     std::shuffle(records.begin(), records.end(), rng);
     Aggregate shuffled;
     for (std::size_t i = 0; i < records.size(); i += 333) {
-        shuffled.add(std::span<const Record>(records).subspan(i, std::min<std::size_t>(333, records.size() - i)));
+        shuffled.add(std::span<const Record>(records).subspan(
+            i, std::min<std::size_t>(333, records.size() - i)));
     }
     CHECK(forward == shuffled);
     CHECK(forward.arcs().size() == 20000);

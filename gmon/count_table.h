@@ -9,7 +9,7 @@
 namespace rackprof::gmon {
 
 class CountTable {
-public:
+  public:
     CountTable() { rehash(64); }
 
     void add(std::uint64_t key, std::uint64_t n) {
@@ -57,7 +57,7 @@ public:
         return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 20);
     }
 
-private:
+  private:
     static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
     struct Slot {
         std::uint64_t key = kEmpty;

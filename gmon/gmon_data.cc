@@ -37,7 +37,8 @@ BinningResult to_gmon_data(const Aggregate& aggregate, const HistogramSpec& spec
     if (spec.high_pc > spec.low_pc) {
         Histogram h;
         h.low_pc = spec.low_pc;
-        const std::uint64_t nbins = (spec.high_pc - spec.low_pc + spec.bin_bytes - 1) / spec.bin_bytes;
+        const std::uint64_t nbins =
+            (spec.high_pc - spec.low_pc + spec.bin_bytes - 1) / spec.bin_bytes;
         h.high_pc = spec.low_pc + nbins * spec.bin_bytes;
         h.prof_rate = spec.prof_rate;
         h.bins.assign(nbins, 0);

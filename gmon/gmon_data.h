@@ -19,12 +19,12 @@ struct TargetLayout {
 };
 
 struct Histogram {
-    std::uint64_t low_pc = 0;   // first address covered
-    std::uint64_t high_pc = 0;  // one past the last address covered
+    std::uint64_t low_pc = 0;           // first address covered
+    std::uint64_t high_pc = 0;          // one past the last address covered
     std::uint32_t prof_rate = 1000;     // samples per second
     std::string dimension = "seconds";  // at most 15 characters on the wire
     char dimension_abbrev = 's';
-    std::vector<std::uint64_t> bins;    // wide: a bin can hold more than 65535 samples
+    std::vector<std::uint64_t> bins;  // wide: a bin can hold more than 65535 samples
 
     double bin_bytes() const {
         return bins.empty() ? 0.0 : static_cast<double>(high_pc - low_pc) / bins.size();

@@ -12,9 +12,9 @@ GmonData sample(TargetLayout layout) {
     a.add_arc(0x153D, 0x14E5, 13155);
     a.add_arc(0x150D, 0x1499, 70000);
     a.add_arc(0x5BD, 0x4FD, 5'000'000'000ull);  // above a u32: split into records
-    a.add_pc(0x14B4, 200000);                    // above a u16 bin: split into records
+    a.add_pc(0x14B4, 200000);                   // above a u16 bin: split into records
     a.add_pc(0x146E, 3);
-    a.add_pc(0x4000, 9);                         // outside the range below
+    a.add_pc(0x4000, 9);  // outside the range below
     HistogramSpec spec{0x410, 0x1620, 2, 1000};
     auto binned = to_gmon_data(a, spec, layout);
     CHECK(binned.samples_outside == 9);
@@ -22,8 +22,9 @@ GmonData sample(TargetLayout layout) {
 }
 
 TEST_CASE("GNU gmon.out round trip keeps wide counts exactly") {
-    for (TargetLayout layout : {TargetLayout{4, ByteOrder::kLittle}, TargetLayout{4, ByteOrder::kBig},
-                                TargetLayout{8, ByteOrder::kLittle}}) {
+    for (TargetLayout layout :
+         {TargetLayout{4, ByteOrder::kLittle}, TargetLayout{4, ByteOrder::kBig},
+          TargetLayout{8, ByteOrder::kLittle}}) {
         const GmonData written = sample(layout);
         const auto bytes = serialize_gmon(written);
         const GmonData raw = parse_gmon(bytes, layout);
@@ -54,7 +55,7 @@ TEST_CASE("4.4BSD and old BSD files are read") {
     put_uint(f, 0x418, 4, le);
     put_uint(f, 32 + 8, 4, le);  // ncnt: header + 4 bins
     put_uint(f, 0x51879, 4, le);
-    put_uint(f, 5, 4, le);       // profrate
+    put_uint(f, 5, 4, le);        // profrate
     f.insert(f.end(), 12, 0xCC);  // spare, garbage as the thesis wrote it
     for (int b : {1, 0, 65535, 2}) put_uint(f, static_cast<std::uint64_t>(b), 2, le);
     for (std::uint64_t v : {0x520u, 0xF21u, 14u, 0x530u, 0xF45u, 12u}) put_uint(f, v, 4, le);
@@ -85,9 +86,10 @@ TEST_CASE("truncated and malformed files are clear errors") {
     }
     std::vector<std::uint8_t> bad_tag = bytes;
     bad_tag[20] = 7;
-    CHECK_THROWS_WITH_AS(parse_gmon(bad_tag, {4, ByteOrder::kLittle}), doctest::Contains("unknown gmon.out record tag"),
-                         GmonFormatError);
-    CHECK_THROWS_AS(parse_gmon(std::vector<std::uint8_t>{}, {4, ByteOrder::kLittle}), GmonFormatError);
+    CHECK_THROWS_WITH_AS(parse_gmon(bad_tag, {4, ByteOrder::kLittle}),
+                         doctest::Contains("unknown gmon.out record tag"), GmonFormatError);
+    CHECK_THROWS_AS(parse_gmon(std::vector<std::uint8_t>{}, {4, ByteOrder::kLittle}),
+                    GmonFormatError);
 }
 
 TEST_CASE("partially overlapping histograms are refused, as gprof refuses them") {

@@ -17,7 +17,7 @@ constexpr std::uint32_t kBsd44Version = 0x00051879;
 
 // A bounds-checked cursor: every read names what it was reading when the file ends.
 class Cursor {
-public:
+  public:
     Cursor(std::span<const std::uint8_t> bytes, const TargetLayout& layout)
         : bytes_(bytes), layout_(layout) {}
 
@@ -48,7 +48,7 @@ public:
         }
     }
 
-private:
+  private:
     std::span<const std::uint8_t> bytes_;
     TargetLayout layout_;
     std::size_t offset_ = 0;
@@ -96,7 +96,8 @@ GmonData parse_gnu(Cursor& in, const TargetLayout& layout) {
             data.arcs.push_back(a);
         } else if (tag == 2) {
             const std::uint64_t n = in.uint(4, "basic-block count");
-            in.need(n * static_cast<std::uint64_t>(layout.addr_bytes + layout.addr_bytes), "basic blocks");
+            in.need(n * static_cast<std::uint64_t>(layout.addr_bytes + layout.addr_bytes),
+                    "basic blocks");
             in.seek(in.offset() + n * 2 * static_cast<std::size_t>(layout.addr_bytes));
         } else {
             throw GmonFormatError("unknown gmon.out record tag " + std::to_string(tag) +
@@ -125,8 +126,10 @@ GmonData parse_bsd(Cursor& in, const TargetLayout& layout) {
         header_size = layout.addr_bytes == 4 ? 12 : 24;  // old BSD header, padded on 64-bit
     }
     if (ncnt < header_size || h.high_pc < h.low_pc) {
-        throw GmonFormatError("not a gmon.out file: no \"gmon\" magic, and the BSD header is "
-                              "inconsistent (ncnt " + std::to_string(ncnt) + ")");
+        throw GmonFormatError(
+            "not a gmon.out file: no \"gmon\" magic, and the BSD header is "
+            "inconsistent (ncnt " +
+            std::to_string(ncnt) + ")");
     }
     in.seek(header_size);
     read_bins(in, (ncnt - header_size) / 2, h);
@@ -166,7 +169,8 @@ GmonData parse_gmon(std::span<const std::uint8_t> bytes, const TargetLayout& lay
 GmonData read_gmon_file(const std::filesystem::path& path, const TargetLayout& layout) {
     std::ifstream f(path, std::ios::binary);
     if (!f) throw std::runtime_error("cannot open " + path.string());
-    std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(f)),
+                                    std::istreambuf_iterator<char>());
     try {
         return parse_gmon(bytes, layout);
     } catch (const GmonFormatError& e) {
@@ -188,7 +192,8 @@ GmonData merge_duplicates(GmonData data) {
         if (same == merged.end()) {
             for (const Histogram& m : merged) {
                 if (h.low_pc < m.high_pc && m.low_pc < h.high_pc) {
-                    throw GmonFormatError("histogram ranges overlap partially (gprof cannot read this)");
+                    throw GmonFormatError(
+                        "histogram ranges overlap partially (gprof cannot read this)");
                 }
             }
             merged.push_back(std::move(h));

@@ -53,7 +53,7 @@ std::vector<std::uint8_t> serialize_gmon(const GmonData& data) {
     std::vector<std::uint8_t> out;
     out.reserve(64 + data.arcs.size() * (1 + 2 * t.addr_bytes + 4));
     for (char c : {'g', 'm', 'o', 'n'}) out.push_back(static_cast<std::uint8_t>(c));
-    put_uint(out, 1, 4, t.order);                // GMON_VERSION
+    put_uint(out, 1, 4, t.order);                   // GMON_VERSION
     for (int i = 0; i < 12; ++i) out.push_back(0);  // spare
     for (const Histogram& h : data.histograms) write_histogram(h, t, out);
     for (const ArcCount& a : data.arcs) {
@@ -69,7 +69,8 @@ std::vector<std::uint8_t> serialize_gmon(const GmonData& data) {
     return out;
 }
 
-void write_file_atomically(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes) {
+void write_file_atomically(const std::filesystem::path& path,
+                           const std::vector<std::uint8_t>& bytes) {
     const std::filesystem::path tmp =
         path.string() + ".tmp-" + std::to_string(static_cast<long>(::getpid()));
     {
@@ -78,7 +79,8 @@ void write_file_atomically(const std::filesystem::path& path, const std::vector<
             throw std::runtime_error("cannot write " + path.string() + ": " +
                                      std::generic_category().message(errno));
         }
-        f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        f.write(reinterpret_cast<const char*>(bytes.data()),
+                static_cast<std::streamsize>(bytes.size()));
         f.flush();
         if (!f) {
             const std::string why = std::generic_category().message(errno);

@@ -16,6 +16,7 @@ std::vector<std::uint8_t> serialize_gmon(const GmonData& data);
 
 // Writes next to `path` and renames into place, so a failure never leaves a partial file.
 // Throws std::runtime_error naming the path on failure.
-void write_file_atomically(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes);
+void write_file_atomically(const std::filesystem::path& path,
+                           const std::vector<std::uint8_t>& bytes);
 
 }  // namespace rackprof::gmon

@@ -21,7 +21,9 @@ char symbol_class(const ElfSymbol& s) {
     return s.global ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
 }
 
-bool has_prefix(const char* name, const char* prefix) { return std::strncmp(name, prefix, std::strlen(prefix)) == 0; }
+bool has_prefix(const char* name, const char* prefix) {
+    return std::strncmp(name, prefix, std::strlen(prefix)) == 0;
+}
 
 // Static names gprof rejects: empty, with '$', or with '.' unless it is a nested-function
 // (".NNN") or a GCC clone (".clone.N", ".constprop.N") suffix. A name that ends in such a
@@ -51,7 +53,8 @@ bool acceptable_static_name(const std::string& name, const char* text, const cha
         }
         if (p >= end) break;
     }
-    return !has_prefix(name.c_str(), "__gnu_compiled") && !has_prefix(name.c_str(), "___gnu_compiled");
+    return !has_prefix(name.c_str(), "__gnu_compiled") &&
+           !has_prefix(name.c_str(), "___gnu_compiled");
 }
 
 // 0: not a function to gprof; 'T': global; 't': static.
@@ -61,7 +64,9 @@ char gprof_class(const ElfSymbol& s, const std::string& strtab) {
     if (c == 'T' || c == 'W') return 'T';
     if (c != 't') return 0;
     if (s.name_offset == std::string::npos) {
-        return acceptable_static_name(s.name, s.name.c_str(), s.name.c_str() + s.name.size() + 1) ? 't' : 0;
+        return acceptable_static_name(s.name, s.name.c_str(), s.name.c_str() + s.name.size() + 1)
+                   ? 't'
+                   : 0;
     }
     const char* text = strtab.data() + s.name_offset;
     return acceptable_static_name(s.name, text, strtab.data() + strtab.size()) ? 't' : 0;
@@ -70,7 +75,8 @@ char gprof_class(const ElfSymbol& s, const std::string& strtab) {
 }  // namespace
 
 std::vector<ProfileSymbol> gprof_symbol_table(const Symbolizer& elf) {
-    if (elf.text_size() == 0) throw std::invalid_argument(elf.path().string() + ": no .text section");
+    if (elf.text_size() == 0)
+        throw std::invalid_argument(elf.path().string() + ": no .text section");
     std::vector<ProfileSymbol> table;
     for (const ElfSymbol& s : elf.symbols()) {
         const char c = gprof_class(s, elf.string_table());
@@ -82,14 +88,16 @@ std::vector<ProfileSymbol> gprof_symbol_table(const Symbolizer& elf) {
         p.is_func = s.function;
         table.push_back(std::move(p));
     }
-    if (table.empty()) throw std::invalid_argument(elf.path().string() + " has no function symbols");
+    if (table.empty())
+        throw std::invalid_argument(elf.path().string() + " has no function symbols");
 
     // Functions before other labels, globals before statics; otherwise symbol-table order.
-    std::stable_sort(table.begin(), table.end(), [](const ProfileSymbol& l, const ProfileSymbol& r) {
-        if (l.addr != r.addr) return l.addr < r.addr;
-        if (l.is_func != r.is_func) return l.is_func;
-        return !l.is_static && r.is_static;
-    });
+    std::stable_sort(table.begin(), table.end(),
+                     [](const ProfileSymbol& l, const ProfileSymbol& r) {
+                         if (l.addr != r.addr) return l.addr < r.addr;
+                         if (l.is_func != r.is_func) return l.is_func;
+                         return !l.is_static && r.is_static;
+                     });
 
     // One symbol per address, preferring global, then function, then fewer leading underscores.
     std::vector<ProfileSymbol> out;
@@ -100,10 +108,12 @@ std::vector<ProfileSymbol> gprof_symbol_table(const Symbolizer& elf) {
             const bool same_func = src.is_func == dst.is_func;
             const char* sn = src.name.c_str();
             const char* dn = dst.name.c_str();
-            const bool fewer_underscores = (sn[0] != '_' && dn[0] == '_') ||
-                                           (sn[0] == '_' && dn[0] == '_' && sn[1] != '_' && dn[1] == '_');
+            const bool fewer_underscores =
+                (sn[0] != '_' && dn[0] == '_') ||
+                (sn[0] == '_' && dn[0] == '_' && sn[1] != '_' && dn[1] == '_');
             if ((!src.is_static && dst.is_static) ||
-                (same_static && ((src.is_func && !dst.is_func) || (same_func && fewer_underscores)))) {
+                (same_static &&
+                 ((src.is_func && !dst.is_func) || (same_func && fewer_underscores)))) {
                 out.back() = std::move(src);
             }
             continue;

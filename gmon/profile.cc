@@ -17,21 +17,23 @@ constexpr std::uint64_t kUnit = 2;
 
 // Names gprof leaves out of the flat profile, the call graph and time propagation by default.
 bool excluded_by_default(const std::string& name) {
-    static const std::set<std::string> kNames = {"_gprof_mcount", "mcount",     "__mcount",  "__mcount_internal",
-                                                 "__mcleanup",    "<locore>",   "<hicore>"};
+    static const std::set<std::string> kNames = {"_gprof_mcount",     "mcount",     "__mcount",
+                                                 "__mcount_internal", "__mcleanup", "<locore>",
+                                                 "<hicore>"};
     return kNames.count(name) > 0;
 }
 
 class Engine {
-public:
-    Engine(Profile& profile, std::vector<bool> excluded) : p_(profile), excluded_(std::move(excluded)) {}
+  public:
+    Engine(Profile& profile, std::vector<bool> excluded)
+        : p_(profile), excluded_(std::move(excluded)) {}
 
     void assign_samples(const Histogram& h, double hist_scale);
     void tally(std::uint64_t from_pc, std::uint64_t self_pc, std::uint64_t count);
     void assemble();
     void order_flat();
 
-private:
+  private:
     static constexpr int kDfnNan = 0;
     static constexpr int kDfnBusy = -1;
     static constexpr std::size_t kNoCycle = kNone;
@@ -53,7 +55,9 @@ private:
 
     // Symbols and cycles share one index space while assembling, like gprof's Sym pointers:
     // [0, n) are symbols, [n, n + cycles) are cycle headers.
-    ProfileNode& node(std::size_t i) { return i < p_.nodes.size() ? p_.nodes[i] : p_.cycles[i - p_.nodes.size()]; }
+    ProfileNode& node(std::size_t i) {
+        return i < p_.nodes.size() ? p_.nodes[i] : p_.cycles[i - p_.nodes.size()];
+    }
     std::size_t head(std::size_t i) const { return heads_[i]; }
 
     Profile& p_;
@@ -110,8 +114,10 @@ void Engine::assign_samples(const Histogram& h, double hist_scale) {
     for (std::size_t i = 0; i < h.bins.size(); ++i) {
         const std::uint64_t bin_count = h.bins[i];
         if (bin_count == 0) continue;
-        const std::uint64_t bin_low = lowpc + static_cast<std::uint64_t>(hist_scale * static_cast<double>(i));
-        const std::uint64_t bin_high = lowpc + static_cast<std::uint64_t>(hist_scale * static_cast<double>(i + 1));
+        const std::uint64_t bin_low =
+            lowpc + static_cast<std::uint64_t>(hist_scale * static_cast<double>(i));
+        const std::uint64_t bin_high =
+            lowpc + static_cast<std::uint64_t>(hist_scale * static_cast<double>(i + 1));
         const auto count_time = static_cast<double>(bin_count);
         p_.total_time += count_time;
         for (std::size_t j = k - 1; j < n; k = ++j) {
@@ -280,7 +286,8 @@ void Engine::inherit_flags(std::size_t child) {
             const ProfileNode& parent = node(a.parent);
             c.print_flag = c.print_flag || parent.print_flag;
             if (c.ncalls != 0) {
-                c.prop_fract += parent.prop_fract * (static_cast<double>(a.count) / static_cast<double>(c.ncalls));
+                c.prop_fract += parent.prop_fract *
+                                (static_cast<double>(a.count) / static_cast<double>(c.ncalls));
             }
         }
         return;
@@ -296,7 +303,8 @@ void Engine::inherit_flags(std::size_t child) {
             const ProfileNode& parent = node(a.parent);
             hd.print_flag = hd.print_flag || parent.print_flag;
             if (hd.ncalls != 0) {
-                hd.prop_fract += parent.prop_fract * (static_cast<double>(a.count) / static_cast<double>(hd.ncalls));
+                hd.prop_fract += parent.prop_fract *
+                                 (static_cast<double>(a.count) / static_cast<double>(hd.ncalls));
             }
         }
     }
@@ -346,7 +354,8 @@ void Engine::propagate_time(std::size_t parent_index) {
     for (auto it = parent.children.rbegin(); it != parent.children.rend(); ++it) {
         ProfileArc& a = p_.arcs[*it];
         std::size_t child_index = a.child;
-        if (a.count == 0 || child_index == parent_index || p_.nodes[child_index].prop_fract == 0) continue;
+        if (a.count == 0 || child_index == parent_index || p_.nodes[child_index].prop_fract == 0)
+            continue;
         if (head(child_index) != child_index) {
             if (parent.cycle == p_.nodes[child_index].cycle) continue;
             child_index = head(child_index);
@@ -396,8 +405,9 @@ void Engine::assemble() {
 
     std::vector<std::size_t> top_sorted(n);
     for (std::size_t s = 0; s < n; ++s) top_sorted[s] = s;
-    std::stable_sort(top_sorted.begin(), top_sorted.end(),
-                     [&](std::size_t l, std::size_t r) { return p_.nodes[l].top_order < p_.nodes[r].top_order; });
+    std::stable_sort(top_sorted.begin(), top_sorted.end(), [&](std::size_t l, std::size_t r) {
+        return p_.nodes[l].top_order < p_.nodes[r].top_order;
+    });
     propagate_flags(top_sorted);
     cycle_time();
     for (std::size_t s : top_sorted) propagate_time(s);
@@ -408,7 +418,9 @@ void Engine::assemble() {
     // underscore first, then more calls, then by name.
     std::vector<std::size_t> order;
     for (std::size_t i = 0; i < n + p_.cycles.size(); ++i) order.push_back(i);
-    auto name_of = [&](std::size_t i) -> const char* { return i < n ? p_.symbols[i].name.c_str() : nullptr; };
+    auto name_of = [&](std::size_t i) -> const char* {
+        return i < n ? p_.symbols[i].name.c_str() : nullptr;
+    };
     std::stable_sort(order.begin(), order.end(), [&](std::size_t li, std::size_t ri) {
         const ProfileNode& l = node(li);
         const ProfileNode& r = node(ri);
@@ -446,7 +458,8 @@ void Engine::order_flat() {
 
 }  // namespace
 
-Profile compute_profile(const GmonData& data, const Symbolizer& elf, const ProfileOptions& options) {
+Profile compute_profile(const GmonData& data, const Symbolizer& elf,
+                        const ProfileOptions& options) {
     Profile p;
     p.symbols = gprof_symbol_table(elf);
     for (ProfileSymbol& s : p.symbols) {
@@ -457,7 +470,8 @@ Profile compute_profile(const GmonData& data, const Symbolizer& elf, const Profi
     }
     p.nodes.resize(p.symbols.size());
     std::vector<bool> excluded(p.symbols.size());
-    for (std::size_t i = 0; i < p.symbols.size(); ++i) excluded[i] = excluded_by_default(p.symbols[i].name);
+    for (std::size_t i = 0; i < p.symbols.size(); ++i)
+        excluded[i] = excluded_by_default(p.symbols[i].name);
     Engine engine(p, excluded);
 
     p.has_histogram = !data.histograms.empty();
@@ -478,7 +492,8 @@ Profile compute_profile(const GmonData& data, const Symbolizer& elf, const Profi
         }
     }
     if (options.prof_rate_override) p.prof_rate = options.prof_rate_override;
-    if (p.prof_rate == 0) p.prof_rate = 1000;  // no histogram or an old BSD file: rackprof's default
+    if (p.prof_rate == 0)
+        p.prof_rate = 1000;  // no histogram or an old BSD file: rackprof's default
     for (const ArcCount& a : data.arcs) engine.tally(a.from_pc, a.self_pc, a.count);
     engine.assemble();
     engine.order_flat();

@@ -41,17 +41,17 @@ struct ProfileArc {
 
 // Per symbol (and per cycle) results, in samples unless named otherwise.
 struct ProfileNode {
-    double self_time = 0;    // gprof's hist.time: samples credited from the histogram
+    double self_time = 0;          // gprof's hist.time: samples credited from the histogram
     std::uint64_t ncalls = 0;      // calls from other functions
     std::uint64_t self_calls = 0;  // self-recursive calls
-    double child_time = 0;   // time propagated from descendants
-    double prop_self = 0;    // cg.prop.self: self time that reaches the call graph's roots
+    double child_time = 0;         // time propagated from descendants
+    double prop_self = 0;          // cg.prop.self: self time that reaches the call graph's roots
     double prop_child = 0;
     double prop_fract = 0;
     bool print_flag = false;
-    std::size_t cycle = 0;   // 1-based cycle number; 0: not on a cycle
+    std::size_t cycle = 0;           // 1-based cycle number; 0: not on a cycle
     std::size_t cycle_head = kNone;  // a symbol's cycle node index into Profile::cycles, or kNone
-    std::size_t index = 0;   // call-graph index number ([N]); 0: not printed
+    std::size_t index = 0;           // call-graph index number ([N]); 0: not printed
     int top_order = 0;
     std::vector<std::size_t> parents;   // indices into Profile::arcs, in gprof's order
     std::vector<std::size_t> children;  // indices into Profile::arcs, in gprof's order
@@ -70,7 +70,7 @@ struct Profile {
     std::uint32_t prof_rate = 0;      // samples per second
     std::string dimension = "seconds";
     char dimension_abbrev = 's';
-    double bin_bytes = 0;     // bytes covered by one histogram bin ("granularity")
+    double bin_bytes = 0;  // bytes covered by one histogram bin ("granularity")
     bool has_histogram = false;
     bool has_arcs = false;
 
@@ -92,6 +92,7 @@ struct ProfileOptions {
 std::vector<ProfileSymbol> gprof_symbol_table(const Symbolizer& elf);
 
 // Throws std::invalid_argument when the data cannot be profiled (e.g. no symbols).
-Profile compute_profile(const GmonData& data, const Symbolizer& elf, const ProfileOptions& options = {});
+Profile compute_profile(const GmonData& data, const Symbolizer& elf,
+                        const ProfileOptions& options = {});
 
 }  // namespace rackprof::gmon

@@ -2,9 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "gmon/report.h"
 #include "gmon/synthetic_elf.h"
@@ -14,9 +14,11 @@ namespace {
 
 struct TempElf {
     std::filesystem::path path;
-    explicit TempElf(const std::vector<SyntheticFunction>& functions, std::uint32_t low, std::uint32_t high) {
+    explicit TempElf(const std::vector<SyntheticFunction>& functions, std::uint32_t low,
+                     std::uint32_t high) {
         path = std::filesystem::temp_directory_path() /
-               ("rackprof-profile-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".elf");
+               ("rackprof-profile-test-" + std::to_string(::getpid()) + "-" +
+                std::to_string(counter++) + ".elf");
         write_synthetic_elf(path, functions, low, high);
     }
     ~TempElf() { std::filesystem::remove(path); }
@@ -32,7 +34,8 @@ const ProfileNode& node_named(const Profile& p, const std::string& name) {
 }
 
 TEST_CASE("symbols are read with the Thumb bit cleared and bounded by the next symbol") {
-    TempElf elf({{"main", 0x100, 0x20}, {"work", 0x120, 0x10}, {"idle", 0x140, 0x10}}, 0x100, 0x160);
+    TempElf elf({{"main", 0x100, 0x20}, {"work", 0x120, 0x10}, {"idle", 0x140, 0x10}}, 0x100,
+                0x160);
     const auto sym = Symbolizer::load(elf.path);
     const auto table = gprof_symbol_table(*sym);
     REQUIRE(table.size() == 4);
@@ -48,7 +51,10 @@ TEST_CASE("symbols are read with the Thumb bit cleared and bounded by the next s
 }
 
 TEST_CASE("time and calls are attributed with gprof's rules") {
-    TempElf elf({{"main", 0x100, 0x20}, {"fast", 0x120, 0x20}, {"slow", 0x140, 0x20}, {"work", 0x160, 0x20},
+    TempElf elf({{"main", 0x100, 0x20},
+                 {"fast", 0x120, 0x20},
+                 {"slow", 0x140, 0x20},
+                 {"work", 0x160, 0x20},
                  {"end", 0x180, 0x20}},
                 0x100, 0x1A0);
     const auto sym = Symbolizer::load(elf.path);
@@ -75,8 +81,9 @@ TEST_CASE("time and calls are attributed with gprof's rules") {
 }
 
 TEST_CASE("mutual recursion collapses into a cycle") {
-    TempElf elf({{"main", 0x100, 0x20}, {"ping", 0x120, 0x20}, {"pong", 0x140, 0x20}, {"end", 0x160, 0x20}}, 0x100,
-                0x180);
+    TempElf elf(
+        {{"main", 0x100, 0x20}, {"ping", 0x120, 0x20}, {"pong", 0x140, 0x20}, {"end", 0x160, 0x20}},
+        0x100, 0x180);
     const auto sym = Symbolizer::load(elf.path);
     Aggregate a;
     a.add_arc(0x105, 0x125, 2);  // main -> ping
@@ -85,7 +92,8 @@ TEST_CASE("mutual recursion collapses into a cycle") {
     a.add_arc(0x12D, 0x125, 3);  // ping -> ping
     a.add_pc(0x124, 10);
     a.add_pc(0x144, 30);
-    const Profile p = compute_profile(to_gmon_data(a, {0x100, 0x180, 2, 100}, sym->layout()).data, *sym);
+    const Profile p =
+        compute_profile(to_gmon_data(a, {0x100, 0x180, 2, 100}, sym->layout()).data, *sym);
     REQUIRE(p.cycles.size() == 1);
     CHECK(p.cycles[0].members.size() == 2);
     CHECK(p.cycles[0].ncalls == 2);      // from outside the cycle

@@ -17,7 +17,7 @@ namespace {
 constexpr int kOutputWidth = 80;
 
 class Printer {
-public:
+  public:
     void printf(const char* format, ...) __attribute__((format(printf, 2, 3))) {
         char buffer[1024];
         va_list args;
@@ -39,7 +39,7 @@ public:
     void put(const std::string& s) { out_ += s; }
     std::string take() { return std::move(out_); }
 
-private:
+  private:
     std::string out_;
 };
 
@@ -47,8 +47,8 @@ private:
 std::string display_name(const std::string& name) {
     if (name.rfind("_Z", 0) != 0) return name;
     int status = 0;
-    std::unique_ptr<char, decltype(&std::free)> d(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status),
-                                                  &std::free);
+    std::unique_ptr<char, decltype(&std::free)> d(
+        abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), &std::free);
     return status == 0 && d ? std::string(d.get()) : name;
 }
 
@@ -114,22 +114,23 @@ void print_flat(Printer& out, const Profile& p, double hz) {
         out.put(" no time accumulated\n\n");
         total_time = 1.0;
     }
-    out.printf("%5.5s %10.10s %8.8s %8.8s %8.8s %8.8s  %-8.8s\n", "%  ", "cumulative", "self  ", "", "self  ",
-               "total ", "");
-    out.printf("%5.5s %9.9s  %8.8s %8.8s %8.8s %8.8s  %-8.8s\n", "time", p.dimension.c_str(), p.dimension.c_str(),
-               "calls", unit, unit, "name");
+    out.printf("%5.5s %10.10s %8.8s %8.8s %8.8s %8.8s  %-8.8s\n", "%  ", "cumulative", "self  ", "",
+               "self  ", "total ", "");
+    out.printf("%5.5s %9.9s  %8.8s %8.8s %8.8s %8.8s  %-8.8s\n", "time", p.dimension.c_str(),
+               p.dimension.c_str(), "calls", unit, unit, "name");
 
     double accum_time = 0.0;
     for (std::size_t s : p.flat_order) {
         const ProfileNode& n = p.nodes[s];
         if (n.ncalls == 0 && n.self_time == 0) continue;
         accum_time += n.self_time;
-        out.printf("%6.2f %9.2f %8.2f", total_time > 0.0 ? 100 * n.self_time / total_time : 0.0, accum_time / hz,
-                   n.self_time / hz);
+        out.printf("%6.2f %9.2f %8.2f", total_time > 0.0 ? 100 * n.self_time / total_time : 0.0,
+                   accum_time / hz, n.self_time / hz);
         if (n.ncalls != 0) {
             const auto calls = static_cast<double>(n.ncalls);
             out.printf(" %8llu %8.2f %8.2f  ", static_cast<unsigned long long>(n.ncalls),
-                       scale * n.self_time / hz / calls, scale * (n.self_time + n.child_time) / hz / calls);
+                       scale * n.self_time / hz / calls,
+                       scale * (n.self_time + n.child_time) / hz / calls);
         } else {
             out.printf(" %8.8s %8.8s %8.8s  ", "", "", "");
         }
@@ -144,8 +145,10 @@ int compare_arcs(const Profile& p, const ProfileArc& l, const ProfileArc& r) {
     auto cycle = [&](std::size_t sym) { return p.nodes[sym].cycle; };
     if (l.parent == l.child) return -1;
     if (r.parent == r.child) return 1;
-    const bool l_in = cycle(l.parent) != 0 && cycle(l.child) != 0 && cycle(l.parent) == cycle(l.child);
-    const bool r_in = cycle(r.parent) != 0 && cycle(r.child) != 0 && cycle(r.parent) == cycle(r.child);
+    const bool l_in =
+        cycle(l.parent) != 0 && cycle(l.child) != 0 && cycle(l.parent) == cycle(l.child);
+    const bool r_in =
+        cycle(r.parent) != 0 && cycle(r.child) != 0 && cycle(r.parent) == cycle(r.child);
     if (l_in) {
         if (!r_in) return -1;
         return l.count < r.count ? -1 : l.count > r.count ? 1 : 0;
@@ -159,7 +162,8 @@ int compare_arcs(const Profile& p, const ProfileArc& l, const ProfileArc& r) {
 }
 
 // gprof's insertion sorts over its prepend-ordered lists (newest arc first).
-std::vector<std::size_t> sorted_arcs(const Profile& p, const std::vector<std::size_t>& arcs, bool ascending) {
+std::vector<std::size_t> sorted_arcs(const Profile& p, const std::vector<std::size_t>& arcs,
+                                     bool ascending) {
     std::vector<std::size_t> sorted;
     for (auto it = arcs.rbegin(); it != arcs.rend(); ++it) {
         auto pos = sorted.begin();
@@ -172,14 +176,15 @@ std::vector<std::size_t> sorted_arcs(const Profile& p, const std::vector<std::si
     return sorted;
 }
 
-void print_arc_line(Printer& out, const View& v, const ProfileArc& a, std::size_t other, std::uint64_t of,
-                    bool within) {
+void print_arc_line(Printer& out, const View& v, const ProfileArc& a, std::size_t other,
+                    std::uint64_t of, bool within) {
     if (within) {
-        out.printf("%6.6s %5.5s %7.7s %7.7s %7llu %7.7s     ", "", "", "", "", static_cast<unsigned long long>(a.count),
-                   "");
+        out.printf("%6.6s %5.5s %7.7s %7.7s %7llu %7.7s     ", "", "", "", "",
+                   static_cast<unsigned long long>(a.count), "");
     } else {
-        out.printf("%6.6s %5.5s %7.2f %7.2f %7llu/%-7llu     ", "", "", a.time / v.hz, a.child_time / v.hz,
-                   static_cast<unsigned long long>(a.count), static_cast<unsigned long long>(of));
+        out.printf("%6.6s %5.5s %7.2f %7.2f %7llu/%-7llu     ", "", "", a.time / v.hz,
+                   a.child_time / v.hz, static_cast<unsigned long long>(a.count),
+                   static_cast<unsigned long long>(of));
     }
     v.name(out, other);
     out.put("\n");
@@ -189,18 +194,20 @@ void print_function_entry(Printer& out, const View& v, std::size_t sym) {
     const Profile& p = v.p;
     const ProfileNode& n = p.nodes[sym];
     if (n.parents.empty()) {
-        out.printf("%6.6s %5.5s %7.7s %7.7s %7.7s %7.7s     <spontaneous>\n", "", "", "", "", "", "");
+        out.printf("%6.6s %5.5s %7.7s %7.7s %7.7s %7.7s     <spontaneous>\n", "", "", "", "", "",
+                   "");
     } else {
         for (std::size_t ai : sorted_arcs(p, n.parents, true)) {
             const ProfileArc& a = p.arcs[ai];
-            const bool within = a.parent == sym || (n.cycle != 0 && p.nodes[a.parent].cycle == n.cycle);
+            const bool within =
+                a.parent == sym || (n.cycle != 0 && p.nodes[a.parent].cycle == n.cycle);
             print_arc_line(out, v, a, a.parent, v.head_of(sym).ncalls, within);
         }
     }
     char buf[32];
     std::snprintf(buf, sizeof buf, "[%zu]", n.index);
-    out.printf("%-6.6s %5.1f %7.2f %7.2f", buf, 100 * (n.prop_self + n.prop_child) / v.print_time, n.prop_self / v.hz,
-               n.prop_child / v.hz);
+    out.printf("%-6.6s %5.1f %7.2f %7.2f", buf, 100 * (n.prop_self + n.prop_child) / v.print_time,
+               n.prop_self / v.hz, n.prop_child / v.hz);
     if (n.ncalls + n.self_calls != 0) {
         out.printf(" %7llu", static_cast<unsigned long long>(n.ncalls));
         if (n.self_calls != 0) {
@@ -215,7 +222,8 @@ void print_function_entry(Printer& out, const View& v, std::size_t sym) {
     out.put("\n");
     for (std::size_t ai : sorted_arcs(p, n.children, false)) {
         const ProfileArc& a = p.arcs[ai];
-        const bool within = a.child == sym || (p.nodes[a.child].cycle != 0 && p.nodes[a.child].cycle == n.cycle);
+        const bool within =
+            a.child == sym || (p.nodes[a.child].cycle != 0 && p.nodes[a.child].cycle == n.cycle);
         print_arc_line(out, v, a, a.child, v.head_of(a.child).ncalls, within);
     }
 }
@@ -225,8 +233,9 @@ void print_cycle_entry(Printer& out, const View& v, std::size_t cycle_index) {
     const ProfileNode& c = p.cycles[cycle_index];
     char buf[32];
     std::snprintf(buf, sizeof buf, "[%zu]", c.index);
-    out.printf("%-6.6s %5.1f %7.2f %7.2f %7llu", buf, 100 * (c.prop_self + c.prop_child) / v.print_time,
-               c.prop_self / v.hz, c.prop_child / v.hz, static_cast<unsigned long long>(c.ncalls));
+    out.printf("%-6.6s %5.1f %7.2f %7.2f %7llu", buf,
+               100 * (c.prop_self + c.prop_child) / v.print_time, c.prop_self / v.hz,
+               c.prop_child / v.hz, static_cast<unsigned long long>(c.ncalls));
     if (c.self_calls != 0) {
         out.printf("+%-7llu", static_cast<unsigned long long>(c.self_calls));
     } else {
@@ -251,8 +260,8 @@ void print_cycle_entry(Printer& out, const View& v, std::size_t cycle_index) {
     }
     for (std::size_t m : members) {
         const ProfileNode& mn = p.nodes[m];
-        out.printf("%6.6s %5.5s %7.2f %7.2f %7llu", "", "", mn.prop_self / v.hz, mn.prop_child / v.hz,
-                   static_cast<unsigned long long>(mn.ncalls));
+        out.printf("%6.6s %5.5s %7.2f %7.2f %7llu", "", "", mn.prop_self / v.hz,
+                   mn.prop_child / v.hz, static_cast<unsigned long long>(mn.ncalls));
         if (mn.self_calls != 0) {
             out.printf("+%-7llu", static_cast<unsigned long long>(mn.self_calls));
         } else {
@@ -267,7 +276,8 @@ void print_cycle_entry(Printer& out, const View& v, std::size_t cycle_index) {
 void print_call_graph(Printer& out, const View& v) {
     const Profile& p = v.p;
     out.put("\t\t\tCall graph\n\n");
-    out.printf("\ngranularity: each sample hit covers %ld byte(s)", static_cast<long>(p.bin_bytes / 2) * 2L);
+    out.printf("\ngranularity: each sample hit covers %ld byte(s)",
+               static_cast<long>(p.bin_bytes / 2) * 2L);
     if (p.print_time > 0.0) {
         out.printf(" for %.2f%% of %.2f seconds\n\n", 100.0 / p.print_time, p.print_time / v.hz);
     } else {
@@ -276,7 +286,9 @@ void print_call_graph(Printer& out, const View& v) {
     out.put("index % time    self  children    called     name\n");
     for (std::size_t entry : p.graph_order) {
         const ProfileNode& n = v.node(entry);
-        if ((n.ncalls == 0 && n.self_calls == 0 && n.prop_self == 0 && n.prop_child == 0) || !n.print_flag) continue;
+        if ((n.ncalls == 0 && n.self_calls == 0 && n.prop_self == 0 && n.prop_child == 0) ||
+            !n.print_flag)
+            continue;
         if (v.is_cycle(entry)) {
             print_cycle_entry(out, v, entry - Profile::kCycleBase);
         } else {
@@ -321,7 +333,8 @@ void print_index(Printer& out, const View& v) {
                 col += static_cast<int>(shown.size());
                 if (sym.is_static && !sym.file.empty()) {
                     const auto slash = sym.file.rfind('/');
-                    const std::string file = slash == std::string::npos ? sym.file : sym.file.substr(slash + 1);
+                    const std::string file =
+                        slash == std::string::npos ? sym.file : sym.file.substr(slash + 1);
                     out.printf(" (%s)", file.c_str());
                     col += static_cast<int>(file.size()) + 3;
                 }

@@ -25,10 +25,10 @@ namespace {
 // How `nm` (BFD's coff_section_type, then the section flags) classifies a section.
 char section_class(const char* name, const GElf_Shdr& shdr) {
     static const std::pair<const char*, char> kByName[] = {
-        {".bss", 'b'},   {"code", 't'},   {".data", 'd'},    {"*DEBUG*", 'N'}, {".debug", 'N'},
-        {".drectve", 'i'}, {".edata", 'e'}, {".fini", 't'},  {".idata", 'i'},  {".init", 't'},
-        {".pdata", 'p'}, {".rdata", 'r'}, {".rodata", 'r'},  {".sbss", 's'},   {".scommon", 'c'},
-        {".sdata", 'g'}, {".text", 't'},  {"vars", 'd'},     {"zerovars", 'b'},
+        {".bss", 'b'},     {"code", 't'},   {".data", 'd'},   {"*DEBUG*", 'N'},  {".debug", 'N'},
+        {".drectve", 'i'}, {".edata", 'e'}, {".fini", 't'},   {".idata", 'i'},   {".init", 't'},
+        {".pdata", 'p'},   {".rdata", 'r'}, {".rodata", 'r'}, {".sbss", 's'},    {".scommon", 'c'},
+        {".sdata", 'g'},   {".text", 't'},  {"vars", 'd'},    {"zerovars", 'b'},
     };
     for (const auto& [prefix, c] : kByName) {
         if (std::strncmp(name, prefix, std::strlen(prefix)) == 0) return c;
@@ -129,7 +129,8 @@ void Symbolizer::read(const std::filesystem::path& path) {
         }
     }
     Elf_Data* data = elf_getdata(symtab, nullptr);
-    const std::size_t count = symtab_hdr.sh_entsize ? symtab_hdr.sh_size / symtab_hdr.sh_entsize : 0;
+    const std::size_t count =
+        symtab_hdr.sh_entsize ? symtab_hdr.sh_size / symtab_hdr.sh_entsize : 0;
     for (std::size_t i = 1; i < count; ++i) {
         GElf_Sym sym;
         if (!gelf_getsym(data, static_cast<int>(i), &sym)) continue;
@@ -157,8 +158,8 @@ void Symbolizer::read(const std::filesystem::path& path) {
         s.local = bind == STB_LOCAL;
         s.global = bind == STB_GLOBAL;
         s.weak = bind == STB_WEAK;
-        s.defined = sym.st_shndx != SHN_UNDEF && sym.st_shndx != SHN_ABS && sym.st_shndx != SHN_COMMON &&
-                    sym.st_shndx < SHN_LORESERVE;
+        s.defined = sym.st_shndx != SHN_UNDEF && sym.st_shndx != SHN_ABS &&
+                    sym.st_shndx != SHN_COMMON && sym.st_shndx < SHN_LORESERVE;
         if (s.defined && sym.st_shndx < classes.size()) s.section_class = classes[sym.st_shndx];
         if (machine_ == EM_ARM && (s.function || s.ifunc) && (s.addr & 1)) {
             s.addr &= ~std::uint64_t{1};  // Thumb entry points: BFD clears the bit, so do we
@@ -178,7 +179,8 @@ std::optional<SourceLocation> Symbolizer::source_of(std::uint64_t addr) const {
     // Some toolchains write .debug_aranges that libdw rejects; then ask each unit directly,
     // as BFD does.
     for (Dwarf_Off offset = 0, next = 0, header = 0;
-         !found && dwarf_nextcu(dwarf, offset, &next, &header, nullptr, nullptr, nullptr) == 0; offset = next) {
+         !found && dwarf_nextcu(dwarf, offset, &next, &header, nullptr, nullptr, nullptr) == 0;
+         offset = next) {
         found = dwarf_offdie(dwarf, offset + header, &cu) != nullptr && dwarf_haspc(&cu, addr) > 0;
     }
     if (!found) return std::nullopt;

@@ -15,7 +15,7 @@
 namespace rackprof::gmon {
 
 class ElfError : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
@@ -28,11 +28,11 @@ struct ElfSymbol {
     bool local = false;
     bool global = false;
     bool weak = false;
-    bool function = false;  // STT_FUNC
-    bool object = false;    // STT_OBJECT
-    bool defined = false;   // in a real section (not undefined, absolute or common)
-    bool debugging = false; // section and file symbols (BFD's BSF_DEBUGGING)
-    bool ifunc = false;     // STT_GNU_IFUNC
+    bool function = false;     // STT_FUNC
+    bool object = false;       // STT_OBJECT
+    bool defined = false;      // in a real section (not undefined, absolute or common)
+    bool debugging = false;    // section and file symbols (BFD's BSF_DEBUGGING)
+    bool ifunc = false;        // STT_GNU_IFUNC
     char section_class = '?';  // 't' for code sections, as `nm` classifies them
     std::size_t name_offset = std::string::npos;  // where the name starts in string_table()
 };
@@ -43,7 +43,7 @@ struct SourceLocation {
 };
 
 class Symbolizer {
-public:
+  public:
     // Throws ElfError with a message naming the file for anything that is not a usable ELF.
     static std::shared_ptr<const Symbolizer> load(const std::filesystem::path& path);
     ~Symbolizer();
@@ -55,7 +55,7 @@ public:
     // The raw .strtab the symbol names come from (gprof's name checks read past a name's end).
     const std::string& string_table() const { return string_table_; }
     const TargetLayout& layout() const { return layout_; }
-    int machine() const { return machine_; }  // EM_ARM == 40
+    int machine() const { return machine_; }                   // EM_ARM == 40
     const std::string& build_id() const { return build_id_; }  // lower-case hex, may be empty
     // Lowest and one-past-highest address of the allocated executable sections.
     std::uint64_t code_low() const { return code_low_; }
@@ -67,7 +67,7 @@ public:
     // The source file and line of an address, where DWARF line tables cover it.
     std::optional<SourceLocation> source_of(std::uint64_t addr) const;
 
-private:
+  private:
     Symbolizer() = default;
     void read(const std::filesystem::path& path);
 

@@ -43,8 +43,9 @@ Elf_Scn* add_section(Elf* elf, std::uint32_t name, std::uint32_t type, std::uint
 
 }  // namespace
 
-void write_synthetic_elf(const std::filesystem::path& path, const std::vector<SyntheticFunction>& functions,
-                         std::uint32_t code_low, std::uint32_t code_high) {
+void write_synthetic_elf(const std::filesystem::path& path,
+                         const std::vector<SyntheticFunction>& functions, std::uint32_t code_low,
+                         std::uint32_t code_high) {
     const std::string where = path.string() + ": ";
     elf_version(EV_CURRENT);
     ElfWriteHandle h;
@@ -94,16 +95,21 @@ void write_synthetic_elf(const std::filesystem::path& path, const std::vector<Sy
             s.st_name = add_name(strtab, f.name);
             s.st_value = f.function ? f.addr | 1u : f.addr;
             s.st_size = f.size;
-            s.st_info = ELF32_ST_INFO(f.global ? STB_GLOBAL : STB_LOCAL, f.function ? STT_FUNC : STT_NOTYPE);
+            s.st_info = ELF32_ST_INFO(f.global ? STB_GLOBAL : STB_LOCAL,
+                                      f.function ? STT_FUNC : STT_NOTYPE);
             s.st_shndx = 1;  // .text
             syms.push_back(s);
         }
     }
 
-    add_section(h.elf, text_name, SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, text.data(), text.size(), code_low);
-    Elf_Scn* symtab = add_section(h.elf, symtab_name, SHT_SYMTAB, 0, syms.data(), syms.size() * sizeof(Elf32_Sym));
-    Elf_Scn* strtab_scn = add_section(h.elf, strtab_name, SHT_STRTAB, 0, strtab.data(), strtab.size());
-    Elf_Scn* shstrtab_scn = add_section(h.elf, shstrtab_name, SHT_STRTAB, 0, shstrtab.data(), shstrtab.size());
+    add_section(h.elf, text_name, SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, text.data(), text.size(),
+                code_low);
+    Elf_Scn* symtab = add_section(h.elf, symtab_name, SHT_SYMTAB, 0, syms.data(),
+                                  syms.size() * sizeof(Elf32_Sym));
+    Elf_Scn* strtab_scn =
+        add_section(h.elf, strtab_name, SHT_STRTAB, 0, strtab.data(), strtab.size());
+    Elf_Scn* shstrtab_scn =
+        add_section(h.elf, shstrtab_name, SHT_STRTAB, 0, shstrtab.data(), shstrtab.size());
     {
         Elf_Data* data = elf_getdata(symtab, nullptr);
         data->d_type = ELF_T_SYM;

@@ -21,7 +21,8 @@ struct SyntheticFunction {
 // A 32-bit little-endian ARM executable whose .text spans [code_low, code_high), with an
 // `_etext` label at code_high as GNU linker scripts define it.
 // Throws ElfError on failure.
-void write_synthetic_elf(const std::filesystem::path& path, const std::vector<SyntheticFunction>& functions,
-                         std::uint32_t code_low, std::uint32_t code_high);
+void write_synthetic_elf(const std::filesystem::path& path,
+                         const std::vector<SyntheticFunction>& functions, std::uint32_t code_low,
+                         std::uint32_t code_high);
 
 }  // namespace rackprof::gmon

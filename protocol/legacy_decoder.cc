@@ -22,7 +22,9 @@ constexpr std::array<std::uint8_t, 256> make_hex_table() {
 }
 constexpr auto kHexTable = make_hex_table();
 
-inline bool is_tag(std::uint8_t b) { return b == kLegacyArcTag || b == kLegacyPcTag; }
+inline bool is_tag(std::uint8_t b) {
+    return b == kLegacyArcTag || b == kLegacyPcTag;
+}
 
 inline std::uint32_t read_be(const std::uint8_t* p, int width) {
     std::uint32_t v = 0;
@@ -33,8 +35,7 @@ inline std::uint32_t read_be(const std::uint8_t* p, int width) {
 }  // namespace
 
 LegacyDecoder::LegacyDecoder(LegacyOptions options)
-    : options_(options),
-      wire_bytes_per_byte_(options.encoding == LegacyEncoding::kHex ? 2 : 1) {
+    : options_(options), wire_bytes_per_byte_(options.encoding == LegacyEncoding::kHex ? 2 : 1) {
     validate(options_);
 }
 
@@ -98,7 +99,8 @@ void LegacyDecoder::feed_bytes(const std::uint8_t* data, std::size_t size, Recor
         carry_len_ = 0;
     }
     if (start >= size) return;
-    const std::size_t pos = start + decode_run(data + start, size - start, size - start, false, sink);
+    const std::size_t pos =
+        start + decode_run(data + start, size - start, size - start, false, sink);
     carry_len_ = size - pos;
     assert(carry_len_ < kCarrySize);
     std::memcpy(carry_.data(), data + pos, carry_len_);
@@ -137,9 +139,11 @@ std::size_t LegacyDecoder::decode_run(const std::uint8_t* data, std::size_t size
         bool plausible = next == size || is_tag(data[next]);
         Record record;
         if (tag == kLegacyArcTag) {
-            record = Record::arc(read_be(data + pos + 1, width), read_be(data + pos + 1 + width, width));
+            record =
+                Record::arc(read_be(data + pos + 1, width), read_be(data + pos + 1 + width, width));
             if (check_range) {
-                plausible = plausible && range.contains(record.from_pc) && range.contains(record.self_pc);
+                plausible =
+                    plausible && range.contains(record.from_pc) && range.contains(record.self_pc);
             }
         } else {
             record = Record::pc_sample(read_be(data + pos + 1, width));

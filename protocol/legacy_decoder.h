@@ -18,7 +18,7 @@
 namespace rackprof::protocol {
 
 class LegacyDecoder {
-public:
+  public:
     // Throws std::invalid_argument for invalid options.
     explicit LegacyDecoder(LegacyOptions options);
 
@@ -29,7 +29,7 @@ public:
     const DecoderStats& stats() const { return stats_; }
     const LegacyOptions& options() const { return options_; }
 
-private:
+  private:
     static constexpr std::size_t kBatchSize = 4096;
     static constexpr std::size_t kCarrySize = 32;  // > the longest record (9) plus look-ahead
 
@@ -49,7 +49,7 @@ private:
     std::array<std::uint8_t, kCarrySize> carry_{};
     std::size_t carry_len_ = 0;
 
-    int pending_nibble_ = -1;          // hex: first digit of a byte not yet complete
+    int pending_nibble_ = -1;            // hex: first digit of a byte not yet complete
     std::vector<std::uint8_t> scratch_;  // hex: decoded bytes of the current slice
 
     std::array<Record, kBatchSize> batch_{};

@@ -43,7 +43,7 @@ Decoded decode(std::span<const std::uint8_t> wire, LegacyOptions options,
 
 std::vector<Record> sample_records() {
     return {Record::arc(0x153D, 0x14E5), Record::arc(0x150D, 0x1499), Record::pc_sample(0x14B4),
-            Record::arc(0x153D, 0x14E5), Record::pc_sample(0x146E), Record::pc_sample(0x08A0),
+            Record::arc(0x153D, 0x14E5), Record::pc_sample(0x146E),   Record::pc_sample(0x08A0),
             Record::arc(0x05BD, 0x04FD)};
 }
 
@@ -102,13 +102,15 @@ TEST_CASE("one byte at a time equals one chunk, for binary and hex") {
 }
 
 TEST_CASE("4-byte addresses keep the top byte") {
-    const std::vector<Record> records = {Record::arc(0x0800153D, 0x080014E5), Record::pc_sample(0x20001000)};
+    const std::vector<Record> records = {Record::arc(0x0800153D, 0x080014E5),
+                                         Record::pc_sample(0x20001000)};
     const auto d = decode(encode(records, 4), {4, LegacyEncoding::kBinary, {}});
     CHECK(d.records == records);
 }
 
 TEST_CASE("hex text tolerates white space and line breaks") {
-    const auto d = decode(as_bytes("41 00 15 3D\r\n00 14 E5\n50 00\t14 b4\n"), {3, LegacyEncoding::kHex, {}});
+    const auto d =
+        decode(as_bytes("41 00 15 3D\r\n00 14 E5\n50 00\t14 b4\n"), {3, LegacyEncoding::kHex, {}});
     CHECK(d.records == std::vector<Record>{Record::arc(0x153D, 0x14E5), Record::pc_sample(0x14B4)});
     CHECK(d.stats.bytes_discarded == 0);
 }
@@ -140,7 +142,8 @@ TEST_CASE("a lost byte costs the damaged record only") {
 TEST_CASE("addresses outside the code range are rejected") {
     const std::vector<Record> records = {Record::arc(0x153D, 0x14E5), Record::pc_sample(0x9000),
                                          Record::pc_sample(0x1400)};
-    const auto d = decode(encode(records, 3), {3, LegacyEncoding::kBinary, AddressRange{0x400, 0x2000}});
+    const auto d =
+        decode(encode(records, 3), {3, LegacyEncoding::kBinary, AddressRange{0x400, 0x2000}});
     CHECK(d.records == std::vector<Record>{Record::arc(0x153D, 0x14E5), Record::pc_sample(0x1400)});
     CHECK(d.stats.bytes_discarded == 4);
 }
@@ -168,14 +171,16 @@ TEST_CASE("random corruption never crashes and accounts for every byte") {
     std::mt19937 rng(42);
     for (int round = 0; round < 200; ++round) {
         std::vector<std::uint8_t> wire(rng() % 300);
-        for (auto& b : wire) b = static_cast<std::uint8_t>(rng() % 4 == 0 ? 0x41 + (rng() % 2) * 0x0F : rng());
+        for (auto& b : wire)
+            b = static_cast<std::uint8_t>(rng() % 4 == 0 ? 0x41 + (rng() % 2) * 0x0F : rng());
         std::vector<std::size_t> cuts;
         for (std::size_t i = 1; i < wire.size(); i += 1 + rng() % 13) cuts.push_back(i);
         const auto whole = decode(wire, {3, LegacyEncoding::kBinary, {}});
         const auto split = decode(wire, {3, LegacyEncoding::kBinary, {}}, cuts);
         REQUIRE(split.records == whole.records);
         REQUIRE(split.stats == whole.stats);
-        REQUIRE(whole.stats.bytes_in == whole.stats.bytes_discarded + 7 * whole.stats.arcs + 4 * whole.stats.pc_samples);
+        REQUIRE(whole.stats.bytes_in ==
+                whole.stats.bytes_discarded + 7 * whole.stats.arcs + 4 * whole.stats.pc_samples);
     }
 }
 

@@ -14,9 +14,9 @@ enum class RecordKind : std::uint8_t {
 // 16 bytes, so batches stay cache friendly on the hot decode path.
 struct Record {
     RecordKind kind = RecordKind::kPcSample;
-    std::uint32_t count = 1;      // how many times it was observed (1 for the legacy format)
-    std::uint32_t from_pc = 0;    // arcs: the caller's return address; unused for samples
-    std::uint32_t self_pc = 0;    // arcs: the callee; samples: the sampled PC
+    std::uint32_t count = 1;    // how many times it was observed (1 for the legacy format)
+    std::uint32_t from_pc = 0;  // arcs: the caller's return address; unused for samples
+    std::uint32_t self_pc = 0;  // arcs: the callee; samples: the sampled PC
 
     static constexpr Record arc(std::uint32_t from, std::uint32_t self, std::uint32_t n = 1) {
         return Record{RecordKind::kArc, n, from, self};

@@ -8,7 +8,7 @@
 namespace rackprof::protocol {
 
 class RecordSink {
-public:
+  public:
     virtual ~RecordSink() = default;
     virtual void on_records(std::span<const Record> batch) = 0;
 };

@@ -27,8 +27,8 @@ double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::filesystem::path make_capture(const std::filesystem::path& dir, protocol::LegacyEncoding encoding,
-                                   std::uint64_t bytes) {
+std::filesystem::path make_capture(const std::filesystem::path& dir,
+                                   protocol::LegacyEncoding encoding, std::uint64_t bytes) {
     const bool hex = encoding == protocol::LegacyEncoding::kHex;
     const auto path = dir / (hex ? "bench-capture.hex" : "bench-capture.bin");
     std::FILE* f = std::fopen(path.c_str(), "wb");
@@ -41,7 +41,8 @@ std::filesystem::path make_capture(const std::filesystem::path& dir, protocol::L
     o.encoding = encoding;
     o.max_iterations = 0;
     o.max_bytes = hex ? bytes / 2 : bytes;  // hex text is twice the wire bytes
-    daemon::simulate_board(o, [&](const std::uint8_t* data, std::size_t size) { std::fwrite(data, 1, size, f); });
+    daemon::simulate_board(
+        o, [&](const std::uint8_t* data, std::size_t size) { std::fwrite(data, 1, size, f); });
     std::fclose(f);
     return path;
 }
@@ -59,7 +60,8 @@ double md5sum_seconds(const std::filesystem::path& path) {
     return best;
 }
 
-void bench_decode(const std::filesystem::path& dir, protocol::LegacyEncoding encoding, std::uint64_t bytes) {
+void bench_decode(const std::filesystem::path& dir, protocol::LegacyEncoding encoding,
+                  std::uint64_t bytes) {
     const auto path = make_capture(dir, encoding, bytes);
     const double size_mb = static_cast<double>(std::filesystem::file_size(path)) / 1e6;
     protocol::LegacyOptions options;
@@ -74,10 +76,12 @@ void bench_decode(const std::filesystem::path& dir, protocol::LegacyEncoding enc
     }
     const double md5 = md5sum_seconds(path);
     const char* name = encoding == protocol::LegacyEncoding::kHex ? "hex   " : "binary";
-    std::printf("decode+aggregate %s: %7.1f MB in %.3f s = %7.1f MB/s, %6.1f M records/s; md5sum %.3f s = %7.1f MB/s; "
-                "ratio to md5sum %.2f; vs thesis host program (18.6 MB/s) %.0fx\n",
-                name, size_mb, best, size_mb / best, static_cast<double>(stats.records()) / best / 1e6, md5,
-                md5 > 0 ? size_mb / md5 : 0.0, md5 > 0 ? md5 / best : 0.0, size_mb / best / 18.6);
+    std::printf(
+        "decode+aggregate %s: %7.1f MB in %.3f s = %7.1f MB/s, %6.1f M records/s; md5sum %.3f s = "
+        "%7.1f MB/s; "
+        "ratio to md5sum %.2f; vs thesis host program (18.6 MB/s) %.0fx\n",
+        name, size_mb, best, size_mb / best, static_cast<double>(stats.records()) / best / 1e6, md5,
+        md5 > 0 ? size_mb / md5 : 0.0, md5 > 0 ? md5 / best : 0.0, size_mb / best / 18.6);
     std::filesystem::remove(path);
 }
 
@@ -98,10 +102,11 @@ void bench_profile(const std::filesystem::path& dir) {
     while (aggregate.distinct_arcs() < 100000) {
         const auto& from = functions[rng() % functions.size()];
         const auto& to = functions[rng() % functions.size()];
-        aggregate.add_arc((from.addr + 2 * static_cast<std::uint32_t>(rng() % (from.size / 2))) | 1, to.addr | 1,
-                          1 + rng() % 1000);
+        aggregate.add_arc((from.addr + 2 * static_cast<std::uint32_t>(rng() % (from.size / 2))) | 1,
+                          to.addr | 1, 1 + rng() % 1000);
     }
-    for (int i = 0; i < 100000; ++i) aggregate.add_pc(0x1000 + 2 * (rng() % ((addr - 0x1000) / 2)), 1 + rng() % 50);
+    for (int i = 0; i < 100000; ++i)
+        aggregate.add_pc(0x1000 + 2 * (rng() % ((addr - 0x1000) / 2)), 1 + rng() % 50);
 
     auto start = Clock::now();
     const auto binned = gmon::to_gmon_data(aggregate, {0x1000, addr, 2, 1000}, elf->layout());
@@ -114,10 +119,11 @@ void bench_profile(const std::filesystem::path& dir) {
     const std::string text = gmon::render_gprof_text(profile);
     const std::string json = gmon::profile_json(profile).dump();
     const double render_s = seconds_since(start);
-    std::printf("gmon.out for %zu distinct arcs: %.3f s; profile (%zu functions, %zu cycles): %.3f s; "
-                "text + JSON reports (%zu + %zu bytes): %.3f s\n",
-                aggregate.distinct_arcs(), write_s, profile.symbols.size(), profile.cycles.size(), profile_s, text.size(),
-                json.size(), render_s);
+    std::printf(
+        "gmon.out for %zu distinct arcs: %.3f s; profile (%zu functions, %zu cycles): %.3f s; "
+        "text + JSON reports (%zu + %zu bytes): %.3f s\n",
+        aggregate.distinct_arcs(), write_s, profile.symbols.size(), profile.cycles.size(),
+        profile_s, text.size(), json.size(), render_s);
     std::filesystem::remove(elf_path);
     std::filesystem::remove(dir / "bench.gmon");
 }
@@ -132,8 +138,10 @@ int main(int argc, char** argv) {
         if (arg == "--mb") mb = std::strtoull(argv[i + 1], nullptr, 10);
         if (arg == "--dir") dir = argv[i + 1];
     }
-    std::printf("rackprof core benchmark: captures of %llu MB from the simulator (blinky model), best of 3, one core\n",
-                static_cast<unsigned long long>(mb));
+    std::printf(
+        "rackprof core benchmark: captures of %llu MB from the simulator (blinky model), best of "
+        "3, one core\n",
+        static_cast<unsigned long long>(mb));
     bench_decode(dir, protocol::LegacyEncoding::kBinary, mb << 20);
     bench_decode(dir, protocol::LegacyEncoding::kHex, mb << 20);
     bench_profile(dir);

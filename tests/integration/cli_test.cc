@@ -37,13 +37,15 @@ TEST_CASE("convert(simulate(model)) equals the model exactly, for every model an
                 const auto capture = dir / "capture";
                 const auto truth_path = dir / "truth.json";
                 const auto elf = dir / "model.elf";
-                const auto sim = rackprof({"simulate", "--model", model, "--format", format, "--addr-bytes", width,
-                                           "--iterations", "30", "-o", capture.string(), "--truth", truth_path.string(),
-                                           "--write-elf", elf.string()});
+                const auto sim =
+                    rackprof({"simulate", "--model", model, "--format", format, "--addr-bytes",
+                              width, "--iterations", "30", "-o", capture.string(), "--truth",
+                              truth_path.string(), "--write-elf", elf.string()});
                 REQUIRE_MESSAGE(sim.exit_code == 0, sim.err);
                 const auto out = dir / "gmon.out";
-                const auto conv = rackprof({"convert", capture.string(), "--addr-bytes", width, "--elf", elf.string(),
-                                            "-o", out.string(), "--report", "json"});
+                const auto conv =
+                    rackprof({"convert", capture.string(), "--addr-bytes", width, "--elf",
+                              elf.string(), "-o", out.string(), "--report", "json"});
                 REQUIRE_MESSAGE(conv.exit_code == 0, conv.err);
                 const json truth = json::parse(testing::read_text(truth_path));
                 const json report = json::parse(conv.out);
@@ -84,12 +86,30 @@ TEST_CASE("with injected faults: nothing crashes, discards are counted, decoded 
         const auto truth_path = dir / "truth.json";
         const auto elf = dir / "model.elf";
         const std::string rate = seed % 2 ? "0.001" : "0.02";
-        REQUIRE(rackprof({"simulate", "--model", "deterministic", "--iterations", "200", "--seed", std::to_string(seed),
-                          "--drop", rate, "--flip", rate, "--insert", rate, "--format", seed % 3 ? "bin" : "hex", "-o",
-                          capture.string(), "--truth", truth_path.string(), "--write-elf", elf.string()})
+        REQUIRE(rackprof({"simulate",
+                          "--model",
+                          "deterministic",
+                          "--iterations",
+                          "200",
+                          "--seed",
+                          std::to_string(seed),
+                          "--drop",
+                          rate,
+                          "--flip",
+                          rate,
+                          "--insert",
+                          rate,
+                          "--format",
+                          seed % 3 ? "bin" : "hex",
+                          "-o",
+                          capture.string(),
+                          "--truth",
+                          truth_path.string(),
+                          "--write-elf",
+                          elf.string()})
                     .exit_code == 0);
-        const auto conv = rackprof({"convert", capture.string(), "--elf", elf.string(), "-o", (dir / "g.out").string(),
-                                    "--report", "json"});
+        const auto conv = rackprof({"convert", capture.string(), "--elf", elf.string(), "-o",
+                                    (dir / "g.out").string(), "--report", "json"});
         REQUIRE_MESSAGE(conv.exit_code == 0, conv.err);
         const json truth = json::parse(testing::read_text(truth_path));
         const json d = json::parse(conv.out)["source"]["decoder"];
@@ -100,7 +120,8 @@ TEST_CASE("with injected faults: nothing crashes, discards are counted, decoded 
         CHECK(d["bytes_discarded"].get<std::uint64_t>() > 0);
         CHECK(d["resyncs"].get<std::uint64_t>() > 0);
         CHECK(d["arcs"].get<std::uint64_t>() + d["pc_samples"].get<std::uint64_t>() <=
-              truth["arcs_sent"].get<std::uint64_t>() + truth["pc_samples_sent"].get<std::uint64_t>());
+              truth["arcs_sent"].get<std::uint64_t>() +
+                  truth["pc_samples_sent"].get<std::uint64_t>());
         CHECK(d["bytes_in"] == truth["wire_bytes"]);
         // Most records survive a 0.1% fault rate.
         if (rate == "0.001") {
@@ -116,12 +137,14 @@ TEST_CASE("bad input: clear errors, non-zero exit, no partial gmon.out, nothing 
     const auto garbage = dir / "garbage.bin";
     {
         std::ofstream f(garbage, std::ios::binary);
-        for (int i = 0; i < 5000; ++i) f.put(static_cast<char>((i * 7919) % 251 == 0x41 ? 0 : (i * 7919) % 251));
+        for (int i = 0; i < 5000; ++i)
+            f.put(static_cast<char>((i * 7919) % 251 == 0x41 ? 0 : (i * 7919) % 251));
     }
     const auto empty = dir / "empty.txt";
     { std::ofstream(empty) << ""; }
 
-    auto expect_failure = [&](const std::vector<std::string>& args, int code, const std::string& says) {
+    auto expect_failure = [&](const std::vector<std::string>& args, int code,
+                              const std::string& says) {
         CAPTURE(says);
         const auto r = rackprof(args);
         CHECK(r.exit_code == code);
@@ -131,28 +154,38 @@ TEST_CASE("bad input: clear errors, non-zero exit, no partial gmon.out, nothing 
             CHECK(e.path().filename().string().find(".tmp-") == std::string::npos);
         }
     };
-    expect_failure({"convert", (dir / "missing.txt").string(), "-o", out.string()}, 1, "no such file");
+    expect_failure({"convert", (dir / "missing.txt").string(), "-o", out.string()}, 1,
+                   "no such file");
     expect_failure({"convert", garbage.string(), "-o", out.string()}, 1, "no records found");
     expect_failure({"convert", empty.string(), "-o", out.string()}, 1, "no records found");
     expect_failure({"convert", dir.path().string(), "-o", out.string()}, 1, "directory");
-    expect_failure({"convert", garbage.string(), "--elf", garbage.string(), "-o", out.string()}, 1, "not an ELF");
-    expect_failure({"convert", garbage.string(), "--addr-bytes", "5", "-o", out.string()}, 2, "--addr-bytes");
-    expect_failure({"convert", garbage.string(), "--frobnicate", "-o", out.string()}, 2, "unknown option");
-    expect_failure({"convert", out.string(), "--format", "gmon", "--elf", garbage.string()}, 1, "not an ELF");
+    expect_failure({"convert", garbage.string(), "--elf", garbage.string(), "-o", out.string()}, 1,
+                   "not an ELF");
+    expect_failure({"convert", garbage.string(), "--addr-bytes", "5", "-o", out.string()}, 2,
+                   "--addr-bytes");
+    expect_failure({"convert", garbage.string(), "--frobnicate", "-o", out.string()}, 2,
+                   "unknown option");
+    expect_failure({"convert", out.string(), "--format", "gmon", "--elf", garbage.string()}, 1,
+                   "not an ELF");
     expect_failure({"simulate", "--model", "nope", "-o", (dir / "x").string()}, 1, "unknown model");
     expect_failure({"frobnicate"}, 2, "unknown command");
 
     // A capture from one board converted with another board's ELF.
     const auto capture = dir / "capture";
     const auto other_elf = dir / "other.elf";
-    REQUIRE(rackprof({"simulate", "--model", "blinky", "--iterations", "20", "-o", capture.string()}).exit_code == 0);
-    REQUIRE(rackprof({"simulate", "--model", "deterministic", "--iterations", "1", "--write-elf", other_elf.string()})
+    REQUIRE(
+        rackprof({"simulate", "--model", "blinky", "--iterations", "20", "-o", capture.string()})
+            .exit_code == 0);
+    REQUIRE(rackprof({"simulate", "--model", "deterministic", "--iterations", "1", "--write-elf",
+                      other_elf.string()})
                 .exit_code == 0);
-    expect_failure({"convert", capture.string(), "--elf", other_elf.string(), "-o", out.string()}, 1, "wrong ELF");
+    expect_failure({"convert", capture.string(), "--elf", other_elf.string(), "-o", out.string()},
+                   1, "wrong ELF");
 
     // Truncated gmon.out.
     const auto good = dir / "good.gmon";
-    REQUIRE(rackprof({"convert", capture.string(), "-o", good.string(), "--report", "none"}).exit_code == 0);
+    REQUIRE(rackprof({"convert", capture.string(), "-o", good.string(), "--report", "none"})
+                .exit_code == 0);
     const std::string bytes = testing::read_text(good);
     const auto cut = dir / "cut.gmon";
     { std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() - 3); }
@@ -162,14 +195,16 @@ TEST_CASE("bad input: clear errors, non-zero exit, no partial gmon.out, nothing 
 TEST_CASE("the summary line and the report without an ELF") {
     testing::TempDir dir;
     const auto capture = dir / "capture.txt";
-    REQUIRE(rackprof({"simulate", "--model", "conflation", "--iterations", "5", "--format", "hex", "-o", capture.string()})
+    REQUIRE(rackprof({"simulate", "--model", "conflation", "--iterations", "5", "--format", "hex",
+                      "-o", capture.string()})
                 .exit_code == 0);
     const auto r = rackprof({"convert", capture.string(), "-o", (dir / "gmon.out").string()});
     REQUIRE(r.exit_code == 0);
     // conflation: 4 arcs and 1 + 100 samples per pass; hex doubles the 7- and 4-byte records.
     const int arcs = 4 * 5, samples = 101 * 5, bytes = 2 * (7 * arcs + 4 * samples);
-    const std::string summary = "decoded " + std::to_string(arcs + samples) + " records (" + std::to_string(arcs) +
-                                " arcs, " + std::to_string(samples) + " PC samples) from " + std::to_string(bytes) +
+    const std::string summary = "decoded " + std::to_string(arcs + samples) + " records (" +
+                                std::to_string(arcs) + " arcs, " + std::to_string(samples) +
+                                " PC samples) from " + std::to_string(bytes) +
                                 " bytes; 0 bytes discarded in 0 resyncs";
     CHECK(r.err.find(summary) != std::string::npos);
     CHECK(r.out.find("0x849 -> 0x885: 5") != std::string::npos);  // fast() -> doSomething()

@@ -43,7 +43,8 @@ RandomCase make_case(std::uint64_t seed) {
         if (pick(6) == 0) addr += 2 * static_cast<std::uint32_t>(pick(16));  // a gap
         SyntheticFunction f;
         const char* prefix = pick(8) == 0 ? "_" : (pick(12) == 0 ? "__" : "");
-        f.name = std::string(prefix) + "fn" + std::to_string(i) + (pick(5) == 0 ? kSuffixes[pick(8)] : "");
+        f.name = std::string(prefix) + "fn" + std::to_string(i) +
+                 (pick(5) == 0 ? kSuffixes[pick(8)] : "");
         f.addr = addr;
         f.size = 2 * static_cast<std::uint32_t>(1 + pick(40));
         f.global = pick(10) < 7;
@@ -62,7 +63,9 @@ RandomCase make_case(std::uint64_t seed) {
     const std::uint32_t bin = kBins[pick(7)];
     c.high = c.low + (addr - c.low + bin - 1) / bin * bin;  // the last bin ends at _etext
     const std::uint32_t span = c.high - c.low;
-    auto anywhere = [&](std::uint32_t slack) { return c.low - slack + static_cast<std::uint32_t>(pick(span + 2 * slack)); };
+    auto anywhere = [&](std::uint32_t slack) {
+        return c.low - slack + static_cast<std::uint32_t>(pick(span + 2 * slack));
+    };
     auto entry = [&] {
         const auto& f = c.functions[pick(c.functions.size())];
         return f.addr + std::min<std::uint32_t>(4, f.size - 2);
@@ -71,12 +74,14 @@ RandomCase make_case(std::uint64_t seed) {
     for (std::size_t i = 0; i < arcs; ++i) {
         const std::uint32_t from = (pick(20) == 0 ? anywhere(16) : anywhere(0)) | 1u;
         const std::uint32_t self = (pick(10) == 0 ? anywhere(8) : entry()) | 1u;
-        const std::uint64_t count = pick(30) == 0 ? 1 + pick(5'000'000'000ull) : 1 + pick(pick(2) ? 10 : 2000);
+        const std::uint64_t count =
+            pick(30) == 0 ? 1 + pick(5'000'000'000ull) : 1 + pick(pick(2) ? 10 : 2000);
         c.aggregate.add_arc(from, self, count);
     }
     const std::size_t pcs = pick(300);
     for (std::size_t i = 0; i < pcs; ++i) {
-        const std::uint64_t count = pick(40) == 0 ? 60000 + pick(200000) : 1 + pick(pick(3) ? 5 : 500);
+        const std::uint64_t count =
+            pick(40) == 0 ? 60000 + pick(200000) : 1 + pick(pick(3) ? 5 : 500);
         c.aggregate.add_pc(anywhere(0) & ~1u, count);
     }
     c.spec = {c.low, c.high, bin, kRates[pick(5)]};

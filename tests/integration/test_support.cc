@@ -44,8 +44,10 @@ CommandResult run(const std::vector<std::string>& argv) {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -74,14 +76,17 @@ CommandResult rackprof(const std::vector<std::string>& args) {
 std::string gprof_brief(const std::filesystem::path& elf, const std::filesystem::path& gmon) {
     const auto r = run({"arm-none-eabi-gprof", "-b", elf.string(), gmon.string()});
     INFO("gprof stderr: " << r.err);
-    REQUIRE_MESSAGE(r.exit_code == 0, "arm-none-eabi-gprof failed (is binutils-arm-none-eabi installed? run ./setup.sh)");
+    REQUIRE_MESSAGE(
+        r.exit_code == 0,
+        "arm-none-eabi-gprof failed (is binutils-arm-none-eabi installed? run ./setup.sh)");
     return r.out;
 }
 
 std::filesystem::path shared_data(const char* test_name) {
     const std::filesystem::path dir = RACKPROF_SHARED_DATA;
     if (std::filesystem::exists(dir / "blinky.elf")) return dir;
-    std::cout << "SKIP: " << test_name << ": the thesis captures are not at " << dir.string() << "\n";
+    std::cout << "SKIP: " << test_name << ": the thesis captures are not at " << dir.string()
+              << "\n";
     return {};
 }
 

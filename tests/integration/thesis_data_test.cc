@@ -28,7 +28,8 @@ TEST_CASE("thesis gmon.out files: rackprof's report equals gprof's") {
         const auto gmon_path = data / s.substr(0, s.find(':'));
         const auto elf_path = data / s.substr(s.find(':') + 1);
         CAPTURE(gmon_path);
-        const auto r = testing::rackprof({"convert", gmon_path.string(), "--format", "gmon", "--elf", elf_path.string()});
+        const auto r = testing::rackprof(
+            {"convert", gmon_path.string(), "--format", "gmon", "--elf", elf_path.string()});
         REQUIRE(r.exit_code == 0);
         CHECK(r.out == testing::gprof_brief(elf_path, gmon_path));
     }
@@ -39,27 +40,32 @@ TEST_CASE("thesis hex capture: same calls as the thesis' gmon.out, same samples 
     if (data.empty()) return;
     testing::TempDir dir;
     const auto ours = dir / "blink.gmon";
-    const auto r = testing::rackprof({"convert", (data / "blink1hex.txt").string(), "--elf", (data / "blinky.elf").string(),
-                                      "-o", ours.string(), "--report", "json"});
+    const auto r = testing::rackprof({"convert", (data / "blink1hex.txt").string(), "--elf",
+                                      (data / "blinky.elf").string(), "-o", ours.string(),
+                                      "--report", "json"});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
-    CHECK(r.err.find("decoded 43654 records (26440 arcs, 17214 PC samples) from 507872 bytes; 0 bytes discarded") !=
-          std::string::npos);
+    CHECK(r.err.find("decoded 43654 records (26440 arcs, 17214 PC samples) from 507872 bytes; 0 "
+                     "bytes discarded") != std::string::npos);
 
     const auto elf = gmon::Symbolizer::load(data / "blinky.elf");
-    const auto thesis = gmon::merge_duplicates(gmon::read_gmon_file(data / "blink1gmon.out", elf->layout()));
+    const auto thesis =
+        gmon::merge_duplicates(gmon::read_gmon_file(data / "blink1gmon.out", elf->layout()));
     const auto mine = gmon::merge_duplicates(gmon::read_gmon_file(ours, elf->layout()));
-    CHECK(calls_by_function(gmon::compute_profile(mine, *elf)) == calls_by_function(gmon::compute_profile(thesis, *elf)));
+    CHECK(calls_by_function(gmon::compute_profile(mine, *elf)) ==
+          calls_by_function(gmon::compute_profile(thesis, *elf)));
 
     // gprof reads our gmon.out, and prints what our own report says.
-    const auto text = testing::rackprof({"convert", ours.string(), "--elf", (data / "blinky.elf").string()});
+    const auto text =
+        testing::rackprof({"convert", ours.string(), "--elf", (data / "blinky.elf").string()});
     CHECK(text.out == testing::gprof_brief(data / "blinky.elf", ours));
 
     // The thesis host program binned PCs into 4-byte bins from 0x410; binned the same way,
     // rackprof's decode gives exactly its counts in every bin.
     const auto four = dir / "blink4.gmon";
-    REQUIRE(testing::rackprof({"convert", (data / "blink1hex.txt").string(), "--elf", (data / "blinky.elf").string(),
-                               "-o", four.string(), "--bin-bytes", "4", "--report", "none"})
+    REQUIRE(testing::rackprof({"convert", (data / "blink1hex.txt").string(), "--elf",
+                               (data / "blinky.elf").string(), "-o", four.string(), "--bin-bytes",
+                               "4", "--report", "none"})
                 .exit_code == 0);
     const auto binned = gmon::merge_duplicates(gmon::read_gmon_file(four, elf->layout()));
     REQUIRE(binned.histograms.size() == 1);
@@ -70,7 +76,8 @@ TEST_CASE("thesis hex capture: same calls as the thesis' gmon.out, same samples 
     std::uint64_t compared = 0;
     for (std::size_t i = 0; i < b.bins.size(); ++i) {
         const std::uint64_t mine_bin = i < a.bins.size() ? a.bins[i] : 0;
-        if (mine_bin != b.bins[i]) FAIL_CHECK("bin " << i << ": rackprof " << mine_bin << ", thesis " << b.bins[i]);
+        if (mine_bin != b.bins[i])
+            FAIL_CHECK("bin " << i << ": rackprof " << mine_bin << ", thesis " << b.bins[i]);
         compared += b.bins[i];
     }
     CHECK(compared == 17214);
