@@ -1,0 +1,327 @@
+#include "storage/session_store.h"
+
+#include <cstring>
+
+namespace rackprof::storage {
+
+namespace {
+
+// Forward migrations: entry i takes the schema from version i to i + 1.
+const char* const kMigrations[] = {
+    R"sql(
+    CREATE TABLE sessions (
+        id              INTEGER PRIMARY KEY,
+        board           TEXT NOT NULL,
+        link            TEXT NOT NULL,
+        protocol        TEXT NOT NULL,
+        format          TEXT NOT NULL,
+        addr_bytes      INTEGER NOT NULL,
+        elf_path        TEXT NOT NULL DEFAULT '',
+        elf_build_id    TEXT NOT NULL DEFAULT '',
+        elf_sha256      TEXT NOT NULL DEFAULT '',
+        state           TEXT NOT NULL CHECK (state IN ('capturing', 'completed', 'interrupted')),
+        started_ns      INTEGER NOT NULL,
+        ended_ns        INTEGER,
+        bytes_in        INTEGER NOT NULL DEFAULT 0,
+        bytes_discarded INTEGER NOT NULL DEFAULT 0,
+        resyncs         INTEGER NOT NULL DEFAULT 0,
+        arcs            INTEGER NOT NULL DEFAULT 0,
+        pc_samples      INTEGER NOT NULL DEFAULT 0,
+        gaps            INTEGER NOT NULL DEFAULT 0,
+        records_lost    INTEGER NOT NULL DEFAULT 0,
+        bytes_lost      INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX sessions_by_board ON sessions (board, started_ns);
+    CREATE TABLE raw_chunks (
+        session_id  INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq         INTEGER NOT NULL,
+        received_ns INTEGER NOT NULL,
+        bytes       BLOB NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE record_batches (
+        session_id  INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq         INTEGER NOT NULL,
+        received_ns INTEGER NOT NULL,
+        count       INTEGER NOT NULL,
+        records     BLOB NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE session_arcs (
+        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        from_pc    INTEGER NOT NULL,
+        self_pc    INTEGER NOT NULL,
+        count      INTEGER NOT NULL,
+        PRIMARY KEY (session_id, from_pc, self_pc)
+    ) WITHOUT ROWID;
+    CREATE TABLE session_pcs (
+        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        pc         INTEGER NOT NULL,
+        count      INTEGER NOT NULL,
+        PRIMARY KEY (session_id, pc)
+    ) WITHOUT ROWID;
+    CREATE TABLE session_gaps (
+        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        started_ns INTEGER NOT NULL,
+        ended_ns   INTEGER NOT NULL,
+        reason     TEXT NOT NULL
+    );
+    )sql",
+};
+static_assert(std::size(kMigrations) == kSchemaVersion);
+
+constexpr std::uint8_t kKindMask = 0x7F;
+constexpr std::uint8_t kHasCount = 0x80;
+
+void put32(std::vector<std::uint8_t>& out, std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+std::uint32_t get32(const std::uint8_t* p) {
+    return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
+           static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> pack_records(std::span<const protocol::Record> records) {
+    std::vector<std::uint8_t> out;
+    out.reserve(records.size() * 9);
+    for (const auto& r : records) {
+        out.push_back(static_cast<std::uint8_t>(static_cast<std::uint8_t>(r.kind) |
+                                                (r.count != 1 ? kHasCount : 0)));
+        if (r.count != 1) put32(out, r.count);
+        if (r.kind == protocol::RecordKind::kArc) put32(out, r.from_pc);
+        put32(out, r.self_pc);
+    }
+    return out;
+}
+
+std::vector<protocol::Record> unpack_records(std::span<const std::uint8_t> blob) {
+    std::vector<protocol::Record> out;
+    std::size_t i = 0;
+    auto need = [&](std::size_t n) {
+        if (i + n > blob.size()) throw StorageError("corrupt record batch: truncated");
+    };
+    while (i < blob.size()) {
+        const std::uint8_t head = blob[i++];
+        protocol::Record r;
+        r.kind = static_cast<protocol::RecordKind>(head & kKindMask);
+        if (r.kind != protocol::RecordKind::kArc && r.kind != protocol::RecordKind::kPcSample) {
+            throw StorageError("corrupt record batch: unknown kind");
+        }
+        if (head & kHasCount) {
+            need(4);
+            r.count = get32(&blob[i]);
+            i += 4;
+        }
+        if (r.kind == protocol::RecordKind::kArc) {
+            need(4);
+            r.from_pc = get32(&blob[i]);
+            i += 4;
+        }
+        need(4);
+        r.self_pc = get32(&blob[i]);
+        i += 4;
+        out.push_back(r);
+    }
+    return out;
+}
+
+SessionStore::SessionStore(const std::filesystem::path& path, Database::Mode mode)
+    : db_(path, mode) {
+    if (mode == Database::Mode::kReadWrite) migrate();
+}
+
+void SessionStore::migrate() {
+    Statement version = db_.prepare("PRAGMA user_version");
+    version.step();
+    const auto current = static_cast<int>(version.column_int(0));
+    version.reset();
+    if (current > kSchemaVersion) {
+        throw StorageError(db_.path().string() + " has schema version " + std::to_string(current) +
+                           ", newer than this rackprof understands (" +
+                           std::to_string(kSchemaVersion) + ")");
+    }
+    for (int v = current; v < kSchemaVersion; ++v) {
+        Transaction t(db_);
+        db_.exec(kMigrations[v]);
+        db_.exec(("PRAGMA user_version = " + std::to_string(v + 1)).c_str());
+        t.commit();
+    }
+}
+
+std::int64_t SessionStore::create_session(const NewSession& s) {
+    Statement st = db_.prepare(
+        "INSERT INTO sessions (board, link, protocol, format, addr_bytes, elf_path, elf_build_id, "
+        "elf_sha256, state, "
+        "started_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'capturing', ?)");
+    st.bind(1, s.board).bind(2, s.link).bind(3, s.protocol).bind(4, s.format).bind(5, s.addr_bytes);
+    st.bind(6, s.elf_path).bind(7, s.elf_build_id).bind(8, s.elf_sha256).bind(9, s.started_ns);
+    st.run();
+    return db_.last_insert_id();
+}
+
+void SessionStore::append_chunk(std::int64_t session, std::int64_t seq, std::int64_t received_ns,
+                                std::span<const std::uint8_t> raw,
+                                std::span<const std::uint8_t> packed_records,
+                                std::uint64_t record_count) {
+    Statement raw_st = db_.prepare(
+        "INSERT INTO raw_chunks (session_id, seq, received_ns, bytes) VALUES (?, ?, ?, ?)");
+    raw_st.bind(1, session).bind(2, seq).bind(3, received_ns).bind_blob(4, raw);
+    raw_st.run();
+    if (record_count == 0) return;
+    Statement rec_st = db_.prepare(
+        "INSERT INTO record_batches (session_id, seq, received_ns, count, records) VALUES (?, ?, "
+        "?, ?, ?)");
+    rec_st.bind(1, session)
+        .bind(2, seq)
+        .bind(3, received_ns)
+        .bind(4, record_count)
+        .bind_blob(5, packed_records);
+    rec_st.run();
+}
+
+void SessionStore::add_to_aggregate(std::int64_t session, const gmon::Aggregate& delta) {
+    Statement arcs = db_.prepare(
+        "INSERT INTO session_arcs (session_id, from_pc, self_pc, count) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (session_id, from_pc, self_pc) DO UPDATE SET count = count + excluded.count");
+    for (const auto& a : delta.arcs()) {
+        arcs.bind(1, session).bind(2, a.from_pc).bind(3, a.self_pc).bind(4, a.count);
+        arcs.run();
+    }
+    Statement pcs = db_.prepare(
+        "INSERT INTO session_pcs (session_id, pc, count) VALUES (?, ?, ?) "
+        "ON CONFLICT (session_id, pc) DO UPDATE SET count = count + excluded.count");
+    for (const auto& p : delta.pc_samples()) {
+        pcs.bind(1, session).bind(2, p.pc).bind(3, p.count);
+        pcs.run();
+    }
+}
+
+void SessionStore::update_counters(std::int64_t session, const SessionCounters& c) {
+    Statement st = db_.prepare(
+        "UPDATE sessions SET bytes_in = ?, bytes_discarded = ?, resyncs = ?, arcs = ?, pc_samples "
+        "= ?, gaps = ?, "
+        "records_lost = ?, bytes_lost = ? WHERE id = ?");
+    st.bind(1, c.bytes_in)
+        .bind(2, c.bytes_discarded)
+        .bind(3, c.resyncs)
+        .bind(4, c.arcs)
+        .bind(5, c.pc_samples);
+    st.bind(6, c.gaps).bind(7, c.records_lost).bind(8, c.bytes_lost).bind(9, session);
+    st.run();
+}
+
+void SessionStore::add_gap(std::int64_t session, const Gap& gap) {
+    Statement st = db_.prepare(
+        "INSERT INTO session_gaps (session_id, started_ns, ended_ns, reason) VALUES (?, ?, ?, ?)");
+    st.bind(1, session).bind(2, gap.started_ns).bind(3, gap.ended_ns).bind(4, gap.reason);
+    st.run();
+}
+
+void SessionStore::end_session(std::int64_t session, const std::string& state,
+                               std::int64_t ended_ns) {
+    Statement st = db_.prepare("UPDATE sessions SET state = ?, ended_ns = ? WHERE id = ?");
+    st.bind(1, state).bind(2, ended_ns).bind(3, session);
+    st.run();
+}
+
+int SessionStore::interrupt_unfinished(std::int64_t now_ns) {
+    Statement st = db_.prepare(
+        "UPDATE sessions SET state = 'interrupted', ended_ns = COALESCE("
+        "(SELECT MAX(received_ns) FROM raw_chunks WHERE session_id = sessions.id), ?) WHERE state "
+        "= 'capturing'");
+    st.bind(1, now_ns);
+    st.run();
+    return db_.changes();
+}
+
+SessionInfo SessionStore::read_info(Statement& s) {
+    SessionInfo i;
+    i.id = s.column_int(0);
+    i.spec.board = s.column_text(1);
+    i.spec.link = s.column_text(2);
+    i.spec.protocol = s.column_text(3);
+    i.spec.format = s.column_text(4);
+    i.spec.addr_bytes = static_cast<int>(s.column_int(5));
+    i.spec.elf_path = s.column_text(6);
+    i.spec.elf_build_id = s.column_text(7);
+    i.spec.elf_sha256 = s.column_text(8);
+    i.state = s.column_text(9);
+    i.spec.started_ns = s.column_int(10);
+    i.ended_ns = s.column_is_null(11) ? 0 : s.column_int(11);
+    auto u = [&](int c) { return static_cast<std::uint64_t>(s.column_int(c)); };
+    i.counters = {u(12), u(13), u(14), u(15), u(16), u(17), u(18), u(19)};
+    return i;
+}
+
+constexpr const char* kSessionColumns =
+    "SELECT id, board, link, protocol, format, addr_bytes, elf_path, elf_build_id, elf_sha256, "
+    "state, started_ns, "
+    "ended_ns, bytes_in, bytes_discarded, resyncs, arcs, pc_samples, gaps, records_lost, "
+    "bytes_lost FROM sessions";
+
+std::vector<SessionInfo> SessionStore::sessions() {
+    Statement st = db_.prepare((std::string(kSessionColumns) + " ORDER BY id").c_str());
+    std::vector<SessionInfo> out;
+    while (st.step()) out.push_back(read_info(st));
+    return out;
+}
+
+std::optional<SessionInfo> SessionStore::session(std::int64_t id) {
+    Statement st = db_.prepare((std::string(kSessionColumns) + " WHERE id = ?").c_str());
+    st.bind(1, id);
+    if (!st.step()) return std::nullopt;
+    return read_info(st);
+}
+
+gmon::Aggregate SessionStore::aggregate(std::int64_t session) {
+    gmon::Aggregate a;
+    Statement arcs =
+        db_.prepare("SELECT from_pc, self_pc, count FROM session_arcs WHERE session_id = ?");
+    arcs.bind(1, session);
+    while (arcs.step()) {
+        a.add_arc(static_cast<std::uint64_t>(arcs.column_int(0)),
+                  static_cast<std::uint64_t>(arcs.column_int(1)),
+                  static_cast<std::uint64_t>(arcs.column_int(2)));
+    }
+    Statement pcs = db_.prepare("SELECT pc, count FROM session_pcs WHERE session_id = ?");
+    pcs.bind(1, session);
+    while (pcs.step())
+        a.add_pc(static_cast<std::uint64_t>(pcs.column_int(0)),
+                 static_cast<std::uint64_t>(pcs.column_int(1)));
+    return a;
+}
+
+std::vector<Gap> SessionStore::gaps(std::int64_t session) {
+    Statement st = db_.prepare(
+        "SELECT started_ns, ended_ns, reason FROM session_gaps WHERE session_id = ? ORDER BY "
+        "rowid");
+    st.bind(1, session);
+    std::vector<Gap> out;
+    while (st.step()) out.push_back({st.column_int(0), st.column_int(1), st.column_text(2)});
+    return out;
+}
+
+void SessionStore::for_each_chunk(
+    std::int64_t session,
+    const std::function<void(std::int64_t, std::span<const std::uint8_t>)>& f) {
+    Statement st =
+        db_.prepare("SELECT received_ns, bytes FROM raw_chunks WHERE session_id = ? ORDER BY seq");
+    st.bind(1, session);
+    while (st.step()) f(st.column_int(0), st.column_blob(1));
+}
+
+void SessionStore::for_each_record_batch(
+    std::int64_t session,
+    const std::function<void(std::int64_t, std::span<const protocol::Record>)>& f) {
+    Statement st = db_.prepare(
+        "SELECT received_ns, records FROM record_batches WHERE session_id = ? ORDER BY seq");
+    st.bind(1, session);
+    while (st.step()) {
+        const auto records = unpack_records(st.column_blob(1));
+        f(st.column_int(0), records);
+    }
+}
+
+}  // namespace rackprof::storage

@@ -1,0 +1,107 @@
+// Sessions in SQLite: the schema (versioned in PRAGMA user_version, migrated forward), the
+// writes the storage writer makes, and the readers everything else uses.
+//
+// What a session keeps: raw received bytes in chunks with host timestamps (lossless,
+// re-decodable), the decoded records of each chunk packed into one blob, running aggregates
+// (arc -> count, PC -> count) updated per transaction, gaps, and counters.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gmon/aggregate.h"
+#include "protocol/record.h"
+#include "storage/sqlite.h"
+
+namespace rackprof::storage {
+
+inline constexpr int kSchemaVersion = 1;
+
+struct SessionCounters {
+    std::uint64_t bytes_in = 0;
+    std::uint64_t bytes_discarded = 0;
+    std::uint64_t resyncs = 0;
+    std::uint64_t arcs = 0;
+    std::uint64_t pc_samples = 0;
+    std::uint64_t gaps = 0;
+    std::uint64_t records_lost = 0;  // dropped because the storage queue was full
+    std::uint64_t bytes_lost = 0;    // raw bytes dropped with them
+    friend bool operator==(const SessionCounters&, const SessionCounters&) = default;
+};
+
+struct NewSession {
+    std::string board;
+    std::string link;
+    std::string protocol = "legacy";
+    std::string format = "bin";
+    int addr_bytes = 3;
+    std::string elf_path;
+    std::string elf_build_id;
+    std::string elf_sha256;
+    std::int64_t started_ns = 0;  // Unix time, nanoseconds
+};
+
+struct SessionInfo {
+    std::int64_t id = 0;
+    NewSession spec;
+    std::string state;  // capturing | completed | interrupted
+    std::int64_t ended_ns = 0;
+    SessionCounters counters;
+};
+
+struct Gap {
+    std::int64_t started_ns = 0;
+    std::int64_t ended_ns = 0;
+    std::string reason;
+};
+
+// Records packed for storage: a kind byte (bit 7: an explicit count follows), then the
+// 32-bit little-endian addresses. Five bytes per PC sample, nine per arc.
+std::vector<std::uint8_t> pack_records(std::span<const protocol::Record> records);
+std::vector<protocol::Record> unpack_records(std::span<const std::uint8_t> blob);
+
+class SessionStore {
+  public:
+    // Opens the database, creating or migrating the schema. Throws StorageError, e.g. for a
+    // database from a newer rackprof.
+    explicit SessionStore(const std::filesystem::path& path,
+                          Database::Mode mode = Database::Mode::kReadWrite);
+
+    Database& db() { return db_; }
+
+    // Writes (the storage writer's thread).
+    std::int64_t create_session(const NewSession& spec);
+    void append_chunk(std::int64_t session, std::int64_t seq, std::int64_t received_ns,
+                      std::span<const std::uint8_t> raw,
+                      std::span<const std::uint8_t> packed_records, std::uint64_t record_count);
+    void add_to_aggregate(std::int64_t session, const gmon::Aggregate& delta);
+    void update_counters(std::int64_t session, const SessionCounters& counters);
+    void add_gap(std::int64_t session, const Gap& gap);
+    void end_session(std::int64_t session, const std::string& state, std::int64_t ended_ns);
+    // After a crash: sessions still 'capturing' become 'interrupted'. Returns how many.
+    int interrupt_unfinished(std::int64_t now_ns);
+
+    // Reads.
+    std::vector<SessionInfo> sessions();
+    std::optional<SessionInfo> session(std::int64_t id);
+    gmon::Aggregate aggregate(std::int64_t session);
+    std::vector<Gap> gaps(std::int64_t session);
+    void for_each_chunk(
+        std::int64_t session,
+        const std::function<void(std::int64_t received_ns, std::span<const std::uint8_t> raw)>& f);
+    void for_each_record_batch(
+        std::int64_t session,
+        const std::function<void(std::int64_t received_ns, std::span<const protocol::Record>)>& f);
+
+  private:
+    void migrate();
+    SessionInfo read_info(Statement& s);
+
+    Database db_;
+};
+
+}  // namespace rackprof::storage

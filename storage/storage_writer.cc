@@ -1,0 +1,158 @@
+#include "storage/storage_writer.h"
+
+#include <chrono>
+
+namespace rackprof::storage {
+
+namespace {
+
+std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::size_t op_bytes(const WriteOp& op) {
+    if (const auto* chunk = std::get_if<ChunkOp>(&op)) {
+        return chunk->raw.size() + chunk->records.size() * sizeof(protocol::Record) +
+               sizeof(ChunkOp);
+    }
+    return sizeof(WriteOp);
+}
+
+}  // namespace
+
+StorageWriter::StorageWriter(const std::filesystem::path& path, StorageWriterOptions options)
+    : options_(options), store_(path) {
+    interrupted_at_start_ = store_.interrupt_unfinished(now_ns());
+    thread_ = std::thread([this] { run(); });
+}
+
+StorageWriter::~StorageWriter() {
+    stop();
+}
+
+bool StorageWriter::submit(WriteOp op) {
+    const std::size_t bytes = op_bytes(op);
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_) return false;
+        if (std::holds_alternative<ChunkOp>(op) &&
+            queued_bytes_ + bytes > options_.queue_budget_bytes)
+            return false;
+        queued_bytes_ += bytes;
+        queue_.push_back(std::move(op));
+        ++submitted_;
+    }
+    wake_.notify_one();
+    return true;
+}
+
+void StorageWriter::flush() {
+    std::unique_lock lock(mutex_);
+    const std::uint64_t target = submitted_;
+    wake_.notify_one();
+    drained_.wait(lock, [&] { return committed_ >= target || !thread_.joinable(); });
+}
+
+void StorageWriter::stop() {
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_ && !thread_.joinable()) return;
+        stopping_ = true;
+    }
+    wake_.notify_one();
+    if (thread_.joinable()) thread_.join();
+    drained_.notify_all();
+}
+
+std::int64_t StorageWriter::session_id(SessionHandle handle) {
+    std::lock_guard lock(mutex_);
+    const auto it = ids_.find(handle);
+    return it == ids_.end() ? 0 : it->second;
+}
+
+void StorageWriter::run() {
+    while (true) {
+        std::vector<WriteOp> ops;
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait_for(lock, options_.commit_interval,
+                           [&] { return !queue_.empty() || stopping_; });
+            if (queue_.empty()) {
+                if (stopping_) return;
+                continue;
+            }
+            ops.reserve(queue_.size());
+            for (auto& op : queue_) ops.push_back(std::move(op));
+            queue_.clear();
+            queued_bytes_ = 0;
+        }
+        apply(ops);
+        {
+            std::lock_guard lock(mutex_);
+            committed_ += ops.size();
+        }
+        drained_.notify_all();
+    }
+}
+
+// One transaction for everything that queued up while the previous one committed.
+void StorageWriter::apply(std::vector<WriteOp>& ops) {
+    struct Pending {
+        gmon::Aggregate delta;
+        SessionCounters counters;
+        bool counters_changed = false;
+    };
+    std::map<std::int64_t, Pending> pending;
+    try {
+        Transaction t(store_.db());
+        for (WriteOp& op : ops) {
+            if (auto* open = std::get_if<OpenSessionOp>(&op)) {
+                const std::int64_t id = store_.create_session(open->spec);
+                next_seq_[id] = 0;
+                std::lock_guard lock(mutex_);
+                ids_[open->handle] = id;
+                continue;
+            }
+            std::int64_t id = 0;
+            {
+                std::lock_guard lock(mutex_);
+                std::visit(
+                    [&](auto& o) {
+                        if constexpr (!std::is_same_v<std::decay_t<decltype(o)>, OpenSessionOp>)
+                            id = ids_[o.handle];
+                    },
+                    op);
+            }
+            if (auto* chunk = std::get_if<ChunkOp>(&op)) {
+                const std::int64_t seq = next_seq_[id]++;  // chunk order within the session
+                const auto packed = pack_records(chunk->records);
+                store_.append_chunk(id, seq, chunk->received_ns, chunk->raw, packed,
+                                    chunk->records.size());
+                Pending& p = pending[id];
+                p.delta.add(chunk->records);
+                p.counters = chunk->counters;
+                p.counters_changed = true;
+            } else if (auto* gap = std::get_if<GapOp>(&op)) {
+                store_.add_gap(id, gap->gap);
+                pending[id].counters = gap->counters;
+                pending[id].counters_changed = true;
+            } else if (auto* close = std::get_if<CloseSessionOp>(&op)) {
+                pending[id].counters = close->counters;
+                pending[id].counters_changed = true;
+                store_.update_counters(id, close->counters);
+                store_.end_session(id, close->state, close->ended_ns);
+            }
+        }
+        for (auto& [id, p] : pending) {
+            store_.add_to_aggregate(id, p.delta);
+            if (p.counters_changed) store_.update_counters(id, p.counters);
+        }
+        t.commit();
+    } catch (const StorageError& e) {
+        if (on_error_) on_error_(e.what());
+    }
+}
+
+}  // namespace rackprof::storage
