@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
     build-essential cmake ninja-build pkg-config
     libboost1.81-dev nlohmann-json3-dev libsqlite3-dev libspdlog-dev libtomlplusplus-dev
-    doctest-dev libelf-dev libdw-dev
+    doctest-dev libelf-dev libdw-dev libssl-dev
     binutils-arm-none-eabi      # arm-none-eabi-gprof: the oracle the tests compare against
 )
 

@@ -19,7 +19,7 @@ class WireWriter {
         const std::size_t before = encoded_.size();
         protocol::encode_legacy(r, options_.addr_bytes, encoded_);
         binary_bytes_ += encoded_.size() - before;
-        if (encoded_.size() >= kFlushBytes) flush();
+        if (encoded_.size() >= options_.piece_bytes) flush();
     }
     std::uint64_t binary_bytes() const { return binary_bytes_; }
 
@@ -40,8 +40,6 @@ class WireWriter {
     }
 
   private:
-    static constexpr std::size_t kFlushBytes = 1 << 20;
-
     void emit(const std::uint8_t* data, std::size_t size) {
         if (size == 0) return;
         truth_.wire_bytes += size;
@@ -284,7 +282,7 @@ std::vector<std::pair<std::string, std::string>> builtin_models() {
 
 GroundTruth simulate_board(const SimulatorOptions& options, const WireOutput& out) {
     protocol::validate(protocol::LegacyOptions{options.addr_bytes, options.encoding, {}});
-    if (options.max_bytes == 0 && options.max_iterations == 0) {
+    if (options.max_bytes == 0 && options.max_iterations == 0 && !options.stop) {
         throw std::invalid_argument("the simulation needs a limit: iterations or bytes");
     }
     GroundTruth truth;
@@ -315,7 +313,8 @@ GroundTruth simulate_board(const SimulatorOptions& options, const WireOutput& ou
     truth.code_range = {low, high};
 
     while ((options.max_iterations == 0 || truth.iterations < options.max_iterations) &&
-           (options.max_bytes == 0 || wire.binary_bytes() < options.max_bytes)) {
+           (options.max_bytes == 0 || wire.binary_bytes() < options.max_bytes) &&
+           !(options.stop && options.stop->load(std::memory_order_relaxed))) {
         iteration();
         ++truth.iterations;
     }

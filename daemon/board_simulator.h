@@ -2,6 +2,7 @@
 // send, plus the ground truth (every arc and PC sample it sent) so tests can demand equality.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -35,6 +36,10 @@ struct SimulatorOptions {
     // Stop after the first pass of the model's main loop that reaches either limit.
     std::uint64_t max_bytes = 0;       // of binary wire bytes; 0: no limit
     std::uint64_t max_iterations = 1;  // of the model's main loop; 0: no limit
+    // Runs until this turns true (with no other limit, it must be given).
+    const std::atomic<bool>* stop = nullptr;
+    // Wire output is handed out in pieces of about this size, each holding whole records.
+    std::size_t piece_bytes = 1 << 20;
 };
 
 struct FaultCounts {

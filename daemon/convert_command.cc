@@ -13,19 +13,26 @@
 #include "gmon/profile.h"
 #include "gmon/report.h"
 #include "gmon/symbolizer.h"
+#include "protocol/legacy_decoder.h"
+#include "storage/session_store.h"
 
 namespace rackprof::daemon {
 
 namespace {
 
 constexpr const char* kUsage = R"(usage: rackprof convert CAPTURE [options]
+       rackprof convert --db FILE --session ID [--redecode] [options]
 
 Decodes a capture of the thesis' legacy wire format (binary or hex-ASCII text), writes a
 gmon.out that GNU gprof reads, and prints the profile. CAPTURE may also be a gmon.out
 (GNU format detected by its magic; BSD formats with --format gmon), to profile it directly.
 
+A stored session (--db, --session) is profiled from its aggregates; --redecode decodes its
+raw bytes again instead (with --format/--addr-bytes overriding what was captured with).
+
 options:
-  --elf FILE            the firmware's ELF: symbols, code range, byte order (recommended)
+  --elf FILE            the firmware's ELF: symbols, code range, byte order (recommended;
+                        a stored session's own ELF is used when it was recorded)
   -o FILE               where to write gmon.out (default: gmon.out; for a gmon.out input: none)
   --format F            auto | bin | hex | gmon (default: auto)
   --addr-bytes N        3 | 4: address width on the wire (default: 3)
@@ -85,141 +92,244 @@ nlohmann::json raw_json(const gmon::GmonData& data, std::uint64_t samples_outsid
         {"arcs", arcs}, {"histograms", histograms}, {"samples_outside_histogram", samples_outside}};
 }
 
+struct ConvertOptions {
+    std::string format;  // auto | bin | hex | gmon
+    std::string report;  // text | json | none
+    int addr_bytes = 3;
+    std::uint32_t rate = 1000;
+    std::uint32_t bin_bytes = 2;
+    gmon::JsonReportOptions json;
+    std::shared_ptr<const gmon::Symbolizer> elf;
+};
+
+// What a source yields: gmon data ready to write and profile, and what to say about it.
+struct Converted {
+    gmon::GmonData data;
+    nlohmann::json summary;
+    std::optional<std::filesystem::path> default_output;
+    std::uint64_t samples_outside = 0;
+};
+
+gmon::TargetLayout layout_of(const ConvertOptions& o) {
+    return o.elf ? o.elf->layout() : gmon::TargetLayout{};
+}
+
+std::optional<protocol::AddressRange> code_range_of(const ConvertOptions& o) {
+    if (!o.elf || o.elf->code_high() > 0x100000000ull) return std::nullopt;
+    return protocol::AddressRange{static_cast<std::uint32_t>(o.elf->code_low()),
+                                  static_cast<std::uint32_t>(o.elf->code_high())};
+}
+
+// Bins an aggregate over the ELF's code range (or the PCs seen) and checks it is plausible.
+Converted from_aggregate(const gmon::Aggregate& aggregate, const protocol::DecoderStats& stats,
+                         const ConvertOptions& o, const std::string& what) {
+    if (stats.records() == 0) {
+        if (o.elf) {
+            throw std::runtime_error(
+                "no records in " + what + " fit the code range of " + o.elf->path().string() +
+                " (" + gmon::hex_address(o.elf->code_low()) + "-" +
+                gmon::hex_address(o.elf->code_high()) +
+                "): wrong ELF for this capture, or wrong --format or --addr-bytes?");
+        }
+        throw std::runtime_error("no records found in " + what +
+                                 ": is it a legacy capture? check --format and --addr-bytes");
+    }
+    if (o.elf &&
+        stats.bytes_discarded > kWrongElfDiscardFraction * static_cast<double>(stats.bytes_in)) {
+        throw std::runtime_error(
+            std::to_string(stats.bytes_discarded) + " of " + std::to_string(stats.bytes_in) +
+            " bytes did not decode to records inside " + o.elf->path().string() +
+            "'s code range: wrong ELF for this capture, or wrong --addr-bytes?");
+    }
+    gmon::HistogramSpec spec;
+    if (o.elf) {
+        spec = {o.elf->code_low() / o.bin_bytes * o.bin_bytes, o.elf->code_high(), o.bin_bytes,
+                o.rate};
+    } else {
+        spec = gmon::observed_range(aggregate, o.bin_bytes, o.rate);
+    }
+    auto binned = gmon::to_gmon_data(aggregate, spec, layout_of(o));
+    Converted c;
+    c.data = std::move(binned.data);
+    c.samples_outside = binned.samples_outside;
+    c.summary["decoder"] = stats_json(stats);
+    c.default_output = "gmon.out";
+    return c;
+}
+
+Converted from_gmon_file(const std::filesystem::path& input, const ConvertOptions& o) {
+    Converted c;
+    c.data = gmon::merge_duplicates(gmon::read_gmon_file(input, layout_of(o)));
+    c.summary = {{"input", input.string()}, {"format", "gmon"}};
+    std::cerr << "rackprof: read " << input.string() << ": " << c.data.histograms.size()
+              << " histogram(s), " << c.data.arcs.size() << " arcs\n";
+    return c;
+}
+
+Converted from_capture_file(const std::filesystem::path& input, const ConvertOptions& o) {
+    protocol::LegacyOptions options;
+    options.addr_bytes = o.addr_bytes;
+    options.encoding = o.format == "hex"   ? protocol::LegacyEncoding::kHex
+                       : o.format == "bin" ? protocol::LegacyEncoding::kBinary
+                                           : detect_encoding(input);
+    options.code_range = code_range_of(o);
+    gmon::Aggregate aggregate;
+    const bool tty = ::isatty(STDERR_FILENO) == 1;
+    const auto stats =
+        decode_capture(input, options, aggregate, tty ? ProgressCallback(print_progress) : nullptr);
+    std::cerr << "rackprof: " << summary_line(stats) << "\n";
+    Converted c = from_aggregate(aggregate, stats, o, input.string());
+    c.summary["input"] = input.string();
+    c.summary["format"] = options.encoding == protocol::LegacyEncoding::kHex ? "hex" : "bin";
+    c.summary["addr_bytes"] = o.addr_bytes;
+    return c;
+}
+
+// A session the daemon stored: its aggregates as captured, or its raw bytes decoded again.
+Converted from_session(const std::filesystem::path& db, std::int64_t id, bool redecode,
+                       ConvertOptions& o, const CommandLine& cl) {
+    if (!std::filesystem::exists(db)) throw std::runtime_error("no such database: " + db.string());
+    storage::SessionStore store(db, storage::Database::Mode::kReadOnly);
+    const auto info = store.session(id);
+    if (!info) throw std::runtime_error("no session " + std::to_string(id) + " in " + db.string());
+    if (!o.elf && !info->spec.elf_path.empty() && std::filesystem::exists(info->spec.elf_path)) {
+        o.elf = gmon::Symbolizer::load(info->spec.elf_path);
+    }
+    const std::string what = "session " + std::to_string(id);
+    Converted c;
+    if (redecode) {
+        protocol::LegacyOptions options;
+        options.addr_bytes = cl.has("--addr-bytes") ? o.addr_bytes : info->spec.addr_bytes;
+        const std::string format = o.format == "auto" ? info->spec.format : o.format;
+        options.encoding =
+            format == "hex" ? protocol::LegacyEncoding::kHex : protocol::LegacyEncoding::kBinary;
+        options.code_range = code_range_of(o);
+        protocol::LegacyDecoder decoder(options);
+        gmon::Aggregate aggregate;
+        gmon::AggregateSink sink(aggregate);
+        store.for_each_chunk(
+            id, [&](std::int64_t, std::span<const std::uint8_t> raw) { decoder.feed(raw, sink); });
+        decoder.finish(sink);
+        std::cerr << "rackprof: re-decoded " << what << ": " << summary_line(decoder.stats())
+                  << "\n";
+        c = from_aggregate(aggregate, decoder.stats(), o, what);
+    } else {
+        const auto& k = info->counters;
+        protocol::DecoderStats stats{k.bytes_in, k.bytes_discarded, k.resyncs, k.arcs,
+                                     k.pc_samples};
+        std::cerr << "rackprof: " << what << " (" << info->spec.board << ", " << info->state
+                  << "): " << summary_line(stats) << "; " << k.gaps << " gaps, " << k.records_lost
+                  << " records lost\n";
+        c = from_aggregate(store.aggregate(id), stats, o, what);
+    }
+    c.summary["session"] = {{"id", id},
+                            {"board", info->spec.board},
+                            {"state", info->state},
+                            {"gaps", info->counters.gaps},
+                            {"records_lost", info->counters.records_lost}};
+    c.summary["format"] = info->spec.format;
+    c.summary["addr_bytes"] = info->spec.addr_bytes;
+    return c;
+}
+
+ConvertOptions parse_options(const CommandLine& cl) {
+    ConvertOptions o;
+    o.format = cl.choice("--format", "auto", {"auto", "bin", "hex", "gmon"});
+    o.report = cl.choice("--report", "text", {"text", "json", "none"});
+    o.addr_bytes = static_cast<int>(cl.get_uint("--addr-bytes", 3));
+    if (o.addr_bytes != 3 && o.addr_bytes != 4) throw UsageError("--addr-bytes must be 3 or 4");
+    o.rate = static_cast<std::uint32_t>(cl.get_uint("--rate", 1000));
+    if (o.rate == 0) throw UsageError("--rate must be above 0");
+    o.bin_bytes = static_cast<std::uint32_t>(cl.get_uint("--bin-bytes", 2));
+    if (o.bin_bytes == 0 || o.bin_bytes % 2)
+        throw UsageError("--bin-bytes must be a positive even number");
+    o.json.top = cl.get_uint("--top", 0);
+    if (const auto p = cl.get("--min-percent")) {
+        try {
+            o.json.min_percent = std::stod(*p);
+        } catch (const std::exception&) {
+            throw UsageError("--min-percent needs a number");
+        }
+    }
+    return o;
+}
+
+void print_report(const Converted& c, const ConvertOptions& o,
+                  const std::optional<gmon::Profile>& profile) {
+    if (o.report == "json") {
+        nlohmann::json out = {{"schema", "rackprof.report/1"},
+                              {"source", c.summary},
+                              {"raw", raw_json(c.data, c.samples_outside)}};
+        out["profile"] = profile ? gmon::profile_json(*profile, o.json) : nlohmann::json(nullptr);
+        std::cout << out.dump(2) << "\n";
+    } else if (o.report == "text") {
+        if (profile) {
+            std::cout << gmon::render_gprof_text(*profile);
+            return;
+        }
+        std::cout << "Call arcs (from -> self: count):\n";
+        for (const auto& a : c.data.arcs) {
+            std::cout << "  " << gmon::hex_address(a.from_pc) << " -> "
+                      << gmon::hex_address(a.self_pc) << ": " << a.count << "\n";
+        }
+    }
+}
+
 }  // namespace
 
 int run_convert(const std::vector<std::string>& args) {
     const CommandLine cl(args,
                          {"--elf", "-o", "--format", "--addr-bytes", "--rate", "--bin-bytes",
-                          "--report", "--top", "--min-percent"},
-                         {"--help", "-h"});
+                          "--report", "--top", "--min-percent", "--db", "--session"},
+                         {"--help", "-h", "--redecode"});
     if (cl.has("--help") || cl.has("-h")) {
         std::cout << kUsage;
         return 0;
     }
-    if (cl.positionals().size() != 1)
-        throw UsageError("convert needs exactly one CAPTURE file\n" + std::string(kUsage));
-    const std::filesystem::path input = cl.positionals()[0];
-    std::string format = cl.choice("--format", "auto", {"auto", "bin", "hex", "gmon"});
-    const std::string report = cl.choice("--report", "text", {"text", "json", "none"});
-    const int addr_bytes = static_cast<int>(cl.get_uint("--addr-bytes", 3));
-    if (addr_bytes != 3 && addr_bytes != 4) throw UsageError("--addr-bytes must be 3 or 4");
-    const auto rate = static_cast<std::uint32_t>(cl.get_uint("--rate", 1000));
-    if (rate == 0) throw UsageError("--rate must be above 0");
-    const auto bin_bytes = static_cast<std::uint32_t>(cl.get_uint("--bin-bytes", 2));
-    if (bin_bytes == 0 || bin_bytes % 2)
-        throw UsageError("--bin-bytes must be a positive even number");
-    gmon::JsonReportOptions json_options;
-    json_options.top = cl.get_uint("--top", 0);
-    if (const auto p = cl.get("--min-percent")) json_options.min_percent = std::stod(*p);
+    ConvertOptions o = parse_options(cl);
+    if (const auto elf_path = cl.get("--elf")) o.elf = gmon::Symbolizer::load(*elf_path);
 
-    if (!std::filesystem::exists(input))
-        throw std::runtime_error("no such file: " + input.string());
-    std::shared_ptr<const gmon::Symbolizer> elf;
-    if (const auto elf_path = cl.get("--elf")) elf = gmon::Symbolizer::load(*elf_path);
-    const gmon::TargetLayout layout = elf ? elf->layout() : gmon::TargetLayout{};
-
-    if (format == "auto" && is_gnu_gmon(input)) format = "gmon";
-    gmon::GmonData data;
-    nlohmann::json summary = {{"input", input.string()}};
-    std::optional<std::filesystem::path> output;
-    std::uint64_t samples_outside = 0;
-
-    if (format == "gmon") {
-        data = gmon::merge_duplicates(gmon::read_gmon_file(input, layout));
-        if (cl.has("-o")) output = cl.get("-o", "");
-        summary["format"] = "gmon";
-        std::cerr << "rackprof: read " << input.string() << ": " << data.histograms.size()
-                  << " histogram(s), " << data.arcs.size() << " arcs\n";
+    Converted c;
+    if (cl.has("--db") || cl.has("--session")) {
+        if (!cl.has("--db") || !cl.has("--session") || !cl.positionals().empty()) {
+            throw UsageError("a stored session needs --db FILE and --session ID, and no CAPTURE");
+        }
+        c = from_session(cl.get("--db", ""), static_cast<std::int64_t>(cl.get_uint("--session", 0)),
+                         cl.has("--redecode"), o, cl);
     } else {
-        protocol::LegacyOptions options;
-        options.addr_bytes = addr_bytes;
-        options.encoding = format == "hex"   ? protocol::LegacyEncoding::kHex
-                           : format == "bin" ? protocol::LegacyEncoding::kBinary
-                                             : detect_encoding(input);
-        if (elf && elf->code_high() <= 0x100000000ull) {
-            options.code_range =
-                protocol::AddressRange{static_cast<std::uint32_t>(elf->code_low()),
-                                       static_cast<std::uint32_t>(elf->code_high())};
-        }
-        gmon::Aggregate aggregate;
-        const bool tty = ::isatty(STDERR_FILENO) == 1;
-        const auto stats = decode_capture(input, options, aggregate,
-                                          tty ? ProgressCallback(print_progress) : nullptr);
-        std::cerr << "rackprof: " << summary_line(stats) << "\n";
-        summary["format"] = options.encoding == protocol::LegacyEncoding::kHex ? "hex" : "bin";
-        summary["addr_bytes"] = addr_bytes;
-        summary["decoder"] = stats_json(stats);
-
-        if (stats.records() == 0) {
-            if (elf) {
-                throw std::runtime_error(
-                    "no records in " + input.string() + " fit the code range of " +
-                    elf->path().string() + " (" + gmon::hex_address(elf->code_low()) + "-" +
-                    gmon::hex_address(elf->code_high()) +
-                    "): wrong ELF for this capture, or wrong --format or --addr-bytes?");
-            }
-            throw std::runtime_error("no records found in " + input.string() +
-                                     ": is it a legacy capture? check --format and --addr-bytes");
-        }
-        if (elf && stats.bytes_discarded >
-                       kWrongElfDiscardFraction * static_cast<double>(stats.bytes_in)) {
-            throw std::runtime_error(
-                std::to_string(stats.bytes_discarded) + " of " + std::to_string(stats.bytes_in) +
-                " bytes did not decode to records inside " + elf->path().string() +
-                "'s code range: wrong ELF for this capture, or wrong --addr-bytes?");
-        }
-        gmon::HistogramSpec spec;
-        if (elf) {
-            spec.low_pc = elf->code_low() / bin_bytes * bin_bytes;
-            spec.high_pc = elf->code_high();
-            spec.bin_bytes = bin_bytes;
-            spec.prof_rate = rate;
+        if (cl.positionals().size() != 1)
+            throw UsageError("convert needs exactly one CAPTURE file\n" + std::string(kUsage));
+        const std::filesystem::path input = cl.positionals()[0];
+        if (!std::filesystem::exists(input))
+            throw std::runtime_error("no such file: " + input.string());
+        if (o.format == "gmon" || (o.format == "auto" && is_gnu_gmon(input))) {
+            c = from_gmon_file(input, o);
         } else {
-            spec = gmon::observed_range(aggregate, bin_bytes, rate);
+            c = from_capture_file(input, o);
         }
-        auto binned = gmon::to_gmon_data(aggregate, spec, layout);
-        data = std::move(binned.data);
-        samples_outside = binned.samples_outside;
-        output = cl.get("-o", "gmon.out");
     }
 
+    const auto output =
+        cl.has("-o") ? std::optional<std::filesystem::path>(cl.get("-o", "")) : c.default_output;
     if (output) {
-        gmon::write_file_atomically(*output, gmon::serialize_gmon(data));
+        gmon::write_file_atomically(*output, gmon::serialize_gmon(c.data));
         std::cerr << "rackprof: wrote " << output->string() << "\n";
-        summary["gmon_out"] = output->string();
+        c.summary["gmon_out"] = output->string();
     }
 
     std::optional<gmon::Profile> profile;
-    if (elf) {
+    if (o.elf) {
         gmon::ProfileOptions options;
-        if (format == "gmon" && cl.has("--rate")) options.prof_rate_override = rate;
-        profile = gmon::compute_profile(data, *elf, options);
-        summary["elf"] = elf->path().string();
-        summary["build_id"] = elf->build_id();
-    } else if (report != "none") {
+        if (o.format == "gmon" && cl.has("--rate")) options.prof_rate_override = o.rate;
+        profile = gmon::compute_profile(c.data, *o.elf, options);
+        c.summary["elf"] = o.elf->path().string();
+        c.summary["build_id"] = o.elf->build_id();
+    } else if (o.report != "none") {
         std::cerr
             << "rackprof: no --elf given: the report lists addresses only; give the firmware's ELF "
                "for function names\n";
     }
-
-    if (report == "json") {
-        nlohmann::json out = {{"schema", "rackprof.report/1"},
-                              {"source", summary},
-                              {"raw", raw_json(data, samples_outside)}};
-        out["profile"] =
-            profile ? gmon::profile_json(*profile, json_options) : nlohmann::json(nullptr);
-        std::cout << out.dump(2) << "\n";
-    } else if (report == "text") {
-        if (profile) {
-            std::cout << gmon::render_gprof_text(*profile);
-        } else {
-            std::cout << "Call arcs (from -> self: count):\n";
-            for (const auto& a : data.arcs) {
-                std::cout << "  " << gmon::hex_address(a.from_pc) << " -> "
-                          << gmon::hex_address(a.self_pc) << ": " << a.count << "\n";
-            }
-        }
-    }
+    print_report(c, o, profile);
     return 0;
 }
 

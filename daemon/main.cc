@@ -12,6 +12,7 @@ namespace {
 constexpr const char* kUsage = R"(usage: rackprof COMMAND [options]
 
 commands:
+  serve      run the capture daemon (embedded default: a simulated rack, ./var/rackprof.db)
   convert    decode a capture into gmon.out and print the profile
   simulate   run a virtual board: write the wire bytes it sends, and its ground truth
   demo       simulate a board, convert its capture and print the profile (no hardware needed)
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
         if (command == "convert") return rackprof::daemon::run_convert(args);
         if (command == "simulate") return rackprof::daemon::run_simulate(args);
         if (command == "demo") return rackprof::daemon::run_demo(args);
+        if (command == "serve") return rackprof::daemon::run_serve(args);
         std::cerr << "rackprof: unknown command '" << command << "'\n" << kUsage;
         return 2;
     } catch (const rackprof::daemon::UsageError& e) {

@@ -10,6 +10,7 @@
 #include "daemon/board_simulator.h"
 #include "daemon/command_line.h"
 #include "daemon/commands.h"
+#include "daemon/pty_board.h"
 #include "gmon/gmon_writer.h"
 #include "gmon/report.h"
 
@@ -37,6 +38,13 @@ options:
   --truth FILE       write the ground truth as JSON
   --write-elf FILE   write an ELF with the model's functions (to symbolize the capture)
   --list-models      list the built-in models
+
+as a board on a pseudo-terminal (the daemon opens it like a USB serial adapter):
+  --pty PATH         create a pty and a symlink PATH to it; write the bytes there
+  --rate BYTES/S     wire speed (default: 20000)
+  --unplug-every MS  unplug the board this often: the pty vanishes, PATH disappears
+  --unplug-for MS    how long it stays unplugged (default: 500)
+  --unplugs N        at most N unplugs (default: no limit)
 )";
 
 class OutputFile {
@@ -68,7 +76,8 @@ class OutputFile {
     bool owned_ = false;
 };
 
-nlohmann::json truth_json(const GroundTruth& truth, const SimulatorOptions& options) {
+nlohmann::json truth_json(const GroundTruth& truth, const SimulatorOptions& options,
+                          std::uint64_t unplugs) {
     nlohmann::json functions = nlohmann::json::array();
     for (const auto& f : truth.functions) {
         functions.push_back(
@@ -89,6 +98,7 @@ nlohmann::json truth_json(const GroundTruth& truth, const SimulatorOptions& opti
             {"addr_bytes", options.addr_bytes},
             {"seed", options.seed},
             {"iterations", truth.iterations},
+            {"unplugs", unplugs},
             {"wire_bytes", truth.wire_bytes},
             {"arcs_sent", truth.arcs_sent},
             {"pc_samples_sent", truth.pc_samples_sent},
@@ -109,7 +119,8 @@ nlohmann::json truth_json(const GroundTruth& truth, const SimulatorOptions& opti
 int run_simulate(const std::vector<std::string>& args) {
     const CommandLine cl(args,
                          {"--model", "--elf", "--iterations", "--bytes", "--format", "--addr-bytes",
-                          "--seed", "--drop", "--flip", "--insert", "-o", "--truth", "--write-elf"},
+                          "--seed", "--drop", "--flip", "--insert", "-o", "--truth", "--write-elf",
+                          "--pty", "--rate", "--unplug-every", "--unplug-for", "--unplugs"},
                          {"--help", "-h", "--list-models"});
     if (cl.has("--help") || cl.has("-h")) {
         std::cout << kUsage;
@@ -135,29 +146,51 @@ int run_simulate(const std::vector<std::string>& args) {
     options.max_bytes = cl.get_uint("--bytes", 0);
     options.max_iterations = cl.get_uint("--iterations", options.max_bytes ? 0 : 100);
 
-    const auto out_path = cl.get("-o");
-    if (!out_path && !cl.has("--truth") && !cl.has("--write-elf")) {
-        throw UsageError("say where the wire bytes go: -o FILE, or -o - for standard output");
-    }
-    if (out_path && *out_path == "-" && ::isatty(STDOUT_FILENO)) {
-        throw UsageError("refusing to write wire bytes to a terminal; use -o FILE or a pipe");
-    }
-    std::optional<OutputFile> out;
-    if (out_path) out.emplace(*out_path);
-    const GroundTruth truth =
-        simulate_board(options, [&](const std::uint8_t* data, std::size_t size) {
+    GroundTruth truth;
+    std::uint64_t unplugs = 0;
+    if (const auto pty = cl.get("--pty")) {
+        if (cl.has("-o")) throw UsageError("--pty and -o exclude each other");
+        PtyBoardOptions p;
+        p.simulator = options;
+        p.rate = cl.get_uint("--rate", 20000);
+        if (p.rate == 0) throw UsageError("--rate must be above 0");
+        p.simulator.piece_bytes = std::max<std::size_t>(64, p.rate / 50);
+        p.link_path = *pty;
+        p.unplug_every = std::chrono::milliseconds(cl.get_uint("--unplug-every", 0));
+        p.unplug_for = std::chrono::milliseconds(cl.get_uint("--unplug-for", 500));
+        p.max_unplugs = cl.get_uint("--unplugs", 0);
+        PtyBoard board(p);
+        std::cerr << "rackprof: board '" << options.model << "' on " << *pty << " -> "
+                  << board.device().string() << " at " << p.rate << " bytes/s\n";
+        board.start();
+        truth = board.wait();
+        unplugs = board.unplugs();
+    } else {
+        const auto out_path = cl.get("-o");
+        if (!out_path && !cl.has("--truth") && !cl.has("--write-elf")) {
+            throw UsageError(
+                "say where the wire bytes go: -o FILE, -o - for standard output, or --pty PATH");
+        }
+        if (out_path && *out_path == "-" && ::isatty(STDOUT_FILENO)) {
+            throw UsageError("refusing to write wire bytes to a terminal; use -o FILE or a pipe");
+        }
+        std::optional<OutputFile> out;
+        if (out_path) out.emplace(*out_path);
+        truth = simulate_board(options, [&](const std::uint8_t* data, std::size_t size) {
             if (out) out->write(data, size);
         });
-    if (out) out->close();
+        if (out) out->close();
+    }
 
     if (const auto path = cl.get("--truth")) {
-        const std::string text = truth_json(truth, options).dump(2) + "\n";
+        const std::string text = truth_json(truth, options, unplugs).dump(2) + "\n";
         gmon::write_file_atomically(*path, std::vector<std::uint8_t>(text.begin(), text.end()));
     }
     if (const auto path = cl.get("--write-elf")) write_model_elf(*path, truth);
     std::cerr << "rackprof: simulated " << truth.model << ": " << truth.iterations
               << " iterations, " << truth.arcs_sent << " arcs and " << truth.pc_samples_sent
               << " PC samples in " << truth.wire_bytes << " wire bytes";
+    if (unplugs) std::cerr << "; unplugged " << unplugs << " times";
     if (options.faults.any()) {
         std::cerr << "; faults: " << truth.faults.dropped << " dropped, " << truth.faults.flipped
                   << " flipped, " << truth.faults.inserted << " inserted";

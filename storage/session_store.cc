@@ -165,10 +165,12 @@ void SessionStore::append_chunk(std::int64_t session, std::int64_t seq, std::int
                                 std::span<const std::uint8_t> raw,
                                 std::span<const std::uint8_t> packed_records,
                                 std::uint64_t record_count) {
-    Statement raw_st = db_.prepare(
-        "INSERT INTO raw_chunks (session_id, seq, received_ns, bytes) VALUES (?, ?, ?, ?)");
-    raw_st.bind(1, session).bind(2, seq).bind(3, received_ns).bind_blob(4, raw);
-    raw_st.run();
+    if (!raw.empty()) {  // empty: records flushed at a break or the end; their bytes came earlier
+        Statement raw_st = db_.prepare(
+            "INSERT INTO raw_chunks (session_id, seq, received_ns, bytes) VALUES (?, ?, ?, ?)");
+        raw_st.bind(1, session).bind(2, seq).bind(3, received_ns).bind_blob(4, raw);
+        raw_st.run();
+    }
     if (record_count == 0) return;
     Statement rec_st = db_.prepare(
         "INSERT INTO record_batches (session_id, seq, received_ns, count, records) VALUES (?, ?, "

@@ -97,62 +97,84 @@ void StorageWriter::run() {
     }
 }
 
-// One transaction for everything that queued up while the previous one committed.
+// One transaction for everything that queued up while the previous one committed. If it
+// fails, each operation is retried alone, so one bad operation cannot take others with it.
 void StorageWriter::apply(std::vector<WriteOp>& ops) {
+    try {
+        apply_in_transaction(std::span<WriteOp>(ops));
+        return;
+    } catch (const StorageError& e) {
+        if (on_error_)
+            on_error_(std::string(e.what()) + "; retrying the batch one operation at a time");
+    }
+    for (WriteOp& op : ops) {
+        try {
+            apply_in_transaction(std::span<WriteOp>(&op, 1));
+        } catch (const StorageError& e) {
+            if (on_error_) on_error_(std::string("operation lost: ") + e.what());
+        }
+    }
+}
+
+void StorageWriter::apply_in_transaction(std::span<WriteOp> ops) {
     struct Pending {
         gmon::Aggregate delta;
         SessionCounters counters;
         bool counters_changed = false;
     };
     std::map<std::int64_t, Pending> pending;
-    try {
-        Transaction t(store_.db());
-        for (WriteOp& op : ops) {
-            if (auto* open = std::get_if<OpenSessionOp>(&op)) {
-                const std::int64_t id = store_.create_session(open->spec);
-                next_seq_[id] = 0;
-                std::lock_guard lock(mutex_);
-                ids_[open->handle] = id;
-                continue;
-            }
-            std::int64_t id = 0;
-            {
-                std::lock_guard lock(mutex_);
-                std::visit(
-                    [&](auto& o) {
-                        if constexpr (!std::is_same_v<std::decay_t<decltype(o)>, OpenSessionOp>)
-                            id = ids_[o.handle];
-                    },
-                    op);
-            }
-            if (auto* chunk = std::get_if<ChunkOp>(&op)) {
-                const std::int64_t seq = next_seq_[id]++;  // chunk order within the session
-                const auto packed = pack_records(chunk->records);
-                store_.append_chunk(id, seq, chunk->received_ns, chunk->raw, packed,
-                                    chunk->records.size());
-                Pending& p = pending[id];
-                p.delta.add(chunk->records);
-                p.counters = chunk->counters;
-                p.counters_changed = true;
-            } else if (auto* gap = std::get_if<GapOp>(&op)) {
-                store_.add_gap(id, gap->gap);
-                pending[id].counters = gap->counters;
-                pending[id].counters_changed = true;
-            } else if (auto* close = std::get_if<CloseSessionOp>(&op)) {
-                pending[id].counters = close->counters;
-                pending[id].counters_changed = true;
-                store_.update_counters(id, close->counters);
-                store_.end_session(id, close->state, close->ended_ns);
-            }
+    std::map<std::int64_t, std::int64_t> next_seq =
+        next_seq_;  // committed only with the transaction
+    std::map<SessionHandle, std::int64_t> opened;
+    Transaction t(store_.db());
+    for (WriteOp& op : ops) {
+        if (auto* open = std::get_if<OpenSessionOp>(&op)) {
+            const std::int64_t id = store_.create_session(open->spec);
+            next_seq[id] = 0;
+            opened[open->handle] = id;
+            continue;
         }
-        for (auto& [id, p] : pending) {
-            store_.add_to_aggregate(id, p.delta);
-            if (p.counters_changed) store_.update_counters(id, p.counters);
+        std::int64_t id = 0;
+        std::visit(
+            [&](auto& o) {
+                if constexpr (!std::is_same_v<std::decay_t<decltype(o)>, OpenSessionOp>) {
+                    if (const auto it = opened.find(o.handle); it != opened.end()) {
+                        id = it->second;
+                    } else {
+                        std::lock_guard lock(mutex_);
+                        id = ids_[o.handle];
+                    }
+                }
+            },
+            op);
+        if (id == 0) throw StorageError("an operation for a session that was never opened");
+        if (auto* chunk = std::get_if<ChunkOp>(&op)) {
+            const std::int64_t seq = next_seq[id]++;  // chunk order within the session
+            const auto packed = pack_records(chunk->records);
+            store_.append_chunk(id, seq, chunk->received_ns, chunk->raw, packed,
+                                chunk->records.size());
+            Pending& p = pending[id];
+            p.delta.add(chunk->records);
+            p.counters = chunk->counters;
+            p.counters_changed = true;
+        } else if (auto* gap = std::get_if<GapOp>(&op)) {
+            store_.add_gap(id, gap->gap);
+            pending[id].counters = gap->counters;
+            pending[id].counters_changed = true;
+        } else if (auto* close = std::get_if<CloseSessionOp>(&op)) {
+            pending[id].counters = close->counters;
+            pending[id].counters_changed = true;
+            store_.end_session(id, close->state, close->ended_ns);
         }
-        t.commit();
-    } catch (const StorageError& e) {
-        if (on_error_) on_error_(e.what());
     }
+    for (auto& [id, p] : pending) {
+        store_.add_to_aggregate(id, p.delta);
+        if (p.counters_changed) store_.update_counters(id, p.counters);
+    }
+    t.commit();
+    next_seq_ = std::move(next_seq);
+    std::lock_guard lock(mutex_);
+    for (const auto& [handle, id] : opened) ids_[handle] = id;
 }
 
 }  // namespace rackprof::storage

@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -80,6 +81,7 @@ class StorageWriter {
   private:
     void run();
     void apply(std::vector<WriteOp>& ops);
+    void apply_in_transaction(std::span<WriteOp> ops);
 
     StorageWriterOptions options_;
     SessionStore store_;

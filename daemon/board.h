@@ -1,0 +1,85 @@
+// A board on the rack: its link, its connection state (with reconnects and backoff), and its
+// current capture session. Lives on the capture io_context; all methods run on that thread.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <spdlog/logger.h>
+
+#include "daemon/capture_session.h"
+#include "daemon/config.h"
+#include "daemon/links.h"
+#include "daemon/pty_board.h"
+#include "gmon/symbolizer.h"
+
+namespace rackprof::daemon {
+
+enum class LinkState { kConnecting, kConnected, kDisconnected, kFinished, kStopped };
+const char* to_string(LinkState state);
+
+struct BoardStatus {
+    std::string name;
+    std::string link;
+    LinkState state = LinkState::kConnecting;
+    std::string last_error;
+    std::uint64_t reconnects = 0;
+    std::optional<storage::SessionHandle> session;
+    storage::SessionCounters counters;
+};
+
+class Board {
+  public:
+    Board(boost::asio::io_context& io, BoardConfig config, storage::StorageWriter& writer,
+          std::shared_ptr<spdlog::logger> log, std::chrono::milliseconds reconnect_min,
+          std::chrono::milliseconds reconnect_max);
+    ~Board();
+    Board(const Board&) = delete;
+    Board& operator=(const Board&) = delete;
+
+    void start();
+    // Stops reading and completes the session (all data handed to storage first).
+    void shutdown();
+    // Starts a session now (a running one is completed first); false if none can start.
+    bool start_session();
+    void stop_session();
+
+    BoardStatus status() const;
+    const std::string& name() const { return config_.name; }
+
+  private:
+    void connect();
+    void on_data(std::span<const std::uint8_t> bytes);
+    void on_closed(const LinkClosed& closed);
+    void schedule_reconnect();
+    void set_state(LinkState state, const std::string& why = {});
+
+    boost::asio::io_context& io_;
+    BoardConfig config_;
+    LinkUri uri_;
+    storage::StorageWriter& writer_;
+    std::shared_ptr<spdlog::logger> log_;
+    std::chrono::milliseconds reconnect_min_;
+    std::chrono::milliseconds reconnect_max_;
+    std::chrono::milliseconds backoff_;
+    boost::asio::steady_timer retry_timer_;
+    std::unique_ptr<PtyBoard> simulated_;  // sim:// boards: the simulator behind a pty
+    std::unique_ptr<Link> link_;
+    std::shared_ptr<const gmon::Symbolizer> elf_;
+    std::string elf_sha256_;
+    std::optional<CaptureSession> session_;
+    LinkState state_ = LinkState::kConnecting;
+    std::string last_error_;
+    std::uint64_t reconnects_ = 0;
+    std::uint64_t failed_attempts_ = 0;
+    bool stopping_ = false;
+};
+
+// Hex SHA-256 of a file ("" if unreadable).
+std::string file_sha256(const std::filesystem::path& path);
+
+}  // namespace rackprof::daemon

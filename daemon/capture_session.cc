@@ -1,0 +1,70 @@
+#include "daemon/capture_session.h"
+
+namespace rackprof::daemon {
+
+std::int64_t unix_now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+CaptureSession::CaptureSession(storage::SessionHandle handle, storage::NewSession spec,
+                               protocol::LegacyOptions decoder_options,
+                               storage::StorageWriter& writer)
+    : handle_(handle), spec_(std::move(spec)), writer_(writer), decoder_(decoder_options) {
+    writer_.submit(storage::OpenSessionOp{handle_, spec_});
+}
+
+void CaptureSession::refresh_counters() {
+    const auto& s = decoder_.stats();
+    counters_.bytes_in = s.bytes_in;
+    counters_.bytes_discarded = s.bytes_discarded;
+    counters_.resyncs = s.resyncs;
+    counters_.arcs = s.arcs;
+    counters_.pc_samples = s.pc_samples;
+}
+
+bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t received_ns) {
+    aggregate_.add(collector_.records);
+    refresh_counters();
+    const std::size_t records = collector_.records.size();
+    const std::size_t bytes = raw.size();
+    storage::ChunkOp op{handle_, received_ns, std::move(raw), std::move(collector_.records),
+                        counters_};
+    collector_.records = {};
+    if (writer_.submit(std::move(op))) return true;
+    counters_.records_lost += records;
+    counters_.bytes_lost += bytes;
+    return false;
+}
+
+bool CaptureSession::on_chunk(std::span<const std::uint8_t> raw, std::int64_t received_ns) {
+    decoder_.feed(raw, collector_);
+    return submit_records(std::vector<std::uint8_t>(raw.begin(), raw.end()), received_ns);
+}
+
+void CaptureSession::gap_started(const std::string& reason, std::int64_t at_ns) {
+    if (open_gap_) return;
+    decoder_.finish(collector_);  // what was held back across the break
+    if (!collector_.records.empty()) submit_records({}, at_ns);
+    refresh_counters();
+    open_gap_ = storage::Gap{at_ns, 0, reason};
+}
+
+void CaptureSession::gap_ended(std::int64_t at_ns) {
+    if (!open_gap_) return;
+    open_gap_->ended_ns = at_ns;
+    ++counters_.gaps;
+    writer_.submit(storage::GapOp{handle_, *open_gap_, counters_});
+    open_gap_.reset();
+}
+
+void CaptureSession::end(const std::string& state, std::int64_t at_ns) {
+    if (open_gap_) gap_ended(at_ns);
+    decoder_.finish(collector_);
+    if (!collector_.records.empty()) submit_records({}, at_ns);
+    refresh_counters();
+    writer_.submit(storage::CloseSessionOp{handle_, state, at_ns, counters_});
+}
+
+}  // namespace rackprof::daemon

@@ -1,0 +1,60 @@
+// One capture window on one board, as the capture loop sees it: decodes each chunk inline,
+// keeps the live aggregate and counters, and hands raw bytes and records to the storage
+// writer. A refused hand-off (storage queue full) is counted as loss, never silent.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gmon/aggregate.h"
+#include "protocol/legacy_decoder.h"
+#include "storage/storage_writer.h"
+
+namespace rackprof::daemon {
+
+std::int64_t unix_now_ns();
+
+class CaptureSession {
+  public:
+    CaptureSession(storage::SessionHandle handle, storage::NewSession spec,
+                   protocol::LegacyOptions decoder_options, storage::StorageWriter& writer);
+
+    storage::SessionHandle handle() const { return handle_; }
+    const storage::NewSession& spec() const { return spec_; }
+    const storage::SessionCounters& counters() const { return counters_; }
+    const gmon::Aggregate& aggregate() const { return aggregate_; }
+    bool in_gap() const { return open_gap_.has_value(); }
+
+    // Returns false if the chunk could not be queued for storage (and was counted as lost).
+    bool on_chunk(std::span<const std::uint8_t> raw, std::int64_t received_ns);
+    // The link went away: the stream is broken here (a partial record is counted as discarded).
+    void gap_started(const std::string& reason, std::int64_t at_ns);
+    // The link is back: the gap is recorded.
+    void gap_ended(std::int64_t at_ns);
+    void end(const std::string& state, std::int64_t at_ns);
+
+  private:
+    struct Collector : protocol::RecordSink {
+        std::vector<protocol::Record> records;
+        void on_records(std::span<const protocol::Record> batch) override {
+            records.insert(records.end(), batch.begin(), batch.end());
+        }
+    };
+    bool submit_records(std::vector<std::uint8_t> raw, std::int64_t received_ns);
+    void refresh_counters();
+
+    storage::SessionHandle handle_;
+    storage::NewSession spec_;
+    storage::StorageWriter& writer_;
+    protocol::LegacyDecoder decoder_;
+    Collector collector_;
+    gmon::Aggregate aggregate_;
+    storage::SessionCounters counters_;
+    std::optional<storage::Gap> open_gap_;
+};
+
+}  // namespace rackprof::daemon

@@ -1,0 +1,184 @@
+#include "daemon/config.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "daemon/link_uri.h"
+
+namespace rackprof::daemon {
+
+namespace {
+
+std::string where(const std::string& source, const toml::source_region& region) {
+    return source + ":" + std::to_string(region.begin.line);
+}
+
+[[noreturn]] void fail(const std::string& source, const toml::node& node, const std::string& key,
+                       const std::string& what) {
+    throw ConfigError(where(source, node.source()) + ": " + key + ": " + what);
+}
+
+void reject_unknown(const std::string& source, const toml::table& table, const std::string& prefix,
+                    const std::set<std::string>& known) {
+    for (const auto& [key, value] : table) {
+        if (!known.count(std::string(key.str()))) {
+            fail(source, value, prefix + std::string(key.str()), "unknown key");
+        }
+    }
+}
+
+std::string get_string(const std::string& source, const toml::table& t, const std::string& prefix,
+                       const char* key, const std::string& fallback) {
+    const toml::node* node = t.get(key);
+    if (!node) return fallback;
+    if (!node->is_string()) fail(source, *node, prefix + key, "must be a string");
+    return node->value<std::string>().value();
+}
+
+std::int64_t get_int(const std::string& source, const toml::table& t, const std::string& prefix,
+                     const char* key, std::int64_t fallback) {
+    const toml::node* node = t.get(key);
+    if (!node) return fallback;
+    if (!node->is_integer()) fail(source, *node, prefix + key, "must be an integer");
+    return node->value<std::int64_t>().value();
+}
+
+bool get_bool(const std::string& source, const toml::table& t, const std::string& prefix,
+              const char* key, bool fallback) {
+    const toml::node* node = t.get(key);
+    if (!node) return fallback;
+    if (!node->is_boolean()) fail(source, *node, prefix + key, "must be true or false");
+    return node->value<bool>().value();
+}
+
+BoardConfig parse_board(const std::string& source, const toml::table& t, std::size_t index) {
+    const std::string prefix = "boards[" + std::to_string(index) + "].";
+    reject_unknown(
+        source, t, prefix,
+        {"name", "link", "protocol", "format", "addr_bytes", "elf", "autostart", "tags"});
+    BoardConfig b;
+    b.name = get_string(source, t, prefix, "name", "");
+    if (b.name.empty()) fail(source, t, prefix + "name", "every board needs a name");
+    b.link = get_string(source, t, prefix, "link", "");
+    if (b.link.empty()) fail(source, t, prefix + "link", "every board needs a link");
+    try {
+        parse_link_uri(b.link);
+    } catch (const std::invalid_argument& e) {
+        fail(source, *t.get("link"), prefix + "link", e.what());
+    }
+    b.protocol = get_string(source, t, prefix, "protocol", "legacy");
+    if (b.protocol != "legacy") {
+        fail(source, *t.get("protocol"), prefix + "protocol",
+             "'" + b.protocol + "' is not supported yet (use \"legacy\")");
+    }
+    b.format = get_string(source, t, prefix, "format", "bin");
+    if (b.format != "bin" && b.format != "hex")
+        fail(source, *t.get("format"), prefix + "format", "must be \"bin\" or \"hex\"");
+    b.addr_bytes = static_cast<int>(get_int(source, t, prefix, "addr_bytes", 3));
+    if (b.addr_bytes != 3 && b.addr_bytes != 4)
+        fail(source, *t.get("addr_bytes"), prefix + "addr_bytes", "must be 3 or 4");
+    b.elf = get_string(source, t, prefix, "elf", "");
+    b.autostart = get_bool(source, t, prefix, "autostart", true);
+    if (const toml::node* tags = t.get("tags")) {
+        const toml::array* list = tags->as_array();
+        if (!list) fail(source, *tags, prefix + "tags", "must be a list of strings");
+        for (const auto& tag : *list) {
+            if (!tag.is_string()) fail(source, tag, prefix + "tags", "must be a list of strings");
+            b.tags.push_back(tag.value<std::string>().value());
+        }
+    }
+    return b;
+}
+
+}  // namespace
+
+DaemonConfig parse_config(const std::string& text, const std::string& source) {
+    toml::table root;
+    try {
+        root = toml::parse(text, source);
+    } catch (const toml::parse_error& e) {
+        throw ConfigError(source + ":" + std::to_string(e.source().begin.line) + ": " +
+                          std::string(e.description()));
+    }
+    DaemonConfig c;
+    c.source = source;
+    reject_unknown(source, root, "", {"server", "storage", "logging", "links", "boards"});
+    if (const toml::node* node = root.get("server")) {
+        const toml::table* t = node->as_table();
+        if (!t) fail(source, *node, "server", "must be a table");
+        reject_unknown(source, *t, "server.", {"listen"});
+        c.listen = get_string(source, *t, "server.", "listen", c.listen);
+    }
+    if (const toml::node* node = root.get("storage")) {
+        const toml::table* t = node->as_table();
+        if (!t) fail(source, *node, "storage", "must be a table");
+        reject_unknown(source, *t, "storage.", {"path"});
+        c.storage_path = get_string(source, *t, "storage.", "path", c.storage_path.string());
+    }
+    if (const toml::node* node = root.get("logging")) {
+        const toml::table* t = node->as_table();
+        if (!t) fail(source, *node, "logging", "must be a table");
+        reject_unknown(source, *t, "logging.", {"level"});
+        c.log_level = get_string(source, *t, "logging.", "level", c.log_level);
+        static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};
+        if (!kLevels.count(c.log_level))
+            fail(source, *t->get("level"), "logging.level",
+                 "must be trace, debug, info, warn or error");
+    }
+    if (const toml::node* node = root.get("links")) {
+        const toml::table* t = node->as_table();
+        if (!t) fail(source, *node, "links", "must be a table");
+        reject_unknown(source, *t, "links.", {"reconnect_min_ms", "reconnect_max_ms"});
+        c.reconnect_min =
+            std::chrono::milliseconds(get_int(source, *t, "links.", "reconnect_min_ms", 100));
+        c.reconnect_max =
+            std::chrono::milliseconds(get_int(source, *t, "links.", "reconnect_max_ms", 5000));
+        if (c.reconnect_min.count() <= 0 || c.reconnect_max < c.reconnect_min) {
+            fail(source, *t, "links.reconnect_min_ms",
+                 "must be positive and not above reconnect_max_ms");
+        }
+    }
+    if (const toml::node* node = root.get("boards")) {
+        const toml::array* boards = node->as_array();
+        if (!boards) fail(source, *node, "boards", "must be an array of tables ([[boards]])");
+        std::set<std::string> names;
+        for (std::size_t i = 0; i < boards->size(); ++i) {
+            const toml::node& entry = *boards->get(i);
+            const toml::table* t = entry.as_table();
+            if (!t) fail(source, entry, "boards[" + std::to_string(i) + "]", "must be a table");
+            BoardConfig b = parse_board(source, *t, i);
+            if (!names.insert(b.name).second)
+                fail(source, entry, "boards[" + std::to_string(i) + "].name",
+                     "duplicate board name '" + b.name + "'");
+            c.boards.push_back(std::move(b));
+        }
+    }
+    return c;
+}
+
+DaemonConfig load_config(const std::filesystem::path& path) {
+    std::ifstream f(path);
+    if (!f) throw ConfigError(path.string() + ": cannot read the configuration file");
+    std::stringstream text;
+    text << f.rdbuf();
+    return parse_config(text.str(), path.string());
+}
+
+DaemonConfig embedded_default_config() {
+    DaemonConfig c;
+    c.source = "embedded default";
+    const char* models[] = {"blinky", "conflation", "deterministic"};
+    for (const char* model : models) {
+        BoardConfig b;
+        b.name = std::string("sim-") + model;
+        b.link = std::string("sim://") + model + "?rate=20000";
+        b.tags = {"simulated"};
+        c.boards.push_back(b);
+    }
+    return c;
+}
+
+}  // namespace rackprof::daemon

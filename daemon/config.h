@@ -1,0 +1,45 @@
+// The daemon's configuration: TOML from a file, or the embedded default (a small simulated
+// rack and a database under ./var) so `rackprof serve` runs with no setup at all.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace rackprof::daemon {
+
+// "FILE:LINE: KEY: what is wrong" — the daemon exits with code 2 and starts nothing.
+class ConfigError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+struct BoardConfig {
+    std::string name;
+    std::string link;  // serial:///dev/ttyUSB0?baud=1500000, tcp://host:port, file:///x?pace=fast,
+                       // sim://blinky
+    std::string protocol = "legacy";
+    std::string format = "bin";  // bin | hex
+    int addr_bytes = 3;          // 3 | 4
+    std::string elf;             // optional
+    bool autostart = true;
+    std::vector<std::string> tags;
+};
+
+struct DaemonConfig {
+    std::string listen = "127.0.0.1:8080";
+    std::filesystem::path storage_path = "var/rackprof.db";
+    std::string log_level = "info";  // trace | debug | info | warn | error
+    std::chrono::milliseconds reconnect_min{100};
+    std::chrono::milliseconds reconnect_max{5000};
+    std::vector<BoardConfig> boards;
+    std::string source = "embedded default";
+};
+
+DaemonConfig load_config(const std::filesystem::path& path);
+DaemonConfig parse_config(const std::string& text, const std::string& source_name);
+DaemonConfig embedded_default_config();
+
+}  // namespace rackprof::daemon

@@ -1,0 +1,87 @@
+#include "daemon/config.h"
+
+#include <doctest/doctest.h>
+
+#include "daemon/link_uri.h"
+
+namespace rackprof::daemon {
+namespace {
+
+TEST_CASE("the documented keys parse") {
+    const auto c = parse_config(R"(
+[server]
+listen = "127.0.0.1:8080"
+[storage]
+path = "var/rackprof.db"
+[[boards]]
+name = "blinky-1"
+link = "serial:///dev/ttyUSB0?baud=1500000"
+protocol = "legacy"
+format = "bin"
+addr_bytes = 3
+elf = "/path/to/app.elf"
+autostart = true
+[[boards]]
+name = "remote"
+link = "tcp://10.0.0.5:3443"
+format = "hex"
+addr_bytes = 4
+tags = ["lab-a", "m0"]
+)",
+                                "test.toml");
+    REQUIRE(c.boards.size() == 2);
+    CHECK(c.boards[0].name == "blinky-1");
+    CHECK(c.boards[0].addr_bytes == 3);
+    CHECK(c.boards[0].elf == "/path/to/app.elf");
+    CHECK(c.boards[1].format == "hex");
+    CHECK(c.boards[1].tags == std::vector<std::string>{"lab-a", "m0"});
+    CHECK(c.storage_path == "var/rackprof.db");
+}
+
+TEST_CASE("errors name the file, line and key") {
+    auto error_of = [](const std::string& text) {
+        try {
+            parse_config(text, "bench.toml");
+        } catch (const ConfigError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    CHECK(error_of("[[boards]]\nname = \"a\"\nlink = \"serial:///dev/x\"\naddr_bytes = 5\n") ==
+          "bench.toml:4: boards[0].addr_bytes: must be 3 or 4");
+    CHECK(error_of("[storage]\npaht = \"x\"\n") == "bench.toml:2: storage.paht: unknown key");
+    CHECK(error_of("[[boards]]\nname = \"a\"\nlink = \"usb://x\"\n")
+              .find("bench.toml:3: boards[0].link: unknown link scheme") == 0);
+    CHECK(error_of("[[boards]]\nname = \"a\"\nlink = \"serial:///x\"\n[[boards]]\nname = "
+                   "\"a\"\nlink = \"serial:///y\"\n")
+              .find("duplicate board name") != std::string::npos);
+    CHECK(error_of("[server\n").find("bench.toml:1:") == 0);
+    CHECK(error_of("[[boards]]\nname = \"a\"\nlink = \"serial:///x\"\nprotocol = \"itm\"\n")
+              .find("not supported yet") != std::string::npos);
+}
+
+TEST_CASE("link URIs") {
+    const auto s = parse_link_uri("serial:///dev/ttyUSB0?baud=1500000");
+    CHECK(s.scheme == "serial");
+    CHECK(s.path == "/dev/ttyUSB0");
+    CHECK(s.number("baud", 0) == 1500000);
+    const auto t = parse_link_uri("tcp://127.0.0.1:3443");
+    CHECK(t.host == "127.0.0.1");
+    CHECK(t.port == 3443);
+    CHECK(parse_link_uri("file:///tmp/cap.txt?pace=realtime&rate=1000").param("pace", "") ==
+          "realtime");
+    CHECK(parse_link_uri("sim://blinky?rate=5000").path == "blinky");
+    CHECK_THROWS_AS(parse_link_uri("tcp://host"), std::invalid_argument);
+    CHECK_THROWS_AS(parse_link_uri("serial://relative"), std::invalid_argument);
+    CHECK_THROWS_AS(parse_link_uri("serial:///dev/x?baud=fast"), std::invalid_argument);
+    CHECK_THROWS_AS(parse_link_uri("serial:///dev/x?parity=odd"), std::invalid_argument);
+}
+
+TEST_CASE("the embedded default is a small simulated rack") {
+    const auto c = embedded_default_config();
+    CHECK(c.boards.size() == 3);
+    for (const auto& b : c.boards) CHECK(parse_link_uri(b.link).scheme == "sim");
+}
+
+}  // namespace
+}  // namespace rackprof::daemon

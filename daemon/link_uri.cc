@@ -1,0 +1,94 @@
+#include "daemon/link_uri.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+namespace rackprof::daemon {
+
+std::uint64_t LinkUri::number(const std::string& key, std::uint64_t fallback) const {
+    const auto it = params.find(key);
+    if (it == params.end()) return fallback;
+    const std::string& v = it->second;
+    if (v.empty() || v.size() > 12 ||
+        !std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); })) {
+        throw std::invalid_argument(key + " must be a whole number, not '" + v + "'");
+    }
+    return std::stoull(v);
+}
+
+LinkUri parse_link_uri(const std::string& text) {
+    LinkUri uri;
+    const auto sep = text.find("://");
+    if (sep == std::string::npos)
+        throw std::invalid_argument("'" + text + "' is not a link URI (scheme://...)");
+    uri.scheme = text.substr(0, sep);
+    std::string rest = text.substr(sep + 3);
+    if (const auto q = rest.find('?'); q != std::string::npos) {
+        std::string query = rest.substr(q + 1);
+        rest = rest.substr(0, q);
+        std::size_t start = 0;
+        while (start <= query.size()) {
+            const auto amp = query.find('&', start);
+            const std::string pair =
+                query.substr(start, amp == std::string::npos ? std::string::npos : amp - start);
+            if (!pair.empty()) {
+                const auto eq = pair.find('=');
+                if (eq == std::string::npos)
+                    throw std::invalid_argument("query parameter '" + pair + "' needs a value");
+                uri.params[pair.substr(0, eq)] = pair.substr(eq + 1);
+            }
+            if (amp == std::string::npos) break;
+            start = amp + 1;
+        }
+    }
+    static const std::map<std::string, std::set<std::string>> kParams = {
+        {"serial", {"baud"}},
+        {"tcp", {}},
+        {"file", {"pace", "rate", "chunk"}},
+        {"sim", {"rate", "seed", "format", "addr_bytes"}}};
+    const auto known = kParams.find(uri.scheme);
+    if (known == kParams.end()) {
+        throw std::invalid_argument("unknown link scheme '" + uri.scheme +
+                                    "' (serial, tcp, file or sim)");
+    }
+    for (const auto& [key, value] : uri.params) {
+        if (!known->second.count(key))
+            throw std::invalid_argument("unknown parameter '" + key + "' for " + uri.scheme +
+                                        " links");
+    }
+    if (uri.scheme == "tcp") {
+        const auto colon = rest.rfind(':');
+        if (colon == std::string::npos || colon == 0)
+            throw std::invalid_argument("tcp links need host:port");
+        uri.host = rest.substr(0, colon);
+        const std::string port = rest.substr(colon + 1);
+        if (port.empty() || port.size() > 5 ||
+            !std::all_of(port.begin(), port.end(),
+                         [](unsigned char c) { return std::isdigit(c); }) ||
+            std::stoul(port) == 0 || std::stoul(port) > 65535) {
+            throw std::invalid_argument("bad tcp port '" + port + "'");
+        }
+        uri.port = static_cast<std::uint16_t>(std::stoul(port));
+    } else {
+        uri.path = rest;
+        if (uri.path.empty())
+            throw std::invalid_argument(uri.scheme + " links need a " +
+                                        (uri.scheme == "sim" ? "model" : "path"));
+        if ((uri.scheme == "serial" || uri.scheme == "file") && uri.path[0] != '/') {
+            throw std::invalid_argument(uri.scheme + " paths must be absolute (" + uri.scheme +
+                                        ":///dev/...)");
+        }
+    }
+    uri.number("baud", 0);  // validates numbers early
+    uri.number("rate", 0);
+    uri.number("seed", 0);
+    if (uri.scheme == "file") {
+        const std::string pace = uri.param("pace", "fast");
+        if (pace != "fast" && pace != "realtime")
+            throw std::invalid_argument("pace must be fast or realtime");
+    }
+    return uri;
+}
+
+}  // namespace rackprof::daemon

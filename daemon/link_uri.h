@@ -1,0 +1,29 @@
+// Link URIs: serial:///dev/ttyUSB0?baud=1500000, tcp://host:port, file:///path?pace=fast,
+// sim://MODEL?rate=20000&seed=1.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+namespace rackprof::daemon {
+
+struct LinkUri {
+    std::string scheme;  // serial | tcp | file | sim
+    std::string path;    // serial, file: the path; sim: the model
+    std::string host;    // tcp
+    std::uint16_t port = 0;
+    std::map<std::string, std::string> params;
+
+    std::string param(const std::string& key, const std::string& fallback) const {
+        const auto it = params.find(key);
+        return it == params.end() ? fallback : it->second;
+    }
+    std::uint64_t number(const std::string& key, std::uint64_t fallback) const;
+};
+
+// Throws std::invalid_argument with a message saying what is wrong.
+LinkUri parse_link_uri(const std::string& text);
+
+}  // namespace rackprof::daemon

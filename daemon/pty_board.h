@@ -1,0 +1,61 @@
+// A simulated board on a pseudo-terminal: the simulator's wire bytes are written into the
+// pty's master side, paced to a byte rate, and the daemon opens the slave side as a serial
+// device — the same code path real hardware takes. It can also "unplug": the pty vanishes
+// (the reader sees an I/O error, the path disappears) and comes back under the same path.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "daemon/board_simulator.h"
+
+namespace rackprof::daemon {
+
+struct PtyBoardOptions {
+    SimulatorOptions simulator;
+    std::uint64_t rate = 20000;       // wire bytes per second
+    std::filesystem::path link_path;  // optional: a symlink to the slave, stable across replugs
+    std::chrono::milliseconds unplug_every{0};  // 0: never unplug
+    std::chrono::milliseconds unplug_for{500};
+    std::uint64_t max_unplugs = 0;  // 0: no limit
+};
+
+class PtyBoard {
+  public:
+    // Creates the first pty (raw mode) and its symlink. Throws std::runtime_error.
+    explicit PtyBoard(PtyBoardOptions options);
+    ~PtyBoard();
+    PtyBoard(const PtyBoard&) = delete;
+    PtyBoard& operator=(const PtyBoard&) = delete;
+
+    // The path a reader opens: the symlink if one was asked for, else /dev/pts/N.
+    std::filesystem::path device() const;
+    // Starts writing in a thread of its own.
+    void start();
+    // Asks the writer to stop after the current piece.
+    void stop() { stop_ = true; }
+    // Waits until the simulation ended and a reader has taken every byte (or stop()).
+    GroundTruth wait();
+    std::uint64_t unplugs() const { return unplugs_; }
+
+  private:
+    void plug();
+    void unplug();
+    void write_piece(const std::uint8_t* data, std::size_t size);
+    void wait_until_read();
+
+    PtyBoardOptions options_;
+    int master_ = -1;
+    int keeper_ = -1;  // our own slave descriptor: keeps the pty alive and tells how much is unread
+    std::string slave_path_;
+    std::atomic<bool> stop_{false};
+    std::atomic<std::uint64_t> unplugs_{0};
+    std::optional<GroundTruth> truth_;
+    std::thread thread_;
+};
+
+}  // namespace rackprof::daemon
