@@ -1,7 +1,11 @@
 // Helpers for integration tests: temporary folders, running commands, reading files.
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,6 +36,32 @@ CommandResult run(const std::vector<std::string>& argv);
 
 // Runs the rackprof binary under test.
 CommandResult rackprof(const std::vector<std::string>& args);
+
+// A child process left running: its stderr goes to a file; killed at scope exit if still alive.
+class Process {
+  public:
+    Process(const std::vector<std::string>& argv, const std::filesystem::path& stderr_path,
+            const std::filesystem::path& cwd = {});
+    ~Process();
+    Process(const Process&) = delete;
+    Process& operator=(const Process&) = delete;
+
+    pid_t pid() const { return pid_; }
+    void signal(int sig);
+    // Waits up to `timeout` for the exit; returns the exit code, or -1 on timeout.
+    int wait(std::chrono::milliseconds timeout);
+    bool running();
+    int open_fds() const;  // descriptors in /proc/PID/fd
+
+  private:
+    pid_t pid_ = -1;
+    int status_ = -1;
+};
+
+std::vector<std::string> rackprof_argv(const std::vector<std::string>& args);
+
+// Polls `condition` every 20 ms until true or the timeout passes.
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
 
 // Runs arm-none-eabi-gprof -b ELF GMON and returns its output; fails the test if it fails.
 std::string gprof_brief(const std::filesystem::path& elf, const std::filesystem::path& gmon);

@@ -1,0 +1,334 @@
+// The capture daemon as it runs on a bench: a real `rackprof serve` process, boards on real
+// pseudo-terminals (driven by `rackprof simulate --pty`), a real SQLite file. Everything the
+// boards sent must be stored exactly, through unplugs, SIGTERM and kill -9.
+#include <signal.h>
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "gmon/aggregate.h"
+#include "storage/session_store.h"
+#include "tests/integration/test_support.h"
+
+namespace rackprof {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+struct SimBoard {
+    std::string name;
+    std::vector<std::string> simulate_args;  // model, format, ... (no --pty / --truth)
+    std::string format = "bin";
+    int addr_bytes = 3;
+};
+
+gmon::Aggregate aggregate_of(const json& truth) {
+    gmon::Aggregate a;
+    for (const auto& arc : truth["arcs"]) {
+        a.add_arc(std::stoull(arc["from"].get<std::string>(), nullptr, 16),
+                  std::stoull(arc["self"].get<std::string>(), nullptr, 16),
+                  arc["count"].get<std::uint64_t>());
+    }
+    for (const auto& pc : truth["pc_samples"]) {
+        a.add_pc(std::stoull(pc["pc"].get<std::string>(), nullptr, 16),
+                 pc["count"].get<std::uint64_t>());
+    }
+    return a;
+}
+
+class Rack {
+  public:
+    explicit Rack(std::vector<SimBoard> boards, const std::string& extra_config = "")
+        : boards_(std::move(boards)) {
+        std::ofstream config(dir_ / "rack.toml");
+        config << "[storage]\npath = \"" << db().string()
+               << "\"\n[links]\nreconnect_min_ms = 20\nreconnect_max_ms = 100\n"
+               << extra_config;
+        for (const auto& b : boards_) {
+            config << "[[boards]]\nname = \"" << b.name << "\"\nlink = \"serial://"
+                   << (dir_ / b.name).string() << "\"\nformat = \"" << b.format
+                   << "\"\naddr_bytes = " << b.addr_bytes << "\n";
+        }
+    }
+
+    std::filesystem::path db() const { return dir_ / "rack.db"; }
+    std::filesystem::path path(const std::string& name) const { return dir_ / name; }
+
+    void start_boards() {
+        for (const auto& b : boards_) {
+            auto args = b.simulate_args;
+            for (const std::string& a :
+                 {std::string("--pty"), (dir_ / b.name).string(), std::string("--truth"),
+                  (dir_ / (b.name + ".truth.json")).string(), std::string("--format"), b.format,
+                  std::string("--addr-bytes"), std::to_string(b.addr_bytes)}) {
+                args.push_back(a);
+            }
+            args.insert(args.begin(), "simulate");
+            sims_.push_back(std::make_unique<testing::Process>(testing::rackprof_argv(args),
+                                                               dir_ / (b.name + ".log")));
+        }
+        for (const auto& b : boards_) {
+            REQUIRE_MESSAGE(
+                testing::eventually([&] { return std::filesystem::exists(dir_ / b.name); }, 10s),
+                testing::read_text(dir_ / (b.name + ".log")));
+        }
+    }
+
+    void start_daemon() {
+        daemon_ = std::make_unique<testing::Process>(
+            testing::rackprof_argv({"serve", "--config", (dir_ / "rack.toml").string()}),
+            dir_ / "serve.log");
+    }
+
+    void wait_boards(std::chrono::seconds timeout = 60s) {
+        for (auto& sim : sims_) {
+            REQUIRE(sim->wait(timeout) == 0);
+        }
+    }
+
+    // SIGTERM: must exit 0 within 2 seconds.
+    void stop_daemon() {
+        const auto start = std::chrono::steady_clock::now();
+        daemon_->signal(SIGTERM);
+        const int code = daemon_->wait(5s);
+        const auto took = std::chrono::steady_clock::now() - start;
+        INFO(log());
+        CHECK(code == 0);
+        CHECK(took < 2s);
+    }
+
+    json truth(const std::string& name) const {
+        return json::parse(testing::read_text(dir_ / (name + ".truth.json")));
+    }
+    std::string log() const { return testing::read_text(dir_ / "serve.log"); }
+    testing::Process& daemon() { return *daemon_; }
+
+    // The bytes a board sends, made again without a pty: the simulator is deterministic.
+    std::string expected_bytes(const SimBoard& b) {
+        auto args = b.simulate_args;
+        args.insert(args.begin(), "simulate");
+        for (const std::string& a :
+             {std::string("-o"), (dir_ / (b.name + ".bytes")).string(), std::string("--format"),
+              b.format, std::string("--addr-bytes"), std::to_string(b.addr_bytes)}) {
+            args.push_back(a);
+        }
+        REQUIRE(testing::rackprof(args).exit_code == 0);
+        return testing::read_text(dir_ / (b.name + ".bytes"));
+    }
+
+  private:
+    testing::TempDir dir_;
+    std::vector<SimBoard> boards_;
+    std::vector<std::unique_ptr<testing::Process>> sims_;
+    std::unique_ptr<testing::Process> daemon_;
+};
+
+const storage::SessionInfo& only_session_of(const std::vector<storage::SessionInfo>& sessions,
+                                            const std::string& board) {
+    const storage::SessionInfo* found = nullptr;
+    for (const auto& s : sessions) {
+        if (s.spec.board == board) {
+            REQUIRE_MESSAGE(!found, "more than one session for " << board);
+            found = &s;
+        }
+    }
+    REQUIRE_MESSAGE(found, "no session for " << board);
+    return *found;
+}
+
+TEST_CASE(
+    "a rack of simulated boards: every stored record, aggregate and raw byte equals what was "
+    "sent") {
+    const std::vector<SimBoard> boards = {
+        {"blinky", {"--model", "blinky", "--iterations", "150", "--rate", "60000"}, "bin", 3},
+        {"conflation",
+         {"--model", "conflation", "--iterations", "400", "--rate", "60000"},
+         "hex",
+         3},
+        {"deterministic",
+         {"--model", "deterministic", "--iterations", "200", "--rate", "60000"},
+         "bin",
+         4},
+        {"deterministic-hex",
+         {"--model", "deterministic", "--iterations", "100", "--seed", "5", "--rate", "60000"},
+         "hex",
+         4},
+    };
+    Rack rack(boards);
+    rack.start_boards();
+    rack.start_daemon();
+    rack.wait_boards();
+    rack.stop_daemon();
+
+    storage::SessionStore store(rack.db(), storage::Database::Mode::kReadOnly);
+    const auto sessions = store.sessions();
+    for (const auto& b : boards) {
+        CAPTURE(b.name);
+        const auto& s = only_session_of(sessions, b.name);
+        const json truth = rack.truth(b.name);
+        CHECK(s.state == "completed");
+        CHECK(s.counters.arcs == truth["arcs_sent"].get<std::uint64_t>());
+        CHECK(s.counters.pc_samples == truth["pc_samples_sent"].get<std::uint64_t>());
+        CHECK(s.counters.bytes_in == truth["wire_bytes"].get<std::uint64_t>());
+        CHECK(s.counters.bytes_discarded == 0);
+        CHECK(s.counters.records_lost == 0);
+        CHECK(store.aggregate(s.id) == aggregate_of(truth));
+        // Record batches hold exactly the records.
+        gmon::Aggregate from_batches;
+        store.for_each_record_batch(
+            s.id, [&](std::int64_t, std::span<const protocol::Record> r) { from_batches.add(r); });
+        CHECK(from_batches == aggregate_of(truth));
+        // Raw bytes, in order, are the bytes sent.
+        std::string raw;
+        std::int64_t last = 0;
+        store.for_each_chunk(s.id, [&](std::int64_t t, std::span<const std::uint8_t> bytes) {
+            CHECK(t >= last);
+            last = t;
+            raw.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+        });
+        CHECK(raw == rack.expected_bytes(b));
+    }
+    // A re-decode of the stored raw bytes equals the live result.
+    const auto& first = only_session_of(sessions, "deterministic");
+    const auto live = testing::rackprof({"convert", "--db", rack.db().string(), "--session",
+                                         std::to_string(first.id), "--report", "json", "-o",
+                                         rack.path("live.gmon").string()});
+    const auto again = testing::rackprof({"convert", "--db", rack.db().string(), "--session",
+                                          std::to_string(first.id), "--redecode", "--report",
+                                          "json", "-o", rack.path("again.gmon").string()});
+    REQUIRE(live.exit_code == 0);
+    REQUIRE(again.exit_code == 0);
+    CHECK(json::parse(live.out)["raw"] == json::parse(again.out)["raw"]);
+    CHECK(testing::read_text(rack.path("live.gmon")) ==
+          testing::read_text(rack.path("again.gmon")));
+}
+
+TEST_CASE(
+    "unplug and replug 20 times: one session, gaps recorded, nothing lost, no descriptor leak") {
+    const std::vector<SimBoard> boards = {
+        {"flaky",
+         {"--model", "deterministic", "--iterations", "220", "--rate", "60000", "--unplug-every",
+          "120", "--unplug-for", "60", "--unplugs", "20"}},
+        {"steady", {"--model", "blinky", "--iterations", "100", "--rate", "30000"}},
+    };
+    Rack rack(boards);
+    rack.start_boards();
+    rack.start_daemon();
+    REQUIRE(testing::eventually(
+        [&] { return rack.log().find("[flaky] connected") != std::string::npos; }, 10s));
+    std::this_thread::sleep_for(300ms);
+    const int fds_before = rack.daemon().open_fds();
+    rack.wait_boards();
+    const json truth = rack.truth("flaky");
+    CHECK(truth["unplugs"] == 20);
+    std::this_thread::sleep_for(300ms);  // the last reconnect attempts settle
+    const int fds_after = rack.daemon().open_fds();
+    CHECK(fds_after <= fds_before);
+    rack.stop_daemon();
+
+    storage::SessionStore store(rack.db(), storage::Database::Mode::kReadOnly);
+    const auto sessions = store.sessions();
+    const auto& s = only_session_of(sessions, "flaky");
+    CHECK(s.counters.gaps >= 20);
+    CHECK(store.gaps(s.id).size() == s.counters.gaps);
+    for (const auto& gap : store.gaps(s.id)) {
+        CHECK(gap.ended_ns >= gap.started_ns);
+        CHECK_FALSE(gap.reason.empty());
+    }
+    CHECK(s.counters.bytes_in == truth["wire_bytes"].get<std::uint64_t>());
+    CHECK(s.counters.bytes_discarded == 0);
+    CHECK(store.aggregate(s.id) == aggregate_of(truth));
+    const auto& steady = only_session_of(sessions, "steady");
+    CHECK(store.aggregate(steady.id) == aggregate_of(rack.truth("steady")));
+    CHECK(steady.counters.gaps <= 1);  // only the end of the simulation
+}
+
+TEST_CASE("kill -9: on restart the session is interrupted, what was committed is intact") {
+    const std::vector<SimBoard> boards = {
+        {"victim", {"--model", "deterministic", "--iterations", "100000", "--rate", "40000"}}};
+    Rack rack(boards);
+    rack.start_boards();
+    rack.start_daemon();
+    REQUIRE(testing::eventually(
+        [&] { return rack.log().find("[victim] session") != std::string::npos; }, 10s));
+    std::this_thread::sleep_for(1500ms);
+    rack.daemon().signal(SIGKILL);
+    CHECK(rack.daemon().wait(5s) == 128 + SIGKILL);
+
+    // Restarted, the daemon repairs the state (the simulator is still sending) and stops cleanly.
+    rack.start_daemon();
+    REQUIRE(testing::eventually(
+        [&] { return rack.log().find("now marked interrupted") != std::string::npos; }, 10s));
+    std::this_thread::sleep_for(300ms);
+    rack.stop_daemon();
+
+    storage::SessionStore store(rack.db(), storage::Database::Mode::kReadOnly);
+    {
+        storage::Statement check = store.db().prepare("PRAGMA integrity_check");
+        REQUIRE(check.step());
+        CHECK(check.column_text(0) == "ok");
+    }
+    const auto sessions = store.sessions();
+    REQUIRE(sessions.size() == 2);
+    const auto& killed = sessions[0];
+    CHECK(killed.state == "interrupted");
+    CHECK(killed.ended_ns >= killed.spec.started_ns);
+    CHECK(sessions[1].state == "completed");
+    // About 1.5 s at 40 kB/s was captured; at most the last commit interval is at risk.
+    CHECK(killed.counters.bytes_in > 20000);
+    // Aggregates, record batches and raw bytes agree with each other.
+    gmon::Aggregate from_batches;
+    store.for_each_record_batch(
+        killed.id, [&](std::int64_t, std::span<const protocol::Record> r) { from_batches.add(r); });
+    CHECK(store.aggregate(killed.id) == from_batches);
+    std::uint64_t raw = 0;
+    store.for_each_chunk(killed.id,
+                         [&](std::int64_t, std::span<const std::uint8_t> b) { raw += b.size(); });
+    CHECK(raw == killed.counters.bytes_in);
+    CHECK(from_batches.total_calls() == killed.counters.arcs);
+}
+
+TEST_CASE("bad configuration: exit 2 naming file, line and key; nothing started") {
+    testing::TempDir dir;
+    std::ofstream(dir / "bad.toml")
+        << "[storage]\npath = \"" << (dir / "x.db").string()
+        << "\"\n[[boards]]\nname = \"a\"\nlink = \"serial:///dev/null\"\naddr_bytes = 7\n";
+    const auto r = testing::rackprof({"serve", "--config", (dir / "bad.toml").string()});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("bad.toml:6: boards[0].addr_bytes: must be 3 or 4") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir / "x.db"));
+    const auto missing = testing::rackprof({"serve", "--config", (dir / "none.toml").string()});
+    CHECK(missing.exit_code == 2);
+}
+
+TEST_CASE(
+    "a missing device and a non-serial device: clear errors, the other boards keep capturing") {
+    const std::vector<SimBoard> boards = {
+        {"good", {"--model", "blinky", "--iterations", "60", "--rate", "40000"}}};
+    testing::TempDir other;
+    std::ofstream(other / "not-a-tty") << "plain file";
+    Rack rack(boards, "[[boards]]\nname = \"absent\"\nlink = \"serial://" +
+                          (other / "ttyUSB9").string() +
+                          "\"\n[[boards]]\nname = \"plain\"\nlink = \"serial://" +
+                          (other / "not-a-tty").string() + "\"\n");
+    rack.start_boards();
+    rack.start_daemon();
+    rack.wait_boards();
+    rack.stop_daemon();
+    const std::string log = rack.log();
+    CHECK(log.find("[absent] cannot connect: " + (other / "ttyUSB9").string() +
+                   ": No such file or directory") != std::string::npos);
+    CHECK(log.find("[plain] cannot connect:") != std::string::npos);
+    storage::SessionStore store(rack.db(), storage::Database::Mode::kReadOnly);
+    const auto sessions = store.sessions();
+    const auto& good = only_session_of(sessions, "good");
+    CHECK(store.aggregate(good.id) == aggregate_of(rack.truth("good")));
+    for (const auto& s : sessions) CHECK(s.spec.board == "good");
+}
+
+}  // namespace
+}  // namespace rackprof
