@@ -150,6 +150,11 @@ void SessionStore::migrate() {
     }
 }
 
+Statement& SessionStore::cached(std::optional<Statement>& slot, const char* sql) {
+    if (!slot) slot.emplace(db_.prepare(sql));
+    return *slot;
+}
+
 std::int64_t SessionStore::create_session(const NewSession& s) {
     Statement st = db_.prepare(
         "INSERT INTO sessions (board, link, protocol, format, addr_bytes, elf_path, elf_build_id, "
@@ -166,13 +171,15 @@ void SessionStore::append_chunk(std::int64_t session, std::int64_t seq, std::int
                                 std::span<const std::uint8_t> packed_records,
                                 std::uint64_t record_count) {
     if (!raw.empty()) {  // empty: records flushed at a break or the end; their bytes came earlier
-        Statement raw_st = db_.prepare(
+        Statement& raw_st = cached(
+            insert_raw_,
             "INSERT INTO raw_chunks (session_id, seq, received_ns, bytes) VALUES (?, ?, ?, ?)");
         raw_st.bind(1, session).bind(2, seq).bind(3, received_ns).bind_blob(4, raw);
         raw_st.run();
     }
     if (record_count == 0) return;
-    Statement rec_st = db_.prepare(
+    Statement& rec_st = cached(
+        insert_records_,
         "INSERT INTO record_batches (session_id, seq, received_ns, count, records) VALUES (?, ?, "
         "?, ?, ?)");
     rec_st.bind(1, session)
@@ -184,16 +191,18 @@ void SessionStore::append_chunk(std::int64_t session, std::int64_t seq, std::int
 }
 
 void SessionStore::add_to_aggregate(std::int64_t session, const gmon::Aggregate& delta) {
-    Statement arcs = db_.prepare(
+    Statement& arcs = cached(
+        upsert_arc_,
         "INSERT INTO session_arcs (session_id, from_pc, self_pc, count) VALUES (?, ?, ?, ?) "
         "ON CONFLICT (session_id, from_pc, self_pc) DO UPDATE SET count = count + excluded.count");
     for (const auto& a : delta.arcs()) {
         arcs.bind(1, session).bind(2, a.from_pc).bind(3, a.self_pc).bind(4, a.count);
         arcs.run();
     }
-    Statement pcs = db_.prepare(
-        "INSERT INTO session_pcs (session_id, pc, count) VALUES (?, ?, ?) "
-        "ON CONFLICT (session_id, pc) DO UPDATE SET count = count + excluded.count");
+    Statement& pcs =
+        cached(upsert_pc_,
+               "INSERT INTO session_pcs (session_id, pc, count) VALUES (?, ?, ?) "
+               "ON CONFLICT (session_id, pc) DO UPDATE SET count = count + excluded.count");
     for (const auto& p : delta.pc_samples()) {
         pcs.bind(1, session).bind(2, p.pc).bind(3, p.count);
         pcs.run();
@@ -201,7 +210,8 @@ void SessionStore::add_to_aggregate(std::int64_t session, const gmon::Aggregate&
 }
 
 void SessionStore::update_counters(std::int64_t session, const SessionCounters& c) {
-    Statement st = db_.prepare(
+    Statement& st = cached(
+        update_counters_,
         "UPDATE sessions SET bytes_in = ?, bytes_discarded = ?, resyncs = ?, arcs = ?, pc_samples "
         "= ?, gaps = ?, "
         "records_lost = ?, bytes_lost = ? WHERE id = ?");

@@ -100,8 +100,15 @@ class SessionStore {
   private:
     void migrate();
     SessionInfo read_info(Statement& s);
+    // A statement prepared once and reused: the write path runs for every chunk.
+    Statement& cached(std::optional<Statement>& slot, const char* sql);
 
     Database db_;
+    std::optional<Statement> insert_raw_;
+    std::optional<Statement> insert_records_;
+    std::optional<Statement> upsert_arc_;
+    std::optional<Statement> upsert_pc_;
+    std::optional<Statement> update_counters_;
 };
 
 }  // namespace rackprof::storage

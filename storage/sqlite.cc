@@ -94,7 +94,9 @@ bool Statement::step() {
     const int rc = sqlite3_step(stmt_);
     if (rc == SQLITE_ROW) return true;
     if (rc == SQLITE_DONE) return false;
-    fail(std::string("step ") + sqlite3_sql(stmt_));
+    const std::string what = std::string("step ") + sqlite3_sql(stmt_) + ": " + sqlite3_errmsg(db_);
+    sqlite3_reset(stmt_);  // ready for reuse after the failure
+    throw StorageError(what);
 }
 
 void Statement::run() {

@@ -1,0 +1,63 @@
+// Test and benchmark support: temporary folders, child processes, files. No test framework.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace rackprof::testing {
+
+// A fresh folder under the system temp dir, removed with everything in it at scope exit.
+class TempDir {
+  public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::filesystem::path& path() const { return path_; }
+    std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+  private:
+    std::filesystem::path path_;
+};
+
+struct CommandResult {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+
+// Runs argv (no shell), capturing standard output and error.
+CommandResult run(const std::vector<std::string>& argv);
+
+// A child process left running: its stderr goes to a file; killed at scope exit if still alive.
+class Process {
+  public:
+    Process(const std::vector<std::string>& argv, const std::filesystem::path& stderr_path,
+            const std::filesystem::path& cwd = {});
+    ~Process();
+    Process(const Process&) = delete;
+    Process& operator=(const Process&) = delete;
+
+    pid_t pid() const { return pid_; }
+    void signal(int sig);
+    // Waits up to `timeout` for the exit; returns the exit code, or -1 on timeout.
+    int wait(std::chrono::milliseconds timeout);
+    bool running();
+    int open_fds() const;  // descriptors in /proc/PID/fd
+
+  private:
+    pid_t pid_ = -1;
+    int status_ = -1;
+};
+
+// Polls `condition` every 20 ms until true or the timeout passes.
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
+
+std::string read_text(const std::filesystem::path& path);
+
+}  // namespace rackprof::testing
