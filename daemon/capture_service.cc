@@ -48,7 +48,8 @@ void CaptureService::start() {
 template <typename F>
 auto CaptureService::on_capture_thread(F&& f) -> decltype(f()) {
     using Result = decltype(f());
-    if (!thread_.joinable() || std::this_thread::get_id() == thread_.get_id()) return f();
+    if (!running_ || !thread_.joinable() || std::this_thread::get_id() == thread_.get_id())
+        return f();
     std::packaged_task<Result()> task(std::forward<F>(f));
     auto result = task.get_future();
     boost::asio::post(io_, [&task] { task(); });
@@ -56,19 +57,18 @@ auto CaptureService::on_capture_thread(F&& f) -> decltype(f()) {
 }
 
 void CaptureService::shutdown() {
-    if (!running_) {
-        if (writer_) writer_->stop();
-        return;
+    if (running_) {
+        // On the capture thread, so no link callback runs while boards stop.
+        on_capture_thread([this] {
+            for (auto& board : boards_) board->shutdown();
+            return 0;
+        });
+        io_.stop();
+        if (thread_.joinable()) thread_.join();
+        running_ = false;
     }
-    running_ = false;
-    on_capture_thread([this] {
-        for (auto& board : boards_) board->shutdown();
-        return 0;
-    });
-    io_.stop();
-    if (thread_.joinable()) thread_.join();
     boards_.clear();
-    writer_->stop();  // commits what the boards handed over
+    if (writer_) writer_->stop();  // commits what the boards handed over
 }
 
 std::vector<BoardStatus> CaptureService::boards() {

@@ -5,6 +5,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <atomic>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -44,7 +45,7 @@ class CaptureService {
     std::unique_ptr<storage::StorageWriter> writer_;
     std::vector<std::unique_ptr<Board>> boards_;
     std::thread thread_;
-    bool running_ = false;
+    std::atomic<bool> running_{false};
 };
 
 }  // namespace rackprof::daemon

@@ -23,7 +23,8 @@ class LegacyDecoder {
     explicit LegacyDecoder(LegacyOptions options);
 
     void feed(std::span<const std::uint8_t> data, RecordSink& sink);
-    // End of stream: decides the held-back tail (a truncated record is counted as discarded).
+    // End of stream, or a break in it (a link went away): decides the held-back tail, a
+    // truncated record counting as discarded. Decoding may go on afterwards; counters carry on.
     void finish(RecordSink& sink);
 
     const DecoderStats& stats() const { return stats_; }

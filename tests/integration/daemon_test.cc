@@ -1,7 +1,11 @@
 // The capture daemon as it runs on a bench: a real `rackprof serve` process, boards on real
 // pseudo-terminals (driven by `rackprof simulate --pty`), a real SQLite file. Everything the
 // boards sent must be stored exactly, through unplugs, SIGTERM and kill -9.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <doctest/doctest.h>
 
@@ -328,6 +332,93 @@ TEST_CASE(
     const auto& good = only_session_of(sessions, "good");
     CHECK(store.aggregate(good.id) == aggregate_of(rack.truth("good")));
     for (const auto& s : sessions) CHECK(s.spec.board == "good");
+}
+
+}  // namespace
+}  // namespace rackprof
+
+namespace rackprof {
+namespace {
+
+// A one-shot raw TCP server (what ser2net offers): sends `bytes` to the first client, closes.
+class OneShotTcpServer {
+  public:
+    explicit OneShotTcpServer(std::string bytes) : bytes_(std::move(bytes)) {
+        listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+        REQUIRE(::listen(listener_, 1) == 0);
+        socklen_t len = sizeof addr;
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+        port_ = ntohs(addr.sin_port);
+        thread_ = std::thread([this] {
+            const int client = ::accept(listener_, nullptr, nullptr);
+            ::close(listener_);  // later reconnects are refused, as when the server went away
+            std::size_t done = 0;
+            while (client >= 0 && done < bytes_.size()) {
+                const ssize_t n = ::send(client, bytes_.data() + done,
+                                         std::min<std::size_t>(4096, bytes_.size() - done), 0);
+                if (n <= 0) break;
+                done += static_cast<std::size_t>(n);
+            }
+            if (client >= 0) ::close(client);
+        });
+    }
+    ~OneShotTcpServer() {
+        if (thread_.joinable()) thread_.join();
+    }
+    int port() const { return port_; }
+
+  private:
+    std::string bytes_;
+    int listener_ = -1;
+    int port_ = 0;
+    std::thread thread_;
+};
+
+TEST_CASE("TCP and file links: stored exactly; a finished file completes its session") {
+    testing::TempDir dir;
+    const auto capture = dir / "capture.bin";
+    const auto truth_path = dir / "truth.json";
+    REQUIRE(testing::rackprof({"simulate", "--model", "deterministic", "--iterations", "300", "-o",
+                               capture.string(), "--truth", truth_path.string()})
+                .exit_code == 0);
+    const json truth = json::parse(testing::read_text(truth_path));
+    OneShotTcpServer server(testing::read_text(capture));
+    {
+        std::ofstream config(dir / "rack.toml");
+        config << "[storage]\npath = \"" << (dir / "rack.db").string() << "\"\n"
+               << "[[boards]]\nname = \"tcp\"\nlink = \"tcp://127.0.0.1:" << server.port() << "\"\n"
+               << "[[boards]]\nname = \"file\"\nlink = \"file://" << capture.string()
+               << "?pace=fast\"\n";
+    }
+    testing::Process daemon(
+        testing::rackprof_argv({"serve", "--config", (dir / "rack.toml").string()}),
+        dir / "serve.log");
+    const auto log = [&] { return testing::read_text(dir / "serve.log"); };
+    REQUIRE(testing::eventually(
+        [&] {
+            return log().find("[file] session") != std::string::npos &&
+                   log().find("completed") != std::string::npos &&
+                   log().find("[tcp] disconnected") != std::string::npos;
+        },
+        20s));
+    daemon.signal(SIGTERM);
+    REQUIRE(daemon.wait(5s) == 0);
+    INFO(log());
+    CHECK(log().find("[file] link finished: end of file") != std::string::npos);
+
+    storage::SessionStore store(dir / "rack.db", storage::Database::Mode::kReadOnly);
+    const auto sessions = store.sessions();
+    for (const char* board : {"tcp", "file"}) {
+        CAPTURE(board);
+        const auto& s = only_session_of(sessions, board);
+        CHECK(s.state == "completed");
+        CHECK(s.counters.bytes_in == truth["wire_bytes"].get<std::uint64_t>());
+        CHECK(store.aggregate(s.id) == aggregate_of(truth));
+    }
 }
 
 }  // namespace
