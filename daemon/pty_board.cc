@@ -68,24 +68,33 @@ void PtyBoard::unplug() {
 
 void PtyBoard::start() {
     thread_ = std::thread([this] {
-        auto last_plug = Clock::now();
-        truth_ =
-            simulate_board(options_.simulator, [&](const std::uint8_t* data, std::size_t size) {
-                if (options_.unplug_every.count() > 0 &&
-                    Clock::now() - last_plug >= options_.unplug_every &&
-                    (options_.max_unplugs == 0 || unplugs_ < options_.max_unplugs)) {
-                    // Between pieces, so no record is cut: everything written has been read first.
-                    wait_until_read();
-                    unplug();
-                    ++unplugs_;
-                    std::this_thread::sleep_for(options_.unplug_for);
-                    plug();
-                    last_plug = Clock::now();
-                }
-                write_piece(data, size);
-            });
-        wait_until_read();
+        try {
+            run();
+        } catch (const std::exception& e) {
+            // A board that fails stops sending, like unplugged hardware; the reason is kept.
+            error_ = e.what();
+            stop_ = true;
+        }
     });
+}
+
+void PtyBoard::run() {
+    auto last_plug = Clock::now();
+    truth_ = simulate_board(options_.simulator, [&](const std::uint8_t* data, std::size_t size) {
+        if (options_.unplug_every.count() > 0 &&
+            Clock::now() - last_plug >= options_.unplug_every &&
+            (options_.max_unplugs == 0 || unplugs_ < options_.max_unplugs)) {
+            // Between pieces, so no record is cut: everything written has been read first.
+            wait_until_read();
+            unplug();
+            ++unplugs_;
+            std::this_thread::sleep_for(options_.unplug_for);
+            plug();
+            last_plug = Clock::now();
+        }
+        write_piece(data, size);
+    });
+    wait_until_read();
 }
 
 void PtyBoard::write_piece(const std::uint8_t* data, std::size_t size) {

@@ -41,8 +41,11 @@ class PtyBoard {
     // Waits until the simulation ended and a reader has taken every byte (or stop()).
     GroundTruth wait();
     std::uint64_t unplugs() const { return unplugs_; }
+    // Why the board stopped early, if it did ("" otherwise); read after wait().
+    const std::string& error() const { return error_; }
 
   private:
+    void run();
     void plug();
     void unplug();
     void write_piece(const std::uint8_t* data, std::size_t size);
@@ -55,6 +58,7 @@ class PtyBoard {
     std::atomic<bool> stop_{false};
     std::atomic<std::uint64_t> unplugs_{0};
     std::optional<GroundTruth> truth_;
+    std::string error_;
     std::thread thread_;
 };
 

@@ -165,6 +165,8 @@ int run_simulate(const std::vector<std::string>& args) {
         board.start();
         truth = board.wait();
         unplugs = board.unplugs();
+        if (!board.error().empty())
+            throw std::runtime_error("the board on " + *pty + " failed: " + board.error());
     } else {
         const auto out_path = cl.get("-o");
         if (!out_path && !cl.has("--truth") && !cl.has("--write-elf")) {
