@@ -6,8 +6,10 @@ set -euo pipefail
 packages=(
     build-essential cmake ninja-build pkg-config
     libboost1.81-dev nlohmann-json3-dev libsqlite3-dev libspdlog-dev libtomlplusplus-dev
-    doctest-dev libelf-dev libdw-dev libssl-dev
+    doctest-dev libelf-dev libdw-dev libssl-dev libsystemd-dev
     binutils-arm-none-eabi      # arm-none-eabi-gprof: the oracle the tests compare against
+    systemd                     # systemd-analyze: the deploy tests verify the unit
+    dpkg-dev fakeroot file      # cpack builds the .deb; its tests inspect it
 )
 
 missing=()

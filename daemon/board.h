@@ -50,6 +50,7 @@ class Board {
 
     BoardStatus status() const;
     const std::string& name() const { return config_.name; }
+    const BoardConfig& config() const { return config_; }
 
   private:
     void connect();

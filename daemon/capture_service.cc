@@ -3,6 +3,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
 #include <future>
 
 namespace rackprof::daemon {
@@ -60,6 +61,8 @@ void CaptureService::shutdown() {
     if (running_) {
         // On the capture thread, so no link callback runs while boards stop.
         on_capture_thread([this] {
+            if (heartbeat_) heartbeat_->cancel();
+            heartbeat_tick_.reset();
             for (auto& board : boards_) board->shutdown();
             return 0;
         });
@@ -69,6 +72,63 @@ void CaptureService::shutdown() {
     }
     boards_.clear();
     if (writer_) writer_->stop();  // commits what the boards handed over
+}
+
+void CaptureService::reload(const DaemonConfig& next) {
+    if (next.storage_path != config_.storage_path) {
+        log_->warn("reload: storage.path changed to {}; it takes effect at the next start",
+                   next.storage_path.string());
+    }
+    on_capture_thread([&] {
+        std::vector<std::unique_ptr<Board>> kept;
+        for (auto& board : boards_) {
+            const auto wanted =
+                std::find_if(next.boards.begin(), next.boards.end(),
+                             [&](const BoardConfig& b) { return b.name == board->name(); });
+            if (wanted != next.boards.end() && *wanted == board->config()) {
+                kept.push_back(std::move(board));
+                continue;
+            }
+            log_->info("[{}] {}", board->name(),
+                       wanted == next.boards.end() ? "removed" : "changed: restarting");
+            board->shutdown();
+        }
+        for (const BoardConfig& b : next.boards) {
+            const bool present = std::any_of(kept.begin(), kept.end(),
+                                             [&](const auto& k) { return k->name() == b.name; });
+            if (present) continue;
+            kept.push_back(std::make_unique<Board>(io_, b, *writer_, log_, next.reconnect_min,
+                                                   next.reconnect_max));
+            try {
+                kept.back()->start();
+            } catch (const std::exception& e) {
+                log_->error("[{}] cannot start: {}", b.name, e.what());
+            }
+        }
+        boards_ = std::move(kept);
+        return 0;
+    });
+    const auto storage_path = config_.storage_path;
+    config_ = next;
+    config_.storage_path = storage_path;
+}
+
+void CaptureService::set_heartbeat(std::chrono::microseconds interval, std::function<void()> beat) {
+    on_capture_thread([&] {
+        heartbeat_ = std::make_unique<boost::asio::steady_timer>(io_);
+        auto tick = std::make_shared<std::function<void()>>();
+        *tick = [this, interval, beat = std::move(beat),
+                 weak = std::weak_ptr<std::function<void()>>(tick)] {
+            beat();
+            heartbeat_->expires_after(interval);
+            heartbeat_->async_wait([weak](const boost::system::error_code& ec) {
+                if (auto t = weak.lock(); t && !ec) (*t)();
+            });
+        };
+        heartbeat_tick_ = tick;
+        (*tick)();
+        return 0;
+    });
 }
 
 std::vector<BoardStatus> CaptureService::boards() {

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -30,6 +33,13 @@ class CaptureService {
     // Stops every link, completes every session, commits everything. Idempotent.
     void shutdown();
 
+    // Applies a new configuration's boards (SIGHUP): removed boards stop, changed ones restart,
+    // new ones start; untouched boards keep their links and sessions. Settings that need a
+    // restart (storage path) are reported in the log and otherwise left alone.
+    void reload(const DaemonConfig& config);
+    // Calls `beat` on the capture thread every `interval`: proof the capture loop is alive.
+    void set_heartbeat(std::chrono::microseconds interval, std::function<void()> beat);
+
     std::vector<BoardStatus> boards();
     bool start_session(const std::string& board);
     bool stop_session(const std::string& board);
@@ -44,6 +54,8 @@ class CaptureService {
     boost::asio::io_context io_;
     std::unique_ptr<storage::StorageWriter> writer_;
     std::vector<std::unique_ptr<Board>> boards_;
+    std::unique_ptr<boost::asio::steady_timer> heartbeat_;
+    std::shared_ptr<std::function<void()>> heartbeat_tick_;
     std::thread thread_;
     std::atomic<bool> running_{false};
 };

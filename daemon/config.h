@@ -26,6 +26,7 @@ struct BoardConfig {
     std::string elf;             // optional
     bool autostart = true;
     std::vector<std::string> tags;
+    friend bool operator==(const BoardConfig&, const BoardConfig&) = default;
 };
 
 struct DaemonConfig {

@@ -12,6 +12,7 @@
 #include "daemon/capture_service.h"
 #include "daemon/command_line.h"
 #include "daemon/commands.h"
+#include "daemon/systemd_notifier.h"
 
 namespace rackprof::daemon {
 
@@ -21,7 +22,9 @@ constexpr const char* kUsage = R"(usage: rackprof serve [--config FILE] [--log-l
 
 Runs the capture daemon: opens every board's link, captures sessions into SQLite, and keeps
 going through unplugs and reconnects. Without --config it runs on the embedded default: a
-database under ./var and a small simulated rack. SIGTERM or SIGINT stops it cleanly.
+database under ./var and a small simulated rack. SIGTERM or SIGINT stops it cleanly; SIGHUP
+reloads the configuration file (boards added, removed or changed; the others keep running).
+Under systemd it speaks the notify protocol (Type=notify, WatchdogSec=).
 )";
 
 std::shared_ptr<spdlog::logger> make_logger(const std::string& level) {
@@ -58,18 +61,43 @@ int run_serve(const std::vector<std::string>& args) {
     // Signals are taken by this thread alone, with sigwait: block them before any thread starts.
     sigset_t signals;
     sigemptyset(&signals);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGINT);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, sig);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
     log->info("rackprof serve {}: configuration {}, storage {}, {} board(s)", RACKPROF_VERSION,
               config.source, config.storage_path.string(), config.boards.size());
-    CaptureService service(config, log);
+    CaptureService service(config, log);  // storage is open from here on
     service.start();
+    SystemdNotifier systemd;
+    if (const auto interval = systemd.watchdog_interval()) {
+        // Pinged from the capture loop itself: a stuck loop stops the pings and systemd acts.
+        service.set_heartbeat(*interval / 2, [&systemd] { systemd.watchdog(); });
+        log->info("systemd watchdog: pinging every {} ms", (*interval / 2).count() / 1000);
+    }
+    systemd.ready("capturing from " + std::to_string(config.boards.size()) + " board(s)");
 
-    int signal = 0;
-    sigwait(&signals, &signal);
-    log->info("{}: stopping", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    while (true) {
+        int signal = 0;
+        sigwait(&signals, &signal);
+        if (signal != SIGHUP) {
+            log->info("{}: stopping", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+            break;
+        }
+        if (!cl.has("--config")) {
+            log->info("SIGHUP: running on the embedded default, there is no file to reload");
+            continue;
+        }
+        systemd.reloading();
+        try {
+            const DaemonConfig next = load_config(cl.get("--config", ""));
+            service.reload(next);
+            log->info("SIGHUP: configuration reloaded, {} board(s)", next.boards.size());
+        } catch (const ConfigError& e) {
+            log->error("SIGHUP: invalid configuration, keeping the running one: {}", e.what());
+        }
+        systemd.ready("capturing from " + std::to_string(service.boards().size()) + " board(s)");
+    }
+    systemd.stopping();
     service.shutdown();
     log->info("stopped; everything captured is committed");
     return 0;

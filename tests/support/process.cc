@@ -37,7 +37,17 @@ std::string read_text(const std::filesystem::path& path) {
     return s.str();
 }
 
-CommandResult run(const std::vector<std::string>& argv) {
+namespace {
+std::vector<char*> environment_with(const std::vector<std::string>& extra) {
+    std::vector<char*> env;
+    for (char** e = environ; *e; ++e) env.push_back(*e);
+    for (const auto& kv : extra) env.push_back(const_cast<char*>(kv.c_str()));
+    env.push_back(nullptr);
+    return env;
+}
+}  // namespace
+
+CommandResult run(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
     TempDir scratch;
     const auto out_path = scratch / "stdout";
     const auto err_path = scratch / "stderr";
@@ -53,7 +63,8 @@ CommandResult run(const std::vector<std::string>& argv) {
     args.push_back(nullptr);
     pid_t pid = 0;
     CommandResult result;
-    const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+    auto envp = environment_with(env);
+    const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) {
         result.err = "cannot start " + argv[0];
@@ -68,7 +79,7 @@ CommandResult run(const std::vector<std::string>& argv) {
 }
 
 Process::Process(const std::vector<std::string>& argv, const std::filesystem::path& stderr_path,
-                 const std::filesystem::path& cwd) {
+                 const std::filesystem::path& cwd, const std::vector<std::string>& env) {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
@@ -79,7 +90,8 @@ Process::Process(const std::vector<std::string>& argv, const std::filesystem::pa
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
-    const int rc = posix_spawnp(&pid_, args[0], &actions, nullptr, args.data(), environ);
+    auto envp = environment_with(env);
+    const int rc = posix_spawnp(&pid_, args[0], &actions, nullptr, args.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) throw std::runtime_error("cannot start " + argv[0]);
 }

@@ -31,14 +31,15 @@ struct CommandResult {
     std::string err;
 };
 
-// Runs argv (no shell), capturing standard output and error.
-CommandResult run(const std::vector<std::string>& argv);
+// Runs argv (no shell), capturing standard output and error; `env` as for Process.
+CommandResult run(const std::vector<std::string>& argv, const std::vector<std::string>& env = {});
 
 // A child process left running: its stderr goes to a file; killed at scope exit if still alive.
 class Process {
   public:
+    // `env`: KEY=VALUE entries added to this process's environment for the child.
     Process(const std::vector<std::string>& argv, const std::filesystem::path& stderr_path,
-            const std::filesystem::path& cwd = {});
+            const std::filesystem::path& cwd = {}, const std::vector<std::string>& env = {});
     ~Process();
     Process(const Process&) = delete;
     Process& operator=(const Process&) = delete;
