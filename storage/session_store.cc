@@ -67,6 +67,32 @@ const char* const kMigrations[] = {
         reason     TEXT NOT NULL
     );
     )sql",
+    // 2: chunk and batch blobs are kilobytes; WITHOUT ROWID tables store rows that large
+    // poorly (several times the data on disk), so they become ordinary tables.
+    R"sql(
+    CREATE TABLE raw_chunks_v2 (
+        session_id  INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq         INTEGER NOT NULL,
+        received_ns INTEGER NOT NULL,
+        bytes       BLOB NOT NULL,
+        UNIQUE (session_id, seq)
+    );
+    INSERT INTO raw_chunks_v2 SELECT session_id, seq, received_ns, bytes FROM raw_chunks ORDER BY session_id, seq;
+    DROP TABLE raw_chunks;
+    ALTER TABLE raw_chunks_v2 RENAME TO raw_chunks;
+    CREATE TABLE record_batches_v2 (
+        session_id  INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq         INTEGER NOT NULL,
+        received_ns INTEGER NOT NULL,
+        count       INTEGER NOT NULL,
+        records     BLOB NOT NULL,
+        UNIQUE (session_id, seq)
+    );
+    INSERT INTO record_batches_v2 SELECT session_id, seq, received_ns, count, records FROM record_batches
+        ORDER BY session_id, seq;
+    DROP TABLE record_batches;
+    ALTER TABLE record_batches_v2 RENAME TO record_batches;
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

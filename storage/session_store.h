@@ -19,7 +19,7 @@
 
 namespace rackprof::storage {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 struct SessionCounters {
     std::uint64_t bytes_in = 0;

@@ -120,3 +120,51 @@ TEST_CASE("a database from a newer rackprof is refused") {
 
 }  // namespace
 }  // namespace rackprof::storage
+
+namespace rackprof::storage {
+namespace {
+
+TEST_CASE("a version-1 database migrates forward with its data") {
+    TempDb db;
+    {
+        Database raw(db.path);
+        // Version 1 as the first release wrote it, reduced to the tables that change.
+        raw.exec(R"sql(
+            CREATE TABLE sessions (id INTEGER PRIMARY KEY, board TEXT NOT NULL, link TEXT NOT NULL,
+                protocol TEXT NOT NULL, format TEXT NOT NULL, addr_bytes INTEGER NOT NULL,
+                elf_path TEXT NOT NULL DEFAULT '', elf_build_id TEXT NOT NULL DEFAULT '',
+                elf_sha256 TEXT NOT NULL DEFAULT '', state TEXT NOT NULL, started_ns INTEGER NOT NULL,
+                ended_ns INTEGER, bytes_in INTEGER NOT NULL DEFAULT 0, bytes_discarded INTEGER NOT NULL DEFAULT 0,
+                resyncs INTEGER NOT NULL DEFAULT 0, arcs INTEGER NOT NULL DEFAULT 0, pc_samples INTEGER NOT NULL DEFAULT 0,
+                gaps INTEGER NOT NULL DEFAULT 0, records_lost INTEGER NOT NULL DEFAULT 0, bytes_lost INTEGER NOT NULL DEFAULT 0);
+            CREATE TABLE raw_chunks (session_id INTEGER NOT NULL, seq INTEGER NOT NULL, received_ns INTEGER NOT NULL,
+                bytes BLOB NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID;
+            CREATE TABLE record_batches (session_id INTEGER NOT NULL, seq INTEGER NOT NULL, received_ns INTEGER NOT NULL,
+                count INTEGER NOT NULL, records BLOB NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID;
+            CREATE TABLE session_arcs (session_id INTEGER NOT NULL, from_pc INTEGER NOT NULL, self_pc INTEGER NOT NULL,
+                count INTEGER NOT NULL, PRIMARY KEY (session_id, from_pc, self_pc)) WITHOUT ROWID;
+            CREATE TABLE session_pcs (session_id INTEGER NOT NULL, pc INTEGER NOT NULL, count INTEGER NOT NULL,
+                PRIMARY KEY (session_id, pc)) WITHOUT ROWID;
+            CREATE TABLE session_gaps (session_id INTEGER NOT NULL, started_ns INTEGER NOT NULL, ended_ns INTEGER NOT NULL,
+                reason TEXT NOT NULL);
+            INSERT INTO sessions (id, board, link, protocol, format, addr_bytes, state, started_ns)
+                VALUES (1, 'b', 'sim://blinky', 'legacy', 'bin', 3, 'completed', 5);
+            INSERT INTO raw_chunks VALUES (1, 0, 10, x'500000AA'), (1, 1, 20, x'500000BB');
+            PRAGMA user_version = 1;
+        )sql");
+    }
+    SessionStore store(db.path);
+    Statement version = store.db().prepare("PRAGMA user_version");
+    version.step();
+    CHECK(version.column_int(0) == kSchemaVersion);
+    version.reset();
+    std::vector<std::int64_t> times;
+    store.for_each_chunk(1, [&](std::int64_t t, std::span<const std::uint8_t>) { times.push_back(t); });
+    CHECK(times == std::vector<std::int64_t>{10, 20});
+    const std::vector<std::uint8_t> raw = {0x50, 0, 0, 0xCC};
+    store.append_chunk(1, 2, 30, raw, pack_records(std::vector<Record>{Record::pc_sample(0xCC)}), 1);
+    CHECK_THROWS_AS(store.append_chunk(1, 2, 30, raw, {}, 0), StorageError);  // (session, seq) stays unique
+}
+
+}  // namespace
+}  // namespace rackprof::storage

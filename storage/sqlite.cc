@@ -14,6 +14,7 @@ Database::Database(const std::filesystem::path& path, Mode mode) : path_(path) {
     sqlite3_busy_timeout(db_, 5000);
     sqlite3_extended_result_codes(db_, 1);
     if (mode == Mode::kReadWrite) {
+        exec("PRAGMA page_size=16384");  // for new files: blobs of kilobytes; no-op otherwise
         exec("PRAGMA journal_mode=WAL");
         exec("PRAGMA synchronous=NORMAL");  // WAL: durable at each checkpoint, never corrupt
     }

@@ -165,6 +165,7 @@ int main(int argc, char** argv) {
     }
     testing::TempDir temp;
     if (dir.empty()) dir = temp.path();
+    std::filesystem::create_directories(dir);
     if (boards > 0) rack(binary, dir, boards, seconds);
     if (file_mb > 0) file_source(binary, dir, file_mb);
     return 0;
