@@ -10,6 +10,7 @@ packages=(
     binutils-arm-none-eabi      # arm-none-eabi-gprof: the oracle the tests compare against
     systemd                     # systemd-analyze: the deploy tests verify the unit
     dpkg-dev fakeroot file      # cpack builds the .deb; its tests inspect it
+    curl                        # the API tests fetch gmon.out as CI jobs do
 )
 
 missing=()

@@ -29,6 +29,7 @@ struct BoardStatus {
     std::string last_error;
     std::uint64_t reconnects = 0;
     std::optional<storage::SessionHandle> session;
+    std::int64_t session_id = 0;  // the stored session's id (0 until its row is committed)
     storage::SessionCounters counters;
 };
 

@@ -132,24 +132,31 @@ void CaptureService::set_heartbeat(std::chrono::microseconds interval, std::func
 }
 
 std::vector<BoardStatus> CaptureService::boards() {
-    return on_capture_thread([this] {
-        std::vector<BoardStatus> out;
-        for (auto& board : boards_) out.push_back(board->status());
-        return out;
+    auto out = on_capture_thread([this] {
+        std::vector<BoardStatus> status;
+        for (auto& board : boards_) status.push_back(board->status());
+        return status;
     });
+    for (auto& b : out) {
+        if (b.session) b.session_id = writer_->session_id(*b.session);
+    }
+    return out;
 }
 
-bool CaptureService::start_session(const std::string& name) {
-    return on_capture_thread([&] {
+std::int64_t CaptureService::start_session(const std::string& name) {
+    const auto handle = on_capture_thread([&]() -> std::optional<storage::SessionHandle> {
         for (auto& board : boards_) {
-            if (board->name() == name) return board->start_session();
+            if (board->name() == name && board->start_session()) return board->status().session;
         }
-        return false;
+        return std::nullopt;
     });
+    if (!handle) return 0;
+    writer_->flush();  // the row exists once this returns
+    return writer_->session_id(*handle);
 }
 
 bool CaptureService::stop_session(const std::string& name) {
-    return on_capture_thread([&] {
+    const bool found = on_capture_thread([&] {
         for (auto& board : boards_) {
             if (board->name() == name) {
                 board->stop_session();
@@ -158,6 +165,16 @@ bool CaptureService::stop_session(const std::string& name) {
         }
         return false;
     });
+    if (found && std::this_thread::get_id() != thread_.get_id())
+        writer_->flush();  // stored as completed on return
+    return found;
+}
+
+bool CaptureService::stop_stored_session(std::int64_t id) {
+    for (const auto& b : boards()) {
+        if (b.session_id == id) return stop_session(b.name);
+    }
+    return false;
 }
 
 }  // namespace rackprof::daemon

@@ -41,8 +41,11 @@ class CaptureService {
     void set_heartbeat(std::chrono::microseconds interval, std::function<void()> beat);
 
     std::vector<BoardStatus> boards();
-    bool start_session(const std::string& board);
+    // Starts a session on a board; returns its stored id (0: no such board).
+    std::int64_t start_session(const std::string& board);
     bool stop_session(const std::string& board);
+    // Stops the session with this stored id if one of the boards is capturing it.
+    bool stop_stored_session(std::int64_t id);
     const DaemonConfig& config() const { return config_; }
 
   private:

@@ -109,8 +109,9 @@ DaemonConfig parse_config(const std::string& text, const std::string& source) {
     if (const toml::node* node = root.get("server")) {
         const toml::table* t = node->as_table();
         if (!t) fail(source, *node, "server", "must be a table");
-        reject_unknown(source, *t, "server.", {"listen"});
+        reject_unknown(source, *t, "server.", {"listen", "token_file"});
         c.listen = get_string(source, *t, "server.", "listen", c.listen);
+        c.token_file = get_string(source, *t, "server.", "token_file", "");
     }
     if (const toml::node* node = root.get("storage")) {
         const toml::table* t = node->as_table();

@@ -30,7 +30,8 @@ struct BoardConfig {
 };
 
 struct DaemonConfig {
-    std::string listen = "127.0.0.1:8080";
+    std::string listen = "127.0.0.1:8080";  // the HTTP API; port 0: any free port
+    std::filesystem::path token_file;       // the API token (or RACKPROF_API_TOKEN); never logged
     std::filesystem::path storage_path = "var/rackprof.db";
     std::string log_level = "info";  // trace | debug | info | warn | error
     std::chrono::milliseconds reconnect_min{100};

@@ -141,13 +141,10 @@ Converted from_aggregate(const gmon::Aggregate& aggregate, const protocol::Decod
             " bytes did not decode to records inside " + o.elf->path().string() +
             "'s code range: wrong ELF for this capture, or wrong --addr-bytes?");
     }
-    gmon::HistogramSpec spec;
-    if (o.elf) {
-        spec = {o.elf->code_low() / o.bin_bytes * o.bin_bytes, o.elf->code_high(), o.bin_bytes,
-                o.rate};
-    } else {
-        spec = gmon::observed_range(aggregate, o.bin_bytes, o.rate);
-    }
+    const auto spec = gmon::histogram_spec(
+        aggregate,
+        o.elf ? std::optional(std::pair(o.elf->code_low(), o.elf->code_high())) : std::nullopt,
+        o.bin_bytes, o.rate);
     auto binned = gmon::to_gmon_data(aggregate, spec, layout_of(o));
     Converted c;
     c.data = std::move(binned.data);

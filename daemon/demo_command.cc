@@ -38,7 +38,7 @@ int run_demo(const std::vector<std::string>& args) {
     const std::string elf_path = (dir / (options.model + ".elf")).string();
     write_model_elf(elf_path, truth);
     const auto elf = gmon::Symbolizer::load(elf_path);
-    gmon::HistogramSpec spec{elf->code_low(), elf->code_high(), 2, 1000};
+    const auto spec = gmon::histogram_spec(aggregate, std::pair(elf->code_low(), elf->code_high()));
     const auto binned = gmon::to_gmon_data(aggregate, spec, elf->layout());
     const auto gmon_path = dir / "gmon.out";
     gmon::write_file_atomically(gmon_path, gmon::serialize_gmon(binned.data));

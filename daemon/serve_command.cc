@@ -3,7 +3,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -13,6 +15,7 @@
 #include "daemon/command_line.h"
 #include "daemon/commands.h"
 #include "daemon/systemd_notifier.h"
+#include "web/http_server.h"
 
 namespace rackprof::daemon {
 
@@ -35,6 +38,20 @@ std::shared_ptr<spdlog::logger> make_logger(const std::string& level) {
     log->set_level(spdlog::level::from_str(level));
     log->flush_on(spdlog::level::info);
     return log;
+}
+
+// The API token: the file named in the config, else $RACKPROF_API_TOKEN; trailing space dropped.
+std::string api_token(const DaemonConfig& config) {
+    std::string token;
+    if (!config.token_file.empty()) {
+        std::ifstream f(config.token_file);
+        std::getline(f, token);
+    } else if (const char* env = std::getenv("RACKPROF_API_TOKEN")) {
+        token = env;
+    }
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back())))
+        token.pop_back();
+    return token;
 }
 
 }  // namespace
@@ -68,6 +85,34 @@ int run_serve(const std::vector<std::string>& args) {
               config.source, config.storage_path.string(), config.boards.size());
     CaptureService service(config, log);  // storage is open from here on
     service.start();
+
+    web::ApiOptions api_options;
+    api_options.storage_path = config.storage_path;
+    api_options.token = api_token(config);
+    boost::asio::ip::tcp::endpoint endpoint;
+    try {
+        endpoint = web::parse_listen_address(config.listen);
+    } catch (const std::invalid_argument& e) {
+        log->error("server.listen: {}", e.what());
+        service.shutdown();
+        return 2;
+    }
+    // Off loopback, every mutating request needs the token.
+    api_options.require_token = !endpoint.address().is_loopback();
+    if (api_options.require_token && api_options.token.empty()) {
+        log->warn("listening on {} without a token: every mutating request will be refused (401)",
+                  config.listen);
+    }
+    web::Api api(service, api_options);
+    web::HttpServer server(api, log);
+    try {
+        const auto bound = server.start(config.listen);
+        log->info("HTTP API listening on {}:{}", bound.address().to_string(), bound.port());
+    } catch (const std::exception& e) {
+        log->error("{}", e.what());
+        service.shutdown();
+        return 1;
+    }
     SystemdNotifier systemd;
     if (const auto interval = systemd.watchdog_interval()) {
         // Pinged from the capture loop itself: a stuck loop stops the pings and systemd acts.
@@ -98,6 +143,7 @@ int run_serve(const std::vector<std::string>& args) {
         systemd.ready("capturing from " + std::to_string(service.boards().size()) + " board(s)");
     }
     systemd.stopping();
+    server.stop();
     service.shutdown();
     log->info("stopped; everything captured is committed");
     return 0;

@@ -22,6 +22,13 @@ HistogramSpec observed_range(const Aggregate& aggregate, std::uint32_t bin_bytes
     return spec;
 }
 
+HistogramSpec histogram_spec(const Aggregate& aggregate,
+                             std::optional<std::pair<std::uint64_t, std::uint64_t>> code_range,
+                             std::uint32_t bin_bytes, std::uint32_t prof_rate) {
+    if (!code_range) return observed_range(aggregate, bin_bytes, prof_rate);
+    return {code_range->first / bin_bytes * bin_bytes, code_range->second, bin_bytes, prof_rate};
+}
+
 BinningResult to_gmon_data(const Aggregate& aggregate, const HistogramSpec& spec,
                            const TargetLayout& layout) {
     if (spec.bin_bytes == 0 || spec.bin_bytes % 2 != 0) {

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmon/aggregate.h"
@@ -52,6 +54,13 @@ struct HistogramSpec {
 // The histogram range for observed PCs when no ELF tells the code range.
 HistogramSpec observed_range(const Aggregate& aggregate, std::uint32_t bin_bytes,
                              std::uint32_t prof_rate);
+
+// The histogram rackprof writes for an aggregate: the ELF's executable range when it is
+// known (code_low/code_high), else the PCs seen. Every gmon.out producer uses this, so the
+// CLI and the API give the same bytes for the same data.
+HistogramSpec histogram_spec(const Aggregate& aggregate,
+                             std::optional<std::pair<std::uint64_t, std::uint64_t>> code_range,
+                             std::uint32_t bin_bytes = 2, std::uint32_t prof_rate = 1000);
 
 struct BinningResult {
     GmonData data;

@@ -53,8 +53,8 @@ void rack(const std::string& binary, const std::filesystem::path& dir, int board
     const std::uint64_t rate = 150000;
     {
         std::ofstream config(dir / "rack.toml");
-        config << "[storage]\npath = \"" << (dir / "rack.db").string()
-               << "\"\n[logging]\nlevel = \"warn\"\n";
+        config << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
+               << (dir / "rack.db").string() << "\"\n[logging]\nlevel = \"warn\"\n";
         for (int i = 0; i < boards; ++i) {
             config << "[[boards]]\nname = \"b" << i << "\"\nlink = \"serial://"
                    << (dir / ("b" + std::to_string(i))).string() << "?baud=1500000\"\n";
@@ -117,8 +117,8 @@ void file_source(const std::string& binary, const std::filesystem::path& dir, in
                   "-o", capture.string()});
     {
         std::ofstream config(dir / "file.toml");
-        config << "[storage]\npath = \"" << (dir / "file.db").string()
-               << "\"\n[logging]\nlevel = \"info\"\n"
+        config << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
+               << (dir / "file.db").string() << "\"\n[logging]\nlevel = \"info\"\n"
                << "[[boards]]\nname = \"replay\"\nlink = \"file://" << capture.string()
                << "?pace=fast\"\n";
     }

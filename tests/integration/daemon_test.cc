@@ -49,7 +49,7 @@ class Rack {
     explicit Rack(std::vector<SimBoard> boards, const std::string& extra_config = "")
         : boards_(std::move(boards)) {
         std::ofstream config(dir_ / "rack.toml");
-        config << "[storage]\npath = \"" << db().string()
+        config << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \"" << db().string()
                << "\"\n[links]\nreconnect_min_ms = 20\nreconnect_max_ms = 100\n"
                << extra_config;
         for (const auto& b : boards_) {
@@ -389,7 +389,8 @@ TEST_CASE("TCP and file links: stored exactly; a finished file completes its ses
     OneShotTcpServer server(testing::read_text(capture));
     {
         std::ofstream config(dir / "rack.toml");
-        config << "[storage]\npath = \"" << (dir / "rack.db").string() << "\"\n"
+        config << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
+               << (dir / "rack.db").string() << "\"\n"
                << "[[boards]]\nname = \"tcp\"\nlink = \"tcp://127.0.0.1:" << server.port() << "\"\n"
                << "[[boards]]\nname = \"file\"\nlink = \"file://" << capture.string()
                << "?pace=fast\"\n";

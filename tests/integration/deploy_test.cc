@@ -62,7 +62,9 @@ class NotifySocket {
 
 void write_config(const std::filesystem::path& path, const std::filesystem::path& db,
                   const std::string& boards) {
-    std::ofstream(path) << "[storage]\npath = \"" << db.string() << "\"\n" << boards;
+    std::ofstream(path) << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \"" << db.string()
+                        << "\"\n"
+                        << boards;
 }
 
 TEST_CASE("systemd-analyze verifies the unit") {

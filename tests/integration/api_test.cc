@@ -1,0 +1,188 @@
+// The HTTP API of a real `rackprof serve`, driven with curl as CI jobs do.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "tests/integration/test_support.h"
+
+namespace rackprof {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+class ApiDaemon {
+  public:
+    explicit ApiDaemon(const std::string& listen = "127.0.0.1:0",
+                       const std::vector<std::string>& env = {}) {
+        REQUIRE(testing::rackprof({"simulate", "--model", "deterministic", "--iterations", "1",
+                                   "--write-elf", (dir_ / "model.elf").string()})
+                    .exit_code == 0);
+        std::ofstream(dir_ / "rack.toml")
+            << "[server]\nlisten = \"" << listen << "\"\n[storage]\npath = \""
+            << (dir_ / "rack.db").string() << "\"\n[[boards]]\nname = \"det\"\n"
+            << "link = \"sim://deterministic?rate=40000\"\nelf = \""
+            << (dir_ / "model.elf").string() << "\"\n";
+        daemon_ = std::make_unique<testing::Process>(
+            testing::rackprof_argv({"serve", "--config", (dir_ / "rack.toml").string()}),
+            dir_ / "serve.log", std::filesystem::path(), env);
+        std::smatch m;
+        REQUIRE(testing::eventually(
+            [&] {
+                log_ = testing::read_text(dir_ / "serve.log");
+                return std::regex_search(log_, m,
+                                         std::regex("HTTP API listening on [0-9.]+:([0-9]+)"));
+            },
+            10s));
+        port_ = m[1].str();
+        REQUIRE(testing::eventually(
+            [&] {
+                return testing::read_text(dir_ / "serve.log").find("[det] session") !=
+                       std::string::npos;
+            },
+            10s));
+    }
+    ~ApiDaemon() {
+        daemon_->signal(SIGTERM);
+        daemon_->wait(5s);
+    }
+    std::string url(const std::string& path) const { return "http://127.0.0.1:" + port_ + path; }
+    int port() const { return std::stoi(port_); }
+    const testing::TempDir& dir() const { return dir_; }
+
+    // curl: returns {status, body}.
+    std::pair<int, std::string> call(const std::string& method, const std::string& path,
+                                     const std::vector<std::string>& extra = {}) const {
+        std::vector<std::string> argv = {
+            "curl", "-sS", "-X", method, "-o", (dir_ / "body").string(), "-w", "%{http_code}"};
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        argv.push_back(url(path));
+        const auto r = testing::run(argv);
+        return {std::stoi(r.out.empty() ? "0" : r.out), testing::read_text(dir_ / "body")};
+    }
+
+  private:
+    testing::TempDir dir_;
+    std::unique_ptr<testing::Process> daemon_;
+    std::string log_;
+    std::string port_;
+};
+
+TEST_CASE("API: health, version, boards, sessions, errors") {
+    ApiDaemon d;
+    CHECK(d.call("GET", "/healthz") == std::pair<int, std::string>{200, "{\"status\":\"ok\"}\n"});
+    CHECK(d.call("GET", "/readyz").first == 200);
+    const auto version = json::parse(d.call("GET", "/api/v1/version").second);
+    CHECK(version["name"] == "rackprof");
+
+    const auto boards = json::parse(d.call("GET", "/api/v1/boards").second);
+    REQUIRE(boards.size() == 1);
+    CHECK(boards[0]["name"] == "det");
+    CHECK(boards[0]["state"] == "connected");
+    const std::int64_t first = boards[0]["session"].get<std::int64_t>();
+
+    const auto missing = d.call("GET", "/api/v1/boards/nope");
+    CHECK(missing.first == 404);
+    CHECK(json::parse(missing.second)["error"]["code"] == "not_found");
+    CHECK(d.call("GET", "/api/v1/nothing/here").first == 404);
+    CHECK(d.call("DELETE", "/api/v1/version").first == 405);
+    CHECK(d.call("GET", "/api/v1/sessions/abc").first == 400);
+
+    // Stop the running session, start another.
+    const auto stopped = d.call("POST", "/api/v1/sessions/" + std::to_string(first) + "/stop");
+    CHECK(stopped.first == 200);
+    CHECK(json::parse(stopped.second)["state"] == "completed");
+    CHECK(d.call("POST", "/api/v1/sessions/" + std::to_string(first) + "/stop").first == 409);
+    const auto started = d.call("POST", "/api/v1/boards/det/sessions");
+    REQUIRE(started.first == 201);
+    const auto second = json::parse(started.second);
+    CHECK(second["state"] == "capturing");
+    CHECK(second["id"].get<std::int64_t>() > first);
+
+    const auto listed =
+        json::parse(d.call("GET", "/api/v1/sessions?board=det&state=completed").second);
+    REQUIRE(listed.size() == 1);
+    CHECK(listed[0]["id"] == first);
+    CHECK(listed[0]["counters"]["arcs"].get<std::uint64_t>() > 0);
+    CHECK_FALSE(listed[0]["elf"]["sha256"].get<std::string>().empty());
+
+    // The profile, with function names from the recorded ELF.
+    const auto profile =
+        d.call("GET", "/api/v1/sessions/" + std::to_string(first) + "/profile?top=3");
+    REQUIRE(profile.first == 200);
+    const auto p = json::parse(profile.second);
+    CHECK(p["flat"].size() <= 3);
+    bool named = false;
+    for (const auto& row : p["call_graph"]) named = named || row["name"] == "gamma";
+    CHECK(named);
+}
+
+TEST_CASE("API: gmon.out with curl -fsSLOJ equals rackprof convert, and gprof reads it") {
+    ApiDaemon d;
+    const auto boards = json::parse(d.call("GET", "/api/v1/boards").second);
+    const auto id = std::to_string(boards[0]["session"].get<std::int64_t>());
+    std::this_thread::sleep_for(500ms);
+    REQUIRE(d.call("POST", "/api/v1/sessions/" + id + "/stop").first == 200);
+
+    const auto download = testing::run({"sh", "-c",
+                                        "cd " + d.dir().path().string() + " && curl -fsSLOJ " +
+                                            d.url("/api/v1/sessions/" + id + "/gmon.out")});
+    INFO(download.err);
+    REQUIRE(download.exit_code == 0);
+    const auto file = d.dir() / ("det-" + id + ".gmon.out");
+    REQUIRE(std::filesystem::exists(file));
+    REQUIRE(testing::rackprof({"convert", "--db", (d.dir() / "rack.db").string(), "--session", id,
+                               "-o", (d.dir() / "cli.gmon").string(), "--report", "none"})
+                .exit_code == 0);
+    CHECK(testing::read_text(file) == testing::read_text(d.dir() / "cli.gmon"));
+    const std::string gprof = testing::gprof_brief(d.dir() / "model.elf", file);
+    CHECK(gprof.find("gamma") != std::string::npos);
+}
+
+TEST_CASE("API: malformed HTTP, oversized bodies") {
+    ApiDaemon d;
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(d.port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    const std::string garbage = "\x01\x02 NOT HTTP AT ALL\r\n\r\n";
+    REQUIRE(::send(fd, garbage.data(), garbage.size(), 0) > 0);
+    char buffer[512] = {};
+    const ssize_t n = ::recv(fd, buffer, sizeof buffer - 1, 0);
+    ::close(fd);
+    REQUIRE(n > 0);
+    CHECK(std::string(buffer).find("400 Bad Request") != std::string::npos);
+
+    std::ofstream(d.dir() / "big.bin") << std::string(3 << 20, 'x');
+    const auto big = d.call("POST", "/api/v1/boards/det/sessions",
+                            {"--data-binary", "@" + (d.dir() / "big.bin").string()});
+    CHECK(big.first == 413);
+    CHECK(d.call("GET", "/healthz").first == 200);  // and the server is fine
+}
+
+TEST_CASE("API off loopback: mutating requests need the bearer token") {
+    ApiDaemon d("0.0.0.0:0", {"RACKPROF_API_TOKEN=s3cret"});
+    const auto boards = json::parse(d.call("GET", "/api/v1/boards").second);  // reading is open
+    const auto id = std::to_string(boards[0]["session"].get<std::int64_t>());
+    CHECK(d.call("POST", "/api/v1/sessions/" + id + "/stop").first == 401);
+    CHECK(d.call("POST", "/api/v1/sessions/" + id + "/stop", {"-H", "Authorization: Bearer wrong"})
+              .first == 401);
+    CHECK(d.call("POST", "/api/v1/sessions/" + id + "/stop", {"-H", "Authorization: Bearer s3cret"})
+              .first == 200);
+    CHECK(testing::read_text(d.dir() / "serve.log").find("s3cret") ==
+          std::string::npos);  // never logged
+}
+
+}  // namespace
+}  // namespace rackprof

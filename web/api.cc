@@ -1,0 +1,311 @@
+#include "web/api.h"
+
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <map>
+#include <mutex>
+
+#include "gmon/gmon_writer.h"
+#include "gmon/profile.h"
+#include "gmon/report.h"
+#include "storage/session_store.h"
+
+namespace rackprof::web {
+
+namespace {
+
+using nlohmann::json;
+
+struct HttpError {
+    http::status status;
+    std::string code;
+    std::string message;
+};
+
+std::vector<std::string> split_path(std::string_view target) {
+    std::vector<std::string> parts;
+    const auto q = target.find('?');
+    std::string_view path = target.substr(0, q);
+    std::size_t start = 0;
+    while (start < path.size()) {
+        const auto slash = path.find('/', start);
+        const auto end = slash == std::string_view::npos ? path.size() : slash;
+        if (end > start) parts.emplace_back(path.substr(start, end - start));
+        start = end + 1;
+    }
+    return parts;
+}
+
+std::map<std::string, std::string> query_of(std::string_view target) {
+    std::map<std::string, std::string> out;
+    const auto q = target.find('?');
+    if (q == std::string_view::npos) return out;
+    std::string_view query = target.substr(q + 1);
+    while (!query.empty()) {
+        const auto amp = query.find('&');
+        const std::string_view pair = query.substr(0, amp);
+        const auto eq = pair.find('=');
+        out[std::string(pair.substr(0, eq))] =
+            eq == std::string_view::npos ? "" : std::string(pair.substr(eq + 1));
+        if (amp == std::string_view::npos) break;
+        query = query.substr(amp + 1);
+    }
+    return out;
+}
+
+std::int64_t parse_id(const std::string& text, const char* what) {
+    std::int64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || value <= 0) {
+        throw HttpError{http::status::bad_request, "bad_request",
+                        std::string(what) + " must be a positive integer"};
+    }
+    return value;
+}
+
+double parse_number(const std::string& text, const char* what) {
+    try {
+        std::size_t used = 0;
+        const double v = std::stod(text, &used);
+        if (used == text.size() && v >= 0) return v;
+    } catch (const std::exception&) {
+    }
+    throw HttpError{http::status::bad_request, "bad_request",
+                    std::string(what) + " must be a non-negative number"};
+}
+
+json counters_json(const storage::SessionCounters& c) {
+    return {{"bytes_in", c.bytes_in},         {"bytes_discarded", c.bytes_discarded},
+            {"resyncs", c.resyncs},           {"arcs", c.arcs},
+            {"pc_samples", c.pc_samples},     {"gaps", c.gaps},
+            {"records_lost", c.records_lost}, {"bytes_lost", c.bytes_lost}};
+}
+
+json board_json(const daemon::BoardStatus& b) {
+    return {{"name", b.name},
+            {"link", b.link},
+            {"state", daemon::to_string(b.state)},
+            {"last_error", b.last_error},
+            {"reconnects", b.reconnects},
+            {"session", b.session_id ? json(b.session_id) : json(nullptr)},
+            {"counters", b.session ? counters_json(b.counters) : json(nullptr)}};
+}
+
+json session_json(const storage::SessionInfo& s) {
+    return {{"id", s.id},
+            {"board", s.spec.board},
+            {"link", s.spec.link},
+            {"protocol", s.spec.protocol},
+            {"format", s.spec.format},
+            {"addr_bytes", s.spec.addr_bytes},
+            {"elf",
+             {{"path", s.spec.elf_path},
+              {"build_id", s.spec.elf_build_id},
+              {"sha256", s.spec.elf_sha256}}},
+            {"state", s.state},
+            {"started_ns", s.spec.started_ns},
+            {"ended_ns", s.ended_ns ? json(s.ended_ns) : json(nullptr)},
+            {"counters", counters_json(s.counters)}};
+}
+
+// Firmware images by path, loaded once.
+std::shared_ptr<const gmon::Symbolizer> symbolizer_for(const std::string& path) {
+    static std::mutex mutex;
+    static std::map<std::string, std::shared_ptr<const gmon::Symbolizer>> cache;
+    std::lock_guard lock(mutex);
+    auto& slot = cache[path];
+    if (!slot) slot = gmon::Symbolizer::load(path);
+    return slot;
+}
+
+}  // namespace
+
+Api::Api(daemon::CaptureService& service, ApiOptions options)
+    : service_(service), options_(std::move(options)) {}
+
+Response Api::error(http::status status, const std::string& code, const std::string& message,
+                    unsigned version, bool keep_alive) {
+    Response r{status, version};
+    r.set(http::field::content_type, "application/json");
+    r.keep_alive(keep_alive);
+    r.body() = json{{"error", {{"code", code}, {"message", message}}}}.dump() + "\n";
+    return r;
+}
+
+Response Api::handle(const Request& request) {
+    const auto json_response = [&](http::status status, const json& body) {
+        Response r{status, request.version()};
+        r.set(http::field::content_type, "application/json");
+        r.keep_alive(request.keep_alive());
+        r.body() = body.dump() + "\n";
+        return r;
+    };
+    try {
+        const auto parts = split_path(request.target());
+        const auto query = query_of(request.target());
+        const auto method = request.method();
+        const bool get = method == http::verb::get || method == http::verb::head;
+        const bool post = method == http::verb::post;
+        auto need = [&](bool allowed) {
+            if (!allowed)
+                throw HttpError{http::status::method_not_allowed, "method_not_allowed",
+                                "method not allowed here"};
+        };
+        if (!get && options_.require_token) {
+            const auto auth = request[http::field::authorization];
+            if (options_.token.empty() || auth != "Bearer " + options_.token) {
+                throw HttpError{http::status::unauthorized, "unauthorized",
+                                "this request needs Authorization: Bearer <token>"};
+            }
+        }
+
+        if (parts == std::vector<std::string>{"healthz"}) {
+            need(get);
+            return json_response(http::status::ok, {{"status", "ok"}});
+        }
+        if (parts == std::vector<std::string>{"readyz"}) {
+            need(get);
+            try {
+                storage::SessionStore probe(options_.storage_path,
+                                            storage::Database::Mode::kReadOnly);
+                return json_response(http::status::ok,
+                                     {{"status", "ready"}, {"boards", service_.boards().size()}});
+            } catch (const std::exception&) {
+                throw HttpError{http::status::service_unavailable, "not_ready",
+                                "storage is not available"};
+            }
+        }
+        if (parts.size() < 2 || parts[0] != "api" || parts[1] != "v1") {
+            throw HttpError{http::status::not_found, "not_found", "no such resource"};
+        }
+        const std::vector<std::string> rest(parts.begin() + 2, parts.end());
+
+        if (rest == std::vector<std::string>{"version"}) {
+            need(get);
+            return json_response(
+                http::status::ok,
+                {{"name", "rackprof"}, {"version", RACKPROF_VERSION}, {"api", "v1"}});
+        }
+        if (!rest.empty() && rest[0] == "boards") {
+            const auto boards = service_.boards();
+            if (rest.size() == 1) {
+                need(get);
+                json list = json::array();
+                for (const auto& b : boards) list.push_back(board_json(b));
+                return json_response(http::status::ok, list);
+            }
+            const auto board = std::find_if(boards.begin(), boards.end(),
+                                            [&](const auto& b) { return b.name == rest[1]; });
+            if (board == boards.end())
+                throw HttpError{http::status::not_found, "not_found",
+                                "no board named '" + rest[1] + "'"};
+            if (rest.size() == 2) {
+                need(get);
+                return json_response(http::status::ok, board_json(*board));
+            }
+            if (rest.size() == 3 && rest[2] == "sessions") {
+                need(post);
+                const std::int64_t id = service_.start_session(board->name);
+                if (!id)
+                    throw HttpError{http::status::conflict, "conflict",
+                                    "the session could not start"};
+                storage::SessionStore store(options_.storage_path,
+                                            storage::Database::Mode::kReadOnly);
+                return json_response(http::status::created, session_json(*store.session(id)));
+            }
+            throw HttpError{http::status::not_found, "not_found", "no such resource"};
+        }
+        if (!rest.empty() && rest[0] == "sessions") {
+            storage::SessionStore store(options_.storage_path, storage::Database::Mode::kReadOnly);
+            if (rest.size() == 1) {
+                need(get);
+                const std::int64_t from =
+                    query.count("from")
+                        ? static_cast<std::int64_t>(parse_number(query.at("from"), "from"))
+                        : 0;
+                const std::int64_t to =
+                    query.count("to")
+                        ? static_cast<std::int64_t>(parse_number(query.at("to"), "to"))
+                        : 0;
+                json list = json::array();
+                for (const auto& s : store.sessions()) {
+                    if (query.count("board") && s.spec.board != query.at("board")) continue;
+                    if (query.count("state") && s.state != query.at("state")) continue;
+                    if (from && s.spec.started_ns < from) continue;
+                    if (to && s.spec.started_ns > to) continue;
+                    list.push_back(session_json(s));
+                }
+                return json_response(http::status::ok, list);
+            }
+            const std::int64_t id = parse_id(rest[1], "the session id");
+            const auto info = store.session(id);
+            if (!info)
+                throw HttpError{http::status::not_found, "not_found", "no session " + rest[1]};
+            if (rest.size() == 2) {
+                need(get);
+                return json_response(http::status::ok, session_json(*info));
+            }
+            if (rest.size() == 3 && rest[2] == "stop") {
+                need(post);
+                if (info->state != "capturing" || !service_.stop_stored_session(id)) {
+                    throw HttpError{http::status::conflict, "conflict",
+                                    "session " + rest[1] + " is not capturing"};
+                }
+                return json_response(http::status::ok, session_json(*store.session(id)));
+            }
+            std::shared_ptr<const gmon::Symbolizer> elf;
+            if (!info->spec.elf_path.empty()) {
+                try {
+                    elf = symbolizer_for(info->spec.elf_path);
+                } catch (const std::exception&) {
+                    elf = nullptr;  // moved or deleted since: profile by address only
+                }
+            }
+            const auto aggregate = store.aggregate(id);
+            const auto spec = gmon::histogram_spec(
+                aggregate,
+                elf ? std::optional(std::pair(elf->code_low(), elf->code_high())) : std::nullopt);
+            const auto data =
+                gmon::to_gmon_data(aggregate, spec, elf ? elf->layout() : gmon::TargetLayout{})
+                    .data;
+            if (rest.size() == 3 && rest[2] == "gmon.out") {
+                need(get);
+                const auto bytes = gmon::serialize_gmon(data);
+                Response r{http::status::ok, request.version()};
+                r.set(http::field::content_type, "application/octet-stream");
+                r.set(http::field::content_disposition, "attachment; filename=\"" +
+                                                            info->spec.board + "-" +
+                                                            std::to_string(id) + ".gmon.out\"");
+                r.keep_alive(request.keep_alive());
+                r.body().assign(bytes.begin(), bytes.end());
+                return r;
+            }
+            if (rest.size() == 3 && rest[2] == "profile") {
+                need(get);
+                if (!elf) {
+                    throw HttpError{
+                        http::status::unprocessable_entity, "no_elf",
+                        "session " + rest[1] + " has no usable ELF, so functions cannot be named"};
+                }
+                gmon::JsonReportOptions options;
+                if (query.count("top"))
+                    options.top = static_cast<std::size_t>(parse_number(query.at("top"), "top"));
+                if (query.count("min_percent"))
+                    options.min_percent = parse_number(query.at("min_percent"), "min_percent");
+                return json_response(
+                    http::status::ok,
+                    gmon::profile_json(gmon::compute_profile(data, *elf), options));
+            }
+        }
+        throw HttpError{http::status::not_found, "not_found", "no such resource"};
+    } catch (const HttpError& e) {
+        return error(e.status, e.code, e.message, request.version(), request.keep_alive());
+    } catch (const std::exception& e) {
+        // The message, but never a stack or an internal path beyond what the user configured.
+        return error(http::status::internal_server_error, "internal", e.what(), request.version(),
+                     request.keep_alive());
+    }
+}
+
+}  // namespace rackprof::web

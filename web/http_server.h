@@ -1,0 +1,56 @@
+// The HTTP server inside `rackprof serve` (Boost.Beast): a listener, one session per
+// connection on its own strand, keep-alive, and limits (header and body size, read time,
+// connections). Requests go to the Api; nothing here knows about routes.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <spdlog/logger.h>
+
+#include "web/api.h"
+
+namespace rackprof::web {
+
+struct ServerLimits {
+    std::size_t header_bytes = 8 * 1024;
+    std::size_t body_bytes = 1 << 20;
+    std::chrono::seconds request_time{30};  // a request must arrive whole within this (slowloris)
+    std::size_t connections = 256;
+};
+
+class HttpServer {
+  public:
+    HttpServer(Api& api, std::shared_ptr<spdlog::logger> log, ServerLimits limits = {});
+    ~HttpServer();
+    HttpServer(const HttpServer&) = delete;
+    HttpServer& operator=(const HttpServer&) = delete;
+
+    // Binds "host:port" (port 0: any free port) and serves on `threads` threads. Returns the
+    // bound endpoint. Throws std::runtime_error naming the address when it cannot listen.
+    boost::asio::ip::tcp::endpoint start(const std::string& listen, int threads = 2);
+    void stop();
+
+  private:
+    void accept();
+
+    Api& api_;
+    std::shared_ptr<spdlog::logger> log_;
+    ServerLimits limits_;
+    boost::asio::io_context io_;
+    boost::asio::ip::tcp::acceptor acceptor_;
+    std::shared_ptr<std::atomic<std::size_t>> open_connections_ =
+        std::make_shared<std::atomic<std::size_t>>(0);
+    std::vector<std::thread> threads_;
+};
+
+// "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:8080" -> endpoint. Throws std::invalid_argument.
+boost::asio::ip::tcp::endpoint parse_listen_address(const std::string& listen);
+
+}  // namespace rackprof::web
