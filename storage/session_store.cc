@@ -350,6 +350,32 @@ void SessionStore::for_each_chunk(
     while (st.step()) f(st.column_int(0), st.column_blob(1));
 }
 
+std::vector<SessionStore::ChunkRow> SessionStore::chunk_page(std::int64_t session,
+                                                             std::int64_t after_seq, int limit) {
+    Statement st = db_.prepare(
+        "SELECT seq, received_ns, bytes FROM raw_chunks WHERE session_id = ? AND seq > ? ORDER BY "
+        "seq LIMIT ?");
+    st.bind(1, session).bind(2, after_seq).bind(3, limit);
+    std::vector<ChunkRow> rows;
+    while (st.step()) {
+        const auto blob = st.column_blob(2);
+        rows.push_back({st.column_int(0), st.column_int(1), {blob.begin(), blob.end()}});
+    }
+    return rows;
+}
+
+std::vector<SessionStore::BatchRow> SessionStore::batch_page(std::int64_t session,
+                                                             std::int64_t after_seq, int limit) {
+    Statement st = db_.prepare(
+        "SELECT seq, received_ns, records FROM record_batches WHERE session_id = ? AND seq > ? "
+        "ORDER BY seq LIMIT ?");
+    st.bind(1, session).bind(2, after_seq).bind(3, limit);
+    std::vector<BatchRow> rows;
+    while (st.step())
+        rows.push_back({st.column_int(0), st.column_int(1), unpack_records(st.column_blob(2))});
+    return rows;
+}
+
 void SessionStore::for_each_record_batch(
     std::int64_t session,
     const std::function<void(std::int64_t, std::span<const protocol::Record>)>& f) {

@@ -93,6 +93,20 @@ class SessionStore {
     void for_each_chunk(
         std::int64_t session,
         const std::function<void(std::int64_t received_ns, std::span<const std::uint8_t> raw)>& f);
+    // Pages for streaming exports: rows with seq > after_seq, in order, at most `limit`.
+    struct ChunkRow {
+        std::int64_t seq = 0;
+        std::int64_t received_ns = 0;
+        std::vector<std::uint8_t> bytes;
+    };
+    struct BatchRow {
+        std::int64_t seq = 0;
+        std::int64_t received_ns = 0;
+        std::vector<protocol::Record> records;
+    };
+    std::vector<ChunkRow> chunk_page(std::int64_t session, std::int64_t after_seq, int limit);
+    std::vector<BatchRow> batch_page(std::int64_t session, std::int64_t after_seq, int limit);
+
     void for_each_record_batch(
         std::int64_t session,
         const std::function<void(std::int64_t received_ns, std::span<const protocol::Record>)>& f);

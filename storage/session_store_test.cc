@@ -159,11 +159,14 @@ TEST_CASE("a version-1 database migrates forward with its data") {
     CHECK(version.column_int(0) == kSchemaVersion);
     version.reset();
     std::vector<std::int64_t> times;
-    store.for_each_chunk(1, [&](std::int64_t t, std::span<const std::uint8_t>) { times.push_back(t); });
+    store.for_each_chunk(
+        1, [&](std::int64_t t, std::span<const std::uint8_t>) { times.push_back(t); });
     CHECK(times == std::vector<std::int64_t>{10, 20});
     const std::vector<std::uint8_t> raw = {0x50, 0, 0, 0xCC};
-    store.append_chunk(1, 2, 30, raw, pack_records(std::vector<Record>{Record::pc_sample(0xCC)}), 1);
-    CHECK_THROWS_AS(store.append_chunk(1, 2, 30, raw, {}, 0), StorageError);  // (session, seq) stays unique
+    store.append_chunk(1, 2, 30, raw, pack_records(std::vector<Record>{Record::pc_sample(0xCC)}),
+                       1);
+    CHECK_THROWS_AS(store.append_chunk(1, 2, 30, raw, {}, 0),
+                    StorageError);  // (session, seq) stays unique
 }
 
 }  // namespace

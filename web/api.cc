@@ -133,7 +133,7 @@ Response Api::error(http::status status, const std::string& code, const std::str
     return r;
 }
 
-Response Api::handle(const Request& request) {
+Reply Api::handle(const Request& request) {
     const auto json_response = [&](http::status status, const json& body) {
         Response r{status, request.version()};
         r.set(http::field::content_type, "application/json");
@@ -254,6 +254,11 @@ Response Api::handle(const Request& request) {
                 }
                 return json_response(http::status::ok, session_json(*store.session(id)));
             }
+            if (rest.size() == 3 &&
+                (rest[2] == "records.csv" || rest[2] == "records.ndjson" || rest[2] == "raw")) {
+                need(get);
+                return handle_session_export(request, id, rest[2]);
+            }
             std::shared_ptr<const gmon::Symbolizer> elf;
             if (!info->spec.elf_path.empty()) {
                 try {
@@ -306,6 +311,86 @@ Response Api::handle(const Request& request) {
         return error(http::status::internal_server_error, "internal", e.what(), request.version(),
                      request.keep_alive());
     }
+}
+
+// Exports streamed page by page from storage: raw bytes as received; every record with its
+// receive time (NDJSON); the aggregate in the thesis' validation columns (CSV).
+Reply Api::handle_session_export(const Request& request, std::int64_t id, const std::string& what) {
+    struct Cursor {
+        storage::SessionStore store;
+        std::int64_t after = -1;  // the last seq sent
+        bool done = false;
+        explicit Cursor(const std::filesystem::path& path)
+            : store(path, storage::Database::Mode::kReadOnly) {}
+    };
+    constexpr int kPage = 64;
+    auto cursor = std::make_shared<Cursor>(options_.storage_path);
+    const auto info = cursor->store.session(id);
+    if (!info)
+        return error(http::status::not_found, "not_found", "no session " + std::to_string(id),
+                     request.version(), request.keep_alive());
+    StreamedResponse reply;
+    reply.header.version(request.version());
+    reply.header.result(http::status::ok);
+    reply.header.keep_alive(request.keep_alive());
+    const std::string base = info->spec.board + "-" + std::to_string(id);
+    auto attach = [&](const char* type, const std::string& name) {
+        reply.header.set(http::field::content_type, type);
+        reply.header.set(http::field::content_disposition, "attachment; filename=\"" + name + "\"");
+    };
+    if (what == "raw") {
+        attach("application/octet-stream", base + ".raw");
+        reply.next = [cursor, id]() -> std::optional<std::string> {
+            if (cursor->done) return std::nullopt;
+            std::string out;
+            for (const auto& row : cursor->store.chunk_page(id, cursor->after, kPage)) {
+                out.append(reinterpret_cast<const char*>(row.bytes.data()), row.bytes.size());
+                cursor->after = row.seq;
+            }
+            if (out.empty()) cursor->done = true;
+            return cursor->done ? std::nullopt : std::optional(std::move(out));
+        };
+    } else if (what == "records.ndjson") {
+        attach("application/x-ndjson", base + ".ndjson");
+        reply.next = [cursor, id]() -> std::optional<std::string> {
+            if (cursor->done) return std::nullopt;
+            std::string out;
+            for (const auto& row : cursor->store.batch_page(id, cursor->after, kPage)) {
+                const std::string t = std::to_string(row.received_ns);
+                for (const auto& r : row.records) {
+                    out += "{\"t\":" + t;
+                    if (r.kind == protocol::RecordKind::kArc) {
+                        out += ",\"kind\":\"arc\",\"from\":\"" + gmon::hex_address(r.from_pc) +
+                               "\",\"self\":\"" + gmon::hex_address(r.self_pc) + "\"";
+                    } else {
+                        out += ",\"kind\":\"pc\",\"pc\":\"" + gmon::hex_address(r.self_pc) + "\"";
+                    }
+                    out += ",\"count\":" + std::to_string(r.count) + "}\n";
+                }
+                cursor->after = row.seq;
+            }
+            if (out.empty()) cursor->done = true;
+            return cursor->done ? std::nullopt : std::optional(std::move(out));
+        };
+    } else {
+        // The aggregate is small (distinct addresses), but it is sent in pieces all the same.
+        attach("text/csv", base + ".csv");
+        auto aggregate = std::make_shared<gmon::Aggregate>(cursor->store.aggregate(id));
+        reply.next = [cursor, aggregate, sent = false]() mutable -> std::optional<std::string> {
+            if (sent) return std::nullopt;
+            sent = true;
+            std::string out = "kind,from,self,pc,count\n";
+            for (const auto& a : aggregate->arcs()) {
+                out += "arc," + gmon::hex_address(a.from_pc) + "," + gmon::hex_address(a.self_pc) +
+                       ",," + std::to_string(a.count) + "\n";
+            }
+            for (const auto& p : aggregate->pc_samples()) {
+                out += "pc,,," + gmon::hex_address(p.pc) + "," + std::to_string(p.count) + "\n";
+            }
+            return out;
+        };
+    }
+    return reply;
 }
 
 }  // namespace rackprof::web

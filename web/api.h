@@ -5,8 +5,11 @@
 #include <boost/beast/http.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <variant>
 
 #include "daemon/capture_service.h"
 
@@ -15,6 +18,14 @@ namespace rackprof::web {
 namespace http = boost::beast::http;
 using Request = http::request<http::string_body>;
 using Response = http::response<http::string_body>;
+
+// A response too large to hold: a header, then chunks (chunked encoding) pulled one at a
+// time while the client keeps up; `next` returns nothing at the end.
+struct StreamedResponse {
+    http::response<http::empty_body> header;
+    std::function<std::optional<std::string>()> next;
+};
+using Reply = std::variant<Response, StreamedResponse>;
 
 struct ApiOptions {
     std::filesystem::path storage_path;
@@ -25,13 +36,15 @@ struct ApiOptions {
 class Api {
   public:
     Api(daemon::CaptureService& service, ApiOptions options);
-    Response handle(const Request& request);
+    Reply handle(const Request& request);
 
     // A JSON error: {"error":{"code":"...","message":"..."}}.
     static Response error(http::status status, const std::string& code, const std::string& message,
                           unsigned version, bool keep_alive);
 
   private:
+    Reply handle_session_export(const Request& request, std::int64_t id, const std::string& what);
+
     daemon::CaptureService& service_;
     ApiOptions options_;
 };

@@ -59,7 +59,49 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
             return send(Api::error(http::status::bad_request, "bad_request",
                                    "malformed HTTP request", 11, false));
         }
-        send(api_.handle(parser_->get()));
+        auto reply = api_.handle(parser_->get());
+        if (auto* whole = std::get_if<Response>(&reply)) return send(std::move(*whole));
+        stream(std::move(std::get<StreamedResponse>(reply)));
+    }
+
+    // Header first, then each chunk once the previous one is written: a slow client holds
+    // only its own connection back, and the export never sits whole in memory.
+    void stream(StreamedResponse reply) {
+        streamed_ = std::make_shared<StreamedResponse>(std::move(reply));
+        streamed_->header.chunked(true);
+        serializer_.emplace(streamed_->header);
+        http::async_write_header(stream_, *serializer_,
+                                 [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                                     if (ec) return self->close();
+                                     self->next_chunk();
+                                 });
+    }
+
+    void next_chunk() {
+        std::optional<std::string> chunk;
+        try {
+            chunk = streamed_->next();
+        } catch (const std::exception&) {
+            return close();  // the reply is already under way: all that is left is to end it
+        }
+        stream_.expires_after(limits_.request_time);
+        if (!chunk) {
+            asio::async_write(stream_, http::make_chunk_last(),
+                              [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                                  const bool keep = !ec && self->streamed_->header.keep_alive();
+                                  self->streamed_.reset();
+                                  self->serializer_.reset();
+                                  if (keep) return self->read();
+                                  self->close();
+                              });
+            return;
+        }
+        chunk_ = std::move(*chunk);
+        asio::async_write(stream_, http::make_chunk(asio::buffer(chunk_)),
+                          [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              if (ec) return self->close();
+                              self->next_chunk();
+                          });
     }
 
     void send(Response response) {
@@ -82,6 +124,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     beast::tcp_stream stream_;
     beast::flat_buffer buffer_;
     std::optional<http::request_parser<http::string_body>> parser_;
+    std::shared_ptr<StreamedResponse> streamed_;
+    std::optional<http::response_serializer<http::empty_body>> serializer_;
+    std::string chunk_;
     Api& api_;
     const ServerLimits& limits_;
     std::shared_ptr<std::atomic<std::size_t>> open_connections_;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "tests/integration/test_support.h"
@@ -146,6 +147,59 @@ TEST_CASE("API: gmon.out with curl -fsSLOJ equals rackprof convert, and gprof re
     CHECK(testing::read_text(file) == testing::read_text(d.dir() / "cli.gmon"));
     const std::string gprof = testing::gprof_brief(d.dir() / "model.elf", file);
     CHECK(gprof.find("gamma") != std::string::npos);
+}
+
+TEST_CASE("API: raw bytes, NDJSON records and CSV aggregates, streamed chunked") {
+    ApiDaemon d;
+    const auto boards = json::parse(d.call("GET", "/api/v1/boards").second);
+    const auto id = boards[0]["session"].get<std::int64_t>();
+    const auto sid = std::to_string(id);
+    std::this_thread::sleep_for(700ms);
+    REQUIRE(d.call("POST", "/api/v1/sessions/" + sid + "/stop").first == 200);
+    const auto session = json::parse(d.call("GET", "/api/v1/sessions/" + sid).second);
+    const auto arcs = session["counters"]["arcs"].get<std::uint64_t>();
+    const auto pcs = session["counters"]["pc_samples"].get<std::uint64_t>();
+    REQUIRE(arcs > 0);
+
+    const auto raw =
+        d.call("GET", "/api/v1/sessions/" + sid + "/raw", {"-D", (d.dir() / "headers").string()});
+    CHECK(raw.first == 200);
+    CHECK(raw.second.size() == session["counters"]["bytes_in"].get<std::uint64_t>());
+    const std::string headers = testing::read_text(d.dir() / "headers");
+    CHECK(headers.find("Transfer-Encoding: chunked") != std::string::npos);
+    CHECK(headers.find("filename=\"det-" + sid + ".raw\"") != std::string::npos);
+    // The raw bytes decode to exactly the stored records.
+    std::ofstream(d.dir() / "raw.bin", std::ios::binary) << raw.second;
+    const auto redecoded =
+        testing::rackprof({"convert", (d.dir() / "raw.bin").string(), "--format", "bin", "--report",
+                           "json", "-o", (d.dir() / "x.gmon").string()});
+    REQUIRE(redecoded.exit_code == 0);
+    CHECK(json::parse(redecoded.out)["source"]["decoder"]["arcs"] == arcs);
+
+    const auto ndjson = d.call("GET", "/api/v1/sessions/" + sid + "/records.ndjson");
+    CHECK(ndjson.first == 200);
+    std::uint64_t lines = 0, arc_lines = 0;
+    std::istringstream in(ndjson.second);
+    for (std::string line; std::getline(in, line);) {
+        const auto record = json::parse(line);
+        ++lines;
+        arc_lines += record["kind"] == "arc";
+        CHECK(record["t"].get<std::int64_t>() > 0);
+    }
+    CHECK(lines == arcs + pcs);
+    CHECK(arc_lines == arcs);
+
+    const auto csv = d.call("GET", "/api/v1/sessions/" + sid + "/records.csv");
+    CHECK(csv.first == 200);
+    CHECK(csv.second.rfind("kind,from,self,pc,count\n", 0) == 0);
+    std::uint64_t csv_arcs = 0;
+    std::istringstream rows(csv.second);
+    std::string row;
+    std::getline(rows, row);
+    while (std::getline(rows, row)) {
+        if (row.rfind("arc,", 0) == 0) csv_arcs += std::stoull(row.substr(row.rfind(',') + 1));
+    }
+    CHECK(csv_arcs == arcs);
 }
 
 TEST_CASE("API: malformed HTTP, oversized bodies") {
