@@ -170,6 +170,15 @@ bool CaptureService::stop_session(const std::string& name) {
     return found;
 }
 
+bool CaptureService::delete_stored_session(std::int64_t id) {
+    for (const auto& b : boards()) {
+        if (b.session_id == id) return false;
+    }
+    writer_->submit(storage::DeleteSessionOp{id});
+    writer_->flush();
+    return true;
+}
+
 bool CaptureService::stop_stored_session(std::int64_t id) {
     for (const auto& b : boards()) {
         if (b.session_id == id) return stop_session(b.name);

@@ -46,6 +46,8 @@ class CaptureService {
     bool stop_session(const std::string& board);
     // Stops the session with this stored id if one of the boards is capturing it.
     bool stop_stored_session(std::int64_t id);
+    // Deletes a stored session through the writer; false while a board is capturing it.
+    bool delete_stored_session(std::int64_t id);
     const DaemonConfig& config() const { return config_; }
 
   private:

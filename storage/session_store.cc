@@ -264,6 +264,12 @@ void SessionStore::end_session(std::int64_t session, const std::string& state,
     st.run();
 }
 
+void SessionStore::delete_session(std::int64_t session) {
+    Statement st = db_.prepare("DELETE FROM sessions WHERE id = ?");  // the rest cascades
+    st.bind(1, session);
+    st.run();
+}
+
 int SessionStore::interrupt_unfinished(std::int64_t now_ns) {
     Statement st = db_.prepare(
         "UPDATE sessions SET state = 'interrupted', ended_ns = COALESCE("
@@ -328,6 +334,17 @@ gmon::Aggregate SessionStore::aggregate(std::int64_t session) {
     while (pcs.step())
         a.add_pc(static_cast<std::uint64_t>(pcs.column_int(0)),
                  static_cast<std::uint64_t>(pcs.column_int(1)));
+    return a;
+}
+
+gmon::Aggregate SessionStore::aggregate_between(std::int64_t session, std::int64_t from_ns,
+                                                std::int64_t to_ns) {
+    gmon::Aggregate a;
+    Statement st = db_.prepare(
+        "SELECT records FROM record_batches WHERE session_id = ? AND received_ns BETWEEN ? AND ? "
+        "ORDER BY seq");
+    st.bind(1, session).bind(2, from_ns).bind(3, to_ns);
+    while (st.step()) a.add(unpack_records(st.column_blob(0)));
     return a;
 }
 

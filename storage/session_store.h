@@ -82,6 +82,8 @@ class SessionStore {
     void update_counters(std::int64_t session, const SessionCounters& counters);
     void add_gap(std::int64_t session, const Gap& gap);
     void end_session(std::int64_t session, const std::string& state, std::int64_t ended_ns);
+    // Deletes a session and everything it holds.
+    void delete_session(std::int64_t session);
     // After a crash: sessions still 'capturing' become 'interrupted'. Returns how many.
     int interrupt_unfinished(std::int64_t now_ns);
 
@@ -89,6 +91,9 @@ class SessionStore {
     std::vector<SessionInfo> sessions();
     std::optional<SessionInfo> session(std::int64_t id);
     gmon::Aggregate aggregate(std::int64_t session);
+    // The records received within [from_ns, to_ns], summed from the record batches.
+    gmon::Aggregate aggregate_between(std::int64_t session, std::int64_t from_ns,
+                                      std::int64_t to_ns);
     std::vector<Gap> gaps(std::int64_t session);
     void for_each_chunk(
         std::int64_t session,

@@ -171,3 +171,38 @@ TEST_CASE("a version-1 database migrates forward with its data") {
 
 }  // namespace
 }  // namespace rackprof::storage
+
+namespace rackprof::storage {
+namespace {
+
+TEST_CASE("deleting a session takes its chunks, batches, aggregates and gaps with it") {
+    TempDb db;
+    SessionStore store(db.path);
+    NewSession spec;
+    spec.board = "b";
+    spec.link = "sim://blinky";
+    const auto keep = store.create_session(spec);
+    const auto gone = store.create_session(spec);
+    const std::vector<std::uint8_t> raw = {0x50, 0, 0, 2};
+    const std::vector<Record> records = {Record::pc_sample(2)};
+    gmon::Aggregate delta;
+    delta.add(records);
+    for (auto id : {keep, gone}) {
+        store.append_chunk(id, 0, 1, raw, pack_records(records), 1);
+        store.add_to_aggregate(id, delta);
+        store.add_gap(id, {1, 2, "unplugged"});
+    }
+    store.delete_session(gone);
+    CHECK_FALSE(store.session(gone));
+    CHECK(store.aggregate(gone).pc_samples().empty());
+    CHECK(store.gaps(gone).empty());
+    CHECK(store.chunk_page(gone, -1, 10).empty());
+    CHECK(store.batch_page(gone, -1, 10).empty());
+    CHECK(store.aggregate(keep).total_samples() == 1);
+    CHECK(store.chunk_page(keep, -1, 10).size() == 1);
+    CHECK(store.aggregate_between(keep, 0, 0).total_samples() == 0);
+    CHECK(store.aggregate_between(keep, 0, 5).total_samples() == 1);
+}
+
+}  // namespace
+}  // namespace rackprof::storage

@@ -134,10 +134,16 @@ void StorageWriter::apply_in_transaction(std::span<WriteOp> ops) {
             opened[open->handle] = id;
             continue;
         }
+        if (auto* del = std::get_if<DeleteSessionOp>(&op)) {
+            store_.delete_session(del->id);
+            continue;
+        }
         std::int64_t id = 0;
         std::visit(
             [&](auto& o) {
-                if constexpr (!std::is_same_v<std::decay_t<decltype(o)>, OpenSessionOp>) {
+                using Op = std::decay_t<decltype(o)>;
+                if constexpr (!std::is_same_v<Op, OpenSessionOp> &&
+                              !std::is_same_v<Op, DeleteSessionOp>) {
                     if (const auto it = opened.find(o.handle); it != opened.end()) {
                         id = it->second;
                     } else {

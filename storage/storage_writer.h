@@ -46,7 +46,10 @@ struct CloseSessionOp {
     std::int64_t ended_ns;
     SessionCounters counters;
 };
-using WriteOp = std::variant<OpenSessionOp, ChunkOp, GapOp, CloseSessionOp>;
+struct DeleteSessionOp {
+    std::int64_t id;  // a stored session, not capturing
+};
+using WriteOp = std::variant<OpenSessionOp, ChunkOp, GapOp, CloseSessionOp, DeleteSessionOp>;
 
 struct StorageWriterOptions {
     std::chrono::milliseconds commit_interval{100};

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <charconv>
+#include <limits>
 #include <map>
 #include <mutex>
 
@@ -60,6 +61,16 @@ std::int64_t parse_id(const std::string& text, const char* what) {
     if (ec != std::errc() || end != text.data() + text.size() || value <= 0) {
         throw HttpError{http::status::bad_request, "bad_request",
                         std::string(what) + " must be a positive integer"};
+    }
+    return value;
+}
+
+std::int64_t parse_time(const std::string& text, const char* what) {
+    std::int64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || value < 0) {
+        throw HttpError{http::status::bad_request, "bad_request",
+                        std::string(what) + " must be a time in Unix nanoseconds"};
     }
     return value;
 }
@@ -221,13 +232,8 @@ Reply Api::handle(const Request& request) {
             if (rest.size() == 1) {
                 need(get);
                 const std::int64_t from =
-                    query.count("from")
-                        ? static_cast<std::int64_t>(parse_number(query.at("from"), "from"))
-                        : 0;
-                const std::int64_t to =
-                    query.count("to")
-                        ? static_cast<std::int64_t>(parse_number(query.at("to"), "to"))
-                        : 0;
+                    query.count("from") ? parse_time(query.at("from"), "from") : 0;
+                const std::int64_t to = query.count("to") ? parse_time(query.at("to"), "to") : 0;
                 json list = json::array();
                 for (const auto& s : store.sessions()) {
                     if (query.count("board") && s.spec.board != query.at("board")) continue;
@@ -243,6 +249,15 @@ Reply Api::handle(const Request& request) {
             if (!info)
                 throw HttpError{http::status::not_found, "not_found", "no session " + rest[1]};
             if (rest.size() == 2) {
+                if (method == http::verb::delete_) {
+                    if (info->state == "capturing" || !service_.delete_stored_session(id)) {
+                        throw HttpError{http::status::conflict, "conflict",
+                                        "session " + rest[1] + " is capturing: stop it first"};
+                    }
+                    Response r{http::status::no_content, request.version()};
+                    r.keep_alive(request.keep_alive());
+                    return r;
+                }
                 need(get);
                 return json_response(http::status::ok, session_json(*info));
             }
@@ -267,7 +282,14 @@ Reply Api::handle(const Request& request) {
                     elf = nullptr;  // moved or deleted since: profile by address only
                 }
             }
-            const auto aggregate = store.aggregate(id);
+            // A time window (receive times, ns) sums the record batches inside it.
+            const bool windowed = query.count("from") || query.count("to");
+            const auto aggregate =
+                windowed ? store.aggregate_between(
+                               id, query.count("from") ? parse_time(query.at("from"), "from") : 0,
+                               query.count("to") ? parse_time(query.at("to"), "to")
+                                                 : std::numeric_limits<std::int64_t>::max())
+                         : store.aggregate(id);
             const auto spec = gmon::histogram_spec(
                 aggregate,
                 elf ? std::optional(std::pair(elf->code_low(), elf->code_high())) : std::nullopt);

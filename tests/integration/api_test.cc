@@ -116,6 +116,26 @@ TEST_CASE("API: health, version, boards, sessions, errors") {
     CHECK(listed[0]["counters"]["arcs"].get<std::uint64_t>() > 0);
     CHECK_FALSE(listed[0]["elf"]["sha256"].get<std::string>().empty());
 
+    // Deleting: not while capturing; afterwards it is gone.
+    const auto second_id = std::to_string(second["id"].get<std::int64_t>());
+    CHECK(d.call("DELETE", "/api/v1/sessions/" + second_id).first == 409);
+    REQUIRE(d.call("POST", "/api/v1/sessions/" + second_id + "/stop").first == 200);
+    CHECK(d.call("DELETE", "/api/v1/sessions/" + second_id).first == 204);
+    CHECK(d.call("GET", "/api/v1/sessions/" + second_id).first == 404);
+
+    // A time window over the stored records: all of it, or none of it.
+    const auto whole =
+        json::parse(d.call("GET", "/api/v1/sessions/" + std::to_string(first) + "/profile").second);
+    const auto windowed = json::parse(d.call("GET", "/api/v1/sessions/" + std::to_string(first) +
+                                                        "/profile?from=0&to=9223372036854775807")
+                                          .second);
+    CHECK(windowed["flat"] == whole["flat"]);
+    const auto empty = json::parse(
+        d.call("GET", "/api/v1/sessions/" + std::to_string(first) + "/profile?to=1").second);
+    CHECK(empty["total_samples"] == 0);
+    CHECK(d.call("GET", "/api/v1/sessions/" + std::to_string(first) + "/profile?from=yesterday")
+              .first == 400);
+
     // The profile, with function names from the recorded ELF.
     const auto profile =
         d.call("GET", "/api/v1/sessions/" + std::to_string(first) + "/profile?top=3");
