@@ -51,7 +51,7 @@ std::string file_sha256(const std::filesystem::path& path) {
 
 Board::Board(boost::asio::io_context& io, BoardConfig config, storage::StorageWriter& writer,
              std::shared_ptr<spdlog::logger> log, std::chrono::milliseconds reconnect_min,
-             std::chrono::milliseconds reconnect_max)
+             std::chrono::milliseconds reconnect_max, BoardEventSink events)
     : io_(io),
       config_(std::move(config)),
       uri_(parse_link_uri(config_.link)),
@@ -60,7 +60,8 @@ Board::Board(boost::asio::io_context& io, BoardConfig config, storage::StorageWr
       reconnect_min_(reconnect_min),
       reconnect_max_(reconnect_max),
       backoff_(reconnect_min),
-      retry_timer_(io) {}
+      retry_timer_(io),
+      events_(std::move(events)) {}
 
 Board::~Board() = default;
 
@@ -165,6 +166,7 @@ void Board::set_state(LinkState state, const std::string& why) {
     log_->debug("[{}] {} -> {}", config_.name, to_string(state_), to_string(state));
     if (state == LinkState::kConnected) log_->info("[{}] connected", config_.name);
     state_ = state;
+    if (events_) events_({config_.name, "link", to_string(state), last_error_, std::nullopt});
 }
 
 bool Board::start_session() {
@@ -191,6 +193,7 @@ bool Board::start_session() {
         }
     }
     session_.emplace(next_session_handle++, spec, options, writer_);
+    if (events_) events_({config_.name, "session_started", "capturing", "", session_->handle()});
     log_->info("[{}] session {} capturing", config_.name, session_->handle());
     return true;
 }
@@ -204,6 +207,7 @@ void Board::stop_session() {
         "{} records lost",
         config_.name, session_->handle(), c.bytes_in, c.arcs, c.pc_samples, c.bytes_discarded,
         c.gaps, c.records_lost);
+    if (events_) events_({config_.name, "session_stopped", "completed", "", session_->handle()});
     session_.reset();
 }
 

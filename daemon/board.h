@@ -5,6 +5,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,11 +34,21 @@ struct BoardStatus {
     storage::SessionCounters counters;
 };
 
+// A change worth telling the world: a link state, a session starting or ending.
+struct BoardEvent {
+    std::string board;
+    std::string kind;   // link | session_started | session_stopped
+    std::string state;  // link: the new state
+    std::string reason;
+    std::optional<storage::SessionHandle> session;
+};
+using BoardEventSink = std::function<void(const BoardEvent&)>;
+
 class Board {
   public:
     Board(boost::asio::io_context& io, BoardConfig config, storage::StorageWriter& writer,
           std::shared_ptr<spdlog::logger> log, std::chrono::milliseconds reconnect_min,
-          std::chrono::milliseconds reconnect_max);
+          std::chrono::milliseconds reconnect_max, BoardEventSink events = {});
     ~Board();
     Board(const Board&) = delete;
     Board& operator=(const Board&) = delete;
@@ -50,6 +61,10 @@ class Board {
     void stop_session();
 
     BoardStatus status() const;
+    // The current session's live aggregate (empty without a session).
+    gmon::Aggregate live_aggregate() const {
+        return session_ ? session_->aggregate() : gmon::Aggregate{};
+    }
     const std::string& name() const { return config_.name; }
     const BoardConfig& config() const { return config_; }
 
@@ -79,6 +94,7 @@ class Board {
     std::uint64_t reconnects_ = 0;
     std::uint64_t failed_attempts_ = 0;
     bool stopping_ = false;
+    BoardEventSink events_;
 };
 
 // Hex SHA-256 of a file ("" if unreadable).

@@ -19,13 +19,35 @@ CaptureService::CaptureService(DaemonConfig config, std::shared_ptr<spdlog::logg
                    writer_->interrupted_at_start());
     }
     for (const BoardConfig& b : config_.boards) {
-        boards_.push_back(std::make_unique<Board>(io_, b, *writer_, log_, config_.reconnect_min,
-                                                  config_.reconnect_max));
+        boards_.push_back(make_board(b));
     }
 }
 
 CaptureService::~CaptureService() {
     shutdown();
+}
+
+std::unique_ptr<Board> CaptureService::make_board(const BoardConfig& b) {
+    return std::make_unique<Board>(io_, b, *writer_, log_, config_.reconnect_min,
+                                   config_.reconnect_max, [this](const BoardEvent& e) {
+                                       if (events_)
+                                           events_(e,
+                                                   e.session ? writer_->session_id(*e.session) : 0);
+                                   });
+}
+
+std::optional<CaptureService::LiveView> CaptureService::live(std::int64_t session_id) {
+    if (session_id <= 0) return std::nullopt;
+    return on_capture_thread([&]() -> std::optional<LiveView> {
+        for (auto& board : boards_) {
+            auto status = board->status();
+            if (status.session && writer_->session_id(*status.session) == session_id) {
+                status.session_id = session_id;
+                return LiveView{std::move(status), board->live_aggregate()};
+            }
+        }
+        return std::nullopt;
+    });
 }
 
 void CaptureService::start() {
@@ -79,6 +101,8 @@ void CaptureService::reload(const DaemonConfig& next) {
         log_->warn("reload: storage.path changed to {}; it takes effect at the next start",
                    next.storage_path.string());
     }
+    config_.reconnect_min = next.reconnect_min;  // boards made from here on use the new values
+    config_.reconnect_max = next.reconnect_max;
     on_capture_thread([&] {
         std::vector<std::unique_ptr<Board>> kept;
         for (auto& board : boards_) {
@@ -97,8 +121,7 @@ void CaptureService::reload(const DaemonConfig& next) {
             const bool present = std::any_of(kept.begin(), kept.end(),
                                              [&](const auto& k) { return k->name() == b.name; });
             if (present) continue;
-            kept.push_back(std::make_unique<Board>(io_, b, *writer_, log_, next.reconnect_min,
-                                                   next.reconnect_max));
+            kept.push_back(make_board(b));
             try {
                 kept.back()->start();
             } catch (const std::exception& e) {

@@ -41,6 +41,19 @@ class CaptureService {
     void set_heartbeat(std::chrono::microseconds interval, std::function<void()> beat);
 
     std::vector<BoardStatus> boards();
+
+    // Board events, called on the capture thread (set before start()). Session handles are
+    // turned into stored ids where they are known.
+    void on_event(std::function<void(const BoardEvent&, std::int64_t session_id)> sink) {
+        events_ = std::move(sink);
+    }
+
+    struct LiveView {
+        BoardStatus board;
+        gmon::Aggregate aggregate;
+    };
+    // The board capturing this stored session, with its live aggregate.
+    std::optional<LiveView> live(std::int64_t session_id);
     // Starts a session on a board; returns its stored id (0: no such board).
     std::int64_t start_session(const std::string& board);
     bool stop_session(const std::string& board);
@@ -53,12 +66,14 @@ class CaptureService {
   private:
     template <typename F>
     auto on_capture_thread(F&& f) -> decltype(f());
+    std::unique_ptr<Board> make_board(const BoardConfig& config);
 
     DaemonConfig config_;
     std::shared_ptr<spdlog::logger> log_;
     boost::asio::io_context io_;
     std::unique_ptr<storage::StorageWriter> writer_;
     std::vector<std::unique_ptr<Board>> boards_;
+    std::function<void(const BoardEvent&, std::int64_t)> events_;
     std::unique_ptr<boost::asio::steady_timer> heartbeat_;
     std::shared_ptr<std::function<void()>> heartbeat_tick_;
     std::thread thread_;

@@ -16,6 +16,9 @@
 #include "daemon/commands.h"
 #include "daemon/systemd_notifier.h"
 #include "web/http_server.h"
+#include "web/live_feeds.h"
+
+#include <nlohmann/json.hpp>
 
 namespace rackprof::daemon {
 
@@ -84,7 +87,6 @@ int run_serve(const std::vector<std::string>& args) {
     log->info("rackprof serve {}: configuration {}, storage {}, {} board(s)", RACKPROF_VERSION,
               config.source, config.storage_path.string(), config.boards.size());
     CaptureService service(config, log);  // storage is open from here on
-    service.start();
 
     web::ApiOptions api_options;
     api_options.storage_path = config.storage_path;
@@ -105,9 +107,23 @@ int run_serve(const std::vector<std::string>& args) {
     }
     web::Api api(service, api_options);
     web::HttpServer server(api, log);
+    web::LiveFeeds feeds(server.io(), service, config.storage_path);
+    server.set_feeds(&feeds);
+    service.on_event([&feeds](const BoardEvent& e, std::int64_t session_id) {
+        nlohmann::json event = {
+            {"board", e.board},
+            {"kind", e.kind},
+            {"state", e.state},
+            {"reason", e.reason},
+            {"session", session_id ? nlohmann::json(session_id) : nlohmann::json(nullptr)},
+            {"at_ns", unix_now_ns()}};
+        feeds.publish_event(event.dump());
+    });
+    service.start();
     try {
         const auto bound = server.start(config.listen);
         log->info("HTTP API listening on {}:{}", bound.address().to_string(), bound.port());
+        feeds.start();
     } catch (const std::exception& e) {
         log->error("{}", e.what());
         service.shutdown();
@@ -143,6 +159,7 @@ int run_serve(const std::vector<std::string>& args) {
         systemd.ready("capturing from " + std::to_string(service.boards().size()) + " board(s)");
     }
     systemd.stopping();
+    feeds.stop();
     server.stop();
     service.shutdown();
     log->info("stopped; everything captured is committed");

@@ -120,8 +120,9 @@ json session_json(const storage::SessionInfo& s) {
             {"counters", counters_json(s.counters)}};
 }
 
-// Firmware images by path, loaded once.
-std::shared_ptr<const gmon::Symbolizer> symbolizer_for(const std::string& path) {
+}  // namespace
+
+std::shared_ptr<const gmon::Symbolizer> cached_symbolizer(const std::string& path) {
     static std::mutex mutex;
     static std::map<std::string, std::shared_ptr<const gmon::Symbolizer>> cache;
     std::lock_guard lock(mutex);
@@ -129,8 +130,6 @@ std::shared_ptr<const gmon::Symbolizer> symbolizer_for(const std::string& path) 
     if (!slot) slot = gmon::Symbolizer::load(path);
     return slot;
 }
-
-}  // namespace
 
 Api::Api(daemon::CaptureService& service, ApiOptions options)
     : service_(service), options_(std::move(options)) {}
@@ -277,7 +276,7 @@ Reply Api::handle(const Request& request) {
             std::shared_ptr<const gmon::Symbolizer> elf;
             if (!info->spec.elf_path.empty()) {
                 try {
-                    elf = symbolizer_for(info->spec.elf_path);
+                    elf = cached_symbolizer(info->spec.elf_path);
                 } catch (const std::exception&) {
                     elf = nullptr;  // moved or deleted since: profile by address only
                 }

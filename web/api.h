@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "daemon/capture_service.h"
+#include "gmon/symbolizer.h"
 
 namespace rackprof::web {
 
@@ -32,6 +33,9 @@ struct ApiOptions {
     std::string token;           // "" : no token configured
     bool require_token = false;  // mutating requests need "Authorization: Bearer <token>"
 };
+
+// Firmware images by path, loaded once and shared.
+std::shared_ptr<const gmon::Symbolizer> cached_symbolizer(const std::string& path);
 
 class Api {
   public:

@@ -3,6 +3,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
 
 #include <optional>
 
@@ -16,10 +17,11 @@ namespace {
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
   public:
-    HttpSession(tcp::socket socket, Api& api, const ServerLimits& limits,
+    HttpSession(tcp::socket socket, Api& api, LiveFeeds* feeds, const ServerLimits& limits,
                 std::shared_ptr<std::atomic<std::size_t>> open_connections)
         : stream_(std::move(socket)),
           api_(api),
+          feeds_(feeds),
           limits_(limits),
           open_connections_(std::move(open_connections)) {}
     ~HttpSession() { --*open_connections_; }
@@ -58,6 +60,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
         if (ec) {
             return send(Api::error(http::status::bad_request, "bad_request",
                                    "malformed HTTP request", 11, false));
+        }
+        if (beast::websocket::is_upgrade(parser_->get())) {
+            if (feeds_ && feeds_->accept(stream_, parser_->get()))
+                return;  // the feed owns the connection now
+            return send(Api::error(http::status::not_found, "not_found", "no WebSocket feed here",
+                                   11, false));
         }
         auto reply = api_.handle(parser_->get());
         if (auto* whole = std::get_if<Response>(&reply)) return send(std::move(*whole));
@@ -128,6 +136,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     std::optional<http::response_serializer<http::empty_body>> serializer_;
     std::string chunk_;
     Api& api_;
+    LiveFeeds* feeds_;
     const ServerLimits& limits_;
     std::shared_ptr<std::atomic<std::size_t>> open_connections_;
 };
@@ -175,23 +184,24 @@ tcp::endpoint HttpServer::start(const std::string& listen, int threads) {
 }
 
 void HttpServer::accept() {
-    acceptor_.async_accept(asio::make_strand(io_), [this](beast::error_code ec,
-                                                          tcp::socket socket) {
-        if (ec == asio::error::operation_aborted) return;
-        if (!ec) {
-            if (*open_connections_ >= limits_.connections) {
-                log_->warn("http: connection limit ({}) reached, refusing a client",
-                           limits_.connections);
-                beast::error_code ignored;
-                socket.close(ignored);
-            } else {
-                ++*open_connections_;
-                std::make_shared<HttpSession>(std::move(socket), api_, limits_, open_connections_)
-                    ->start();
+    acceptor_.async_accept(
+        asio::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
+            if (ec == asio::error::operation_aborted) return;
+            if (!ec) {
+                if (*open_connections_ >= limits_.connections) {
+                    log_->warn("http: connection limit ({}) reached, refusing a client",
+                               limits_.connections);
+                    beast::error_code ignored;
+                    socket.close(ignored);
+                } else {
+                    ++*open_connections_;
+                    std::make_shared<HttpSession>(std::move(socket), api_, feeds_, limits_,
+                                                  open_connections_)
+                        ->start();
+                }
             }
-        }
-        accept();
-    });
+            accept();
+        });
 }
 
 void HttpServer::stop() {

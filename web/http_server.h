@@ -15,6 +15,7 @@
 #include <spdlog/logger.h>
 
 #include "web/api.h"
+#include "web/live_feeds.h"
 
 namespace rackprof::web {
 
@@ -24,6 +25,8 @@ struct ServerLimits {
     std::chrono::seconds request_time{30};  // a request must arrive whole within this (slowloris)
     std::size_t connections = 256;
 };
+
+class LiveFeeds;
 
 class HttpServer {
   public:
@@ -37,10 +40,15 @@ class HttpServer {
     boost::asio::ip::tcp::endpoint start(const std::string& listen, int threads = 2);
     void stop();
 
+    boost::asio::io_context& io() { return io_; }
+    // WebSocket upgrades go here (set before start()).
+    void set_feeds(LiveFeeds* feeds) { feeds_ = feeds; }
+
   private:
     void accept();
 
     Api& api_;
+    LiveFeeds* feeds_ = nullptr;
     std::shared_ptr<spdlog::logger> log_;
     ServerLimits limits_;
     boost::asio::io_context io_;

@@ -1,0 +1,134 @@
+// The WebSocket feeds of a real daemon: live snapshots that change while a board captures,
+// and state-change events.
+#include <signal.h>
+
+#include <doctest/doctest.h>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "tests/integration/test_support.h"
+
+namespace rackprof {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+struct FeedDaemon {
+    testing::TempDir dir;
+    std::unique_ptr<testing::Process> daemon;
+    std::string port;
+
+    FeedDaemon() {
+        REQUIRE(testing::rackprof({"simulate", "--model", "deterministic", "--iterations", "1",
+                                   "--write-elf", (dir / "model.elf").string()})
+                    .exit_code == 0);
+        std::ofstream(dir / "rack.toml")
+            << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
+            << (dir / "rack.db").string() << "\"\n[[boards]]\nname = \"det\"\n"
+            << "link = \"sim://deterministic?rate=40000\"\nelf = \"" << (dir / "model.elf").string()
+            << "\"\n";
+        daemon = std::make_unique<testing::Process>(
+            testing::rackprof_argv({"serve", "--config", (dir / "rack.toml").string()}),
+            dir / "serve.log");
+        std::smatch m;
+        std::string log;
+        REQUIRE(testing::eventually(
+            [&] {
+                log = testing::read_text(dir / "serve.log");
+                return std::regex_search(log, m,
+                                         std::regex("HTTP API listening on [0-9.]+:([0-9]+)")) &&
+                       log.find("[det] session") != std::string::npos;
+            },
+            10s));
+        port = m[1].str();
+    }
+    ~FeedDaemon() {
+        daemon->signal(SIGTERM);
+        daemon->wait(5s);
+    }
+    std::int64_t session() const {
+        const auto r = testing::run({"curl", "-s", "http://127.0.0.1:" + port + "/api/v1/boards"});
+        return json::parse(r.out)[0]["session"].get<std::int64_t>();
+    }
+    int post(const std::string& path) const {
+        const auto r = testing::run({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X",
+                                     "POST", "http://127.0.0.1:" + port + path});
+        return std::stoi(r.out);
+    }
+};
+
+struct Feed {
+    asio::io_context io;
+    websocket::stream<asio::ip::tcp::socket> ws{io};
+    Feed(const std::string& port, const std::string& path) {
+        asio::ip::tcp::resolver resolver(io);
+        asio::connect(ws.next_layer(), resolver.resolve("127.0.0.1", port));
+        ws.handshake("127.0.0.1", path);
+    }
+    json next() {
+        beast::flat_buffer buffer;
+        ws.read(buffer);
+        return json::parse(beast::buffers_to_string(buffer.data()));
+    }
+};
+
+TEST_CASE("live feed: snapshots of a capturing session change within 2 s") {
+    FeedDaemon d;
+    const auto id = d.session();
+    Feed feed(d.port, "/api/v1/sessions/" + std::to_string(id) + "/live");
+    const auto start = std::chrono::steady_clock::now();
+    const json first = feed.next();
+    CHECK(first["session"] == id);
+    CHECK(first["state"] == "capturing");
+    CHECK(first["link"] == "connected");
+    json later = first;
+    while (later["totals"]["arcs"] == first["totals"]["arcs"] &&
+           std::chrono::steady_clock::now() - start < 5s) {
+        later = feed.next();
+    }
+    CHECK(std::chrono::steady_clock::now() - start < 2s);
+    CHECK(later["totals"]["arcs"].get<std::uint64_t>() >
+          first["totals"]["arcs"].get<std::uint64_t>());
+    const json third = feed.next();
+    CHECK(third["records_per_s"].get<double>() > 0);
+    bool named = false;
+    for (const auto& f : third["top_functions"]) named = named || f["name"] == "gamma";
+    CHECK(named);
+}
+
+TEST_CASE("events feed: session stops and starts are announced") {
+    FeedDaemon d;
+    const auto id = d.session();
+    Feed events(d.port, "/api/v1/events");
+    std::this_thread::sleep_for(200ms);  // subscribed before the changes
+    REQUIRE(d.post("/api/v1/sessions/" + std::to_string(id) + "/stop") == 200);
+    REQUIRE(d.post("/api/v1/boards/det/sessions") == 201);
+    std::vector<std::string> kinds;
+    while (kinds.size() < 2) {
+        const json e = events.next();
+        CHECK(e["board"] == "det");
+        kinds.push_back(e["kind"]);
+        if (e["kind"] == "session_stopped") CHECK(e["session"] == id);
+    }
+    CHECK(kinds == std::vector<std::string>{"session_stopped", "session_started"});
+}
+
+TEST_CASE("a WebSocket upgrade anywhere else is refused") {
+    FeedDaemon d;
+    CHECK_THROWS(Feed(d.port, "/api/v1/nothing"));
+    CHECK_THROWS(Feed(d.port, "/api/v1/sessions/x/live"));
+}
+
+}  // namespace
+}  // namespace rackprof

@@ -1,0 +1,252 @@
+#include "web/live_feeds.h"
+
+#include <boost/asio/post.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "gmon/profile.h"
+#include "gmon/report.h"
+#include "storage/session_store.h"
+
+namespace rackprof::web {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using nlohmann::json;
+
+namespace {
+constexpr auto kStallLimit = std::chrono::seconds(10);
+}
+
+// One subscriber. Everything runs on its strand; at most one write is in flight, and only the
+// newest message waits behind it.
+class FeedClient : public std::enable_shared_from_this<FeedClient> {
+  public:
+    explicit FeedClient(beast::tcp_stream stream) : ws_(std::move(stream)) {}
+
+    void start(const Request& request) {
+        beast::get_lowest_layer(ws_).expires_never();
+        ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+        ws_.async_accept(request, [self = shared_from_this()](beast::error_code ec) {
+            if (ec) return;
+            self->open_ = true;
+            self->read();
+            if (self->pending_) self->write_next();
+        });
+    }
+
+    void send(std::shared_ptr<const std::string> message) {
+        asio::post(ws_.get_executor(), [self = shared_from_this(), message = std::move(message)] {
+            if (self->closed_) return;
+            if (self->writing_ &&
+                std::chrono::steady_clock::now() - self->write_started_ > kStallLimit) {
+                return self->close("client too slow: no write completed for 10 s");
+            }
+            self->pending_ = message;  // an older unsent one is simply replaced
+            if (self->open_ && !self->writing_) self->write_next();
+        });
+    }
+
+    bool alive() const { return !closed_; }
+
+  private:
+    void write_next() {
+        if (!pending_) return;
+        current_ = std::move(pending_);
+        pending_.reset();
+        writing_ = true;
+        write_started_ = std::chrono::steady_clock::now();
+        ws_.text(true);
+        ws_.async_write(asio::buffer(*current_),
+                        [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                            self->writing_ = false;
+                            if (ec) {
+                                self->closed_ = true;
+                                return;
+                            }
+                            self->write_next();
+                        });
+    }
+
+    void read() {
+        ws_.async_read(in_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+            if (ec) {
+                self->closed_ = true;
+                return;
+            }
+            self->in_.consume(
+                self->in_.size());  // clients have nothing to say; keep reading for close
+            self->read();
+        });
+    }
+
+    void close(const std::string& reason) {
+        closed_ = true;
+        ws_.async_close(websocket::close_reason(websocket::close_code::policy_error, reason),
+                        [self = shared_from_this()](beast::error_code) {});
+    }
+
+    websocket::stream<beast::tcp_stream> ws_;
+    beast::flat_buffer in_;
+    std::shared_ptr<const std::string> pending_;
+    std::shared_ptr<const std::string> current_;
+    bool open_ = false;
+    bool writing_ = false;
+    bool closed_ = false;
+    std::chrono::steady_clock::time_point write_started_;
+};
+
+LiveFeeds::LiveFeeds(asio::io_context& io, daemon::CaptureService& service,
+                     std::filesystem::path storage_path, std::chrono::milliseconds tick)
+    : io_(io), service_(service), storage_path_(std::move(storage_path)), tick_(tick), timer_(io) {}
+
+LiveFeeds::~LiveFeeds() {
+    stop();
+}
+
+void LiveFeeds::start() {
+    timer_.expires_after(tick_);
+    timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (ec) return;
+        on_tick();
+        std::lock_guard lock(mutex_);
+        if (!stopped_) start();
+    });
+}
+
+void LiveFeeds::stop() {
+    std::lock_guard lock(mutex_);
+    stopped_ = true;
+    timer_.cancel();
+}
+
+bool LiveFeeds::accept(beast::tcp_stream& stream, const Request& request) {
+    const std::string target(request.target());
+    std::shared_ptr<FeedClient> client;
+    std::int64_t session = 0;
+    if (target == "/api/v1/events") {
+        client = std::make_shared<FeedClient>(std::move(stream));
+        std::lock_guard lock(mutex_);
+        events_.push_back(client);
+    } else if (target.rfind("/api/v1/sessions/", 0) == 0 && target.size() > 22 &&
+               target.compare(target.size() - 5, 5, "/live") == 0) {
+        const std::string id = target.substr(17, target.size() - 17 - 5);
+        if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos || id.size() > 15)
+            return false;
+        session = std::stoll(id);
+        client = std::make_shared<FeedClient>(std::move(stream));
+        std::lock_guard lock(mutex_);
+        live_[session].push_back(client);
+    } else {
+        return false;
+    }
+    client->start(request);
+    if (session)
+        client->send(std::make_shared<const std::string>(snapshot(session)));  // something at once
+    return true;
+}
+
+void LiveFeeds::publish_event(const std::string& event) {
+    auto message = std::make_shared<const std::string>(event);
+    std::lock_guard lock(mutex_);
+    std::erase_if(events_, [](const std::weak_ptr<FeedClient>& w) { return w.expired(); });
+    for (auto& w : events_) {
+        if (auto c = w.lock()) c->send(message);
+    }
+}
+
+void LiveFeeds::on_tick() {
+    std::vector<std::int64_t> sessions;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto it = live_.begin(); it != live_.end();) {
+            std::erase_if(it->second, [](const std::weak_ptr<FeedClient>& w) {
+                const auto c = w.lock();
+                return !c || !c->alive();
+            });
+            if (it->second.empty()) {
+                rates_.erase(it->first);
+                it = live_.erase(it);
+            } else {
+                sessions.push_back(it->first);
+                ++it;
+            }
+        }
+    }
+    for (const std::int64_t id : sessions) {
+        auto message = std::make_shared<const std::string>(snapshot(id));  // once, for everyone
+        std::lock_guard lock(mutex_);
+        for (auto& w : live_[id]) {
+            if (auto c = w.lock()) c->send(message);
+        }
+    }
+}
+
+// Totals, rates, losses, link state, the top functions by self time and the busiest arcs.
+std::string LiveFeeds::snapshot(std::int64_t id) {
+    json out = {{"session", id}};
+    const auto view = service_.live(id);
+    if (!view) {
+        out["state"] = "not_capturing";
+        return out.dump();
+    }
+    const auto& c = view->board.counters;
+    const auto now = std::chrono::steady_clock::now();
+    double records_per_s = 0, bytes_per_s = 0;
+    {
+        std::lock_guard lock(mutex_);
+        Rate& last = rates_[id];
+        const double dt = std::chrono::duration<double>(now - last.at).count();
+        if (last.at.time_since_epoch().count() != 0 && dt > 0) {
+            records_per_s = static_cast<double>(c.arcs + c.pc_samples - last.records) / dt;
+            bytes_per_s = static_cast<double>(c.bytes_in - last.bytes) / dt;
+        }
+        last = {now, c.arcs + c.pc_samples, c.bytes_in};
+    }
+    out["board"] = view->board.name;
+    out["state"] = "capturing";
+    out["link"] = daemon::to_string(view->board.state);
+    out["records_per_s"] = records_per_s;
+    out["bytes_per_s"] = bytes_per_s;
+    out["totals"] = {{"bytes_in", c.bytes_in}, {"arcs", c.arcs}, {"pc_samples", c.pc_samples}};
+    out["losses"] = {{"bytes_discarded", c.bytes_discarded},
+                     {"resyncs", c.resyncs},
+                     {"gaps", c.gaps},
+                     {"records_lost", c.records_lost}};
+
+    json top = json::array();
+    try {
+        storage::SessionStore store(storage_path_, storage::Database::Mode::kReadOnly);
+        const auto info = store.session(id);
+        if (info && !info->spec.elf_path.empty()) {
+            const auto elf = cached_symbolizer(info->spec.elf_path);
+            const auto spec =
+                gmon::histogram_spec(view->aggregate, std::pair(elf->code_low(), elf->code_high()));
+            const auto profile = gmon::compute_profile(
+                gmon::to_gmon_data(view->aggregate, spec, elf->layout()).data, *elf);
+            const auto flat = gmon::profile_json(profile, {10, 0.0})["flat"];
+            for (const auto& row : flat)
+                top.push_back({{"name", row["name"]},
+                               {"self_percent", row["percent"]},
+                               {"calls", row["calls"]}});
+        }
+    } catch (const std::exception&) {
+        // No usable ELF: the snapshot goes without function names.
+    }
+    out["top_functions"] = top;
+    auto arcs = view->aggregate.arcs();
+    std::sort(arcs.begin(), arcs.end(),
+              [](const auto& a, const auto& b) { return a.count > b.count; });
+    json busiest = json::array();
+    for (std::size_t i = 0; i < arcs.size() && i < 5; ++i) {
+        busiest.push_back({{"from", gmon::hex_address(arcs[i].from_pc)},
+                           {"self", gmon::hex_address(arcs[i].self_pc)},
+                           {"count", arcs[i].count}});
+    }
+    out["busiest_arcs"] = busiest;
+    return out.dump();
+}
+
+}  // namespace rackprof::web

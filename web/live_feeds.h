@@ -1,0 +1,61 @@
+// WebSocket feeds: /api/v1/sessions/{id}/live (snapshots of a capturing session, several per
+// second) and /api/v1/events (board and session state changes). A snapshot is built once per
+// session per tick and shared by every subscriber; a slow client keeps only the newest one,
+// and a client whose writes stall for long is closed with a reason. Capture never waits.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "daemon/capture_service.h"
+#include "web/api.h"
+
+namespace rackprof::web {
+
+class FeedClient;
+
+class LiveFeeds {
+  public:
+    LiveFeeds(boost::asio::io_context& io, daemon::CaptureService& service,
+              std::filesystem::path storage_path,
+              std::chrono::milliseconds tick = std::chrono::milliseconds(250));
+    ~LiveFeeds();
+
+    void start();
+    void stop();
+    // Takes over an upgrade request for one of the feed paths; false if it is not one.
+    bool accept(boost::beast::tcp_stream& stream, const Request& request);
+    // Queues an event for every /api/v1/events client (any thread).
+    void publish_event(const std::string& json);
+
+  private:
+    void on_tick();
+    std::string snapshot(std::int64_t session_id);
+
+    struct Rate {
+        std::chrono::steady_clock::time_point at;
+        std::uint64_t records = 0;
+        std::uint64_t bytes = 0;
+    };
+
+    boost::asio::io_context& io_;
+    daemon::CaptureService& service_;
+    std::filesystem::path storage_path_;
+    std::chrono::milliseconds tick_;
+    boost::asio::steady_timer timer_;
+    std::mutex mutex_;
+    std::map<std::int64_t, std::vector<std::weak_ptr<FeedClient>>> live_;
+    std::vector<std::weak_ptr<FeedClient>> events_;
+    std::map<std::int64_t, Rate> rates_;
+    bool stopped_ = false;
+};
+
+}  // namespace rackprof::web
