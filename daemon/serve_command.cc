@@ -11,9 +11,11 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "daemon/board_simulator.h"
 #include "daemon/capture_service.h"
 #include "daemon/command_line.h"
 #include "daemon/commands.h"
+#include "daemon/link_uri.h"
 #include "daemon/systemd_notifier.h"
 #include "web/http_server.h"
 #include "web/live_feeds.h"
@@ -57,6 +59,23 @@ std::string api_token(const DaemonConfig& config) {
     return token;
 }
 
+// The embedded default's simulated boards get their models' ELFs (written next to the
+// database), so profiles and live views name functions out of the box.
+void give_simulated_boards_firmware(DaemonConfig& config) {
+    const auto dir = config.storage_path.parent_path() / "firmware";
+    for (BoardConfig& b : config.boards) {
+        const LinkUri uri = parse_link_uri(b.link);
+        if (uri.scheme != "sim" || !b.elf.empty()) continue;
+        SimulatorOptions model;
+        model.model = uri.path;
+        const GroundTruth truth = simulate_board(model, [](const std::uint8_t*, std::size_t) {});
+        std::filesystem::create_directories(dir);
+        const auto path = dir / (uri.path + ".elf");
+        write_model_elf(path, truth);
+        b.elf = path.string();
+    }
+}
+
 }  // namespace
 
 int run_serve(const std::vector<std::string>& args) {
@@ -75,6 +94,7 @@ int run_serve(const std::vector<std::string>& args) {
         std::cerr << "rackprof serve: invalid configuration: " << e.what() << "\n";
         return 2;
     }
+    if (!cl.has("--config")) give_simulated_boards_firmware(config);
     const std::string level = cl.get("--log-level", config.log_level);
     auto log = make_logger(level);
 
