@@ -8,10 +8,6 @@
 
 namespace rackprof::daemon {
 
-namespace {
-std::atomic<storage::SessionHandle> next_session_handle{1};
-}
-
 const char* to_string(LinkState state) {
     switch (state) {
         case LinkState::kConnecting:
@@ -192,7 +188,7 @@ bool Board::start_session() {
                                        static_cast<std::uint32_t>(elf_->code_high())};
         }
     }
-    session_.emplace(next_session_handle++, spec, options, writer_);
+    session_.emplace(new_session_handle(), spec, options, writer_);
     if (events_) events_({config_.name, "session_started", "capturing", "", session_->handle()});
     log_->info("[{}] session {} capturing", config_.name, session_->handle());
     return true;

@@ -193,6 +193,27 @@ bool CaptureService::stop_session(const std::string& name) {
     return found;
 }
 
+void CaptureService::set_session_firmware(std::int64_t id, const std::string& elf_path,
+                                          const std::string& build_id, const std::string& sha256) {
+    writer_->submit(storage::SetFirmwareOp{id, elf_path, build_id, sha256});
+    writer_->flush();
+}
+
+std::int64_t CaptureService::import_session(const storage::NewSession& spec,
+                                            std::vector<std::uint8_t> raw,
+                                            std::vector<protocol::Record> records,
+                                            const storage::SessionCounters& counters) {
+    const auto handle = new_session_handle();
+    writer_->submit(storage::OpenSessionOp{handle, spec});
+    if (!writer_->submit(storage::ChunkOp{handle, spec.started_ns, std::move(raw),
+                                          std::move(records), counters})) {
+        throw std::runtime_error("storage is too busy to take the import now; try again");
+    }
+    writer_->submit(storage::CloseSessionOp{handle, "completed", unix_now_ns(), counters});
+    writer_->flush();
+    return writer_->session_id(handle);
+}
+
 bool CaptureService::delete_stored_session(std::int64_t id) {
     for (const auto& b : boards()) {
         if (b.session_id == id) return false;

@@ -59,6 +59,13 @@ class CaptureService {
     bool stop_session(const std::string& board);
     // Stops the session with this stored id if one of the boards is capturing it.
     bool stop_stored_session(std::int64_t id);
+    // Attaches a firmware image to a stored session (through the writer).
+    void set_session_firmware(std::int64_t id, const std::string& elf_path,
+                              const std::string& build_id, const std::string& sha256);
+    // Stores a capture or profile made elsewhere as a completed session; returns its id.
+    std::int64_t import_session(const storage::NewSession& spec, std::vector<std::uint8_t> raw,
+                                std::vector<protocol::Record> records,
+                                const storage::SessionCounters& counters);
     // Deletes a stored session through the writer; false while a board is capturing it.
     bool delete_stored_session(std::int64_t id);
     const DaemonConfig& config() const { return config_; }

@@ -1,11 +1,18 @@
 #include "daemon/capture_session.h"
 
+#include <atomic>
+
 namespace rackprof::daemon {
 
 std::int64_t unix_now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
                std::chrono::system_clock::now().time_since_epoch())
         .count();
+}
+
+storage::SessionHandle new_session_handle() {
+    static std::atomic<storage::SessionHandle> next{1};
+    return next++;
 }
 
 CaptureSession::CaptureSession(storage::SessionHandle handle, storage::NewSession spec,

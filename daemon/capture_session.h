@@ -17,6 +17,8 @@
 namespace rackprof::daemon {
 
 std::int64_t unix_now_ns();
+// A handle no other session in this process has.
+storage::SessionHandle new_session_handle();
 
 class CaptureSession {
   public:

@@ -264,6 +264,14 @@ void SessionStore::end_session(std::int64_t session, const std::string& state,
     st.run();
 }
 
+void SessionStore::set_firmware(std::int64_t session, const std::string& elf_path,
+                                const std::string& build_id, const std::string& sha256) {
+    Statement st = db_.prepare(
+        "UPDATE sessions SET elf_path = ?, elf_build_id = ?, elf_sha256 = ? WHERE id = ?");
+    st.bind(1, elf_path).bind(2, build_id).bind(3, sha256).bind(4, session);
+    st.run();
+}
+
 void SessionStore::delete_session(std::int64_t session) {
     Statement st = db_.prepare("DELETE FROM sessions WHERE id = ?");  // the rest cascades
     st.bind(1, session);

@@ -82,6 +82,9 @@ class SessionStore {
     void update_counters(std::int64_t session, const SessionCounters& counters);
     void add_gap(std::int64_t session, const Gap& gap);
     void end_session(std::int64_t session, const std::string& state, std::int64_t ended_ns);
+    // Attaches a firmware image to a session after the fact.
+    void set_firmware(std::int64_t session, const std::string& elf_path,
+                      const std::string& build_id, const std::string& sha256);
     // Deletes a session and everything it holds.
     void delete_session(std::int64_t session);
     // After a crash: sessions still 'capturing' become 'interrupted'. Returns how many.

@@ -138,12 +138,16 @@ void StorageWriter::apply_in_transaction(std::span<WriteOp> ops) {
             store_.delete_session(del->id);
             continue;
         }
+        if (auto* fw = std::get_if<SetFirmwareOp>(&op)) {
+            store_.set_firmware(fw->id, fw->elf_path, fw->build_id, fw->sha256);
+            continue;
+        }
         std::int64_t id = 0;
         std::visit(
             [&](auto& o) {
                 using Op = std::decay_t<decltype(o)>;
-                if constexpr (!std::is_same_v<Op, OpenSessionOp> &&
-                              !std::is_same_v<Op, DeleteSessionOp>) {
+                if constexpr (std::is_same_v<Op, ChunkOp> || std::is_same_v<Op, GapOp> ||
+                              std::is_same_v<Op, CloseSessionOp>) {
                     if (const auto it = opened.find(o.handle); it != opened.end()) {
                         id = it->second;
                     } else {

@@ -49,7 +49,14 @@ struct CloseSessionOp {
 struct DeleteSessionOp {
     std::int64_t id;  // a stored session, not capturing
 };
-using WriteOp = std::variant<OpenSessionOp, ChunkOp, GapOp, CloseSessionOp, DeleteSessionOp>;
+struct SetFirmwareOp {
+    std::int64_t id;  // a stored session
+    std::string elf_path;
+    std::string build_id;
+    std::string sha256;
+};
+using WriteOp =
+    std::variant<OpenSessionOp, ChunkOp, GapOp, CloseSessionOp, DeleteSessionOp, SetFirmwareOp>;
 
 struct StorageWriterOptions {
     std::chrono::milliseconds commit_interval{100};

@@ -7,10 +7,15 @@
 #include <map>
 #include <mutex>
 
+#include "daemon/board.h"
+#include "gmon/gmon_reader.h"
 #include "gmon/gmon_writer.h"
 #include "gmon/profile.h"
 #include "gmon/report.h"
+#include "protocol/legacy_decoder.h"
 #include "storage/session_store.h"
+
+#include <fstream>
 
 namespace rackprof::web {
 
@@ -226,6 +231,14 @@ Reply Api::handle(const Request& request) {
             }
             throw HttpError{http::status::not_found, "not_found", "no such resource"};
         }
+        if (rest == std::vector<std::string>{"firmware"}) {
+            need(method == http::verb::put);
+            return put_firmware(request);
+        }
+        if (rest == std::vector<std::string>{"sessions", "import"}) {
+            need(post);
+            return import_session(request);
+        }
         if (!rest.empty() && rest[0] == "sessions") {
             storage::SessionStore store(options_.storage_path, storage::Database::Mode::kReadOnly);
             if (rest.size() == 1) {
@@ -259,6 +272,10 @@ Reply Api::handle(const Request& request) {
                 }
                 need(get);
                 return json_response(http::status::ok, session_json(*info));
+            }
+            if (rest.size() == 3 && rest[2] == "firmware") {
+                need(method == http::verb::put);
+                return attach_firmware(request, id);
             }
             if (rest.size() == 3 && rest[2] == "stop") {
                 need(post);
@@ -332,6 +349,208 @@ Reply Api::handle(const Request& request) {
         return error(http::status::internal_server_error, "internal", e.what(), request.version(),
                      request.keep_alive());
     }
+}
+
+bool Api::is_upload(const http::request_header<>& header) {
+    const std::string_view target = header.target();
+    const auto path = target.substr(0, target.find('?'));
+    return (header.method() == http::verb::put && path == "/api/v1/firmware") ||
+           (header.method() == http::verb::post && path == "/api/v1/sessions/import");
+}
+
+namespace {
+
+std::filesystem::path firmware_dir(const std::filesystem::path& storage_path) {
+    return storage_path.parent_path() / "firmware";
+}
+
+// The id an uploaded image is stored under: its build-id, or its SHA-256 when it has none.
+std::string firmware_id(const gmon::Symbolizer& elf, const std::string& sha256) {
+    return elf.build_id().empty() ? sha256 : elf.build_id();
+}
+
+bool is_hex_id(const std::string& id) {
+    return !id.empty() && id.size() <= 128 &&
+           id.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+}  // namespace
+
+// PUT /api/v1/firmware: an ELF body, stored once under its build-id.
+Response Api::put_firmware(const Request& request) {
+    const auto dir = firmware_dir(options_.storage_path);
+    std::filesystem::create_directories(dir);
+    const auto upload = dir / (".upload-" + std::to_string(daemon::new_session_handle()));
+    {
+        std::ofstream f(upload, std::ios::binary);
+        f.write(request.body().data(), static_cast<std::streamsize>(request.body().size()));
+    }
+    struct Cleanup {
+        std::filesystem::path path;
+        ~Cleanup() {
+            std::error_code ignored;
+            std::filesystem::remove(path, ignored);
+        }
+    } cleanup{upload};
+    std::shared_ptr<const gmon::Symbolizer> elf;
+    try {
+        elf = gmon::Symbolizer::load(upload);
+    } catch (const std::exception&) {
+        throw HttpError{http::status::unprocessable_entity, "not_an_elf",
+                        "the body is not a usable ELF file (with symbols)"};
+    }
+    const std::string sha256 = daemon::file_sha256(upload);
+    const std::string id = firmware_id(*elf, sha256);
+    const auto stored = dir / (id + ".elf");
+    const bool existed = std::filesystem::exists(stored);
+    if (!existed) std::filesystem::rename(upload, stored);
+    Response r{existed ? http::status::ok : http::status::created, request.version()};
+    r.set(http::field::content_type, "application/json");
+    r.keep_alive(request.keep_alive());
+    r.body() = json{{"id", id},
+                    {"build_id", elf->build_id()},
+                    {"sha256", sha256},
+                    {"functions", gmon::gprof_symbol_table(*elf).size()},
+                    {"stored", !existed}}
+                   .dump() +
+               "\n";
+    return r;
+}
+
+// PUT /api/v1/sessions/{id}/firmware {"id": "<firmware id>"}: name a session's functions later.
+Response Api::attach_firmware(const Request& request, std::int64_t session) {
+    if (request[http::field::content_type].find("application/json") == std::string_view::npos) {
+        throw HttpError{http::status::unsupported_media_type, "unsupported_media_type",
+                        "send application/json"};
+    }
+    json body;
+    try {
+        body = json::parse(request.body());
+    } catch (const json::exception&) {
+        throw HttpError{http::status::bad_request, "bad_request", "the body is not JSON"};
+    }
+    const std::string id = body.value("id", "");
+    if (!is_hex_id(id))
+        throw HttpError{http::status::unprocessable_entity, "bad_firmware_id",
+                        "\"id\" must be a firmware id"};
+    const auto path = firmware_dir(options_.storage_path) / (id + ".elf");
+    if (!std::filesystem::exists(path))
+        throw HttpError{http::status::not_found, "not_found",
+                        "no firmware " + id + "; PUT it first"};
+    const auto elf = cached_symbolizer(path.string());
+    service_.set_session_firmware(session, path.string(), elf->build_id(),
+                                  daemon::file_sha256(path));
+    storage::SessionStore store(options_.storage_path, storage::Database::Mode::kReadOnly);
+    Response r{http::status::ok, request.version()};
+    r.set(http::field::content_type, "application/json");
+    r.keep_alive(request.keep_alive());
+    r.body() = session_json(*store.session(session)).dump() + "\n";
+    return r;
+}
+
+// POST /api/v1/sessions/import?format=bin|hex|gmon&addr_bytes=3|4&board=NAME&firmware=ID
+Response Api::import_session(const Request& request) {
+    const auto query = query_of(request.target());
+    const std::string format = query.count("format") ? query.at("format") : "bin";
+    if (format != "bin" && format != "hex" && format != "gmon") {
+        throw HttpError{http::status::bad_request, "bad_request",
+                        "format must be bin, hex or gmon"};
+    }
+    const int addr_bytes =
+        query.count("addr_bytes")
+            ? static_cast<int>(parse_number(query.at("addr_bytes"), "addr_bytes"))
+            : 3;
+    if (addr_bytes != 3 && addr_bytes != 4)
+        throw HttpError{http::status::bad_request, "bad_request", "addr_bytes must be 3 or 4"};
+    std::shared_ptr<const gmon::Symbolizer> elf;
+    storage::NewSession spec;
+    spec.board = query.count("board") ? query.at("board") : "import";
+    spec.link = "import";
+    spec.format = format;
+    spec.addr_bytes = addr_bytes;
+    spec.started_ns = daemon::unix_now_ns();
+    if (query.count("firmware")) {
+        const std::string id = query.at("firmware");
+        const auto path = firmware_dir(options_.storage_path) / (id + ".elf");
+        if (!is_hex_id(id) || !std::filesystem::exists(path))
+            throw HttpError{http::status::not_found, "not_found", "no firmware " + id};
+        elf = cached_symbolizer(path.string());
+        spec.elf_path = path.string();
+        spec.elf_build_id = elf->build_id();
+        spec.elf_sha256 = daemon::file_sha256(path);
+    }
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(request.body().data());
+    const std::span<const std::uint8_t> body(bytes, request.body().size());
+    std::vector<protocol::Record> records;
+    storage::SessionCounters counters;
+    std::vector<std::uint8_t> raw;
+    if (format == "gmon") {
+        gmon::GmonData data;
+        try {
+            data = gmon::merge_duplicates(
+                gmon::parse_gmon(body, elf ? elf->layout() : gmon::TargetLayout{}));
+        } catch (const std::exception& e) {
+            throw HttpError{http::status::unprocessable_entity, "bad_gmon", e.what()};
+        }
+        // Bins become samples at their first address; wide counts are split into 32-bit records.
+        auto push = [&](protocol::Record r, std::uint64_t count) {
+            for (; count > 0; count -= r.count) {
+                r.count = static_cast<std::uint32_t>(std::min<std::uint64_t>(count, 0xFFFFFFFFu));
+                records.push_back(r);
+            }
+        };
+        for (const auto& a : data.arcs) {
+            push(protocol::Record::arc(static_cast<std::uint32_t>(a.from_pc),
+                                       static_cast<std::uint32_t>(a.self_pc)),
+                 a.count);
+            counters.arcs += a.count;
+        }
+        for (const auto& h : data.histograms) {
+            for (std::size_t i = 0; i < h.bins.size(); ++i) {
+                if (!h.bins[i]) continue;
+                const auto pc =
+                    h.low_pc + static_cast<std::uint64_t>(static_cast<double>(i) * h.bin_bytes());
+                push(protocol::Record::pc_sample(static_cast<std::uint32_t>(pc)), h.bins[i]);
+                counters.pc_samples += h.bins[i];
+            }
+        }
+        counters.bytes_in = body.size();
+    } else {
+        protocol::LegacyOptions options;
+        options.addr_bytes = addr_bytes;
+        options.encoding =
+            format == "hex" ? protocol::LegacyEncoding::kHex : protocol::LegacyEncoding::kBinary;
+        if (elf && elf->code_high() <= 0x100000000ull) {
+            options.code_range =
+                protocol::AddressRange{static_cast<std::uint32_t>(elf->code_low()),
+                                       static_cast<std::uint32_t>(elf->code_high())};
+        }
+        protocol::LegacyDecoder decoder(options);
+        struct Collect : protocol::RecordSink {
+            std::vector<protocol::Record>& out;
+            explicit Collect(std::vector<protocol::Record>& o) : out(o) {}
+            void on_records(std::span<const protocol::Record> batch) override {
+                out.insert(out.end(), batch.begin(), batch.end());
+            }
+        } sink(records);
+        decoder.feed(body, sink);
+        decoder.finish(sink);
+        const auto& st = decoder.stats();
+        if (st.records() == 0) {
+            throw HttpError{http::status::unprocessable_entity, "no_records",
+                            "no records found: check format and addr_bytes"};
+        }
+        counters = {st.bytes_in, st.bytes_discarded, st.resyncs, st.arcs, st.pc_samples, 0, 0, 0};
+        raw.assign(body.begin(), body.end());
+    }
+    const std::int64_t id =
+        service_.import_session(spec, std::move(raw), std::move(records), counters);
+    storage::SessionStore store(options_.storage_path, storage::Database::Mode::kReadOnly);
+    Response r{http::status::created, request.version()};
+    r.set(http::field::content_type, "application/json");
+    r.keep_alive(request.keep_alive());
+    r.body() = session_json(*store.session(id)).dump() + "\n";
+    return r;
 }
 
 // Exports streamed page by page from storage: raw bytes as received; every record with its

@@ -41,12 +41,17 @@ class Api {
   public:
     Api(daemon::CaptureService& service, ApiOptions options);
     Reply handle(const Request& request);
+    // Requests whose bodies may be as large as ServerLimits::upload_bytes.
+    static bool is_upload(const http::request_header<>& header);
 
     // A JSON error: {"error":{"code":"...","message":"..."}}.
     static Response error(http::status status, const std::string& code, const std::string& message,
                           unsigned version, bool keep_alive);
 
   private:
+    Response put_firmware(const Request& request);
+    Response attach_firmware(const Request& request, std::int64_t id);
+    Response import_session(const Request& request);
     Reply handle_session_export(const Request& request, std::int64_t id, const std::string& what);
 
     daemon::CaptureService& service_;

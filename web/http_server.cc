@@ -36,9 +36,18 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
         parser_->header_limit(static_cast<std::uint32_t>(limits_.header_bytes));
         parser_->body_limit(limits_.body_bytes);
         stream_.expires_after(limits_.request_time);
-        http::async_read(
-            stream_, buffer_, *parser_,
-            [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+        http::async_read_header(stream_, buffer_, *parser_,
+                                [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                                    if (ec) return self->on_read(ec);
+                                    // Uploads (ELF images, captures) may be larger than JSON
+                                    // requests.
+                                    if (Api::is_upload(self->parser_->get()))
+                                        self->parser_->body_limit(self->limits_.upload_bytes);
+                                    http::async_read(self->stream_, self->buffer_, *self->parser_,
+                                                     [self](beast::error_code ec2, std::size_t) {
+                                                         self->on_read(ec2);
+                                                     });
+                                });
     }
 
     void on_read(beast::error_code ec) {

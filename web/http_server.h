@@ -22,6 +22,7 @@ namespace rackprof::web {
 struct ServerLimits {
     std::size_t header_bytes = 8 * 1024;
     std::size_t body_bytes = 1 << 20;
+    std::size_t upload_bytes = 64u << 20;   // PUT /api/v1/firmware, POST /api/v1/sessions/import
     std::chrono::seconds request_time{30};  // a request must arrive whole within this (slowloris)
     std::size_t connections = 256;
 };

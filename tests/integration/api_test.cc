@@ -222,6 +222,67 @@ TEST_CASE("API: raw bytes, NDJSON records and CSV aggregates, streamed chunked")
     CHECK(csv_arcs == arcs);
 }
 
+TEST_CASE("API: firmware upload, attach, and imports of a capture and of a gmon.out") {
+    ApiDaemon d;
+    const auto elf = d.dir() / "model.elf";
+    const auto put = d.call("PUT", "/api/v1/firmware", {"--data-binary", "@" + elf.string()});
+    REQUIRE(put.first == 201);
+    const auto firmware = json::parse(put.second);
+    const std::string fw = firmware["id"];
+    CHECK(firmware["functions"].get<int>() > 5);
+    CHECK(put.second.find(d.dir().path().string()) == std::string::npos);  // no internal paths
+    CHECK(d.call("PUT", "/api/v1/firmware", {"--data-binary", "@" + elf.string()}).first ==
+          200);  // stored once
+    std::ofstream(d.dir() / "junk") << "not an elf";
+    CHECK(d.call("PUT", "/api/v1/firmware", {"--data-binary", "@" + (d.dir() / "junk").string()})
+              .first == 422);
+
+    // A capture made elsewhere, imported: the same gmon.out as `rackprof convert`.
+    const auto capture = d.dir() / "capture.bin";
+    REQUIRE(testing::rackprof({"simulate", "--model", "deterministic", "--iterations", "40", "-o",
+                               capture.string()})
+                .exit_code == 0);
+    REQUIRE(testing::rackprof({"convert", capture.string(), "--elf", elf.string(), "-o",
+                               (d.dir() / "cli.gmon").string(), "--report", "none"})
+                .exit_code == 0);
+    const auto imported =
+        d.call("POST", "/api/v1/sessions/import?format=bin&board=bench&firmware=" + fw,
+               {"--data-binary", "@" + capture.string()});
+    REQUIRE(imported.first == 201);
+    const auto session = json::parse(imported.second);
+    CHECK(session["state"] == "completed");
+    CHECK(session["board"] == "bench");
+    const auto sid = std::to_string(session["id"].get<std::int64_t>());
+    CHECK(d.call("GET", "/api/v1/sessions/" + sid + "/gmon.out").second ==
+          testing::read_text(d.dir() / "cli.gmon"));
+    CHECK(d.call("GET", "/api/v1/sessions/" + sid + "/profile").first == 200);
+
+    // The gmon.out itself, imported: the session gives the same file back.
+    const auto again = d.call("POST", "/api/v1/sessions/import?format=gmon&firmware=" + fw,
+                              {"--data-binary", "@" + (d.dir() / "cli.gmon").string()});
+    REQUIRE(again.first == 201);
+    const auto gid = std::to_string(json::parse(again.second)["id"].get<std::int64_t>());
+    CHECK(d.call("GET", "/api/v1/sessions/" + gid + "/gmon.out").second ==
+          testing::read_text(d.dir() / "cli.gmon"));
+
+    // Without firmware there are no names; attaching it later brings them.
+    const auto bare = d.call("POST", "/api/v1/sessions/import?format=bin",
+                             {"--data-binary", "@" + capture.string()});
+    REQUIRE(bare.first == 201);
+    const auto bid = std::to_string(json::parse(bare.second)["id"].get<std::int64_t>());
+    CHECK(d.call("GET", "/api/v1/sessions/" + bid + "/profile").first == 422);
+    CHECK(d.call("PUT", "/api/v1/sessions/" + bid + "/firmware",
+                 {"--data", "{\"id\":\"" + fw + "\"}"})
+              .first == 415);
+    CHECK(d.call("PUT", "/api/v1/sessions/" + bid + "/firmware",
+                 {"-H", "Content-Type: application/json", "--data", "{\"id\":\"" + fw + "\"}"})
+              .first == 200);
+    CHECK(d.call("GET", "/api/v1/sessions/" + bid + "/profile").first == 200);
+    CHECK(d.call("POST", "/api/v1/sessions/import?format=bin",
+                 {"--data-binary", "@" + (d.dir() / "junk").string()})
+              .first == 422);
+}
+
 TEST_CASE("API: malformed HTTP, oversized bodies") {
     ApiDaemon d;
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
