@@ -1,5 +1,7 @@
 #include "daemon/capture_service.h"
 
+#include "storage/session_store.h"
+
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 
@@ -20,6 +22,24 @@ CaptureService::CaptureService(DaemonConfig config, std::shared_ptr<spdlog::logg
     }
     for (const BoardConfig& b : config_.boards) {
         boards_.push_back(make_board(b));
+    }
+    // Boards added through the API in earlier runs.
+    storage::SessionStore stored(config_.storage_path, storage::Database::Mode::kReadOnly);
+    for (const auto& [name, text] : stored.stored_boards()) {
+        try {
+            BoardConfig b = board_from_json(nlohmann::json::parse(text));
+            if (std::any_of(boards_.begin(), boards_.end(),
+                            [&](const auto& x) { return x->name() == b.name; })) {
+                log_->warn(
+                    "[{}] defined in the configuration file and through the API; the file wins",
+                    name);
+                continue;
+            }
+            api_boards_.insert(b.name);
+            boards_.push_back(make_board(b));
+        } catch (const std::exception& e) {
+            log_->error("[{}] stored board is unusable, skipped: {}", name, e.what());
+        }
     }
 }
 
@@ -106,6 +126,11 @@ void CaptureService::reload(const DaemonConfig& next) {
     on_capture_thread([&] {
         std::vector<std::unique_ptr<Board>> kept;
         for (auto& board : boards_) {
+            if (api_boards_.count(
+                    board->name())) {  // the API's boards are not the file's to change
+                kept.push_back(std::move(board));
+                continue;
+            }
             const auto wanted =
                 std::find_if(next.boards.begin(), next.boards.end(),
                              [&](const BoardConfig& b) { return b.name == board->name(); });
@@ -191,6 +216,76 @@ bool CaptureService::stop_session(const std::string& name) {
     if (found && std::this_thread::get_id() != thread_.get_id())
         writer_->flush();  // stored as completed on return
     return found;
+}
+
+CaptureService::BoardChange CaptureService::add_board(const BoardConfig& b) {
+    const auto result = on_capture_thread([&] {
+        if (std::any_of(boards_.begin(), boards_.end(),
+                        [&](const auto& x) { return x->name() == b.name; })) {
+            return BoardChange::kExists;
+        }
+        writer_->submit(storage::SaveBoardOp{b.name, board_to_json(b).dump()});
+        api_boards_.insert(b.name);
+        boards_.push_back(make_board(b));
+        if (running_) {
+            try {
+                boards_.back()->start();
+            } catch (const std::exception& e) {
+                log_->error("[{}] cannot start: {}", b.name, e.what());
+            }
+        }
+        log_->info("[{}] added through the API", b.name);
+        return BoardChange::kDone;
+    });
+    writer_->flush();
+    return result;
+}
+
+CaptureService::BoardChange CaptureService::update_board(const BoardConfig& b) {
+    const auto result = on_capture_thread([&] {
+        const auto it = std::find_if(boards_.begin(), boards_.end(),
+                                     [&](const auto& x) { return x->name() == b.name; });
+        if (it == boards_.end()) return BoardChange::kNotFound;
+        if (!api_boards_.count(b.name)) return BoardChange::kFromFile;
+        writer_->submit(storage::SaveBoardOp{b.name, board_to_json(b).dump()});
+        if ((*it)->config() == b) return BoardChange::kDone;
+        (*it)->shutdown();
+        *it = make_board(b);
+        if (running_) (*it)->start();
+        log_->info("[{}] changed through the API: restarted", b.name);
+        return BoardChange::kDone;
+    });
+    writer_->flush();
+    return result;
+}
+
+CaptureService::BoardChange CaptureService::remove_board(const std::string& name) {
+    const auto result = on_capture_thread([&] {
+        const auto it = std::find_if(boards_.begin(), boards_.end(),
+                                     [&](const auto& x) { return x->name() == name; });
+        if (it == boards_.end()) return BoardChange::kNotFound;
+        if (!api_boards_.count(name)) return BoardChange::kFromFile;
+        writer_->submit(storage::SaveBoardOp{name, ""});
+        (*it)->shutdown();
+        boards_.erase(it);
+        api_boards_.erase(name);
+        log_->info("[{}] removed through the API", name);
+        return BoardChange::kDone;
+    });
+    writer_->flush();
+    return result;
+}
+
+bool CaptureService::from_api(const std::string& name) {
+    return on_capture_thread([&] { return api_boards_.count(name) > 0; });
+}
+
+std::vector<BoardConfig> CaptureService::board_configs() {
+    return on_capture_thread([&] {
+        std::vector<BoardConfig> out;
+        for (const auto& b : boards_) out.push_back(b->config());
+        return out;
+    });
 }
 
 void CaptureService::set_session_firmware(std::int64_t id, const std::string& elf_path,

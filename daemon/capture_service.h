@@ -10,6 +10,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -59,6 +60,15 @@ class CaptureService {
     bool stop_session(const std::string& board);
     // Stops the session with this stored id if one of the boards is capturing it.
     bool stop_stored_session(std::int64_t id);
+    // Boards managed through the API (stored in the database, restored at start). The file's
+    // boards are the file's: these refuse them. Results: "" on success, else why not.
+    enum class BoardChange { kDone, kExists, kNotFound, kFromFile };
+    BoardChange add_board(const BoardConfig& board);
+    BoardChange update_board(const BoardConfig& board);
+    BoardChange remove_board(const std::string& name);
+    bool from_api(const std::string& name);
+    std::vector<BoardConfig> board_configs();
+
     // Attaches a firmware image to a stored session (through the writer).
     void set_session_firmware(std::int64_t id, const std::string& elf_path,
                               const std::string& build_id, const std::string& sha256);
@@ -81,6 +91,7 @@ class CaptureService {
     std::unique_ptr<storage::StorageWriter> writer_;
     std::vector<std::unique_ptr<Board>> boards_;
     std::function<void(const BoardEvent&, std::int64_t)> events_;
+    std::set<std::string> api_boards_;  // capture thread only
     std::unique_ptr<boost::asio::steady_timer> heartbeat_;
     std::shared_ptr<std::function<void()>> heartbeat_tick_;
     std::thread thread_;

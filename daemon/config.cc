@@ -61,25 +61,10 @@ BoardConfig parse_board(const std::string& source, const toml::table& t, std::si
         {"name", "link", "protocol", "format", "addr_bytes", "elf", "autostart", "tags"});
     BoardConfig b;
     b.name = get_string(source, t, prefix, "name", "");
-    if (b.name.empty()) fail(source, t, prefix + "name", "every board needs a name");
     b.link = get_string(source, t, prefix, "link", "");
-    if (b.link.empty()) fail(source, t, prefix + "link", "every board needs a link");
-    try {
-        parse_link_uri(b.link);
-    } catch (const std::invalid_argument& e) {
-        fail(source, *t.get("link"), prefix + "link", e.what());
-    }
     b.protocol = get_string(source, t, prefix, "protocol", "legacy");
-    if (b.protocol != "legacy") {
-        fail(source, *t.get("protocol"), prefix + "protocol",
-             "'" + b.protocol + "' is not supported yet (use \"legacy\")");
-    }
     b.format = get_string(source, t, prefix, "format", "bin");
-    if (b.format != "bin" && b.format != "hex")
-        fail(source, *t.get("format"), prefix + "format", "must be \"bin\" or \"hex\"");
     b.addr_bytes = static_cast<int>(get_int(source, t, prefix, "addr_bytes", 3));
-    if (b.addr_bytes != 3 && b.addr_bytes != 4)
-        fail(source, *t.get("addr_bytes"), prefix + "addr_bytes", "must be 3 or 4");
     b.elf = get_string(source, t, prefix, "elf", "");
     b.autostart = get_bool(source, t, prefix, "autostart", true);
     if (const toml::node* tags = t.get("tags")) {
@@ -90,10 +75,86 @@ BoardConfig parse_board(const std::string& source, const toml::table& t, std::si
             b.tags.push_back(tag.value<std::string>().value());
         }
     }
+    try {
+        validate_board(b);
+    } catch (const BoardFieldError& e) {
+        const toml::node* node = t.get(e.key());
+        fail(source, node ? *node : static_cast<const toml::node&>(t), prefix + e.key(), e.what());
+    }
     return b;
 }
 
 }  // namespace
+
+void validate_board(const BoardConfig& b) {
+    if (b.name.empty()) throw BoardFieldError("name", "every board needs a name");
+    if (b.name.size() > 64 || b.name.find_first_of("/?#\\\" ") != std::string::npos) {
+        throw BoardFieldError("name", "at most 64 characters, without / ? # \\ \" or spaces");
+    }
+    if (b.link.empty()) throw BoardFieldError("link", "every board needs a link");
+    try {
+        parse_link_uri(b.link);
+    } catch (const std::invalid_argument& e) {
+        throw BoardFieldError("link", e.what());
+    }
+    if (b.protocol != "legacy")
+        throw BoardFieldError("protocol",
+                              "'" + b.protocol + "' is not supported yet (use \"legacy\")");
+    if (b.format != "bin" && b.format != "hex")
+        throw BoardFieldError("format", "must be \"bin\" or \"hex\"");
+    if (b.addr_bytes != 3 && b.addr_bytes != 4)
+        throw BoardFieldError("addr_bytes", "must be 3 or 4");
+}
+
+nlohmann::json board_to_json(const BoardConfig& b) {
+    return {{"name", b.name},
+            {"link", b.link},
+            {"protocol", b.protocol},
+            {"format", b.format},
+            {"addr_bytes", b.addr_bytes},
+            {"elf", b.elf},
+            {"autostart", b.autostart},
+            {"tags", b.tags}};
+}
+
+BoardConfig board_from_json(const nlohmann::json& j) {
+    if (!j.is_object()) throw BoardFieldError("", "a board is a JSON object");
+    static const std::set<std::string> kKeys = {"name",       "link", "protocol",  "format",
+                                                "addr_bytes", "elf",  "autostart", "tags"};
+    for (const auto& [key, value] : j.items()) {
+        if (!kKeys.count(key)) throw BoardFieldError(key, "unknown key");
+    }
+    BoardConfig b;
+    auto text = [&](const char* key, std::string& out) {
+        if (!j.contains(key)) return;
+        if (!j[key].is_string()) throw BoardFieldError(key, "must be a string");
+        out = j[key].get<std::string>();
+    };
+    text("name", b.name);
+    text("link", b.link);
+    text("protocol", b.protocol);
+    text("format", b.format);
+    text("elf", b.elf);
+    if (j.contains("addr_bytes")) {
+        if (!j["addr_bytes"].is_number_integer())
+            throw BoardFieldError("addr_bytes", "must be an integer");
+        b.addr_bytes = j["addr_bytes"].get<int>();
+    }
+    if (j.contains("autostart")) {
+        if (!j["autostart"].is_boolean())
+            throw BoardFieldError("autostart", "must be true or false");
+        b.autostart = j["autostart"].get<bool>();
+    }
+    if (j.contains("tags")) {
+        if (!j["tags"].is_array()) throw BoardFieldError("tags", "must be a list of strings");
+        for (const auto& tag : j["tags"]) {
+            if (!tag.is_string()) throw BoardFieldError("tags", "must be a list of strings");
+            b.tags.push_back(tag.get<std::string>());
+        }
+    }
+    validate_board(b);
+    return b;
+}
 
 DaemonConfig parse_config(const std::string& text, const std::string& source) {
     toml::table root;
@@ -109,9 +170,10 @@ DaemonConfig parse_config(const std::string& text, const std::string& source) {
     if (const toml::node* node = root.get("server")) {
         const toml::table* t = node->as_table();
         if (!t) fail(source, *node, "server", "must be a table");
-        reject_unknown(source, *t, "server.", {"listen", "token_file"});
+        reject_unknown(source, *t, "server.", {"listen", "token_file", "token_for_reads"});
         c.listen = get_string(source, *t, "server.", "listen", c.listen);
         c.token_file = get_string(source, *t, "server.", "token_file", "");
+        c.token_for_reads = get_bool(source, *t, "server.", "token_for_reads", false);
     }
     if (const toml::node* node = root.get("storage")) {
         const toml::table* t = node->as_table();

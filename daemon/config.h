@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace rackprof::daemon {
 
 // "FILE:LINE: KEY: what is wrong" — the daemon exits with code 2 and starts nothing.
@@ -29,9 +31,28 @@ struct BoardConfig {
     friend bool operator==(const BoardConfig&, const BoardConfig&) = default;
 };
 
+// A board setting that is wrong: which key, and why.
+class BoardFieldError : public std::invalid_argument {
+  public:
+    BoardFieldError(std::string key, const std::string& what)
+        : std::invalid_argument(what), key_(std::move(key)) {}
+    const std::string& key() const { return key_; }
+
+  private:
+    std::string key_;
+};
+
+// The rules every board must follow, wherever it comes from (file or API). Throws BoardFieldError.
+void validate_board(const BoardConfig& board);
+
+// Boards as JSON (the API's and the database's form). board_from_json validates.
+nlohmann::json board_to_json(const BoardConfig& board);
+BoardConfig board_from_json(const nlohmann::json& json);
+
 struct DaemonConfig {
     std::string listen = "127.0.0.1:8080";  // the HTTP API; port 0: any free port
     std::filesystem::path token_file;       // the API token (or RACKPROF_API_TOKEN); never logged
+    bool token_for_reads = false;           // also every GET needs the token
     std::filesystem::path storage_path = "var/rackprof.db";
     std::string log_level = "info";  // trace | debug | info | warn | error
     std::chrono::milliseconds reconnect_min{100};

@@ -93,6 +93,14 @@ const char* const kMigrations[] = {
     DROP TABLE record_batches;
     ALTER TABLE record_batches_v2 RENAME TO record_batches;
     )sql",
+    // 3: boards created through the API, kept across restarts (their configuration as JSON).
+    R"sql(
+    CREATE TABLE boards (
+        name       TEXT PRIMARY KEY,
+        config     TEXT NOT NULL,
+        updated_ns INTEGER NOT NULL
+    );
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
@@ -270,6 +278,29 @@ void SessionStore::set_firmware(std::int64_t session, const std::string& elf_pat
         "UPDATE sessions SET elf_path = ?, elf_build_id = ?, elf_sha256 = ? WHERE id = ?");
     st.bind(1, elf_path).bind(2, build_id).bind(3, sha256).bind(4, session);
     st.run();
+}
+
+void SessionStore::save_board(const std::string& name, const std::string& config_json,
+                              std::int64_t at_ns) {
+    Statement st = db_.prepare(
+        "INSERT INTO boards (name, config, updated_ns) VALUES (?, ?, ?) "
+        "ON CONFLICT (name) DO UPDATE SET config = excluded.config, updated_ns = "
+        "excluded.updated_ns");
+    st.bind(1, name).bind(2, config_json).bind(3, at_ns);
+    st.run();
+}
+
+void SessionStore::delete_board(const std::string& name) {
+    Statement st = db_.prepare("DELETE FROM boards WHERE name = ?");
+    st.bind(1, name);
+    st.run();
+}
+
+std::vector<std::pair<std::string, std::string>> SessionStore::stored_boards() {
+    Statement st = db_.prepare("SELECT name, config FROM boards ORDER BY name");
+    std::vector<std::pair<std::string, std::string>> out;
+    while (st.step()) out.emplace_back(st.column_text(0), st.column_text(1));
+    return out;
 }
 
 void SessionStore::delete_session(std::int64_t session) {

@@ -19,7 +19,7 @@
 
 namespace rackprof::storage {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 struct SessionCounters {
     std::uint64_t bytes_in = 0;
@@ -85,6 +85,10 @@ class SessionStore {
     // Attaches a firmware image to a session after the fact.
     void set_firmware(std::int64_t session, const std::string& elf_path,
                       const std::string& build_id, const std::string& sha256);
+    // Boards created through the API: name -> configuration (JSON, the daemon's to interpret).
+    void save_board(const std::string& name, const std::string& config_json, std::int64_t at_ns);
+    void delete_board(const std::string& name);
+    std::vector<std::pair<std::string, std::string>> stored_boards();
     // Deletes a session and everything it holds.
     void delete_session(std::int64_t session);
     // After a crash: sessions still 'capturing' become 'interrupted'. Returns how many.

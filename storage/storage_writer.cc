@@ -138,6 +138,14 @@ void StorageWriter::apply_in_transaction(std::span<WriteOp> ops) {
             store_.delete_session(del->id);
             continue;
         }
+        if (auto* board = std::get_if<SaveBoardOp>(&op)) {
+            if (board->config_json.empty()) {
+                store_.delete_board(board->name);
+            } else {
+                store_.save_board(board->name, board->config_json, now_ns());
+            }
+            continue;
+        }
         if (auto* fw = std::get_if<SetFirmwareOp>(&op)) {
             store_.set_firmware(fw->id, fw->elf_path, fw->build_id, fw->sha256);
             continue;

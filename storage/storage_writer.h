@@ -55,8 +55,12 @@ struct SetFirmwareOp {
     std::string build_id;
     std::string sha256;
 };
-using WriteOp =
-    std::variant<OpenSessionOp, ChunkOp, GapOp, CloseSessionOp, DeleteSessionOp, SetFirmwareOp>;
+struct SaveBoardOp {
+    std::string name;
+    std::string config_json;  // empty: delete the board
+};
+using WriteOp = std::variant<OpenSessionOp, ChunkOp, GapOp, CloseSessionOp, DeleteSessionOp,
+                             SetFirmwareOp, SaveBoardOp>;
 
 struct StorageWriterOptions {
     std::chrono::milliseconds commit_interval{100};

@@ -2,10 +2,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "daemon/board.h"
 #include "gmon/gmon_reader.h"
@@ -167,7 +169,7 @@ Reply Api::handle(const Request& request) {
                 throw HttpError{http::status::method_not_allowed, "method_not_allowed",
                                 "method not allowed here"};
         };
-        if (!get && options_.require_token) {
+        if ((!get || options_.token_for_reads) && options_.require_token) {
             const auto auth = request[http::field::authorization];
             if (options_.token.empty() || auth != "Bearer " + options_.token) {
                 throw HttpError{http::status::unauthorized, "unauthorized",
@@ -203,6 +205,10 @@ Reply Api::handle(const Request& request) {
                 {{"name", "rackprof"}, {"version", RACKPROF_VERSION}, {"api", "v1"}});
         }
         if (!rest.empty() && rest[0] == "boards") {
+            if (rest.size() == 1 && post) return change_board(request, "");
+            if (rest.size() == 2 && (method == http::verb::put || method == http::verb::delete_)) {
+                return change_board(request, rest[1]);
+            }
             const auto boards = service_.boards();
             if (rest.size() == 1) {
                 need(get);
@@ -247,8 +253,17 @@ Reply Api::handle(const Request& request) {
                     query.count("from") ? parse_time(query.at("from"), "from") : 0;
                 const std::int64_t to = query.count("to") ? parse_time(query.at("to"), "to") : 0;
                 json list = json::array();
+                std::set<std::string> tagged;  // boards carrying the tag, as configured now
+                if (query.count("tag")) {
+                    for (const auto& b : service_.board_configs()) {
+                        if (std::find(b.tags.begin(), b.tags.end(), query.at("tag")) !=
+                            b.tags.end())
+                            tagged.insert(b.name);
+                    }
+                }
                 for (const auto& s : store.sessions()) {
                     if (query.count("board") && s.spec.board != query.at("board")) continue;
+                    if (query.count("tag") && !tagged.count(s.spec.board)) continue;
                     if (query.count("state") && s.state != query.at("state")) continue;
                     if (from && s.spec.started_ns < from) continue;
                     if (to && s.spec.started_ns > to) continue;
@@ -349,6 +364,60 @@ Reply Api::handle(const Request& request) {
         return error(http::status::internal_server_error, "internal", e.what(), request.version(),
                      request.keep_alive());
     }
+}
+
+// POST /api/v1/boards, PUT and DELETE /api/v1/boards/{name}: boards kept in the database.
+Response Api::change_board(const Request& request, const std::string& name) {
+    using Change = daemon::CaptureService::BoardChange;
+    auto fail_for = [&](Change c, const std::string& board) {
+        if (c == Change::kExists)
+            throw HttpError{http::status::conflict, "conflict",
+                            "a board named '" + board + "' exists"};
+        if (c == Change::kNotFound)
+            throw HttpError{http::status::not_found, "not_found", "no board named '" + board + "'"};
+        if (c == Change::kFromFile) {
+            throw HttpError{
+                http::status::conflict, "conflict",
+                "'" + board + "' comes from the configuration file: change it there (and reload)"};
+        }
+    };
+    if (request.method() == http::verb::delete_) {
+        fail_for(service_.remove_board(name), name);
+        Response r{http::status::no_content, request.version()};
+        r.keep_alive(request.keep_alive());
+        return r;
+    }
+    if (request[http::field::content_type].find("application/json") == std::string_view::npos) {
+        throw HttpError{http::status::unsupported_media_type, "unsupported_media_type",
+                        "send application/json"};
+    }
+    daemon::BoardConfig board;
+    try {
+        json body = json::parse(request.body());
+        if (!name.empty() && body.is_object()) {
+            if (body.contains("name") && body["name"] != name) {
+                throw HttpError{http::status::unprocessable_entity, "invalid",
+                                "name: the path names the board"};
+            }
+            body["name"] = name;
+        }
+        board = daemon::board_from_json(body);
+    } catch (const json::exception&) {
+        throw HttpError{http::status::bad_request, "bad_request", "the body is not JSON"};
+    } catch (const daemon::BoardFieldError& e) {
+        throw HttpError{http::status::unprocessable_entity, "invalid", e.key() + ": " + e.what()};
+    }
+    const Change change = name.empty() ? service_.add_board(board) : service_.update_board(board);
+    fail_for(change, board.name);
+    for (const auto& b : service_.boards()) {
+        if (b.name != board.name) continue;
+        Response r{name.empty() ? http::status::created : http::status::ok, request.version()};
+        r.set(http::field::content_type, "application/json");
+        r.keep_alive(request.keep_alive());
+        r.body() = board_json(b).dump() + "\n";
+        return r;
+    }
+    throw HttpError{http::status::internal_server_error, "internal", "the board vanished"};
 }
 
 bool Api::is_upload(const http::request_header<>& header) {

@@ -30,8 +30,9 @@ using Reply = std::variant<Response, StreamedResponse>;
 
 struct ApiOptions {
     std::filesystem::path storage_path;
-    std::string token;           // "" : no token configured
-    bool require_token = false;  // mutating requests need "Authorization: Bearer <token>"
+    std::string token;             // "" : no token configured
+    bool require_token = false;    // mutating requests need "Authorization: Bearer <token>"
+    bool token_for_reads = false;  // with require_token: every request needs it
 };
 
 // Firmware images by path, loaded once and shared.
@@ -49,6 +50,7 @@ class Api {
                           unsigned version, bool keep_alive);
 
   private:
+    Response change_board(const Request& request, const std::string& name);
     Response put_firmware(const Request& request);
     Response attach_firmware(const Request& request, std::int64_t id);
     Response import_session(const Request& request);

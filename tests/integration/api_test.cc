@@ -33,9 +33,19 @@ class ApiDaemon {
             << (dir_ / "rack.db").string() << "\"\n[[boards]]\nname = \"det\"\n"
             << "link = \"sim://deterministic?rate=40000\"\nelf = \""
             << (dir_ / "model.elf").string() << "\"\n";
+        env_ = env;
+        launch();
+    }
+    // Stops the daemon (SIGTERM) and starts it again on the same configuration and database.
+    void restart() {
+        daemon_->signal(SIGTERM);
+        REQUIRE(daemon_->wait(5s) == 0);
+        launch();
+    }
+    void launch() {
         daemon_ = std::make_unique<testing::Process>(
             testing::rackprof_argv({"serve", "--config", (dir_ / "rack.toml").string()}),
-            dir_ / "serve.log", std::filesystem::path(), env);
+            dir_ / "serve.log", std::filesystem::path(), env_);
         std::smatch m;
         REQUIRE(testing::eventually(
             [&] {
@@ -76,6 +86,7 @@ class ApiDaemon {
     std::unique_ptr<testing::Process> daemon_;
     std::string log_;
     std::string port_;
+    std::vector<std::string> env_;
 };
 
 TEST_CASE("API: health, version, boards, sessions, errors") {
@@ -281,6 +292,59 @@ TEST_CASE("API: firmware upload, attach, and imports of a capture and of a gmon.
     CHECK(d.call("POST", "/api/v1/sessions/import?format=bin",
                  {"--data-binary", "@" + (d.dir() / "junk").string()})
               .first == 422);
+}
+
+TEST_CASE("API: boards created, changed and deleted through the API, kept across restarts") {
+    ApiDaemon d;
+    const std::vector<std::string> json_type = {"-H", "Content-Type: application/json"};
+    auto with = [&](std::vector<std::string> extra, const std::string& body) {
+        extra.insert(extra.end(), json_type.begin(), json_type.end());
+        extra.push_back("--data");
+        extra.push_back(body);
+        return extra;
+    };
+    const auto created =
+        d.call("POST", "/api/v1/boards",
+               with({}, R"({"name":"extra","link":"sim://blinky?rate=20000","tags":["lab-b"]})"));
+    REQUIRE(created.first == 201);
+    CHECK(json::parse(created.second)["name"] == "extra");
+    CHECK(d.call("POST", "/api/v1/boards", with({}, R"({"name":"extra","link":"sim://blinky"})"))
+              .first == 409);
+    CHECK(d.call("POST", "/api/v1/boards", with({}, R"({"name":"bad","link":"usb://x"})")).first ==
+          422);
+    CHECK(d.call("POST", "/api/v1/boards",
+                 with({}, R"({"name":"bad","link":"sim://blinky","addr_bytes":9})"))
+              .first == 422);
+    CHECK(d.call("POST", "/api/v1/boards", {"--data", "name=x"}).first == 415);
+    CHECK(d.call("PUT", "/api/v1/boards/det", with({}, R"({"link":"sim://blinky"})")).first ==
+          409);  // the file's board
+    CHECK(d.call("DELETE", "/api/v1/boards/det").first == 409);
+    REQUIRE(testing::eventually(
+        [&] {
+            return testing::read_text(d.dir() / "serve.log").find("[extra] session") !=
+                   std::string::npos;
+        },
+        10s));
+    const auto extra_session =
+        json::parse(d.call("GET", "/api/v1/boards/extra").second)["session"].get<std::int64_t>();
+    const auto tagged = json::parse(d.call("GET", "/api/v1/sessions?tag=lab-b").second);
+    REQUIRE(tagged.size() == 1);
+    CHECK(tagged[0]["id"] == extra_session);
+
+    const auto changed = d.call("PUT", "/api/v1/boards/extra",
+                                with({}, R"({"link":"sim://conflation?rate=20000"})"));
+    CHECK(changed.first == 200);
+    CHECK(json::parse(changed.second)["link"] == "sim://conflation?rate=20000");
+
+    d.restart();  // the board is back from the database
+    const auto after = d.call("GET", "/api/v1/boards/extra");
+    REQUIRE(after.first == 200);
+    CHECK(json::parse(after.second)["link"] == "sim://conflation?rate=20000");
+    CHECK(d.call("DELETE", "/api/v1/boards/extra").first == 204);
+    CHECK(d.call("GET", "/api/v1/boards/extra").first == 404);
+    d.restart();  // and stays deleted
+    CHECK(d.call("GET", "/api/v1/boards/extra").first == 404);
+    CHECK(json::parse(d.call("GET", "/api/v1/boards").second).size() == 1);
 }
 
 TEST_CASE("API: malformed HTTP, oversized bodies") {
