@@ -65,6 +65,11 @@ class Board {
     gmon::Aggregate live_aggregate() const {
         return session_ ? session_->aggregate() : gmon::Aggregate{};
     }
+    // The current session's newest arcs, oldest first (empty without a session).
+    std::vector<protocol::Record> newest_arcs() const {
+        if (!session_) return {};
+        return {session_->newest_arcs().begin(), session_->newest_arcs().end()};
+    }
     const std::string& name() const { return config_.name; }
     const BoardConfig& config() const { return config_; }
 

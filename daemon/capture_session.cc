@@ -34,6 +34,18 @@ void CaptureSession::refresh_counters() {
 bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t received_ns) {
     aggregate_.add(collector_.records);
     refresh_counters();
+    // The live view's newest arcs: only the chunk's tail is looked at.
+    constexpr std::size_t kNewest = 8;
+    std::size_t found = 0;
+    auto first = collector_.records.end();
+    while (first != collector_.records.begin() && found < kNewest) {
+        --first;
+        if (first->kind == protocol::RecordKind::kArc) ++found;
+    }
+    for (auto it = first; it != collector_.records.end(); ++it) {
+        if (it->kind == protocol::RecordKind::kArc) newest_arcs_.push_back(*it);
+    }
+    while (newest_arcs_.size() > kNewest) newest_arcs_.pop_front();
     const std::size_t records = collector_.records.size();
     const std::size_t bytes = raw.size();
     storage::ChunkOp op{handle_, received_ns, std::move(raw), std::move(collector_.records),

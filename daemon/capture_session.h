@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <span>
 #include <string>
@@ -30,6 +31,8 @@ class CaptureSession {
     const storage::SessionCounters& counters() const { return counters_; }
     const gmon::Aggregate& aggregate() const { return aggregate_; }
     bool in_gap() const { return open_gap_.has_value(); }
+    // The most recent arcs received, newest last (for the live view).
+    const std::deque<protocol::Record>& newest_arcs() const { return newest_arcs_; }
 
     // Returns false if the chunk could not be queued for storage (and was counted as lost).
     bool on_chunk(std::span<const std::uint8_t> raw, std::int64_t received_ns);
@@ -57,6 +60,7 @@ class CaptureSession {
     gmon::Aggregate aggregate_;
     storage::SessionCounters counters_;
     std::optional<storage::Gap> open_gap_;
+    std::deque<protocol::Record> newest_arcs_;
 };
 
 }  // namespace rackprof::daemon

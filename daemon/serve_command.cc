@@ -122,6 +122,7 @@ int run_serve(const std::vector<std::string>& args) {
     // Off loopback, every mutating request needs the token (and every request, if configured).
     api_options.require_token = !endpoint.address().is_loopback() || config.token_for_reads;
     api_options.token_for_reads = config.token_for_reads;
+    api_options.log_error = [log](const std::string& what) { log->error("http: {}", what); };
     if (api_options.require_token && api_options.token.empty()) {
         log->warn("listening on {} without a token: every mutating request will be refused (401)",
                   config.listen);

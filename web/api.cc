@@ -360,8 +360,10 @@ Reply Api::handle(const Request& request) {
     } catch (const HttpError& e) {
         return error(e.status, e.code, e.message, request.version(), request.keep_alive());
     } catch (const std::exception& e) {
-        // The message, but never a stack or an internal path beyond what the user configured.
-        return error(http::status::internal_server_error, "internal", e.what(), request.version(),
+        // The details (paths, SQL) go to the log, not to the client.
+        if (options_.log_error) options_.log_error(std::string(request.target()) + ": " + e.what());
+        return error(http::status::internal_server_error, "internal",
+                     "internal error; the daemon's log has the details", request.version(),
                      request.keep_alive());
     }
 }

@@ -33,6 +33,7 @@ struct ApiOptions {
     std::string token;             // "" : no token configured
     bool require_token = false;    // mutating requests need "Authorization: Bearer <token>"
     bool token_for_reads = false;  // with require_token: every request needs it
+    std::function<void(const std::string&)> log_error;  // unexpected failures, with details
 };
 
 // Firmware images by path, loaded once and shared.

@@ -246,6 +246,12 @@ std::string LiveFeeds::snapshot(std::int64_t id) {
                            {"count", arcs[i].count}});
     }
     out["busiest_arcs"] = busiest;
+    json newest = json::array();
+    for (const auto& r : view->newest_arcs) {
+        newest.push_back(
+            {{"from", gmon::hex_address(r.from_pc)}, {"self", gmon::hex_address(r.self_pc)}});
+    }
+    out["newest_arcs"] = newest;
     return out.dump();
 }
 

@@ -105,6 +105,8 @@ TEST_CASE("live feed: snapshots of a capturing session change within 2 s") {
     bool named = false;
     for (const auto& f : third["top_functions"]) named = named || f["name"] == "gamma";
     CHECK(named);
+    CHECK(third["newest_arcs"].size() == 8);
+    CHECK(third["busiest_arcs"].size() == 5);
 }
 
 TEST_CASE("events feed: session stops and starts are announced") {
