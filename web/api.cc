@@ -368,6 +368,11 @@ Reply Api::handle(const Request& request) {
     }
 }
 
+namespace {
+std::filesystem::path firmware_dir(const std::filesystem::path& storage_path);
+bool is_hex_id(const std::string& id);
+}  // namespace
+
 // POST /api/v1/boards, PUT and DELETE /api/v1/boards/{name}: boards kept in the database.
 Response Api::change_board(const Request& request, const std::string& name) {
     using Change = daemon::CaptureService::BoardChange;
@@ -402,6 +407,18 @@ Response Api::change_board(const Request& request, const std::string& name) {
                                 "name: the path names the board"};
             }
             body["name"] = name;
+        }
+        // "firmware": an uploaded image's id stands for its stored ELF (no paths over HTTP).
+        if (body.is_object() && body.contains("firmware")) {
+            const std::string id =
+                body["firmware"].is_string() ? body["firmware"].get<std::string>() : "";
+            const auto path = firmware_dir(options_.storage_path) / (id + ".elf");
+            if (!is_hex_id(id) || !std::filesystem::exists(path)) {
+                throw HttpError{http::status::unprocessable_entity, "invalid",
+                                "firmware: no uploaded firmware with that id"};
+            }
+            body.erase("firmware");
+            body["elf"] = path.string();
         }
         board = daemon::board_from_json(body);
     } catch (const json::exception&) {

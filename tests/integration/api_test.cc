@@ -345,6 +345,28 @@ TEST_CASE("API: boards created, changed and deleted through the API, kept across
     d.restart();  // and stays deleted
     CHECK(d.call("GET", "/api/v1/boards/extra").first == 404);
     CHECK(json::parse(d.call("GET", "/api/v1/boards").second).size() == 1);
+
+    // A board can name an uploaded firmware image by its id.
+    const auto fw = json::parse(
+        d.call("PUT", "/api/v1/firmware", {"--data-binary", "@" + (d.dir() / "model.elf").string()})
+            .second);
+    const std::string body =
+        R"({"name":"fw","link":"sim://deterministic?rate=20000","firmware":")" +
+        fw["id"].get<std::string>() + "\"}";
+    CHECK(d.call("POST", "/api/v1/boards", with({}, body)).first == 201);
+    CHECK(d.call("POST", "/api/v1/boards",
+                 with({}, R"({"name":"fw2","link":"sim://blinky","firmware":"../../etc"})"))
+              .first == 422);
+    REQUIRE(testing::eventually(
+        [&] {
+            return testing::read_text(d.dir() / "serve.log").find("[fw] session") !=
+                   std::string::npos;
+        },
+        10s));
+    const auto fw_session =
+        json::parse(d.call("GET", "/api/v1/boards/fw").second)["session"].get<std::int64_t>();
+    CHECK(json::parse(d.call("GET", "/api/v1/sessions/" + std::to_string(fw_session))
+                          .second)["elf"]["sha256"] == fw["sha256"]);
 }
 
 TEST_CASE("API: malformed HTTP, oversized bodies") {
