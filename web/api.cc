@@ -127,6 +127,21 @@ json session_json(const storage::SessionInfo& s) {
             {"counters", counters_json(s.counters)}};
 }
 
+// A JSON body, or none, answering `request` (same HTTP version and keep-alive).
+Response json_reply(const Request& request, http::status status, const json& body) {
+    Response r{status, request.version()};
+    r.set(http::field::content_type, "application/json");
+    r.keep_alive(request.keep_alive());
+    r.body() = body.dump() + "\n";
+    return r;
+}
+
+Response empty_reply(const Request& request, http::status status) {
+    Response r{status, request.version()};
+    r.keep_alive(request.keep_alive());
+    return r;
+}
+
 }  // namespace
 
 std::shared_ptr<const gmon::Symbolizer> cached_symbolizer(const std::string& path) {
@@ -152,11 +167,7 @@ Response Api::error(http::status status, const std::string& code, const std::str
 
 Reply Api::handle(const Request& request) {
     const auto json_response = [&](http::status status, const json& body) {
-        Response r{status, request.version()};
-        r.set(http::field::content_type, "application/json");
-        r.keep_alive(request.keep_alive());
-        r.body() = body.dump() + "\n";
-        return r;
+        return json_reply(request, status, body);
     };
     try {
         const auto parts = split_path(request.target());
@@ -281,9 +292,7 @@ Reply Api::handle(const Request& request) {
                         throw HttpError{http::status::conflict, "conflict",
                                         "session " + rest[1] + " is capturing: stop it first"};
                     }
-                    Response r{http::status::no_content, request.version()};
-                    r.keep_alive(request.keep_alive());
-                    return r;
+                    return empty_reply(request, http::status::no_content);
                 }
                 need(get);
                 return json_response(http::status::ok, session_json(*info));
@@ -390,9 +399,7 @@ Response Api::change_board(const Request& request, const std::string& name) {
     };
     if (request.method() == http::verb::delete_) {
         fail_for(service_.remove_board(name), name);
-        Response r{http::status::no_content, request.version()};
-        r.keep_alive(request.keep_alive());
-        return r;
+        return empty_reply(request, http::status::no_content);
     }
     if (request[http::field::content_type].find("application/json") == std::string_view::npos) {
         throw HttpError{http::status::unsupported_media_type, "unsupported_media_type",
@@ -430,11 +437,8 @@ Response Api::change_board(const Request& request, const std::string& name) {
     fail_for(change, board.name);
     for (const auto& b : service_.boards()) {
         if (b.name != board.name) continue;
-        Response r{name.empty() ? http::status::created : http::status::ok, request.version()};
-        r.set(http::field::content_type, "application/json");
-        r.keep_alive(request.keep_alive());
-        r.body() = board_json(b).dump() + "\n";
-        return r;
+        return json_reply(request, name.empty() ? http::status::created : http::status::ok,
+                          board_json(b));
     }
     throw HttpError{http::status::internal_server_error, "internal", "the board vanished"};
 }
@@ -492,17 +496,12 @@ Response Api::put_firmware(const Request& request) {
     const auto stored = dir / (id + ".elf");
     const bool existed = std::filesystem::exists(stored);
     if (!existed) std::filesystem::rename(upload, stored);
-    Response r{existed ? http::status::ok : http::status::created, request.version()};
-    r.set(http::field::content_type, "application/json");
-    r.keep_alive(request.keep_alive());
-    r.body() = json{{"id", id},
-                    {"build_id", elf->build_id()},
-                    {"sha256", sha256},
-                    {"functions", gmon::gprof_symbol_table(*elf).size()},
-                    {"stored", !existed}}
-                   .dump() +
-               "\n";
-    return r;
+    return json_reply(request, existed ? http::status::ok : http::status::created,
+                      json{{"id", id},
+                           {"build_id", elf->build_id()},
+                           {"sha256", sha256},
+                           {"functions", gmon::gprof_symbol_table(*elf).size()},
+                           {"stored", !existed}});
 }
 
 // PUT /api/v1/sessions/{id}/firmware {"id": "<firmware id>"}: name a session's functions later.
@@ -529,11 +528,7 @@ Response Api::attach_firmware(const Request& request, std::int64_t session) {
     service_.set_session_firmware(session, path.string(), elf->build_id(),
                                   daemon::file_sha256(path));
     storage::SessionStore store(options_.storage_path, storage::Database::Mode::kReadOnly);
-    Response r{http::status::ok, request.version()};
-    r.set(http::field::content_type, "application/json");
-    r.keep_alive(request.keep_alive());
-    r.body() = session_json(*store.session(session)).dump() + "\n";
-    return r;
+    return json_reply(request, http::status::ok, session_json(*store.session(session)));
 }
 
 // POST /api/v1/sessions/import?format=bin|hex|gmon&addr_bytes=3|4&board=NAME&firmware=ID
@@ -634,11 +629,7 @@ Response Api::import_session(const Request& request) {
     const std::int64_t id =
         service_.import_session(spec, std::move(raw), std::move(records), counters);
     storage::SessionStore store(options_.storage_path, storage::Database::Mode::kReadOnly);
-    Response r{http::status::created, request.version()};
-    r.set(http::field::content_type, "application/json");
-    r.keep_alive(request.keep_alive());
-    r.body() = session_json(*store.session(id)).dump() + "\n";
-    return r;
+    return json_reply(request, http::status::created, session_json(*store.session(id)));
 }
 
 // Exports streamed page by page from storage: raw bytes as received; every record with its
