@@ -1,4 +1,5 @@
-// Counters every decoder keeps: nothing is dropped without being counted here.
+// Counters every decoder keeps: nothing is dropped without being counted here. Fields a wire
+// format cannot know stay 0 (the legacy format has no frames; only ITM has overflow packets).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,12 @@ struct DecoderStats {
     std::uint64_t resyncs = 0;          // times the decoder lost alignment and searched again
     std::uint64_t arcs = 0;             // arc records produced
     std::uint64_t pc_samples = 0;       // PC-sample records produced
+    std::uint64_t frames = 0;           // good frames (framed protocol, TPIU)
+    std::uint64_t frames_bad = 0;       // frames that failed their check (CRC, length, parse)
+    std::uint64_t frames_lost = 0;      // frames missing by sequence number
+    std::uint64_t target_dropped = 0;   // records the target reported it dropped (queue full)
+    std::uint64_t overflows = 0;        // ITM overflow packets: the target's trace dropped data
+    std::uint64_t sleep_samples = 0;    // DWT PC samples taken while the core slept
 
     std::uint64_t records() const { return arcs + pc_samples; }
     friend bool operator==(const DecoderStats&, const DecoderStats&) = default;

@@ -14,20 +14,21 @@
 #include "protocol/decoder_stats.h"
 #include "protocol/legacy_format.h"
 #include "protocol/record_sink.h"
+#include "protocol/stream_decoder.h"
 
 namespace rackprof::protocol {
 
-class LegacyDecoder {
+class LegacyDecoder final : public StreamDecoder {
   public:
     // Throws std::invalid_argument for invalid options.
     explicit LegacyDecoder(LegacyOptions options);
 
-    void feed(std::span<const std::uint8_t> data, RecordSink& sink);
+    void feed(std::span<const std::uint8_t> data, RecordSink& sink) override;
     // End of stream, or a break in it (a link went away): decides the held-back tail, a
     // truncated record counting as discarded. Decoding may go on afterwards; counters carry on.
-    void finish(RecordSink& sink);
+    void finish(RecordSink& sink) override;
 
-    const DecoderStats& stats() const { return stats_; }
+    const DecoderStats& stats() const override { return stats_; }
     const LegacyOptions& options() const { return options_; }
 
   private:

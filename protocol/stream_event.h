@@ -1,0 +1,40 @@
+// Facts a wire may carry beside records: who the target is, console text, profiling markers.
+// Decoders whose format has none never emit them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace rackprof::protocol {
+
+// The framed protocol's HELLO: what the target says about itself after reset.
+struct TargetHello {
+    std::uint8_t version = 0;
+    std::uint8_t addr_bytes = 4;
+    std::uint8_t flags = 0;  // bit 0: arc cache on; bit 1: blocking drain
+    std::uint32_t text_lo = 0;
+    std::uint32_t text_hi = 0;
+    std::uint32_t sample_hz = 0;
+    std::uint32_t core_clock_hz = 0;
+    std::vector<std::uint8_t> build_id;
+    friend bool operator==(const TargetHello&, const TargetHello&) = default;
+};
+
+// Text the target printed (e.g. ITM stimulus port 0), as received.
+struct ConsoleText {
+    std::uint16_t port = 0;
+    std::string text;
+    friend bool operator==(const ConsoleText&, const ConsoleText&) = default;
+};
+
+// rackprof_start() / rackprof_stop() on the target.
+struct ProfilingMarker {
+    bool start = true;
+    friend bool operator==(const ProfilingMarker&, const ProfilingMarker&) = default;
+};
+
+using StreamEvent = std::variant<TargetHello, ConsoleText, ProfilingMarker>;
+
+}  // namespace rackprof::protocol
