@@ -128,7 +128,13 @@ void TpiuFramer::half_sync() {
 }
 
 void TpiuFramer::flush() {
-    while (pos_ != 0) put(0, 0);
+    while (pos_ != 0) {
+        if (current_ != 0) {
+            put_id(0);  // in byte 14 it ends the frame: no padding frame after it
+        } else {
+            put_data(0);
+        }
+    }
 }
 
 void TpiuFramer::put(std::uint8_t id, std::uint8_t byte) {
