@@ -26,6 +26,7 @@ struct HeaderInfo {
 
 constexpr std::uint8_t kSyncEnd = 0x80;
 constexpr std::uint64_t kSyncZeroBytes = 5;  // 5 * 8 + 7 zero bits of 0x80 = 47
+constexpr std::size_t kLongestPacket = 7;    // GTS2 with 6 payload bytes
 
 // Which sizes a DWT packet with this discriminator may have (appendix D4.3).
 constexpr bool hardware_size_valid(unsigned disc, unsigned size) {
@@ -65,11 +66,12 @@ constexpr std::array<HeaderInfo, 256> make_header_table() {
 }
 constexpr auto kHeaders = make_header_table();
 
-inline std::uint64_t load_le(const std::uint8_t* p, unsigned size) {
-    std::uint64_t v = 0;
-    for (unsigned i = 0; i < size; ++i) v |= std::uint64_t{p[i]} << (8 * i);
-    return v;
+// Four bytes, little-endian, whatever the host's byte order.
+inline std::uint32_t load_le32(const std::uint8_t* p) {
+    return std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 | std::uint32_t{p[2]} << 16 |
+           std::uint32_t{p[3]} << 24;
 }
+constexpr std::array<std::uint32_t, 5> kSizeMask = {0, 0xFF, 0xFFFF, 0, 0xFFFFFFFF};
 
 }  // namespace
 
@@ -79,20 +81,44 @@ void ItmDecoder::feed(std::span<const std::uint8_t> data, ItmPacketSink& sink) {
     const std::size_t n = data.size();
     std::size_t i = 0;
     while (i < n) {
-        // Fast path: a whole source packet in this chunk, decoded in place.
-        if (state_ == State::kHeader && n - i >= 5) {
+        // Fast path: a whole packet in this chunk, decoded in place. A header is never zero,
+        // so only a packet's trailing zero bytes can be the start of a sync.
+        if (state_ == State::kHeader && n - i >= kLongestPacket) {
             const HeaderInfo info = kHeaders[p[i]];
             if (info.type == HeaderType::kSource) {
                 header_ = p[i];
-                value_ = load_le(p + i + 1, info.size);
-                pending_ = 1U + info.size;
-                // A header is never zero: only the payload's trailing zeros can start a sync.
-                zero_run_ = 0;
-                for (unsigned k = info.size; k > 0 && p[i + k] == 0; --k) ++zero_run_;
                 need_ = info.size;
+                value_ = load_le32(p + i + 1) & kSizeMask[info.size];
+                pending_ = 1U + info.size;
+                zero_run_ = 0;
+                if (p[i + info.size] == 0) [[unlikely]] {
+                    for (unsigned k = info.size; k > 0 && p[i + k] == 0; --k) ++zero_run_;
+                }
                 i += pending_;
                 end_source(sink);
                 continue;
+            }
+            if (info.size > 0) {  // continued: timestamps, long extension packets
+                std::uint64_t value = 0;
+                unsigned len = 0;
+                std::uint8_t byte = 0x80;
+                while (len < info.size && (byte & 0x80) != 0) {
+                    byte = p[i + 1 + len];
+                    value |= std::uint64_t{byte & 0x7FU} << (7 * len);
+                    ++len;
+                }
+                if ((byte & 0x80) == 0) {
+                    header_ = p[i];
+                    value_ = value;
+                    got_ = static_cast<std::uint8_t>(len);
+                    last_ = byte;
+                    pending_ = 1U + len;
+                    zero_run_ = byte == 0 ? 1 : 0;
+                    i += pending_;
+                    end_continued(sink);
+                    continue;
+                }
+                // Too long: the byte-by-byte path below discards it.
             }
         }
         step(p[i++], sink);

@@ -49,6 +49,7 @@ class TpiuDeframer {
   private:
     static constexpr int kUnknownId = -1;
 
+    bool plain_frame(const std::uint8_t* p) const;
     void unaligned_byte(std::uint8_t byte);
     void full_sync();
     void decode_frame(std::vector<std::uint8_t>& out);
