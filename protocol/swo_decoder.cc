@@ -12,6 +12,8 @@ constexpr std::uint32_t kOrbstatEnter = 0x4;  // top nibble of an event's first 
 constexpr std::uint32_t kOrbstatExit = 0x5;
 constexpr std::uint64_t kOrbstatWordBytes = 5;  // ITM header and 4 payload bytes
 constexpr std::uint8_t kMaxStreamId = 0x6F;     // 0x70..0x7F are reserved
+static_assert(std::tuple_size_v<decltype(SwoStats::packets)> ==
+              static_cast<std::size_t>(ItmPacketKind::kGlobalTimestamp2) + 1);
 
 }  // namespace
 
