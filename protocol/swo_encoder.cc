@@ -100,14 +100,14 @@ void ItmEncoder::hardware(unsigned disc, std::uint32_t value, std::uint8_t size)
 void ItmEncoder::continued(std::uint8_t header, std::uint64_t value, unsigned min_bytes) {
     out_.push_back(header);
     unsigned written = 0;
-    do {
+    bool more = true;
+    while (more) {
         const auto group = static_cast<std::uint8_t>(value & 0x7F);
         value >>= 7;
         ++written;
-        const bool more = value != 0 || written < min_bytes;
+        more = value != 0 || written < min_bytes;
         out_.push_back(more ? static_cast<std::uint8_t>(group | 0x80) : group);
-        if (!more) break;
-    } while (true);
+    }
 }
 
 void TpiuFramer::write(std::uint8_t id, std::span<const std::uint8_t> data) {
