@@ -1,11 +1,13 @@
 // Streaming ITM/DWT packet decoder: SWO bytes (formatter off, or TpiuDeframer's output) in,
 // ItmPackets out.
 //
-// Bytes in any chunking give the same packets and counters. An invalid header or reserved
-// encoding is discarded and counted, and decoding goes on at the next byte: ITM has no
-// redundancy to check packets against, so alignment after garbage is a best guess until a sync
-// packet (>= 47 zero bits then a one) makes it certain. A sync is recognised even where a
-// misaligned packet swallowed some of its zero bytes.
+// Bytes in any chunking give the same packets and counters. An invalid header is discarded and
+// counted, and decoding goes on at the next byte; a packet whose payload turns out reserved
+// (exception FN 00, a one-byte PC sample other than "asleep", a GTS2 of 5 bytes, a timestamp
+// longer than the format allows) is discarded whole. ITM has no redundancy to check packets
+// against, so alignment after garbage is a best guess until a sync packet (>= 47 zero bits
+// then a one) makes it certain. A sync is recognised even where a misaligned packet swallowed
+// some of its zero bytes. The stimulus port page is 0 again after a sync.
 #pragma once
 
 #include <cstdint>
