@@ -188,6 +188,18 @@ TEST_CASE("a sync is found even when a misaligned packet swallowed its first zer
           std::vector{packet(K::kLocalTimestamp, 0), packet(K::kSync), packet(K::kOverflow)});
 }
 
+TEST_CASE("finish() breaks a run of zero bits: no sync across a link break") {
+    ItmDecoder decoder;
+    testing::PacketCollector sink;
+    decoder.feed(Bytes{0x00, 0x00, 0x00}, sink);
+    decoder.finish();
+    decoder.feed(Bytes{0x00, 0x00, 0x80, 0x70}, sink);
+    decoder.finish();
+    CHECK(sink.packets == std::vector{packet(K::kOverflow)});
+    CHECK(decoder.stats().bytes_discarded == 6);
+    CHECK(decoder.stats().resyncs == 1);
+}
+
 TEST_CASE("every split point of a vector gives identical output") {
     const Bytes wire = {0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x18, 0x09, 0x7A, 0x17, 0xB4, 0x14,
                         0x00, 0x00, 0x80, 0xC0, 0x85, 0x01, 0x15, 0x00, 0x0E, 0x0F, 0x10, 0xB4,

@@ -177,6 +177,33 @@ TEST_CASE("TPIU frames: the ITM stream is taken from its source ID") {
     CHECK(decode(wire, o).records == std::vector{Record::pc_sample(0x9999)});
 }
 
+TEST_CASE("after finish() (a link break) decoding goes on; TPIU needs a new full sync") {
+    Bytes first;
+    TpiuFramer framer(first);
+    framer.full_sync();
+    framer.write(1, Bytes{0x17, 0xB4, 0x14, 0x00, 0x00, 0x17});  // the last PC is cut off
+    framer.flush();
+    const Bytes second = {0x17, 0x6E, 0x14, 0x00, 0x00};  // mid-frame, before any sync: lost
+    Bytes third;
+    TpiuFramer again(third);
+    again.full_sync();
+    again.write(1, Bytes{0x17, 0x00, 0x15, 0x00, 0x00});
+    again.flush();
+    SwoOptions o;
+    o.tpiu = true;
+    SwoDecoder decoder(o);
+    testing::RecordCollector sink;
+    decoder.feed(first, sink);
+    decoder.finish(sink);
+    decoder.feed(second, sink);
+    decoder.feed(third, sink);
+    decoder.finish(sink);
+    CHECK(sink.records == std::vector{Record::pc_sample(0x14B4), Record::pc_sample(0x1500)});
+    CHECK(decoder.itm_stats().bytes_discarded == 1);   // the cut-off header
+    CHECK(decoder.tpiu_stats().bytes_discarded == 5);  // unaligned after the break
+    CHECK(decoder.stats().bytes_discarded == 6);
+}
+
 TEST_CASE("invalid options are refused") {
     SwoOptions o;
     o.console_port = 256;
