@@ -1,4 +1,5 @@
-// Facts a wire may carry beside records: who the target is, console text, profiling markers.
+// Facts a wire may carry beside records: who the target is, console text, profiling markers,
+// function entries and exits.
 // Decoders whose format has none never emit them.
 #pragma once
 
@@ -35,6 +36,16 @@ struct ProfilingMarker {
     friend bool operator==(const ProfilingMarker&, const ProfilingMarker&) = default;
 };
 
-using StreamEvent = std::variant<TargetHello, ConsoleText, ProfilingMarker>;
+// A function entered or left, as -finstrument-functions reports it (orbuculum's orbstat words
+// on an ITM port): for calling-context views, which arcs alone cannot give.
+struct FunctionEvent {
+    bool enter = true;
+    std::uint32_t call_site = 0;  // the return address in the caller
+    std::uint32_t callee = 0;     // the function's address
+    std::uint32_t timestamp = 0;  // the target's 24-bit cycle stamp, wrapping
+    friend bool operator==(const FunctionEvent&, const FunctionEvent&) = default;
+};
+
+using StreamEvent = std::variant<TargetHello, ConsoleText, ProfilingMarker, FunctionEvent>;
 
 }  // namespace rackprof::protocol

@@ -1,0 +1,251 @@
+#include "protocol/swo_decoder.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+namespace rackprof::protocol {
+
+namespace {
+
+constexpr std::uint32_t kOrbstatEnter = 0x4;  // top nibble of an event's first word
+constexpr std::uint32_t kOrbstatExit = 0x5;
+constexpr std::uint64_t kOrbstatWordBytes = 5;  // ITM header and 4 payload bytes
+constexpr std::uint8_t kMaxStreamId = 0x6F;     // 0x70..0x7F are reserved
+static_assert(std::tuple_size_v<decltype(SwoStats::packets)> ==
+              static_cast<std::size_t>(ItmPacketKind::kGlobalTimestamp2) + 1);
+
+}  // namespace
+
+void validate(const SwoOptions& options) {
+    if (options.tpiu && (options.tpiu_stream == 0 || options.tpiu_stream > kMaxStreamId)) {
+        throw std::invalid_argument("tpiu_stream must be 1..111");
+    }
+    std::vector<std::uint16_t> ports;
+    for (const auto& port : {options.framed_port, options.orbstat_port, options.console_port}) {
+        if (!port) continue;
+        if (*port > 255) throw std::invalid_argument("ITM stimulus ports are 0..255");
+        if (std::find(ports.begin(), ports.end(), *port) != ports.end()) {
+            throw std::invalid_argument("one ITM port cannot serve two uses");
+        }
+        ports.push_back(*port);
+    }
+}
+
+SwoDecoder::SwoDecoder(SwoOptions options, std::unique_ptr<StreamDecoder> framed)
+    : options_(options), framed_(std::move(framed)), tpiu_(options.tpiu_stream) {
+    validate(options_);
+    if (options_.framed_port.has_value() != (framed_ != nullptr)) {
+        throw std::invalid_argument("framed_port needs a decoder for its bytes, and vice versa");
+    }
+}
+
+void SwoDecoder::feed(std::span<const std::uint8_t> data, RecordSink& sink) {
+    sink_ = &sink;
+    own_.bytes_in += data.size();
+    if (options_.tpiu) {
+        itm_bytes_.clear();
+        tpiu_.feed(data, itm_bytes_);
+        itm_.feed(itm_bytes_, *this);
+    } else {
+        itm_.feed(data, *this);
+    }
+    flush();
+    feed_framed();
+    fold_stats();
+    sink_ = nullptr;
+}
+
+void SwoDecoder::finish(RecordSink& sink) {
+    sink_ = &sink;
+    if (options_.tpiu) tpiu_.finish();
+    itm_.finish();
+    drop_orbstat_words(orbstat_count_);  // an event cut off by the end
+    if (!console_line_.empty()) {
+        event(ConsoleText{*options_.console_port, std::move(console_line_)});
+        console_line_.clear();
+    }
+    flush();
+    feed_framed();
+    if (framed_) framed_->finish(sink);
+    fold_stats();
+    sink_ = nullptr;
+}
+
+void SwoDecoder::on_packet(const ItmPacket& packet) {
+    ++swo_.packets[static_cast<std::size_t>(packet.kind)];
+    switch (packet.kind) {
+        case ItmPacketKind::kPcSample: {
+            const auto pc = static_cast<std::uint32_t>(packet.value);
+            if (in_range(pc)) {
+                emit(Record::pc_sample(pc));
+            } else {
+                ++swo_.out_of_range;
+            }
+            return;
+        }
+        case ItmPacketKind::kPcSleep:
+            ++own_.sleep_samples;
+            return;
+        case ItmPacketKind::kOverflow:
+            // Trace was lost: a partly received orbstat event cannot be trusted.
+            ++own_.overflows;
+            drop_orbstat_words(orbstat_count_);
+            return;
+        case ItmPacketKind::kLocalTimestamp:
+            swo_.timestamp_cycles += packet.value;
+            return;
+        case ItmPacketKind::kException:
+            return on_exception(packet);
+        case ItmPacketKind::kSoftware:
+            return on_software(packet);
+        default:
+            return;  // counted in packets[]; nothing for a profile
+    }
+}
+
+void SwoDecoder::on_software(const ItmPacket& packet) {
+    const std::uint16_t port = packet.channel;
+    if (port == options_.framed_port) {
+        for (unsigned i = 0; i < packet.size; ++i) {
+            framed_bytes_.push_back(static_cast<std::uint8_t>(packet.value >> (8 * i)));
+        }
+        swo_.framed_bytes += packet.size;
+    } else if (port == options_.orbstat_port) {
+        on_orbstat(packet);
+    } else if (port == options_.console_port) {
+        on_console(packet);
+    } else {
+        ++swo_.software_ignored;
+    }
+}
+
+void SwoDecoder::on_console(const ItmPacket& packet) {
+    for (unsigned i = 0; i < packet.size; ++i) {
+        const char c = static_cast<char>(packet.value >> (8 * i));
+        console_line_.push_back(c);
+        if (c == '\n' || console_line_.size() == kMaxLine) {
+            event(ConsoleText{packet.channel, std::move(console_line_)});
+            console_line_.clear();
+        }
+    }
+    swo_.console_bytes += packet.size;
+}
+
+// orbstat: three words per event, the first marking entry or exit; anything out of step is
+// dropped word by word until a word that can start an event.
+void SwoDecoder::on_orbstat(const ItmPacket& packet) {
+    if (packet.size != 4) {
+        drop_orbstat_words(orbstat_count_);
+        own_.bytes_discarded += 1U + packet.size;
+        ++swo_.orbstat_words_dropped;
+        return;
+    }
+    const auto word = static_cast<std::uint32_t>(packet.value);
+    if (orbstat_count_ == 0 && word >> 28 != kOrbstatEnter && word >> 28 != kOrbstatExit) {
+        drop_orbstat_words(1);
+        return;
+    }
+    orbstat_words_[orbstat_count_++] = word;
+    if (orbstat_count_ < orbstat_words_.size()) return;
+    orbstat_count_ = 0;
+    const bool enter = orbstat_words_[0] >> 28 == kOrbstatEnter;
+    const FunctionEvent fe{enter, orbstat_words_[1], orbstat_words_[2],
+                           orbstat_words_[0] & 0xFFFFFF};
+    if (!in_range(fe.call_site) || !in_range(fe.callee)) {
+        ++swo_.out_of_range;
+        return;
+    }
+    if (enter) emit(Record::arc(fe.call_site, fe.callee));
+    ++swo_.function_events;
+    event(fe);
+}
+
+void SwoDecoder::drop_orbstat_words(std::uint64_t words) {
+    if (words == 0) return;
+    orbstat_count_ = 0;
+    swo_.orbstat_words_dropped += words;
+    own_.bytes_discarded += words * kOrbstatWordBytes;
+    ++own_.resyncs;
+}
+
+// Time is charged to the innermost active exception between consecutive exception packets,
+// at the resolution of the local timestamps seen so far.
+void SwoDecoder::on_exception(const ItmPacket& packet) {
+    const std::uint16_t number = packet.channel;
+    if (!active_exceptions_.empty()) {
+        exceptions_[active_exceptions_.back()].cycles += swo_.timestamp_cycles - exception_clock_;
+    }
+    exception_clock_ = swo_.timestamp_cycles;
+    if (packet.flags == kExceptionEnter) {
+        ++exceptions_[number].entries;
+        active_exceptions_.push_back(number);
+        if (active_exceptions_.size() > 512) active_exceptions_.erase(active_exceptions_.begin());
+    } else if (packet.flags == kExceptionExit) {
+        if (!active_exceptions_.empty() && active_exceptions_.back() == number) {
+            active_exceptions_.pop_back();
+        }
+    } else {
+        // Returned to `number` (0: thread mode): whatever was above it has ended.
+        while (!active_exceptions_.empty() && active_exceptions_.back() != number) {
+            active_exceptions_.pop_back();
+        }
+    }
+}
+
+inline bool SwoDecoder::in_range(std::uint32_t address) const {
+    return !options_.code_range || options_.code_range->contains(address);
+}
+
+inline void SwoDecoder::emit(const Record& record) {
+    if (record.kind == RecordKind::kArc) {
+        ++own_.arcs;
+    } else {
+        ++own_.pc_samples;
+    }
+    batch_[batch_len_++] = record;
+    if (batch_len_ == kBatchSize) flush();
+}
+
+void SwoDecoder::event(StreamEvent e) {
+    flush();  // events keep their place among the records around them
+    sink_->on_event(e);
+}
+
+void SwoDecoder::flush() {
+    if (batch_len_ == 0) return;
+    sink_->on_records(std::span<const Record>(batch_.data(), batch_len_));
+    batch_len_ = 0;
+}
+
+void SwoDecoder::feed_framed() {
+    if (!framed_ || framed_bytes_.empty()) return;
+    framed_->feed(framed_bytes_, *sink_);
+    framed_bytes_.clear();
+}
+
+void SwoDecoder::fold_stats() {
+    const ItmStats& itm = itm_.stats();
+    const TpiuStats& tpiu = tpiu_.stats();
+    DecoderStats s = own_;
+    s.bytes_discarded += itm.bytes_discarded + tpiu.bytes_discarded;
+    s.resyncs += itm.resyncs + tpiu.resyncs;
+    s.frames += tpiu.frames;
+    s.frames_bad += tpiu.frames_bad;
+    if (framed_) {
+        const DecoderStats& inner = framed_->stats();
+        s.bytes_discarded += inner.bytes_discarded;
+        s.resyncs += inner.resyncs;
+        s.arcs += inner.arcs;
+        s.pc_samples += inner.pc_samples;
+        s.frames += inner.frames;
+        s.frames_bad += inner.frames_bad;
+        s.frames_lost += inner.frames_lost;
+        s.target_dropped += inner.target_dropped;
+        s.overflows += inner.overflows;
+        s.sleep_samples += inner.sleep_samples;
+    }
+    stats_ = s;
+}
+
+}  // namespace rackprof::protocol

@@ -1,0 +1,127 @@
+// The decoder of a board with protocol = "itm": SWO bytes (raw ITM, or TPIU frames) in,
+// records, events and counters out.
+//
+//   DWT PC sample            -> Record::pc_sample (sleep samples only counted: sleep_samples)
+//   ITM overflow             -> stats().overflows
+//   console_port bytes       -> ConsoleText events, one per line; the partial rest at finish()
+//   framed_port bytes        -> the inner StreamDecoder given to the constructor; its records
+//                               and events pass through
+//   orbstat_port words       -> Record::arc(call_site, callee) per entry, and FunctionEvent per
+//                               entry and exit (three 32-bit words: 0x4/0x5 + 24-bit stamp,
+//                               call site, callee)
+//   exception trace          -> exceptions(): entries and cycles per exception number
+//   local timestamps         -> the target's cycle clock, for exception time
+//
+// stats() folds the layers together, each counting in its own bytes: bytes_in is wire bytes;
+// bytes_discarded and resyncs add the TPIU deframer's, the ITM decoder's, orbstat words
+// dropped (their ITM bytes) and the inner decoder's; frames/frames_bad add TPIU frames to the
+// inner decoder's frames; arcs, pc_samples, frames_lost, target_dropped, overflows and
+// sleep_samples add the inner decoder's to our own. The layers' own counters stay available.
+// Records of the inner decoder may reach the sink after ours from the same chunk: order among
+// records carries no meaning (they are aggregated); events keep stream order per source.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "protocol/itm_decoder.h"
+#include "protocol/legacy_format.h"
+#include "protocol/stream_decoder.h"
+#include "protocol/tpiu_deframer.h"
+
+namespace rackprof::protocol {
+
+struct SwoOptions {
+    bool tpiu = false;             // TPIU formatter frames (OpenOCD "formatter on", trace ports)
+    std::uint8_t tpiu_stream = 1;  // the ITM's trace source ID
+    std::optional<std::uint16_t> framed_port;   // stimulus port carrying a framed protocol
+    std::optional<std::uint16_t> orbstat_port;  // orbuculum's orbstat uses 30
+    std::optional<std::uint16_t> console_port;  // commonly 0
+    std::optional<AddressRange> code_range;     // PCs and arcs outside it are rejected
+};
+
+// Throws std::invalid_argument: a port above 255, two uses of one port, a stream ID outside
+// 1..0x6F.
+void validate(const SwoOptions& options);
+
+struct SwoStats {
+    std::array<std::uint64_t, 13> packets{};  // per ItmPacketKind (kGlobalTimestamp2 is 12)
+    std::uint64_t software_ignored = 0;       // packets on ports with no use configured
+    std::uint64_t console_bytes = 0;
+    std::uint64_t framed_bytes = 0;           // bytes handed to the inner decoder
+    std::uint64_t function_events = 0;        // orbstat entries and exits
+    std::uint64_t orbstat_words_dropped = 0;  // words not forming an event
+    std::uint64_t out_of_range = 0;           // PC samples and arcs outside the code range
+    std::uint64_t timestamp_cycles = 0;       // the target's clock from local timestamps
+
+    friend bool operator==(const SwoStats&, const SwoStats&) = default;
+};
+
+struct ExceptionStats {
+    std::uint64_t entries = 0;
+    std::uint64_t cycles = 0;  // time spent in it, not in exceptions it was preempted by
+    friend bool operator==(const ExceptionStats&, const ExceptionStats&) = default;
+};
+
+class SwoDecoder final : public StreamDecoder, private ItmPacketSink {
+  public:
+    // `framed` decodes the bytes of options.framed_port; give both or neither.
+    // Throws std::invalid_argument for invalid options.
+    explicit SwoDecoder(SwoOptions options, std::unique_ptr<StreamDecoder> framed = nullptr);
+
+    void feed(std::span<const std::uint8_t> data, RecordSink& sink) override;
+    void finish(RecordSink& sink) override;
+    const DecoderStats& stats() const override { return stats_; }
+
+    const SwoStats& swo_stats() const { return swo_; }
+    const ItmStats& itm_stats() const { return itm_.stats(); }
+    const TpiuStats& tpiu_stats() const { return tpiu_.stats(); }
+    // By exception number (ARMv7-M: 1 reset ... 15 SysTick, 16+ external interrupts).
+    const std::map<std::uint16_t, ExceptionStats>& exceptions() const { return exceptions_; }
+
+  private:
+    static constexpr std::size_t kBatchSize = 4096;
+    static constexpr std::size_t kMaxLine = 4096;  // console text longer than this is split
+
+    void on_packet(const ItmPacket& packet) override;
+    void on_software(const ItmPacket& packet);
+    void on_orbstat(const ItmPacket& packet);
+    void on_exception(const ItmPacket& packet);
+    void on_console(const ItmPacket& packet);
+    void drop_orbstat_words(std::uint64_t words);
+    void emit(const Record& record);
+    void event(StreamEvent event);
+    void flush();
+    void feed_framed();
+    void fold_stats();
+    bool in_range(std::uint32_t address) const;
+
+    SwoOptions options_;
+    std::unique_ptr<StreamDecoder> framed_;
+    TpiuDeframer tpiu_;
+    ItmDecoder itm_;
+    DecoderStats stats_;
+    DecoderStats own_;  // what this layer itself counted
+    SwoStats swo_;
+    std::map<std::uint16_t, ExceptionStats> exceptions_;
+
+    RecordSink* sink_ = nullptr;              // during feed() and finish()
+    std::vector<std::uint8_t> itm_bytes_;     // TPIU output
+    std::vector<std::uint8_t> framed_bytes_;  // for the inner decoder
+    std::string console_line_;
+    std::array<std::uint32_t, 3> orbstat_words_{};
+    std::size_t orbstat_count_ = 0;
+    std::vector<std::uint16_t> active_exceptions_;  // innermost last
+    std::uint64_t exception_clock_ = 0;             // timestamp_cycles at the last change
+
+    std::array<Record, kBatchSize> batch_{};
+    std::size_t batch_len_ = 0;
+};
+
+}  // namespace rackprof::protocol

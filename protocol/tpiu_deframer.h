@@ -1,0 +1,68 @@
+// Streaming deframer for the CoreSight TPIU formatter (SWO or parallel trace with the
+// formatter on): 16-byte frames in, the bytes of one trace source ID out.
+//
+// Frame alignment comes only from a full sync (FF FF FF 7F); until one is seen every byte is
+// discarded and counted. Half-syncs (FF 7F on a pair boundary) are dropped. In a frame, an
+// even byte with bit 0 set changes the stream ID (bits 7:1); with bit 0 clear it is data whose
+// bit 0 is that pair's aux bit in byte 15; odd bytes are always data. The aux bit of an ID
+// change says whether the odd byte after it is still the old ID's (1) or the new one's (0).
+// ID 0 is padding. Alignment is lost when a full sync arrives mid-frame (realigned on it) or a
+// frame holds the reserved ID 0x7F (the next full sync realigns). Data whose ID is not known
+// yet (after alignment is gained, until an ID change) is discarded and counted.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace rackprof::protocol {
+
+struct TpiuStats {
+    std::uint64_t bytes_in = 0;
+    std::uint64_t bytes_out = 0;        // data of the selected stream
+    std::uint64_t bytes_skipped = 0;    // data of other streams
+    std::uint64_t bytes_padding = 0;    // data of stream 0 (null)
+    std::uint64_t bytes_format = 0;     // ID-change and aux bytes of good frames
+    std::uint64_t bytes_sync = 0;       // full and half syncs
+    std::uint64_t bytes_discarded = 0;  // unaligned, cut-off or bad frames, data of unknown ID
+    std::uint64_t frames = 0;           // good frames
+    std::uint64_t frames_bad = 0;       // frames cut by a sync or holding the reserved ID
+    std::uint64_t full_syncs = 0;
+    std::uint64_t half_syncs = 0;
+    std::uint64_t resyncs = 0;  // times alignment was lost
+
+    friend bool operator==(const TpiuStats&, const TpiuStats&) = default;
+};
+
+class TpiuDeframer {
+  public:
+    explicit TpiuDeframer(std::uint8_t stream_id) : stream_id_(stream_id) {}
+
+    // Appends the selected stream's bytes to `out`.
+    void feed(std::span<const std::uint8_t> data, std::vector<std::uint8_t>& out);
+    // End of stream or a break in it: a partial frame is discarded and alignment is lost.
+    void finish();
+
+    const TpiuStats& stats() const { return stats_; }
+
+  private:
+    static constexpr int kUnknownId = -1;
+
+    bool plain_frame(const std::uint8_t* p) const;
+    void unaligned_byte(std::uint8_t byte);
+    void full_sync();
+    void decode_frame(std::vector<std::uint8_t>& out);
+    void lose_alignment();
+
+    std::uint8_t stream_id_;
+    TpiuStats stats_;
+    bool aligned_ = false;
+    unsigned ff_run_ = 0;        // unaligned: trailing FF bytes held back (at most 3)
+    std::uint32_t monitor_ = 0;  // the last four raw bytes
+    int current_ = kUnknownId;   // the stream ID the next data byte belongs to
+    std::array<std::uint8_t, 16> frame_{};
+    unsigned count_ = 0;
+};
+
+}  // namespace rackprof::protocol
