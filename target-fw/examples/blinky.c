@@ -5,7 +5,7 @@
 
 #include "runtime/rackprof.h"
 
-#define BLINKS 20u
+#define BLINKS 100u
 #define WAIT_MS 10u
 #define SPINS_PER_US 2u
 

@@ -80,16 +80,26 @@ static void send_pc(struct pc_entry e, int wait) {
     rp_push(item, (unsigned)(end - item), wait);
 }
 
-static unsigned arc_slot(uint32_t from, uint32_t self) {
-    return ((from ^ (from >> 7) ^ self ^ (self >> 5)) >> 1) & (RACKPROF_ARC_CACHE - 1u);
+/* Two-way set-associative: a pair of hot arcs that hash alike (a loop calling two functions)
+ * would otherwise evict each other on every call. A miss replaces the less-counted way. */
+static struct arc_entry* arc_set(uint32_t from, uint32_t self) {
+    uint32_t hash = (from * 2654435761u) ^ (self * 40503u);
+    return &arc_cache[(hash >> 16) & (RACKPROF_ARC_CACHE - 2u)];
+}
+
+static int arc_is(const struct arc_entry* e, uint32_t from, uint32_t self) {
+    return e->count && e->count != UINT32_MAX && e->from == from && e->self == self;
 }
 
 void rp_wire_arc(uint32_t from, uint32_t self) {
-    struct arc_entry* e = &arc_cache[arc_slot(from, self)];
-    /* mcount may run in thread mode and in any handler that was built with -pg: the entry is
+    struct arc_entry* e = arc_set(from, self);
+    /* mcount may run in thread mode and in any handler that was built with -pg: the set is
      * read and updated with interrupts masked for these few instructions. */
     uint32_t key = rp_irq_save();
-    if (e->count && e->count != UINT32_MAX && e->from == from && e->self == self) {
+    if (!arc_is(e, from, self)) {
+        if (arc_is(e + 1, from, self) || e[1].count < e[0].count) e++;
+    }
+    if (arc_is(e, from, self)) {
         e->count++;
         rp_irq_restore(key);
         return;

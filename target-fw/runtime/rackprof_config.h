@@ -32,7 +32,8 @@
 #define RACKPROF_BLOCKING 0
 #endif
 
-/* Framed mode: entries of the arc cache and of the PC-sample cache (powers of two). */
+/* Framed mode: entries of the arc cache (two-way sets) and of the PC-sample cache (direct
+ * mapped); powers of two. */
 #ifndef RACKPROF_ARC_CACHE
 #define RACKPROF_ARC_CACHE 32
 #endif
@@ -51,6 +52,10 @@
 #endif
 #if RACKPROF_ADDR_BYTES != 3 && RACKPROF_ADDR_BYTES != 4
 #error "RACKPROF_ADDR_BYTES must be 3 or 4"
+#endif
+#if (RACKPROF_ARC_CACHE & (RACKPROF_ARC_CACHE - 1)) || RACKPROF_ARC_CACHE < 2 || \
+    (RACKPROF_PC_CACHE & (RACKPROF_PC_CACHE - 1)) || RACKPROF_PC_CACHE < 1
+#error "RACKPROF_ARC_CACHE (>= 2) and RACKPROF_PC_CACHE must be powers of two"
 #endif
 #if RACKPROF_FRAME_BODY > 254 || RACKPROF_FRAME_BODY < 48
 #error "RACKPROF_FRAME_BODY must be 48..254 (a HELLO needs 45)"
