@@ -10,7 +10,7 @@
 #include "runtime/rackprof.h"
 
 #define ROUNDS 50u
-#define CRUNCH_WORK 400u
+#define CRUNCH_WORK 2000u
 
 static volatile uint32_t sink;
 

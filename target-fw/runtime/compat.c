@@ -7,36 +7,37 @@
 
 #define A RACKPROF_ADDR_BYTES
 
-static void put_be(uint8_t* out, uint32_t addr) {
-    for (int i = A - 1; i >= 0; i--) {
-        out[i] = (uint8_t)addr;
+/* Records are written straight into the queue: no copy, and a small stack frame. */
+static void put_be(unsigned at, uint32_t addr) {
+    for (unsigned i = A; i > 0; i--) {
+        rp_ring_buf[(at + i) & RP_RING_MASK] = (uint8_t)addr;
         addr >>= 8;
     }
 }
 
 void rp_wire_arc(uint32_t from, uint32_t self) {
-    uint8_t record[1 + 2 * A];
-    record[0] = 'A';
-    put_be(record + 1, from);
-    put_be(record + 1 + A, self);
-    rp_push(record, sizeof record, 0);
+    int at = rp_queue_begin(1 + 2 * A, 0);
+    if (at < 0) return;
+    rp_ring_buf[(unsigned)at & RP_RING_MASK] = 'A';
+    put_be((unsigned)at, from);
+    put_be((unsigned)at + A, self);
+    rp_queue_end();
 }
 
 void rp_wire_pc(uint32_t pc) {
-    uint8_t record[1 + A];
-    record[0] = 'P';
-    put_be(record + 1, pc);
-    rp_push(record, sizeof record, 0);
+    int at = rp_queue_begin(1 + A, 0);
+    if (at < 0) return;
+    rp_ring_buf[(unsigned)at & RP_RING_MASK] = 'P';
+    put_be((unsigned)at, pc);
+    rp_queue_end();
 }
 
 void rp_wire_start(void) {}
 void rp_wire_stop(void) {}
 void rp_wire_tick(void) {}
 
-int rp_wire_peek(uint8_t* byte) {
-    if (!rp_ring_used()) return 0;
-    *byte = rp_ring_peek(0);
-    return 1;
+int rp_wire_peek(void) {
+    return rp_ring_used() ? rp_ring_peek(0) : -1;
 }
 
 void rp_wire_advance(void) {

@@ -272,10 +272,9 @@ static int build_frame(void) {
     return 1;
 }
 
-int rp_wire_peek(uint8_t* byte) {
-    if (frame_pos == frame_len && !build_frame()) return 0;
-    *byte = frame[frame_pos];
-    return 1;
+int rp_wire_peek(void) {
+    if (frame_pos == frame_len && !build_frame()) return -1;
+    return frame[frame_pos];
 }
 
 void rp_wire_advance(void) {

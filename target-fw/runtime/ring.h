@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "atomic_word.h"
 #include "rackprof_config.h"
 
 #define RP_RING_MASK (RACKPROF_RING_BYTES - 1u)
@@ -20,10 +21,35 @@ extern uint8_t rp_ring_buf[RACKPROF_RING_BYTES];
 extern volatile uint32_t rp_ring_state;
 extern volatile uint8_t rp_ring_tail;
 
-/* Reserves n bytes; returns the start index (use with RP_RING_MASK), or -1 when full. */
-int rp_ring_reserve(unsigned n);
+/* Producer side, inline: each is one atomic update of rp_ring_state.
+ * Reserves n bytes; returns the start index (use with RP_RING_MASK), or -1 when full. */
+static inline int rp_ring_reserve(unsigned n) {
+    uint32_t key;
+    for (;;) {
+        uint32_t state = rp_word_begin(&rp_ring_state, &key);
+        uint8_t reserved = (uint8_t)(state >> 8);
+        if ((uint8_t)(reserved - rp_ring_tail) + n > RACKPROF_RING_BYTES) {
+            rp_word_abort(key);
+            return -1;
+        }
+        uint32_t next = (state & 0xFFu) | ((uint32_t)(uint8_t)(reserved + n) << 8) |
+                        ((state & 0xFF0000u) + 0x10000u);
+        if (rp_word_commit(&rp_ring_state, next, key)) return reserved;
+    }
+}
+
 /* Ends a reservation; returns 1 when it published (this was the outermost writer). */
-int rp_ring_commit(void);
+static inline int rp_ring_commit(void) {
+    uint32_t key;
+    for (;;) {
+        uint32_t state = rp_word_begin(&rp_ring_state, &key);
+        uint32_t writers = ((state >> 16) & 0xFFu) - 1u;
+        uint32_t reserved = (state >> 8) & 0xFFu;
+        /* The last writer out publishes everything reserved so far. */
+        uint32_t next = writers ? (state & 0xFFFFu) | (writers << 16) : reserved | (reserved << 8);
+        if (rp_word_commit(&rp_ring_state, next, key)) return writers == 0;
+    }
+}
 
 /* Consumer side. */
 static inline uint8_t rp_ring_head(void) {

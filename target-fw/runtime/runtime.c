@@ -47,20 +47,30 @@ uint32_t rackprof_dropped(void) {
     return rp_dropped;
 }
 
-void rp_push(const uint8_t* record, unsigned n, int wait) {
+int rp_queue_begin(unsigned n, int wait) {
     int at;
     while ((at = rp_ring_reserve(n)) < 0) {
         if (!(wait || RACKPROF_BLOCKING) || rp_ipsr() != 0) {
             rp_word_add(&rp_dropped, 1);
-            return;
+            return -1;
         }
         port_uart_kick();
     }
-    for (unsigned i = 0; i < n; i++) rp_ring_buf[(unsigned)(at + i) & RP_RING_MASK] = record[i];
+    return at;
+}
+
+void rp_queue_end(void) {
     /* Framed mode batches records into frames: the UART is woken when the queue is half full
      * and on every tick, not for every record. */
     if (rp_ring_commit() && (!RACKPROF_FRAMED || rp_ring_used() >= RACKPROF_RING_BYTES / 2))
         port_uart_kick();
+}
+
+void rp_push(const uint8_t* record, unsigned n, int wait) {
+    int at = rp_queue_begin(n, wait);
+    if (at < 0) return;
+    for (unsigned i = 0; i < n; i++) rp_ring_buf[(unsigned)(at + i) & RP_RING_MASK] = record[i];
+    rp_queue_end();
 }
 
 /* Called by SysTick_Handler (pc_sampler.S) with the interrupted code's PC. */
@@ -70,6 +80,6 @@ void rp_sample(uint32_t pc) {
 }
 
 void rackprof_uart_isr(void) {
-    uint8_t byte;
-    while (rp_wire_peek(&byte) && port_uart_put(byte)) rp_wire_advance();
+    int byte;
+    while ((byte = rp_wire_peek()) >= 0 && port_uart_put((uint8_t)byte)) rp_wire_advance();
 }

@@ -14,11 +14,16 @@ void rp_wire_stop(void);
 /* Every SysTick, on or off: periodic work of the encoder. */
 void rp_wire_tick(void);
 
-/* Consumer (UART ISR): the next byte to send, without taking it; 0 when there is none. */
-int rp_wire_peek(uint8_t* byte);
+/* Consumer (UART ISR): the next byte to send, without taking it; -1 when there is none. */
+int rp_wire_peek(void);
 void rp_wire_advance(void);
 /* 1 when everything produced so far has been handed to the UART. */
 int rp_wire_idle(void);
+
+/* Reserves n bytes of the queue for one record; returns the start index (RP_RING_MASK it), or
+ * -1 when the record is dropped (the policy below). rp_queue_end() publishes it. */
+int rp_queue_begin(unsigned n, int wait);
+void rp_queue_end(void);
 
 /* Queues one record. wait = 0: a full queue drops it (counted) unless the blocking build
  * option is set and this is thread mode; wait = 1: thread mode waits for room. */
