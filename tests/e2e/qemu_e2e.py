@@ -131,6 +131,18 @@ def convert(rackprof, capture, elf, gmon, extra=()):
     return json.loads(result.stdout)
 
 
+def legacy_samples(data, addr_bytes=3):
+    """PC records in a clean compat capture ('A' from self, 'P' pc), counted independently."""
+    samples = i = 0
+    while i < len(data):
+        if data[i] == ord("P"):
+            samples += 1
+        elif data[i] != ord("A"):
+            raise ValueError(f"byte {i}: {data[i]:#x} is not a record tag")
+        i += 1 + (2 if data[i] == ord("A") else 1) * addr_bytes
+    return samples
+
+
 def raw_arcs(report):
     return {(int(a["from"], 16), int(a["self"], 16)): a["count"] for a in report["raw"]["arcs"]}
 
@@ -142,7 +154,7 @@ def gprof_hot(elf, gmon):
     return rows[0][-1] if rows else None
 
 
-def check_profile(tag, example, elf, report, gmon, source_dir):
+def check_profile(tag, example, elf, report, gmon, source_dir, samples_sent):
     symbols = Symbols(elf)
     decoder = report["source"]["decoder"]
     check(decoder["bytes_discarded"] == 0, f"{tag}: no byte discarded")
@@ -153,7 +165,10 @@ def check_profile(tag, example, elf, report, gmon, source_dir):
     want = expected_arcs(example, source_dir)
     check(got == want, f"{tag}: per-arc counts exactly as the program makes them"
           + ("" if got == want else f"\n     got  {sorted(got.items())}\n     want {sorted(want.items())}"))
-    check(decoder["pc_samples"] > 0, f"{tag}: PC samples ({decoder['pc_samples']})")
+    raw = report["raw"]
+    in_gmon = sum(h["samples"] for h in raw["histograms"]) + raw["samples_outside_histogram"]
+    check(in_gmon == samples_sent > 0,
+          f"{tag}: every PC sample sent is in gmon.out ({in_gmon} of {samples_sent})")
     hot = gprof_hot(elf, gmon)
     check(hot == HOT[example], f"{tag}: gprof's hottest function is {HOT[example]} (got {hot})")
 
@@ -184,7 +199,7 @@ def check_framed_wire(tag, example, elf, data, source_dir):
     degraded = b"".join(f + b"\x00" for i, f in enumerate(frames) if i not in cut)
     check(framed_wire.read(degraded).frames_lost == len(cut),
           f"{tag}: {len(cut)} frames cut out are counted as {len(cut)} lost")
-    return degraded, len(cut)
+    return degraded, len(cut), sum(cap.pcs.values())
 
 
 def main():
@@ -217,16 +232,17 @@ def main():
                         report = convert(args.rackprof, capture, elf, gmon,
                                          ("--format", "bin", "--addr-bytes", "3"))
                         if report:
-                            check_profile(tag, example, elf, report, gmon, args.source_dir)
+                            check_profile(tag, example, elf, report, gmon, args.source_dir,
+                                          legacy_samples(data))
                         continue
-                    degraded, cut = check_framed_wire(tag, example, elf, data, args.source_dir)
+                    degraded, cut, samples = check_framed_wire(tag, example, elf, data, args.source_dir)
                     if not has_framed:
                         print(f"SKIP: {tag} through rackprof: `rackprof convert --protocol "
                               "framed` does not exist yet")
                         continue
                     report = convert(args.rackprof, capture, elf, gmon, ("--protocol", "framed"))
                     if report:
-                        check_profile(tag, example, elf, report, gmon, args.source_dir)
+                        check_profile(tag, example, elf, report, gmon, args.source_dir, samples)
                     lossy = work / f"{example}-{board}-lossy.bin"
                     lossy.write_bytes(degraded)
                     report = convert(args.rackprof, lossy, elf, gmon, ("--protocol", "framed"))
