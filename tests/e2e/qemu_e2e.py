@@ -4,7 +4,7 @@
 profiled by the real `rackprof convert`; GNU gprof reads the gmon.out it writes.
 
 Checked, per board:
-  compat  deterministic and conflation: every arc's call count exactly as the program makes
+  compat  deterministic and conflation (also built with the blocking queue option): every arc's call count exactly as the program makes
           them (caller/callee named from the ELF's symbols, counts from the program's
           structure: the per-round table below times the ROUNDS the source defines), no byte
           discarded, and arm-none-eabi-gprof's flat profile led by the known hot function.
@@ -222,13 +222,13 @@ def main():
         work = pathlib.Path(tmp)
         for board in BOARDS:
             for example in PER_ROUND:
-                for mode in ("compat", "framed"):
+                for mode in ("compat", "compat-blocking", "framed"):
                     tag = f"{example}/{board}/{mode}"
                     elf = args.fw_dir / f"{example}-{board}-{mode}.elf"
                     capture = work / f"{example}-{board}-{mode}.bin"
                     data = run_qemu(board, elf, capture)
                     gmon = work / f"{example}-{board}-{mode}.gmon.out"
-                    if mode == "compat":
+                    if mode.startswith("compat"):
                         report = convert(args.rackprof, capture, elf, gmon,
                                          ("--format", "bin", "--addr-bytes", "3"))
                         if report:
