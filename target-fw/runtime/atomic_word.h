@@ -30,9 +30,6 @@ static inline int rp_word_commit(volatile uint32_t* word, uint32_t value, uint32
     rp_irq_restore(key);
     return 1;
 }
-static inline void rp_word_abort(uint32_t key) {
-    rp_irq_restore(key);
-}
 
 #else
 
@@ -48,11 +45,6 @@ static inline int rp_word_commit(volatile uint32_t* word, uint32_t value, uint32
     __asm volatile("strex %0, %2, [%1]" : "=&r"(failed) : "r"(word), "r"(value) : "memory");
     return failed == 0;
 }
-static inline void rp_word_abort(uint32_t key) {
-    (void)key;
-    __asm volatile("clrex" ::: "memory");
-}
-
 #endif
 
 /* *word += delta, atomically. */

@@ -29,8 +29,11 @@ static inline int rp_ring_reserve(unsigned n) {
         uint32_t state = rp_word_begin(&rp_ring_state, &key);
         uint8_t reserved = (uint8_t)(state >> 8);
         if ((uint8_t)(reserved - rp_ring_tail) + n > RACKPROF_RING_BYTES) {
-            rp_word_abort(key);
-            return -1;
+            /* Full, unless an interrupt came between the load and the tail read (the tail is
+             * then newer than the state). Storing the unchanged word succeeds only if none
+             * did: then the two reads agree and the queue really is full. */
+            if (rp_word_commit(&rp_ring_state, state, key)) return -1;
+            continue;
         }
         uint32_t next = (state & 0xFFu) | ((uint32_t)(uint8_t)(reserved + n) << 8) |
                         ((state & 0xFF0000u) + 0x10000u);

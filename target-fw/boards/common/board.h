@@ -14,4 +14,12 @@ static inline void board_nvic_set_pending(unsigned irq) {
     *(volatile uint32_t*)(0xE000E200u + 4u * (irq / 32u)) = 1u << (irq % 32u);
 }
 
+/* A periodic timer interrupt for applications (below SysTick's priority, so the sampler can
+ * preempt it): calls app_timer_isr(), which the application defines, every period_cycles core
+ * clock cycles until board_timer_stop(). */
+void board_timer_start(uint32_t period_cycles);
+void board_timer_stop(void);
+void app_timer_isr(void);
+#define BOARD_TIMER_PRIORITY 0x80u
+
 #endif

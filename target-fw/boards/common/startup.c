@@ -15,6 +15,9 @@ void Reset_Handler(void) {
     board_exit(main());
 }
 
+/* Applications that start the board timer define their own. */
+__attribute__((weak)) void app_timer_isr(void) {}
+
 /* A fault or an unexpected interrupt ends the run with a code a test can see. */
 static void Fault_Handler(void) {
     board_exit(0x7F);

@@ -39,6 +39,33 @@ void port_uart_kick(void) {
     board_nvic_set_pending(UART0_TX_IRQ);
 }
 
+/* CMSDK APB timer 0 (PCLK = core clock), IRQ 8. */
+#define TIMER0_BASE 0x40000000u
+#define TIMER_CTRL (*(volatile uint32_t*)(TIMER0_BASE + 0x00u))
+#define TIMER_VALUE (*(volatile uint32_t*)(TIMER0_BASE + 0x04u))
+#define TIMER_RELOAD (*(volatile uint32_t*)(TIMER0_BASE + 0x08u))
+#define TIMER_INTCLEAR (*(volatile uint32_t*)(TIMER0_BASE + 0x0Cu))
+#define TIMER_CTRL_ENABLE_IRQ 9u
+#define TIMER0_IRQ 8u
+
+void board_timer_start(uint32_t period_cycles) {
+    TIMER_RELOAD = period_cycles - 1u;
+    TIMER_VALUE = period_cycles - 1u;
+    board_nvic_enable(TIMER0_IRQ, BOARD_TIMER_PRIORITY);
+    TIMER_CTRL = TIMER_CTRL_ENABLE_IRQ;
+}
+
+void board_timer_stop(void) {
+    TIMER_CTRL = 0;
+}
+
+static void timer0_handler(void) {
+    /* A call, not a tail call, so the -pg arc into app_timer_isr has this function as its
+     * caller rather than an EXC_RETURN value. */
+    app_timer_isr();
+    TIMER_INTCLEAR = 1u;
+}
+
 static void uart0_tx_handler(void) {
     UART_INTCLEAR = INT_TX;
     rackprof_uart_isr();
@@ -47,4 +74,11 @@ static void uart0_tx_handler(void) {
 __attribute__((section(".vectors.irq"), used)) static void (*const irq_vectors[])(void) = {
     0,                /* 0: UART0 RX */
     uart0_tx_handler, /* 1: UART0 TX */
+    0,
+    0,
+    0,
+    0,
+    0,
+    0,              /* 2-7 */
+    timer0_handler, /* 8: TIMER0 */
 };
