@@ -5,7 +5,7 @@ profiled by the real `rackprof convert`; GNU gprof reads the gmon.out it writes.
 
 Checked, per board:
   compat  deterministic, conflation and nested (a -pg timer interrupt preempting -pg calls;
-          also built with the blocking queue option): every arc's call count exactly as the program makes
+          also built with the blocking queue option, and with 4-byte addresses): every arc's call count exactly as the program makes
           them (caller/callee named from the ELF's symbols, counts from the program's
           structure: the table below times the ROUNDS/TICKS the source defines), no byte
           discarded, and arm-none-eabi-gprof's flat profile led by the known hot function.
@@ -233,18 +233,19 @@ def main():
         work = pathlib.Path(tmp)
         for board in BOARDS:
             for example in CALLS:
-                for mode in ("compat", "compat-blocking", "framed"):
+                for mode in ("compat", "compat-blocking", "compat-a4", "framed"):
                     tag = f"{example}/{board}/{mode}"
                     elf = args.fw_dir / f"{example}-{board}-{mode}.elf"
                     capture = work / f"{example}-{board}-{mode}.bin"
                     data = run_qemu(board, elf, capture)
                     gmon = work / f"{example}-{board}-{mode}.gmon.out"
                     if mode.startswith("compat"):
+                        addr_bytes = 4 if mode == "compat-a4" else 3
                         report = convert(args.rackprof, capture, elf, gmon,
-                                         ("--format", "bin", "--addr-bytes", "3"))
+                                         ("--format", "bin", "--addr-bytes", str(addr_bytes)))
                         if report:
                             check_profile(tag, example, elf, report, gmon, args.source_dir,
-                                          legacy_samples(data))
+                                          legacy_samples(data, addr_bytes))
                         continue
                     degraded, cut, samples = check_framed_wire(tag, example, elf, data, args.source_dir)
                     if not has_framed:
