@@ -15,8 +15,8 @@ volatile uint32_t rp_dropped;
 #define SYST_CVR (*(volatile uint32_t*)0xE000E018u)
 #define SCB_SHPR3 (*(volatile uint32_t*)0xE000ED20u)
 #define SYST_CSR_ENABLE_TICKINT_CORECLK 7u
-/* Below the UART (priority 0), so the UART can drain the queue under a blocked sampler, and
- * above everything else the application uses (the thesis' rule for steady sampling). */
+/* Below the UART (priority 0), so the queue drains while the sampler runs, and above the
+ * application's interrupts (the thesis' rule for steady sampling). */
 #define SYSTICK_PRIORITY 0x40u
 
 void rackprof_init(void) {
