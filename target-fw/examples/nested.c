@@ -2,7 +2,8 @@
  * recorded, and SysTick preempts both, so __gnu_mcount_nc is interrupted by itself and by the
  * sampler. Known counts: main -> work ROUNDS, work -> leaf 3 per call, and for each of TICKS
  * timer interrupts timer0_handler -> app_timer_isr 1 and app_timer_isr -> tick 1
- * (timer0_handler is the board's handler, built without -pg). Exit 0; 3 when records were dropped, 4 on a wrong tick count. */
+ * (timer0_handler is the board's handler, built without -pg).
+ * Exit 0; 3 when records were dropped, 4 on a wrong tick count. */
 #include <stdint.h>
 
 #include "board.h"
