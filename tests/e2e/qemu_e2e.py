@@ -14,6 +14,9 @@ Checked, per board:
           counts, nothing lost or dropped; then frames cut out of the capture are counted as
           lost exactly. Once `rackprof convert --protocol framed` exists, the same capture
           through it: exact counts, frames_lost 0 (until then a visible SKIP line).
+  daemon  deterministic in compat on each board with its UART on a TCP socket that a real
+          `rackprof serve` captures into SQLite: the stored session, converted, has the exact
+          per-arc counts and gprof's hot function.
   blinky  compat and framed captures of the same run: their sizes (framed must be >= 5x
           smaller).
 
@@ -26,6 +29,8 @@ import json
 import pathlib
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -213,6 +218,74 @@ def check_framed_wire(tag, example, elf, data, source_dir):
     return degraded, len(cut), sum(cap.pcs.values())
 
 
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def check_daemon(rackprof, board, elf, work, source_dir):
+    """QEMU's UART as a TCP server that waits for its client, the daemon as that client (a
+    ser2net-style link): the firmware starts only once the daemon is connected."""
+    tag = f"deterministic/{board}/daemon"
+    port = free_port()
+    qemu = subprocess.Popen(
+        ["qemu-system-arm", "-M", board, "-display", "none", "-monitor", "none",
+         "-serial", f"tcp:127.0.0.1:{port},server=on,wait=on", "-semihosting-config",
+         "enable=on,target=native", "-icount", "shift=5", "-kernel", str(elf)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    db = work / f"{board}.db"
+    config = work / f"{board}.toml"
+    config.write_text(f"""[server]
+listen = "127.0.0.1:0"
+[storage]
+path = "{db}"
+[links]
+reconnect_min_ms = 50
+[[boards]]
+name = "qemu-{board}"
+link = "tcp://127.0.0.1:{port}"
+protocol = "legacy"
+format = "bin"
+addr_bytes = 3
+elf = "{elf}"
+autostart = true
+""")
+    log = (work / f"{board}-serve.log").open("w")
+    serve = subprocess.Popen([str(rackprof), "serve", "--config", str(config)],
+                             stdout=log, stderr=subprocess.STDOUT)
+    try:
+        qemu_rc = qemu.wait(timeout=QEMU_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        qemu.kill()
+        qemu_rc = None
+    serve.send_signal(signal.SIGTERM)  # everything received is committed before it exits
+    try:
+        serve_rc = serve.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        serve.kill()
+        serve_rc = None
+    check(qemu_rc == 0, f"{tag}: the firmware ran to completion with the daemon attached")
+    if not check(serve_rc == 0, f"{tag}: rackprof serve exits 0 on SIGTERM (exit {serve_rc})"):
+        print((work / f"{board}-serve.log").read_text()[-2000:])
+        return
+    gmon = work / f"{board}-daemon.gmon.out"
+    result = subprocess.run([str(rackprof), "convert", "--db", str(db), "--session", "1",
+                             "--elf", str(elf), "-o", str(gmon), "--report", "json"],
+                            capture_output=True, text=True)
+    if not check(result.returncode == 0, f"{tag}: rackprof convert --db --session 1"):
+        print(result.stderr)
+        return
+    report = json.loads(result.stdout)
+    check(report["source"]["decoder"]["bytes_discarded"] == 0, f"{tag}: no byte discarded")
+    got = Symbols(elf).named_arcs(raw_arcs(report))
+    want = expected_arcs("deterministic", source_dir)
+    check(got == want, f"{tag}: the stored session's per-arc counts exactly as the program "
+          "makes them" + ("" if got == want else f"\n     got  {sorted(got.items())}"))
+    hot = gprof_hot(elf, gmon)
+    check(hot == HOT["deterministic"], f"{tag}: gprof's hottest function is crunch (got {hot})")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rackprof", required=True, type=pathlib.Path)
@@ -262,6 +335,9 @@ def main():
                         lost = report["source"]["decoder"].get("frames_lost")
                         check(lost == cut, f"{tag}: rackprof counts {cut} cut frames as lost "
                               f"(got {lost})")
+
+            check_daemon(args.rackprof, board,
+                         args.fw_dir / f"deterministic-{board}-compat.elf", work, args.source_dir)
 
             sizes = {mode: len(run_qemu(board, args.fw_dir / f"blinky-{board}-{mode}.elf",
                                         work / f"blinky-{board}-{mode}.bin"))
