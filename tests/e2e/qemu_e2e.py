@@ -14,9 +14,10 @@ Checked, per board:
           counts, nothing lost or dropped; then frames cut out of the capture are counted as
           lost exactly. Once `rackprof convert --protocol framed` exists, the same capture
           through it: exact counts, frames_lost 0 (until then a visible SKIP line).
-  daemon  deterministic in compat on each board with its UART on a TCP socket that a real
+  daemon  deterministic on each board with its UART on a TCP socket that a real
           `rackprof serve` captures into SQLite: the stored session, converted, has the exact
-          per-arc counts and gprof's hot function.
+          per-arc counts and gprof's hot function; compat, and framed (protocol = "framed",
+          frames_lost 0) once rackprof speaks it.
   blinky  compat and framed captures of the same run: their sizes (framed must be >= 5x
           smaller).
 
@@ -224,18 +225,20 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def check_daemon(rackprof, board, elf, work, source_dir):
+def check_daemon(rackprof, board, mode, elf, work, source_dir):
     """QEMU's UART as a TCP server that waits for its client, the daemon as that client (a
     ser2net-style link): the firmware starts only once the daemon is connected."""
-    tag = f"deterministic/{board}/daemon"
+    tag = f"deterministic/{board}/{mode}/daemon"
+    wire = 'protocol = "legacy"\naddr_bytes = 3' if mode == "compat" else 'protocol = "framed"'
+
     port = free_port()
     qemu = subprocess.Popen(
         ["qemu-system-arm", "-M", board, "-display", "none", "-monitor", "none",
          "-serial", f"tcp:127.0.0.1:{port},server=on,wait=on", "-semihosting-config",
          "enable=on,target=native", "-icount", "shift=5", "-kernel", str(elf)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    db = work / f"{board}.db"
-    config = work / f"{board}.toml"
+    db = work / f"{board}-{mode}.db"
+    config = work / f"{board}-{mode}.toml"
     config.write_text(f"""[server]
 listen = "127.0.0.1:0"
 [storage]
@@ -245,13 +248,12 @@ reconnect_min_ms = 50
 [[boards]]
 name = "qemu-{board}"
 link = "tcp://127.0.0.1:{port}"
-protocol = "legacy"
+{wire}
 format = "bin"
-addr_bytes = 3
 elf = "{elf}"
 autostart = true
 """)
-    log = (work / f"{board}-serve.log").open("w")
+    log = (work / f"{board}-{mode}-serve.log").open("w")
     serve = subprocess.Popen([str(rackprof), "serve", "--config", str(config)],
                              stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -267,9 +269,9 @@ autostart = true
         serve_rc = None
     check(qemu_rc == 0, f"{tag}: the firmware ran to completion with the daemon attached")
     if not check(serve_rc == 0, f"{tag}: rackprof serve exits 0 on SIGTERM (exit {serve_rc})"):
-        print((work / f"{board}-serve.log").read_text()[-2000:])
+        print((work / f"{board}-{mode}-serve.log").read_text()[-2000:])
         return
-    gmon = work / f"{board}-daemon.gmon.out"
+    gmon = work / f"{board}-{mode}-daemon.gmon.out"
     result = subprocess.run([str(rackprof), "convert", "--db", str(db), "--session", "1",
                              "--elf", str(elf), "-o", str(gmon), "--report", "json"],
                             capture_output=True, text=True)
@@ -277,7 +279,11 @@ autostart = true
         print(result.stderr)
         return
     report = json.loads(result.stdout)
-    check(report["source"]["decoder"]["bytes_discarded"] == 0, f"{tag}: no byte discarded")
+    decoder = report["source"]["decoder"]
+    check(decoder["bytes_discarded"] == 0, f"{tag}: no byte discarded")
+    for counter in ("frames_bad", "frames_lost", "target_dropped"):
+        if counter in decoder:
+            check(decoder[counter] == 0, f"{tag}: {counter} = 0")
     got = Symbols(elf).named_arcs(raw_arcs(report))
     want = expected_arcs("deterministic", source_dir)
     check(got == want, f"{tag}: the stored session's per-arc counts exactly as the program "
@@ -336,8 +342,14 @@ def main():
                         check(lost == cut, f"{tag}: rackprof counts {cut} cut frames as lost "
                               f"(got {lost})")
 
-            check_daemon(args.rackprof, board,
-                         args.fw_dir / f"deterministic-{board}-compat.elf", work, args.source_dir)
+            for mode in ("compat", "framed"):
+                if mode == "framed" and not has_framed:
+                    print(f"SKIP: deterministic/{board}/framed/daemon: rackprof has no framed "
+                          "protocol yet")
+                    continue
+                check_daemon(args.rackprof, board, mode,
+                             args.fw_dir / f"deterministic-{board}-{mode}.elf", work,
+                             args.source_dir)
 
             sizes = {mode: len(run_qemu(board, args.fw_dir / f"blinky-{board}-{mode}.elf",
                                         work / f"blinky-{board}-{mode}.bin"))
