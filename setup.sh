@@ -8,6 +8,9 @@ packages=(
     libboost1.81-dev nlohmann-json3-dev libsqlite3-dev libspdlog-dev libtomlplusplus-dev
     doctest-dev libelf-dev libdw-dev libssl-dev libsystemd-dev
     binutils-arm-none-eabi      # arm-none-eabi-gprof: the oracle the tests compare against
+    gcc-arm-none-eabi           # target-fw: the Cortex-M runtime and example firmware
+    qemu-system-arm             # target-fw: the examples run on emulated boards in the e2e tests
+    python3                     # tests/e2e drive QEMU and rackprof convert
     systemd                     # systemd-analyze: the deploy tests verify the unit
     dpkg-dev fakeroot file      # cpack builds the .deb; its tests inspect it
     curl                        # the API tests fetch gmon.out as CI jobs do

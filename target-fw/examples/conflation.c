@@ -1,0 +1,36 @@
+/* The thesis' fig. 4: fast() and slow() both call doSomething(), slow() with nine times the
+ * work. gprof charges doSomething's time to its callers by call counts (50/50), although
+ * slow() causes 90% of it: multiple-caller conflation. ROUNDS calls each, then exit 0. */
+#include <stdint.h>
+
+#include "runtime/rackprof.h"
+
+#define ROUNDS 40u
+#define FAST_WORK 300u
+#define SLOW_WORK (9u * FAST_WORK)
+
+static volatile uint32_t sink;
+
+__attribute__((noipa)) void doSomething(uint32_t work) {
+    for (uint32_t i = 0; i < work; i++) sink += i;
+}
+
+__attribute__((noipa)) void fast(void) {
+    doSomething(FAST_WORK);
+}
+
+__attribute__((noipa)) void slow(void) {
+    doSomething(SLOW_WORK);
+}
+
+int main(void) {
+    rackprof_init();
+    rackprof_start();
+    for (uint32_t round = 0; round < ROUNDS; round++) {
+        fast();
+        slow();
+    }
+    rackprof_stop();
+    rackprof_flush();
+    return rackprof_dropped() == 0 ? 0 : 3;
+}

@@ -1,0 +1,66 @@
+/* Read-modify-write of one 32-bit word that nested producers (thread code, then a handler that
+ * preempts it, then a higher-priority handler...) cannot tear.
+ *   ARMv7-M: LDREX/STREX. Exception entry and return clear the local monitor, so an update that
+ *            was interrupted fails its STREX and is retried: nothing is ever masked.
+ *   ARMv6-M: no exclusives; PRIMASK is set for the few instructions between load and store. */
+#ifndef RACKPROF_ATOMIC_WORD_H
+#define RACKPROF_ATOMIC_WORD_H
+
+#include <stdint.h>
+
+/* PRIMASK save/set and restore: also used where a short critical section is the simplest
+ * correct answer on both architectures (the arc cache). */
+static inline uint32_t rp_irq_save(void) {
+    uint32_t primask;
+    __asm volatile("mrs %0, primask\n\tcpsid i" : "=r"(primask)::"memory");
+    return primask;
+}
+static inline void rp_irq_restore(uint32_t primask) {
+    __asm volatile("msr primask, %0" ::"r"(primask) : "memory");
+}
+
+#if defined(__ARM_ARCH_6M__)
+
+static inline uint32_t rp_word_begin(volatile uint32_t* word, uint32_t* key) {
+    *key = rp_irq_save();
+    return *word;
+}
+static inline int rp_word_commit(volatile uint32_t* word, uint32_t value, uint32_t key) {
+    *word = value;
+    rp_irq_restore(key);
+    return 1;
+}
+
+#else
+
+static inline uint32_t rp_word_begin(volatile uint32_t* word, uint32_t* key) {
+    uint32_t value;
+    (void)key;
+    __asm volatile("ldrex %0, [%1]" : "=r"(value) : "r"(word) : "memory");
+    return value;
+}
+static inline int rp_word_commit(volatile uint32_t* word, uint32_t value, uint32_t key) {
+    uint32_t failed;
+    (void)key;
+    __asm volatile("strex %0, %2, [%1]" : "=&r"(failed) : "r"(word), "r"(value) : "memory");
+    return failed == 0;
+}
+#endif
+
+/* *word += delta, atomically. */
+static inline void rp_word_add(volatile uint32_t* word, uint32_t delta) {
+    uint32_t key;
+    uint32_t value;
+    do {
+        value = rp_word_begin(word, &key);
+    } while (!rp_word_commit(word, value + delta, key));
+}
+
+/* Interrupt program status: 0 in thread mode, else the active exception number. */
+static inline uint32_t rp_ipsr(void) {
+    uint32_t ipsr;
+    __asm volatile("mrs %0, ipsr" : "=r"(ipsr));
+    return ipsr;
+}
+
+#endif

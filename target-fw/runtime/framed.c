@@ -1,0 +1,287 @@
+/* Framed mode: protocol/framed-protocol.md (rackprof framed protocol v1).
+ *
+ * Producers queue items exactly as they appear in a frame body; the UART ISR packs the queued
+ * items into frames (seq, items, CRC-16, COBS, 0x00) so producers pay no framing cost.
+ * An arc cache and a PC cache accumulate repeats and send ARC_N / PC_N when an entry is
+ * evicted, once a second (RACKPROF_FLUSH_TICKS) and at rackprof_stop(). */
+#include <stdint.h>
+
+#include "atomic_word.h"
+#include "port.h"
+#include "rackprof_config.h"
+#include "ring.h"
+#include "wire.h"
+
+#ifndef RACKPROF_FLUSH_TICKS
+#define RACKPROF_FLUSH_TICKS RACKPROF_SAMPLE_HZ
+#endif
+
+#define A RACKPROF_ADDR_BYTES
+
+enum {
+    TAG_HELLO = 0x01,
+    TAG_ARC = 0x02,
+    TAG_ARC_N = 0x03,
+    TAG_PC = 0x04,
+    TAG_PC_N = 0x05,
+    TAG_DROPPED = 0x06,
+    TAG_START = 0x07,
+    TAG_STOP = 0x08,
+};
+#define PROTOCOL_VERSION 1u
+#define FLAG_ARC_CACHE 1u
+#define FLAG_BLOCKING 2u
+#define MAX_BUILD_ID 20u
+#define LEB_MAX 5u
+
+/* Linker-script symbols (boards/common/sections.ld). */
+extern const uint8_t __text_start[], __text_end[];
+extern const uint8_t __build_id_note_start[], __build_id_note_end[];
+
+/* ---- producers ---------------------------------------------------------------------------- */
+
+static uint8_t* put_le(uint8_t* out, uint32_t value, unsigned bytes) {
+    for (unsigned i = 0; i < bytes; i++, value >>= 8) *out++ = (uint8_t)value;
+    return out;
+}
+
+static uint8_t* put_leb128(uint8_t* out, uint32_t value) {
+    while (value >= 0x80u) {
+        *out++ = (uint8_t)(value | 0x80u);
+        value >>= 7;
+    }
+    *out++ = (uint8_t)value;
+    return out;
+}
+
+struct arc_entry {
+    uint32_t from, self, count;
+};
+struct pc_entry {
+    uint32_t pc, count;
+};
+static struct arc_entry arc_cache[RACKPROF_ARC_CACHE];
+static struct pc_entry pc_cache[RACKPROF_PC_CACHE]; /* SysTick's alone: no locking needed */
+static uint16_t ticks_since_flush;
+
+static void send_arc(struct arc_entry e, int wait) {
+    uint8_t item[1 + 2 * A + LEB_MAX];
+    item[0] = e.count == 1 ? TAG_ARC : TAG_ARC_N;
+    uint8_t* end = put_le(put_le(item + 1, e.from, A), e.self, A);
+    if (e.count != 1) end = put_leb128(end, e.count);
+    rp_push(item, (unsigned)(end - item), wait);
+}
+
+static void send_pc(struct pc_entry e, int wait) {
+    uint8_t item[1 + A + LEB_MAX];
+    item[0] = e.count == 1 ? TAG_PC : TAG_PC_N;
+    uint8_t* end = put_le(item + 1, e.pc, A);
+    if (e.count != 1) end = put_leb128(end, e.count);
+    rp_push(item, (unsigned)(end - item), wait);
+}
+
+/* Two-way set-associative: a pair of hot arcs that hash alike (a loop calling two functions)
+ * would otherwise evict each other on every call. A miss replaces the less-counted way. */
+static struct arc_entry* arc_set(uint32_t from, uint32_t self) {
+    uint32_t hash = (from * 2654435761u) ^ (self * 40503u);
+    return &arc_cache[(hash >> 16) & (RACKPROF_ARC_CACHE - 2u)];
+}
+
+static int arc_is(const struct arc_entry* e, uint32_t from, uint32_t self) {
+    return e->count && e->count != UINT32_MAX && e->from == from && e->self == self;
+}
+
+void rp_wire_arc(uint32_t from, uint32_t self) {
+    struct arc_entry* e = arc_set(from, self);
+    /* mcount may run in thread mode and in any handler that was built with -pg: the set is
+     * read and updated with interrupts masked for these few instructions. */
+    uint32_t key = rp_irq_save();
+    if (!arc_is(e, from, self)) {
+        if (arc_is(e + 1, from, self) || e[1].count < e[0].count) e++;
+    }
+    if (arc_is(e, from, self)) {
+        e->count++;
+        rp_irq_restore(key);
+        return;
+    }
+    struct arc_entry victim = *e;
+    e->from = from;
+    e->self = self;
+    e->count = 1;
+    rp_irq_restore(key);
+    if (victim.count) send_arc(victim, 0);
+}
+
+void rp_wire_pc(uint32_t pc) {
+    struct pc_entry* e = &pc_cache[(pc >> 1) & (RACKPROF_PC_CACHE - 1u)];
+    if (e->count && e->count != UINT32_MAX && e->pc == pc) {
+        e->count++;
+        return;
+    }
+    struct pc_entry victim = *e;
+    e->pc = pc;
+    e->count = 1;
+    if (victim.count) send_pc(victim, 0);
+}
+
+#define CACHE_ENTRIES (RACKPROF_ARC_CACHE + RACKPROF_PC_CACHE)
+
+/* Sends and empties one entry of the caches, numbered arcs first. wait: see rp_push(). */
+static void flush_entry(unsigned i, int wait) {
+    if (i < RACKPROF_ARC_CACHE) {
+        uint32_t key = rp_irq_save();
+        struct arc_entry e = arc_cache[i];
+        arc_cache[i].count = 0;
+        rp_irq_restore(key);
+        if (e.count) send_arc(e, wait);
+    } else {
+        struct pc_entry e = pc_cache[i - RACKPROF_ARC_CACHE];
+        pc_cache[i - RACKPROF_ARC_CACHE].count = 0;
+        if (e.count) send_pc(e, wait);
+    }
+}
+
+void rp_wire_start(void) {
+    static const uint8_t start = TAG_START;
+    rp_push(&start, 1, 1);
+}
+
+void rp_wire_stop(void) {
+    static const uint8_t stop = TAG_STOP;
+    for (unsigned i = 0; i < CACHE_ENTRIES; i++) flush_entry(i, 1);
+    rp_push(&stop, 1, 1);
+}
+
+void rp_wire_tick(void) {
+    /* Each entry is sent at least every RACKPROF_FLUSH_TICKS, one entry at a time so a tick
+     * never floods the queue. The SysTick handler is the PC cache's only writer. */
+    static unsigned next;
+    if (rackprof_on && ++ticks_since_flush >= RACKPROF_FLUSH_TICKS / CACHE_ENTRIES) {
+        ticks_since_flush = 0;
+        flush_entry(next, 0);
+        next = (next + 1) % CACHE_ENTRIES;
+    }
+    if (rp_ring_used()) port_uart_kick();
+}
+
+/* ---- consumer: frames ------------------------------------------------------------------------ */
+
+static uint8_t body[RACKPROF_FRAME_BODY];
+static uint8_t frame[RACKPROF_FRAME_BODY + 2]; /* COBS code byte + body + delimiter */
+static uint8_t frame_len, frame_pos;
+static uint16_t seq;
+static uint8_t hello_sent;
+static uint32_t dropped_sent;
+
+static uint16_t crc16_ccitt_false(const uint8_t* data, unsigned n) {
+    uint16_t crc = 0xFFFFu;
+    while (n--) {
+        crc ^= (uint16_t)(*data++ << 8);
+        for (int bit = 0; bit < 8; bit++)
+            crc = (uint16_t)((crc & 0x8000u) ? ((unsigned)crc << 1) ^ 0x1021u : (unsigned)crc << 1);
+    }
+    return crc;
+}
+
+/* COBS for a body of at most 254 bytes: one code byte, zeros replaced by run lengths. */
+static unsigned cobs_encode(const uint8_t* in, unsigned n, uint8_t* out) {
+    unsigned code_at = 0, o = 1;
+    uint8_t code = 1;
+    for (unsigned i = 0; i < n; i++) {
+        if (in[i] == 0) {
+            out[code_at] = code;
+            code_at = o++;
+            code = 1;
+        } else {
+            out[o++] = in[i];
+            code++;
+        }
+    }
+    out[code_at] = code;
+    return o;
+}
+
+static unsigned put_hello(unsigned n) {
+    const uint8_t* note = __build_id_note_start;
+    /* A GNU note: namesz, descsz, type, "GNU\0", then descsz bytes of build-id. */
+    uint32_t id_len = 0;
+    if (__build_id_note_end - note >= 16) id_len = note[4] | (uint32_t)note[5] << 8;
+    if (id_len > MAX_BUILD_ID) id_len = MAX_BUILD_ID;
+    body[n++] = TAG_HELLO;
+    body[n++] = PROTOCOL_VERSION;
+    body[n++] = A;
+    body[n++] = FLAG_ARC_CACHE | (RACKPROF_BLOCKING ? FLAG_BLOCKING : 0u);
+    put_le(body + n, (uint32_t)__text_start, 4);
+    put_le(body + n + 4, (uint32_t)__text_end, 4);
+    put_le(body + n + 8, RACKPROF_SAMPLE_HZ, 4);
+    put_le(body + n + 12, port_core_clock_hz(), 4);
+    n += 16;
+    body[n++] = (uint8_t)id_len;
+    for (uint32_t i = 0; i < id_len; i++) body[n++] = note[16 + i];
+    return n;
+}
+
+/* Length of the queued item at the tail (the queue holds whole items only). */
+static unsigned queued_item_len(void) {
+    unsigned n;
+    switch (rp_ring_peek(0)) {
+        case TAG_ARC:
+            return 1 + 2 * A;
+        case TAG_PC:
+            return 1 + A;
+        case TAG_ARC_N:
+            n = 1 + 2 * A;
+            break;
+        case TAG_PC_N:
+            n = 1 + A;
+            break;
+        default:
+            return 1; /* START, STOP */
+    }
+    while (rp_ring_peek(n) & 0x80u) n++;
+    return n + 1;
+}
+
+/* Packs what is queued into the next frame; 0 when there is nothing to send. */
+static int build_frame(void) {
+    unsigned n = 2; /* after seq */
+    if (!hello_sent) {
+        n = put_hello(n);
+        hello_sent = 1;
+    } else {
+        uint32_t dropped = rp_dropped;
+        if (dropped != dropped_sent) {
+            body[n++] = TAG_DROPPED;
+            put_le(body + n, dropped, 4);
+            n += 4;
+            dropped_sent = dropped;
+        }
+        while (rp_ring_used()) {
+            unsigned len = queued_item_len();
+            if (n + len + 2 > RACKPROF_FRAME_BODY) break;
+            for (unsigned i = 0; i < len; i++) body[n++] = rp_ring_peek(i);
+            rp_ring_consume(len);
+        }
+    }
+    if (n == 2) return 0;
+    put_le(body, seq++, 2);
+    put_le(body + n, crc16_ccitt_false(body, n), 2);
+    frame_len = (uint8_t)cobs_encode(body, n + 2, frame);
+    frame[frame_len++] = 0;
+    frame_pos = 0;
+    return 1;
+}
+
+int rp_wire_peek(void) {
+    if (frame_pos == frame_len && !build_frame()) return -1;
+    return frame[frame_pos];
+}
+
+void rp_wire_advance(void) {
+    frame_pos++;
+}
+
+int rp_wire_idle(void) {
+    return hello_sent && frame_pos == frame_len && rp_ring_used() == 0 &&
+           dropped_sent == rp_dropped;
+}

@@ -1,0 +1,20 @@
+/* rackprof target runtime: call arcs from gcc's -pg hook and PC samples from SysTick, sent
+ * over an interrupt-driven UART in the thesis' legacy format (compat) or the framed protocol.
+ * Build options are in rackprof_config.h. Nothing here may be built with -pg. */
+#ifndef RACKPROF_H
+#define RACKPROF_H
+
+#include <stdint.h>
+
+/* Sets up the UART, SysTick and interrupt priorities. Call once, before rackprof_start(). */
+void rackprof_init(void);
+/* Switches profiling on: arcs and samples are recorded from here on. */
+void rackprof_start(void);
+/* Switches profiling off; framed mode sends what its caches hold, then a STOP marker. */
+void rackprof_stop(void);
+/* Waits until every queued byte has left the UART (thread mode only). */
+void rackprof_flush(void);
+/* Records lost because the queue was full, since reset. */
+uint32_t rackprof_dropped(void);
+
+#endif

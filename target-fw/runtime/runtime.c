@@ -1,0 +1,85 @@
+/* Switching profiling on and off, the queue's producer policy, SysTick, the UART consumer. */
+#include "rackprof.h"
+
+#include "atomic_word.h"
+#include "port.h"
+#include "rackprof_config.h"
+#include "ring.h"
+#include "wire.h"
+
+volatile uint8_t rackprof_on; /* read by __gnu_mcount_nc before anything else */
+volatile uint32_t rp_dropped;
+
+#define SYST_CSR (*(volatile uint32_t*)0xE000E010u)
+#define SYST_RVR (*(volatile uint32_t*)0xE000E014u)
+#define SYST_CVR (*(volatile uint32_t*)0xE000E018u)
+#define SCB_SHPR3 (*(volatile uint32_t*)0xE000ED20u)
+#define SYST_CSR_ENABLE_TICKINT_CORECLK 7u
+/* Below the UART (priority 0), so the queue drains while the sampler runs, and above the
+ * application's interrupts (the thesis' rule for steady sampling). */
+#define SYSTICK_PRIORITY 0x40u
+
+void rackprof_init(void) {
+    port_uart_init();
+    SCB_SHPR3 = (SCB_SHPR3 & 0x00FFFFFFu) | (SYSTICK_PRIORITY << 24);
+    SYST_RVR = port_core_clock_hz() / RACKPROF_SAMPLE_HZ - 1u;
+    SYST_CVR = 0;
+    SYST_CSR = SYST_CSR_ENABLE_TICKINT_CORECLK;
+}
+
+void rackprof_start(void) {
+    rp_wire_start();
+    rackprof_on = 1;
+}
+
+void rackprof_stop(void) {
+    /* Handlers run to completion before thread code resumes: once the flag is clear here, no
+     * producer is left half way through, and the encoder may flush its caches. */
+    rackprof_on = 0;
+    rp_wire_stop();
+}
+
+void rackprof_flush(void) {
+    while (!rp_wire_idle()) port_uart_kick();
+}
+
+uint32_t rackprof_dropped(void) {
+    return rp_dropped;
+}
+
+int rp_queue_begin(unsigned n, int wait) {
+    int at;
+    while ((at = rp_ring_reserve(n)) < 0) {
+        if (!(wait || RACKPROF_BLOCKING) || rp_ipsr() != 0) {
+            rp_word_add(&rp_dropped, 1);
+            return -1;
+        }
+        port_uart_kick();
+    }
+    return at;
+}
+
+void rp_queue_end(void) {
+    /* Framed mode batches records into frames: the UART is woken when the queue is half full
+     * and on every tick, not for every record. */
+    if (rp_ring_commit() && (!RACKPROF_FRAMED || rp_ring_used() >= RACKPROF_RING_BYTES / 2))
+        port_uart_kick();
+}
+
+void rp_push(const uint8_t* record, unsigned n, int wait) {
+    int at = rp_queue_begin(n, wait);
+    if (at < 0) return;
+    for (unsigned i = 0; i < n; i++) rp_ring_buf[(unsigned)(at + i) & RP_RING_MASK] = record[i];
+    rp_queue_end();
+}
+
+/* Called by SysTick_Handler (pc_sampler.S) with the interrupted code's PC. */
+void rp_sample(uint32_t pc) {
+    if (rackprof_on) rp_wire_pc(pc);
+    rp_wire_tick();
+}
+
+void rackprof_uart_isr(void) {
+    int byte;
+    while ((byte = rp_wire_peek()) >= 0 && port_uart_put((uint8_t)byte)) rp_wire_advance();
+}

@@ -1,0 +1,35 @@
+/* The wire encoders (compat.c or framed.c; exactly one is linked) and the shared producer path
+ * (runtime.c). */
+#ifndef RACKPROF_WIRE_H
+#define RACKPROF_WIRE_H
+
+#include <stdint.h>
+
+/* Producers, called only while profiling is on. */
+void rp_wire_arc(uint32_t from, uint32_t self); /* from __gnu_mcount_nc, any context */
+void rp_wire_pc(uint32_t pc);                   /* from the SysTick handler */
+/* Thread mode, around switching profiling on and off. */
+void rp_wire_start(void);
+void rp_wire_stop(void);
+/* Every SysTick, on or off: periodic work of the encoder. */
+void rp_wire_tick(void);
+
+/* Consumer (UART ISR): the next byte to send, without taking it; -1 when there is none. */
+int rp_wire_peek(void);
+void rp_wire_advance(void);
+/* 1 when everything produced so far has been handed to the UART. */
+int rp_wire_idle(void);
+
+/* Reserves n bytes of the queue for one record; returns the start index (RP_RING_MASK it), or
+ * -1 when the record is dropped (the policy below). rp_queue_end() publishes it. */
+int rp_queue_begin(unsigned n, int wait);
+void rp_queue_end(void);
+
+/* Queues one record. wait = 0: a full queue drops it (counted) unless the blocking build
+ * option is set and this is thread mode; wait = 1: thread mode waits for room. */
+void rp_push(const uint8_t* record, unsigned n, int wait);
+
+extern volatile uint8_t rackprof_on;
+extern volatile uint32_t rp_dropped;
+
+#endif

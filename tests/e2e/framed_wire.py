@@ -1,0 +1,134 @@
+"""Reads a capture in rackprof framed protocol v1 (protocol/framed-protocol.md) as the spec
+words it, to check what target-fw sends: every frame's COBS, length, CRC and items, and the
+sequence numbers. The host's decoder (protocol/framed_decoder) is the product; this is the
+test's independent reading of the same spec, kept as small as the spec allows."""
+
+from dataclasses import dataclass, field
+
+TAG_HELLO, TAG_ARC, TAG_ARC_N, TAG_PC, TAG_PC_N, TAG_DROPPED, TAG_START, TAG_STOP = range(1, 9)
+
+
+def crc16_ccitt_false(data: bytes) -> int:
+    crc = 0xFFFF
+    for byte in data:
+        crc ^= byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
+            crc &= 0xFFFF
+    return crc
+
+
+def cobs_decode(encoded: bytes) -> bytes | None:
+    out = bytearray()
+    i = 0
+    while i < len(encoded):
+        code = encoded[i]
+        if code == 0 or i + code > len(encoded):
+            return None
+        out += encoded[i + 1 : i + code]
+        i += code
+        if code < 0xFF and i < len(encoded):
+            out.append(0)
+    return bytes(out)
+
+
+@dataclass
+class Hello:
+    version: int
+    addr_bytes: int
+    flags: int
+    text_lo: int
+    text_hi: int
+    sample_hz: int
+    core_clock_hz: int
+    build_id: bytes
+
+
+@dataclass
+class Capture:
+    frames_good: int = 0
+    frames_bad: int = 0
+    frames_lost: int = 0
+    hellos: list = field(default_factory=list)
+    arcs: dict = field(default_factory=dict)  # (from, self) -> calls
+    pcs: dict = field(default_factory=dict)  # pc -> samples
+    dropped_total: int = 0
+    markers: list = field(default_factory=list)  # "start" / "stop", in order
+
+
+def _leb128(body: bytes, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = body[i]
+        value |= (byte & 0x7F) << shift
+        i += 1
+        if not byte & 0x80:
+            return value, i
+        shift += 7
+
+
+def _items(body: bytes, addr_bytes: int, cap: Capture) -> int:
+    """Parses the items of one good body into cap; returns the addr_bytes in force after it."""
+    i = 2
+    end = len(body) - 2
+    u32 = lambda at: int.from_bytes(body[at : at + 4], "little")
+    addr = lambda at: int.from_bytes(body[at : at + addr_bytes], "little")
+    while i < end:
+        tag = body[i]
+        i += 1
+        if tag == TAG_HELLO:
+            id_len = body[i + 19]
+            hello = Hello(body[i], body[i + 1], body[i + 2], u32(i + 3), u32(i + 7), u32(i + 11),
+                          u32(i + 15), bytes(body[i + 20 : i + 20 + id_len]))
+            cap.hellos.append(hello)
+            addr_bytes = hello.addr_bytes
+            i += 20 + id_len
+        elif tag in (TAG_ARC, TAG_ARC_N):
+            key = (addr(i), addr(i + addr_bytes))
+            i += 2 * addr_bytes
+            count = 1
+            if tag == TAG_ARC_N:
+                count, i = _leb128(body, i)
+            cap.arcs[key] = cap.arcs.get(key, 0) + count
+        elif tag in (TAG_PC, TAG_PC_N):
+            pc = addr(i)
+            i += addr_bytes
+            count = 1
+            if tag == TAG_PC_N:
+                count, i = _leb128(body, i)
+            cap.pcs[pc] = cap.pcs.get(pc, 0) + count
+        elif tag == TAG_DROPPED:
+            cap.dropped_total = u32(i)
+            i += 4
+        elif tag in (TAG_START, TAG_STOP):
+            cap.markers.append("start" if tag == TAG_START else "stop")
+        else:
+            raise ValueError(f"unknown item tag {tag:#x}")
+    if i != end:
+        raise ValueError("item runs past the end of the body")
+    return addr_bytes
+
+
+def read(data: bytes) -> Capture:
+    cap = Capture()
+    addr_bytes = 4
+    expected_seq = None
+    for chunk in data.split(b"\x00")[:-1]:  # bytes after the last delimiter: an unfinished frame
+        body = cobs_decode(chunk)
+        if body is None or not 5 <= len(body) <= 254 or \
+                crc16_ccitt_false(body[:-2]) != int.from_bytes(body[-2:], "little"):
+            cap.frames_bad += 1
+            continue
+        seq = int.from_bytes(body[:2], "little")
+        try:
+            probe = Capture()
+            _items(body, addr_bytes, probe)
+        except (ValueError, IndexError):
+            cap.frames_bad += 1
+            continue
+        addr_bytes = _items(body, addr_bytes, cap)
+        cap.frames_good += 1
+        if not probe.hellos and expected_seq is not None:
+            cap.frames_lost += (seq - expected_seq) & 0xFFFF
+        expected_seq = (seq + 1) & 0xFFFF
+    return cap

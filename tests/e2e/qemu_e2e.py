@@ -1,0 +1,369 @@
+#!/usr/bin/env python3
+"""End to end on emulated boards: target-fw's example firmware runs under QEMU
+(mps2-an385 = Cortex-M3, microbit = Cortex-M0), its UART goes to a file, and the capture is
+profiled by the real `rackprof convert`; GNU gprof reads the gmon.out it writes.
+
+Checked, per board:
+  compat  deterministic, conflation and nested (a -pg timer interrupt preempting -pg calls;
+          also built with the blocking queue option, and with 4-byte addresses): every arc's call count exactly as the program makes
+          them (caller/callee named from the ELF's symbols, counts from the program's
+          structure: the table below times the ROUNDS/TICKS the source defines), no byte
+          discarded, and arm-none-eabi-gprof's flat profile led by the known hot function.
+  framed  the same programs: each frame checked against protocol/framed-protocol.md (COBS,
+          CRC, sequence, HELLO text range and build-id equal to the ELF's), exact per-arc
+          counts, nothing lost or dropped; then frames cut out of the capture are counted as
+          lost exactly. Once `rackprof convert --protocol framed` exists, the same capture
+          through it: exact counts, frames_lost 0 (until then a visible SKIP line).
+  daemon  deterministic on each board with its UART on a TCP socket that a real
+          `rackprof serve` captures into SQLite: the stored session, converted, has the exact
+          per-arc counts and gprof's hot function; compat, and framed (protocol = "framed",
+          frames_lost 0) once rackprof speaks it.
+  blinky  compat and framed captures of the same run: their sizes (framed must be >= 5x
+          smaller).
+
+Exit 77 (ctest SKIP) with a SKIP line when QEMU, the ARM toolchain or the firmware is absent.
+usage: qemu_e2e.py --rackprof BIN --fw-dir DIR --source-dir DIR
+"""
+
+import argparse
+import json
+import pathlib
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import framed_wire  # noqa: E402
+
+BOARDS = ("mps2-an385", "microbit")
+QEMU_TIMEOUT_S = 120
+
+# Calls of each arc per unit of each example, from its source, and the #define (read from the
+# source) that counts the units.
+CALLS = {
+    "deterministic": {("main", "middle"): (1, "ROUNDS"), ("middle", "leaf"): (3, "ROUNDS"),
+                      ("middle", "crunch"): (1, "ROUNDS"), ("main", "crunch"): (1, "ROUNDS"),
+                      ("main", "fact"): (1, "ROUNDS"), ("fact", "fact"): (4, "ROUNDS"),
+                      ("main", "ping"): (1, "ROUNDS"), ("ping", "pong"): (3, "ROUNDS"),
+                      ("pong", "ping"): (3, "ROUNDS")},
+    "conflation": {("main", "fast"): (1, "ROUNDS"), ("main", "slow"): (1, "ROUNDS"),
+                   ("fast", "doSomething"): (1, "ROUNDS"), ("slow", "doSomething"): (1, "ROUNDS")},
+    # A -pg interrupt handler preempting main's -pg calls: nested producers.
+    "nested": {("main", "work"): (1, "ROUNDS"), ("work", "leaf"): (3, "ROUNDS"),
+               ("timer0_handler", "app_timer_isr"): (1, "TICKS"),
+               ("app_timer_isr", "tick"): (1, "TICKS")},
+}
+# nested is mostly profiler overhead by design (it maximises -pg calls per second): no hot check.
+HOT = {"deterministic": "crunch", "conflation": "doSomething", "nested": None}
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+    return ok
+
+
+def skip(why):
+    print(f"SKIP: {why}")
+    sys.exit(77)
+
+
+def define(source, name):
+    match = re.search(rf"#define {name} (\d+)u", source.read_text())
+    return int(match.group(1))
+
+
+def expected_arcs(example, source_dir):
+    source = source_dir / "target-fw" / "examples" / f"{example}.c"
+    return {arc: n * define(source, unit) for arc, (n, unit) in CALLS[example].items()}
+
+
+class Symbols:
+    """Function symbols of an ELF: address -> name for any address inside a function."""
+
+    def __init__(self, elf):
+        out = subprocess.run(["arm-none-eabi-nm", "-S", "--defined-only", str(elf)],
+                             check=True, capture_output=True, text=True).stdout
+        self.functions = []
+        self.by_name = {}
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 4 and parts[2] in "Tt":
+                start, size = int(parts[0], 16), int(parts[1], 16)
+                self.functions.append((start, start + size, parts[3]))
+            if len(parts) >= 3:
+                self.by_name[parts[-1]] = int(parts[0], 16)
+
+    def name_of(self, address):
+        address &= ~1  # the Thumb bit of a return address
+        for start, end, name in self.functions:
+            if start <= address < end:
+                return name
+        return hex(address)
+
+    def named_arcs(self, raw_arcs):
+        named = {}
+        for (from_pc, self_pc), count in raw_arcs.items():
+            key = (self.name_of(from_pc), self.name_of(self_pc))
+            named[key] = named.get(key, 0) + count
+        return named
+
+
+def build_id(elf):
+    out = subprocess.run(["arm-none-eabi-readelf", "-n", str(elf)], check=True,
+                         capture_output=True, text=True).stdout
+    match = re.search(r"Build ID: ([0-9a-f]+)", out)
+    return bytes.fromhex(match.group(1)) if match else b""
+
+
+def run_qemu(board, elf, capture):
+    capture.unlink(missing_ok=True)
+    # -icount: the instruction count drives the virtual clock, so SysTick and the run are
+    # deterministic. The program ends with a semihosting exit carrying main's return value.
+    cmd = ["qemu-system-arm", "-M", board, "-display", "none", "-monitor", "none",
+           "-serial", f"file:{capture}", "-semihosting-config", "enable=on,target=native",
+           "-icount", "shift=5", "-kernel", str(elf)]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=QEMU_TIMEOUT_S)
+    check(result.returncode == 0, f"{elf.name} runs to completion under QEMU "
+          f"(exit {result.returncode}{': ' + result.stderr.strip() if result.stderr else ''})")
+    return capture.read_bytes() if capture.exists() else b""
+
+
+def convert(rackprof, capture, elf, gmon, extra=()):
+    cmd = [str(rackprof), "convert", str(capture), "--elf", str(elf), "-o", str(gmon),
+           "--report", "json", *extra]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if not check(result.returncode == 0, f"rackprof convert {' '.join(extra)} {capture.name}"):
+        print(result.stderr)
+        return None
+    return json.loads(result.stdout)
+
+
+def legacy_samples(data, addr_bytes=3):
+    """PC records in a clean compat capture ('A' from self, 'P' pc), counted independently."""
+    samples = i = 0
+    while i < len(data):
+        if data[i] == ord("P"):
+            samples += 1
+        elif data[i] != ord("A"):
+            raise ValueError(f"byte {i}: {data[i]:#x} is not a record tag")
+        i += 1 + (2 if data[i] == ord("A") else 1) * addr_bytes
+    return samples
+
+
+def raw_arcs(report):
+    return {(int(a["from"], 16), int(a["self"], 16)): a["count"] for a in report["raw"]["arcs"]}
+
+
+def gprof_hot(elf, gmon):
+    out = subprocess.run(["arm-none-eabi-gprof", "-b", "-p", str(elf), str(gmon)], check=True,
+                         capture_output=True, text=True).stdout
+    rows = [line.split() for line in out.splitlines() if re.match(r"\s*\d+\.\d+\s", line)]
+    return rows[0][-1] if rows else None
+
+
+def check_profile(tag, example, elf, report, gmon, source_dir, samples_sent):
+    symbols = Symbols(elf)
+    decoder = report["source"]["decoder"]
+    check(decoder["bytes_discarded"] == 0, f"{tag}: no byte discarded")
+    for counter in ("frames_bad", "frames_lost", "target_dropped"):
+        if counter in decoder:
+            check(decoder[counter] == 0, f"{tag}: {counter} = 0")
+    got = symbols.named_arcs(raw_arcs(report))
+    want = expected_arcs(example, source_dir)
+    check(got == want, f"{tag}: per-arc counts exactly as the program makes them"
+          + ("" if got == want else f"\n     got  {sorted(got.items())}\n     want {sorted(want.items())}"))
+    raw = report["raw"]
+    in_gmon = sum(h["samples"] for h in raw["histograms"]) + raw["samples_outside_histogram"]
+    check(in_gmon == samples_sent > 0,
+          f"{tag}: every PC sample sent is in gmon.out ({in_gmon} of {samples_sent})")
+    if HOT[example] is None:
+        return
+    hot = gprof_hot(elf, gmon)
+    check(hot == HOT[example], f"{tag}: gprof's hottest function is {HOT[example]} (got {hot})")
+
+
+def check_framed_wire(tag, example, elf, data, source_dir):
+    cap = framed_wire.read(data)
+    check(cap.frames_good > 0 and cap.frames_bad == 0 and cap.frames_lost == 0,
+          f"{tag}: {cap.frames_good} frames, all good, none lost")
+    check(cap.dropped_total == 0, f"{tag}: target dropped nothing")
+    symbols = Symbols(elf)
+    if check(len(cap.hellos) == 1, f"{tag}: one HELLO"):
+        hello = cap.hellos[0]
+        check(hello.version == 1 and hello.addr_bytes == 3 and hello.sample_hz == 1000,
+              f"{tag}: HELLO version 1, 3-byte addresses, 1000 Hz")
+        check((hello.text_lo, hello.text_hi) ==
+              (symbols.by_name["__text_start"], symbols.by_name["__text_end"]),
+              f"{tag}: HELLO text range is the ELF's")
+        check(hello.build_id == build_id(elf) and len(hello.build_id) == 20,
+              f"{tag}: HELLO build-id is the ELF's ({hello.build_id.hex()})")
+    check(cap.markers == ["start", "stop"], f"{tag}: START then STOP markers")
+    got = symbols.named_arcs(cap.arcs)
+    want = expected_arcs(example, source_dir)
+    check(got == want, f"{tag}: per-arc counts on the wire exactly as the program makes them"
+          + ("" if got == want else f"\n     got  {sorted(got.items())}\n     want {sorted(want.items())}"))
+    # A degraded link: whole frames cut out after the HELLO are counted as lost, exactly.
+    frames = data.split(b"\x00")[:-1]
+    cut = [i for i in range(2, len(frames) - 1, 3)]
+    degraded = b"".join(f + b"\x00" for i, f in enumerate(frames) if i not in cut)
+    check(framed_wire.read(degraded).frames_lost == len(cut),
+          f"{tag}: {len(cut)} frames cut out are counted as {len(cut)} lost")
+    return degraded, len(cut), sum(cap.pcs.values())
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def check_daemon(rackprof, board, mode, elf, work, source_dir):
+    """QEMU's UART as a TCP server that waits for its client, the daemon as that client (a
+    ser2net-style link): the firmware starts only once the daemon is connected."""
+    tag = f"deterministic/{board}/{mode}/daemon"
+    wire = 'protocol = "legacy"\naddr_bytes = 3' if mode == "compat" else 'protocol = "framed"'
+
+    port = free_port()
+    qemu = subprocess.Popen(
+        ["qemu-system-arm", "-M", board, "-display", "none", "-monitor", "none",
+         "-serial", f"tcp:127.0.0.1:{port},server=on,wait=on", "-semihosting-config",
+         "enable=on,target=native", "-icount", "shift=5", "-kernel", str(elf)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    db = work / f"{board}-{mode}.db"
+    config = work / f"{board}-{mode}.toml"
+    config.write_text(f"""[server]
+listen = "127.0.0.1:0"
+[storage]
+path = "{db}"
+[links]
+reconnect_min_ms = 50
+[[boards]]
+name = "qemu-{board}"
+link = "tcp://127.0.0.1:{port}"
+{wire}
+format = "bin"
+elf = "{elf}"
+autostart = true
+""")
+    log = (work / f"{board}-{mode}-serve.log").open("w")
+    serve = subprocess.Popen([str(rackprof), "serve", "--config", str(config)],
+                             stdout=log, stderr=subprocess.STDOUT)
+    try:
+        qemu_rc = qemu.wait(timeout=QEMU_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        qemu.kill()
+        qemu_rc = None
+    serve.send_signal(signal.SIGTERM)  # everything received is committed before it exits
+    try:
+        serve_rc = serve.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        serve.kill()
+        serve_rc = None
+    check(qemu_rc == 0, f"{tag}: the firmware ran to completion with the daemon attached")
+    if not check(serve_rc == 0, f"{tag}: rackprof serve exits 0 on SIGTERM (exit {serve_rc})"):
+        print((work / f"{board}-{mode}-serve.log").read_text()[-2000:])
+        return
+    gmon = work / f"{board}-{mode}-daemon.gmon.out"
+    result = subprocess.run([str(rackprof), "convert", "--db", str(db), "--session", "1",
+                             "--elf", str(elf), "-o", str(gmon), "--report", "json"],
+                            capture_output=True, text=True)
+    if not check(result.returncode == 0, f"{tag}: rackprof convert --db --session 1"):
+        print(result.stderr)
+        return
+    report = json.loads(result.stdout)
+    decoder = report["source"]["decoder"]
+    check(decoder["bytes_discarded"] == 0, f"{tag}: no byte discarded")
+    for counter in ("frames_bad", "frames_lost", "target_dropped"):
+        if counter in decoder:
+            check(decoder[counter] == 0, f"{tag}: {counter} = 0")
+    got = Symbols(elf).named_arcs(raw_arcs(report))
+    want = expected_arcs("deterministic", source_dir)
+    check(got == want, f"{tag}: the stored session's per-arc counts exactly as the program "
+          "makes them" + ("" if got == want else f"\n     got  {sorted(got.items())}"))
+    hot = gprof_hot(elf, gmon)
+    check(hot == HOT["deterministic"], f"{tag}: gprof's hottest function is crunch (got {hot})")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rackprof", required=True, type=pathlib.Path)
+    parser.add_argument("--fw-dir", required=True, type=pathlib.Path)
+    parser.add_argument("--source-dir", required=True, type=pathlib.Path)
+    args = parser.parse_args()
+
+    for tool in ("qemu-system-arm", "arm-none-eabi-gprof", "arm-none-eabi-nm"):
+        if not shutil.which(tool):
+            skip(f"{tool} is not installed (./setup.sh installs it)")
+    if not list(args.fw_dir.glob("*.elf")):
+        skip(f"no firmware in {args.fw_dir} (arm-none-eabi-gcc absent when configured?)")
+    help_text = subprocess.run([str(args.rackprof), "convert", "--help"], capture_output=True,
+                               text=True)
+    has_framed = "framed" in help_text.stdout + help_text.stderr
+
+    with tempfile.TemporaryDirectory(prefix="rackprof-qemu-") as tmp:
+        work = pathlib.Path(tmp)
+        for board in BOARDS:
+            for example in CALLS:
+                for mode in ("compat", "compat-blocking", "compat-a4", "framed"):
+                    tag = f"{example}/{board}/{mode}"
+                    elf = args.fw_dir / f"{example}-{board}-{mode}.elf"
+                    capture = work / f"{example}-{board}-{mode}.bin"
+                    data = run_qemu(board, elf, capture)
+                    gmon = work / f"{example}-{board}-{mode}.gmon.out"
+                    if mode.startswith("compat"):
+                        addr_bytes = 4 if mode == "compat-a4" else 3
+                        report = convert(args.rackprof, capture, elf, gmon,
+                                         ("--format", "bin", "--addr-bytes", str(addr_bytes)))
+                        if report:
+                            check_profile(tag, example, elf, report, gmon, args.source_dir,
+                                          legacy_samples(data, addr_bytes))
+                        continue
+                    degraded, cut, samples = check_framed_wire(tag, example, elf, data, args.source_dir)
+                    if not has_framed:
+                        print(f"SKIP: {tag} through rackprof: `rackprof convert --protocol "
+                              "framed` does not exist yet")
+                        continue
+                    report = convert(args.rackprof, capture, elf, gmon, ("--protocol", "framed"))
+                    if report:
+                        check_profile(tag, example, elf, report, gmon, args.source_dir, samples)
+                    lossy = work / f"{example}-{board}-lossy.bin"
+                    lossy.write_bytes(degraded)
+                    report = convert(args.rackprof, lossy, elf, gmon, ("--protocol", "framed"))
+                    if report:
+                        lost = report["source"]["decoder"].get("frames_lost")
+                        check(lost == cut, f"{tag}: rackprof counts {cut} cut frames as lost "
+                              f"(got {lost})")
+
+            for mode in ("compat", "framed"):
+                if mode == "framed" and not has_framed:
+                    print(f"SKIP: deterministic/{board}/framed/daemon: rackprof has no framed "
+                          "protocol yet")
+                    continue
+                check_daemon(args.rackprof, board, mode,
+                             args.fw_dir / f"deterministic-{board}-{mode}.elf", work,
+                             args.source_dir)
+
+            sizes = {mode: len(run_qemu(board, args.fw_dir / f"blinky-{board}-{mode}.elf",
+                                        work / f"blinky-{board}-{mode}.bin"))
+                     for mode in ("compat", "framed")}
+            ratio = sizes["compat"] / max(sizes["framed"], 1)
+            print(f"figure: blinky/{board}: compat {sizes['compat']} B, framed {sizes['framed']} B"
+                  f" for the same run: {ratio:.1f}x fewer bytes")
+            check(ratio >= 5, f"blinky/{board}: framed sends >= 5x fewer bytes than compat")
+
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
