@@ -161,7 +161,7 @@ void rp_wire_tick(void) {
         flush_entry(next, 0);
         next = (next + 1) % CACHE_ENTRIES;
     }
-    if (rp_ring_used()) port_uart_kick();
+    if (rp_ring_used()) rp_kick();
 }
 
 /* ---- consumer: frames ------------------------------------------------------------------------ */
