@@ -27,6 +27,7 @@ usage: qemu_e2e.py --rackprof BIN --fw-dir DIR --source-dir DIR
 
 import argparse
 import json
+import math
 import pathlib
 import re
 import shutil
@@ -38,8 +39,11 @@ import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import framed_wire  # noqa: E402
+import itm_wire  # noqa: E402
 
 BOARDS = ("mps2-an385", "microbit")
+ITM_BOARDS = ("mps2-an385",)  # ARMv7-M: the ITM builds exist for these only
+ITM_FRAMED_PORT, ITM_CONSOLE_PORT = 1, 0
 QEMU_TIMEOUT_S = 120
 
 # Calls of each arc per unit of each example, from its source, and the #define (read from the
@@ -56,9 +60,15 @@ CALLS = {
     "nested": {("main", "work"): (1, "ROUNDS"), ("work", "leaf"): (3, "ROUNDS"),
                ("timer0_handler", "app_timer_isr"): (1, "TICKS"),
                ("app_timer_isr", "tick"): (1, "TICKS")},
+    "blinky": {("main", "led_toggle"): (1, "BLINKS"), ("led_toggle", "led_set"): (1, "BLINKS"),
+               ("main", "wait_ms"): (1, "BLINKS"), ("wait_ms", "wait_us"): (1, "BLINKS*WAIT_MS")},
 }
 # nested is mostly profiler overhead by design (it maximises -pg calls per second): no hot check.
-HOT = {"deterministic": "crunch", "conflation": "doSomething", "nested": None}
+HOT = {"deterministic": "crunch", "conflation": "doSomething", "nested": None,
+       "blinky": "wait_us"}
+# The console line each example prints after profiling (nested prints none).
+CONSOLE = {"deterministic": "deterministic: done", "conflation": "conflation: done",
+           "blinky": "blinky: done", "nested": None}
 
 failures = []
 
@@ -82,7 +92,8 @@ def define(source, name):
 
 def expected_arcs(example, source_dir):
     source = source_dir / "target-fw" / "examples" / f"{example}.c"
-    return {arc: n * define(source, unit) for arc, (n, unit) in CALLS[example].items()}
+    return {arc: n * math.prod(define(source, u) for u in units.split("*"))
+            for arc, (n, units) in CALLS[example].items()}
 
 
 class Symbols:
@@ -136,14 +147,19 @@ def run_qemu(board, elf, capture):
     return capture.read_bytes() if capture.exists() else b""
 
 
-def convert(rackprof, capture, elf, gmon, extra=()):
+def convert_with_log(rackprof, capture, elf, gmon, extra=()):
+    """The JSON report (None on failure) and what rackprof printed on stderr."""
     cmd = [str(rackprof), "convert", str(capture), "--elf", str(elf), "-o", str(gmon),
            "--report", "json", *extra]
     result = subprocess.run(cmd, capture_output=True, text=True)
     if not check(result.returncode == 0, f"rackprof convert {' '.join(extra)} {capture.name}"):
         print(result.stderr)
-        return None
-    return json.loads(result.stdout)
+        return None, result.stderr
+    return json.loads(result.stdout), result.stderr
+
+
+def convert(rackprof, capture, elf, gmon, extra=()):
+    return convert_with_log(rackprof, capture, elf, gmon, extra)[0]
 
 
 def legacy_samples(data, addr_bytes=3):
@@ -217,6 +233,75 @@ def check_framed_wire(tag, example, elf, data, source_dir):
     check(framed_wire.read(degraded).frames_lost == len(cut),
           f"{tag}: {len(cut)} frames cut out are counted as {len(cut)} lost")
     return degraded, len(cut), sum(cap.pcs.values())
+
+
+def check_itm_wire(tag, example, elf, data, source_dir):
+    """The ITM-over-UART capture read with the test's own ITM and framed readers; returns the
+    ITM reading."""
+    try:
+        itm = itm_wire.read(data)
+    except ValueError as error:
+        check(False, f"{tag}: the capture is well-formed ITM ({error})")
+        return None
+    check(data.startswith(b"\x00" * 5 + b"\x80") and itm.syncs == 1,
+          f"{tag}: one sync packet, first")
+    check(itm.overflows == 0, f"{tag}: no overflow packet")
+    check(set(itm.ports) <= {ITM_FRAMED_PORT, ITM_CONSOLE_PORT},
+          f"{tag}: software packets on ports {ITM_FRAMED_PORT} and {ITM_CONSOLE_PORT} only "
+          f"({sorted(itm.ports)})")
+    # 32-bit stimulus writes where the bytes are there: shorter packets only end a burst.
+    payload = sum(size * n for size, n in itm.software_packets.items())
+    check(4 * itm.software_packets.get(4, 0) * 10 >= payload * 8,
+          f"{tag}: >= 80% of software bytes in 4-byte packets ({itm.software_packets})")
+    cap = framed_wire.read(bytes(itm.ports.get(ITM_FRAMED_PORT, b"")))
+    check(cap.frames_good > 0 and cap.frames_bad == 0 and cap.frames_lost == 0,
+          f"{tag}: port {ITM_FRAMED_PORT}: {cap.frames_good} frames, all good, none lost")
+    check(cap.dropped_total == 0, f"{tag}: target dropped nothing")
+    check(len(cap.hellos) == 1 and cap.hellos[0].build_id == build_id(elf),
+          f"{tag}: one HELLO with the ELF's build-id")
+    check(cap.markers == ["start", "stop"], f"{tag}: START then STOP markers")
+    check(not cap.pcs, f"{tag}: no PC item in the frames (PC samples are DWT packets)")
+    got = Symbols(elf).named_arcs(cap.arcs)
+    want = expected_arcs(example, source_dir)
+    check(got == want, f"{tag}: per-arc counts on port {ITM_FRAMED_PORT} exactly as the "
+          "program makes them" + ("" if got == want else f"\n     got  {sorted(got.items())}"
+                                  f"\n     want {sorted(want.items())}"))
+    symbols = Symbols(elf)
+    text_lo, text_hi = symbols.by_name["__text_start"], symbols.by_name["__text_end"]
+    samples = sum(itm.pcs.values())
+    check(samples > 0 and all(text_lo <= pc < text_hi for pc in itm.pcs),
+          f"{tag}: {samples} DWT PC sample packets, all in the code")
+    source = source_dir / "target-fw" / "examples" / f"{example}.c"
+    sleeps = define(source, "IDLE_SLEEPS") if example == "blinky" else 0
+    check(itm.sleep_samples == sleeps,
+          f"{tag}: {itm.sleep_samples} sleep sample packets, one per WFI ({sleeps})")
+    console = bytes(itm.ports.get(ITM_CONSOLE_PORT, b"")).decode(errors="replace")
+    want_console = CONSOLE[example] + "\n" if CONSOLE[example] else ""
+    check(console == want_console, f"{tag}: port {ITM_CONSOLE_PORT} carries the console text "
+          f"{want_console!r} (got {console!r})")
+    return itm
+
+
+def check_itm_convert(rackprof, tag, example, elf, capture, gmon, source_dir, itm):
+    """The same capture through `rackprof convert --protocol itm`."""
+    report, log = convert_with_log(
+        rackprof, capture, elf, gmon,
+        ("--protocol", "itm", "--framed-port", str(ITM_FRAMED_PORT),
+         "--console-port", str(ITM_CONSOLE_PORT)))
+    if not report:
+        return
+    check_profile(tag, example, elf, report, gmon, source_dir, sum(itm.pcs.values()))
+    decoder = report["source"]["decoder"]
+    for counter, want in (("overflows", 0), ("sleep_samples", itm.sleep_samples)):
+        if counter in decoder:
+            check(decoder[counter] == want, f"{tag}: {counter} = {want} (got {decoder[counter]})")
+    if not CONSOLE[example]:
+        return
+    if "console: " not in log:
+        print(f"SKIP: {tag}: rackprof convert prints no `console: ` lines yet")
+        return
+    line = f"console: {CONSOLE[example]}"
+    check(line in log.splitlines(), f"{tag}: rackprof prints {line!r}")
 
 
 def free_port():
@@ -307,6 +392,7 @@ def main():
     help_text = subprocess.run([str(args.rackprof), "convert", "--help"], capture_output=True,
                                text=True)
     has_framed = "framed" in help_text.stdout + help_text.stderr
+    has_itm = re.search(r"\bitm\b", help_text.stdout + help_text.stderr) is not None
 
     with tempfile.TemporaryDirectory(prefix="rackprof-qemu-") as tmp:
         work = pathlib.Path(tmp)
@@ -351,13 +437,35 @@ def main():
                              args.fw_dir / f"deterministic-{board}-{mode}.elf", work,
                              args.source_dir)
 
+            modes = ("compat", "framed") + (("itm-uart",) if board in ITM_BOARDS else ())
             sizes = {mode: len(run_qemu(board, args.fw_dir / f"blinky-{board}-{mode}.elf",
                                         work / f"blinky-{board}-{mode}.bin"))
-                     for mode in ("compat", "framed")}
+                     for mode in modes}
             ratio = sizes["compat"] / max(sizes["framed"], 1)
             print(f"figure: blinky/{board}: compat {sizes['compat']} B, framed {sizes['framed']} B"
                   f" for the same run: {ratio:.1f}x fewer bytes")
+            if "itm-uart" in sizes:
+                print(f"figure: blinky/{board}: itm-uart {sizes['itm-uart']} B (framed records"
+                      " in ITM packets plus a 5-byte DWT packet per PC sample)")
             check(ratio >= 5, f"blinky/{board}: framed sends >= 5x fewer bytes than compat")
+
+        # ITM over the UART: the bytes SWO carries in NRZ mode (QEMU has no ITM/DWT model).
+        for board in ITM_BOARDS:
+            for example in CALLS:
+                tag = f"{example}/{board}/itm-uart"
+                elf = args.fw_dir / f"{example}-{board}-itm-uart.elf"
+                capture = work / f"{example}-{board}-itm-uart.bin"
+                itm = check_itm_wire(tag, example, elf, run_qemu(board, elf, capture),
+                                     args.source_dir)
+                if itm is None:
+                    continue
+                if not has_itm:
+                    print(f"SKIP: {tag} through rackprof: `rackprof convert --protocol itm` "
+                          "does not exist yet")
+                    continue
+                check_itm_convert(args.rackprof, tag, example, elf, capture,
+                                  work / f"{example}-{board}-itm-uart.gmon.out",
+                                  args.source_dir, itm)
 
     if failures:
         print(f"{len(failures)} check(s) failed")
