@@ -124,11 +124,13 @@ void rp_wire_pc(uint32_t pc) {
     if (victim.count) send_pc(victim, 0);
 }
 
-#define CACHE_ENTRIES (RACKPROF_ARC_CACHE + RACKPROF_PC_CACHE)
+/* ITM builds send PC samples as DWT packets, never as items: their PC cache is never filled,
+ * so it is not flushed either (and the linker drops it). */
+#define CACHE_ENTRIES (RACKPROF_ARC_CACHE + (RACKPROF_ITM ? 0 : RACKPROF_PC_CACHE))
 
 /* Sends and empties one entry of the caches, numbered arcs first. wait: see rp_push(). */
 static void flush_entry(unsigned i, int wait) {
-    if (i < RACKPROF_ARC_CACHE) {
+    if (RACKPROF_ITM || i < RACKPROF_ARC_CACHE) {
         uint32_t key = rp_irq_save();
         struct arc_entry e = arc_cache[i];
         arc_cache[i].count = 0;
