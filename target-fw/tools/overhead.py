@@ -124,7 +124,7 @@ def instruction_costs(elf, board, runtime, symbols):
         capture = pathlib.Path(tmp) / "capture.bin"
         subprocess.run(["qemu-system-arm", "-M", board, "-display", "none", "-monitor", "none",
                         "-serial", f"file:{capture}", "-semihosting-config",
-                        "enable=on,target=native", "-icount", "shift=5", "-singlestep",
+                        "enable=on,target=native", "-icount", "shift=5,sleep=off", "-singlestep",
                         "-d", "exec,nochain,int", "-D", str(log), "-kernel", str(elf)],
                        check=True, timeout=600)
         data = capture.read_bytes()

@@ -137,10 +137,12 @@ def build_id(elf):
 def run_qemu(board, elf, capture):
     capture.unlink(missing_ok=True)
     # -icount: the instruction count drives the virtual clock, so SysTick and the run are
-    # deterministic. The program ends with a semihosting exit carrying main's return value.
+    # deterministic (sleep=off: a WFI jumps to the next timer deadline instead of waiting for
+    # real time, which would make blinky's idle end vary from run to run). The program ends
+    # with a semihosting exit carrying main's return value.
     cmd = ["qemu-system-arm", "-M", board, "-display", "none", "-monitor", "none",
            "-serial", f"file:{capture}", "-semihosting-config", "enable=on,target=native",
-           "-icount", "shift=5", "-kernel", str(elf)]
+           "-icount", "shift=5,sleep=off", "-kernel", str(elf)]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=QEMU_TIMEOUT_S)
     check(result.returncode == 0, f"{elf.name} runs to completion under QEMU "
           f"(exit {result.returncode}{': ' + result.stderr.strip() if result.stderr else ''})")
@@ -320,7 +322,7 @@ def check_daemon(rackprof, board, mode, elf, work, source_dir):
     qemu = subprocess.Popen(
         ["qemu-system-arm", "-M", board, "-display", "none", "-monitor", "none",
          "-serial", f"tcp:127.0.0.1:{port},server=on,wait=on", "-semihosting-config",
-         "enable=on,target=native", "-icount", "shift=5", "-kernel", str(elf)],
+         "enable=on,target=native", "-icount", "shift=5,sleep=off", "-kernel", str(elf)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     db = work / f"{board}-{mode}.db"
     config = work / f"{board}-{mode}.toml"
