@@ -18,8 +18,18 @@ Checked, per board:
           `rackprof serve` captures into SQLite: the stored session, converted, has the exact
           per-arc counts and gprof's hot function; compat, and framed (protocol = "framed",
           frames_lost 0) once rackprof speaks it.
-  blinky  compat and framed captures of the same run: their sizes (framed must be >= 5x
-          smaller).
+  itm     (mps2-an385, ARMv7-M) the itm-uart builds: the ITM packets a real ITM would send,
+          through the UART. Read by the test's own ITM reader (itm_wire.py): one sync first, no
+          overflow, software packets on ports 1 and 0 only and mostly 4 bytes wide; port 1's
+          bytes checked as framed frames (HELLO build-id, START/STOP, exact per-arc counts, no
+          PC item); every PC sample a DWT packet inside the code; blinky's WFIs as sleep
+          samples, one per WFI; port 0 carrying the example's console line. Once `rackprof
+          convert --protocol itm` exists, the capture through it (--framed-port 1
+          --console-port 0): exact counts, every PC sample in gmon.out, gprof's hot function,
+          overflows 0, sleep samples, and the `console: ` line on stderr (each a visible SKIP
+          until then).
+  blinky  also every mode above with exact counts; compat, framed (and itm-uart) captures of
+          the same run: their sizes (framed must be >= 5x smaller than compat).
 
 Exit 77 (ctest SKIP) with a SKIP line when QEMU, the ARM toolchain or the firmware is absent.
 usage: qemu_e2e.py --rackprof BIN --fw-dir DIR --source-dir DIR
