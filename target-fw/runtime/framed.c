@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "atomic_word.h"
+#include "itm.h"
 #include "port.h"
 #include "rackprof_config.h"
 #include "ring.h"
@@ -215,7 +216,9 @@ static unsigned put_hello(unsigned n) {
     body[n++] = FLAG_ARC_CACHE | (RACKPROF_BLOCKING ? FLAG_BLOCKING : 0u);
     put_le(body + n, (uint32_t)__text_start, 4);
     put_le(body + n + 4, (uint32_t)__text_end, 4);
-    put_le(body + n + 8, RACKPROF_SAMPLE_HZ, 4);
+    /* The DWT's period is coarse: its HELLO carries the rate it really samples at. */
+    put_le(body + n + 8,
+           RACKPROF_ITM == RACKPROF_ITM_REGS ? rp_itm_sample_hz() : RACKPROF_SAMPLE_HZ, 4);
     put_le(body + n + 12, port_core_clock_hz(), 4);
     n += 16;
     body[n++] = (uint8_t)id_len;

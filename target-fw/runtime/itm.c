@@ -74,6 +74,10 @@ static uint32_t postpreset(void) {
     return taps - 1u;
 }
 
+uint32_t rp_itm_sample_hz(void) {
+    return port_core_clock_hz() / ((postpreset() + 1u) * CYCLES_PER_TAP);
+}
+
 void rp_itm_init(void) {
     DEMCR |= DEMCR_TRCENA;
     ITM_LAR = ITM_LAR_UNLOCK;

@@ -11,6 +11,8 @@ void rp_itm_init(void);
 /* RACKPROF_ITM_REGS: DWT PC sampling on or off; pends the consumer (PendSV). */
 void rp_itm_sampling(int on);
 void rp_itm_kick(void);
+/* RACKPROF_ITM_REGS: the DWT's real sampling rate (its period is a multiple of 1024 cycles). */
+uint32_t rp_itm_sample_hz(void);
 
 /* RACKPROF_ITM_OVER_UART: queues a PC sample (SysTick); the UART handler's byte source. */
 void rp_itm_pc(uint32_t pc);
