@@ -26,8 +26,8 @@ Checked, per board:
           samples, one per WFI; port 0 carrying the example's console line. Once `rackprof
           convert --protocol itm` exists, the capture through it (--framed-port 1
           --console-port 0): exact counts, every PC sample in gmon.out, gprof's hot function,
-          overflows 0, sleep samples, and the `console: ` line on stderr (each a visible SKIP
-          until then).
+          overflows 0, sleep samples, and the `console: ` line on stderr; deterministic captured
+          live by `rackprof serve` with protocol = "itm" (each a visible SKIP until then).
   blinky  also every mode above with exact counts; compat, framed (and itm-uart) captures of
           the same run: their sizes (framed must be >= 5x smaller than compat).
 
@@ -201,7 +201,7 @@ def check_profile(tag, example, elf, report, gmon, source_dir, samples_sent):
     symbols = Symbols(elf)
     decoder = report["source"]["decoder"]
     check(decoder["bytes_discarded"] == 0, f"{tag}: no byte discarded")
-    for counter in ("frames_bad", "frames_lost", "target_dropped"):
+    for counter in ("frames_bad", "frames_lost", "target_dropped", "overflows"):
         if counter in decoder:
             check(decoder[counter] == 0, f"{tag}: {counter} = 0")
     got = symbols.named_arcs(raw_arcs(report))
@@ -304,9 +304,9 @@ def check_itm_convert(rackprof, tag, example, elf, capture, gmon, source_dir, it
         return
     check_profile(tag, example, elf, report, gmon, source_dir, sum(itm.pcs.values()))
     decoder = report["source"]["decoder"]
-    for counter, want in (("overflows", 0), ("sleep_samples", itm.sleep_samples)):
-        if counter in decoder:
-            check(decoder[counter] == want, f"{tag}: {counter} = {want} (got {decoder[counter]})")
+    if "sleep_samples" in decoder:
+        check(decoder["sleep_samples"] == itm.sleep_samples,
+              f"{tag}: sleep_samples = {itm.sleep_samples} (got {decoder['sleep_samples']})")
     if not CONSOLE[example]:
         return
     if "console: " not in log:
@@ -326,7 +326,9 @@ def check_daemon(rackprof, board, mode, elf, work, source_dir):
     """QEMU's UART as a TCP server that waits for its client, the daemon as that client (a
     ser2net-style link): the firmware starts only once the daemon is connected."""
     tag = f"deterministic/{board}/{mode}/daemon"
-    wire = 'protocol = "legacy"\naddr_bytes = 3' if mode == "compat" else 'protocol = "framed"'
+    wire = {"compat": 'protocol = "legacy"\naddr_bytes = 3', "framed": 'protocol = "framed"',
+            "itm-uart": f'protocol = "itm"\nframed_port = {ITM_FRAMED_PORT}\n'
+                        f'console_port = {ITM_CONSOLE_PORT}'}[mode]
 
     port = free_port()
     qemu = subprocess.Popen(
@@ -378,7 +380,7 @@ autostart = true
     report = json.loads(result.stdout)
     decoder = report["source"]["decoder"]
     check(decoder["bytes_discarded"] == 0, f"{tag}: no byte discarded")
-    for counter in ("frames_bad", "frames_lost", "target_dropped"):
+    for counter in ("frames_bad", "frames_lost", "target_dropped", "overflows"):
         if counter in decoder:
             check(decoder[counter] == 0, f"{tag}: {counter} = 0")
     got = Symbols(elf).named_arcs(raw_arcs(report))
@@ -478,6 +480,14 @@ def main():
                 check_itm_convert(args.rackprof, tag, example, elf, capture,
                                   work / f"{example}-{board}-itm-uart.gmon.out",
                                   args.source_dir, itm)
+            # Live: QEMU's UART as the SWO link of a board with protocol = "itm".
+            if has_itm:
+                check_daemon(args.rackprof, board, "itm-uart",
+                             args.fw_dir / f"deterministic-{board}-itm-uart.elf", work,
+                             args.source_dir)
+            else:
+                print(f"SKIP: deterministic/{board}/itm-uart/daemon: rackprof has no itm "
+                      "protocol yet")
 
     if failures:
         print(f"{len(failures)} check(s) failed")
