@@ -1,5 +1,6 @@
 /* A blinky-like loop: toggle an LED, wait 10 ms in a layered busy-wait, as the thesis' blinky
- * does (a wait per millisecond calling a wait per cycle batch). BLINKS toggles, then exit 0 (3 if
+ * does (a wait per millisecond calling a wait per cycle batch). BLINKS toggles, IDLE_SLEEPS
+ * waits for an interrupt in WFI, then exit 0 (3 if
  * records were dropped). Most of the traffic is the same few arcs and PCs again and again. */
 #include <stdint.h>
 
@@ -8,6 +9,7 @@
 #define BLINKS 100u
 #define WAIT_MS 10u
 #define SPINS_PER_US 2u
+#define IDLE_SLEEPS 10u
 
 static volatile uint32_t led;
 static volatile uint32_t spin;
@@ -36,7 +38,11 @@ int main(void) {
         led_toggle();
         wait_ms(WAIT_MS);
     }
+    /* Idle at the end, as a real blinky would: the samples that interrupt WFI are sleep
+     * samples in ITM builds. */
+    for (uint32_t i = 0; i < IDLE_SLEEPS; i++) __asm volatile("wfi");
     rackprof_stop();
+    rackprof_puts("blinky: done\n"); /* console text: ITM builds send it on port 0 */
     rackprof_flush();
     return rackprof_dropped() == 0 ? 0 : 3;
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "atomic_word.h"
+#include "itm.h"
 #include "port.h"
 #include "rackprof_config.h"
 #include "ring.h"
@@ -124,11 +125,13 @@ void rp_wire_pc(uint32_t pc) {
     if (victim.count) send_pc(victim, 0);
 }
 
-#define CACHE_ENTRIES (RACKPROF_ARC_CACHE + RACKPROF_PC_CACHE)
+/* ITM builds send PC samples as DWT packets, never as items: their PC cache is never filled,
+ * so it is not flushed either (and the linker drops it). */
+#define CACHE_ENTRIES (RACKPROF_ARC_CACHE + (RACKPROF_ITM ? 0 : RACKPROF_PC_CACHE))
 
 /* Sends and empties one entry of the caches, numbered arcs first. wait: see rp_push(). */
 static void flush_entry(unsigned i, int wait) {
-    if (i < RACKPROF_ARC_CACHE) {
+    if (RACKPROF_ITM || i < RACKPROF_ARC_CACHE) {
         uint32_t key = rp_irq_save();
         struct arc_entry e = arc_cache[i];
         arc_cache[i].count = 0;
@@ -161,7 +164,7 @@ void rp_wire_tick(void) {
         flush_entry(next, 0);
         next = (next + 1) % CACHE_ENTRIES;
     }
-    if (rp_ring_used()) port_uart_kick();
+    if (rp_ring_used()) rp_kick();
 }
 
 /* ---- consumer: frames ------------------------------------------------------------------------ */
@@ -213,7 +216,9 @@ static unsigned put_hello(unsigned n) {
     body[n++] = FLAG_ARC_CACHE | (RACKPROF_BLOCKING ? FLAG_BLOCKING : 0u);
     put_le(body + n, (uint32_t)__text_start, 4);
     put_le(body + n + 4, (uint32_t)__text_end, 4);
-    put_le(body + n + 8, RACKPROF_SAMPLE_HZ, 4);
+    /* The DWT's period is coarse: its HELLO carries the rate it really samples at. */
+    put_le(body + n + 8,
+           RACKPROF_ITM == RACKPROF_ITM_REGS ? rp_itm_sample_hz() : RACKPROF_SAMPLE_HZ, 4);
     put_le(body + n + 12, port_core_clock_hz(), 4);
     n += 16;
     body[n++] = (uint8_t)id_len;

@@ -16,5 +16,8 @@ void rackprof_stop(void);
 void rackprof_flush(void);
 /* Records lost because the queue was full, since reset. */
 uint32_t rackprof_dropped(void);
+/* Console text on ITM stimulus port RACKPROF_CONSOLE_PORT (ITM builds; thread mode). Other
+ * builds have no console channel on their wire: the text is discarded. */
+void rackprof_puts(const char* text);
 
 #endif

@@ -7,6 +7,25 @@
 #define RACKPROF_FRAMED 0
 #endif
 
+/* Transport of the framed bytes (ARMv7-M only, needs RACKPROF_FRAMED = 1; itm.c):
+ *   0: the board's UART carries the wire format itself (compat or framed);
+ *   RACKPROF_ITM_REGS (1): ITM stimulus-port writes, PC samples by the DWT in hardware, the
+ *      TPIU/SWO pin left to the debugger; runs on real hardware only (QEMU has no ITM/DWT);
+ *   RACKPROF_ITM_OVER_UART (2): the same ITM/DWT packet bytes built in software and sent
+ *      through the board's UART (QEMU; a USB-serial adapter on an SWO pin in NRZ mode). */
+#define RACKPROF_ITM_REGS 1
+#define RACKPROF_ITM_OVER_UART 2
+#ifndef RACKPROF_ITM
+#define RACKPROF_ITM 0
+#endif
+/* ITM stimulus ports: framed-protocol bytes, and console text (rackprof_puts). */
+#ifndef RACKPROF_ITM_PORT
+#define RACKPROF_ITM_PORT 1
+#endif
+#ifndef RACKPROF_CONSOLE_PORT
+#define RACKPROF_CONSOLE_PORT 0
+#endif
+
 /* Bytes per address on the wire: 3 (flash below 16 MiB) or 4. */
 #ifndef RACKPROF_ADDR_BYTES
 #define RACKPROF_ADDR_BYTES 3
@@ -59,6 +78,16 @@
 #endif
 #if RACKPROF_FRAME_BODY > 254 || RACKPROF_FRAME_BODY < 48
 #error "RACKPROF_FRAME_BODY must be 48..254 (a HELLO needs 45)"
+#endif
+#if RACKPROF_ITM && !RACKPROF_FRAMED
+#error "RACKPROF_ITM carries the framed protocol: set RACKPROF_FRAMED=1"
+#endif
+#if RACKPROF_ITM && defined(__ARM_ARCH_6M__)
+#error "RACKPROF_ITM: ARMv6-M has no ITM or DWT PC sampling"
+#endif
+#if RACKPROF_ITM_PORT > 31 || RACKPROF_CONSOLE_PORT > 31 || \
+    RACKPROF_ITM_PORT == RACKPROF_CONSOLE_PORT
+#error "RACKPROF_ITM_PORT and RACKPROF_CONSOLE_PORT: two different ports of 0..31"
 #endif
 
 #endif

@@ -2,6 +2,7 @@
 #include "rackprof.h"
 
 #include "atomic_word.h"
+#include "itm.h"
 #include "port.h"
 #include "rackprof_config.h"
 #include "ring.h"
@@ -19,8 +20,24 @@ volatile uint32_t rp_dropped;
  * application's interrupts (the thesis' rule for steady sampling). */
 #define SYSTICK_PRIORITY 0x40u
 
+/* The consumer's byte source and its idle test: the encoder's bytes, or with ITM over the UART
+ * those bytes wrapped in ITM packets beside the PC sample packets. */
+#if RACKPROF_ITM == RACKPROF_ITM_OVER_UART
+#define next_byte rp_itm_peek
+#define take_byte rp_itm_advance
+#define all_sent rp_itm_idle
+#else
+#define next_byte rp_wire_peek
+#define take_byte rp_wire_advance
+#define all_sent rp_wire_idle
+#endif
+
 void rackprof_init(void) {
+#if RACKPROF_ITM
+    rp_itm_init();
+#else
     port_uart_init();
+#endif
     SCB_SHPR3 = (SCB_SHPR3 & 0x00FFFFFFu) | (SYSTICK_PRIORITY << 24);
     SYST_RVR = port_core_clock_hz() / RACKPROF_SAMPLE_HZ - 1u;
     SYST_CVR = 0;
@@ -30,17 +47,23 @@ void rackprof_init(void) {
 void rackprof_start(void) {
     rp_wire_start();
     rackprof_on = 1;
+#if RACKPROF_ITM == RACKPROF_ITM_REGS
+    rp_itm_sampling(1);
+#endif
 }
 
 void rackprof_stop(void) {
     /* Handlers run to completion before thread code resumes: once the flag is clear here, no
      * producer is left half way through, and the encoder may flush its caches. */
     rackprof_on = 0;
+#if RACKPROF_ITM == RACKPROF_ITM_REGS
+    rp_itm_sampling(0);
+#endif
     rp_wire_stop();
 }
 
 void rackprof_flush(void) {
-    while (!rp_wire_idle()) port_uart_kick();
+    while (!all_sent()) rp_kick();
 }
 
 uint32_t rackprof_dropped(void) {
@@ -54,7 +77,7 @@ int rp_queue_begin(unsigned n, int wait) {
             rp_word_add(&rp_dropped, 1);
             return -1;
         }
-        port_uart_kick();
+        rp_kick();
     }
     return at;
 }
@@ -63,7 +86,7 @@ void rp_queue_end(void) {
     /* Framed mode batches records into frames: the UART is woken when the queue is half full
      * and on every tick, not for every record. */
     if (rp_ring_commit() && (!RACKPROF_FRAMED || rp_ring_used() >= RACKPROF_RING_BYTES / 2))
-        port_uart_kick();
+        rp_kick();
 }
 
 void rp_push(const uint8_t* record, unsigned n, int wait) {
@@ -75,11 +98,24 @@ void rp_push(const uint8_t* record, unsigned n, int wait) {
 
 /* Called by SysTick_Handler (pc_sampler.S) with the interrupted code's PC. */
 void rp_sample(uint32_t pc) {
+    /* With the ITM registers the DWT samples in hardware: the tick only paces the encoder. */
+#if RACKPROF_ITM == RACKPROF_ITM_OVER_UART
+    if (rackprof_on) rp_itm_pc(pc);
+#elif !RACKPROF_ITM
     if (rackprof_on) rp_wire_pc(pc);
+#else
+    (void)pc;
+#endif
     rp_wire_tick();
 }
 
 void rackprof_uart_isr(void) {
     int byte;
-    while ((byte = rp_wire_peek()) >= 0 && port_uart_put((uint8_t)byte)) rp_wire_advance();
+    while ((byte = next_byte()) >= 0 && port_uart_put((uint8_t)byte)) take_byte();
 }
+
+#if !RACKPROF_ITM
+void rackprof_puts(const char* text) {
+    (void)text;
+}
+#endif

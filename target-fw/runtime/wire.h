@@ -5,6 +5,9 @@
 
 #include <stdint.h>
 
+#include "port.h"
+#include "rackprof_config.h"
+
 /* Producers, called only while profiling is on. */
 void rp_wire_arc(uint32_t from, uint32_t self); /* from __gnu_mcount_nc, any context */
 void rp_wire_pc(uint32_t pc);                   /* from the SysTick handler */
@@ -28,6 +31,14 @@ void rp_queue_end(void);
 /* Queues one record. wait = 0: a full queue drops it (counted) unless the blocking build
  * option is set and this is thread mode; wait = 1: thread mode waits for room. */
 void rp_push(const uint8_t* record, unsigned n, int wait);
+
+/* Wakes the consumer: the UART interrupt, or PendSV when the ITM registers are written. */
+#if RACKPROF_ITM == RACKPROF_ITM_REGS
+void rp_itm_kick(void);
+#define rp_kick rp_itm_kick
+#else
+#define rp_kick port_uart_kick
+#endif
 
 extern volatile uint8_t rackprof_on;
 extern volatile uint32_t rp_dropped;

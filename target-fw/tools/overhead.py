@@ -12,6 +12,9 @@
           the UART handler and ends when execution is back in application code or, for a
           handler, at its exception return (-d int logs entries and returns, so interrupts
           nested in an episode are counted to their own episode).
+Modes: compat, framed, itm-uart (the ITM packets over the UART) and itm (the ITM/DWT
+registers: ROM, RAM and stack only, as QEMU models no ITM; its consumer is PendSV, which
+preempts thread code and is preempted by SysTick).
 usage: overhead.py FW_BUILD_DIR [--board B] [--mode M] [--example E]
 """
 
@@ -25,11 +28,15 @@ import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tests" / "e2e"))
 import framed_wire  # noqa: E402
+import itm_wire  # noqa: E402
 
 # Board code that is not the profiler's: startup, vectors, the application timer.
 STARTUP = {"Reset_Handler", "Fault_Handler", "board_exit", "core_vectors", "irq_vectors",
-           "app_timer_isr", "board_timer_start", "board_timer_stop", "timer0_handler"}
+           "app_timer_isr", "board_timer_start", "board_timer_stop", "timer0_handler",
+           "PendSV_Handler"}  # startup's weak one; the ITM registers mode defines the real one
 UART_HANDLERS = {"uart0_tx_handler", "uart0_handler"}
+ITM_CONSUMER = "PendSV_Handler"
+ITM_FRAMED_PORT = 1
 EXCEPTION_FRAME = 32  # r0-r3, r12, lr, pc, xpsr (no FPU on M0/M3)
 GCC_PUSH = 4  # the `push {lr}` gcc emits before `bl __gnu_mcount_nc`
 MCOUNT_PUSH = 20  # push {r0-r3, lr}
@@ -46,11 +53,11 @@ def nm(path):
     return symbols
 
 
-def runtime_symbols(library):
+def runtime_symbols(library, mode):
     out = subprocess.run(["arm-none-eabi-nm", "--defined-only", str(library)], check=True,
                          capture_output=True, text=True).stdout
     names = {line.split()[-1] for line in out.splitlines() if len(line.split()) == 3}
-    return names - STARTUP
+    return (names - STARTUP) | ({ITM_CONSUMER} if mode == "itm" else set())
 
 
 def stack_usage(build, board, mode):
@@ -61,7 +68,7 @@ def stack_usage(build, board, mode):
             usage[location.split(":")[-1]] = int(size)
     usage["__gnu_mcount_nc"] = GCC_PUSH + MCOUNT_PUSH
     usage["SysTick_Handler"] = EXCEPTION_FRAME
-    for handler in UART_HANDLERS:
+    for handler in UART_HANDLERS | ({ITM_CONSUMER} if mode == "itm" else set()):
         usage[handler] = usage.get(handler, 0) + EXCEPTION_FRAME
     return usage
 
@@ -92,12 +99,12 @@ def deepest(usage, calls, function, seen=()):
     return usage.get(function, 0) + max(below, default=0)
 
 
-def worst_stack(usage, calls, frames):
-    """Thread-mode -pg call, preempted by SysTick, preempted by the UART: the three nest.
+def worst_stack(usage, calls, frames, consumer):
+    """Thread-mode -pg call, preempted by SysTick, preempted by the UART: the three nest (with
+    the ITM registers the consumer, PendSV, sits below SysTick instead: the sum is the same).
     usage holds each handler's 32 B exception frame; frames=False leaves them out."""
-    uart = next(name for name in UART_HANDLERS if name in calls)
     levels = [deepest(usage, calls, "__gnu_mcount_nc"), deepest(usage, calls, "SysTick_Handler"),
-              deepest(usage, calls, uart)]
+              deepest(usage, calls, consumer)]
     return sum(levels) - (0 if frames else 2 * EXCEPTION_FRAME), levels
 
 
@@ -117,7 +124,7 @@ def instruction_costs(elf, board, runtime, symbols):
         capture = pathlib.Path(tmp) / "capture.bin"
         subprocess.run(["qemu-system-arm", "-M", board, "-display", "none", "-monitor", "none",
                         "-serial", f"file:{capture}", "-semihosting-config",
-                        "enable=on,target=native", "-icount", "shift=5", "-singlestep",
+                        "enable=on,target=native", "-icount", "shift=5,sleep=off", "-singlestep",
                         "-d", "exec,nochain,int", "-D", str(log), "-kernel", str(elf)],
                        check=True, timeout=600)
         data = capture.read_bytes()
@@ -169,7 +176,7 @@ def report(build, board, mode, example):
     elf = build / f"{example}-{board}-{mode}.elf"
     library = build / f"librackprof_rt_{board}_{mode}.a"
     symbols = nm(elf)
-    runtime = runtime_symbols(library)
+    runtime = runtime_symbols(library, mode)
     print(f"\n## {board} ({mode}), {elf.name}")
     code = sorted((size, name) for name, (_, size, kind) in symbols.items()
                   if name in runtime and kind in "Tt")
@@ -181,15 +188,25 @@ def report(build, board, mode, example):
           + f" = {sum(size for size, _ in data)} B")
     usage = stack_usage(build, board, mode)
     calls = call_tree(elf, runtime | {"__gnu_mcount_nc"})
-    total, levels = worst_stack(usage, calls, frames=True)
-    bare, _ = worst_stack(usage, calls, frames=False)
+    consumer = ITM_CONSUMER if mode == "itm" else next(h for h in UART_HANDLERS if h in calls)
+    total, levels = worst_stack(usage, calls, frames=True, consumer=consumer)
+    bare, _ = worst_stack(usage, calls, frames=False, consumer=consumer)
     print(f"worst-case stack: {total} B with the two 32 B exception frames, {bare} B without "
-          f"(-fstack-usage; -pg call {levels[0]}, SysTick {levels[1]}, UART {levels[2]} "
+          f"(-fstack-usage; -pg call {levels[0]}, SysTick {levels[1]}, {consumer} {levels[2]} "
           "incl. frames, nested)")
+    if mode == "itm":
+        print("instructions: not measured (QEMU models no ITM/DWT; PC samples cost the CPU "
+              "nothing: the DWT takes them)")
+        return
 
     episodes, capture = instruction_costs(elf, board, runtime, symbols)
     if mode == "compat":
         print(f"capture: {len(capture)} B")
+    elif mode == "itm-uart":
+        itm = itm_wire.read(capture)
+        cap = framed_wire.read(bytes(itm.ports.get(ITM_FRAMED_PORT, b"")))
+        print(f"capture: {len(capture)} B, {cap.frames_good} frames on port {ITM_FRAMED_PORT}, "
+              f"{sum(cap.arcs.values())} calls, {sum(itm.pcs.values())} PC sample packets")
     else:
         cap = framed_wire.read(capture)
         print(f"capture: {len(capture)} B, {cap.frames_good} frames, {sum(cap.arcs.values())} "
@@ -218,8 +235,10 @@ def main():
     parser.add_argument("--example", default="deterministic")
     args = parser.parse_args()
     for board in args.board or ["microbit", "mps2-an385"]:
-        for mode in args.mode or ["compat", "framed"]:
-            report(args.build, board, mode, args.example)
+        for mode in args.mode or ["compat", "framed", "itm-uart", "itm"]:
+            # The ITM modes exist for ARMv7-M boards only.
+            if (args.build / f"{args.example}-{board}-{mode}.elf").exists():
+                report(args.build, board, mode, args.example)
 
 
 if __name__ == "__main__":

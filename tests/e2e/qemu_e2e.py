@@ -18,8 +18,18 @@ Checked, per board:
           `rackprof serve` captures into SQLite: the stored session, converted, has the exact
           per-arc counts and gprof's hot function; compat, and framed (protocol = "framed",
           frames_lost 0) once rackprof speaks it.
-  blinky  compat and framed captures of the same run: their sizes (framed must be >= 5x
-          smaller).
+  itm     (mps2-an385, ARMv7-M) the itm-uart builds: the ITM packets a real ITM would send,
+          through the UART. Read by the test's own ITM reader (itm_wire.py): one sync first, no
+          overflow, software packets on ports 1 and 0 only and mostly 4 bytes wide; port 1's
+          bytes checked as framed frames (HELLO build-id, START/STOP, exact per-arc counts, no
+          PC item); every PC sample a DWT packet inside the code; blinky's WFIs as sleep
+          samples, one per WFI; port 0 carrying the example's console line. Once `rackprof
+          convert --protocol itm` exists, the capture through it (--framed-port 1
+          --console-port 0): exact counts, every PC sample in gmon.out, gprof's hot function,
+          overflows 0, sleep samples, and the `console: ` line on stderr; deterministic captured
+          live by `rackprof serve` with protocol = "itm" (each a visible SKIP until then).
+  blinky  also every mode above with exact counts; compat, framed (and itm-uart) captures of
+          the same run: their sizes (framed must be >= 5x smaller than compat).
 
 Exit 77 (ctest SKIP) with a SKIP line when QEMU, the ARM toolchain or the firmware is absent.
 usage: qemu_e2e.py --rackprof BIN --fw-dir DIR --source-dir DIR
@@ -27,6 +37,7 @@ usage: qemu_e2e.py --rackprof BIN --fw-dir DIR --source-dir DIR
 
 import argparse
 import json
+import math
 import pathlib
 import re
 import shutil
@@ -38,8 +49,11 @@ import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import framed_wire  # noqa: E402
+import itm_wire  # noqa: E402
 
 BOARDS = ("mps2-an385", "microbit")
+ITM_BOARDS = ("mps2-an385",)  # ARMv7-M: the ITM builds exist for these only
+ITM_FRAMED_PORT, ITM_CONSOLE_PORT = 1, 0
 QEMU_TIMEOUT_S = 120
 
 # Calls of each arc per unit of each example, from its source, and the #define (read from the
@@ -56,9 +70,15 @@ CALLS = {
     "nested": {("main", "work"): (1, "ROUNDS"), ("work", "leaf"): (3, "ROUNDS"),
                ("timer0_handler", "app_timer_isr"): (1, "TICKS"),
                ("app_timer_isr", "tick"): (1, "TICKS")},
+    "blinky": {("main", "led_toggle"): (1, "BLINKS"), ("led_toggle", "led_set"): (1, "BLINKS"),
+               ("main", "wait_ms"): (1, "BLINKS"), ("wait_ms", "wait_us"): (1, "BLINKS*WAIT_MS")},
 }
 # nested is mostly profiler overhead by design (it maximises -pg calls per second): no hot check.
-HOT = {"deterministic": "crunch", "conflation": "doSomething", "nested": None}
+HOT = {"deterministic": "crunch", "conflation": "doSomething", "nested": None,
+       "blinky": "wait_us"}
+# The console line each example prints after profiling (nested prints none).
+CONSOLE = {"deterministic": "deterministic: done", "conflation": "conflation: done",
+           "blinky": "blinky: done", "nested": None}
 
 failures = []
 
@@ -82,7 +102,8 @@ def define(source, name):
 
 def expected_arcs(example, source_dir):
     source = source_dir / "target-fw" / "examples" / f"{example}.c"
-    return {arc: n * define(source, unit) for arc, (n, unit) in CALLS[example].items()}
+    return {arc: n * math.prod(define(source, u) for u in units.split("*"))
+            for arc, (n, units) in CALLS[example].items()}
 
 
 class Symbols:
@@ -126,24 +147,31 @@ def build_id(elf):
 def run_qemu(board, elf, capture):
     capture.unlink(missing_ok=True)
     # -icount: the instruction count drives the virtual clock, so SysTick and the run are
-    # deterministic. The program ends with a semihosting exit carrying main's return value.
+    # deterministic (sleep=off: a WFI jumps to the next timer deadline instead of waiting for
+    # real time, which would make blinky's idle end vary from run to run). The program ends
+    # with a semihosting exit carrying main's return value.
     cmd = ["qemu-system-arm", "-M", board, "-display", "none", "-monitor", "none",
            "-serial", f"file:{capture}", "-semihosting-config", "enable=on,target=native",
-           "-icount", "shift=5", "-kernel", str(elf)]
+           "-icount", "shift=5,sleep=off", "-kernel", str(elf)]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=QEMU_TIMEOUT_S)
     check(result.returncode == 0, f"{elf.name} runs to completion under QEMU "
           f"(exit {result.returncode}{': ' + result.stderr.strip() if result.stderr else ''})")
     return capture.read_bytes() if capture.exists() else b""
 
 
-def convert(rackprof, capture, elf, gmon, extra=()):
+def convert_with_log(rackprof, capture, elf, gmon, extra=()):
+    """The JSON report (None on failure) and what rackprof printed on stderr."""
     cmd = [str(rackprof), "convert", str(capture), "--elf", str(elf), "-o", str(gmon),
            "--report", "json", *extra]
     result = subprocess.run(cmd, capture_output=True, text=True)
     if not check(result.returncode == 0, f"rackprof convert {' '.join(extra)} {capture.name}"):
         print(result.stderr)
-        return None
-    return json.loads(result.stdout)
+        return None, result.stderr
+    return json.loads(result.stdout), result.stderr
+
+
+def convert(rackprof, capture, elf, gmon, extra=()):
+    return convert_with_log(rackprof, capture, elf, gmon, extra)[0]
 
 
 def legacy_samples(data, addr_bytes=3):
@@ -173,7 +201,7 @@ def check_profile(tag, example, elf, report, gmon, source_dir, samples_sent):
     symbols = Symbols(elf)
     decoder = report["source"]["decoder"]
     check(decoder["bytes_discarded"] == 0, f"{tag}: no byte discarded")
-    for counter in ("frames_bad", "frames_lost", "target_dropped"):
+    for counter in ("frames_bad", "frames_lost", "target_dropped", "overflows"):
         if counter in decoder:
             check(decoder[counter] == 0, f"{tag}: {counter} = 0")
     got = symbols.named_arcs(raw_arcs(report))
@@ -219,6 +247,75 @@ def check_framed_wire(tag, example, elf, data, source_dir):
     return degraded, len(cut), sum(cap.pcs.values())
 
 
+def check_itm_wire(tag, example, elf, data, source_dir):
+    """The ITM-over-UART capture read with the test's own ITM and framed readers; returns the
+    ITM reading."""
+    try:
+        itm = itm_wire.read(data)
+    except ValueError as error:
+        check(False, f"{tag}: the capture is well-formed ITM ({error})")
+        return None
+    check(data.startswith(b"\x00" * 5 + b"\x80") and itm.syncs == 1,
+          f"{tag}: one sync packet, first")
+    check(itm.overflows == 0, f"{tag}: no overflow packet")
+    check(set(itm.ports) <= {ITM_FRAMED_PORT, ITM_CONSOLE_PORT},
+          f"{tag}: software packets on ports {ITM_FRAMED_PORT} and {ITM_CONSOLE_PORT} only "
+          f"({sorted(itm.ports)})")
+    # 32-bit stimulus writes where the bytes are there: shorter packets only end a burst.
+    payload = sum(size * n for size, n in itm.software_packets.items())
+    check(4 * itm.software_packets.get(4, 0) * 10 >= payload * 8,
+          f"{tag}: >= 80% of software bytes in 4-byte packets ({itm.software_packets})")
+    cap = framed_wire.read(bytes(itm.ports.get(ITM_FRAMED_PORT, b"")))
+    check(cap.frames_good > 0 and cap.frames_bad == 0 and cap.frames_lost == 0,
+          f"{tag}: port {ITM_FRAMED_PORT}: {cap.frames_good} frames, all good, none lost")
+    check(cap.dropped_total == 0, f"{tag}: target dropped nothing")
+    check(len(cap.hellos) == 1 and cap.hellos[0].build_id == build_id(elf),
+          f"{tag}: one HELLO with the ELF's build-id")
+    check(cap.markers == ["start", "stop"], f"{tag}: START then STOP markers")
+    check(not cap.pcs, f"{tag}: no PC item in the frames (PC samples are DWT packets)")
+    got = Symbols(elf).named_arcs(cap.arcs)
+    want = expected_arcs(example, source_dir)
+    check(got == want, f"{tag}: per-arc counts on port {ITM_FRAMED_PORT} exactly as the "
+          "program makes them" + ("" if got == want else f"\n     got  {sorted(got.items())}"
+                                  f"\n     want {sorted(want.items())}"))
+    symbols = Symbols(elf)
+    text_lo, text_hi = symbols.by_name["__text_start"], symbols.by_name["__text_end"]
+    samples = sum(itm.pcs.values())
+    check(samples > 0 and all(text_lo <= pc < text_hi for pc in itm.pcs),
+          f"{tag}: {samples} DWT PC sample packets, all in the code")
+    source = source_dir / "target-fw" / "examples" / f"{example}.c"
+    sleeps = define(source, "IDLE_SLEEPS") if example == "blinky" else 0
+    check(itm.sleep_samples == sleeps,
+          f"{tag}: {itm.sleep_samples} sleep sample packets, one per WFI ({sleeps})")
+    console = bytes(itm.ports.get(ITM_CONSOLE_PORT, b"")).decode(errors="replace")
+    want_console = CONSOLE[example] + "\n" if CONSOLE[example] else ""
+    check(console == want_console, f"{tag}: port {ITM_CONSOLE_PORT} carries the console text "
+          f"{want_console!r} (got {console!r})")
+    return itm
+
+
+def check_itm_convert(rackprof, tag, example, elf, capture, gmon, source_dir, itm):
+    """The same capture through `rackprof convert --protocol itm`."""
+    report, log = convert_with_log(
+        rackprof, capture, elf, gmon,
+        ("--protocol", "itm", "--framed-port", str(ITM_FRAMED_PORT),
+         "--console-port", str(ITM_CONSOLE_PORT)))
+    if not report:
+        return
+    check_profile(tag, example, elf, report, gmon, source_dir, sum(itm.pcs.values()))
+    decoder = report["source"]["decoder"]
+    if "sleep_samples" in decoder:
+        check(decoder["sleep_samples"] == itm.sleep_samples,
+              f"{tag}: sleep_samples = {itm.sleep_samples} (got {decoder['sleep_samples']})")
+    if not CONSOLE[example]:
+        return
+    if "console: " not in log:
+        print(f"SKIP: {tag}: rackprof convert prints no `console: ` lines yet")
+        return
+    line = f"console: {CONSOLE[example]}"
+    check(line in log.splitlines(), f"{tag}: rackprof prints {line!r}")
+
+
 def free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -229,13 +326,15 @@ def check_daemon(rackprof, board, mode, elf, work, source_dir):
     """QEMU's UART as a TCP server that waits for its client, the daemon as that client (a
     ser2net-style link): the firmware starts only once the daemon is connected."""
     tag = f"deterministic/{board}/{mode}/daemon"
-    wire = 'protocol = "legacy"\naddr_bytes = 3' if mode == "compat" else 'protocol = "framed"'
+    wire = {"compat": 'protocol = "legacy"\naddr_bytes = 3', "framed": 'protocol = "framed"',
+            "itm-uart": f'protocol = "itm"\nframed_port = {ITM_FRAMED_PORT}\n'
+                        f'console_port = {ITM_CONSOLE_PORT}'}[mode]
 
     port = free_port()
     qemu = subprocess.Popen(
         ["qemu-system-arm", "-M", board, "-display", "none", "-monitor", "none",
          "-serial", f"tcp:127.0.0.1:{port},server=on,wait=on", "-semihosting-config",
-         "enable=on,target=native", "-icount", "shift=5", "-kernel", str(elf)],
+         "enable=on,target=native", "-icount", "shift=5,sleep=off", "-kernel", str(elf)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     db = work / f"{board}-{mode}.db"
     config = work / f"{board}-{mode}.toml"
@@ -281,7 +380,7 @@ autostart = true
     report = json.loads(result.stdout)
     decoder = report["source"]["decoder"]
     check(decoder["bytes_discarded"] == 0, f"{tag}: no byte discarded")
-    for counter in ("frames_bad", "frames_lost", "target_dropped"):
+    for counter in ("frames_bad", "frames_lost", "target_dropped", "overflows"):
         if counter in decoder:
             check(decoder[counter] == 0, f"{tag}: {counter} = 0")
     got = Symbols(elf).named_arcs(raw_arcs(report))
@@ -307,6 +406,7 @@ def main():
     help_text = subprocess.run([str(args.rackprof), "convert", "--help"], capture_output=True,
                                text=True)
     has_framed = "framed" in help_text.stdout + help_text.stderr
+    has_itm = re.search(r"\bitm\b", help_text.stdout + help_text.stderr) is not None
 
     with tempfile.TemporaryDirectory(prefix="rackprof-qemu-") as tmp:
         work = pathlib.Path(tmp)
@@ -351,13 +451,43 @@ def main():
                              args.fw_dir / f"deterministic-{board}-{mode}.elf", work,
                              args.source_dir)
 
+            modes = ("compat", "framed") + (("itm-uart",) if board in ITM_BOARDS else ())
             sizes = {mode: len(run_qemu(board, args.fw_dir / f"blinky-{board}-{mode}.elf",
                                         work / f"blinky-{board}-{mode}.bin"))
-                     for mode in ("compat", "framed")}
+                     for mode in modes}
             ratio = sizes["compat"] / max(sizes["framed"], 1)
             print(f"figure: blinky/{board}: compat {sizes['compat']} B, framed {sizes['framed']} B"
                   f" for the same run: {ratio:.1f}x fewer bytes")
+            if "itm-uart" in sizes:
+                print(f"figure: blinky/{board}: itm-uart {sizes['itm-uart']} B (framed records"
+                      " in ITM packets plus a 5-byte DWT packet per PC sample)")
             check(ratio >= 5, f"blinky/{board}: framed sends >= 5x fewer bytes than compat")
+
+        # ITM over the UART: the bytes SWO carries in NRZ mode (QEMU has no ITM/DWT model).
+        for board in ITM_BOARDS:
+            for example in CALLS:
+                tag = f"{example}/{board}/itm-uart"
+                elf = args.fw_dir / f"{example}-{board}-itm-uart.elf"
+                capture = work / f"{example}-{board}-itm-uart.bin"
+                itm = check_itm_wire(tag, example, elf, run_qemu(board, elf, capture),
+                                     args.source_dir)
+                if itm is None:
+                    continue
+                if not has_itm:
+                    print(f"SKIP: {tag} through rackprof: `rackprof convert --protocol itm` "
+                          "does not exist yet")
+                    continue
+                check_itm_convert(args.rackprof, tag, example, elf, capture,
+                                  work / f"{example}-{board}-itm-uart.gmon.out",
+                                  args.source_dir, itm)
+            # Live: QEMU's UART as the SWO link of a board with protocol = "itm".
+            if has_itm:
+                check_daemon(args.rackprof, board, "itm-uart",
+                             args.fw_dir / f"deterministic-{board}-itm-uart.elf", work,
+                             args.source_dir)
+            else:
+                print(f"SKIP: deterministic/{board}/itm-uart/daemon: rackprof has no itm "
+                      "protocol yet")
 
     if failures:
         print(f"{len(failures)} check(s) failed")

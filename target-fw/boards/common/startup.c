@@ -15,6 +15,11 @@ void Reset_Handler(void) {
     board_exit(main());
 }
 
+/* The ITM transport's consumer (runtime/itm.c) defines its own; unused otherwise. */
+__attribute__((weak)) void PendSV_Handler(void) {
+    board_exit(0x7F);
+}
+
 /* Applications that start the board timer define their own. */
 __attribute__((weak)) void app_timer_isr(void) {}
 
@@ -38,7 +43,7 @@ __attribute__((section(".vectors.core"), used)) static void (*const core_vectors
     Fault_Handler, /* SVCall */
     0,
     0,
-    Fault_Handler, /* PendSV */
+    PendSV_Handler,
     SysTick_Handler,
 };
 
