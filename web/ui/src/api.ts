@@ -58,8 +58,8 @@ export interface GraphEntry {
   children_seconds: number;
   called: number;
   self_calls: number;
-  parents: GraphLine[];
-  children: GraphLine[];
+  parents?: GraphLine[]; // absent for a cycle as a whole
+  children?: GraphLine[];
   members?: { name: string; index: number }[];
 }
 

@@ -22,24 +22,25 @@ export function callGraphDot(entries: GraphEntry[], totalSeconds: number, select
   const names = new Set(shown.map((e) => e.name));
   const lines = [
     "digraph callgraph {",
-    '  graph [rankdir=TB, bgcolor="transparent", nodesep=0.3, ranksep=0.45, fontname="sans-serif"];',
-    '  node [shape=box, style="rounded,filled", fontname="sans-serif", color="#555555"];',
-    '  edge [fontname="sans-serif", fontsize=10, color="#666666", fontcolor="#333333"];',
+    // Courier: Graphviz sizes boxes by its metrics, and every monospace font has the same.
+    '  graph [rankdir=TB, bgcolor="transparent", pad=0.2, nodesep=0.35, ranksep=0.5, fontname="Courier"];',
+    '  node [shape=box, style="rounded,filled", fontname="Courier", color="#555555", margin="0.15,0.06"];',
+    '  edge [fontname="Courier", fontsize=12, color="#666666", fontcolor="#1f2328"];',
   ];
   for (const e of shown) {
     const self = totalSeconds > 0 ? e.self_seconds / totalSeconds : 0;
-    const size = 10 + Math.round(Math.sqrt(e.percent) * 2.2);
+    const size = 10 + Math.round(Math.sqrt(e.percent) * 0.6);
     const overhead = isOverhead(e.name);
     lines.push(
       `  ${quote(e.name)} [id=${quote("fn-" + e.index)}, label=${quote(
-        `${e.name}\n${e.percent.toFixed(1)} % total · ${(self * 100).toFixed(1)} % self\n${e.called} calls`,
+        `${e.name}\n${e.percent.toFixed(1)} % total, ${(self * 100).toFixed(1)} % self\n${e.called + e.self_calls} calls`,
       )}, fontsize=${size}, fillcolor=${quote(overhead ? "0.0 0.0 0.88" : heat(self))}${
         overhead ? ', style="rounded,filled,dashed"' : ""
       }${e.name === selected ? ", penwidth=3, color=\"#1d4ed8\"" : ""}, tooltip=${quote(e.name)}];`,
     );
   }
   for (const e of shown) {
-    for (const c of e.children) {
+    for (const c of e.children ?? []) {
       if (!names.has(c.name)) continue;
       const width = 1 + Math.min(4, Math.log10(Math.max(1, c.count)));
       lines.push(`  ${quote(e.name)} -> ${quote(c.name)} [label=${quote(String(c.count))}, penwidth=${width.toFixed(2)}];`);

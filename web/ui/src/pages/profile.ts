@@ -105,7 +105,7 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
       focus,
       h("h3", {}, e.name, isOverhead(e.name) ? h("span", { class: "tag" }, "overhead") : ""),
       h("p", {}, `${percent(e.percent)} of the time with callees · self ${seconds(e.self_seconds)} s · children ${seconds(e.children_seconds)} s · called ${count(e.called)}${e.self_calls ? "+" + count(e.self_calls) : ""}`),
-      h("div", { class: "pair" }, h("div", {}, h("h4", {}, "Callers"), list(e.parents, e.spontaneous ? "spontaneous" : "none")), h("div", {}, h("h4", {}, "Callees"), list(e.children, "none"))),
+      h("div", { class: "pair" }, h("div", {}, h("h4", {}, "Callers"), list(e.parents ?? [], e.spontaneous ? "spontaneous" : "none")), h("div", {}, h("h4", {}, "Callees"), list(e.children ?? [], "none"))),
     );
   };
 
@@ -181,7 +181,7 @@ function gprofTable(entries: GraphEntry[]) {
           "tbody",
           { id: `cg-${e.index}`, class: isOverhead(e.name) ? "overhead" : undefined },
           e.spontaneous ? h("tr", { class: "sub" }, h("td", { colspan: 5 }), h("td", { class: "indent muted" }, "<spontaneous>")) : null,
-          e.parents.map(line),
+          (e.parents ?? []).map(line),
           h(
             "tr",
             { class: "primary" },
@@ -192,7 +192,8 @@ function gprofTable(entries: GraphEntry[]) {
             h("td", { class: "num" }, e.self_calls ? `${count(e.called)}+${count(e.self_calls)}` : count(e.called)),
             h("td", { class: "mono" }, `${e.name} [${e.index}]`, isOverhead(e.name) ? h("span", { class: "tag" }, "overhead") : ""),
           ),
-          e.children.map(line),
+          (e.children ?? []).map(line),
+          (e.members ?? []).map((m) => h("tr", { class: "sub" }, h("td", { colspan: 5 }), h("td", { class: "indent" }, ref(m.name, m.index)))),
         ),
       ),
     ),

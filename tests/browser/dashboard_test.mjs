@@ -1,0 +1,288 @@
+// The dashboard in headless Chromium (Debian's), driven by playwright-core, against a real
+// `rackprof serve` with simulated boards and two imported sessions whose truth is known.
+// Skips (exit 77, which ctest shows as skipped) when Chromium, node_modules, the built
+// dashboard or arm-none-eabi-gprof are missing.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const source = path.resolve(here, "../..");
+const binary = process.env.RACKPROF_BINARY ?? path.join(source, "build/rackprof");
+const webRoot = process.env.RACKPROF_WEB_ROOT ?? path.join(source, "web/dist");
+const artifacts = process.env.RACKPROF_ARTIFACTS ?? path.join(source, "build/test-artifacts");
+const chromium = process.env.RACKPROF_CHROMIUM ?? "/usr/bin/chromium";
+
+function skip(why) {
+  console.log(`SKIP browser tests: ${why}`);
+  process.exit(77);
+}
+const gprof = (() => {
+  try {
+    return execFileSync("sh", ["-c", "command -v arm-none-eabi-gprof"]).toString().trim();
+  } catch {
+    return "";
+  }
+})();
+if (!fs.existsSync(chromium)) skip(`${chromium} is missing (apt-get install chromium; ./setup.sh)`);
+if (!fs.existsSync(path.join(here, "node_modules/playwright-core"))) skip("tests/browser/node_modules is missing (./setup.sh runs npm ci)");
+if (!fs.existsSync(path.join(webRoot, "index.html"))) skip(`${webRoot} holds no built dashboard (./setup.sh builds web/ui)`);
+if (!fs.existsSync(binary)) skip(`${binary} is not built`);
+if (!gprof) skip("arm-none-eabi-gprof is missing");
+
+const { chromium: playwright } = await import("playwright-core");
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rackprof-browser-"));
+const rackprof = (...args) => execFileSync(binary, args, { cwd: dir, stdio: ["ignore", "pipe", "pipe"] }).toString();
+let daemon;
+let base;
+let browser;
+const truth = {};
+const sessions = {};
+
+// Per function of a simulator's ground truth: self % from its PC samples, calls from its arcs.
+function truthProfile(file) {
+  const t = JSON.parse(fs.readFileSync(file, "utf8"));
+  const owner = (pc) => t.functions.find((f) => parseInt(f.addr, 16) <= parseInt(pc, 16) && parseInt(pc, 16) < parseInt(f.addr, 16) + f.size)?.name;
+  const total = t.pc_samples.reduce((n, s) => n + s.count, 0);
+  const out = {};
+  for (const f of t.functions) out[f.name] = { self: 0, calls: 0 };
+  for (const s of t.pc_samples) out[owner(s.pc)].self += (100 * s.count) / total;
+  for (const a of t.arcs) out[owner(a.self)].calls += a.count;
+  return out;
+}
+
+async function api(method, url, body) {
+  const r = await fetch(base + url, { method, body, headers: body ? { "Content-Type": "application/octet-stream" } : {} });
+  const json = await r.json();
+  assert.ok(r.ok, `${method} ${url}: ${r.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+async function eventually(check, ms, what) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+before(async () => {
+  fs.mkdirSync(artifacts, { recursive: true });
+  // Two builds of the deterministic firmware: A runs its loop 100 times, B 300 times.
+  rackprof("simulate", "--model", "deterministic", "--iterations", "100", "--seed", "1", "-o", "a.bin", "--truth", "a.json", "--write-elf", "model.elf");
+  rackprof("simulate", "--model", "deterministic", "--iterations", "300", "--seed", "2", "-o", "b.bin", "--truth", "b.json");
+  rackprof("simulate", "--model", "blinky", "--iterations", "1", "--write-elf", "blinky.elf");
+  truth.a = truthProfile(path.join(dir, "a.json"));
+  truth.b = truthProfile(path.join(dir, "b.json"));
+  fs.writeFileSync(
+    path.join(dir, "rack.toml"),
+    `[server]\nlisten = "127.0.0.1:0"\nweb_root = "${webRoot}"\n[storage]\npath = "${dir}/rack.db"\n` +
+      `[[boards]]\nname = "det"\nlink = "sim://deterministic?rate=40000"\nelf = "${dir}/model.elf"\n` +
+      `[[boards]]\nname = "blinky"\nlink = "sim://blinky?rate=20000"\nelf = "${dir}/blinky.elf"\n`,
+  );
+  const log = fs.openSync(path.join(dir, "serve.log"), "w");
+  daemon = spawn(binary, ["serve", "--config", path.join(dir, "rack.toml")], { cwd: dir, stdio: ["ignore", log, log] });
+  const port = await eventually(() => {
+    const text = fs.readFileSync(path.join(dir, "serve.log"), "utf8");
+    const m = /HTTP API listening on [0-9.]+:(\d+)/.exec(text);
+    return m && text.includes("[det] session") && text.includes("[blinky] session") ? m[1] : null;
+  }, 15000, "the daemon listening with both boards capturing");
+  base = `http://127.0.0.1:${port}`;
+  const firmware = await api("PUT", "/api/v1/firmware", fs.readFileSync(path.join(dir, "model.elf")));
+  sessions.a = (await api("POST", `/api/v1/sessions/import?format=bin&board=build-a&firmware=${firmware.id}`, fs.readFileSync(path.join(dir, "a.bin")))).id;
+  sessions.b = (await api("POST", `/api/v1/sessions/import?format=bin&board=build-b&firmware=${firmware.id}`, fs.readFileSync(path.join(dir, "b.bin")))).id;
+  sessions.live = (await api("GET", "/api/v1/boards")).find((b) => b.name === "det").session;
+  // A fresh profile (--user-data-dir, which playwright passes itself) and no background
+  // networking: this machine's network is closed.
+  browser = await playwright.launchPersistentContext(fs.mkdtempSync(path.join(dir, "chromium-")), {
+    executablePath: chromium,
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    viewport: { width: 1280, height: 800 },
+    acceptDownloads: true,
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  if (daemon) {
+    daemon.kill("SIGTERM");
+    await new Promise((r) => daemon.once("exit", r));
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+// A page at 1280x800 whose console errors and uncaught exceptions are collected.
+async function open(url) {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await page.goto(base + url);
+  return { page, errors, close: () => page.close() };
+}
+
+async function screenshot(page, name) {
+  await page.screenshot({ path: path.join(artifacts, `dashboard-${name}.png`), fullPage: true });
+}
+
+test("rack: every board with its link state and a moving records/s", async () => {
+  const { page, errors, close } = await open("/");
+  await page.waitForSelector('#boards tr[data-board="det"]');
+  assert.equal(await page.textContent('tr[data-board="det"] .state'), "connected");
+  assert.equal(await page.textContent('tr[data-board="blinky"] .state'), "connected");
+  await page.waitForFunction(() => /^[1-9][0-9,]*$/.test(document.querySelector('tr[data-board="det"] [data-col="rate"]')?.textContent ?? ""), null, { timeout: 5000 });
+  assert.match(await page.textContent('tr[data-board="det"]'), /bytes in/);
+  await screenshot(page, "rack");
+  assert.deepEqual(errors, []);
+  await close();
+});
+
+test("live: the view changes within 2 s, and stop stops the session", async () => {
+  const { page, errors, close } = await open(`/live/${sessions.live}`);
+  await page.waitForSelector("#top-functions tbody tr");
+  const first = await page.textContent("#totals");
+  const changed = await eventually(async () => (await page.textContent("#totals")) !== first, 2000, "the totals to change");
+  assert.ok(changed);
+  assert.match(await page.textContent("#top-functions"), /gamma/);
+  assert.equal(await page.textContent("#link-state"), "connected");
+  assert.equal(await page.locator(".chart canvas").count(), 1);
+  await screenshot(page, "live");
+  await page.click("#stop");
+  await page.waitForFunction(() => document.querySelector("#capture-state")?.textContent === "not_capturing", null, { timeout: 3000 });
+  const stopped = await api("GET", `/api/v1/sessions/${sessions.live}`);
+  assert.equal(stopped.state, "completed");
+  assert.deepEqual(errors, []);
+  await close();
+});
+
+test("profile: sorting, search, call graph navigation, overhead-free gprof table", async () => {
+  const { page, errors, close } = await open(`/sessions/${sessions.a}`);
+  await page.waitForSelector("#call-graph svg g.node");
+  const column = (n) => page.$$eval(`#flat tbody tr`, (rows, i) => rows.map((r) => r.children[i].textContent.trim()), n);
+  const numbers = (texts) => texts.map((t) => (t === "—" ? -1 : Number(t.replace(/[,%\s]/g, ""))));
+  // Default: self % descending, as gprof.
+  const self = numbers(await column(1));
+  assert.deepEqual(self, [...self].sort((x, y) => y - x));
+  await page.click('button.sort[data-key="calls"]');
+  const calls = numbers(await column(4));
+  assert.deepEqual(calls, [...calls].sort((x, y) => y - x));
+  assert.equal(calls[0], truth.a.gamma.calls);
+  await page.click('button.sort[data-key="calls"]');
+  const up = numbers(await column(4));
+  assert.deepEqual(up, [...up].sort((x, y) => x - y));
+  await page.click('button.sort[data-key="name"]');
+  const names = await column(0);
+  assert.deepEqual(names, [...names].sort((x, y) => x.localeCompare(y)));
+  await page.fill("#search", "amm");
+  assert.deepEqual(await column(0), ["gamma"]);
+  await page.fill("#search", "");
+  assert.equal((await column(0)).length, names.length);
+  // The graph: one node per function, edges labeled with exact call counts.
+  const labels = await page.$$eval("#call-graph svg g.edge text", (t) => t.map((x) => x.textContent));
+  assert.ok(labels.includes(String(truth.a.gamma.calls)), `edge labels ${labels}`);
+  // Navigation: select gamma, then its caller.
+  await page.click('#flat button.fn:text-is("gamma")');
+  await page.waitForSelector('#focus h3:has-text("gamma")');
+  const callers = await page.$$eval("#focus .pair > div:first-child button.fn", (b) => b.map((x) => x.textContent));
+  assert.ok(callers.length > 0);
+  await page.click(`#focus .pair > div:first-child button.fn >> nth=0`);
+  await page.waitForSelector(`#focus h3:has-text("${callers[0]}")`);
+  assert.match(await page.textContent("#call-graph-table"), /\[1\]/);
+  await screenshot(page, "profile");
+  assert.deepEqual(errors, []);
+  await close();
+});
+
+test("the gmon.out button downloads a file arm-none-eabi-gprof reads", async () => {
+  const { page, errors, close } = await open(`/sessions/${sessions.a}`);
+  const [download] = await Promise.all([page.waitForEvent("download"), page.click('a.download[data-kind="gmon.out"]')]);
+  assert.equal(download.suggestedFilename(), `build-a-${sessions.a}.gmon.out`);
+  const file = path.join(dir, "downloaded.gmon.out");
+  await download.saveAs(file);
+  const report = execFileSync(gprof, ["-b", path.join(dir, "model.elf"), file]).toString();
+  const gammaLine = report.split("\n").find((l) => / gamma$/.test(l));
+  assert.ok(gammaLine, report);
+  assert.match(gammaLine, new RegExp(`\\s${truth.a.gamma.calls}\\s`));
+  assert.deepEqual(errors, []);
+  await close();
+});
+
+test("sessions: list, filter, downloads", async () => {
+  const { page, errors, close } = await open("/sessions");
+  await page.waitForSelector(`#sessions tr[data-session="${sessions.a}"]`);
+  assert.equal(await page.locator(`#sessions tr[data-session="${sessions.b}"] a.download`).count(), 3);
+  await screenshot(page, "sessions");
+  await page.selectOption('select[name="board"]', "build-b");
+  await page.click('form.filters button[type="submit"]');
+  await page.waitForFunction(() => document.querySelectorAll("#sessions tbody tr").length === 1);
+  assert.equal(await page.getAttribute("#sessions tbody tr", "data-session"), String(sessions.b));
+  assert.deepEqual(errors, []);
+  await close();
+});
+
+test("compare: the known difference between two builds", async () => {
+  const { page, errors, close } = await open("/sessions");
+  await page.waitForSelector("#compare-a");
+  await page.selectOption("#compare-a", String(sessions.a));
+  await page.selectOption("#compare-b", String(sessions.b));
+  await page.click('#compare button[type="submit"]');
+  await page.waitForSelector("#compare-table tbody tr");
+  for (const fn of ["alpha", "beta", "gamma"]) {
+    const row = page.locator(`#compare-table tr[data-function="${fn}"]`);
+    const cells = (await row.locator("td").allTextContents()).map((t) => t.trim());
+    const expectCalls = truth.b[fn].calls - truth.a[fn].calls;
+    assert.equal(cells[3], truth.a[fn].calls.toLocaleString("en-US"));
+    assert.equal(cells[4], truth.b[fn].calls.toLocaleString("en-US"));
+    assert.equal(cells[5], `+${expectCalls.toLocaleString("en-US")}`);
+    const selfDiff = Number(cells[2].replace("−", "-").replace("±", ""));
+    assert.ok(Math.abs(selfDiff - (truth.b[fn].self - truth.a[fn].self)) < 0.011, `${fn}: ${cells[2]} vs truth ${truth.b[fn].self - truth.a[fn].self}`);
+  }
+  await screenshot(page, "compare");
+  assert.deepEqual(errors, []);
+  await close();
+});
+
+test("firmware: an ELF uploads and a capture imports into a session", async () => {
+  const { page, errors, close } = await open("/firmware");
+  await page.setInputFiles("#elf-file", path.join(dir, "blinky.elf"));
+  await page.click('#elf-form button[type="submit"]');
+  await page.waitForSelector("#elf-result code");
+  assert.match(await page.inputValue("#firmware-id"), /^[0-9a-f]+$/);
+  await page.setInputFiles("#capture-file", path.join(dir, "a.bin"));
+  await page.click('#import-form button[type="submit"]');
+  await page.waitForSelector('#import-result a:has-text("open its profile")');
+  assert.match(await page.textContent("#import-result"), new RegExp(`${truth.a.gamma.calls}|arcs`));
+  await screenshot(page, "firmware");
+  // A wrong file gets a clear error, not a crash.
+  await page.setInputFiles("#elf-file", path.join(dir, "a.json"));
+  await page.click('#elf-form button[type="submit"]');
+  await page.waitForSelector("#elf-result .error");
+  assert.match(await page.textContent("#elf-result"), /not a usable ELF/);
+  assert.deepEqual(errors.filter((e) => !/status of 422/.test(e)), []);
+  await close();
+});
+
+test("static serving: client routes, 404s, content types, traversal", async () => {
+  const route = await fetch(`${base}/sessions/${sessions.a}`);
+  assert.equal(route.status, 200);
+  assert.match(route.headers.get("content-type"), /text\/html/);
+  const html = await route.text();
+  const script = /src="(\/assets\/[^"]+\.js)"/.exec(html)[1];
+  const asset = await fetch(base + script);
+  assert.equal(asset.headers.get("content-type"), "text/javascript; charset=utf-8");
+  assert.match(asset.headers.get("cache-control"), /immutable/);
+  const api404 = await fetch(`${base}/api/v1/nothing`);
+  assert.equal(api404.status, 404);
+  assert.equal((await api404.json()).error.code, "not_found");
+  assert.equal((await fetch(`${base}/assets/missing-123.js`)).status, 404);
+  const traversal = execFileSync("curl", ["-s", "--path-as-is", "-o", "/dev/null", "-w", "%{http_code}", `${base}/../../etc/passwd`]).toString();
+  assert.equal(traversal, "400");
+});
