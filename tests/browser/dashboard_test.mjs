@@ -78,7 +78,7 @@ before(async () => {
   // Two builds of the deterministic firmware: A runs its loop 100 times, B 300 times.
   rackprof("simulate", "--model", "deterministic", "--iterations", "100", "--seed", "1", "-o", "a.bin", "--truth", "a.json", "--write-elf", "model.elf");
   rackprof("simulate", "--model", "deterministic", "--iterations", "300", "--seed", "2", "-o", "b.bin", "--truth", "b.json");
-  rackprof("simulate", "--model", "blinky", "--iterations", "1", "--write-elf", "blinky.elf");
+  rackprof("simulate", "--model", "blinky", "--iterations", "3", "-o", "blinky.bin", "--truth", "blinky.json", "--write-elf", "blinky.elf");
   truth.a = truthProfile(path.join(dir, "a.json"));
   truth.b = truthProfile(path.join(dir, "b.json"));
   fs.writeFileSync(
@@ -154,6 +154,7 @@ test("live: the view changes within 2 s, and stop stops the session", async () =
   assert.match(await page.textContent("#top-functions"), /gamma/);
   assert.equal(await page.textContent("#link-state"), "connected");
   assert.equal(await page.locator(".chart canvas").count(), 1);
+  await page.waitForTimeout(2000); // a few points on the chart for the screenshot
   await screenshot(page, "live");
   await page.click("#stop");
   await page.waitForFunction(() => document.querySelector("#capture-state")?.textContent === "not_capturing", null, { timeout: 3000 });
@@ -163,7 +164,7 @@ test("live: the view changes within 2 s, and stop stops the session", async () =
   await close();
 });
 
-test("profile: sorting, search, call graph navigation, overhead-free gprof table", async () => {
+test("profile: sorting (mouse and keyboard), search, call graph and its navigation, gprof table", async () => {
   const { page, errors, close } = await open(`/sessions/${sessions.a}`);
   await page.waitForSelector("#call-graph svg g.node");
   const column = (n) => page.$$eval(`#flat tbody tr`, (rows, i) => rows.map((r) => r.children[i].textContent.trim()), n);
@@ -181,6 +182,15 @@ test("profile: sorting, search, call graph navigation, overhead-free gprof table
   await page.click('button.sort[data-key="name"]');
   const names = await column(0);
   assert.deepEqual(names, [...names].sort((x, y) => x.localeCompare(y)));
+  // Keyboard: the headers are buttons, Tab reaches them, Enter sorts.
+  await page.focus("#search");
+  await page.keyboard.press("Tab");
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.key), "name");
+  await page.keyboard.press("Tab");
+  await page.keyboard.press("Enter");
+  const byKeyboard = numbers(await column(1));
+  assert.deepEqual(byKeyboard, [...byKeyboard].sort((x, y) => y - x));
+  assert.equal(await page.getAttribute('th:has(button[data-key="percent"])', "aria-sort"), "descending");
   await page.fill("#search", "amm");
   assert.deepEqual(await column(0), ["gamma"]);
   await page.fill("#search", "");
@@ -239,6 +249,8 @@ test("compare: the known difference between two builds", async () => {
     const row = page.locator(`#compare-table tr[data-function="${fn}"]`);
     const cells = (await row.locator("td").allTextContents()).map((t) => t.trim());
     const expectCalls = truth.b[fn].calls - truth.a[fn].calls;
+    assert.equal(cells[0], `${truth.a[fn].self.toFixed(2)} %`);
+    assert.equal(cells[1], `${truth.b[fn].self.toFixed(2)} %`);
     assert.equal(cells[3], truth.a[fn].calls.toLocaleString("en-US"));
     assert.equal(cells[4], truth.b[fn].calls.toLocaleString("en-US"));
     assert.equal(cells[5], `+${expectCalls.toLocaleString("en-US")}`);
@@ -256,16 +268,22 @@ test("firmware: an ELF uploads and a capture imports into a session", async () =
   await page.click('#elf-form button[type="submit"]');
   await page.waitForSelector("#elf-result code");
   assert.match(await page.inputValue("#firmware-id"), /^[0-9a-f]+$/);
-  await page.setInputFiles("#capture-file", path.join(dir, "a.bin"));
+  await page.setInputFiles("#capture-file", path.join(dir, "blinky.bin"));
+  await page.fill('input[name="board"]', "bench-blinky");
   await page.click('#import-form button[type="submit"]');
   await page.waitForSelector('#import-result a:has-text("open its profile")');
-  assert.match(await page.textContent("#import-result"), new RegExp(`${truth.a.gamma.calls}|arcs`));
+  const sent = JSON.parse(fs.readFileSync(path.join(dir, "blinky.json"), "utf8"));
+  assert.match(await page.textContent("#import-result"), new RegExp(`\\(${sent.arcs_sent} arcs, ${sent.pc_samples_sent} samples, 0 bytes discarded\\)`));
   await screenshot(page, "firmware");
   // A wrong file gets a clear error, not a crash.
   await page.setInputFiles("#elf-file", path.join(dir, "a.json"));
   await page.click('#elf-form button[type="submit"]');
   await page.waitForSelector("#elf-result .error");
   assert.match(await page.textContent("#elf-result"), /not a usable ELF/);
+  // The imported session's profile is one click away.
+  await page.click('#import-result a:has-text("open its profile")');
+  await page.waitForSelector("#flat tbody tr");
+  assert.match(await page.textContent("h1"), /bench-blinky/);
   assert.deepEqual(errors.filter((e) => !/status of 422/.test(e)), []);
   await close();
 });

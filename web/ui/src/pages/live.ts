@@ -71,7 +71,7 @@ export async function livePage(main: HTMLElement, _params: URLSearchParams, id?:
         h(
           "table",
           { class: "data", id: "top-functions" },
-          h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Function"), h("th", { scope: "col", class: "num" }, "Self %"), h("th", { scope: "col", class: "num" }, "Calls"), h("th", { scope: "col" }, ""))),
+          h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Function"), h("th", { scope: "col", class: "num" }, "Self %"), h("th", { scope: "col", class: "num" }, "Calls"))),
           top,
         ),
       ),
@@ -119,7 +119,6 @@ export async function livePage(main: HTMLElement, _params: URLSearchParams, id?:
           h("th", { scope: "row", class: "mono" }, f.name, isOverhead(f.name) ? h("span", { class: "tag" }, "overhead") : ""),
           h("td", { class: "num" }, percent(f.self_percent), h("span", { class: "bar", style: `width:${Math.min(100, f.self_percent)}%` })),
           h("td", { class: "num" }, count(f.calls)),
-          h("td", {}),
         ),
       ),
     );

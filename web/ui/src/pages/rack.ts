@@ -8,7 +8,7 @@ const records = (b: Board) => (b.counters ? (b.counters.arcs ?? 0) + (b.counters
 
 export async function rackPage(main: HTMLElement) {
   const table = h("tbody");
-  const events = h("ol", { class: "events", "aria-live": "polite" });
+  const events = h("ol", { class: "events", "aria-live": "polite" }, h("li", { class: "muted" }, "No link or session change since this page opened."));
   const feedState = h("span", { class: "pill" }, "connecting");
   const status = h("p", { class: "error", role: "alert" });
   replace(
@@ -71,6 +71,7 @@ export async function rackPage(main: HTMLElement) {
   const stop = feed<BoardEvent>(
     "/api/v1/events",
     (e) => {
+      events.querySelector("li.muted")?.remove();
       events.prepend(
         h(
           "li",
