@@ -44,14 +44,17 @@ if ! node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.
     echo "setup: Node.js $(node --version) is too old for Vite 7 (needs 20.19+ or 22.12+): the dashboard is not built" >&2
     exit 1
 fi
-npm_ci() {  # $1: a folder with package-lock.json
+# `npm install --no-save` installs exactly what package-lock.json pins. (Not `npm ci`: the
+# registry this is built against lacks the other platforms' optional packages of rollup, so
+# the lockfile cannot list them and `npm ci` refuses it as out of sync.)
+npm_install() {  # $1: a folder with package-lock.json
     if [[ ! -f $1/node_modules/.package-lock.json || $1/package-lock.json -nt $1/node_modules/.package-lock.json ]]; then
-        echo "setup: npm ci in ${1#"$here"/}"
-        (cd "$1" && npm ci --no-audit --no-fund --loglevel=error)
+        echo "setup: npm install (from package-lock.json) in ${1#"$here"/}"
+        (cd "$1" && npm install --no-save --no-audit --no-fund --loglevel=error)
     fi
 }
-npm_ci "$here/web/ui"
-npm_ci "$here/tests/browser"
+npm_install "$here/web/ui"
+npm_install "$here/tests/browser"
 if [[ ! -f $here/web/dist/index.html ]] ||
     [[ -n $(find "$here/web/ui" -path "$here/web/ui/node_modules" -prune -o -type f -newer "$here/web/dist/index.html" -print -quit) ]]; then
     echo "setup: building the dashboard into web/dist"
