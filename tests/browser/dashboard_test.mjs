@@ -29,7 +29,7 @@ const gprof = (() => {
   }
 })();
 if (!fs.existsSync(chromium)) skip(`${chromium} is missing (apt-get install chromium; ./setup.sh)`);
-if (!fs.existsSync(path.join(here, "node_modules/playwright-core"))) skip("tests/browser/node_modules is missing (./setup.sh runs npm ci)");
+if (!fs.existsSync(path.join(here, "node_modules/playwright-core"))) skip("tests/browser/node_modules is missing (./setup.sh installs it)");
 if (!fs.existsSync(path.join(webRoot, "index.html"))) skip(`${webRoot} holds no built dashboard (./setup.sh builds web/ui)`);
 if (!fs.existsSync(binary)) skip(`${binary} is not built`);
 if (!gprof) skip("arm-none-eabi-gprof is missing");
