@@ -4,15 +4,14 @@
 // dashboard or arm-none-eabi-gprof are missing.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { binary, eventually, source, startDaemon } from "./daemon.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const source = path.resolve(here, "../..");
-const binary = process.env.RACKPROF_BINARY ?? path.join(source, "build/rackprof");
 const webRoot = process.env.RACKPROF_WEB_ROOT ?? path.join(source, "web/dist");
 const artifacts = process.env.RACKPROF_ARTIFACTS ?? path.join(source, "build/test-artifacts");
 const chromium = process.env.RACKPROF_CHROMIUM ?? "/usr/bin/chromium";
@@ -63,16 +62,6 @@ async function api(method, url, body) {
   return json;
 }
 
-async function eventually(check, ms, what) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 before(async () => {
   fs.mkdirSync(artifacts, { recursive: true });
   // Two builds of the deterministic firmware: A runs its loop 100 times, B 300 times.
@@ -81,20 +70,14 @@ before(async () => {
   rackprof("simulate", "--model", "blinky", "--iterations", "3", "-o", "blinky.bin", "--truth", "blinky.json", "--write-elf", "blinky.elf");
   truth.a = truthProfile(path.join(dir, "a.json"));
   truth.b = truthProfile(path.join(dir, "b.json"));
-  fs.writeFileSync(
-    path.join(dir, "rack.toml"),
+  daemon = await startDaemon(
+    dir,
     `[server]\nlisten = "127.0.0.1:0"\nweb_root = "${webRoot}"\n[storage]\npath = "${dir}/rack.db"\n` +
       `[[boards]]\nname = "det"\nlink = "sim://deterministic?rate=40000"\nelf = "${dir}/model.elf"\n` +
       `[[boards]]\nname = "blinky"\nlink = "sim://blinky?rate=20000"\nelf = "${dir}/blinky.elf"\n`,
+    (log) => log.includes("[det] session") && log.includes("[blinky] session"),
   );
-  const log = fs.openSync(path.join(dir, "serve.log"), "w");
-  daemon = spawn(binary, ["serve", "--config", path.join(dir, "rack.toml")], { cwd: dir, stdio: ["ignore", log, log] });
-  const port = await eventually(() => {
-    const text = fs.readFileSync(path.join(dir, "serve.log"), "utf8");
-    const m = /HTTP API listening on [0-9.]+:(\d+)/.exec(text);
-    return m && text.includes("[det] session") && text.includes("[blinky] session") ? m[1] : null;
-  }, 15000, "the daemon listening with both boards capturing");
-  base = `http://127.0.0.1:${port}`;
+  base = daemon.base;
   const firmware = await api("PUT", "/api/v1/firmware", fs.readFileSync(path.join(dir, "model.elf")));
   sessions.a = (await api("POST", `/api/v1/sessions/import?format=bin&board=build-a&firmware=${firmware.id}`, fs.readFileSync(path.join(dir, "a.bin")))).id;
   sessions.b = (await api("POST", `/api/v1/sessions/import?format=bin&board=build-b&firmware=${firmware.id}`, fs.readFileSync(path.join(dir, "b.bin")))).id;
@@ -112,10 +95,7 @@ before(async () => {
 
 after(async () => {
   await browser?.close();
-  if (daemon) {
-    daemon.kill("SIGTERM");
-    await new Promise((r) => daemon.once("exit", r));
-  }
+  await daemon?.stop();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -286,21 +266,4 @@ test("firmware: an ELF uploads and a capture imports into a session", async () =
   assert.match(await page.textContent("h1"), /bench-blinky/);
   assert.deepEqual(errors.filter((e) => !/status of 422/.test(e)), []);
   await close();
-});
-
-test("static serving: client routes, 404s, content types, traversal", async () => {
-  const route = await fetch(`${base}/sessions/${sessions.a}`);
-  assert.equal(route.status, 200);
-  assert.match(route.headers.get("content-type"), /text\/html/);
-  const html = await route.text();
-  const script = /src="(\/assets\/[^"]+\.js)"/.exec(html)[1];
-  const asset = await fetch(base + script);
-  assert.equal(asset.headers.get("content-type"), "text/javascript; charset=utf-8");
-  assert.match(asset.headers.get("cache-control"), /immutable/);
-  const api404 = await fetch(`${base}/api/v1/nothing`);
-  assert.equal(api404.status, 404);
-  assert.equal((await api404.json()).error.code, "not_found");
-  assert.equal((await fetch(`${base}/assets/missing-123.js`)).status, 404);
-  const traversal = execFileSync("curl", ["-s", "--path-as-is", "-o", "/dev/null", "-w", "%{http_code}", `${base}/../../etc/passwd`]).toString();
-  assert.equal(traversal, "400");
 });
