@@ -113,14 +113,24 @@ async function screenshot(page, name) {
   await page.screenshot({ path: path.join(artifacts, `dashboard-${name}.png`), fullPage: true });
 }
 
-test("rack: every board with its link state and a moving records/s", async () => {
+test("rack: every board with its link state, a moving records/s, live events, start", async () => {
   const { page, errors, close } = await open("/");
   await page.waitForSelector('#boards tr[data-board="det"]');
   assert.equal(await page.textContent('tr[data-board="det"] .state'), "connected");
   assert.equal(await page.textContent('tr[data-board="blinky"] .state'), "connected");
   await page.waitForFunction(() => /^[1-9][0-9,]*$/.test(document.querySelector('tr[data-board="det"] [data-col="rate"]')?.textContent ?? ""), null, { timeout: 5000 });
   assert.match(await page.textContent('tr[data-board="det"]'), /bytes in/);
+  // A change elsewhere (blinky's session stopped through the API) shows up by itself.
+  const blinky = (await api("GET", "/api/v1/boards")).find((b) => b.name === "blinky").session;
+  await page.waitForSelector("h2 .pill.ok");
+  await api("POST", `/api/v1/sessions/${blinky}/stop`);
+  await page.waitForSelector(`ol.events li:has-text("blinky")`, { timeout: 2000 });
+  await page.waitForFunction(() => document.querySelector('tr[data-board="blinky"] td:nth-of-type(4)')?.textContent === "—", null, { timeout: 2000 });
   await screenshot(page, "rack");
+  // ... and a board without a session can start one from here.
+  await page.click('tr[data-board="blinky"] button.start');
+  await page.waitForSelector('tr[data-board="blinky"] a[href^="/live/"]', { timeout: 2000 });
+  assert.notEqual((await api("GET", "/api/v1/boards")).find((b) => b.name === "blinky").session, null);
   assert.deepEqual(errors, []);
   await close();
 });

@@ -92,6 +92,13 @@ export interface BoardEvent {
   at_ns: number;
 }
 
+// Off loopback the daemon wants "Authorization: Bearer <token>" for changes (and for reads
+// with server.token_for_reads); the user enters it once and this browser keeps it.
+export const apiToken = {
+  get: () => localStorage.getItem("rackprof.token") ?? "",
+  set: (token: string) => (token ? localStorage.setItem("rackprof.token", token) : localStorage.removeItem("rackprof.token")),
+};
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -105,6 +112,8 @@ export class ApiError extends Error {
 async function request<T>(method: string, path: string, body?: BodyInit, type?: string): Promise<T> {
   const headers: Record<string, string> = {};
   if (type) headers["Content-Type"] = type;
+  const token = apiToken.get();
+  if (token) headers.Authorization = `Bearer ${token}`;
   const reply = await fetch(path, { method, body, headers });
   if (reply.status === 204) return undefined as T;
   const text = await reply.text();
@@ -116,7 +125,8 @@ async function request<T>(method: string, path: string, body?: BodyInit, type?: 
   }
   if (!reply.ok) {
     const e = (json as { error?: { code: string; message: string } }).error;
-    throw new ApiError(reply.status, e?.code ?? "error", e?.message ?? `${reply.status}`);
+    const hint = reply.status === 401 ? " (set the API token at the top right)" : "";
+    throw new ApiError(reply.status, e?.code ?? "error", (e?.message ?? `${reply.status}`) + hint);
   }
   return json as T;
 }

@@ -9,6 +9,7 @@ import { sessionsPage } from "./pages/sessions";
 import { comparePage } from "./pages/compare";
 import { firmwarePage } from "./pages/firmware";
 import { navigate } from "./router";
+import { apiToken } from "./api";
 
 export type Cleanup = () => void;
 export type Page = (main: HTMLElement, params: URLSearchParams, id?: number) => Promise<Cleanup | void>;
@@ -57,6 +58,14 @@ document.addEventListener("click", (e) => {
   if (url.origin !== location.origin || url.pathname.startsWith("/api/")) return;
   e.preventDefault();
   navigate(url.pathname + url.search);
+});
+// The token form in the header: saved in this browser, then the page reloads its data.
+const tokenForm = document.getElementById("token-form") as HTMLFormElement;
+(tokenForm.elements.namedItem("token") as HTMLInputElement).value = apiToken.get();
+tokenForm.addEventListener("submit", (e) => {
+  e.preventDefault();
+  apiToken.set((tokenForm.elements.namedItem("token") as HTMLInputElement).value.trim());
+  void render();
 });
 window.addEventListener("popstate", () => void render().then(() => main.focus({ preventScroll: true })));
 void render();

@@ -60,11 +60,25 @@ export async function rackPage(main: HTMLElement) {
           h("td", {}, b.session ? link(`/live/${b.session}`, `#${b.session}`) : "—"),
           h("td", {}, counterList(b.counters)),
           h("td", { class: b.last_error ? "error" : "muted" }, b.last_error || "none"),
-          h("td", {}, b.session ? link(`/sessions/${b.session}`, "Profile") : ""),
+          h(
+            "td",
+            {},
+            b.session
+              ? link(`/sessions/${b.session}`, "Profile")
+              : h("button", { type: "button", class: "start", onclick: () => void start(b.name) }, "Start session"),
+          ),
         );
       }),
     );
     last = next;
+  };
+  const start = async (board: string) => {
+    try {
+      await api.startSession(board);
+    } catch (e) {
+      status.textContent = `Cannot start a session on ${board}: ${(e as Error).message}`;
+    }
+    await refresh();
   };
   await refresh();
   const poll = window.setInterval(() => void refresh(), 1000);
