@@ -277,3 +277,34 @@ test("firmware: an ELF uploads and a capture imports into a session", async () =
   assert.deepEqual(errors.filter((e) => !/status of 422/.test(e)), []);
   await close();
 });
+
+// The thesis' real capture from a real board: the profiler's own functions are marked as
+// overhead, and the flat profile says what GNU gprof said about the same capture.
+const thesis = process.env.RACKPROF_SHARED_DATA ?? path.resolve(source, "../shared/data/thesis");
+test("real firmware: profiler-runtime functions marked as overhead, figures as gprof's", async (t) => {
+  if (!fs.existsSync(path.join(thesis, "blink1hex.txt"))) {
+    console.log(`SKIP real-firmware browser test: ${thesis} is absent`);
+    t.skip(`${thesis} is absent`);
+    return;
+  }
+  const firmware = await api("PUT", "/api/v1/firmware", fs.readFileSync(path.join(thesis, "blinky.elf")));
+  const session = await api("POST", `/api/v1/sessions/import?format=hex&board=thesis&firmware=${firmware.id}`, fs.readFileSync(path.join(thesis, "blink1hex.txt")));
+  const { page, errors, close } = await open(`/sessions/${session.id}`);
+  await page.waitForSelector("#call-graph svg g.node");
+  // gprof's flat profile: "  9.51     16.58     1.64                             _mcount_internal"
+  const gprofPercent = (name) => {
+    const line = fs.readFileSync(path.join(thesis, "blink1gprof.txt"), "utf8").split("\n").find((l) => l.trim().endsWith(` ${name}`) && /^\s*[0-9.]+\s+[0-9.]+\s+[0-9.]+/.test(l));
+    return line.trim().split(/\s+/)[0];
+  };
+  for (const name of ["_mcount_internal", "__gnu_mcount_nc"]) {
+    const row = page.locator(`#flat tbody tr:has(button.fn:text-is("${name}"))`);
+    assert.match(await row.getAttribute("class"), /overhead/, name);
+    assert.equal(await row.locator(".tag").textContent(), "overhead");
+    assert.equal((await row.locator("td").first().textContent()).trim(), `${gprofPercent(name)} %`, name);
+  }
+  const marked = await page.$$eval("#flat tbody tr.overhead button.fn", (b) => b.map((x) => x.textContent).sort());
+  assert.deepEqual(marked, ["__gnu_mcount_nc", "_mcount_internal"]);
+  await screenshot(page, "profile-thesis");
+  assert.deepEqual(errors, []);
+  await close();
+});

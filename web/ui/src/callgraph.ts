@@ -23,7 +23,7 @@ export function callGraphDot(entries: GraphEntry[], totalSeconds: number, select
   const lines = [
     "digraph callgraph {",
     // Courier: Graphviz sizes boxes by its metrics, and every monospace font has the same.
-    '  graph [rankdir=TB, bgcolor="transparent", pad=0.2, nodesep=0.35, ranksep=0.5, fontname="Courier"];',
+    '  graph [rankdir=LR, bgcolor="transparent", pad=0.2, nodesep=0.35, ranksep=0.5, fontname="Courier"];',
     '  node [shape=box, style="rounded,filled", fontname="Courier", color="#555555", margin="0.15,0.06"];',
     '  edge [fontname="Courier", fontsize=12, color="#666666", fontcolor="#1f2328"];',
   ];

@@ -137,17 +137,13 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     ...header,
     h("p", { class: "meta" }, `${seconds(profile.total_seconds)} s sampled (${count(profile.total_samples)} samples) · ${profile.flat.length} functions`),
     h(
-      "div",
-      { class: "grid wide-left" },
-      h(
-        "section",
-        { "aria-labelledby": "h-flat" },
-        h("h2", { id: "h-flat" }, "Flat profile"),
-        search,
-        h("div", { class: "scroll" }, h("table", { class: "data", id: "flat" }, h("thead", {}, headRow), flatBody)),
-      ),
-      h("section", { "aria-labelledby": "h-graph" }, h("h2", { id: "h-graph" }, "Call graph"), focus, graph),
+      "section",
+      { "aria-labelledby": "h-flat" },
+      h("h2", { id: "h-flat" }, "Flat profile"),
+      search,
+      h("div", { class: "scroll" }, h("table", { class: "data", id: "flat" }, h("thead", {}, headRow), flatBody)),
     ),
+    h("section", { "aria-labelledby": "h-graph" }, h("h2", { id: "h-graph" }, "Call graph"), h("div", { class: "grid graph-pair" }, graph, focus)),
     h("section", { "aria-labelledby": "h-cg" }, h("h2", { id: "h-cg" }, "Call graph table (as gprof prints it)"), gprofTable(profile.call_graph)),
   );
   renderFlat();
