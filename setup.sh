@@ -14,6 +14,7 @@ packages=(
     systemd                     # systemd-analyze: the deploy tests verify the unit
     dpkg-dev fakeroot file      # cpack builds the .deb; its tests inspect it
     curl                        # the API tests fetch gmon.out as CI jobs do
+    chromium                    # /usr/bin/chromium: the dashboard's browser tests
 )
 
 missing=()
@@ -29,4 +30,38 @@ if ((${#missing[@]})); then
     DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
     echo "setup: all build and test dependencies present"
+fi
+
+# The dashboard (web/ui -> web/dist) and the browser tests' playwright-core, from the npm
+# registry with the pinned lockfiles. Node.js 20 or later (Vite 7) must be on the machine;
+# Debian's nodejs is installed only when there is none. Each step runs only when its inputs
+# are newer than its output, so a second run takes a moment.
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    echo "setup: installing nodejs and npm"
+    sudo_cmd=()
+    [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends nodejs npm
+fi
+if ! node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=19)?0:1)'; then
+    echo "setup: Node.js $(node --version) is too old for Vite 7 (needs 20.19+ or 22.12+): the dashboard is not built" >&2
+    exit 1
+fi
+# `npm install --no-save` installs exactly what package-lock.json pins. (Not `npm ci`: the
+# registry this is built against lacks the other platforms' optional packages of rollup, so
+# the lockfile cannot list them and `npm ci` refuses it as out of sync.)
+npm_install() {  # $1: a folder with package-lock.json
+    if [[ ! -f $1/node_modules/.package-lock.json || $1/package-lock.json -nt $1/node_modules/.package-lock.json ]]; then
+        echo "setup: npm install (from package-lock.json) in ${1#"$here"/}"
+        (cd "$1" && npm install --no-save --no-audit --no-fund --loglevel=error)
+    fi
+}
+npm_install "$here/web/ui"
+npm_install "$here/tests/browser"
+if [[ ! -f $here/web/dist/index.html ]] ||
+    [[ -n $(find "$here/web/ui" -path "$here/web/ui/node_modules" -prune -o -type f -newer "$here/web/dist/index.html" -print -quit) ]]; then
+    echo "setup: building the dashboard into web/dist"
+    (cd "$here/web/ui" && npm run --silent build >/dev/null)
+else
+    echo "setup: the dashboard in web/dist is up to date"
 fi

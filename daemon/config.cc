@@ -170,10 +170,12 @@ DaemonConfig parse_config(const std::string& text, const std::string& source) {
     if (const toml::node* node = root.get("server")) {
         const toml::table* t = node->as_table();
         if (!t) fail(source, *node, "server", "must be a table");
-        reject_unknown(source, *t, "server.", {"listen", "token_file", "token_for_reads"});
+        reject_unknown(source, *t, "server.",
+                       {"listen", "token_file", "token_for_reads", "web_root"});
         c.listen = get_string(source, *t, "server.", "listen", c.listen);
         c.token_file = get_string(source, *t, "server.", "token_file", "");
         c.token_for_reads = get_bool(source, *t, "server.", "token_for_reads", false);
+        c.web_root = get_string(source, *t, "server.", "web_root", "");
     }
     if (const toml::node* node = root.get("storage")) {
         const toml::table* t = node->as_table();

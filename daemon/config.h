@@ -53,6 +53,7 @@ struct DaemonConfig {
     std::string listen = "127.0.0.1:8080";  // the HTTP API; port 0: any free port
     std::filesystem::path token_file;       // the API token (or RACKPROF_API_TOKEN); never logged
     bool token_for_reads = false;           // also every GET needs the token
+    std::filesystem::path web_root;         // the built dashboard; "": found (see serve)
     std::filesystem::path storage_path = "var/rackprof.db";
     std::string log_level = "info";  // trace | debug | info | warn | error
     std::chrono::milliseconds reconnect_min{100};

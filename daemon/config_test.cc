@@ -11,6 +11,7 @@ TEST_CASE("the documented keys parse") {
     const auto c = parse_config(R"(
 [server]
 listen = "127.0.0.1:8080"
+web_root = "/opt/rackprof/web"
 [storage]
 path = "var/rackprof.db"
 [[boards]]
@@ -36,6 +37,8 @@ tags = ["lab-a", "m0"]
     CHECK(c.boards[1].format == "hex");
     CHECK(c.boards[1].tags == std::vector<std::string>{"lab-a", "m0"});
     CHECK(c.storage_path == "var/rackprof.db");
+    CHECK(c.web_root == "/opt/rackprof/web");
+    CHECK(parse_config("", "empty.toml").web_root.empty());  // found at start-up instead
 }
 
 TEST_CASE("errors name the file, line and key") {

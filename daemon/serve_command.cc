@@ -19,6 +19,7 @@
 #include "daemon/systemd_notifier.h"
 #include "web/http_server.h"
 #include "web/live_feeds.h"
+#include "web/static_site.h"
 
 #include <nlohmann/json.hpp>
 
@@ -123,6 +124,16 @@ int run_serve(const std::vector<std::string>& args) {
     api_options.require_token = !endpoint.address().is_loopback() || config.token_for_reads;
     api_options.token_for_reads = config.token_for_reads;
     api_options.log_error = [log](const std::string& what) { log->error("http: {}", what); };
+    std::error_code no_exe;
+    api_options.web_root =
+        web::find_web_root(config.web_root, std::filesystem::read_symlink("/proc/self/exe", no_exe),
+                           RACKPROF_SOURCE_WEB_DIST);
+    if (std::filesystem::is_regular_file(api_options.web_root / "index.html", no_exe)) {
+        log->info("dashboard: serving {}", api_options.web_root.string());
+    } else {
+        log->warn("dashboard: {} holds no built dashboard (run ./setup.sh or set server.web_root)",
+                  api_options.web_root.string());
+    }
     if (api_options.require_token && api_options.token.empty()) {
         log->warn("listening on {} without a token: every mutating request will be refused (401)",
                   config.listen);

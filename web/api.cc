@@ -16,6 +16,7 @@
 #include "gmon/report.h"
 #include "protocol/legacy_decoder.h"
 #include "storage/session_store.h"
+#include "web/static_site.h"
 
 #include <fstream>
 
@@ -154,7 +155,11 @@ std::shared_ptr<const gmon::Symbolizer> cached_symbolizer(const std::string& pat
 }
 
 Api::Api(daemon::CaptureService& service, ApiOptions options)
-    : service_(service), options_(std::move(options)) {}
+    : service_(service),
+      options_(std::move(options)),
+      site_(std::make_unique<StaticSite>(options_.web_root)) {}
+
+Api::~Api() = default;
 
 Response Api::error(http::status status, const std::string& code, const std::string& message,
                     unsigned version, bool keep_alive) {
@@ -180,6 +185,13 @@ Reply Api::handle(const Request& request) {
                 throw HttpError{http::status::method_not_allowed, "method_not_allowed",
                                 "method not allowed here"};
         };
+        // The dashboard's files hold no data, so they need no token (the page asks for one).
+        const bool health_probe =
+            parts.size() == 1 && (parts[0] == "healthz" || parts[0] == "readyz");
+        if (!health_probe && (parts.empty() || parts[0] != "api")) {
+            need(get);
+            return site_->serve(request);
+        }
         if ((!get || options_.token_for_reads) && options_.require_token) {
             const auto auth = request[http::field::authorization];
             if (options_.token.empty() || auth != "Bearer " + options_.token) {

@@ -34,14 +34,20 @@ struct ApiOptions {
     bool require_token = false;    // mutating requests need "Authorization: Bearer <token>"
     bool token_for_reads = false;  // with require_token: every request needs it
     std::function<void(const std::string&)> log_error;  // unexpected failures, with details
+    std::filesystem::path web_root;  // the built dashboard served outside /api ("": none)
 };
 
 // Firmware images by path, loaded once and shared.
 std::shared_ptr<const gmon::Symbolizer> cached_symbolizer(const std::string& path);
 
+class StaticSite;
+
 class Api {
   public:
     Api(daemon::CaptureService& service, ApiOptions options);
+    ~Api();
+    Api(const Api&) = delete;
+    Api& operator=(const Api&) = delete;
     Reply handle(const Request& request);
     // Requests whose bodies may be as large as ServerLimits::upload_bytes.
     static bool is_upload(const http::request_header<>& header);
@@ -59,6 +65,7 @@ class Api {
 
     daemon::CaptureService& service_;
     ApiOptions options_;
+    std::unique_ptr<StaticSite> site_;
 };
 
 }  // namespace rackprof::web

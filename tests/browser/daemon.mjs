@@ -1,0 +1,41 @@
+// A real `rackprof serve` for the tests here: started on a configuration in a temporary
+// folder, its port read from the log line "HTTP API listening on IP:PORT", stopped by SIGTERM.
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const source = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+export const binary = process.env.RACKPROF_BINARY ?? path.join(source, "build/rackprof");
+
+export async function eventually(check, ms, what) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+// `ready(log)` says when the daemon is far enough (e.g. its boards capture).
+export async function startDaemon(dir, toml, ready = () => true) {
+  fs.writeFileSync(path.join(dir, "rack.toml"), toml);
+  const logPath = path.join(dir, "serve.log");
+  const log = fs.openSync(logPath, "w");
+  const child = spawn(binary, ["serve", "--config", path.join(dir, "rack.toml")], { cwd: dir, stdio: ["ignore", log, log] });
+  const exited = new Promise((r) => child.once("exit", r));
+  const port = await eventually(() => {
+    const text = fs.readFileSync(logPath, "utf8");
+    const m = /HTTP API listening on [0-9.]+:(\d+)/.exec(text);
+    return m && ready(text) ? m[1] : null;
+  }, 15000, "the daemon to listen");
+  return {
+    base: `http://127.0.0.1:${port}`,
+    log: () => fs.readFileSync(logPath, "utf8"),
+    stop: async () => {
+      child.kill("SIGTERM");
+      return exited;
+    },
+  };
+}

@@ -1,0 +1,310 @@
+// The dashboard in headless Chromium (Debian's), driven by playwright-core, against a real
+// `rackprof serve` with simulated boards and two imported sessions whose truth is known.
+// Skips (exit 77, which ctest shows as skipped) when Chromium, node_modules, the built
+// dashboard or arm-none-eabi-gprof are missing.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { binary, eventually, source, startDaemon } from "./daemon.mjs";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const webRoot = process.env.RACKPROF_WEB_ROOT ?? path.join(source, "web/dist");
+const artifacts = process.env.RACKPROF_ARTIFACTS ?? path.join(source, "build/test-artifacts");
+const chromium = process.env.RACKPROF_CHROMIUM ?? "/usr/bin/chromium";
+
+function skip(why) {
+  console.log(`SKIP browser tests: ${why}`);
+  process.exit(77);
+}
+const gprof = (() => {
+  try {
+    return execFileSync("sh", ["-c", "command -v arm-none-eabi-gprof"]).toString().trim();
+  } catch {
+    return "";
+  }
+})();
+if (!fs.existsSync(chromium)) skip(`${chromium} is missing (apt-get install chromium; ./setup.sh)`);
+if (!fs.existsSync(path.join(here, "node_modules/playwright-core"))) skip("tests/browser/node_modules is missing (./setup.sh installs it)");
+if (!fs.existsSync(path.join(webRoot, "index.html"))) skip(`${webRoot} holds no built dashboard (./setup.sh builds web/ui)`);
+if (!fs.existsSync(binary)) skip(`${binary} is not built`);
+if (!gprof) skip("arm-none-eabi-gprof is missing");
+
+const { chromium: playwright } = await import("playwright-core");
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rackprof-browser-"));
+const rackprof = (...args) => execFileSync(binary, args, { cwd: dir, stdio: ["ignore", "pipe", "pipe"] }).toString();
+let daemon;
+let base;
+let browser;
+const truth = {};
+const sessions = {};
+
+// Per function of a simulator's ground truth: self % from its PC samples, calls from its arcs.
+function truthProfile(file) {
+  const t = JSON.parse(fs.readFileSync(file, "utf8"));
+  const owner = (pc) => t.functions.find((f) => parseInt(f.addr, 16) <= parseInt(pc, 16) && parseInt(pc, 16) < parseInt(f.addr, 16) + f.size)?.name;
+  const total = t.pc_samples.reduce((n, s) => n + s.count, 0);
+  const out = {};
+  for (const f of t.functions) out[f.name] = { self: 0, calls: 0 };
+  for (const s of t.pc_samples) out[owner(s.pc)].self += (100 * s.count) / total;
+  for (const a of t.arcs) out[owner(a.self)].calls += a.count;
+  return out;
+}
+
+async function api(method, url, body) {
+  const r = await fetch(base + url, { method, body, headers: body ? { "Content-Type": "application/octet-stream" } : {} });
+  const json = await r.json();
+  assert.ok(r.ok, `${method} ${url}: ${r.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+before(async () => {
+  fs.mkdirSync(artifacts, { recursive: true });
+  // Two builds of the deterministic firmware: A runs its loop 100 times, B 300 times.
+  rackprof("simulate", "--model", "deterministic", "--iterations", "100", "--seed", "1", "-o", "a.bin", "--truth", "a.json", "--write-elf", "model.elf");
+  rackprof("simulate", "--model", "deterministic", "--iterations", "300", "--seed", "2", "-o", "b.bin", "--truth", "b.json");
+  rackprof("simulate", "--model", "blinky", "--iterations", "3", "-o", "blinky.bin", "--truth", "blinky.json", "--write-elf", "blinky.elf");
+  truth.a = truthProfile(path.join(dir, "a.json"));
+  truth.b = truthProfile(path.join(dir, "b.json"));
+  daemon = await startDaemon(
+    dir,
+    `[server]\nlisten = "127.0.0.1:0"\nweb_root = "${webRoot}"\n[storage]\npath = "${dir}/rack.db"\n` +
+      `[[boards]]\nname = "det"\nlink = "sim://deterministic?rate=40000"\nelf = "${dir}/model.elf"\n` +
+      `[[boards]]\nname = "blinky"\nlink = "sim://blinky?rate=20000"\nelf = "${dir}/blinky.elf"\n`,
+    (log) => log.includes("[det] session") && log.includes("[blinky] session"),
+  );
+  base = daemon.base;
+  const firmware = await api("PUT", "/api/v1/firmware", fs.readFileSync(path.join(dir, "model.elf")));
+  sessions.a = (await api("POST", `/api/v1/sessions/import?format=bin&board=build-a&firmware=${firmware.id}`, fs.readFileSync(path.join(dir, "a.bin")))).id;
+  sessions.b = (await api("POST", `/api/v1/sessions/import?format=bin&board=build-b&firmware=${firmware.id}`, fs.readFileSync(path.join(dir, "b.bin")))).id;
+  sessions.live = (await api("GET", "/api/v1/boards")).find((b) => b.name === "det").session;
+  // A fresh profile (--user-data-dir, which playwright passes itself) and no background
+  // networking: this machine's network is closed.
+  browser = await playwright.launchPersistentContext(fs.mkdtempSync(path.join(dir, "chromium-")), {
+    executablePath: chromium,
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    viewport: { width: 1280, height: 800 },
+    acceptDownloads: true,
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await daemon?.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+// A page at 1280x800 whose console errors and uncaught exceptions are collected.
+async function open(url) {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await page.goto(base + url);
+  return { page, errors, close: () => page.close() };
+}
+
+async function screenshot(page, name) {
+  await page.screenshot({ path: path.join(artifacts, `dashboard-${name}.png`), fullPage: true });
+}
+
+test("rack: every board with its link state, a moving records/s, live events, start", async () => {
+  const { page, errors, close } = await open("/");
+  await page.waitForSelector('#boards tr[data-board="det"]');
+  assert.equal(await page.textContent('tr[data-board="det"] .state'), "connected");
+  assert.equal(await page.textContent('tr[data-board="blinky"] .state'), "connected");
+  await page.waitForFunction(() => /^[1-9][0-9,]*$/.test(document.querySelector('tr[data-board="det"] [data-col="rate"]')?.textContent ?? ""), null, { timeout: 5000 });
+  assert.match(await page.textContent('tr[data-board="det"]'), /bytes in/);
+  // A change elsewhere (blinky's session stopped through the API) shows up by itself.
+  const blinky = (await api("GET", "/api/v1/boards")).find((b) => b.name === "blinky").session;
+  await page.waitForSelector("h2 .pill.ok");
+  await api("POST", `/api/v1/sessions/${blinky}/stop`);
+  await page.waitForSelector(`ol.events li:has-text("blinky")`, { timeout: 2000 });
+  await page.waitForFunction(() => document.querySelector('tr[data-board="blinky"] td:nth-of-type(4)')?.textContent === "—", null, { timeout: 2000 });
+  await screenshot(page, "rack");
+  // ... and a board without a session can start one from here.
+  await page.click('tr[data-board="blinky"] button.start');
+  await page.waitForSelector('tr[data-board="blinky"] a[href^="/live/"]', { timeout: 2000 });
+  assert.notEqual((await api("GET", "/api/v1/boards")).find((b) => b.name === "blinky").session, null);
+  assert.deepEqual(errors, []);
+  await close();
+});
+
+test("live: the view changes within 2 s, and stop stops the session", async () => {
+  const { page, errors, close } = await open(`/live/${sessions.live}`);
+  await page.waitForSelector("#top-functions tbody tr");
+  const first = await page.textContent("#totals");
+  const changed = await eventually(async () => (await page.textContent("#totals")) !== first, 2000, "the totals to change");
+  assert.ok(changed);
+  assert.match(await page.textContent("#top-functions"), /gamma/);
+  assert.equal(await page.textContent("#link-state"), "connected");
+  assert.equal(await page.locator(".chart canvas").count(), 1);
+  await page.waitForTimeout(2000); // a few points on the chart for the screenshot
+  await screenshot(page, "live");
+  await page.click("#stop");
+  await page.waitForFunction(() => document.querySelector("#capture-state")?.textContent === "not_capturing", null, { timeout: 3000 });
+  const stopped = await api("GET", `/api/v1/sessions/${sessions.live}`);
+  assert.equal(stopped.state, "completed");
+  assert.deepEqual(errors, []);
+  await close();
+});
+
+test("profile: sorting (mouse and keyboard), search, call graph and its navigation, gprof table", async () => {
+  const { page, errors, close } = await open(`/sessions/${sessions.a}`);
+  await page.waitForSelector("#call-graph svg g.node");
+  const column = (n) => page.$$eval(`#flat tbody tr`, (rows, i) => rows.map((r) => r.children[i].textContent.trim()), n);
+  const numbers = (texts) => texts.map((t) => (t === "—" ? -1 : Number(t.replace(/[,%\s]/g, ""))));
+  // Default: self % descending, as gprof.
+  const self = numbers(await column(1));
+  assert.deepEqual(self, [...self].sort((x, y) => y - x));
+  await page.click('button.sort[data-key="calls"]');
+  const calls = numbers(await column(4));
+  assert.deepEqual(calls, [...calls].sort((x, y) => y - x));
+  assert.equal(calls[0], truth.a.gamma.calls);
+  await page.click('button.sort[data-key="calls"]');
+  const up = numbers(await column(4));
+  assert.deepEqual(up, [...up].sort((x, y) => x - y));
+  await page.click('button.sort[data-key="name"]');
+  const names = await column(0);
+  assert.deepEqual(names, [...names].sort((x, y) => x.localeCompare(y)));
+  // Keyboard: the headers are buttons, Tab reaches them, Enter sorts.
+  await page.focus("#search");
+  await page.keyboard.press("Tab");
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.key), "name");
+  await page.keyboard.press("Tab");
+  await page.keyboard.press("Enter");
+  const byKeyboard = numbers(await column(1));
+  assert.deepEqual(byKeyboard, [...byKeyboard].sort((x, y) => y - x));
+  assert.equal(await page.getAttribute('th:has(button[data-key="percent"])', "aria-sort"), "descending");
+  await page.fill("#search", "amm");
+  assert.deepEqual(await column(0), ["gamma"]);
+  await page.fill("#search", "");
+  assert.equal((await column(0)).length, names.length);
+  // The graph: one node per function, edges labeled with exact call counts.
+  const labels = await page.$$eval("#call-graph svg g.edge text", (t) => t.map((x) => x.textContent));
+  assert.ok(labels.includes(String(truth.a.gamma.calls)), `edge labels ${labels}`);
+  // Navigation: select gamma, then its caller.
+  await page.click('#flat button.fn:text-is("gamma")');
+  await page.waitForSelector('#focus h3:has-text("gamma")');
+  const callers = await page.$$eval("#focus .pair > div:first-child button.fn", (b) => b.map((x) => x.textContent));
+  assert.ok(callers.length > 0);
+  await page.click(`#focus .pair > div:first-child button.fn >> nth=0`);
+  await page.waitForSelector(`#focus h3:has-text("${callers[0]}")`);
+  assert.match(await page.textContent("#call-graph-table"), /\[1\]/);
+  await screenshot(page, "profile");
+  assert.deepEqual(errors, []);
+  await close();
+});
+
+test("the gmon.out button downloads a file arm-none-eabi-gprof reads", async () => {
+  const { page, errors, close } = await open(`/sessions/${sessions.a}`);
+  const [download] = await Promise.all([page.waitForEvent("download"), page.click('a.download[data-kind="gmon.out"]')]);
+  assert.equal(download.suggestedFilename(), `build-a-${sessions.a}.gmon.out`);
+  const file = path.join(dir, "downloaded.gmon.out");
+  await download.saveAs(file);
+  const report = execFileSync(gprof, ["-b", path.join(dir, "model.elf"), file]).toString();
+  const gammaLine = report.split("\n").find((l) => / gamma$/.test(l));
+  assert.ok(gammaLine, report);
+  assert.match(gammaLine, new RegExp(`\\s${truth.a.gamma.calls}\\s`));
+  assert.deepEqual(errors, []);
+  await close();
+});
+
+test("sessions: list, filter, downloads", async () => {
+  const { page, errors, close } = await open("/sessions");
+  await page.waitForSelector(`#sessions tr[data-session="${sessions.a}"]`);
+  assert.equal(await page.locator(`#sessions tr[data-session="${sessions.b}"] a.download`).count(), 3);
+  await screenshot(page, "sessions");
+  await page.selectOption('select[name="board"]', "build-b");
+  await page.click('form.filters button[type="submit"]');
+  await page.waitForFunction(() => document.querySelectorAll("#sessions tbody tr").length === 1);
+  assert.equal(await page.getAttribute("#sessions tbody tr", "data-session"), String(sessions.b));
+  assert.deepEqual(errors, []);
+  await close();
+});
+
+test("compare: the known difference between two builds", async () => {
+  const { page, errors, close } = await open("/sessions");
+  await page.waitForSelector("#compare-a");
+  await page.selectOption("#compare-a", String(sessions.a));
+  await page.selectOption("#compare-b", String(sessions.b));
+  await page.click('#compare button[type="submit"]');
+  await page.waitForSelector("#compare-table tbody tr");
+  for (const fn of ["alpha", "beta", "gamma"]) {
+    const row = page.locator(`#compare-table tr[data-function="${fn}"]`);
+    const cells = (await row.locator("td").allTextContents()).map((t) => t.trim());
+    const expectCalls = truth.b[fn].calls - truth.a[fn].calls;
+    assert.equal(cells[0], `${truth.a[fn].self.toFixed(2)} %`);
+    assert.equal(cells[1], `${truth.b[fn].self.toFixed(2)} %`);
+    assert.equal(cells[3], truth.a[fn].calls.toLocaleString("en-US"));
+    assert.equal(cells[4], truth.b[fn].calls.toLocaleString("en-US"));
+    assert.equal(cells[5], `+${expectCalls.toLocaleString("en-US")}`);
+    const selfDiff = Number(cells[2].replace("−", "-").replace("±", ""));
+    assert.ok(Math.abs(selfDiff - (truth.b[fn].self - truth.a[fn].self)) < 0.011, `${fn}: ${cells[2]} vs truth ${truth.b[fn].self - truth.a[fn].self}`);
+  }
+  await screenshot(page, "compare");
+  assert.deepEqual(errors, []);
+  await close();
+});
+
+test("firmware: an ELF uploads and a capture imports into a session", async () => {
+  const { page, errors, close } = await open("/firmware");
+  await page.setInputFiles("#elf-file", path.join(dir, "blinky.elf"));
+  await page.click('#elf-form button[type="submit"]');
+  await page.waitForSelector("#elf-result code");
+  assert.match(await page.inputValue("#firmware-id"), /^[0-9a-f]+$/);
+  await page.setInputFiles("#capture-file", path.join(dir, "blinky.bin"));
+  await page.fill('input[name="board"]', "bench-blinky");
+  await page.click('#import-form button[type="submit"]');
+  await page.waitForSelector('#import-result a:has-text("open its profile")');
+  const sent = JSON.parse(fs.readFileSync(path.join(dir, "blinky.json"), "utf8"));
+  assert.match(await page.textContent("#import-result"), new RegExp(`\\(${sent.arcs_sent} arcs, ${sent.pc_samples_sent} samples, 0 bytes discarded\\)`));
+  await screenshot(page, "firmware");
+  // A wrong file gets a clear error, not a crash.
+  await page.setInputFiles("#elf-file", path.join(dir, "a.json"));
+  await page.click('#elf-form button[type="submit"]');
+  await page.waitForSelector("#elf-result .error");
+  assert.match(await page.textContent("#elf-result"), /not a usable ELF/);
+  // The imported session's profile is one click away.
+  await page.click('#import-result a:has-text("open its profile")');
+  await page.waitForSelector("#flat tbody tr");
+  assert.match(await page.textContent("h1"), /bench-blinky/);
+  assert.deepEqual(errors.filter((e) => !/status of 422/.test(e)), []);
+  await close();
+});
+
+// The thesis' real capture from a real board: the profiler's own functions are marked as
+// overhead, and the flat profile says what GNU gprof said about the same capture.
+const thesis = process.env.RACKPROF_SHARED_DATA ?? path.resolve(source, "../shared/data/thesis");
+test("real firmware: profiler-runtime functions marked as overhead, figures as gprof's", async (t) => {
+  if (!fs.existsSync(path.join(thesis, "blink1hex.txt"))) {
+    console.log(`SKIP real-firmware browser test: ${thesis} is absent`);
+    t.skip(`${thesis} is absent`);
+    return;
+  }
+  const firmware = await api("PUT", "/api/v1/firmware", fs.readFileSync(path.join(thesis, "blinky.elf")));
+  const session = await api("POST", `/api/v1/sessions/import?format=hex&board=thesis&firmware=${firmware.id}`, fs.readFileSync(path.join(thesis, "blink1hex.txt")));
+  const { page, errors, close } = await open(`/sessions/${session.id}`);
+  await page.waitForSelector("#call-graph svg g.node");
+  // gprof's flat profile: "  9.51     16.58     1.64                             _mcount_internal"
+  const gprofPercent = (name) => {
+    const line = fs.readFileSync(path.join(thesis, "blink1gprof.txt"), "utf8").split("\n").find((l) => l.trim().endsWith(` ${name}`) && /^\s*[0-9.]+\s+[0-9.]+\s+[0-9.]+/.test(l));
+    return line.trim().split(/\s+/)[0];
+  };
+  for (const name of ["_mcount_internal", "__gnu_mcount_nc"]) {
+    const row = page.locator(`#flat tbody tr:has(button.fn:text-is("${name}"))`);
+    assert.match(await row.getAttribute("class"), /overhead/, name);
+    assert.equal(await row.locator(".tag").textContent(), "overhead");
+    assert.equal((await row.locator("td").first().textContent()).trim(), `${gprofPercent(name)} %`, name);
+  }
+  const marked = await page.$$eval("#flat tbody tr.overhead button.fn", (b) => b.map((x) => x.textContent).sort());
+  assert.deepEqual(marked, ["__gnu_mcount_nc", "_mcount_internal"]);
+  await screenshot(page, "profile-thesis");
+  assert.deepEqual(errors, []);
+  await close();
+});

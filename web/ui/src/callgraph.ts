@@ -1,0 +1,58 @@
+// The call graph drawn by Graphviz (its WebAssembly build, loaded on first use): one node per
+// function, sized by total time and colored by self time, edges labeled with call counts.
+import type { GraphEntry } from "./api";
+import { isOverhead } from "./format";
+
+const kMaxNodes = 40; // the busiest functions; a larger graph is unreadable at 1280 px
+
+const quote = (s: string) => `"${s.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
+
+// Self time as a color from pale yellow (none) to red (all of it).
+function heat(fraction: number): string {
+  const f = Math.max(0, Math.min(1, fraction));
+  const hue = 55 - 55 * f;
+  return `${(hue / 360).toFixed(3)} ${(0.25 + 0.6 * f).toFixed(3)} 1.000`;
+}
+
+export function callGraphDot(entries: GraphEntry[], totalSeconds: number, selected?: string): string {
+  const functions = entries.filter((e) => e.cycle === null || !e.members);
+  const shown = [...functions]
+    .sort((a, b) => b.percent - a.percent || b.called - a.called)
+    .slice(0, kMaxNodes);
+  const names = new Set(shown.map((e) => e.name));
+  const lines = [
+    "digraph callgraph {",
+    // Courier: Graphviz sizes boxes by its metrics, and every monospace font has the same.
+    '  graph [rankdir=LR, bgcolor="transparent", pad=0.2, nodesep=0.35, ranksep=0.5, fontname="Courier"];',
+    '  node [shape=box, style="rounded,filled", fontname="Courier", color="#555555", margin="0.15,0.06"];',
+    '  edge [fontname="Courier", fontsize=12, color="#666666", fontcolor="#1f2328"];',
+  ];
+  for (const e of shown) {
+    const self = totalSeconds > 0 ? e.self_seconds / totalSeconds : 0;
+    const size = 10 + Math.round(Math.sqrt(e.percent) * 0.6);
+    const overhead = isOverhead(e.name);
+    lines.push(
+      `  ${quote(e.name)} [id=${quote("fn-" + e.index)}, label=${quote(
+        `${e.name}\n${e.percent.toFixed(1)} % total, ${(self * 100).toFixed(1)} % self\n${e.called + e.self_calls} calls`,
+      )}, fontsize=${size}, fillcolor=${quote(overhead ? "0.0 0.0 0.88" : heat(self))}${
+        overhead ? ', style="rounded,filled,dashed"' : ""
+      }${e.name === selected ? ", penwidth=3, color=\"#1d4ed8\"" : ""}, tooltip=${quote(e.name)}];`,
+    );
+  }
+  for (const e of shown) {
+    for (const c of e.children ?? []) {
+      if (!names.has(c.name)) continue;
+      const width = 1 + Math.min(4, Math.log10(Math.max(1, c.count)));
+      lines.push(`  ${quote(e.name)} -> ${quote(c.name)} [label=${quote(String(c.count))}, penwidth=${width.toFixed(2)}];`);
+    }
+  }
+  lines.push("}");
+  return lines.join("\n");
+}
+
+let viz: Promise<{ renderSVGElement(dot: string): SVGSVGElement }> | null = null;
+
+export async function renderCallGraph(dot: string): Promise<SVGSVGElement> {
+  viz ??= import("@viz-js/viz").then((m) => m.instance());
+  return (await viz).renderSVGElement(dot);
+}

@@ -1,0 +1,197 @@
+// Profile of one session: the flat profile (sortable, searchable), the call graph drawn with
+// caller/callee navigation, and the call-graph table laid out as gprof prints it.
+import { api, downloads, type FlatRow, type GraphEntry, type GraphLine, type Profile } from "../api";
+import { count, duration, isOverhead, percent, seconds, time } from "../format";
+import { h, link, replace } from "../dom";
+import { callGraphDot, renderCallGraph } from "../callgraph";
+
+type Key = keyof FlatRow;
+const columns: { key: Key; label: string; numeric: boolean }[] = [
+  { key: "name", label: "Function", numeric: false },
+  { key: "percent", label: "Self %", numeric: true },
+  { key: "self_seconds", label: "Self s", numeric: true },
+  { key: "cumulative_seconds", label: "Cumulative s", numeric: true },
+  { key: "calls", label: "Calls", numeric: true },
+  { key: "self_ms_per_call", label: "Self ms/call", numeric: true },
+  { key: "total_ms_per_call", label: "Total ms/call", numeric: true },
+];
+
+export async function profilePage(main: HTMLElement, _params: URLSearchParams, id?: number) {
+  const sid = id as number;
+  const session = await api.session(sid);
+  const header = [
+    h("h1", {}, `Profile: ${session.board} · session ${sid}`),
+    h(
+      "p",
+      { class: "meta" },
+      `${session.state} · started ${time(session.started_ns)} · ${duration(session.started_ns, session.ended_ns)} · `,
+      session.state === "capturing" ? [link(`/live/${sid}`, "live view"), " · "] : "",
+      "download ",
+      downloads(sid).map((d, i) => [i ? ", " : "", h("a", { href: d.href, download: "", class: "download", "data-kind": d.label }, d.label)]),
+    ),
+  ];
+  let profile: Profile;
+  try {
+    profile = await api.profile(sid);
+  } catch (e) {
+    replace(main, ...header, h("p", { class: "error", role: "alert" }, (e as Error).message), h("p", {}, "Attach firmware on the ", link("/firmware", "Firmware & import"), " page to name functions."));
+    return;
+  }
+
+  const entries = new Map<string, GraphEntry>(profile.call_graph.map((e) => [e.name, e]));
+  const search = h("input", { type: "search", id: "search", placeholder: "Filter functions", "aria-label": "Filter functions" }) as HTMLInputElement;
+  const flatBody = h("tbody");
+  const headRow = h("tr");
+  const focus = h("section", { class: "focus", "aria-live": "polite", id: "focus" });
+  const graph = h("div", { class: "graph", id: "call-graph" }, h("p", { class: "muted" }, "Laying out the call graph…"));
+  let sort: { key: Key; descending: boolean } = { key: "percent", descending: true };
+  let selected = profile.flat[0]?.name;
+
+  const renderFlat = () => {
+    const needle = search.value.trim().toLowerCase();
+    const rows = profile.flat
+      .filter((r) => r.name.toLowerCase().includes(needle))
+      .sort((a, b) => compare(a[sort.key], b[sort.key]) * (sort.descending ? -1 : 1));
+    replace(
+      headRow,
+      columns.map((c) =>
+        h(
+          "th",
+          { scope: "col", class: c.numeric ? "num" : "", "aria-sort": sort.key === c.key ? (sort.descending ? "descending" : "ascending") : "none" },
+          h(
+            "button",
+            {
+              type: "button",
+              class: "sort",
+              "data-key": c.key,
+              onclick: () => {
+                sort = { key: c.key, descending: sort.key === c.key ? !sort.descending : c.numeric };
+                renderFlat();
+              },
+            },
+            c.label,
+            sort.key === c.key ? (sort.descending ? " ▼" : " ▲") : "",
+          ),
+        ),
+      ),
+    );
+    replace(
+      flatBody,
+      rows.map((r) =>
+        h(
+          "tr",
+          { class: [isOverhead(r.name) ? "overhead" : "", r.name === selected ? "selected" : ""].join(" ").trim() || undefined },
+          h("th", { scope: "row", class: "mono" }, h("button", { type: "button", class: "fn", onclick: () => select(r.name) }, r.name), isOverhead(r.name) ? h("span", { class: "tag", title: "time spent in the profiler itself" }, "overhead") : ""),
+          h("td", { class: "num" }, percent(r.percent)),
+          h("td", { class: "num" }, seconds(r.self_seconds)),
+          h("td", { class: "num" }, seconds(r.cumulative_seconds)),
+          h("td", { class: "num" }, count(r.calls)),
+          h("td", { class: "num" }, r.self_ms_per_call === null ? "—" : r.self_ms_per_call.toFixed(2)),
+          h("td", { class: "num" }, r.total_ms_per_call === null ? "—" : r.total_ms_per_call.toFixed(2)),
+        ),
+      ),
+      rows.length ? null : h("tr", {}, h("td", { colspan: columns.length, class: "muted" }, "No function matches.")),
+    );
+  };
+
+  const renderFocus = () => {
+    const e = selected ? entries.get(selected) : undefined;
+    if (!e) return replace(focus, h("p", { class: "muted" }, "Select a function to see its callers and callees."));
+    const list = (lines: GraphLine[], empty: string) =>
+      lines.length
+        ? h("ul", {}, lines.map((l) => h("li", {}, h("button", { type: "button", class: "fn", onclick: () => select(l.name) }, l.name), ` ${count(l.count)}/${count(l.of)} calls`)))
+        : h("p", { class: "muted" }, empty);
+    replace(
+      focus,
+      h("h3", {}, e.name, isOverhead(e.name) ? h("span", { class: "tag" }, "overhead") : ""),
+      h("p", {}, `${percent(e.percent)} of the time with callees · self ${seconds(e.self_seconds)} s · children ${seconds(e.children_seconds)} s · called ${count(e.called)}${e.self_calls ? "+" + count(e.self_calls) : ""}`),
+      h("div", { class: "pair" }, h("div", {}, h("h4", {}, "Callers"), list(e.parents ?? [], e.spontaneous ? "spontaneous" : "none")), h("div", {}, h("h4", {}, "Callees"), list(e.children ?? [], "none"))),
+    );
+  };
+
+  const renderGraph = async () => {
+    try {
+      const svg = await renderCallGraph(callGraphDot(profile.call_graph, profile.total_seconds, selected));
+      svg.setAttribute("role", "img");
+      svg.setAttribute("aria-label", "call graph");
+      for (const node of svg.querySelectorAll<SVGGElement>("g.node")) {
+        const name = node.querySelector("title")?.textContent ?? "";
+        node.addEventListener("click", () => select(name));
+      }
+      replace(graph, svg);
+    } catch (e) {
+      replace(graph, h("p", { class: "error", role: "alert" }, `The call graph could not be drawn: ${(e as Error).message}`));
+    }
+  };
+
+  const select = (name: string) => {
+    selected = name;
+    renderFlat();
+    renderFocus();
+    void renderGraph();
+  };
+
+  search.addEventListener("input", renderFlat);
+  replace(
+    main,
+    ...header,
+    h("p", { class: "meta" }, `${seconds(profile.total_seconds)} s sampled (${count(profile.total_samples)} samples) · ${profile.flat.length} functions`),
+    h(
+      "section",
+      { "aria-labelledby": "h-flat" },
+      h("h2", { id: "h-flat" }, "Flat profile"),
+      search,
+      h("div", { class: "scroll" }, h("table", { class: "data", id: "flat" }, h("thead", {}, headRow), flatBody)),
+    ),
+    h("section", { "aria-labelledby": "h-graph" }, h("h2", { id: "h-graph" }, "Call graph"), h("div", { class: "grid graph-pair" }, graph, focus)),
+    h("section", { "aria-labelledby": "h-cg" }, h("h2", { id: "h-cg" }, "Call graph table (as gprof prints it)"), gprofTable(profile.call_graph)),
+  );
+  renderFlat();
+  renderFocus();
+  await renderGraph();
+}
+
+function compare(a: unknown, b: unknown): number {
+  if (a === b) return 0;
+  if (a === null || a === undefined) return -1;
+  if (b === null || b === undefined) return 1;
+  if (typeof a === "number" && typeof b === "number") return a - b;
+  return String(a).localeCompare(String(b));
+}
+
+// gprof's call graph: for each function its callers above, itself (with its index), and its
+// callees below, indented; names link to their own entries.
+function gprofTable(entries: GraphEntry[]) {
+  const ref = (name: string, index: number) => h("a", { href: `#cg-${index}`, class: "mono" }, `${name} [${index}]`);
+  const line = (l: GraphLine) =>
+    h("tr", { class: "sub" }, h("td", {}), h("td", {}), h("td", { class: "num" }, seconds(l.self_seconds)), h("td", { class: "num" }, seconds(l.children_seconds)), h("td", { class: "num" }, `${count(l.count)}/${count(l.of)}`), h("td", { class: "indent" }, ref(l.name, l.index)));
+  return h(
+    "div",
+    { class: "scroll tall" },
+    h(
+      "table",
+      { class: "data gprof", id: "call-graph-table" },
+      h("thead", {}, h("tr", {}, ...["index", "% time", "self", "children", "called", "name"].map((t) => h("th", { scope: "col" }, t)))),
+      entries.map((e) =>
+        h(
+          "tbody",
+          { id: `cg-${e.index}`, class: isOverhead(e.name) ? "overhead" : undefined },
+          e.spontaneous ? h("tr", { class: "sub" }, h("td", { colspan: 5 }), h("td", { class: "indent muted" }, "<spontaneous>")) : null,
+          (e.parents ?? []).map(line),
+          h(
+            "tr",
+            { class: "primary" },
+            h("td", {}, `[${e.index}]`),
+            h("td", { class: "num" }, e.percent.toFixed(1)),
+            h("td", { class: "num" }, seconds(e.self_seconds)),
+            h("td", { class: "num" }, seconds(e.children_seconds)),
+            h("td", { class: "num" }, e.self_calls ? `${count(e.called)}+${count(e.self_calls)}` : count(e.called)),
+            h("td", { class: "mono" }, `${e.name} [${e.index}]`, isOverhead(e.name) ? h("span", { class: "tag" }, "overhead") : ""),
+          ),
+          (e.children ?? []).map(line),
+          (e.members ?? []).map((m) => h("tr", { class: "sub" }, h("td", { colspan: 5 }), h("td", { class: "indent" }, ref(m.name, m.index)))),
+        ),
+      ),
+    ),
+  );
+}

@@ -1,0 +1,83 @@
+// Sessions: the stored sessions with filters, downloads, and two picked for a comparison.
+import { api, downloads, type Session } from "../api";
+import { count, duration, time } from "../format";
+import { h, link, replace } from "../dom";
+import { navigate } from "../router";
+
+export async function sessionsPage(main: HTMLElement, params: URLSearchParams) {
+  const [sessions, boards] = await Promise.all([api.sessions(filterOf(params)), api.boards()]);
+  const boardNames = [...new Set([...boards.map((b) => b.name), ...sessions.map((s) => s.board)])].sort();
+  const select = (name: string, label: string, options: string[]) =>
+    h("label", {}, label, " ", h("select", { name }, h("option", { value: "" }, "any"), options.map((o) => h("option", { value: o, selected: params.get(name) === o }, o))));
+
+  const filters = h(
+    "form",
+    { class: "filters", role: "search", onsubmit: (e: Event) => {
+      e.preventDefault();
+      const data = new FormData(e.target as HTMLFormElement);
+      const query = new URLSearchParams();
+      for (const [k, v] of data) if (v) query.set(k, String(v));
+      navigate(`/sessions${query.size ? "?" + query : ""}`);
+    } },
+    select("board", "Board", boardNames),
+    select("state", "State", ["capturing", "completed", "interrupted"]),
+    h("button", { type: "submit" }, "Filter"),
+  );
+
+  const pick = (name: "a" | "b", label: string) =>
+    h("label", {}, label, " ", h("select", { name, id: `compare-${name}` }, sessions.map((s) => h("option", { value: s.id }, `#${s.id} ${s.board}`))));
+  const compare = h(
+    "form",
+    { class: "filters", id: "compare", onsubmit: (e: Event) => {
+      e.preventDefault();
+      const data = new FormData(e.target as HTMLFormElement);
+      navigate(`/compare?a=${data.get("a")}&b=${data.get("b")}`);
+    } },
+    pick("a", "Compare"),
+    pick("b", "with"),
+    h("button", { type: "submit", disabled: sessions.length < 2 }, "Compare"),
+  );
+
+  replace(
+    main,
+    h("h1", {}, "Sessions"),
+    filters,
+    h(
+      "table",
+      { class: "data", id: "sessions" },
+      h("thead", {}, h("tr", {}, ...["#", "Board", "State", "Started", "Duration", "Records", "Discarded bytes", "Downloads", ""].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, sessions.length ? [...sessions].reverse().map(row) : h("tr", {}, h("td", { colspan: 9, class: "muted" }, "No sessions match."))),
+    ),
+    h("h2", {}, "Compare two sessions"),
+    compare,
+  );
+  // Newest two preselected: "this build against the previous one".
+  const ids = sessions.map((s) => String(s.id));
+  if (ids.length >= 2) {
+    (main.querySelector("#compare-a") as HTMLSelectElement).value = ids[ids.length - 2];
+    (main.querySelector("#compare-b") as HTMLSelectElement).value = ids[ids.length - 1];
+  }
+}
+
+function filterOf(params: URLSearchParams): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key of ["board", "state"]) if (params.get(key)) out[key] = params.get(key) as string;
+  return out;
+}
+
+function row(s: Session) {
+  const records = (s.counters.arcs ?? 0) + (s.counters.pc_samples ?? 0);
+  return h(
+    "tr",
+    { "data-session": s.id },
+    h("th", { scope: "row" }, link(`/sessions/${s.id}`, `#${s.id}`)),
+    h("td", {}, s.board),
+    h("td", {}, h("span", { class: `state state-${s.state}` }, s.state)),
+    h("td", {}, time(s.started_ns)),
+    h("td", {}, duration(s.started_ns, s.ended_ns)),
+    h("td", { class: "num" }, count(records)),
+    h("td", { class: `num ${s.counters.bytes_discarded ? "warn" : ""}` }, count(s.counters.bytes_discarded)),
+    h("td", {}, downloads(s.id).map((d, i) => [i ? " · " : "", h("a", { href: d.href, download: "", class: "download", "data-kind": d.label }, d.label)])),
+    h("td", {}, link(`/sessions/${s.id}`, "Profile"), s.state === "capturing" ? [" · ", link(`/live/${s.id}`, "Live")] : ""),
+  );
+}
