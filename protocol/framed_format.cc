@@ -1,0 +1,169 @@
+#include "protocol/framed_format.h"
+
+#include <array>
+#include <stdexcept>
+#include <string>
+
+namespace rackprof::protocol {
+
+namespace {
+
+constexpr std::array<std::uint16_t, 256> make_crc_table() {
+    std::array<std::uint16_t, 256> table{};
+    for (unsigned i = 0; i < 256; ++i) {
+        auto crc = static_cast<std::uint16_t>(i << 8);
+        for (int bit = 0; bit < 8; ++bit) {
+            crc = static_cast<std::uint16_t>(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
+        }
+        table[i] = crc;
+    }
+    return table;
+}
+constexpr auto kCrcTable = make_crc_table();
+
+void put_le(std::uint32_t value, int width, std::vector<std::uint8_t>& out) {
+    for (int i = 0; i < width; ++i) out.push_back(static_cast<std::uint8_t>(value >> (8 * i)));
+}
+
+}  // namespace
+
+std::uint16_t crc16_ccitt_false(std::span<const std::uint8_t> data) {
+    std::uint16_t crc = 0xFFFF;
+    for (std::uint8_t b : data) {
+        crc = static_cast<std::uint16_t>((crc << 8) ^ kCrcTable[((crc >> 8) ^ b) & 0xFF]);
+    }
+    return crc;
+}
+
+void cobs_encode(std::span<const std::uint8_t> data, std::vector<std::uint8_t>& out) {
+    std::size_t code_at = out.size();
+    out.push_back(0);
+    std::uint8_t code = 1;
+    for (std::uint8_t b : data) {
+        if (b != 0) {
+            out.push_back(b);
+            ++code;
+        }
+        if (b == 0 || code == 0xFF) {
+            out[code_at] = code;
+            code_at = out.size();
+            out.push_back(0);
+            code = 1;
+        }
+    }
+    out[code_at] = code;
+}
+
+bool cobs_decode(std::span<const std::uint8_t> encoded, std::vector<std::uint8_t>& out) {
+    out.clear();
+    std::size_t pos = 0;
+    while (pos < encoded.size()) {
+        const std::uint8_t code = encoded[pos++];
+        if (code == 0 || pos + code - 1 > encoded.size()) return false;
+        for (std::size_t i = 1; i < code; ++i) {
+            const std::uint8_t b = encoded[pos++];
+            if (b == 0) return false;
+            out.push_back(b);
+        }
+        // A block shorter than 254 bytes stood for a zero, unless it ends the frame.
+        if (code != 0xFF && pos < encoded.size()) out.push_back(0);
+    }
+    return true;
+}
+
+void put_leb128(std::uint32_t value, std::vector<std::uint8_t>& out) {
+    while (value >= 0x80) {
+        out.push_back(static_cast<std::uint8_t>(value | 0x80));
+        value >>= 7;
+    }
+    out.push_back(static_cast<std::uint8_t>(value));
+}
+
+FramedEncoder::FramedEncoder(int addr_bytes, std::size_t max_body)
+    : addr_bytes_(addr_bytes), max_body_(max_body) {
+    if (addr_bytes != 3 && addr_bytes != 4)
+        throw std::invalid_argument("address width must be 3 or 4 bytes");
+    if (max_body < kMinFrameBody || max_body > kMaxFrameBody)
+        throw std::invalid_argument("frame body size must be 5..254 bytes");
+}
+
+void FramedEncoder::hello(const TargetHello& hello) {
+    if (hello.version != kFramedVersion || (hello.addr_bytes != 3 && hello.addr_bytes != 4) ||
+        hello.build_id.size() > kMaxBuildIdBytes) {
+        throw std::invalid_argument(
+            "a HELLO needs version 1, 3 or 4 address bytes and a build-id "
+            "of at most 20 bytes");
+    }
+    flush();
+    item_.clear();
+    item_.push_back(static_cast<std::uint8_t>(FramedTag::kHello));
+    item_.insert(item_.end(), {hello.version, hello.addr_bytes, hello.flags});
+    for (std::uint32_t v : {hello.text_lo, hello.text_hi, hello.sample_hz, hello.core_clock_hz}) {
+        put_le(v, 4, item_);
+    }
+    item_.push_back(static_cast<std::uint8_t>(hello.build_id.size()));
+    item_.insert(item_.end(), hello.build_id.begin(), hello.build_id.end());
+    add_item(item_);
+    addr_bytes_ = hello.addr_bytes;
+}
+
+void FramedEncoder::put_address(std::uint32_t addr, std::vector<std::uint8_t>& out) const {
+    put_le(addr, addr_bytes_, out);
+}
+
+void FramedEncoder::record(const Record& record) {
+    if (record.count == 0) return;  // nothing observed: the wire cannot say so
+    const bool arc = record.kind == RecordKind::kArc;
+    const bool single = record.count == 1;
+    item_.clear();
+    item_.push_back(static_cast<std::uint8_t>(arc ? (single ? FramedTag::kArc : FramedTag::kArcN)
+                                                  : (single ? FramedTag::kPc : FramedTag::kPcN)));
+    if (arc) put_address(record.from_pc, item_);
+    put_address(record.self_pc, item_);
+    if (!single) put_leb128(record.count, item_);
+    add_item(item_);
+}
+
+void FramedEncoder::dropped(std::uint32_t total) {
+    item_.clear();
+    item_.push_back(static_cast<std::uint8_t>(FramedTag::kDropped));
+    put_le(total, 4, item_);
+    add_item(item_);
+}
+
+void FramedEncoder::marker(const ProfilingMarker& marker) {
+    const auto tag = static_cast<std::uint8_t>(marker.start ? FramedTag::kStart : FramedTag::kStop);
+    add_item(std::span<const std::uint8_t>(&tag, 1));
+}
+
+void FramedEncoder::add_item(std::span<const std::uint8_t> item) {
+    if (!body_.empty() && body_.size() + item.size() + 2 > max_body_) flush();
+    if (body_.empty()) put_le(seq_, 2, body_);
+    if (body_.size() + item.size() + 2 > max_body_)
+        throw std::invalid_argument("an item does not fit in a frame of " +
+                                    std::to_string(max_body_) + " bytes");
+    body_.insert(body_.end(), item.begin(), item.end());
+}
+
+void FramedEncoder::flush() {
+    if (body_.empty()) return;
+    put_le(crc16_ccitt_false(body_), 2, body_);
+    cobs_encode(body_, wire_);
+    wire_.push_back(kFrameDelimiter);
+    body_.clear();
+    ++seq_;
+    ++frames_;
+}
+
+void FramedEncoder::reset() {
+    flush();
+    seq_ = 0;
+}
+
+std::vector<std::uint8_t> FramedEncoder::take_wire() {
+    std::vector<std::uint8_t> out;
+    out.swap(wire_);
+    return out;
+}
+
+}  // namespace rackprof::protocol
