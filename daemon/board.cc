@@ -76,6 +76,7 @@ void Board::start() {
         if (config_.protocol == "framed") {
             o.simulator.protocol = WireProtocol::kFramed;
             o.simulator.arc_cache = uri_.number("arc_cache", 0);
+            o.simulator.pc_cache = uri_.number("pc_cache", 0);
         }
         o.rate = uri_.number("rate", 20000);
         o.simulator.piece_bytes = std::max<std::size_t>(64, o.rate / 50);

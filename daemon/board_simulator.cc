@@ -19,7 +19,9 @@ class RecordCache {
 
     template <typename Send>
     void add(const protocol::Record& r, Send&& send) {
-        const std::size_t slot = (r.from_pc ^ (r.self_pc * 0x9E3779B1u)) % entries_.size();
+        std::uint32_t h = (r.from_pc * 0x9E3779B1u) ^ (r.self_pc * 0x85EBCA6Bu);
+        h ^= h >> 15;  // addresses share their low bits (alignment, Thumb bit)
+        const std::size_t slot = h % entries_.size();
         protocol::Record& e = entries_[slot];
         if (e.count > 0 && e.kind == r.kind && e.from_pc == r.from_pc && e.self_pc == r.self_pc &&
             e.count < 0xFFFFFFFFu - r.count) {

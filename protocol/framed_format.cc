@@ -1,6 +1,7 @@
 #include "protocol/framed_format.h"
 
 #include <array>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -55,19 +56,24 @@ void cobs_encode(std::span<const std::uint8_t> data, std::vector<std::uint8_t>& 
 }
 
 bool cobs_decode(std::span<const std::uint8_t> encoded, std::vector<std::uint8_t>& out) {
-    out.clear();
+    out.resize(encoded.size());  // never longer than its encoding
+    std::uint8_t* dst = out.data();
     std::size_t pos = 0;
     while (pos < encoded.size()) {
         const std::uint8_t code = encoded[pos++];
-        if (code == 0 || pos + code - 1 > encoded.size()) return false;
-        for (std::size_t i = 1; i < code; ++i) {
-            const std::uint8_t b = encoded[pos++];
-            if (b == 0) return false;
-            out.push_back(b);
+        const std::size_t run = code - 1u;
+        if (code == 0 || run > encoded.size() - pos ||
+            std::memchr(encoded.data() + pos, 0, run) != nullptr) {
+            out.clear();
+            return false;
         }
+        std::memcpy(dst, encoded.data() + pos, run);
+        dst += run;
+        pos += run;
         // A block shorter than 254 bytes stood for a zero, unless it ends the frame.
-        if (code != 0xFF && pos < encoded.size()) out.push_back(0);
+        if (code != 0xFF && pos < encoded.size()) *dst++ = 0;
     }
+    out.resize(static_cast<std::size_t>(dst - out.data()));
     return true;
 }
 

@@ -1,6 +1,7 @@
 // Benchmark of the core (not a pass/fail test): decode + aggregate throughput on simulator
-// captures, against md5sum on the same file as a same-machine baseline; and gmon.out +
-// profile time for 10^5 distinct arcs. Prints figures only.
+// captures (legacy binary and hex, framed with and without the arc cache), against md5sum on
+// the same file as a same-machine baseline; wire bytes per call of legacy vs framed; and
+// gmon.out + profile time for 10^5 distinct arcs. Prints figures only.
 //
 //   tests/bench/run.sh            (builds Release, runs this with a 200 MB capture)
 //   core_bench [--mb N] [--dir DIR]
@@ -27,18 +28,42 @@ double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::filesystem::path make_capture(const std::filesystem::path& dir,
-                                   protocol::LegacyEncoding encoding, std::uint64_t bytes) {
-    const bool hex = encoding == protocol::LegacyEncoding::kHex;
-    const auto path = dir / (hex ? "bench-capture.hex" : "bench-capture.bin");
+// One wire to benchmark: how the simulator writes it and how the decoder reads it.
+struct Wire {
+    const char* name;
+    daemon::WireProtocol protocol;
+    protocol::LegacyEncoding encoding;
+    std::size_t arc_cache;
+    std::size_t pc_cache = 0;
+};
+
+daemon::SimulatorOptions simulator_options(const Wire& wire) {
+    daemon::SimulatorOptions o;
+    o.model = "blinky";
+    o.protocol = wire.protocol;
+    o.encoding = wire.encoding;
+    o.arc_cache = wire.arc_cache;
+    o.pc_cache = wire.pc_cache;
+    return o;
+}
+
+daemon::WireSpec wire_spec(const Wire& wire) {
+    daemon::WireSpec spec;
+    spec.protocol = wire.protocol == daemon::WireProtocol::kFramed ? "framed" : "legacy";
+    spec.format = wire.encoding == protocol::LegacyEncoding::kHex ? "hex" : "bin";
+    return spec;
+}
+
+std::filesystem::path make_capture(const std::filesystem::path& dir, const Wire& wire,
+                                   std::uint64_t bytes) {
+    const bool hex = wire.encoding == protocol::LegacyEncoding::kHex;
+    const auto path = dir / "bench-capture";
     std::FILE* f = std::fopen(path.c_str(), "wb");
     if (!f) {
         std::perror(path.c_str());
         std::exit(1);
     }
-    daemon::SimulatorOptions o;
-    o.model = "blinky";
-    o.encoding = encoding;
+    daemon::SimulatorOptions o = simulator_options(wire);
     o.max_iterations = 0;
     o.max_bytes = hex ? bytes / 2 : bytes;  // hex text is twice the wire bytes
     daemon::simulate_board(
@@ -60,29 +85,64 @@ double md5sum_seconds(const std::filesystem::path& path) {
     return best;
 }
 
-void bench_decode(const std::filesystem::path& dir, protocol::LegacyEncoding encoding,
-                  std::uint64_t bytes) {
-    const auto path = make_capture(dir, encoding, bytes);
+void bench_decode(const std::filesystem::path& dir, const Wire& wire, std::uint64_t bytes) {
+    const auto path = make_capture(dir, wire, bytes);
     const double size_mb = static_cast<double>(std::filesystem::file_size(path)) / 1e6;
-    protocol::LegacyOptions options;
-    options.encoding = encoding;
     double best = 1e9;
     protocol::DecoderStats stats;
     for (int i = 0; i < 3; ++i) {
         gmon::Aggregate aggregate;
         const auto start = Clock::now();
-        stats = daemon::decode_capture(path, options, aggregate);
+        stats = daemon::decode_capture(path, wire_spec(wire), aggregate).stats;
         best = std::min(best, seconds_since(start));
     }
     const double md5 = md5sum_seconds(path);
-    const char* name = encoding == protocol::LegacyEncoding::kHex ? "hex   " : "binary";
     std::printf(
-        "decode+aggregate %s: %7.1f MB in %.3f s = %7.1f MB/s, %6.1f M records/s; md5sum %.3f s = "
-        "%7.1f MB/s; "
-        "ratio to md5sum %.2f; vs thesis host program (18.6 MB/s) %.0fx\n",
-        name, size_mb, best, size_mb / best, static_cast<double>(stats.records()) / best / 1e6, md5,
-        md5 > 0 ? size_mb / md5 : 0.0, md5 > 0 ? md5 / best : 0.0, size_mb / best / 18.6);
+        "decode+aggregate %-13s: %7.1f MB in %.3f s = %7.1f MB/s, %6.1f M records/s; md5sum "
+        "%.3f s = %7.1f MB/s; ratio to md5sum %.2f; vs thesis host program (18.6 MB/s) %.0fx\n",
+        wire.name, size_mb, best, size_mb / best, static_cast<double>(stats.records()) / best / 1e6,
+        md5, md5 > 0 ? size_mb / md5 : 0.0, md5 > 0 ? md5 / best : 0.0, size_mb / best / 18.6);
     std::filesystem::remove(path);
+}
+
+// Wire bytes per call of the blinky model: at the same call rate, bytes per second scale by
+// the same factor. Caches are flushed every 100 passes of the main loop. The model sends 1.7
+// PC samples per call (the thesis' real blink1hex.txt: 0.65), so PC samples dominate.
+void bench_wire_size() {
+    const std::uint64_t iterations = 10000;
+    struct Row {
+        const char* name;
+        Wire wire;
+        int addr_bytes;
+    };
+    const Row rows[] = {
+        {"legacy, 3-byte addresses", {"", daemon::WireProtocol::kLegacy, {}, 0}, 3},
+        {"framed, no cache, 3-byte", {"", daemon::WireProtocol::kFramed, {}, 0}, 3},
+        {"framed, 32-entry arc cache, 3-byte", {"", daemon::WireProtocol::kFramed, {}, 32}, 3},
+        {"framed, 32-entry arc cache, 4-byte", {"", daemon::WireProtocol::kFramed, {}, 32}, 4},
+        {"framed, arc + 32-entry PC cache, 3-byte",
+         {"", daemon::WireProtocol::kFramed, {}, 32, 32},
+         3},
+    };
+    double legacy_per_call = 0;
+    for (const Row& row : rows) {
+        daemon::SimulatorOptions o = simulator_options(row.wire);
+        o.addr_bytes = row.addr_bytes;
+        o.max_iterations = iterations;
+        const auto truth = daemon::simulate_board(o, [](const std::uint8_t*, std::size_t) {});
+        const double per_call =
+            static_cast<double>(truth.wire_bytes) / static_cast<double>(truth.calls);
+        if (legacy_per_call == 0) legacy_per_call = per_call;
+        std::printf(
+            "blinky, %llu passes, %-40s: %9llu bytes for %llu calls: %7llu arc and %7llu PC "
+            "records = %6.3f bytes/call; legacy/this = %.2fx\n",
+            static_cast<unsigned long long>(iterations), row.name,
+            static_cast<unsigned long long>(truth.wire_bytes),
+            static_cast<unsigned long long>(truth.calls),
+            static_cast<unsigned long long>(truth.arcs_sent),
+            static_cast<unsigned long long>(truth.pc_samples_sent), per_call,
+            legacy_per_call / per_call);
+    }
 }
 
 void bench_profile(const std::filesystem::path& dir) {
@@ -142,8 +202,14 @@ int main(int argc, char** argv) {
         "rackprof core benchmark: captures of %llu MB from the simulator (blinky model), best of "
         "3, one core\n",
         static_cast<unsigned long long>(mb));
-    bench_decode(dir, protocol::LegacyEncoding::kBinary, mb << 20);
-    bench_decode(dir, protocol::LegacyEncoding::kHex, mb << 20);
+    const Wire wires[] = {
+        {"legacy binary", daemon::WireProtocol::kLegacy, protocol::LegacyEncoding::kBinary, 0},
+        {"legacy hex", daemon::WireProtocol::kLegacy, protocol::LegacyEncoding::kHex, 0},
+        {"framed", daemon::WireProtocol::kFramed, protocol::LegacyEncoding::kBinary, 0},
+        {"framed+cache", daemon::WireProtocol::kFramed, protocol::LegacyEncoding::kBinary, 32},
+    };
+    for (const Wire& wire : wires) bench_decode(dir, wire, mb << 20);
+    bench_wire_size();
     bench_profile(dir);
     return 0;
 }
