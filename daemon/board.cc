@@ -134,6 +134,8 @@ void Board::on_hello(const protocol::TargetHello& hello) {
                 "[{}] no uploaded firmware has build-id {} (PUT /api/v1/firmware): "
                 "profiles will show addresses only",
                 config_.name, id);
+            elf_.reset();  // one picked for an earlier image is not this one's
+            elf_path_.clear();
         }
     }
     if (session_) session_->set_target(std::move(op));
