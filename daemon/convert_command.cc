@@ -143,23 +143,37 @@ std::optional<protocol::AddressRange> code_range_of(const ConvertOptions& o) {
 Converted from_aggregate(const gmon::Aggregate& aggregate, const protocol::DecoderStats& stats,
                          const ConvertOptions& o, const std::string& what,
                          const CodeRange& code_range) {
+    // Framed records are checked by CRC, not by the ELF's code range: a framed stream that
+    // yields nothing is damage (or not framed at all), never the wrong ELF.
+    const bool framed = stats.frames + stats.frames_bad > 0;
     if (stats.records() == 0) {
+        if (framed) {
+            throw std::runtime_error("no records in " + what + ": " +
+                                     std::to_string(stats.frames_bad) + " bad frames, " +
+                                     std::to_string(stats.frames) +
+                                     " good ones without records: is it a framed capture?");
+        }
         if (o.elf) {
             throw std::runtime_error(
                 "no records in " + what + " fit the code range of " + o.elf->path().string() +
                 " (" + gmon::hex_address(o.elf->code_low()) + "-" +
                 gmon::hex_address(o.elf->code_high()) +
-                "): wrong ELF for this capture, or wrong --format or --addr-bytes?");
+                "): wrong ELF for this capture, or check --protocol, --format and --addr-bytes");
         }
         throw std::runtime_error("no records found in " + what +
                                  ": check --protocol, --format and --addr-bytes");
     }
-    if (o.elf &&
+    if (o.elf && !framed &&
         stats.bytes_discarded > kWrongElfDiscardFraction * static_cast<double>(stats.bytes_in)) {
         throw std::runtime_error(
             std::to_string(stats.bytes_discarded) + " of " + std::to_string(stats.bytes_in) +
             " bytes did not decode to records inside " + o.elf->path().string() +
-            "'s code range: wrong ELF for this capture, or wrong --addr-bytes?");
+            "'s code range: wrong ELF for this capture, or check --protocol and --addr-bytes");
+    }
+    if (!o.elf &&
+        stats.bytes_discarded > kWrongElfDiscardFraction * static_cast<double>(stats.bytes_in)) {
+        std::cerr << "rackprof: warning: most bytes of " << what
+                  << " decoded to nothing: check --protocol, --format and --addr-bytes\n";
     }
     const auto spec = gmon::histogram_spec(aggregate, code_range, o.bin_bytes, o.rate);
     auto binned = gmon::to_gmon_data(aggregate, spec, layout_of(o));
