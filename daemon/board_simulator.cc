@@ -4,44 +4,12 @@
 #include <optional>
 #include <stdexcept>
 
+#include "daemon/target_cache.h"
 #include "gmon/synthetic_elf.h"
 
 namespace rackprof::daemon {
 
 namespace {
-
-// An on-target record cache, as the arc cache of the thesis (sect. 8.2.2): direct-mapped; a
-// hit counts, a miss evicts the entry it lands on, which leaves as one record with its count
-// (ARC_N, or PC_N for the PC-sample cache).
-class RecordCache {
-  public:
-    explicit RecordCache(std::size_t entries) : entries_(entries, protocol::Record::arc(0, 0, 0)) {}
-
-    template <typename Send>
-    void add(const protocol::Record& r, Send&& send) {
-        std::uint32_t h = (r.from_pc * 0x9E3779B1u) ^ (r.self_pc * 0x85EBCA6Bu);
-        h ^= h >> 15;  // addresses share their low bits (alignment, Thumb bit)
-        const std::size_t slot = h % entries_.size();
-        protocol::Record& e = entries_[slot];
-        if (e.count > 0 && e.kind == r.kind && e.from_pc == r.from_pc && e.self_pc == r.self_pc &&
-            e.count < 0xFFFFFFFFu - r.count) {
-            e.count += r.count;
-            return;
-        }
-        if (e.count > 0) send(e);
-        e = r;
-    }
-    template <typename Send>
-    void flush(Send&& send) {
-        for (protocol::Record& e : entries_) {
-            if (e.count > 0) send(e);
-            e.count = 0;
-        }
-    }
-
-  private:
-    std::vector<protocol::Record> entries_;
-};
 
 // Encodes records (legacy or framed), keeps the ground truth of what left the target, applies
 // faults, hex-encodes if asked, and streams the result out.

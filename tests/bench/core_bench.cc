@@ -4,20 +4,25 @@
 // gmon.out + profile time for 10^5 distinct arcs. Prints figures only.
 //
 //   tests/bench/run.sh            (builds Release, runs this with a 200 MB capture)
-//   core_bench [--mb N] [--dir DIR]
+//   core_bench [--mb N] [--dir DIR] [--thesis blink1hex.txt]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
 #include <random>
 #include <string>
 
 #include "daemon/board_simulator.h"
 #include "daemon/capture_reader.h"
+#include "daemon/target_cache.h"
 #include "gmon/gmon_writer.h"
 #include "gmon/profile.h"
 #include "gmon/report.h"
 #include "gmon/synthetic_elf.h"
+#include "protocol/framed_format.h"
 
 using namespace rackprof;
 using Clock = std::chrono::steady_clock;
@@ -145,6 +150,56 @@ void bench_wire_size() {
     }
 }
 
+// The thesis' real blinky capture (legacy, 3-byte addresses) sent again as the framed
+// protocol would send it: the same records through on-target cache models and the reference
+// encoder. Caches are flushed every 100 PC samples (100 ms at the thesis' 1 kHz).
+void bench_thesis_wire(const std::filesystem::path& capture) {
+    if (!std::filesystem::exists(capture)) {
+        std::printf("SKIP thesis capture wire size: %s not found\n", capture.c_str());
+        return;
+    }
+    struct Collect : protocol::RecordSink {
+        std::vector<protocol::Record> records;
+        void on_records(std::span<const protocol::Record> batch) override {
+            records.insert(records.end(), batch.begin(), batch.end());
+        }
+    } sink;
+    const auto decoder = daemon::make_decoder({"legacy", "hex", 3, std::nullopt});
+    std::ifstream in(capture, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    decoder->feed({reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}, sink);
+    decoder->finish(sink);
+    std::vector<std::uint8_t> legacy;
+    for (const auto& r : sink.records) protocol::encode_legacy(r, 3, legacy);
+
+    for (std::size_t pc_cache : {0u, 32u}) {
+        protocol::FramedEncoder encoder(3);
+        encoder.hello({protocol::kFramedVersion, 3, protocol::kHelloArcCache, 0x410, 0x20000, 1000,
+                       48'000'000, std::vector<std::uint8_t>(20, 0xAB)});
+        std::optional<daemon::RecordCache> arcs(32), pcs;
+        if (pc_cache) pcs.emplace(pc_cache);
+        auto send = [&](const protocol::Record& r) { encoder.record(r); };
+        std::uint64_t samples = 0;
+        for (const auto& r : sink.records) {
+            auto& cache = r.kind == protocol::RecordKind::kArc ? arcs : pcs;
+            cache ? cache->add(r, send) : send(r);
+            if (r.kind == protocol::RecordKind::kPcSample && ++samples % 100 == 0) {
+                arcs->flush(send);
+                if (pcs) pcs->flush(send);
+            }
+        }
+        arcs->flush(send);
+        if (pcs) pcs->flush(send);
+        encoder.flush();
+        std::printf(
+            "thesis blink1hex.txt (%zu records): legacy %zu bytes; framed, 32-entry arc cache%s: "
+            "%zu bytes in %llu frames; legacy/framed = %.2fx\n",
+            sink.records.size(), legacy.size(), pc_cache ? " + 32-entry PC cache" : "",
+            encoder.wire().size(), static_cast<unsigned long long>(encoder.frames()),
+            static_cast<double>(legacy.size()) / static_cast<double>(encoder.wire().size()));
+    }
+}
+
 void bench_profile(const std::filesystem::path& dir) {
     // 2000 functions, 10^5 distinct arcs among them, 10^5 sampled PCs.
     std::mt19937_64 rng(1);
@@ -193,10 +248,12 @@ void bench_profile(const std::filesystem::path& dir) {
 int main(int argc, char** argv) {
     std::uint64_t mb = 200;
     std::filesystem::path dir = std::filesystem::temp_directory_path();
+    std::filesystem::path thesis_capture = RACKPROF_SHARED_DATA "/blink1hex.txt";
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string arg = argv[i];
         if (arg == "--mb") mb = std::strtoull(argv[i + 1], nullptr, 10);
         if (arg == "--dir") dir = argv[i + 1];
+        if (arg == "--thesis") thesis_capture = argv[i + 1];
     }
     std::printf(
         "rackprof core benchmark: captures of %llu MB from the simulator (blinky model), best of "
@@ -210,6 +267,7 @@ int main(int argc, char** argv) {
     };
     for (const Wire& wire : wires) bench_decode(dir, wire, mb << 20);
     bench_wire_size();
+    bench_thesis_wire(thesis_capture);
     bench_profile(dir);
     return 0;
 }
