@@ -1,5 +1,6 @@
 #include "protocol/framed_decoder.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -92,6 +93,7 @@ void FramedDecoder::end_frame(RecordSink& sink) {
         bad_frame(wire_bytes);
         return;
     }
+    if (kBatchSize - batch_len_ < kMaxFrameRecords) flush(sink);  // room to stage the frame
     const std::size_t n = body_.size();
     const auto crc = static_cast<std::uint16_t>(body_[n - 2] | (body_[n - 1] << 8));
     const std::span<const std::uint8_t> checked(body_.data(), n - 2);
@@ -104,11 +106,14 @@ void FramedDecoder::end_frame(RecordSink& sink) {
     deliver(static_cast<std::uint16_t>(body_[0] | (body_[1] << 8)), sink);
 }
 
-// Parses every item of a frame (after its sequence number) into items_; false if any is
-// malformed, in which case the whole frame is bad.
+// Parses every item of a frame (after its sequence number): records are staged in the batch
+// behind what is already there, other items go to items_. False if any is malformed, in
+// which case the whole frame is bad and nothing staged counts.
 bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
     items_.clear();
     hellos_.clear();
+    staged_ = 0;
+    Record* const staging = batch_.data() + batch_len_;
     int width = addr_bytes_;
     std::size_t pos = 0;
     auto have = [&](std::size_t bytes) { return body.size() - pos >= bytes; };
@@ -118,7 +123,7 @@ bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
         return a;
     };
     while (pos < body.size()) {
-        Item item{static_cast<FramedTag>(body[pos++]), {}};
+        Item item{static_cast<FramedTag>(body[pos++]), staged_};
         const auto w = static_cast<std::size_t>(width);
         switch (item.tag) {
             case FramedTag::kHello: {
@@ -149,19 +154,20 @@ bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
             case FramedTag::kArc:
             case FramedTag::kArcN: {
                 if (!have(2 * w)) return false;
+                Record& r = staging[staged_++];
                 const std::uint32_t from = address();
-                item.record = Record::arc(from, address());
-                if (item.tag == FramedTag::kArcN && !read_count(body, pos, item.record.count))
-                    return false;
-                break;
+                r = Record::arc(from, address());
+                if (item.tag == FramedTag::kArcN && !read_count(body, pos, r.count)) return false;
+                continue;
             }
             case FramedTag::kPc:
-            case FramedTag::kPcN:
+            case FramedTag::kPcN: {
                 if (!have(w)) return false;
-                item.record = Record::pc_sample(address());
-                if (item.tag == FramedTag::kPcN && !read_count(body, pos, item.record.count))
-                    return false;
-                break;
+                Record& r = staging[staged_++];
+                r = Record::pc_sample(address());
+                if (item.tag == FramedTag::kPcN && !read_count(body, pos, r.count)) return false;
+                continue;
+            }
             case FramedTag::kDropped:
                 if (!have(4)) return false;
                 item.dropped_total = read_le(body.data() + pos, 4);
@@ -190,10 +196,22 @@ void FramedDecoder::deliver(std::uint16_t seq, RecordSink& sink) {
     have_seq_ = true;
     expected_seq_ = static_cast<std::uint16_t>(seq + 1);
     if (reset) dropped_total_ = 0;  // the target's DROPPED total counts since its reset
+    std::size_t committed = 0;      // of the staged records
+    auto commit_until = [&](std::size_t end) {
+        for (; committed < end; ++committed) {
+            if (batch_[batch_len_].kind == RecordKind::kArc) {
+                ++stats_.arcs;
+            } else {
+                ++stats_.pc_samples;
+            }
+            ++batch_len_;
+        }
+    };
     for (const Item& item : items_) {
+        commit_until(item.records_before);
         switch (item.tag) {
             case FramedTag::kHello:
-                flush(sink);
+                flush(sink, staged_ - committed);
                 sink.on_event(hellos_[item.hello]);
                 break;
             case FramedTag::kDropped:
@@ -202,15 +220,12 @@ void FramedDecoder::deliver(std::uint16_t seq, RecordSink& sink) {
                     static_cast<std::uint32_t>(item.dropped_total - dropped_total_);
                 dropped_total_ = item.dropped_total;
                 break;
-            case FramedTag::kStart:
-            case FramedTag::kStop:
-                flush(sink);
+            default:  // START, STOP
+                flush(sink, staged_ - committed);
                 sink.on_event(ProfilingMarker{item.tag == FramedTag::kStart});
-                break;
-            default:
-                emit(item.record, sink);
         }
     }
+    commit_until(staged_);
     addr_bytes_ = frame_addr_bytes_;
 }
 
@@ -223,19 +238,11 @@ void FramedDecoder::bad_frame(std::uint64_t wire_bytes) {
     }
 }
 
-inline void FramedDecoder::emit(const Record& record, RecordSink& sink) {
-    if (record.kind == RecordKind::kArc) {
-        ++stats_.arcs;
-    } else {
-        ++stats_.pc_samples;
-    }
-    batch_[batch_len_++] = record;
-    if (batch_len_ == kBatchSize) flush(sink);
-}
-
-void FramedDecoder::flush(RecordSink& sink) {
+// Hands the batch to the sink; `keep` staged records behind it move to the front.
+void FramedDecoder::flush(RecordSink& sink, std::size_t keep) {
     if (batch_len_ == 0) return;
     sink.on_records(std::span<const Record>(batch_.data(), batch_len_));
+    std::copy_n(batch_.begin() + static_cast<std::ptrdiff_t>(batch_len_), keep, batch_.begin());
     batch_len_ = 0;
 }
 

@@ -36,20 +36,22 @@ class FramedDecoder final : public StreamDecoder {
     static constexpr std::size_t kBatchSize = 4096;
     static constexpr std::size_t kMaxEncoded = kMaxFrameBody + 1;
 
-    // One item of a frame, parsed but not yet delivered (the frame may still prove bad).
+    // The most records one frame can hold: each takes a tag and at least a 3-byte address.
+    static constexpr std::size_t kMaxFrameRecords = (kMaxFrameBody - 4) / 4;
+
+    // A frame's item other than a record, parsed but not yet delivered (the frame may still
+    // prove bad). Records are staged in the batch itself; `records_before` orders the two.
     struct Item {
         FramedTag tag;
-        Record record;
+        std::size_t records_before = 0;
         std::uint32_t dropped_total = 0;
         std::size_t hello = 0;  // index into hellos_ for a HELLO
     };
-
     void end_frame(RecordSink& sink);
     bool parse_body(std::span<const std::uint8_t> body);
     void deliver(std::uint16_t seq, RecordSink& sink);
     void bad_frame(std::uint64_t wire_bytes);
-    void emit(const Record& record, RecordSink& sink);
-    void flush(RecordSink& sink);
+    void flush(RecordSink& sink, std::size_t keep = 0);
 
     int addr_bytes_;
     int frame_addr_bytes_ = 0;  // the width after the frame being parsed (a HELLO changes it)
@@ -64,12 +66,14 @@ class FramedDecoder final : public StreamDecoder {
 
     std::vector<std::uint8_t> body_;
     std::vector<Item> items_;
+    std::size_t staged_ = 0;  // records of the frame being parsed, behind batch_len_
     std::vector<TargetHello> hellos_;
 
     bool have_seq_ = false;
     std::uint16_t expected_seq_ = 0;
     std::uint32_t dropped_total_ = 0;
 
+    static_assert(kBatchSize >= kMaxFrameRecords);
     std::array<Record, kBatchSize> batch_{};
     std::size_t batch_len_ = 0;
 };

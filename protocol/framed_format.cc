@@ -9,33 +9,30 @@ namespace rackprof::protocol {
 
 namespace {
 
-using CrcTable = std::array<std::uint16_t, 256>;
+// kCrcTables[k][x]: the CRC register after shifting byte x and then k zero bytes through it
+// (from zero). The CRC is linear, so four bytes b0..b3 advance the register c to
+// kCrcTables[3][hi(c) ^ b0] ^ kCrcTables[2][lo(c) ^ b1] ^ kCrcTables[1][b2] ^ kCrcTables[0][b3]:
+// four independent look-ups instead of a chain of four ("slicing by 4").
+using CrcTables = std::array<std::array<std::uint16_t, 256>, 4>;
 
-// kCrcTable[x]: the CRC register after shifting byte x through it (from zero).
-constexpr CrcTable make_crc_table() {
-    CrcTable table{};
+constexpr CrcTables make_crc_tables() {
+    CrcTables t{};
     for (unsigned i = 0; i < 256; ++i) {
         auto crc = static_cast<std::uint16_t>(i << 8);
         for (int bit = 0; bit < 8; ++bit) {
             crc = static_cast<std::uint16_t>(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
         }
-        table[i] = crc;
+        t[0][i] = crc;
     }
-    return table;
-}
-constexpr CrcTable kCrcTable = make_crc_table();
-
-// Two bytes per step ("slicing by 2"): the CRC is linear, so the register after bytes b0, b1
-// is kCrcTable2[hi ^ b0] ^ kCrcTable[lo ^ b1], two independent look-ups instead of a chain.
-constexpr CrcTable make_crc_table2() {
-    CrcTable table{};
-    for (unsigned i = 0; i < 256; ++i) {
-        const std::uint16_t t = kCrcTable[i];
-        table[i] = static_cast<std::uint16_t>((t << 8) ^ kCrcTable[t >> 8]);
+    for (std::size_t k = 1; k < t.size(); ++k) {
+        for (unsigned i = 0; i < 256; ++i) {
+            const std::uint16_t prev = t[k - 1][i];
+            t[k][i] = static_cast<std::uint16_t>((prev << 8) ^ t[0][prev >> 8]);
+        }
     }
-    return table;
+    return t;
 }
-constexpr CrcTable kCrcTable2 = make_crc_table2();
+constexpr CrcTables kCrcTables = make_crc_tables();
 
 void put_le(std::uint32_t value, int width, std::vector<std::uint8_t>& out) {
     for (int i = 0; i < width; ++i) out.push_back(static_cast<std::uint8_t>(value >> (8 * i)));
@@ -44,14 +41,16 @@ void put_le(std::uint32_t value, int width, std::vector<std::uint8_t>& out) {
 }  // namespace
 
 std::uint16_t crc16_ccitt_false(std::span<const std::uint8_t> data) {
+    const auto& t = kCrcTables;
     std::uint16_t crc = 0xFFFF;
     std::size_t i = 0;
-    for (; i + 2 <= data.size(); i += 2) {
-        crc = static_cast<std::uint16_t>(kCrcTable2[(crc >> 8) ^ data[i]] ^
-                                         kCrcTable[(crc & 0xFF) ^ data[i + 1]]);
+    for (; i + 4 <= data.size(); i += 4) {
+        crc = static_cast<std::uint16_t>(t[3][(crc >> 8) ^ data[i]] ^
+                                         t[2][(crc & 0xFF) ^ data[i + 1]] ^ t[1][data[i + 2]] ^
+                                         t[0][data[i + 3]]);
     }
-    if (i < data.size()) {
-        crc = static_cast<std::uint16_t>((crc << 8) ^ kCrcTable[((crc >> 8) ^ data[i]) & 0xFF]);
+    for (; i < data.size(); ++i) {
+        crc = static_cast<std::uint16_t>((crc << 8) ^ t[0][((crc >> 8) ^ data[i]) & 0xFF]);
     }
     return crc;
 }
