@@ -47,7 +47,8 @@ std::string file_sha256(const std::filesystem::path& path) {
 
 Board::Board(boost::asio::io_context& io, BoardConfig config, storage::StorageWriter& writer,
              std::shared_ptr<spdlog::logger> log, std::chrono::milliseconds reconnect_min,
-             std::chrono::milliseconds reconnect_max, BoardEventSink events)
+             std::chrono::milliseconds reconnect_max, std::filesystem::path firmware_dir,
+             BoardEventSink events)
     : io_(io),
       config_(std::move(config)),
       uri_(parse_link_uri(config_.link)),
@@ -57,21 +58,13 @@ Board::Board(boost::asio::io_context& io, BoardConfig config, storage::StorageWr
       reconnect_max_(reconnect_max),
       backoff_(reconnect_min),
       retry_timer_(io),
+      firmware_dir_(std::move(firmware_dir)),
       events_(std::move(events)) {}
 
 Board::~Board() = default;
 
 void Board::start() {
-    if (!config_.elf.empty()) {
-        try {
-            elf_ = gmon::Symbolizer::load(config_.elf);
-            elf_sha256_ = file_sha256(config_.elf);
-        } catch (const std::exception& e) {
-            // The board still captures; without the ELF, decoding cannot check the code range.
-            log_->warn("[{}] firmware ELF unusable, capturing without it: {}", config_.name,
-                       e.what());
-        }
-    }
+    if (!config_.elf.empty()) load_elf(config_.elf);
     if (uri_.scheme == "sim") {
         PtyBoardOptions o;
         o.simulator.model = uri_.path;
@@ -80,6 +73,11 @@ void Board::start() {
         o.simulator.addr_bytes = config_.addr_bytes;
         o.simulator.encoding = config_.format == "hex" ? protocol::LegacyEncoding::kHex
                                                        : protocol::LegacyEncoding::kBinary;
+        if (config_.protocol == "framed") {
+            o.simulator.protocol = WireProtocol::kFramed;
+            o.simulator.arc_cache = uri_.number("arc_cache", 0);
+            o.simulator.pc_cache = uri_.number("pc_cache", 0);
+        }
         o.rate = uri_.number("rate", 20000);
         o.simulator.piece_bytes = std::max<std::size_t>(64, o.rate / 50);
         simulated_ = std::make_unique<PtyBoard>(o);
@@ -90,6 +88,57 @@ void Board::start() {
     }
     log_->info("[{}] link {}", config_.name, config_.link);
     connect();
+}
+
+void Board::load_elf(const std::filesystem::path& path) {
+    try {
+        elf_ = gmon::Symbolizer::load(path);
+        elf_path_ = path;
+        elf_sha256_ = file_sha256(path);
+    } catch (const std::exception& e) {
+        // The board still captures; without the ELF, decoding cannot check the code range.
+        log_->warn("[{}] firmware ELF unusable, capturing without it: {}", config_.name, e.what());
+    }
+}
+
+// A framed target introduced itself: check the configured ELF against its build-id, or find
+// the uploaded one with that build-id; the session keeps what the target said.
+void Board::on_hello(const protocol::TargetHello& hello) {
+    const std::string id = build_id_hex(hello.build_id);
+    log_->info(
+        "[{}] target: protocol v{}, {}-byte addresses, text {:#x}-{:#x}, {} Hz sampling, "
+        "{} Hz core, build-id {}{}",
+        config_.name, hello.version, hello.addr_bytes, hello.text_lo, hello.text_hi,
+        hello.sample_hz, hello.core_clock_hz, id.empty() ? "(none)" : id,
+        hello.flags & protocol::kHelloArcCache ? ", arc cache on" : "");
+    storage::TargetOp op{0, {id, hello.text_lo, hello.text_hi}, "", "", ""};
+    if (!config_.elf.empty()) {
+        if (elf_ && !id.empty() && !elf_->build_id().empty() && elf_->build_id() != id) {
+            log_->warn(
+                "[{}] the configured ELF {} has build-id {}, but the target runs {}: "
+                "symbols may be wrong (upload the right image or fix 'elf')",
+                config_.name, config_.elf, elf_->build_id(), id);
+        }
+    } else if (!id.empty() && (!elf_ || elf_->build_id() != id)) {
+        const auto path = firmware_dir_ / (id + ".elf");
+        if (std::filesystem::exists(path)) {
+            load_elf(path);
+            if (elf_ && elf_path_ == path) {
+                log_->info("[{}] firmware picked by build-id: {}", config_.name, path.string());
+                op.elf_path = path.string();
+                op.elf_build_id = elf_->build_id();
+                op.elf_sha256 = elf_sha256_;
+            }
+        } else {
+            log_->warn(
+                "[{}] no uploaded firmware has build-id {} (PUT /api/v1/firmware): "
+                "profiles will show addresses only",
+                config_.name, id);
+            elf_.reset();  // one picked for an earlier image is not this one's
+            elf_path_.clear();
+        }
+    }
+    if (session_) session_->set_target(std::move(op));
 }
 
 void Board::connect() {
@@ -122,6 +171,7 @@ void Board::on_data(std::span<const std::uint8_t> bytes) {
         log_->warn("[{}] session {}: storage queue full, {} bytes lost (counted)", config_.name,
                    session_->handle(), bytes.size());
     }
+    if (const auto hello = session_->take_hello()) on_hello(*hello);
 }
 
 void Board::on_closed(const LinkClosed& closed) {
@@ -174,21 +224,17 @@ bool Board::start_session() {
     spec.format = config_.format;
     spec.addr_bytes = config_.addr_bytes;
     spec.started_ns = unix_now_ns();
-    protocol::LegacyOptions options;
-    options.addr_bytes = config_.addr_bytes;
-    options.encoding = config_.format == "hex" ? protocol::LegacyEncoding::kHex
-                                               : protocol::LegacyEncoding::kBinary;
+    WireSpec wire{config_.protocol, config_.format, config_.addr_bytes, std::nullopt};
     if (elf_) {
-        spec.elf_path = config_.elf;
+        spec.elf_path = elf_path_.string();
         spec.elf_build_id = elf_->build_id();
         spec.elf_sha256 = elf_sha256_;
         if (elf_->code_high() <= 0x100000000ull) {
-            options.code_range =
-                protocol::AddressRange{static_cast<std::uint32_t>(elf_->code_low()),
-                                       static_cast<std::uint32_t>(elf_->code_high())};
+            wire.code_range = protocol::AddressRange{static_cast<std::uint32_t>(elf_->code_low()),
+                                                     static_cast<std::uint32_t>(elf_->code_high())};
         }
     }
-    session_.emplace(new_session_handle(), spec, options, writer_);
+    session_.emplace(new_session_handle(), spec, wire, writer_);
     if (events_) events_({config_.name, "session_started", "capturing", "", session_->handle()});
     log_->info("[{}] session {} capturing", config_.name, session_->handle());
     return true;
@@ -203,6 +249,13 @@ void Board::stop_session() {
         "{} records lost",
         config_.name, session_->handle(), c.bytes_in, c.arcs, c.pc_samples, c.bytes_discarded,
         c.gaps, c.records_lost);
+    if (config_.protocol == "framed") {
+        log_->info(
+            "[{}] session {} frames: {} good, {} bad, {} lost; {} records dropped on the "
+            "target",
+            config_.name, session_->handle(), c.frames, c.frames_bad, c.frames_lost,
+            c.target_dropped);
+    }
     if (events_) events_({config_.name, "session_stopped", "completed", "", session_->handle()});
     session_.reset();
 }

@@ -46,9 +46,12 @@ using BoardEventSink = std::function<void(const BoardEvent&)>;
 
 class Board {
   public:
+    // `firmware_dir`: uploaded ELFs stored as <build-id>.elf, searched when a framed target's
+    // HELLO names a build-id and the board's config names no ELF.
     Board(boost::asio::io_context& io, BoardConfig config, storage::StorageWriter& writer,
           std::shared_ptr<spdlog::logger> log, std::chrono::milliseconds reconnect_min,
-          std::chrono::milliseconds reconnect_max, BoardEventSink events = {});
+          std::chrono::milliseconds reconnect_max, std::filesystem::path firmware_dir,
+          BoardEventSink events = {});
     ~Board();
     Board(const Board&) = delete;
     Board& operator=(const Board&) = delete;
@@ -77,6 +80,8 @@ class Board {
     void connect();
     void on_data(std::span<const std::uint8_t> bytes);
     void on_closed(const LinkClosed& closed);
+    void on_hello(const protocol::TargetHello& hello);
+    void load_elf(const std::filesystem::path& path);
     void schedule_reconnect();
     void set_state(LinkState state, const std::string& why = {});
 
@@ -91,7 +96,9 @@ class Board {
     boost::asio::steady_timer retry_timer_;
     std::unique_ptr<PtyBoard> simulated_;  // sim:// boards: the simulator behind a pty
     std::unique_ptr<Link> link_;
+    std::filesystem::path firmware_dir_;
     std::shared_ptr<const gmon::Symbolizer> elf_;
+    std::filesystem::path elf_path_;
     std::string elf_sha256_;
     std::optional<CaptureSession> session_;
     LinkState state_ = LinkState::kConnecting;

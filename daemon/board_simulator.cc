@@ -1,27 +1,129 @@
 #include "daemon/board_simulator.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
+#include "daemon/target_cache.h"
 #include "gmon/synthetic_elf.h"
 
 namespace rackprof::daemon {
 
 namespace {
 
-// Encodes records, applies faults, hex-encodes if asked, and streams the result out.
+// Encodes records (legacy or framed), keeps the ground truth of what left the target, applies
+// faults, hex-encodes if asked, and streams the result out.
 class WireWriter {
   public:
     WireWriter(const SimulatorOptions& options, const WireOutput& out, GroundTruth& truth)
-        : options_(options), out_(out), truth_(truth), fault_rng_(options.seed ^ 0x5EED'FA17ull) {}
+        : options_(options),
+          out_(out),
+          truth_(truth),
+          fault_rng_(options.seed ^ 0x5EED'FA17ull),
+          encoder_(options.addr_bytes) {
+        if (framed() && options.arc_cache > 0) arc_cache_.emplace(options.arc_cache);
+        if (framed() && options.pc_cache > 0) pc_cache_.emplace(options.pc_cache);
+    }
 
+    bool framed() const { return options_.protocol == WireProtocol::kFramed; }
+
+    // What the target runtime says first after reset (framed only).
+    void start(const protocol::AddressRange& code_range) {
+        if (!framed()) return;
+        protocol::TargetHello hello;
+        hello.version = protocol::kFramedVersion;
+        hello.addr_bytes = static_cast<std::uint8_t>(options_.addr_bytes);
+        hello.flags = arc_cache_ ? protocol::kHelloArcCache : 0;
+        hello.text_lo = code_range.low;
+        hello.text_hi = code_range.high;
+        hello.sample_hz = options_.sample_hz;
+        hello.core_clock_hz = 48'000'000;
+        if (options_.elf) hello.build_id = build_id_bytes(options_.elf->build_id());
+        encoder_.hello(hello);
+        encoder_.marker({true});
+        encoder_.flush();
+        take_frames(true);
+    }
+
+    // One observation of the model.
     void record(const protocol::Record& r) {
-        const std::size_t before = encoded_.size();
-        protocol::encode_legacy(r, options_.addr_bytes, encoded_);
-        binary_bytes_ += encoded_.size() - before;
-        if (encoded_.size() >= options_.piece_bytes) flush();
+        if (r.kind == protocol::RecordKind::kArc) truth_.calls += r.count;
+        auto& cache = r.kind == protocol::RecordKind::kArc ? arc_cache_ : pc_cache_;
+        if (cache) {
+            cache->add(r, [this](const protocol::Record& e) { send(e); });
+        } else {
+            send(r);
+        }
+    }
+    void flush_cache() {
+        for (auto* cache : {&arc_cache_, &pc_cache_}) {
+            if (*cache) (*cache)->flush([this](const protocol::Record& e) { send(e); });
+        }
     }
     std::uint64_t binary_bytes() const { return binary_bytes_; }
+
+    // The end of the run: the cache flushed, then STOP (framed), then everything out.
+    void finish() {
+        if (framed()) {
+            flush_cache();
+            encoder_.flush();
+            take_frames(false);
+            encoder_.marker({false});
+            encoder_.flush();
+            take_frames(true);
+        }
+        flush();
+    }
+
+  private:
+    static std::vector<std::uint8_t> build_id_bytes(const std::string& hex) {
+        std::vector<std::uint8_t> out;
+        for (std::size_t i = 0; i + 1 < hex.size() && out.size() < protocol::kMaxBuildIdBytes;
+             i += 2) {
+            out.push_back(static_cast<std::uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+        }
+        return out;
+    }
+
+    // A record leaving the target: into the ground truth and onto the wire.
+    void send(const protocol::Record& r) {
+        if (r.kind == protocol::RecordKind::kArc) {
+            truth_.aggregate.add_arc(r.from_pc, r.self_pc, r.count);
+            ++truth_.arcs_sent;
+        } else {
+            truth_.aggregate.add_pc(r.self_pc, r.count);
+            ++truth_.pc_samples_sent;
+        }
+        if (framed()) {
+            encoder_.record(r);
+            if (!encoder_.wire().empty()) take_frames(false);
+        } else {
+            const std::size_t before = encoded_.size();
+            protocol::encode_legacy(r, options_.addr_bytes, encoded_);
+            binary_bytes_ += encoded_.size() - before;
+        }
+        if (encoded_.size() >= options_.piece_bytes) flush();
+    }
+
+    // Moves the encoder's finished frames to the output, losing whole frames as the link's
+    // frame_drop says unless `spared`.
+    void take_frames(bool spared) {
+        const std::vector<std::uint8_t> wire = encoder_.take_wire();
+        binary_bytes_ += wire.size();
+        std::size_t start = 0;
+        for (std::size_t i = 0; i < wire.size(); ++i) {
+            if (wire[i] != protocol::kFrameDelimiter) continue;
+            ++truth_.frames_sent;
+            const double p = options_.faults.frame_drop;
+            if (!spared && p > 0 && std::uniform_real_distribution<double>(0, 1)(fault_rng_) < p) {
+                ++truth_.faults.frames_dropped;
+            } else {
+                encoded_.insert(encoded_.end(), wire.begin() + static_cast<std::ptrdiff_t>(start),
+                                wire.begin() + static_cast<std::ptrdiff_t>(i + 1));
+            }
+            start = i + 1;
+        }
+    }
 
     void flush() {
         std::vector<std::uint8_t>* bytes = &encoded_;
@@ -39,7 +141,6 @@ class WireWriter {
         encoded_.clear();
     }
 
-  private:
     void emit(const std::uint8_t* data, std::size_t size) {
         if (size == 0) return;
         truth_.wire_bytes += size;
@@ -71,6 +172,9 @@ class WireWriter {
     const WireOutput& out_;
     GroundTruth& truth_;
     std::mt19937_64 fault_rng_;
+    protocol::FramedEncoder encoder_;
+    std::optional<RecordCache> arc_cache_;
+    std::optional<RecordCache> pc_cache_;
     std::vector<std::uint8_t> encoded_;
     std::vector<std::uint8_t> faulted_;
     std::string text_;
@@ -117,16 +221,7 @@ class Board {
     std::mt19937_64& rng() { return rng_; }
 
   private:
-    void send(const protocol::Record& r) {
-        wire_.record(r);
-        if (r.kind == protocol::RecordKind::kArc) {
-            truth_.aggregate.add_arc(r.from_pc, r.self_pc, r.count);
-            ++truth_.arcs_sent;
-        } else {
-            truth_.aggregate.add_pc(r.self_pc, r.count);
-            ++truth_.pc_samples_sent;
-        }
-    }
+    void send(const protocol::Record& r) { wire_.record(r); }
 
     WireWriter& wire_;
     GroundTruth& truth_;
@@ -282,6 +377,11 @@ std::vector<std::pair<std::string, std::string>> builtin_models() {
 
 GroundTruth simulate_board(const SimulatorOptions& options, const WireOutput& out) {
     protocol::validate(protocol::LegacyOptions{options.addr_bytes, options.encoding, {}});
+    const bool framed = options.protocol == WireProtocol::kFramed;
+    if (framed && options.encoding != protocol::LegacyEncoding::kBinary)
+        throw std::invalid_argument("the framed protocol is binary only (no hex)");
+    if (!framed && (options.arc_cache > 0 || options.pc_cache > 0 || options.faults.frame_drop > 0))
+        throw std::invalid_argument("on-target caches and frame drops need the framed protocol");
     if (options.max_bytes == 0 && options.max_iterations == 0 && !options.stop) {
         throw std::invalid_argument("the simulation needs a limit: iterations or bytes");
     }
@@ -311,14 +411,17 @@ GroundTruth simulate_board(const SimulatorOptions& options, const WireOutput& ou
         high = std::max(high, f.addr + f.size);
     }
     truth.code_range = {low, high};
+    wire.start(truth.code_range);
 
     while ((options.max_iterations == 0 || truth.iterations < options.max_iterations) &&
            (options.max_bytes == 0 || wire.binary_bytes() < options.max_bytes) &&
            !(options.stop && options.stop->load(std::memory_order_relaxed))) {
         iteration();
         ++truth.iterations;
+        if (options.arc_cache_flush > 0 && truth.iterations % options.arc_cache_flush == 0)
+            wire.flush_cache();
     }
-    wire.flush();
+    wire.finish();
     return truth;
 }
 

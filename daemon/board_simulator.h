@@ -14,6 +14,7 @@
 
 #include "gmon/aggregate.h"
 #include "gmon/symbolizer.h"
+#include "protocol/framed_format.h"
 #include "protocol/legacy_format.h"
 
 namespace rackprof::daemon {
@@ -23,14 +24,28 @@ struct FaultSpec {
     double drop = 0.0;
     double flip = 0.0;    // one random bit of the byte inverted
     double insert = 0.0;  // a random byte inserted before this one
+    // Framed protocol: each whole frame lost with this probability (a degraded link). The
+    // frames holding the HELLO and the final STOP are spared: no receiver could tell those
+    // went missing, and tests demand exact loss counts.
+    double frame_drop = 0.0;
     bool any() const { return drop > 0 || flip > 0 || insert > 0; }
 };
+
+enum class WireProtocol { kLegacy, kFramed };
 
 struct SimulatorOptions {
     std::string model = "blinky";  // a built-in model, or "elf" with `elf` set
     std::shared_ptr<const gmon::Symbolizer> elf;
     int addr_bytes = 3;
-    protocol::LegacyEncoding encoding = protocol::LegacyEncoding::kBinary;
+    protocol::LegacyEncoding encoding = protocol::LegacyEncoding::kBinary;  // legacy only
+    WireProtocol protocol = WireProtocol::kLegacy;
+    // Framed: entries of the on-target arc cache (0: off). Repeats of a cached arc are counted
+    // on the target and sent as one ARC_N when the entry is evicted, at every
+    // `arc_cache_flush` passes of the main loop (0: only at the end) and at the end.
+    std::size_t arc_cache = 0;
+    std::size_t pc_cache = 0;  // the same for PC samples (PC_N), flushed with the arc cache
+    std::uint64_t arc_cache_flush = 100;
+    std::uint32_t sample_hz = 1000;  // the HELLO's sampling rate
     std::uint64_t seed = 1;
     FaultSpec faults;
     // Stop after the first pass of the model's main loop that reaches either limit.
@@ -46,6 +61,7 @@ struct FaultCounts {
     std::uint64_t dropped = 0;
     std::uint64_t flipped = 0;
     std::uint64_t inserted = 0;
+    std::uint64_t frames_dropped = 0;
 };
 
 struct SimulatedFunction {
@@ -54,14 +70,17 @@ struct SimulatedFunction {
     std::uint32_t size = 0;
 };
 
-// What the simulated board sent, before any fault was applied.
+// What the simulated board sent, before any fault was applied (records as they left the
+// target: an arc cache's ARC_N is one record with its count).
 struct GroundTruth {
     std::string model;
     std::vector<SimulatedFunction> functions;
     gmon::Aggregate aggregate;
-    std::uint64_t arcs_sent = 0;
-    std::uint64_t pc_samples_sent = 0;
-    std::uint64_t wire_bytes = 0;  // as written (after faults; hex counts characters)
+    std::uint64_t arcs_sent = 0;        // arc records on the wire (ARC_N counts once)
+    std::uint64_t pc_samples_sent = 0;  // PC-sample records on the wire
+    std::uint64_t calls = 0;            // calls the model made (with an arc cache: > arcs_sent)
+    std::uint64_t frames_sent = 0;      // framed protocol
+    std::uint64_t wire_bytes = 0;       // as written (after faults; hex counts characters)
     std::uint64_t iterations = 0;
     FaultCounts faults;
     protocol::AddressRange code_range;

@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "protocol/legacy_decoder.h"
+#include "daemon/wire_decoder.h"
 
 namespace rackprof::daemon {
 namespace {
@@ -26,10 +26,14 @@ gmon::Aggregate decode(const Capture& c, const SimulatorOptions& options,
                        protocol::DecoderStats* stats = nullptr) {
     gmon::Aggregate aggregate;
     gmon::AggregateSink sink(aggregate);
-    protocol::LegacyDecoder decoder({options.addr_bytes, options.encoding, c.truth.code_range});
-    decoder.feed(c.bytes, sink);
-    decoder.finish(sink);
-    if (stats) *stats = decoder.stats();
+    const bool framed = options.protocol == WireProtocol::kFramed;
+    const auto decoder =
+        make_decoder({framed ? "framed" : "legacy",
+                      options.encoding == protocol::LegacyEncoding::kHex ? "hex" : "bin",
+                      options.addr_bytes, c.truth.code_range});
+    decoder->feed(c.bytes, sink);
+    decoder->finish(sink);
+    if (stats) *stats = decoder->stats();
     return aggregate;
 }
 
@@ -90,6 +94,50 @@ TEST_CASE("the same seed gives the same bytes; faults are counted and survivable
     CHECK(stats.bytes_discarded > 0);
     CHECK(stats.records() <= c.truth.arcs_sent + c.truth.pc_samples_sent);
     CHECK(got.total_calls() <= c.truth.aggregate.total_calls() + 1);
+}
+
+TEST_CASE("framed: every model decodes back exactly, with and without on-target caches") {
+    for (const char* model : {"blinky", "conflation", "deterministic"}) {
+        for (std::size_t cache : {0u, 1u, 8u}) {
+            CAPTURE(model);
+            CAPTURE(cache);
+            SimulatorOptions o;
+            o.model = model;
+            o.protocol = WireProtocol::kFramed;
+            o.addr_bytes = cache == 1 ? 3 : 4;
+            o.arc_cache = cache;
+            o.pc_cache = cache;
+            o.arc_cache_flush = 3;
+            o.max_iterations = 20;
+            const Capture c = run(o);
+            protocol::DecoderStats stats;
+            CHECK(decode(c, o, &stats) == c.truth.aggregate);
+            CHECK(stats.frames == c.truth.frames_sent);
+            CHECK(stats.frames_lost + stats.frames_bad + stats.bytes_discarded == 0);
+            CHECK(stats.arcs == c.truth.arcs_sent);
+            CHECK(c.truth.aggregate.total_calls() == c.truth.calls);
+            if (cache == 8) CHECK(c.truth.arcs_sent < c.truth.calls);
+        }
+    }
+}
+
+TEST_CASE("framed: whole frames dropped on the link are exactly the frames lost") {
+    SimulatorOptions o;
+    o.model = "deterministic";
+    o.protocol = WireProtocol::kFramed;
+    o.max_iterations = 200;
+    o.faults.frame_drop = 0.1;
+    o.seed = 3;
+    const Capture c = run(o);
+    CHECK(c.truth.faults.frames_dropped > 10);
+    protocol::DecoderStats stats;
+    const gmon::Aggregate got = decode(c, o, &stats);
+    CHECK(stats.frames_lost == c.truth.faults.frames_dropped);
+    CHECK(stats.frames == c.truth.frames_sent - c.truth.faults.frames_dropped);
+    CHECK(stats.frames_bad == 0);
+    CHECK(got.total_calls() < c.truth.aggregate.total_calls());
+    o.encoding = protocol::LegacyEncoding::kHex;
+    CHECK_THROWS_AS(run(o), std::invalid_argument);  // framed is binary only
 }
 
 TEST_CASE("a byte budget stops the simulation") {

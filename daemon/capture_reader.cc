@@ -8,8 +8,6 @@
 #include <stdexcept>
 #include <vector>
 
-#include "protocol/legacy_decoder.h"
-
 namespace rackprof::daemon {
 
 namespace {
@@ -77,24 +75,22 @@ bool is_gnu_gmon(const std::filesystem::path& path) {
     return start.size() == 4 && std::memcmp(start.data(), "gmon", 4) == 0;
 }
 
-protocol::DecoderStats decode_capture(const std::filesystem::path& path,
-                                      const protocol::LegacyOptions& options,
-                                      gmon::Aggregate& aggregate,
-                                      const ProgressCallback& progress) {
+DecodedCapture decode_capture(const std::filesystem::path& path, const WireSpec& wire,
+                              gmon::Aggregate& aggregate, const ProgressCallback& progress) {
     FileDescriptor fd(path);
     std::error_code ec;
     const std::uint64_t total = std::filesystem::file_size(path, ec);
-    protocol::LegacyDecoder decoder(options);
-    gmon::AggregateSink sink(aggregate);
+    const auto decoder = make_decoder(wire);
+    CaptureSink sink(aggregate);
     std::vector<std::uint8_t> buffer(1 << 20);
     std::uint64_t done = 0;
     while (const std::size_t n = fd.read(buffer.data(), buffer.size(), path)) {
-        decoder.feed(std::span<const std::uint8_t>(buffer.data(), n), sink);
+        decoder->feed(std::span<const std::uint8_t>(buffer.data(), n), sink);
         done += n;
         if (progress) progress(done, ec ? 0 : total);
     }
-    decoder.finish(sink);
-    return decoder.stats();
+    decoder->finish(sink);
+    return {decoder->stats(), sink.hello};
 }
 
 }  // namespace rackprof::daemon

@@ -5,11 +5,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 
+#include "daemon/wire_decoder.h"
 #include "gmon/aggregate.h"
 #include "protocol/decoder_stats.h"
 #include "protocol/legacy_format.h"
+#include "protocol/stream_event.h"
 
 namespace rackprof::daemon {
 
@@ -21,10 +24,23 @@ bool is_gnu_gmon(const std::filesystem::path& path);
 
 using ProgressCallback = std::function<void(std::uint64_t done, std::uint64_t total)>;
 
+struct DecodedCapture {
+    protocol::DecoderStats stats;
+    std::optional<protocol::TargetHello> hello;  // the last one (framed captures)
+};
+
 // Decodes the whole file. Throws std::runtime_error naming the file on I/O errors.
-protocol::DecoderStats decode_capture(const std::filesystem::path& path,
-                                      const protocol::LegacyOptions& options,
-                                      gmon::Aggregate& aggregate,
-                                      const ProgressCallback& progress = {});
+DecodedCapture decode_capture(const std::filesystem::path& path, const WireSpec& wire,
+                              gmon::Aggregate& aggregate, const ProgressCallback& progress = {});
+
+// Records into an aggregate, keeping the last HELLO: what `convert` needs from a stream.
+class CaptureSink : public gmon::AggregateSink {
+  public:
+    using gmon::AggregateSink::AggregateSink;
+    void on_event(const protocol::StreamEvent& event) override {
+        if (const auto* h = std::get_if<protocol::TargetHello>(&event)) hello = *h;
+    }
+    std::optional<protocol::TargetHello> hello;
+};
 
 }  // namespace rackprof::daemon

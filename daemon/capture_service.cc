@@ -48,12 +48,11 @@ CaptureService::~CaptureService() {
 }
 
 std::unique_ptr<Board> CaptureService::make_board(const BoardConfig& b) {
-    return std::make_unique<Board>(io_, b, *writer_, log_, config_.reconnect_min,
-                                   config_.reconnect_max, [this](const BoardEvent& e) {
-                                       if (events_)
-                                           events_(e,
-                                                   e.session ? writer_->session_id(*e.session) : 0);
-                                   });
+    return std::make_unique<Board>(
+        io_, b, *writer_, log_, config_.reconnect_min, config_.reconnect_max,
+        config_.storage_path.parent_path() / "firmware", [this](const BoardEvent& e) {
+            if (events_) events_(e, e.session ? writer_->session_id(*e.session) : 0);
+        });
 }
 
 std::optional<CaptureService::LiveView> CaptureService::live(std::int64_t session_id) {

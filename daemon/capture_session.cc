@@ -15,20 +15,58 @@ storage::SessionHandle new_session_handle() {
     return next++;
 }
 
+std::optional<std::pair<std::uint64_t, std::uint64_t>> session_code_range(
+    const storage::SessionInfo& session, const gmon::Symbolizer* elf) {
+    if (elf) return std::pair(elf->code_low(), elf->code_high());
+    if (session.target.has_text_range())
+        return std::pair<std::uint64_t, std::uint64_t>(session.target.text_lo,
+                                                       session.target.text_hi);
+    return std::nullopt;
+}
+
+std::string build_id_hex(const std::vector<std::uint8_t>& build_id) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    for (std::uint8_t b : build_id) {
+        out += kHex[b >> 4];
+        out += kHex[b & 0xF];
+    }
+    return out;
+}
+
 CaptureSession::CaptureSession(storage::SessionHandle handle, storage::NewSession spec,
-                               protocol::LegacyOptions decoder_options,
-                               storage::StorageWriter& writer)
-    : handle_(handle), spec_(std::move(spec)), writer_(writer), decoder_(decoder_options) {
+                               const WireSpec& wire, storage::StorageWriter& writer)
+    : handle_(handle), spec_(std::move(spec)), writer_(writer), decoder_(make_decoder(wire)) {
     writer_.submit(storage::OpenSessionOp{handle_, spec_});
 }
 
 void CaptureSession::refresh_counters() {
-    const auto& s = decoder_.stats();
+    const auto& s = decoder_->stats();
     counters_.bytes_in = s.bytes_in;
     counters_.bytes_discarded = s.bytes_discarded;
     counters_.resyncs = s.resyncs;
     counters_.arcs = s.arcs;
     counters_.pc_samples = s.pc_samples;
+    counters_.frames = s.frames;
+    counters_.frames_bad = s.frames_bad;
+    counters_.frames_lost = s.frames_lost;
+    counters_.target_dropped = s.target_dropped;
+}
+
+std::optional<protocol::TargetHello> CaptureSession::take_hello() {
+    auto hello = std::move(collector_.hello);
+    collector_.hello.reset();
+    return hello;
+}
+
+void CaptureSession::set_target(storage::TargetOp op) {
+    op.handle = handle_;
+    if (!op.elf_path.empty()) {
+        spec_.elf_path = op.elf_path;
+        spec_.elf_build_id = op.elf_build_id;
+        spec_.elf_sha256 = op.elf_sha256;
+    }
+    writer_.submit(std::move(op));
 }
 
 bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t received_ns) {
@@ -58,13 +96,13 @@ bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t 
 }
 
 bool CaptureSession::on_chunk(std::span<const std::uint8_t> raw, std::int64_t received_ns) {
-    decoder_.feed(raw, collector_);
+    decoder_->feed(raw, collector_);
     return submit_records(std::vector<std::uint8_t>(raw.begin(), raw.end()), received_ns);
 }
 
 void CaptureSession::gap_started(const std::string& reason, std::int64_t at_ns) {
     if (open_gap_) return;
-    decoder_.finish(collector_);  // what was held back across the break
+    decoder_->finish(collector_);  // what was held back across the break
     if (!collector_.records.empty()) submit_records({}, at_ns);
     refresh_counters();
     open_gap_ = storage::Gap{at_ns, 0, reason};
@@ -80,7 +118,7 @@ void CaptureSession::gap_ended(std::int64_t at_ns) {
 
 void CaptureSession::end(const std::string& state, std::int64_t at_ns) {
     if (open_gap_) gap_ended(at_ns);
-    decoder_.finish(collector_);
+    decoder_->finish(collector_);
     if (!collector_.records.empty()) submit_records({}, at_ns);
     refresh_counters();
     writer_.submit(storage::CloseSessionOp{handle_, state, at_ns, counters_});

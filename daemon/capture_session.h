@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "daemon/wire_decoder.h"
 #include "gmon/aggregate.h"
-#include "protocol/legacy_decoder.h"
+#include "gmon/symbolizer.h"
+#include "protocol/stream_event.h"
 #include "storage/storage_writer.h"
 
 namespace rackprof::daemon {
@@ -21,10 +23,19 @@ std::int64_t unix_now_ns();
 // A handle no other session in this process has.
 storage::SessionHandle new_session_handle();
 
+// The code range a session's histogram covers: its ELF's, else the text range its target
+// announced in a HELLO, else none (the PCs seen decide).
+std::optional<std::pair<std::uint64_t, std::uint64_t>> session_code_range(
+    const storage::SessionInfo& session, const gmon::Symbolizer* elf);
+
+// A HELLO's build-id as the ELF notes spell it: lower-case hex.
+std::string build_id_hex(const std::vector<std::uint8_t>& build_id);
+
 class CaptureSession {
   public:
-    CaptureSession(storage::SessionHandle handle, storage::NewSession spec,
-                   protocol::LegacyOptions decoder_options, storage::StorageWriter& writer);
+    // Throws std::invalid_argument for a wire it cannot decode.
+    CaptureSession(storage::SessionHandle handle, storage::NewSession spec, const WireSpec& wire,
+                   storage::StorageWriter& writer);
 
     storage::SessionHandle handle() const { return handle_; }
     const storage::NewSession& spec() const { return spec_; }
@@ -36,6 +47,10 @@ class CaptureSession {
 
     // Returns false if the chunk could not be queued for storage (and was counted as lost).
     bool on_chunk(std::span<const std::uint8_t> raw, std::int64_t received_ns);
+    // The HELLO received since the last call, if any (the board decides what it means).
+    std::optional<protocol::TargetHello> take_hello();
+    // Records what the target said (and the firmware picked for it) with the session.
+    void set_target(storage::TargetOp op);
     // The link went away: the stream is broken here (a partial record is counted as discarded).
     void gap_started(const std::string& reason, std::int64_t at_ns);
     // The link is back: the gap is recorded.
@@ -45,8 +60,12 @@ class CaptureSession {
   private:
     struct Collector : protocol::RecordSink {
         std::vector<protocol::Record> records;
+        std::optional<protocol::TargetHello> hello;  // the newest not yet taken
         void on_records(std::span<const protocol::Record> batch) override {
             records.insert(records.end(), batch.begin(), batch.end());
+        }
+        void on_event(const protocol::StreamEvent& event) override {
+            if (const auto* h = std::get_if<protocol::TargetHello>(&event)) hello = *h;
         }
     };
     bool submit_records(std::vector<std::uint8_t> raw, std::int64_t received_ns);
@@ -55,7 +74,7 @@ class CaptureSession {
     storage::SessionHandle handle_;
     storage::NewSession spec_;
     storage::StorageWriter& writer_;
-    protocol::LegacyDecoder decoder_;
+    std::unique_ptr<protocol::StreamDecoder> decoder_;
     Collector collector_;
     gmon::Aggregate aggregate_;
     storage::SessionCounters counters_;

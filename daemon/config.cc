@@ -64,7 +64,8 @@ BoardConfig parse_board(const std::string& source, const toml::table& t, std::si
     b.link = get_string(source, t, prefix, "link", "");
     b.protocol = get_string(source, t, prefix, "protocol", "legacy");
     b.format = get_string(source, t, prefix, "format", "bin");
-    b.addr_bytes = static_cast<int>(get_int(source, t, prefix, "addr_bytes", 3));
+    b.addr_bytes =
+        static_cast<int>(get_int(source, t, prefix, "addr_bytes", default_addr_bytes(b.protocol)));
     b.elf = get_string(source, t, prefix, "elf", "");
     b.autostart = get_bool(source, t, prefix, "autostart", true);
     if (const toml::node* tags = t.get("tags")) {
@@ -86,6 +87,10 @@ BoardConfig parse_board(const std::string& source, const toml::table& t, std::si
 
 }  // namespace
 
+int default_addr_bytes(const std::string& protocol) {
+    return protocol == "framed" ? 4 : 3;
+}
+
 void validate_board(const BoardConfig& b) {
     if (b.name.empty()) throw BoardFieldError("name", "every board needs a name");
     if (b.name.size() > 64 || b.name.find_first_of("/?#\\\" ") != std::string::npos) {
@@ -97,11 +102,12 @@ void validate_board(const BoardConfig& b) {
     } catch (const std::invalid_argument& e) {
         throw BoardFieldError("link", e.what());
     }
-    if (b.protocol != "legacy")
-        throw BoardFieldError("protocol",
-                              "'" + b.protocol + "' is not supported yet (use \"legacy\")");
+    if (b.protocol != "legacy" && b.protocol != "framed")
+        throw BoardFieldError("protocol", "must be \"legacy\" or \"framed\"");
     if (b.format != "bin" && b.format != "hex")
         throw BoardFieldError("format", "must be \"bin\" or \"hex\"");
+    if (b.protocol == "framed" && b.format != "bin")
+        throw BoardFieldError("format", "the framed protocol is binary: must be \"bin\"");
     if (b.addr_bytes != 3 && b.addr_bytes != 4)
         throw BoardFieldError("addr_bytes", "must be 3 or 4");
 }
@@ -135,6 +141,7 @@ BoardConfig board_from_json(const nlohmann::json& j) {
     text("protocol", b.protocol);
     text("format", b.format);
     text("elf", b.elf);
+    b.addr_bytes = default_addr_bytes(b.protocol);
     if (j.contains("addr_bytes")) {
         if (!j["addr_bytes"].is_number_integer())
             throw BoardFieldError("addr_bytes", "must be an integer");

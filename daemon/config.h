@@ -22,10 +22,10 @@ struct BoardConfig {
     std::string name;
     std::string link;  // serial:///dev/ttyUSB0?baud=1500000, tcp://host:port, file:///x?pace=fast,
                        // sim://blinky
-    std::string protocol = "legacy";
-    std::string format = "bin";  // bin | hex
-    int addr_bytes = 3;          // 3 | 4
-    std::string elf;             // optional
+    std::string protocol = "legacy";  // legacy | framed
+    std::string format = "bin";       // bin | hex (framed: bin)
+    int addr_bytes = 3;  // 3 | 4; framed: the width until the target's HELLO (default 4)
+    std::string elf;     // optional
     bool autostart = true;
     std::vector<std::string> tags;
     friend bool operator==(const BoardConfig&, const BoardConfig&) = default;
@@ -41,6 +41,10 @@ class BoardFieldError : public std::invalid_argument {
   private:
     std::string key_;
 };
+
+// The address width a board has when its config names none: the thesis' 3 bytes for the
+// legacy protocol, 4 for framed (until the target's HELLO says).
+int default_addr_bytes(const std::string& protocol);
 
 // The rules every board must follow, wherever it comes from (file or API). Throws BoardFieldError.
 void validate_board(const BoardConfig& board);

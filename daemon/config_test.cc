@@ -60,7 +60,27 @@ TEST_CASE("errors name the file, line and key") {
               .find("duplicate board name") != std::string::npos);
     CHECK(error_of("[server\n").find("bench.toml:1:") == 0);
     CHECK(error_of("[[boards]]\nname = \"a\"\nlink = \"serial:///x\"\nprotocol = \"itm\"\n")
-              .find("not supported yet") != std::string::npos);
+              .find("bench.toml:4: boards[0].protocol: must be \"legacy\" or \"framed\"") == 0);
+    CHECK(error_of("[[boards]]\nname = \"a\"\nlink = \"serial:///x\"\nprotocol = "
+                   "\"framed\"\nformat = \"hex\"\n")
+              .find("bench.toml:5: boards[0].format: the framed protocol is binary") == 0);
+}
+
+TEST_CASE("a framed board: 4-byte addresses until the HELLO, unless the config says") {
+    const auto c = parse_config(
+        "[[boards]]\nname = \"f\"\nlink = \"serial:///x\"\nprotocol = \"framed\"\n"
+        "[[boards]]\nname = \"g\"\nlink = \"serial:///y\"\nprotocol = \"framed\"\n"
+        "addr_bytes = 3\n[[boards]]\nname = \"l\"\nlink = \"serial:///z\"\n",
+        "test.toml");
+    REQUIRE(c.boards.size() == 3);
+    CHECK(c.boards[0].protocol == "framed");
+    CHECK(c.boards[0].addr_bytes == 4);
+    CHECK(c.boards[1].addr_bytes == 3);
+    CHECK(c.boards[2].protocol == "legacy");
+    CHECK(c.boards[2].addr_bytes == 3);
+    const auto j =
+        board_from_json({{"name", "h"}, {"link", "serial:///x"}, {"protocol", "framed"}});
+    CHECK(j.addr_bytes == 4);
 }
 
 TEST_CASE("link URIs") {

@@ -6,14 +6,15 @@
 #include <optional>
 
 #include "daemon/capture_reader.h"
+#include "daemon/capture_session.h"
 #include "daemon/command_line.h"
 #include "daemon/commands.h"
+#include "daemon/wire_decoder.h"
 #include "gmon/gmon_reader.h"
 #include "gmon/gmon_writer.h"
 #include "gmon/profile.h"
 #include "gmon/report.h"
 #include "gmon/symbolizer.h"
-#include "protocol/legacy_decoder.h"
 #include "storage/session_store.h"
 
 namespace rackprof::daemon {
@@ -23,19 +24,22 @@ namespace {
 constexpr const char* kUsage = R"(usage: rackprof convert CAPTURE [options]
        rackprof convert --db FILE --session ID [--redecode] [options]
 
-Decodes a capture of the thesis' legacy wire format (binary or hex-ASCII text), writes a
-gmon.out that GNU gprof reads, and prints the profile. CAPTURE may also be a gmon.out
+Decodes a capture (the thesis' legacy wire format, binary or hex-ASCII text, or the rackprof
+framed protocol), writes a gmon.out that GNU gprof reads, and prints the profile. CAPTURE may also be a gmon.out
 (GNU format detected by its magic; BSD formats with --format gmon), to profile it directly.
 
 A stored session (--db, --session) is profiled from its aggregates; --redecode decodes its
-raw bytes again instead (with --format/--addr-bytes overriding what was captured with).
+raw bytes again instead (with --protocol/--format/--addr-bytes overriding what was captured
+with).
 
 options:
   --elf FILE            the firmware's ELF: symbols, code range, byte order (recommended;
                         a stored session's own ELF is used when it was recorded)
   -o FILE               where to write gmon.out (default: gmon.out; for a gmon.out input: none)
-  --format F            auto | bin | hex | gmon (default: auto)
-  --addr-bytes N        3 | 4: address width on the wire (default: 3)
+  --protocol P          legacy | framed (default: legacy)
+  --format F            auto | bin | hex | gmon (default: auto; framed: bin)
+  --addr-bytes N        3 | 4: address width on the wire (default: 3 for legacy; framed: 4
+                        until the target's HELLO says)
   --rate HZ             PC sampling rate of the target (default: 1000)
   --bin-bytes N         bytes per histogram bin, even (default: 2)
   --report R            text | json | none (default: text)
@@ -59,10 +63,17 @@ void print_progress(std::uint64_t done, std::uint64_t total) {
 }
 
 std::string summary_line(const protocol::DecoderStats& s) {
-    return "decoded " + std::to_string(s.records()) + " records (" + std::to_string(s.arcs) +
-           " arcs, " + std::to_string(s.pc_samples) + " PC samples) from " +
-           std::to_string(s.bytes_in) + " bytes; " + std::to_string(s.bytes_discarded) +
-           " bytes discarded in " + std::to_string(s.resyncs) + " resyncs";
+    std::string line = "decoded " + std::to_string(s.records()) + " records (" +
+                       std::to_string(s.arcs) + " arcs, " + std::to_string(s.pc_samples) +
+                       " PC samples) from " + std::to_string(s.bytes_in) + " bytes; " +
+                       std::to_string(s.bytes_discarded) + " bytes discarded in " +
+                       std::to_string(s.resyncs) + " resyncs";
+    if (s.frames + s.frames_bad > 0) {
+        line += "; frames: " + std::to_string(s.frames) + " good, " + std::to_string(s.frames_bad) +
+                " bad, " + std::to_string(s.frames_lost) + " lost; " +
+                std::to_string(s.target_dropped) + " records dropped on the target";
+    }
+    return line;
 }
 
 nlohmann::json stats_json(const protocol::DecoderStats& s) {
@@ -70,8 +81,14 @@ nlohmann::json stats_json(const protocol::DecoderStats& s) {
             {"bytes_discarded", s.bytes_discarded},
             {"resyncs", s.resyncs},
             {"arcs", s.arcs},
-            {"pc_samples", s.pc_samples}};
+            {"pc_samples", s.pc_samples},
+            {"frames", s.frames},
+            {"frames_bad", s.frames_bad},
+            {"frames_lost", s.frames_lost},
+            {"target_dropped", s.target_dropped}};
 }
+
+using CodeRange = std::optional<std::pair<std::uint64_t, std::uint64_t>>;
 
 nlohmann::json raw_json(const gmon::GmonData& data, std::uint64_t samples_outside) {
     nlohmann::json arcs = nlohmann::json::array();
@@ -93,8 +110,9 @@ nlohmann::json raw_json(const gmon::GmonData& data, std::uint64_t samples_outsid
 }
 
 struct ConvertOptions {
-    std::string format;  // auto | bin | hex | gmon
-    std::string report;  // text | json | none
+    std::string protocol;  // legacy | framed
+    std::string format;    // auto | bin | hex | gmon
+    std::string report;    // text | json | none
     int addr_bytes = 3;
     std::uint32_t rate = 1000;
     std::uint32_t bin_bytes = 2;
@@ -120,31 +138,44 @@ std::optional<protocol::AddressRange> code_range_of(const ConvertOptions& o) {
                                   static_cast<std::uint32_t>(o.elf->code_high())};
 }
 
-// Bins an aggregate over the ELF's code range (or the PCs seen) and checks it is plausible.
+// Bins an aggregate over the code range (the ELF's, else the target's HELLO's, else the PCs
+// seen) and checks it is plausible.
 Converted from_aggregate(const gmon::Aggregate& aggregate, const protocol::DecoderStats& stats,
-                         const ConvertOptions& o, const std::string& what) {
+                         const ConvertOptions& o, const std::string& what,
+                         const CodeRange& code_range) {
+    // Framed records are checked by CRC, not by the ELF's code range: a framed stream that
+    // yields nothing is damage (or not framed at all), never the wrong ELF.
+    const bool framed = stats.frames + stats.frames_bad > 0;
     if (stats.records() == 0) {
+        if (framed) {
+            throw std::runtime_error("no records in " + what + ": " +
+                                     std::to_string(stats.frames_bad) + " bad frames, " +
+                                     std::to_string(stats.frames) +
+                                     " good ones without records: is it a framed capture?");
+        }
         if (o.elf) {
             throw std::runtime_error(
                 "no records in " + what + " fit the code range of " + o.elf->path().string() +
                 " (" + gmon::hex_address(o.elf->code_low()) + "-" +
                 gmon::hex_address(o.elf->code_high()) +
-                "): wrong ELF for this capture, or wrong --format or --addr-bytes?");
+                "): wrong ELF for this capture, or check --protocol, --format and --addr-bytes");
         }
         throw std::runtime_error("no records found in " + what +
-                                 ": is it a legacy capture? check --format and --addr-bytes");
+                                 ": check --protocol, --format and --addr-bytes");
     }
-    if (o.elf &&
+    if (o.elf && !framed &&
         stats.bytes_discarded > kWrongElfDiscardFraction * static_cast<double>(stats.bytes_in)) {
         throw std::runtime_error(
             std::to_string(stats.bytes_discarded) + " of " + std::to_string(stats.bytes_in) +
             " bytes did not decode to records inside " + o.elf->path().string() +
-            "'s code range: wrong ELF for this capture, or wrong --addr-bytes?");
+            "'s code range: wrong ELF for this capture, or check --protocol and --addr-bytes");
     }
-    const auto spec = gmon::histogram_spec(
-        aggregate,
-        o.elf ? std::optional(std::pair(o.elf->code_low(), o.elf->code_high())) : std::nullopt,
-        o.bin_bytes, o.rate);
+    if (!o.elf &&
+        stats.bytes_discarded > kWrongElfDiscardFraction * static_cast<double>(stats.bytes_in)) {
+        std::cerr << "rackprof: warning: most bytes of " << what
+                  << " decoded to nothing: check --protocol, --format and --addr-bytes\n";
+    }
+    const auto spec = gmon::histogram_spec(aggregate, code_range, o.bin_bytes, o.rate);
     auto binned = gmon::to_gmon_data(aggregate, spec, layout_of(o));
     Converted c;
     c.data = std::move(binned.data);
@@ -152,6 +183,16 @@ Converted from_aggregate(const gmon::Aggregate& aggregate, const protocol::Decod
     c.summary["decoder"] = stats_json(stats);
     c.default_output = "gmon.out";
     return c;
+}
+
+// A capture of a framed target names its firmware: say so when the ELF given is another one.
+void warn_on_build_id_mismatch(const ConvertOptions& o, const storage::TargetInfo& target) {
+    if (o.elf && !target.build_id.empty() && !o.elf->build_id().empty() &&
+        o.elf->build_id() != target.build_id) {
+        std::cerr << "rackprof: warning: " << o.elf->path().string() << " has build-id "
+                  << o.elf->build_id() << ", but the target runs " << target.build_id
+                  << ": symbols may be wrong\n";
+    }
 }
 
 Converted from_gmon_file(const std::filesystem::path& input, const ConvertOptions& o) {
@@ -163,22 +204,40 @@ Converted from_gmon_file(const std::filesystem::path& input, const ConvertOption
     return c;
 }
 
+// The code range: the ELF's, else the one a framed target announced.
+CodeRange code_range_with(const ConvertOptions& o, const storage::TargetInfo& target) {
+    storage::SessionInfo info;
+    info.target = target;
+    return session_code_range(info, o.elf.get());
+}
+
+storage::TargetInfo target_of(const std::optional<protocol::TargetHello>& hello) {
+    if (!hello) return {};
+    return {build_id_hex(hello->build_id), hello->text_lo, hello->text_hi};
+}
+
 Converted from_capture_file(const std::filesystem::path& input, const ConvertOptions& o) {
-    protocol::LegacyOptions options;
-    options.addr_bytes = o.addr_bytes;
-    options.encoding = o.format == "hex"   ? protocol::LegacyEncoding::kHex
-                       : o.format == "bin" ? protocol::LegacyEncoding::kBinary
-                                           : detect_encoding(input);
-    options.code_range = code_range_of(o);
+    WireSpec wire{o.protocol, o.format, o.addr_bytes, code_range_of(o)};
+    if (o.protocol == "framed") {
+        if (o.format == "hex") throw UsageError("--protocol framed is binary: no --format hex");
+        wire.format = "bin";
+    } else if (o.format == "auto") {
+        wire.format = detect_encoding(input) == protocol::LegacyEncoding::kHex ? "hex" : "bin";
+    }
     gmon::Aggregate aggregate;
     const bool tty = ::isatty(STDERR_FILENO) == 1;
-    const auto stats =
-        decode_capture(input, options, aggregate, tty ? ProgressCallback(print_progress) : nullptr);
-    std::cerr << "rackprof: " << summary_line(stats) << "\n";
-    Converted c = from_aggregate(aggregate, stats, o, input.string());
+    const auto decoded =
+        decode_capture(input, wire, aggregate, tty ? ProgressCallback(print_progress) : nullptr);
+    std::cerr << "rackprof: " << summary_line(decoded.stats) << "\n";
+    const auto target = target_of(decoded.hello);
+    warn_on_build_id_mismatch(o, target);
+    Converted c =
+        from_aggregate(aggregate, decoded.stats, o, input.string(), code_range_with(o, target));
     c.summary["input"] = input.string();
-    c.summary["format"] = options.encoding == protocol::LegacyEncoding::kHex ? "hex" : "bin";
-    c.summary["addr_bytes"] = o.addr_bytes;
+    c.summary["protocol"] = o.protocol;
+    c.summary["format"] = wire.format;
+    c.summary["addr_bytes"] = decoded.hello ? decoded.hello->addr_bytes : o.addr_bytes;
+    if (decoded.hello) c.summary["target_build_id"] = target.build_id;
     return c;
 }
 
@@ -195,45 +254,55 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
     const std::string what = "session " + std::to_string(id);
     Converted c;
     if (redecode) {
-        protocol::LegacyOptions options;
-        options.addr_bytes = cl.has("--addr-bytes") ? o.addr_bytes : info->spec.addr_bytes;
-        const std::string format = o.format == "auto" ? info->spec.format : o.format;
-        options.encoding =
-            format == "hex" ? protocol::LegacyEncoding::kHex : protocol::LegacyEncoding::kBinary;
-        options.code_range = code_range_of(o);
-        protocol::LegacyDecoder decoder(options);
+        WireSpec wire{cl.has("--protocol") ? o.protocol : info->spec.protocol,
+                      o.format == "auto" ? info->spec.format : o.format,
+                      cl.has("--addr-bytes") ? o.addr_bytes : info->spec.addr_bytes,
+                      code_range_of(o)};
+        const auto decoder = make_decoder(wire);
         gmon::Aggregate aggregate;
-        gmon::AggregateSink sink(aggregate);
+        CaptureSink sink(aggregate);
         store.for_each_chunk(
-            id, [&](std::int64_t, std::span<const std::uint8_t> raw) { decoder.feed(raw, sink); });
-        decoder.finish(sink);
-        std::cerr << "rackprof: re-decoded " << what << ": " << summary_line(decoder.stats())
+            id, [&](std::int64_t, std::span<const std::uint8_t> raw) { decoder->feed(raw, sink); });
+        decoder->finish(sink);
+        std::cerr << "rackprof: re-decoded " << what << ": " << summary_line(decoder->stats())
                   << "\n";
-        c = from_aggregate(aggregate, decoder.stats(), o, what);
+        c = from_aggregate(aggregate, decoder->stats(), o, what,
+                           code_range_with(o, sink.hello ? target_of(sink.hello) : info->target));
     } else {
         const auto& k = info->counters;
-        protocol::DecoderStats stats{k.bytes_in, k.bytes_discarded, k.resyncs, k.arcs,
-                                     k.pc_samples};
+        protocol::DecoderStats stats;
+        stats.bytes_in = k.bytes_in;
+        stats.bytes_discarded = k.bytes_discarded;
+        stats.resyncs = k.resyncs;
+        stats.arcs = k.arcs;
+        stats.pc_samples = k.pc_samples;
+        stats.frames = k.frames;
+        stats.frames_bad = k.frames_bad;
+        stats.frames_lost = k.frames_lost;
+        stats.target_dropped = k.target_dropped;
         std::cerr << "rackprof: " << what << " (" << info->spec.board << ", " << info->state
                   << "): " << summary_line(stats) << "; " << k.gaps << " gaps, " << k.records_lost
                   << " records lost\n";
-        c = from_aggregate(store.aggregate(id), stats, o, what);
+        c = from_aggregate(store.aggregate(id), stats, o, what, code_range_with(o, info->target));
     }
     c.summary["session"] = {{"id", id},
                             {"board", info->spec.board},
                             {"state", info->state},
                             {"gaps", info->counters.gaps},
                             {"records_lost", info->counters.records_lost}};
+    c.summary["protocol"] = info->spec.protocol;
     c.summary["format"] = info->spec.format;
     c.summary["addr_bytes"] = info->spec.addr_bytes;
+    if (!info->target.build_id.empty()) c.summary["target_build_id"] = info->target.build_id;
     return c;
 }
 
 ConvertOptions parse_options(const CommandLine& cl) {
     ConvertOptions o;
+    o.protocol = cl.choice("--protocol", "legacy", {"legacy", "framed"});
     o.format = cl.choice("--format", "auto", {"auto", "bin", "hex", "gmon"});
     o.report = cl.choice("--report", "text", {"text", "json", "none"});
-    o.addr_bytes = static_cast<int>(cl.get_uint("--addr-bytes", 3));
+    o.addr_bytes = static_cast<int>(cl.get_uint("--addr-bytes", o.protocol == "framed" ? 4 : 3));
     if (o.addr_bytes != 3 && o.addr_bytes != 4) throw UsageError("--addr-bytes must be 3 or 4");
     o.rate = static_cast<std::uint32_t>(cl.get_uint("--rate", 1000));
     if (o.rate == 0) throw UsageError("--rate must be above 0");
@@ -276,8 +345,8 @@ void print_report(const Converted& c, const ConvertOptions& o,
 
 int run_convert(const std::vector<std::string>& args) {
     const CommandLine cl(args,
-                         {"--elf", "-o", "--format", "--addr-bytes", "--rate", "--bin-bytes",
-                          "--report", "--top", "--min-percent", "--db", "--session"},
+                         {"--elf", "-o", "--protocol", "--format", "--addr-bytes", "--rate",
+                          "--bin-bytes", "--report", "--top", "--min-percent", "--db", "--session"},
                          {"--help", "-h", "--redecode"});
     if (cl.has("--help") || cl.has("-h")) {
         std::cout << kUsage;

@@ -6,10 +6,10 @@
 #include "daemon/board_simulator.h"
 #include "daemon/command_line.h"
 #include "daemon/commands.h"
+#include "daemon/wire_decoder.h"
 #include "gmon/gmon_writer.h"
 #include "gmon/profile.h"
 #include "gmon/report.h"
-#include "protocol/legacy_decoder.h"
 
 namespace rackprof::daemon {
 
@@ -26,14 +26,14 @@ int run_demo(const std::vector<std::string>& args) {
     SimulatorOptions options;
     options.model = cl.get("--model", "blinky");
     options.max_iterations = cl.get_uint("--iterations", 200);
-    protocol::LegacyDecoder decoder({options.addr_bytes, options.encoding, {}});
+    const auto decoder = make_decoder(WireSpec{"legacy", "bin", options.addr_bytes, std::nullopt});
     gmon::Aggregate aggregate;
     gmon::AggregateSink sink(aggregate);
     const GroundTruth truth =
         simulate_board(options, [&](const std::uint8_t* data, std::size_t size) {
-            decoder.feed(std::span<const std::uint8_t>(data, size), sink);
+            decoder->feed(std::span<const std::uint8_t>(data, size), sink);
         });
-    decoder.finish(sink);
+    decoder->finish(sink);
 
     const std::string elf_path = (dir / (options.model + ".elf")).string();
     write_model_elf(elf_path, truth);
@@ -43,7 +43,7 @@ int run_demo(const std::vector<std::string>& args) {
     const auto gmon_path = dir / "gmon.out";
     gmon::write_file_atomically(gmon_path, gmon::serialize_gmon(binned.data));
 
-    const auto& s = decoder.stats();
+    const auto& s = decoder->stats();
     std::cout << "rackprof demo: simulated board '" << options.model << "' sent " << s.bytes_in
               << " bytes; decoded " << s.arcs << " arcs and " << s.pc_samples << " PC samples ("
               << s.bytes_discarded << " bytes discarded)\n"

@@ -46,7 +46,7 @@ LinkUri parse_link_uri(const std::string& text) {
         {"serial", {"baud"}},
         {"tcp", {}},
         {"file", {"pace", "rate", "chunk"}},
-        {"sim", {"rate", "seed", "format", "addr_bytes"}}};
+        {"sim", {"rate", "seed", "format", "addr_bytes", "arc_cache", "pc_cache"}}};
     const auto known = kParams.find(uri.scheme);
     if (known == kParams.end()) {
         throw std::invalid_argument("unknown link scheme '" + uri.scheme +

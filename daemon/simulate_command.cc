@@ -21,19 +21,26 @@ namespace {
 constexpr const char* kUsage = R"(usage: rackprof simulate [options]
 
 Runs a call model as a profiled board would and writes the wire bytes it sends (the thesis'
-legacy format), plus the ground truth: every arc and PC sample sent, before any fault.
+legacy format, or the rackprof framed protocol), plus the ground truth: every arc and PC
+sample sent, before any fault.
 
 options:
   --model NAME       blinky | conflation | deterministic | elf (default: blinky)
   --elf FILE         with --model elf: take functions and addresses from this ELF
   --iterations N     passes of the model's main loop (default: 100, or unlimited with --bytes)
   --bytes SIZE       stop after about SIZE binary wire bytes (e.g. 200M)
-  --format F         bin | hex (default: bin)
+  --protocol P       legacy | framed (default: legacy)
+  --format F         bin | hex (default: bin; framed is binary only)
   --addr-bytes N     3 | 4 (default: 3)
+  --arc-cache N      framed: an on-target arc cache of N entries; repeats leave as ARC_N
+  --pc-cache N       framed: the same for PC samples (PC_N)
+  --cache-flush N    framed: flush the caches every N passes of the main loop (default: 100)
   --seed N           random seed for PC positions and faults (default: 1)
   --drop P           drop each byte with probability P
   --flip P           flip one bit of each byte with probability P
   --insert P         insert a random byte before each byte with probability P
+  --drop-frames P    framed: lose each whole frame with probability P (not the HELLO and
+                     the final STOP frames, whose loss no receiver could see)
   -o FILE            where the wire bytes go ('-': standard output)
   --truth FILE       write the ground truth as JSON
   --write-elf FILE   write an ELF with the model's functions (to symbolize the capture)
@@ -94,7 +101,10 @@ nlohmann::json truth_json(const GroundTruth& truth, const SimulatorOptions& opti
         pcs.push_back({{"pc", gmon::hex_address(p.pc)}, {"count", p.count}});
     }
     return {{"model", truth.model},
+            {"protocol", options.protocol == WireProtocol::kFramed ? "framed" : "legacy"},
             {"format", options.encoding == protocol::LegacyEncoding::kHex ? "hex" : "bin"},
+            {"arc_cache", options.arc_cache},
+            {"pc_cache", options.pc_cache},
             {"addr_bytes", options.addr_bytes},
             {"seed", options.seed},
             {"iterations", truth.iterations},
@@ -102,8 +112,11 @@ nlohmann::json truth_json(const GroundTruth& truth, const SimulatorOptions& opti
             {"wire_bytes", truth.wire_bytes},
             {"arcs_sent", truth.arcs_sent},
             {"pc_samples_sent", truth.pc_samples_sent},
+            {"calls", truth.calls},
+            {"frames_sent", truth.frames_sent},
             {"faults",
-             {{"dropped", truth.faults.dropped},
+             {{"frames_dropped", truth.faults.frames_dropped},
+              {"dropped", truth.faults.dropped},
               {"flipped", truth.faults.flipped},
               {"inserted", truth.faults.inserted}}},
             {"code_range",
@@ -117,10 +130,12 @@ nlohmann::json truth_json(const GroundTruth& truth, const SimulatorOptions& opti
 }  // namespace
 
 int run_simulate(const std::vector<std::string>& args) {
-    const CommandLine cl(args,
-                         {"--model", "--elf", "--iterations", "--bytes", "--format", "--addr-bytes",
-                          "--seed", "--drop", "--flip", "--insert", "-o", "--truth", "--write-elf",
-                          "--pty", "--rate", "--unplug-every", "--unplug-for", "--unplugs"},
+    const CommandLine cl(args, {"--model",       "--elf",        "--iterations", "--bytes",
+                                "--format",      "--addr-bytes", "--seed",       "--drop",
+                                "--flip",        "--insert",     "-o",           "--truth",
+                                "--write-elf",   "--protocol",   "--arc-cache",  "--cache-flush",
+                                "--drop-frames", "--pty",        "--rate",       "--unplug-every",
+                                "--unplug-for",  "--unplugs"},
                          {"--help", "-h", "--list-models"});
     if (cl.has("--help") || cl.has("-h")) {
         std::cout << kUsage;
@@ -142,7 +157,19 @@ int run_simulate(const std::vector<std::string>& args) {
                            ? protocol::LegacyEncoding::kHex
                            : protocol::LegacyEncoding::kBinary;
     options.seed = cl.get_uint("--seed", 1);
-    options.faults = {cl.get_rate("--drop"), cl.get_rate("--flip"), cl.get_rate("--insert")};
+    options.faults = {cl.get_rate("--drop"), cl.get_rate("--flip"), cl.get_rate("--insert"),
+                      cl.get_rate("--drop-frames")};
+    if (cl.choice("--protocol", "legacy", {"legacy", "framed"}) == "framed")
+        options.protocol = WireProtocol::kFramed;
+    options.arc_cache = cl.get_uint("--arc-cache", 0);
+    options.pc_cache = cl.get_uint("--pc-cache", 0);
+    options.arc_cache_flush = cl.get_uint("--cache-flush", options.arc_cache_flush);
+    if (options.protocol != WireProtocol::kFramed &&
+        (options.arc_cache > 0 || options.pc_cache > 0 || options.faults.frame_drop > 0))
+        throw UsageError("--arc-cache, --pc-cache and --drop-frames need --protocol framed");
+    if (options.protocol == WireProtocol::kFramed &&
+        options.encoding != protocol::LegacyEncoding::kBinary)
+        throw UsageError("--protocol framed is binary only: leave out --format hex");
     options.max_bytes = cl.get_uint("--bytes", 0);
     options.max_iterations = cl.get_uint("--iterations", options.max_bytes ? 0 : 100);
 
@@ -193,6 +220,9 @@ int run_simulate(const std::vector<std::string>& args) {
               << " iterations, " << truth.arcs_sent << " arcs and " << truth.pc_samples_sent
               << " PC samples in " << truth.wire_bytes << " wire bytes";
     if (unplugs) std::cerr << "; unplugged " << unplugs << " times";
+    if (truth.frames_sent) std::cerr << "; " << truth.frames_sent << " frames";
+    if (truth.faults.frames_dropped)
+        std::cerr << ", " << truth.faults.frames_dropped << " of them dropped";
     if (options.faults.any()) {
         std::cerr << "; faults: " << truth.faults.dropped << " dropped, " << truth.faults.flipped
                   << " flipped, " << truth.faults.inserted << " inserted";

@@ -101,6 +101,16 @@ const char* const kMigrations[] = {
         updated_ns INTEGER NOT NULL
     );
     )sql",
+    // 4: the framed protocol's frame and loss counters, and what the target said in its HELLO.
+    R"sql(
+    ALTER TABLE sessions ADD COLUMN frames INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN frames_bad INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN frames_lost INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN target_dropped INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN target_build_id TEXT NOT NULL DEFAULT '';
+    ALTER TABLE sessions ADD COLUMN target_text_lo INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN target_text_hi INTEGER NOT NULL DEFAULT 0;
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
@@ -248,13 +258,27 @@ void SessionStore::update_counters(std::int64_t session, const SessionCounters& 
         update_counters_,
         "UPDATE sessions SET bytes_in = ?, bytes_discarded = ?, resyncs = ?, arcs = ?, pc_samples "
         "= ?, gaps = ?, "
-        "records_lost = ?, bytes_lost = ? WHERE id = ?");
+        "records_lost = ?, bytes_lost = ?, frames = ?, frames_bad = ?, frames_lost = ?, "
+        "target_dropped = ? WHERE id = ?");
     st.bind(1, c.bytes_in)
         .bind(2, c.bytes_discarded)
         .bind(3, c.resyncs)
         .bind(4, c.arcs)
         .bind(5, c.pc_samples);
-    st.bind(6, c.gaps).bind(7, c.records_lost).bind(8, c.bytes_lost).bind(9, session);
+    st.bind(6, c.gaps).bind(7, c.records_lost).bind(8, c.bytes_lost);
+    st.bind(9, c.frames).bind(10, c.frames_bad).bind(11, c.frames_lost).bind(12, c.target_dropped);
+    st.bind(13, session);
+    st.run();
+}
+
+void SessionStore::set_target(std::int64_t session, const TargetInfo& target) {
+    Statement st = db_.prepare(
+        "UPDATE sessions SET target_build_id = ?, target_text_lo = ?, target_text_hi = ? WHERE id "
+        "= ?");
+    st.bind(1, target.build_id)
+        .bind(2, std::int64_t{target.text_lo})
+        .bind(3, std::int64_t{target.text_hi})
+        .bind(4, session);
     st.run();
 }
 
@@ -334,7 +358,11 @@ SessionInfo SessionStore::read_info(Statement& s) {
     i.spec.started_ns = s.column_int(10);
     i.ended_ns = s.column_is_null(11) ? 0 : s.column_int(11);
     auto u = [&](int c) { return static_cast<std::uint64_t>(s.column_int(c)); };
-    i.counters = {u(12), u(13), u(14), u(15), u(16), u(17), u(18), u(19)};
+    i.counters = {u(12), u(13), u(14), u(15), u(16), u(17),
+                  u(18), u(19), u(20), u(21), u(22), u(23)};
+    i.target.build_id = s.column_text(24);
+    i.target.text_lo = static_cast<std::uint32_t>(s.column_int(25));
+    i.target.text_hi = static_cast<std::uint32_t>(s.column_int(26));
     return i;
 }
 
@@ -342,7 +370,8 @@ constexpr const char* kSessionColumns =
     "SELECT id, board, link, protocol, format, addr_bytes, elf_path, elf_build_id, elf_sha256, "
     "state, started_ns, "
     "ended_ns, bytes_in, bytes_discarded, resyncs, arcs, pc_samples, gaps, records_lost, "
-    "bytes_lost FROM sessions";
+    "bytes_lost, frames, frames_bad, frames_lost, target_dropped, target_build_id, "
+    "target_text_lo, target_text_hi FROM sessions";
 
 std::vector<SessionInfo> SessionStore::sessions() {
     Statement st = db_.prepare((std::string(kSessionColumns) + " ORDER BY id").c_str());

@@ -19,7 +19,7 @@
 
 namespace rackprof::storage {
 
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 struct SessionCounters {
     std::uint64_t bytes_in = 0;
@@ -30,6 +30,12 @@ struct SessionCounters {
     std::uint64_t gaps = 0;
     std::uint64_t records_lost = 0;  // dropped because the storage queue was full
     std::uint64_t bytes_lost = 0;    // raw bytes dropped with them
+    // Framed protocol (0 for legacy): good frames, frames that failed their check, frames
+    // missing by sequence number, records the target dropped (its queue was full).
+    std::uint64_t frames = 0;
+    std::uint64_t frames_bad = 0;
+    std::uint64_t frames_lost = 0;
+    std::uint64_t target_dropped = 0;
     friend bool operator==(const SessionCounters&, const SessionCounters&) = default;
 };
 
@@ -45,9 +51,19 @@ struct NewSession {
     std::int64_t started_ns = 0;  // Unix time, nanoseconds
 };
 
+// What a framed target said about itself in its last HELLO (empty for the legacy protocol).
+struct TargetInfo {
+    std::string build_id;  // lower-case hex
+    std::uint32_t text_lo = 0;
+    std::uint32_t text_hi = 0;
+    bool has_text_range() const { return text_hi > text_lo; }
+    friend bool operator==(const TargetInfo&, const TargetInfo&) = default;
+};
+
 struct SessionInfo {
     std::int64_t id = 0;
     NewSession spec;
+    TargetInfo target;
     std::string state;  // capturing | completed | interrupted
     std::int64_t ended_ns = 0;
     SessionCounters counters;
@@ -85,6 +101,7 @@ class SessionStore {
     // Attaches a firmware image to a session after the fact.
     void set_firmware(std::int64_t session, const std::string& elf_path,
                       const std::string& build_id, const std::string& sha256);
+    void set_target(std::int64_t session, const TargetInfo& target);
     // Boards created through the API: name -> configuration (JSON, the daemon's to interpret).
     void save_board(const std::string& name, const std::string& config_json, std::int64_t at_ns);
     void delete_board(const std::string& name);

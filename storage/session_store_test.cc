@@ -167,6 +167,48 @@ TEST_CASE("a version-1 database migrates forward with its data") {
                        1);
     CHECK_THROWS_AS(store.append_chunk(1, 2, 30, raw, {}, 0),
                     StorageError);  // (session, seq) stays unique
+    // Version 4: the old session has zero frame counters and no target; both can be written.
+    auto info = store.session(1);
+    REQUIRE(info);
+    CHECK(info->spec.board == "b");
+    CHECK(info->counters == SessionCounters{});
+    CHECK(info->target == TargetInfo{});
+    SessionCounters framed;
+    framed.bytes_in = 100;
+    framed.frames = 7;
+    framed.frames_bad = 1;
+    framed.frames_lost = 2;
+    framed.target_dropped = 3;
+    store.update_counters(1, framed);
+    store.set_target(1, {"deadbeef", 0x400, 0x2000});
+    info = store.session(1);
+    CHECK(info->counters == framed);
+    CHECK(info->target == TargetInfo{"deadbeef", 0x400, 0x2000});
+}
+
+TEST_CASE("the writer stores a target's HELLO and the firmware picked for it") {
+    TempDb db;
+    std::int64_t id = 0;
+    {
+        StorageWriter writer(db.path);
+        NewSession spec;
+        spec.board = "framed-1";
+        spec.protocol = "framed";
+        writer.submit(OpenSessionOp{1, spec});
+        writer.submit(TargetOp{1, {"0a1b", 0x8000, 0x9000}, "/fw/0a1b.elf", "0a1b", "abc"});
+        SessionCounters c;
+        c.frames_lost = 5;
+        writer.submit(CloseSessionOp{1, "completed", 10, c});
+        writer.flush();
+        id = writer.session_id(1);
+    }
+    SessionStore store(db.path, Database::Mode::kReadOnly);
+    const auto info = store.session(id);
+    REQUIRE(info);
+    CHECK(info->target == TargetInfo{"0a1b", 0x8000, 0x9000});
+    CHECK(info->spec.elf_path == "/fw/0a1b.elf");
+    CHECK(info->spec.elf_build_id == "0a1b");
+    CHECK(info->counters.frames_lost == 5);
 }
 
 }  // namespace

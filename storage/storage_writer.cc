@@ -155,7 +155,7 @@ void StorageWriter::apply_in_transaction(std::span<WriteOp> ops) {
             [&](auto& o) {
                 using Op = std::decay_t<decltype(o)>;
                 if constexpr (std::is_same_v<Op, ChunkOp> || std::is_same_v<Op, GapOp> ||
-                              std::is_same_v<Op, CloseSessionOp>) {
+                              std::is_same_v<Op, CloseSessionOp> || std::is_same_v<Op, TargetOp>) {
                     if (const auto it = opened.find(o.handle); it != opened.end()) {
                         id = it->second;
                     } else {
@@ -179,6 +179,11 @@ void StorageWriter::apply_in_transaction(std::span<WriteOp> ops) {
             store_.add_gap(id, gap->gap);
             pending[id].counters = gap->counters;
             pending[id].counters_changed = true;
+        } else if (auto* target = std::get_if<TargetOp>(&op)) {
+            store_.set_target(id, target->target);
+            if (!target->elf_path.empty()) {
+                store_.set_firmware(id, target->elf_path, target->elf_build_id, target->elf_sha256);
+            }
         } else if (auto* close = std::get_if<CloseSessionOp>(&op)) {
             pending[id].counters = close->counters;
             pending[id].counters_changed = true;

@@ -55,12 +55,20 @@ struct SetFirmwareOp {
     std::string build_id;
     std::string sha256;
 };
+// A framed target's HELLO; with the firmware image picked by its build-id, if one was.
+struct TargetOp {
+    SessionHandle handle;
+    TargetInfo target;
+    std::string elf_path;  // empty: the session's firmware stays as it is
+    std::string elf_build_id;
+    std::string elf_sha256;
+};
 struct SaveBoardOp {
     std::string name;
     std::string config_json;  // empty: delete the board
 };
 using WriteOp = std::variant<OpenSessionOp, ChunkOp, GapOp, CloseSessionOp, DeleteSessionOp,
-                             SetFirmwareOp, SaveBoardOp>;
+                             SetFirmwareOp, SaveBoardOp, TargetOp>;
 
 struct StorageWriterOptions {
     std::chrono::milliseconds commit_interval{100};

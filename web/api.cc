@@ -95,10 +95,18 @@ double parse_number(const std::string& text, const char* what) {
 }
 
 json counters_json(const storage::SessionCounters& c) {
-    return {{"bytes_in", c.bytes_in},         {"bytes_discarded", c.bytes_discarded},
-            {"resyncs", c.resyncs},           {"arcs", c.arcs},
-            {"pc_samples", c.pc_samples},     {"gaps", c.gaps},
-            {"records_lost", c.records_lost}, {"bytes_lost", c.bytes_lost}};
+    return {{"bytes_in", c.bytes_in},
+            {"bytes_discarded", c.bytes_discarded},
+            {"resyncs", c.resyncs},
+            {"arcs", c.arcs},
+            {"pc_samples", c.pc_samples},
+            {"gaps", c.gaps},
+            {"records_lost", c.records_lost},
+            {"bytes_lost", c.bytes_lost},
+            {"frames", c.frames},
+            {"frames_bad", c.frames_bad},
+            {"frames_lost", c.frames_lost},
+            {"target_dropped", c.target_dropped}};
 }
 
 json board_json(const daemon::BoardStatus& b) {
@@ -122,6 +130,11 @@ json session_json(const storage::SessionInfo& s) {
              {{"path", s.spec.elf_path},
               {"build_id", s.spec.elf_build_id},
               {"sha256", s.spec.elf_sha256}}},
+            {"target", s.target == storage::TargetInfo{}
+                           ? json(nullptr)
+                           : json{{"build_id", s.target.build_id},
+                                  {"text_lo", gmon::hex_address(s.target.text_lo)},
+                                  {"text_hi", gmon::hex_address(s.target.text_hi)}}},
             {"state", s.state},
             {"started_ns", s.spec.started_ns},
             {"ended_ns", s.ended_ns ? json(s.ended_ns) : json(nullptr)},
@@ -342,9 +355,8 @@ Reply Api::handle(const Request& request) {
                                query.count("to") ? parse_time(query.at("to"), "to")
                                                  : std::numeric_limits<std::int64_t>::max())
                          : store.aggregate(id);
-            const auto spec = gmon::histogram_spec(
-                aggregate,
-                elf ? std::optional(std::pair(elf->code_low(), elf->code_high())) : std::nullopt);
+            const auto spec =
+                gmon::histogram_spec(aggregate, daemon::session_code_range(*info, elf.get()));
             const auto data =
                 gmon::to_gmon_data(aggregate, spec, elf ? elf->layout() : gmon::TargetLayout{})
                     .data;

@@ -214,7 +214,10 @@ std::string LiveFeeds::snapshot(std::int64_t id) {
     out["losses"] = {{"bytes_discarded", c.bytes_discarded},
                      {"resyncs", c.resyncs},
                      {"gaps", c.gaps},
-                     {"records_lost", c.records_lost}};
+                     {"records_lost", c.records_lost},
+                     {"frames_bad", c.frames_bad},
+                     {"frames_lost", c.frames_lost},
+                     {"target_dropped", c.target_dropped}};
 
     json top = json::array();
     try {

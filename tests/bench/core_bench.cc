@@ -1,22 +1,28 @@
 // Benchmark of the core (not a pass/fail test): decode + aggregate throughput on simulator
-// captures, against md5sum on the same file as a same-machine baseline; and gmon.out +
-// profile time for 10^5 distinct arcs. Prints figures only.
+// captures (legacy binary and hex, framed with and without the arc cache), against md5sum on
+// the same file as a same-machine baseline; wire bytes per call of legacy vs framed; and
+// gmon.out + profile time for 10^5 distinct arcs. Prints figures only.
 //
 //   tests/bench/run.sh            (builds Release, runs this with a 200 MB capture)
-//   core_bench [--mb N] [--dir DIR]
+//   core_bench [--mb N] [--dir DIR] [--thesis blink1hex.txt]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
 #include <random>
 #include <string>
 
 #include "daemon/board_simulator.h"
 #include "daemon/capture_reader.h"
+#include "daemon/target_cache.h"
 #include "gmon/gmon_writer.h"
 #include "gmon/profile.h"
 #include "gmon/report.h"
 #include "gmon/synthetic_elf.h"
+#include "protocol/framed_format.h"
 
 using namespace rackprof;
 using Clock = std::chrono::steady_clock;
@@ -27,18 +33,42 @@ double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::filesystem::path make_capture(const std::filesystem::path& dir,
-                                   protocol::LegacyEncoding encoding, std::uint64_t bytes) {
-    const bool hex = encoding == protocol::LegacyEncoding::kHex;
-    const auto path = dir / (hex ? "bench-capture.hex" : "bench-capture.bin");
+// One wire to benchmark: how the simulator writes it and how the decoder reads it.
+struct Wire {
+    const char* name;
+    daemon::WireProtocol protocol;
+    protocol::LegacyEncoding encoding;
+    std::size_t arc_cache;
+    std::size_t pc_cache = 0;
+};
+
+daemon::SimulatorOptions simulator_options(const Wire& wire) {
+    daemon::SimulatorOptions o;
+    o.model = "blinky";
+    o.protocol = wire.protocol;
+    o.encoding = wire.encoding;
+    o.arc_cache = wire.arc_cache;
+    o.pc_cache = wire.pc_cache;
+    return o;
+}
+
+daemon::WireSpec wire_spec(const Wire& wire) {
+    daemon::WireSpec spec;
+    spec.protocol = wire.protocol == daemon::WireProtocol::kFramed ? "framed" : "legacy";
+    spec.format = wire.encoding == protocol::LegacyEncoding::kHex ? "hex" : "bin";
+    return spec;
+}
+
+std::filesystem::path make_capture(const std::filesystem::path& dir, const Wire& wire,
+                                   std::uint64_t bytes) {
+    const bool hex = wire.encoding == protocol::LegacyEncoding::kHex;
+    const auto path = dir / "bench-capture";
     std::FILE* f = std::fopen(path.c_str(), "wb");
     if (!f) {
         std::perror(path.c_str());
         std::exit(1);
     }
-    daemon::SimulatorOptions o;
-    o.model = "blinky";
-    o.encoding = encoding;
+    daemon::SimulatorOptions o = simulator_options(wire);
     o.max_iterations = 0;
     o.max_bytes = hex ? bytes / 2 : bytes;  // hex text is twice the wire bytes
     daemon::simulate_board(
@@ -60,29 +90,114 @@ double md5sum_seconds(const std::filesystem::path& path) {
     return best;
 }
 
-void bench_decode(const std::filesystem::path& dir, protocol::LegacyEncoding encoding,
-                  std::uint64_t bytes) {
-    const auto path = make_capture(dir, encoding, bytes);
+void bench_decode(const std::filesystem::path& dir, const Wire& wire, std::uint64_t bytes) {
+    const auto path = make_capture(dir, wire, bytes);
     const double size_mb = static_cast<double>(std::filesystem::file_size(path)) / 1e6;
-    protocol::LegacyOptions options;
-    options.encoding = encoding;
     double best = 1e9;
     protocol::DecoderStats stats;
     for (int i = 0; i < 3; ++i) {
         gmon::Aggregate aggregate;
         const auto start = Clock::now();
-        stats = daemon::decode_capture(path, options, aggregate);
+        stats = daemon::decode_capture(path, wire_spec(wire), aggregate).stats;
         best = std::min(best, seconds_since(start));
     }
     const double md5 = md5sum_seconds(path);
-    const char* name = encoding == protocol::LegacyEncoding::kHex ? "hex   " : "binary";
     std::printf(
-        "decode+aggregate %s: %7.1f MB in %.3f s = %7.1f MB/s, %6.1f M records/s; md5sum %.3f s = "
-        "%7.1f MB/s; "
-        "ratio to md5sum %.2f; vs thesis host program (18.6 MB/s) %.0fx\n",
-        name, size_mb, best, size_mb / best, static_cast<double>(stats.records()) / best / 1e6, md5,
-        md5 > 0 ? size_mb / md5 : 0.0, md5 > 0 ? md5 / best : 0.0, size_mb / best / 18.6);
+        "decode+aggregate %-13s: %7.1f MB in %.3f s = %7.1f MB/s, %6.1f M records/s; md5sum "
+        "%.3f s = %7.1f MB/s; ratio to md5sum %.2f; vs thesis host program (18.6 MB/s) %.0fx\n",
+        wire.name, size_mb, best, size_mb / best, static_cast<double>(stats.records()) / best / 1e6,
+        md5, md5 > 0 ? size_mb / md5 : 0.0, md5 > 0 ? md5 / best : 0.0, size_mb / best / 18.6);
     std::filesystem::remove(path);
+}
+
+// Wire bytes per call of the blinky model: at the same call rate, bytes per second scale by
+// the same factor. Caches are flushed every 100 passes of the main loop. The model sends 1.7
+// PC samples per call (the thesis' real blink1hex.txt: 0.65), so PC samples dominate.
+void bench_wire_size() {
+    const std::uint64_t iterations = 10000;
+    struct Row {
+        const char* name;
+        Wire wire;
+        int addr_bytes;
+    };
+    const Row rows[] = {
+        {"legacy, 3-byte addresses", {"", daemon::WireProtocol::kLegacy, {}, 0}, 3},
+        {"framed, no cache, 3-byte", {"", daemon::WireProtocol::kFramed, {}, 0}, 3},
+        {"framed, 32-entry arc cache, 3-byte", {"", daemon::WireProtocol::kFramed, {}, 32}, 3},
+        {"framed, 32-entry arc cache, 4-byte", {"", daemon::WireProtocol::kFramed, {}, 32}, 4},
+        {"framed, arc + 32-entry PC cache, 3-byte",
+         {"", daemon::WireProtocol::kFramed, {}, 32, 32},
+         3},
+    };
+    double legacy_per_call = 0;
+    for (const Row& row : rows) {
+        daemon::SimulatorOptions o = simulator_options(row.wire);
+        o.addr_bytes = row.addr_bytes;
+        o.max_iterations = iterations;
+        const auto truth = daemon::simulate_board(o, [](const std::uint8_t*, std::size_t) {});
+        const double per_call =
+            static_cast<double>(truth.wire_bytes) / static_cast<double>(truth.calls);
+        if (legacy_per_call == 0) legacy_per_call = per_call;
+        std::printf(
+            "blinky, %llu passes, %-40s: %9llu bytes for %llu calls: %7llu arc and %7llu PC "
+            "records = %6.3f bytes/call; legacy/this = %.2fx\n",
+            static_cast<unsigned long long>(iterations), row.name,
+            static_cast<unsigned long long>(truth.wire_bytes),
+            static_cast<unsigned long long>(truth.calls),
+            static_cast<unsigned long long>(truth.arcs_sent),
+            static_cast<unsigned long long>(truth.pc_samples_sent), per_call,
+            legacy_per_call / per_call);
+    }
+}
+
+// The thesis' real blinky capture (legacy, 3-byte addresses) sent again as the framed
+// protocol would send it: the same records through on-target cache models and the reference
+// encoder. Caches are flushed every 100 PC samples (100 ms at the thesis' 1 kHz).
+void bench_thesis_wire(const std::filesystem::path& capture) {
+    if (!std::filesystem::exists(capture)) {
+        std::printf("SKIP thesis capture wire size: %s not found\n", capture.c_str());
+        return;
+    }
+    struct Collect : protocol::RecordSink {
+        std::vector<protocol::Record> records;
+        void on_records(std::span<const protocol::Record> batch) override {
+            records.insert(records.end(), batch.begin(), batch.end());
+        }
+    } sink;
+    const auto decoder = daemon::make_decoder({"legacy", "hex", 3, std::nullopt});
+    std::ifstream in(capture, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    decoder->feed({reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}, sink);
+    decoder->finish(sink);
+    std::vector<std::uint8_t> legacy;
+    for (const auto& r : sink.records) protocol::encode_legacy(r, 3, legacy);
+
+    for (std::size_t pc_cache : {0u, 32u}) {
+        protocol::FramedEncoder encoder(3);
+        encoder.hello({protocol::kFramedVersion, 3, protocol::kHelloArcCache, 0x410, 0x20000, 1000,
+                       48'000'000, std::vector<std::uint8_t>(20, 0xAB)});
+        std::optional<daemon::RecordCache> arcs(32), pcs;
+        if (pc_cache) pcs.emplace(pc_cache);
+        auto send = [&](const protocol::Record& r) { encoder.record(r); };
+        std::uint64_t samples = 0;
+        for (const auto& r : sink.records) {
+            auto& cache = r.kind == protocol::RecordKind::kArc ? arcs : pcs;
+            cache ? cache->add(r, send) : send(r);
+            if (r.kind == protocol::RecordKind::kPcSample && ++samples % 100 == 0) {
+                arcs->flush(send);
+                if (pcs) pcs->flush(send);
+            }
+        }
+        arcs->flush(send);
+        if (pcs) pcs->flush(send);
+        encoder.flush();
+        std::printf(
+            "thesis blink1hex.txt (%zu records): legacy %zu bytes; framed, 32-entry arc cache%s: "
+            "%zu bytes in %llu frames; legacy/framed = %.2fx\n",
+            sink.records.size(), legacy.size(), pc_cache ? " + 32-entry PC cache" : "",
+            encoder.wire().size(), static_cast<unsigned long long>(encoder.frames()),
+            static_cast<double>(legacy.size()) / static_cast<double>(encoder.wire().size()));
+    }
 }
 
 void bench_profile(const std::filesystem::path& dir) {
@@ -133,17 +248,26 @@ void bench_profile(const std::filesystem::path& dir) {
 int main(int argc, char** argv) {
     std::uint64_t mb = 200;
     std::filesystem::path dir = std::filesystem::temp_directory_path();
+    std::filesystem::path thesis_capture = RACKPROF_SHARED_DATA "/blink1hex.txt";
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string arg = argv[i];
         if (arg == "--mb") mb = std::strtoull(argv[i + 1], nullptr, 10);
         if (arg == "--dir") dir = argv[i + 1];
+        if (arg == "--thesis") thesis_capture = argv[i + 1];
     }
     std::printf(
         "rackprof core benchmark: captures of %llu MB from the simulator (blinky model), best of "
         "3, one core\n",
         static_cast<unsigned long long>(mb));
-    bench_decode(dir, protocol::LegacyEncoding::kBinary, mb << 20);
-    bench_decode(dir, protocol::LegacyEncoding::kHex, mb << 20);
+    const Wire wires[] = {
+        {"legacy binary", daemon::WireProtocol::kLegacy, protocol::LegacyEncoding::kBinary, 0},
+        {"legacy hex", daemon::WireProtocol::kLegacy, protocol::LegacyEncoding::kHex, 0},
+        {"framed", daemon::WireProtocol::kFramed, protocol::LegacyEncoding::kBinary, 0},
+        {"framed+cache", daemon::WireProtocol::kFramed, protocol::LegacyEncoding::kBinary, 32},
+    };
+    for (const Wire& wire : wires) bench_decode(dir, wire, mb << 20);
+    bench_wire_size();
+    bench_thesis_wire(thesis_capture);
     bench_profile(dir);
     return 0;
 }

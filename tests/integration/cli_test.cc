@@ -78,6 +78,56 @@ TEST_CASE("convert(simulate(model)) equals the model exactly, for every model an
     }
 }
 
+TEST_CASE("convert --protocol framed: exact counts, frames lost on the link counted exactly") {
+    testing::TempDir dir;
+    const auto capture = dir / "framed.bin";
+    const auto truth_path = dir / "truth.json";
+    const auto elf = dir / "model.elf";
+    REQUIRE(
+        rackprof({"simulate", "--model", "deterministic", "--protocol", "framed", "--arc-cache",
+                  "8", "--iterations", "200", "--drop-frames", "0.05", "--seed", "4", "-o",
+                  capture.string(), "--truth", truth_path.string(), "--write-elf", elf.string()})
+            .exit_code == 0);
+    const json truth = json::parse(testing::read_text(truth_path));
+    const auto dropped = truth["faults"]["frames_dropped"].get<std::uint64_t>();
+    REQUIRE(dropped > 0);
+    const auto conv =
+        rackprof({"convert", capture.string(), "--protocol", "framed", "--elf", elf.string(), "-o",
+                  (dir / "gmon.out").string(), "--report", "json"});
+    REQUIRE_MESSAGE(conv.exit_code == 0, conv.err);
+    const json source = json::parse(conv.out)["source"];
+    CHECK(source["protocol"] == "framed");
+    CHECK(source["decoder"]["frames_lost"] == dropped);
+    CHECK(source["decoder"]["frames"] == truth["frames_sent"].get<std::uint64_t>() - dropped);
+    CHECK(source["decoder"]["frames_bad"] == 0);
+    CHECK(source["decoder"]["bytes_discarded"] == 0);
+    CHECK(conv.err.find(std::to_string(dropped) + " lost") != std::string::npos);
+
+    // Without losses the arcs are exactly the truth's, ARC_N counts included.
+    REQUIRE(rackprof({"simulate", "--model", "deterministic", "--protocol", "framed", "--arc-cache",
+                      "8", "--iterations", "50", "-o", capture.string(), "--truth",
+                      truth_path.string()})
+                .exit_code == 0);
+    const json exact = json::parse(testing::read_text(truth_path));
+    const auto whole = rackprof({"convert", capture.string(), "--protocol", "framed", "-o",
+                                 (dir / "gmon.out").string(), "--report", "json"});
+    REQUIRE_MESSAGE(whole.exit_code == 0, whole.err);
+    CHECK(arcs_of(json::parse(whole.out)["raw"]["arcs"]) == arcs_of(exact["arcs"]));
+
+    // The wrong protocol either way: a clear error, exit 1.
+    const auto as_legacy =
+        rackprof({"convert", capture.string(), "--elf", elf.string(), "-o", (dir / "x").string()});
+    CHECK(as_legacy.exit_code == 1);
+    CHECK(as_legacy.err.find("check --protocol") != std::string::npos);
+    REQUIRE(rackprof({"simulate", "--iterations", "5", "-o", (dir / "legacy.bin").string()})
+                .exit_code == 0);
+    const auto as_framed = rackprof({"convert", (dir / "legacy.bin").string(), "--protocol",
+                                     "framed", "-o", (dir / "x").string()});
+    CHECK(as_framed.exit_code == 1);
+    CHECK(as_framed.err.find("is it a framed capture?") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir / "x"));
+}
+
 TEST_CASE("with injected faults: nothing crashes, discards are counted, decoded <= sent") {
     testing::TempDir dir;
     for (int seed = 1; seed <= 6; ++seed) {

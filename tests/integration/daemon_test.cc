@@ -10,10 +10,13 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "gmon/aggregate.h"
+#include "gmon/report.h"
+#include "gmon/symbolizer.h"
 #include "storage/session_store.h"
 #include "tests/integration/test_support.h"
 
@@ -28,7 +31,20 @@ struct SimBoard {
     std::vector<std::string> simulate_args;  // model, format, ... (no --pty / --truth)
     std::string format = "bin";
     int addr_bytes = 3;
+    std::string protocol = "legacy";
+    std::string elf = "";  // the board's configured ELF (none by default)
 };
+
+// What the simulator needs to send a board's wire: format, width and protocol.
+std::vector<std::string> wire_args(const SimBoard& b) {
+    std::vector<std::string> args = {"--addr-bytes", std::to_string(b.addr_bytes)};
+    if (b.protocol == "framed") {
+        args.insert(args.end(), {"--protocol", "framed"});
+    } else {
+        args.insert(args.end(), {"--format", b.format});
+    }
+    return args;
+}
 
 gmon::Aggregate aggregate_of(const json& truth) {
     gmon::Aggregate a;
@@ -55,7 +71,9 @@ class Rack {
         for (const auto& b : boards_) {
             config << "[[boards]]\nname = \"" << b.name << "\"\nlink = \"serial://"
                    << (dir_ / b.name).string() << "\"\nformat = \"" << b.format
-                   << "\"\naddr_bytes = " << b.addr_bytes << "\n";
+                   << "\"\naddr_bytes = " << b.addr_bytes << "\nprotocol = \"" << b.protocol
+                   << "\"\n";
+            if (!b.elf.empty()) config << "elf = \"" << b.elf << "\"\n";
         }
     }
 
@@ -67,10 +85,10 @@ class Rack {
             auto args = b.simulate_args;
             for (const std::string& a :
                  {std::string("--pty"), (dir_ / b.name).string(), std::string("--truth"),
-                  (dir_ / (b.name + ".truth.json")).string(), std::string("--format"), b.format,
-                  std::string("--addr-bytes"), std::to_string(b.addr_bytes)}) {
+                  (dir_ / (b.name + ".truth.json")).string()}) {
                 args.push_back(a);
             }
+            for (const std::string& a : wire_args(b)) args.push_back(a);
             args.insert(args.begin(), "simulate");
             sims_.push_back(std::make_unique<testing::Process>(testing::rackprof_argv(args),
                                                                dir_ / (b.name + ".log")));
@@ -115,11 +133,9 @@ class Rack {
     std::string expected_bytes(const SimBoard& b) {
         auto args = b.simulate_args;
         args.insert(args.begin(), "simulate");
-        for (const std::string& a :
-             {std::string("-o"), (dir_ / (b.name + ".bytes")).string(), std::string("--format"),
-              b.format, std::string("--addr-bytes"), std::to_string(b.addr_bytes)}) {
-            args.push_back(a);
-        }
+        args.push_back("-o");
+        args.push_back((dir_ / (b.name + ".bytes")).string());
+        for (const std::string& a : wire_args(b)) args.push_back(a);
         REQUIRE(testing::rackprof(args).exit_code == 0);
         return testing::read_text(dir_ / (b.name + ".bytes"));
     }
@@ -294,6 +310,171 @@ TEST_CASE("kill -9: on restart the session is interrupted, what was committed is
                          [&](std::int64_t, std::span<const std::uint8_t> b) { raw += b.size(); });
     CHECK(raw == killed.counters.bytes_in);
     CHECK(from_batches.total_calls() == killed.counters.arcs);
+}
+
+TEST_CASE("framed boards: stored counts equal exactly what was sent, with and without arc cache") {
+    const std::vector<SimBoard> boards = {
+        {"framed",
+         {"--model", "deterministic", "--iterations", "200", "--rate", "60000"},
+         "bin",
+         4,
+         "framed"},
+        {"framed-cache",
+         {"--model", "blinky", "--iterations", "300", "--rate", "60000", "--arc-cache", "16",
+          "--cache-flush", "7"},
+         "bin",
+         3,
+         "framed"},
+    };
+    Rack rack(boards);
+    rack.start_boards();
+    rack.start_daemon();
+    rack.wait_boards();
+    rack.stop_daemon();
+
+    storage::SessionStore store(rack.db(), storage::Database::Mode::kReadOnly);
+    const auto sessions = store.sessions();
+    for (const auto& b : boards) {
+        CAPTURE(b.name);
+        const auto& s = only_session_of(sessions, b.name);
+        const json truth = rack.truth(b.name);
+        CHECK(s.state == "completed");
+        CHECK(s.spec.protocol == "framed");
+        CHECK(store.aggregate(s.id) == aggregate_of(truth));
+        CHECK(s.counters.arcs == truth["arcs_sent"].get<std::uint64_t>());
+        CHECK(s.counters.pc_samples == truth["pc_samples_sent"].get<std::uint64_t>());
+        CHECK(s.counters.bytes_in == truth["wire_bytes"].get<std::uint64_t>());
+        CHECK(s.counters.frames == truth["frames_sent"].get<std::uint64_t>());
+        CHECK(s.counters.frames_lost == 0);
+        CHECK(s.counters.frames_bad == 0);
+        CHECK(s.counters.bytes_discarded == 0);
+        // The HELLO's text range is kept with the session.
+        CHECK(gmon::hex_address(s.target.text_lo) == truth["code_range"]["low"]);
+        CHECK(gmon::hex_address(s.target.text_hi) == truth["code_range"]["high"]);
+        std::string raw;
+        store.for_each_chunk(s.id, [&](std::int64_t, std::span<const std::uint8_t> bytes) {
+            raw.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+        });
+        CHECK(raw == rack.expected_bytes(b));
+    }
+    // The arc cache really sent repeats as counts: fewer arc records than calls.
+    const json cached = rack.truth("framed-cache");
+    CHECK(cached["arcs_sent"].get<std::uint64_t>() * 10 < cached["calls"].get<std::uint64_t>());
+    CHECK(aggregate_of(cached).total_calls() == cached["calls"].get<std::uint64_t>());
+    // Re-decoding the stored bytes gives the same profile as the live decode.
+    const auto& first = only_session_of(sessions, "framed-cache");
+    const auto live = testing::rackprof({"convert", "--db", rack.db().string(), "--session",
+                                         std::to_string(first.id), "--report", "json", "-o",
+                                         rack.path("live.gmon").string()});
+    const auto again = testing::rackprof({"convert", "--db", rack.db().string(), "--session",
+                                          std::to_string(first.id), "--redecode", "--report",
+                                          "json", "-o", rack.path("again.gmon").string()});
+    REQUIRE(live.exit_code == 0);
+    REQUIRE(again.exit_code == 0);
+    CHECK(json::parse(live.out)["raw"] == json::parse(again.out)["raw"]);
+    CHECK(json::parse(again.out)["source"]["decoder"]["frames"] == first.counters.frames);
+    // No ELF: the histogram spans the text range the target announced.
+    const auto histograms = json::parse(live.out)["raw"]["histograms"];
+    REQUIRE(histograms.size() == 1);
+    CHECK(histograms[0]["low_pc"] == cached["code_range"]["low"]);
+    CHECK(histograms[0]["high_pc"] == cached["code_range"]["high"]);
+}
+
+TEST_CASE("framed board on a link losing whole frames: frames_lost equals the frames dropped") {
+    const std::vector<SimBoard> boards = {
+        {"lossy",
+         {"--model", "deterministic", "--iterations", "400", "--rate", "60000", "--drop-frames",
+          "0.05", "--seed", "11"},
+         "bin",
+         4,
+         "framed"},
+    };
+    Rack rack(boards);
+    rack.start_boards();
+    rack.start_daemon();
+    rack.wait_boards();
+    rack.stop_daemon();
+
+    storage::SessionStore store(rack.db(), storage::Database::Mode::kReadOnly);
+    const auto sessions = store.sessions();
+    const auto& s = only_session_of(sessions, "lossy");
+    const json truth = rack.truth("lossy");
+    const auto dropped = truth["faults"]["frames_dropped"].get<std::uint64_t>();
+    CHECK(dropped > 5);
+    CHECK(s.counters.frames_lost == dropped);
+    CHECK(s.counters.frames == truth["frames_sent"].get<std::uint64_t>() - dropped);
+    CHECK(s.counters.frames_bad == 0);
+    CHECK(s.counters.bytes_discarded == 0);
+    CHECK(s.counters.bytes_in == truth["wire_bytes"].get<std::uint64_t>());
+    // Fewer records arrived than were sent, and every one that arrived was sent.
+    const auto stored = store.aggregate(s.id);
+    const auto sent = aggregate_of(truth);
+    CHECK(stored.total_calls() < sent.total_calls());
+    std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t> sent_counts;
+    for (const auto& arc : sent.arcs()) sent_counts[{arc.from_pc, arc.self_pc}] = arc.count;
+    for (const auto& arc : stored.arcs()) {
+        CHECK(arc.count <= sent_counts[{arc.from_pc, arc.self_pc}]);
+    }
+    INFO(rack.log());
+    CHECK(rack.log().find("[lossy] session 1 frames: " + std::to_string(s.counters.frames) +
+                          " good, 0 bad, " + std::to_string(dropped) + " lost") !=
+          std::string::npos);
+}
+
+// A host executable with a GNU build-id: the simulator's `elf` model sends its build-id in the
+// HELLO, as firmware built with --build-id does. Returns "" without a C compiler.
+std::filesystem::path build_firmware(const testing::TempDir& dir, const std::string& name,
+                                     const std::string& flags) {
+    std::ofstream(dir / "fw.c")
+        << "__attribute__((noinline)) int leaf(int x) { return x * 3 + 1; }\n"
+           "__attribute__((noinline)) int middle(int x) { return leaf(x) + leaf(x + 1); }\n"
+           "int main(int argc, char** argv) { (void)argv; return middle(argc); }\n";
+    const auto out = dir / name;
+    const std::string cmd = "cc " + flags + " -no-pie -Wl,--build-id=sha1 -o " + out.string() +
+                            " " + (dir / "fw.c").string() + " 2>/dev/null";
+    return std::system(cmd.c_str()) == 0 ? out : std::filesystem::path();
+}
+
+TEST_CASE("a framed target's HELLO picks the uploaded ELF by build-id, or flags a wrong one") {
+    testing::TempDir build;
+    const auto firmware = build_firmware(build, "fw.elf", "-O1");
+    const auto other = build_firmware(build, "other.elf", "-O0");
+    if (firmware.empty() || other.empty()) {
+        MESSAGE("SKIP: no C compiler (cc) to build an ELF with a build-id");
+        return;
+    }
+    const std::string id = gmon::Symbolizer::load(firmware)->build_id();
+    const std::string other_id = gmon::Symbolizer::load(other)->build_id();
+    REQUIRE(!id.empty());
+    REQUIRE(id != other_id);
+    const std::vector<std::string> sim = {"--model",      "elf", "--elf",  firmware.string(),
+                                          "--iterations", "200", "--rate", "60000"};
+    SimBoard by_id{"by-id", sim, "bin", 4, "framed"};
+    SimBoard wrong{"wrong", sim, "bin", 4, "framed", other.string()};
+    Rack rack({by_id, wrong});
+    std::filesystem::create_directories(rack.path("firmware"));
+    std::filesystem::copy_file(firmware, rack.path("firmware") / (id + ".elf"));
+    rack.start_boards();
+    rack.start_daemon();
+    rack.wait_boards();
+    rack.stop_daemon();
+
+    const std::string log = rack.log();
+    INFO(log);
+    CHECK(log.find("[by-id] firmware picked by build-id: " +
+                   (rack.path("firmware") / (id + ".elf")).string()) != std::string::npos);
+    CHECK(log.find("[wrong] the configured ELF " + other.string() + " has build-id " + other_id +
+                   ", but the target runs " + id) != std::string::npos);
+    storage::SessionStore store(rack.db(), storage::Database::Mode::kReadOnly);
+    const auto sessions = store.sessions();
+    const auto& picked = only_session_of(sessions, "by-id");
+    CHECK(picked.target.build_id == id);
+    CHECK(picked.spec.elf_build_id == id);
+    CHECK(picked.spec.elf_path == (rack.path("firmware") / (id + ".elf")).string());
+    CHECK(store.aggregate(picked.id) == aggregate_of(rack.truth("by-id")));
+    const auto& kept = only_session_of(sessions, "wrong");
+    CHECK(kept.target.build_id == id);
+    CHECK(kept.spec.elf_path == other.string());  // the configured ELF stays, with the warning
 }
 
 TEST_CASE("bad configuration: exit 2 naming file, line and key; nothing started") {

@@ -29,15 +29,17 @@ struct FeedDaemon {
     std::unique_ptr<testing::Process> daemon;
     std::string port;
 
-    FeedDaemon() {
+    // A board on the deterministic model, with the given protocol and extra link parameters.
+    explicit FeedDaemon(const std::string& protocol = "legacy",
+                        const std::string& link_extra = "") {
         REQUIRE(testing::rackprof({"simulate", "--model", "deterministic", "--iterations", "1",
                                    "--write-elf", (dir / "model.elf").string()})
                     .exit_code == 0);
         std::ofstream(dir / "rack.toml")
             << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
             << (dir / "rack.db").string() << "\"\n[[boards]]\nname = \"det\"\n"
-            << "link = \"sim://deterministic?rate=40000\"\nelf = \"" << (dir / "model.elf").string()
-            << "\"\n";
+            << "link = \"sim://deterministic?rate=40000" << link_extra << "\"\nprotocol = \""
+            << protocol << "\"\nelf = \"" << (dir / "model.elf").string() << "\"\n";
         daemon = std::make_unique<testing::Process>(
             testing::rackprof_argv({"serve", "--config", (dir / "rack.toml").string()}),
             dir / "serve.log");
@@ -107,6 +109,38 @@ TEST_CASE("live feed: snapshots of a capturing session change within 2 s") {
     CHECK(named);
     CHECK(third["newest_arcs"].size() == 8);
     CHECK(third["busiest_arcs"].size() == 5);
+}
+
+TEST_CASE("a framed board: frame counters in the live feed's losses and in the session JSON") {
+    FeedDaemon d("framed", "&arc_cache=8");
+    const auto id = d.session();
+    Feed feed(d.port, "/api/v1/sessions/" + std::to_string(id) + "/live");
+    json snapshot = feed.next();
+    const auto start = std::chrono::steady_clock::now();
+    while (snapshot["totals"]["pc_samples"] == 0 && std::chrono::steady_clock::now() - start < 5s)
+        snapshot = feed.next();
+    const json& losses = snapshot["losses"];
+    CHECK(losses["frames_lost"] == 0);
+    CHECK(losses["frames_bad"] == 0);
+    CHECK(losses["target_dropped"] == 0);
+    json session;
+    CHECK(testing::eventually(
+        [&] {
+            const auto r = testing::run(
+                {"curl", "-s",
+                 "http://127.0.0.1:" + d.port + "/api/v1/sessions/" + std::to_string(id)});
+            session = json::parse(r.out);
+            return session["counters"]["frames"].get<std::uint64_t>() > 0 &&
+                   !session["target"].is_null();
+        },
+        5s));
+    CHECK(session["protocol"] == "framed");
+    CHECK(session["counters"]["frames_lost"] == 0);
+    CHECK(session["counters"]["frames_bad"] == 0);
+    CHECK(session["counters"]["target_dropped"] == 0);
+    // The deterministic model's functions span 0x1000-0x11a0; its HELLO says so.
+    CHECK(session["target"]["text_lo"] == "0x1000");
+    CHECK(session["target"]["text_hi"] == "0x11a0");
 }
 
 TEST_CASE("events feed: session stops and starts are announced") {

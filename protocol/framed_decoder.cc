@@ -1,0 +1,249 @@
+#include "protocol/framed_decoder.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+namespace rackprof::protocol {
+
+namespace {
+
+std::uint32_t read_le(const std::uint8_t* p, int width) {
+    std::uint32_t v = 0;
+    for (int i = width - 1; i >= 0; --i) v = (v << 8) | p[i];
+    return v;
+}
+
+// Reads the LEB128 count at body[pos]: 1 to 2^32-1 in at most 5 bytes. False if malformed.
+bool read_count(std::span<const std::uint8_t> body, std::size_t& pos, std::uint32_t& count) {
+    std::uint64_t value = 0;
+    for (int i = 0; i < 5; ++i) {
+        if (pos >= body.size()) return false;
+        const std::uint8_t b = body[pos++];
+        value |= static_cast<std::uint64_t>(b & 0x7F) << (7 * i);
+        if ((b & 0x80) == 0) {
+            if (value == 0 || value > 0xFFFFFFFFull) return false;
+            count = static_cast<std::uint32_t>(value);
+            return true;
+        }
+    }
+    return false;
+}
+
+constexpr std::size_t kHelloFixedBytes = 3 + 4 * 4 + 1;  // version..core_clock_hz, build_id_len
+
+}  // namespace
+
+FramedDecoder::FramedDecoder(FramedOptions options) : addr_bytes_(options.addr_bytes) {
+    if (addr_bytes_ != 3 && addr_bytes_ != 4) {
+        throw std::invalid_argument("address width must be 3 or 4 bytes, not " +
+                                    std::to_string(addr_bytes_));
+    }
+    body_.reserve(kMaxEncoded);
+}
+
+void FramedDecoder::feed(std::span<const std::uint8_t> data, RecordSink& sink) {
+    stats_.bytes_in += data.size();
+    const std::uint8_t* p = data.data();
+    const std::uint8_t* const end = p + data.size();
+    while (p < end) {
+        const auto* delimiter =
+            static_cast<const std::uint8_t*>(std::memchr(p, kFrameDelimiter, end - p));
+        const std::uint8_t* stop = delimiter ? delimiter : end;
+        const auto n = static_cast<std::size_t>(stop - p);
+        if (overlong_bytes_ == 0 && n <= kMaxEncoded - frame_len_) {
+            std::memcpy(frame_.data() + frame_len_, p, n);
+            frame_len_ += n;
+        } else {
+            // Longer than any valid frame: only its length is kept, to count it.
+            overlong_bytes_ += frame_len_ + n;
+            frame_len_ = 0;
+        }
+        if (!delimiter) break;
+        end_frame(sink);
+        p = delimiter + 1;
+    }
+    flush(sink);
+}
+
+void FramedDecoder::finish(RecordSink& sink) {
+    if (frame_len_ > 0 || overlong_bytes_ > 0) {
+        bad_frame(frame_len_ + overlong_bytes_);  // cut short: no delimiter to count
+        frame_len_ = 0;
+        overlong_bytes_ = 0;
+    }
+    flush(sink);
+}
+
+void FramedDecoder::end_frame(RecordSink& sink) {
+    if (overlong_bytes_ > 0) {
+        bad_frame(overlong_bytes_ + 1);
+        overlong_bytes_ = 0;
+        return;
+    }
+    if (frame_len_ == 0) {
+        // A lone delimiter (a sender flushing the line) is no frame; its byte carried nothing.
+        ++stats_.bytes_discarded;
+        return;
+    }
+    const std::size_t wire_bytes = frame_len_ + 1;
+    frame_len_ = 0;
+    if (!cobs_decode(std::span<const std::uint8_t>(frame_.data(), wire_bytes - 1), body_) ||
+        body_.size() < kMinFrameBody || body_.size() > kMaxFrameBody) {
+        bad_frame(wire_bytes);
+        return;
+    }
+    if (kBatchSize - batch_len_ < kMaxFrameRecords) flush(sink);  // room to stage the frame
+    const std::size_t n = body_.size();
+    const auto crc = static_cast<std::uint16_t>(body_[n - 2] | (body_[n - 1] << 8));
+    const std::span<const std::uint8_t> checked(body_.data(), n - 2);
+    if (crc16_ccitt_false(checked) != crc || !parse_body(checked.subspan(2))) {
+        bad_frame(wire_bytes);
+        return;
+    }
+    ++stats_.frames;
+    in_sync_ = true;
+    deliver(static_cast<std::uint16_t>(body_[0] | (body_[1] << 8)), sink);
+}
+
+// Parses every item of a frame (after its sequence number): records are staged in the batch
+// behind what is already there, other items go to items_. False if any is malformed, in
+// which case the whole frame is bad and nothing staged counts.
+bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
+    items_.clear();
+    hellos_.clear();
+    staged_ = 0;
+    Record* const staging = batch_.data() + batch_len_;
+    int width = addr_bytes_;
+    std::size_t pos = 0;
+    auto have = [&](std::size_t bytes) { return body.size() - pos >= bytes; };
+    auto address = [&] {
+        const std::uint32_t a = read_le(body.data() + pos, width);
+        pos += static_cast<std::size_t>(width);
+        return a;
+    };
+    while (pos < body.size()) {
+        Item item{static_cast<FramedTag>(body[pos++]), staged_};
+        const auto w = static_cast<std::size_t>(width);
+        switch (item.tag) {
+            case FramedTag::kHello: {
+                if (!have(kHelloFixedBytes)) return false;
+                const std::uint8_t* h = body.data() + pos;
+                TargetHello hello{h[0],
+                                  h[1],
+                                  h[2],
+                                  read_le(h + 3, 4),
+                                  read_le(h + 7, 4),
+                                  read_le(h + 11, 4),
+                                  read_le(h + 15, 4),
+                                  {}};
+                const std::size_t id_len = h[19];
+                pos += kHelloFixedBytes;
+                if (hello.version != kFramedVersion ||
+                    (hello.addr_bytes != 3 && hello.addr_bytes != 4) || id_len > kMaxBuildIdBytes ||
+                    !have(id_len)) {
+                    return false;
+                }
+                hello.build_id.assign(body.data() + pos, body.data() + pos + id_len);
+                pos += id_len;
+                width = hello.addr_bytes;
+                item.hello = hellos_.size();
+                hellos_.push_back(std::move(hello));
+                break;
+            }
+            case FramedTag::kArc:
+            case FramedTag::kArcN: {
+                if (!have(2 * w)) return false;
+                Record& r = staging[staged_++];
+                const std::uint32_t from = address();
+                r = Record::arc(from, address());
+                if (item.tag == FramedTag::kArcN && !read_count(body, pos, r.count)) return false;
+                continue;
+            }
+            case FramedTag::kPc:
+            case FramedTag::kPcN: {
+                if (!have(w)) return false;
+                Record& r = staging[staged_++];
+                r = Record::pc_sample(address());
+                if (item.tag == FramedTag::kPcN && !read_count(body, pos, r.count)) return false;
+                continue;
+            }
+            case FramedTag::kDropped:
+                if (!have(4)) return false;
+                item.dropped_total = read_le(body.data() + pos, 4);
+                pos += 4;
+                break;
+            case FramedTag::kStart:
+            case FramedTag::kStop:
+                break;
+            default:
+                return false;  // an unknown tag: the rest of the frame cannot be parsed
+        }
+        items_.push_back(item);
+    }
+    frame_addr_bytes_ = width;
+    return true;
+}
+
+// A good frame: sequence accounting, then its items in order.
+void FramedDecoder::deliver(std::uint16_t seq, RecordSink& sink) {
+    // A HELLO in frame 0 is a target reset: numbering starts again, and the jump is not a
+    // loss. A HELLO repeated later is numbered on, so it hides no loss before it.
+    const bool reset = !hellos_.empty() && seq == 0;
+    if (have_seq_ && !reset) {
+        stats_.frames_lost += static_cast<std::uint16_t>(seq - expected_seq_);
+    }
+    have_seq_ = true;
+    expected_seq_ = static_cast<std::uint16_t>(seq + 1);
+    if (reset) dropped_total_ = 0;  // the target's DROPPED total counts since its reset
+    std::size_t committed = 0;      // of the staged records
+    auto commit_until = [&](std::size_t end) {
+        for (; committed < end; ++committed) {
+            if (batch_[batch_len_].kind == RecordKind::kArc) {
+                ++stats_.arcs;
+            } else {
+                ++stats_.pc_samples;
+            }
+            ++batch_len_;
+        }
+    };
+    for (const Item& item : items_) {
+        commit_until(item.records_before);
+        switch (item.tag) {
+            case FramedTag::kHello:
+                flush(sink, staged_ - committed);
+                sink.on_event(hellos_[item.hello]);
+                break;
+            case FramedTag::kDropped:
+                // Cumulative on the target (wrapping at 2^32): only the increase is new.
+                stats_.target_dropped +=
+                    static_cast<std::uint32_t>(item.dropped_total - dropped_total_);
+                dropped_total_ = item.dropped_total;
+                break;
+            default:  // START, STOP
+                flush(sink, staged_ - committed);
+                sink.on_event(ProfilingMarker{item.tag == FramedTag::kStart});
+        }
+    }
+    commit_until(staged_);
+    addr_bytes_ = frame_addr_bytes_;
+}
+
+void FramedDecoder::bad_frame(std::uint64_t wire_bytes) {
+    stats_.bytes_discarded += wire_bytes;
+    ++stats_.frames_bad;
+    if (in_sync_) {
+        ++stats_.resyncs;
+        in_sync_ = false;
+    }
+}
+
+// Hands the batch to the sink; `keep` staged records behind it move to the front.
+void FramedDecoder::flush(RecordSink& sink, std::size_t keep) {
+    if (batch_len_ == 0) return;
+    sink.on_records(std::span<const Record>(batch_.data(), batch_len_));
+    std::copy_n(batch_.begin() + static_cast<std::ptrdiff_t>(batch_len_), keep, batch_.begin());
+    batch_len_ = 0;
+}
+
+}  // namespace rackprof::protocol

@@ -1,0 +1,380 @@
+#include "protocol/framed_decoder.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "protocol/framed_format.h"
+
+namespace rackprof::protocol {
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+
+Bytes hex(const std::string& text) {
+    Bytes out;
+    for (std::size_t i = 0; i + 1 < text.size(); i += 3) {
+        out.push_back(static_cast<std::uint8_t>(std::stoi(text.substr(i, 2), nullptr, 16)));
+    }
+    return out;
+}
+
+// Records and events in the order the sink saw them.
+struct Collector : RecordSink {
+    std::vector<Record> records;
+    std::vector<std::pair<std::size_t, StreamEvent>> events;  // (records before it, event)
+    void on_records(std::span<const Record> batch) override {
+        records.insert(records.end(), batch.begin(), batch.end());
+    }
+    void on_event(const StreamEvent& event) override { events.emplace_back(records.size(), event); }
+};
+
+struct Decoded {
+    std::vector<Record> records;
+    std::vector<std::pair<std::size_t, StreamEvent>> events;
+    DecoderStats stats;
+};
+
+Decoded decode(std::span<const std::uint8_t> wire, const std::vector<std::size_t>& cuts = {},
+               int addr_bytes = 4) {
+    FramedDecoder decoder({addr_bytes});
+    Collector sink;
+    std::size_t start = 0;
+    for (std::size_t cut : cuts) {
+        decoder.feed(wire.subspan(start, cut - start), sink);
+        start = cut;
+    }
+    decoder.feed(wire.subspan(start), sink);
+    decoder.finish(sink);
+    return {sink.records, sink.events, decoder.stats()};
+}
+
+TargetHello sample_hello(std::uint8_t addr_bytes = 4) {
+    return {kFramedVersion, addr_bytes, kHelloArcCache, 0x400,
+            0x2000,         1000,       48'000'000,     {0xDE, 0xAD, 0xBE, 0xEF}};
+}
+
+TEST_CASE("CRC-16/CCITT-FALSE has its check value") {
+    const std::string check = "123456789";
+    CHECK(crc16_ccitt_false(Bytes(check.begin(), check.end())) == 0x29B1);
+    CHECK(crc16_ccitt_false({}) == 0xFFFF);
+    // Table-driven, four bytes a step: equal to the bit-by-bit definition at every length.
+    auto bitwise = [](const Bytes& data) {
+        std::uint16_t crc = 0xFFFF;
+        for (std::uint8_t b : data) {
+            crc = static_cast<std::uint16_t>(crc ^ (b << 8));
+            for (int i = 0; i < 8; ++i)
+                crc = static_cast<std::uint16_t>(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
+        }
+        return crc;
+    };
+    std::mt19937 rng(5);
+    for (std::size_t size = 0; size < 64; ++size) {
+        Bytes data(size);
+        for (auto& b : data) b = static_cast<std::uint8_t>(rng());
+        CHECK(crc16_ccitt_false(data) == bitwise(data));
+    }
+}
+
+TEST_CASE("COBS matches the published examples and round-trips") {
+    const std::vector<std::pair<std::string, std::string>> examples = {
+        {"00 ", "01 01 "},
+        {"00 00 ", "01 01 01 "},
+        {"11 22 00 33 ", "03 11 22 02 33 "},
+        {"11 22 33 44 ", "05 11 22 33 44 "},
+        {"11 00 00 00 ", "02 11 01 01 01 "},
+    };
+    for (const auto& [plain, encoded] : examples) {
+        Bytes out;
+        cobs_encode(hex(plain), out);
+        CHECK(out == hex(encoded));
+        Bytes back;
+        REQUIRE(cobs_decode(out, back));
+        CHECK(back == hex(plain));
+    }
+    std::mt19937 rng(3);
+    for (std::size_t size : {0u, 1u, 253u, 254u, 255u, 600u}) {
+        Bytes plain(size);
+        for (auto& b : plain) b = static_cast<std::uint8_t>(rng() % 3 == 0 ? 0 : rng() | 1);
+        Bytes out, back;
+        cobs_encode(plain, out);
+        CHECK(std::find(out.begin(), out.end(), 0) == out.end());
+        REQUIRE(cobs_decode(out, back));
+        CHECK(back == plain);
+    }
+    Bytes back;
+    CHECK_FALSE(cobs_decode(hex("05 11 22 "), back));  // the code points past the end
+    CHECK_FALSE(cobs_decode(hex("03 11 00 "), back));  // a zero inside
+}
+
+TEST_CASE("the spec's example vectors, byte for byte, both ways") {
+    const Bytes frame1 = hex("02 01 04 02 11 04 01 03 01 05 01 03 c4 ec 00 ");
+    const Bytes frame2 = hex("02 02 04 03 11 04 01 03 01 05 01 06 ac 02 04 20 04 01 03 e3 24 00 ");
+    FramedEncoder encoder;
+    encoder.record(Record::pc_sample(0x400));
+    encoder.flush();  // seq 0, not part of the examples
+    encoder.take_wire();
+    encoder.record(Record::arc(0x411, 0x501));
+    encoder.flush();
+    CHECK(encoder.take_wire() == frame1);
+    encoder.record(Record::arc(0x411, 0x501, 300));
+    encoder.record(Record::pc_sample(0x420));
+    encoder.flush();
+    CHECK(encoder.take_wire() == frame2);
+
+    Bytes wire = frame1;
+    wire.insert(wire.end(), frame2.begin(), frame2.end());
+    const auto d = decode(wire);
+    CHECK(d.records == std::vector<Record>{Record::arc(0x411, 0x501),
+                                           Record::arc(0x411, 0x501, 300),
+                                           Record::pc_sample(0x420)});
+    CHECK(d.stats.frames == 2);
+    CHECK(d.stats.frames_bad == 0);
+    CHECK(d.stats.frames_lost == 0);
+    CHECK(d.stats.bytes_discarded == 0);
+    CHECK(d.stats.bytes_in == wire.size());
+    CHECK(d.stats.arcs == 2);
+    CHECK(d.stats.pc_samples == 1);
+}
+
+// A stream with every kind of item, and a target reset in the middle.
+Bytes every_item_stream(std::vector<Record>& records) {
+    FramedEncoder encoder(4, 40);
+    encoder.hello(sample_hello(3));
+    records = {Record::arc(0x153D, 0x14E5), Record::pc_sample(0x14B4),
+               Record::arc(0x150D, 0x1499, 70000), Record::pc_sample(0x146E, 2)};
+    encoder.marker({true});
+    for (const Record& r : records) encoder.record(r);
+    encoder.dropped(5);
+    encoder.marker({false});
+    encoder.reset();
+    encoder.hello(sample_hello(4));
+    encoder.record(Record::arc(0x0800153D, 0x080014E5));
+    encoder.dropped(2);
+    encoder.flush();
+    records.push_back(Record::arc(0x0800153D, 0x080014E5));
+    return encoder.take_wire();
+}
+
+TEST_CASE("HELLO, markers, DROPPED and a reset: events in order, no loss, widths followed") {
+    std::vector<Record> records;
+    const Bytes wire = every_item_stream(records);
+    const auto d = decode(wire);
+    CHECK(d.records == records);
+    REQUIRE(d.events.size() == 4);
+    CHECK(d.events[0] == std::pair<std::size_t, StreamEvent>{0, sample_hello(3)});
+    CHECK(d.events[1] == std::pair<std::size_t, StreamEvent>{0, ProfilingMarker{true}});
+    CHECK(d.events[2] == std::pair<std::size_t, StreamEvent>{4, ProfilingMarker{false}});
+    CHECK(d.events[3] == std::pair<std::size_t, StreamEvent>{4, sample_hello(4)});
+    CHECK(d.stats.frames_lost == 0);
+    CHECK(d.stats.frames_bad == 0);
+    CHECK(d.stats.target_dropped == 7);  // 5 before the reset, 2 after
+    CHECK(d.stats.bytes_discarded == 0);
+}
+
+TEST_CASE("a repeated HELLO (not a reset) hides no lost frame before it") {
+    FramedEncoder encoder;
+    encoder.hello(sample_hello());
+    encoder.flush();
+    const Bytes first = encoder.take_wire();
+    encoder.record(Record::pc_sample(0x500));
+    encoder.flush();
+    encoder.take_wire();  // frame 1 is lost on the link
+    encoder.hello(sample_hello());
+    encoder.record(Record::pc_sample(0x502));
+    encoder.flush();
+    Bytes wire = first;
+    wire.insert(wire.end(), encoder.wire().begin(), encoder.wire().end());
+    const auto d = decode(wire);
+    CHECK(d.records == std::vector<Record>{Record::pc_sample(0x502)});
+    CHECK(d.events.size() == 2);
+    CHECK(d.stats.frames_lost == 1);
+}
+
+TEST_CASE("every split point of a stream gives identical output") {
+    std::vector<Record> records;
+    const Bytes wire = every_item_stream(records);
+    const auto whole = decode(wire);
+    for (std::size_t a = 0; a <= wire.size(); ++a) {
+        for (std::size_t b = a; b <= wire.size(); ++b) {
+            const auto split = decode(wire, {a, b});
+            REQUIRE(split.records == whole.records);
+            REQUIRE(split.events == whole.events);
+            REQUIRE(split.stats == whole.stats);
+        }
+    }
+}
+
+TEST_CASE("the width from the board's config holds until a HELLO") {
+    FramedEncoder encoder(3);
+    encoder.record(Record::arc(0x153D, 0x14E5));
+    encoder.flush();
+    const auto d = decode(encoder.wire(), {}, 3);
+    CHECK(d.records == std::vector<Record>{Record::arc(0x153D, 0x14E5)});
+    CHECK(decode(encoder.wire(), {}, 4).stats.frames_bad == 1);  // 3-byte items misparse
+}
+
+// Frames as the test built them, so it knows which records each one carries.
+struct Frame {
+    Bytes wire;
+    std::vector<Record> records;
+    std::uint32_t dropped_total = 0;  // the DROPPED item it carries (0: none)
+};
+
+TEST_CASE("property: dropped frames are counted exactly, damaged ones as bad, the rest intact") {
+    std::mt19937 rng(2026);
+    for (int round = 0; round < 300; ++round) {
+        FramedEncoder encoder(4);
+        std::vector<Frame> frames;
+        std::uint32_t dropped_total = 0;
+        const std::size_t frame_count = 3 + rng() % 120;
+        for (std::size_t f = 0; f < frame_count; ++f) {
+            Frame frame;
+            for (std::size_t i = 0, n = 1 + rng() % 5; i < n; ++i) {
+                const auto addr = [&] { return static_cast<std::uint32_t>(rng()); };
+                const auto count = static_cast<std::uint32_t>(rng() % 4 ? 1 : 1 + rng());
+                const Record r = rng() % 2 ? Record::arc(addr(), addr(), count)
+                                           : Record::pc_sample(addr(), count);
+                encoder.record(r);
+                frame.records.push_back(r);
+            }
+            if (rng() % 8 == 0) {
+                encoder.dropped(dropped_total += 1 + rng() % 100);
+                frame.dropped_total = dropped_total;
+            }
+            encoder.flush();
+            frame.wire = encoder.take_wire();
+            frames.push_back(std::move(frame));
+        }
+        // No sequence number can reveal frames lost before the first or after the last one
+        // received, so faults hit the frames in between.
+        std::set<std::size_t> dropped, damaged;
+        for (std::size_t i = 0, n = rng() % 6; i < n; ++i)
+            dropped.insert(1 + rng() % (frame_count - 2));
+        for (std::size_t i = 0, n = rng() % 6; i < n; ++i) {
+            const std::size_t f = 1 + rng() % (frame_count - 2);
+            if (dropped.count(f)) continue;
+            damaged.insert(f);
+            // Any byte but the delimiter, changed to another non-zero value.
+            Bytes& w = frames[f].wire;
+            auto& b = w[rng() % (w.size() - 1)];
+            b = static_cast<std::uint8_t>(b == 0xFF ? 1 : b + 1);
+        }
+        Bytes wire;
+        std::vector<Record> expected;
+        std::uint32_t expected_dropped = 0;
+        for (std::size_t f = 0; f < frames.size(); ++f) {
+            if (dropped.count(f)) continue;
+            wire.insert(wire.end(), frames[f].wire.begin(), frames[f].wire.end());
+            if (damaged.count(f)) continue;
+            expected.insert(expected.end(), frames[f].records.begin(), frames[f].records.end());
+            // Totals are cumulative: the last one received says it all.
+            expected_dropped = std::max(expected_dropped, frames[f].dropped_total);
+        }
+        std::vector<std::size_t> cuts;
+        for (std::size_t i = rng() % 50; i < wire.size(); i += 1 + rng() % 300) cuts.push_back(i);
+        const auto d = decode(wire, cuts);
+        REQUIRE(d.records == expected);
+        REQUIRE(d.stats.frames_lost == dropped.size() + damaged.size());
+        REQUIRE(d.stats.frames_bad == damaged.size());
+        REQUIRE(d.stats.frames == frame_count - dropped.size() - damaged.size());
+        REQUIRE(d.stats.target_dropped == expected_dropped);
+        std::uint64_t damaged_bytes = 0;
+        for (std::size_t f : damaged) damaged_bytes += frames[f].wire.size();
+        REQUIRE(d.stats.bytes_discarded == damaged_bytes);
+        REQUIRE(d.stats.bytes_in == wire.size());
+    }
+}
+
+TEST_CASE("a stream joined mid-frame: the fragment is one bad frame, then decoding goes on") {
+    FramedEncoder encoder;
+    for (std::uint32_t i = 0; i < 3; ++i) {
+        encoder.record(Record::pc_sample(0x1000 + i));
+        encoder.flush();
+    }
+    const Bytes wire = encoder.take_wire();
+    const std::size_t frame_size = wire.size() / 3;
+    const auto d = decode(std::span(wire).subspan(3));
+    CHECK(d.records == std::vector<Record>{Record::pc_sample(0x1001), Record::pc_sample(0x1002)});
+    CHECK(d.stats.frames_bad == 1);
+    CHECK(d.stats.bytes_discarded == frame_size - 3);
+    CHECK(d.stats.frames_lost == 0);
+}
+
+TEST_CASE("malformed frames are bad, cost only themselves, and are counted") {
+    // Each body is framed correctly (COBS, CRC) but says something the protocol does not.
+    const std::vector<Bytes> bad_bodies = {
+        hex("00 00 09 "),                             // unknown tag
+        hex("00 00 02 11 04 00 00 01 05 00 "),        // ARC cut short
+        hex("00 00 05 20 04 00 00 00 "),              // PC_N with a count of 0
+        hex("00 00 05 20 04 00 00 ff ff ff ff 7f "),  // a count over 2^32-1
+        hex("00 00 01 02 04 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 "),  // v2
+        hex("00 00 "),  // no item
+    };
+    for (const Bytes& body : bad_bodies) {
+        Bytes framed = body;
+        const auto crc = crc16_ccitt_false(framed);
+        framed.push_back(static_cast<std::uint8_t>(crc));
+        framed.push_back(static_cast<std::uint8_t>(crc >> 8));
+        Bytes wire;
+        cobs_encode(framed, wire);
+        wire.push_back(0);
+        const std::size_t bad_size = wire.size();
+        FramedEncoder good;
+        good.record(Record::pc_sample(0x1234));
+        good.flush();
+        wire.insert(wire.end(), good.wire().begin(), good.wire().end());
+        const auto d = decode(wire);
+        CHECK(d.records == std::vector<Record>{Record::pc_sample(0x1234)});
+        CHECK(d.stats.frames_bad == 1);
+        CHECK(d.stats.bytes_discarded == bad_size);
+    }
+}
+
+TEST_CASE("an overlong frame, a lone delimiter and a truncated tail are counted") {
+    Bytes wire(600, 0x55);
+    wire.push_back(0);
+    wire.push_back(0);  // a lone delimiter
+    FramedEncoder encoder;
+    encoder.record(Record::pc_sample(0x2000));
+    encoder.flush();
+    wire.insert(wire.end(), encoder.wire().begin(), encoder.wire().end());
+    wire.insert(wire.end(), {0x03, 0x11, 0x22});  // the stream ends inside a frame
+    const auto d = decode(wire);
+    CHECK(d.records == std::vector<Record>{Record::pc_sample(0x2000)});
+    CHECK(d.stats.frames_bad == 2);
+    CHECK(d.stats.bytes_discarded == 601 + 1 + 3);
+    CHECK(d.stats.bytes_in == wire.size());
+}
+
+TEST_CASE("random garbage never crashes, and every byte is accounted for") {
+    std::mt19937 rng(42);
+    for (int round = 0; round < 500; ++round) {
+        Bytes wire(rng() % 2000);
+        for (auto& b : wire) b = static_cast<std::uint8_t>(rng() % 16 == 0 ? 0 : rng());
+        std::vector<std::size_t> cuts;
+        for (std::size_t i = 1; i < wire.size(); i += 1 + rng() % 97) cuts.push_back(i);
+        const auto whole = decode(wire);
+        const auto split = decode(wire, cuts, 4);
+        REQUIRE(split.records == whole.records);
+        REQUIRE(split.stats == whole.stats);
+        if (whole.stats.frames == 0) REQUIRE(whole.stats.bytes_discarded == wire.size());
+    }
+}
+
+TEST_CASE("invalid options and unencodable items are refused") {
+    CHECK_THROWS_AS(FramedDecoder({2}), std::invalid_argument);
+    CHECK_THROWS_AS(FramedEncoder(5), std::invalid_argument);
+    FramedEncoder encoder;
+    TargetHello hello = sample_hello();
+    hello.build_id.assign(21, 1);
+    CHECK_THROWS_AS(encoder.hello(hello), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace rackprof::protocol

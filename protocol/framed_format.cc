@@ -1,0 +1,196 @@
+#include "protocol/framed_format.h"
+
+#include <array>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace rackprof::protocol {
+
+namespace {
+
+// kCrcTables[k][x]: the CRC register after shifting byte x and then k zero bytes through it
+// (from zero). The CRC is linear, so four bytes b0..b3 advance the register c to
+// kCrcTables[3][hi(c) ^ b0] ^ kCrcTables[2][lo(c) ^ b1] ^ kCrcTables[1][b2] ^ kCrcTables[0][b3]:
+// four independent look-ups instead of a chain of four ("slicing by 4").
+using CrcTables = std::array<std::array<std::uint16_t, 256>, 4>;
+
+constexpr CrcTables make_crc_tables() {
+    CrcTables t{};
+    for (unsigned i = 0; i < 256; ++i) {
+        auto crc = static_cast<std::uint16_t>(i << 8);
+        for (int bit = 0; bit < 8; ++bit) {
+            crc = static_cast<std::uint16_t>(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
+        }
+        t[0][i] = crc;
+    }
+    for (std::size_t k = 1; k < t.size(); ++k) {
+        for (unsigned i = 0; i < 256; ++i) {
+            const std::uint16_t prev = t[k - 1][i];
+            t[k][i] = static_cast<std::uint16_t>((prev << 8) ^ t[0][prev >> 8]);
+        }
+    }
+    return t;
+}
+constexpr CrcTables kCrcTables = make_crc_tables();
+
+void put_le(std::uint32_t value, int width, std::vector<std::uint8_t>& out) {
+    for (int i = 0; i < width; ++i) out.push_back(static_cast<std::uint8_t>(value >> (8 * i)));
+}
+
+}  // namespace
+
+std::uint16_t crc16_ccitt_false(std::span<const std::uint8_t> data) {
+    const auto& t = kCrcTables;
+    std::uint16_t crc = 0xFFFF;
+    std::size_t i = 0;
+    for (; i + 4 <= data.size(); i += 4) {
+        crc = static_cast<std::uint16_t>(t[3][(crc >> 8) ^ data[i]] ^
+                                         t[2][(crc & 0xFF) ^ data[i + 1]] ^ t[1][data[i + 2]] ^
+                                         t[0][data[i + 3]]);
+    }
+    for (; i < data.size(); ++i) {
+        crc = static_cast<std::uint16_t>((crc << 8) ^ t[0][((crc >> 8) ^ data[i]) & 0xFF]);
+    }
+    return crc;
+}
+
+void cobs_encode(std::span<const std::uint8_t> data, std::vector<std::uint8_t>& out) {
+    std::size_t code_at = out.size();
+    out.push_back(0);
+    std::uint8_t code = 1;
+    for (std::uint8_t b : data) {
+        if (b != 0) {
+            out.push_back(b);
+            ++code;
+        }
+        if (b == 0 || code == 0xFF) {
+            out[code_at] = code;
+            code_at = out.size();
+            out.push_back(0);
+            code = 1;
+        }
+    }
+    out[code_at] = code;
+}
+
+bool cobs_decode(std::span<const std::uint8_t> encoded, std::vector<std::uint8_t>& out) {
+    out.clear();
+    if (std::memchr(encoded.data(), 0, encoded.size()) != nullptr) return false;
+    out.resize(encoded.size());  // never longer than its encoding
+    std::uint8_t* dst = out.data();
+    std::size_t pos = 0;
+    while (pos < encoded.size()) {
+        const std::uint8_t code = encoded[pos++];
+        const std::size_t run = code - 1u;
+        if (run > encoded.size() - pos) {
+            out.clear();
+            return false;
+        }
+        // Runs are short (addresses hold zeros): a plain loop beats a memcpy call.
+        for (const std::uint8_t* src = encoded.data() + pos; src != encoded.data() + pos + run;)
+            *dst++ = *src++;
+        pos += run;
+        // A block shorter than 254 bytes stood for a zero, unless it ends the frame.
+        if (code != 0xFF && pos < encoded.size()) *dst++ = 0;
+    }
+    out.resize(static_cast<std::size_t>(dst - out.data()));
+    return true;
+}
+
+void put_leb128(std::uint32_t value, std::vector<std::uint8_t>& out) {
+    while (value >= 0x80) {
+        out.push_back(static_cast<std::uint8_t>(value | 0x80));
+        value >>= 7;
+    }
+    out.push_back(static_cast<std::uint8_t>(value));
+}
+
+FramedEncoder::FramedEncoder(int addr_bytes, std::size_t max_body)
+    : addr_bytes_(addr_bytes), max_body_(max_body) {
+    if (addr_bytes != 3 && addr_bytes != 4)
+        throw std::invalid_argument("address width must be 3 or 4 bytes");
+    if (max_body < kMinFrameBody || max_body > kMaxFrameBody)
+        throw std::invalid_argument("frame body size must be 5..254 bytes");
+}
+
+void FramedEncoder::hello(const TargetHello& hello) {
+    if (hello.version != kFramedVersion || (hello.addr_bytes != 3 && hello.addr_bytes != 4) ||
+        hello.build_id.size() > kMaxBuildIdBytes) {
+        throw std::invalid_argument(
+            "a HELLO needs version 1, 3 or 4 address bytes and a build-id "
+            "of at most 20 bytes");
+    }
+    flush();
+    item_.clear();
+    item_.push_back(static_cast<std::uint8_t>(FramedTag::kHello));
+    item_.insert(item_.end(), {hello.version, hello.addr_bytes, hello.flags});
+    for (std::uint32_t v : {hello.text_lo, hello.text_hi, hello.sample_hz, hello.core_clock_hz}) {
+        put_le(v, 4, item_);
+    }
+    item_.push_back(static_cast<std::uint8_t>(hello.build_id.size()));
+    item_.insert(item_.end(), hello.build_id.begin(), hello.build_id.end());
+    add_item(item_);
+    addr_bytes_ = hello.addr_bytes;
+}
+
+void FramedEncoder::put_address(std::uint32_t addr, std::vector<std::uint8_t>& out) const {
+    put_le(addr, addr_bytes_, out);
+}
+
+void FramedEncoder::record(const Record& record) {
+    if (record.count == 0) return;  // nothing observed: the wire cannot say so
+    const bool arc = record.kind == RecordKind::kArc;
+    const bool single = record.count == 1;
+    item_.clear();
+    item_.push_back(static_cast<std::uint8_t>(arc ? (single ? FramedTag::kArc : FramedTag::kArcN)
+                                                  : (single ? FramedTag::kPc : FramedTag::kPcN)));
+    if (arc) put_address(record.from_pc, item_);
+    put_address(record.self_pc, item_);
+    if (!single) put_leb128(record.count, item_);
+    add_item(item_);
+}
+
+void FramedEncoder::dropped(std::uint32_t total) {
+    item_.clear();
+    item_.push_back(static_cast<std::uint8_t>(FramedTag::kDropped));
+    put_le(total, 4, item_);
+    add_item(item_);
+}
+
+void FramedEncoder::marker(const ProfilingMarker& marker) {
+    const auto tag = static_cast<std::uint8_t>(marker.start ? FramedTag::kStart : FramedTag::kStop);
+    add_item(std::span<const std::uint8_t>(&tag, 1));
+}
+
+void FramedEncoder::add_item(std::span<const std::uint8_t> item) {
+    if (!body_.empty() && body_.size() + item.size() + 2 > max_body_) flush();
+    if (body_.empty()) put_le(seq_, 2, body_);
+    if (body_.size() + item.size() + 2 > max_body_)
+        throw std::invalid_argument("an item does not fit in a frame of " +
+                                    std::to_string(max_body_) + " bytes");
+    body_.insert(body_.end(), item.begin(), item.end());
+}
+
+void FramedEncoder::flush() {
+    if (body_.empty()) return;
+    put_le(crc16_ccitt_false(body_), 2, body_);
+    cobs_encode(body_, wire_);
+    wire_.push_back(kFrameDelimiter);
+    body_.clear();
+    ++seq_;
+    ++frames_;
+}
+
+void FramedEncoder::reset() {
+    flush();
+    seq_ = 0;
+}
+
+std::vector<std::uint8_t> FramedEncoder::take_wire() {
+    std::vector<std::uint8_t> out;
+    out.swap(wire_);
+    return out;
+}
+
+}  // namespace rackprof::protocol

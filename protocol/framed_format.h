@@ -1,0 +1,84 @@
+// The rackprof framed protocol v1 (framed-protocol.md): frames are COBS(seq, items, CRC-16)
+// followed by a 0x00 delimiter. Here: the checksum, COBS, the item tags and the reference
+// encoder (what the target runtime does, used by tests and the simulator).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "protocol/record.h"
+#include "protocol/stream_event.h"
+
+namespace rackprof::protocol {
+
+inline constexpr std::uint8_t kFramedVersion = 1;
+inline constexpr std::uint8_t kFrameDelimiter = 0x00;
+inline constexpr std::size_t kMinFrameBody = 5;    // seq, one tag, crc
+inline constexpr std::size_t kMaxFrameBody = 254;  // so COBS adds exactly one byte
+inline constexpr std::size_t kMaxBuildIdBytes = 20;
+inline constexpr std::uint8_t kHelloArcCache = 0x01;       // flags bit 0
+inline constexpr std::uint8_t kHelloBlockingDrain = 0x02;  // flags bit 1
+
+enum class FramedTag : std::uint8_t {
+    kHello = 0x01,
+    kArc = 0x02,
+    kArcN = 0x03,
+    kPc = 0x04,
+    kPcN = 0x05,
+    kDropped = 0x06,
+    kStart = 0x07,
+    kStop = 0x08,
+};
+
+// CRC-16/CCITT-FALSE: poly 0x1021, init 0xFFFF, not reflected, xorout 0.
+std::uint16_t crc16_ccitt_false(std::span<const std::uint8_t> data);
+
+// COBS (Cheshire & Baker): appends the encoding of `data` (no delimiter) to `out`.
+void cobs_encode(std::span<const std::uint8_t> data, std::vector<std::uint8_t>& out);
+// Decodes one COBS-encoded frame (without its delimiter) into `out` (replacing its content).
+// False when it is not valid COBS (a zero byte, or a code pointing past the end).
+bool cobs_decode(std::span<const std::uint8_t> encoded, std::vector<std::uint8_t>& out);
+
+// Unsigned LEB128, as the counts of ARC_N and PC_N are sent.
+void put_leb128(std::uint32_t value, std::vector<std::uint8_t>& out);
+
+// Turns items into frames as the target runtime does: items are packed into the open frame
+// until the next one would not fit (or flush() is called); each frame gets the next sequence
+// number. Output accumulates until taken.
+class FramedEncoder {
+  public:
+    // `max_body`: frames are closed before their body would exceed it (5..254).
+    explicit FramedEncoder(int addr_bytes = 4, std::size_t max_body = kMaxFrameBody);
+
+    // A HELLO starts a new frame; later items use its address width. Throws
+    // std::invalid_argument for a version, width or build-id the wire cannot carry.
+    void hello(const TargetHello& hello);
+    // ARC or PC for a count of 1, else ARC_N or PC_N. Addresses are truncated to the width.
+    void record(const Record& record);
+    void dropped(std::uint32_t total);
+    void marker(const ProfilingMarker& marker);
+    // Closes the open frame (if it holds any item).
+    void flush();
+    // A target reset: the open frame is closed and the next one carries sequence number 0.
+    void reset();
+
+    std::uint64_t frames() const { return frames_; }
+    // Wire bytes of the closed frames since the last take.
+    const std::vector<std::uint8_t>& wire() const { return wire_; }
+    std::vector<std::uint8_t> take_wire();
+
+  private:
+    void add_item(std::span<const std::uint8_t> item);
+    void put_address(std::uint32_t addr, std::vector<std::uint8_t>& out) const;
+
+    int addr_bytes_;
+    std::size_t max_body_;
+    std::uint16_t seq_ = 0;
+    std::uint64_t frames_ = 0;
+    std::vector<std::uint8_t> body_;  // the open frame: seq and items so far
+    std::vector<std::uint8_t> item_;
+    std::vector<std::uint8_t> wire_;
+};
+
+}  // namespace rackprof::protocol
