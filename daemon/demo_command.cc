@@ -1,9 +1,20 @@
-// `rackprof demo`: the whole chain with no hardware. A simulated board's wire bytes go through
-// the decoder into an aggregate, out as gmon.out, and into the profile engine.
+// `rackprof demo`: the whole chain with no hardware. A board's wire bytes go through the
+// decoder into an aggregate, out as gmon.out, and into the profile engine. The board is a
+// simulated one, or (--qemu) rackprof's own example firmware running in qemu-system-arm.
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <stdexcept>
+#include <thread>
 
 #include "daemon/board_simulator.h"
+#include "daemon/capture_reader.h"
 #include "daemon/command_line.h"
 #include "daemon/commands.h"
 #include "daemon/wire_decoder.h"
@@ -11,18 +22,39 @@
 #include "gmon/profile.h"
 #include "gmon/report.h"
 
+extern char** environ;
+
 namespace rackprof::daemon {
+namespace {
 
-int run_demo(const std::vector<std::string>& args) {
-    const CommandLine cl(args, {"--model", "--iterations", "--dir"}, {"--help", "-h"});
-    if (cl.has("--help") || cl.has("-h")) {
-        std::cout << "usage: rackprof demo [--model NAME] [--iterations N] [--dir DIR (default: "
-                     "var/demo)]\n";
-        return 0;
-    }
-    const std::filesystem::path dir = cl.get("--dir", "var/demo");
-    std::filesystem::create_directories(dir);
+constexpr auto kQemuTimeout = std::chrono::seconds(60);
 
+void usage(std::ostream& out) {
+    out << "usage: rackprof demo [--model NAME] [--iterations N] [--dir DIR]\n"
+           "       rackprof demo --qemu [--board mps2-an385|microbit] [--example NAME]\n"
+           "                     [--mode framed|compat] [--firmware-dir DIR] [--dir DIR]\n"
+           "\n"
+           "Without --qemu a simulated board runs call model NAME (default blinky).\n"
+           "With --qemu, target-fw's example NAME (default deterministic) runs to completion in\n"
+           "qemu-system-arm with its UART captured to DIR/capture.bin. Firmware comes from\n"
+           "--firmware-dir (default: target-fw/ beside the rackprof binary, where the build\n"
+           "puts it). Both write DIR/gmon.out (DIR defaults to var/demo) and print the profile.\n";
+}
+
+// Writes gmon.out for `elf`, prints where things are and the profile.
+void write_and_print(const gmon::Aggregate& aggregate, const std::filesystem::path& elf_path,
+                     const std::filesystem::path& dir) {
+    const auto elf = gmon::Symbolizer::load(elf_path.string());
+    const auto spec = gmon::histogram_spec(aggregate, std::pair(elf->code_low(), elf->code_high()));
+    const auto binned = gmon::to_gmon_data(aggregate, spec, elf->layout());
+    const auto gmon_path = dir / "gmon.out";
+    gmon::write_file_atomically(gmon_path, gmon::serialize_gmon(binned.data));
+    std::cout << "wrote " << gmon_path.string() << "; try: arm-none-eabi-gprof "
+              << elf_path.string() << " " << gmon_path.string() << "\n\n"
+              << gmon::render_gprof_text(gmon::compute_profile(binned.data, *elf));
+}
+
+int simulated_demo(const CommandLine& cl, const std::filesystem::path& dir) {
     SimulatorOptions options;
     options.model = cl.get("--model", "blinky");
     options.max_iterations = cl.get_uint("--iterations", 200);
@@ -35,22 +67,103 @@ int run_demo(const std::vector<std::string>& args) {
         });
     decoder->finish(sink);
 
-    const std::string elf_path = (dir / (options.model + ".elf")).string();
-    write_model_elf(elf_path, truth);
-    const auto elf = gmon::Symbolizer::load(elf_path);
-    const auto spec = gmon::histogram_spec(aggregate, std::pair(elf->code_low(), elf->code_high()));
-    const auto binned = gmon::to_gmon_data(aggregate, spec, elf->layout());
-    const auto gmon_path = dir / "gmon.out";
-    gmon::write_file_atomically(gmon_path, gmon::serialize_gmon(binned.data));
-
+    const auto elf_path = dir / (options.model + ".elf");
+    write_model_elf(elf_path.string(), truth);
     const auto& s = decoder->stats();
     std::cout << "rackprof demo: simulated board '" << options.model << "' sent " << s.bytes_in
               << " bytes; decoded " << s.arcs << " arcs and " << s.pc_samples << " PC samples ("
-              << s.bytes_discarded << " bytes discarded)\n"
-              << "wrote " << gmon_path.string() << " and " << elf_path
-              << "; try: arm-none-eabi-gprof " << elf_path << " " << gmon_path.string() << "\n\n";
-    std::cout << gmon::render_gprof_text(gmon::compute_profile(binned.data, *elf));
+              << s.bytes_discarded << " bytes discarded)\n";
+    write_and_print(aggregate, elf_path, dir);
     return truth.aggregate == aggregate ? 0 : 1;
+}
+
+// Runs `argv` and waits for it, killing it after `timeout`. Returns its exit status.
+int run_to_completion(const std::vector<std::string>& argv, std::chrono::seconds timeout) {
+    std::vector<char*> c_argv;
+    for (const auto& a : argv) c_argv.push_back(const_cast<char*>(a.c_str()));
+    c_argv.push_back(nullptr);
+    pid_t pid = 0;
+    if (const int rc = posix_spawnp(&pid, c_argv[0], nullptr, nullptr, c_argv.data(), environ))
+        throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            throw std::runtime_error(argv[0] + " did not finish within " +
+                                     std::to_string(timeout.count()) + " s");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::filesystem::path default_firmware_dir() {
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return ec ? std::filesystem::path("build/target-fw") : exe.parent_path() / "target-fw";
+}
+
+int qemu_demo(const CommandLine& cl, const std::filesystem::path& dir) {
+    const std::string board = cl.get("--board", "mps2-an385");
+    const std::string example = cl.get("--example", "deterministic");
+    const std::string mode = cl.get("--mode", "framed");
+    if (board != "mps2-an385" && board != "microbit")
+        throw UsageError("--board must be mps2-an385 or microbit");
+    if (mode != "framed" && mode != "compat") throw UsageError("--mode must be framed or compat");
+    const auto given_dir = cl.get("--firmware-dir");
+    const std::filesystem::path firmware_dir =
+        given_dir ? std::filesystem::path(*given_dir) : default_firmware_dir();
+    const auto elf = firmware_dir / (example + "-" + board + "-" + mode + ".elf");
+    if (!std::filesystem::exists(elf)) {
+        throw std::runtime_error("no firmware " + elf.string() +
+                                 " (build it with the arm-none-eabi toolchain: ./setup.sh, then "
+                                 "cmake --build build; or give --firmware-dir)");
+    }
+    const auto capture = dir / "capture.bin";
+    std::filesystem::remove(capture);
+    std::cout << "rackprof demo: running " << elf.filename().string() << " in qemu-system-arm -M "
+              << board << " ..." << std::endl;
+    // -icount: the instruction count drives the clock, so the run is the same every time.
+    const int rc = run_to_completion(
+        {"qemu-system-arm", "-M", board, "-display", "none", "-monitor", "none", "-serial",
+         "file:" + capture.string(), "-semihosting-config", "enable=on,target=native", "-icount",
+         "shift=5,sleep=off", "-kernel", elf.string()},
+        kQemuTimeout);
+    if (rc == 127 || !std::filesystem::exists(capture)) {
+        throw std::runtime_error("qemu-system-arm failed (exit " + std::to_string(rc) +
+                                 "); ./setup.sh installs it");
+    }
+    if (rc != 0) std::cerr << "rackprof demo: the firmware exited with " << rc << "\n";
+
+    gmon::Aggregate aggregate;
+    const auto decoded = decode_capture(capture,
+                                        WireSpec{mode == "framed" ? "framed" : "legacy", "bin",
+                                                 mode == "framed" ? 4 : 3, std::nullopt},
+                                        aggregate);
+    const auto& s = decoded.stats;
+    std::cout << "rackprof demo: the board sent " << s.bytes_in << " bytes; decoded " << s.arcs
+              << " arcs and " << s.pc_samples << " PC samples (" << s.bytes_discarded
+              << " bytes discarded, " << s.frames_lost << " frames lost)\n";
+    write_and_print(aggregate, elf, dir);
+    return rc == 0 && s.bytes_discarded == 0 && s.frames_lost == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int run_demo(const std::vector<std::string>& args) {
+    const CommandLine cl(
+        args,
+        {"--model", "--iterations", "--dir", "--board", "--example", "--mode", "--firmware-dir"},
+        {"--help", "-h", "--qemu"});
+    if (cl.has("--help") || cl.has("-h")) {
+        usage(std::cout);
+        return 0;
+    }
+    const std::filesystem::path dir = cl.get("--dir", "var/demo");
+    std::filesystem::create_directories(dir);
+    return cl.has("--qemu") ? qemu_demo(cl, dir) : simulated_demo(cl, dir);
 }
 
 }  // namespace rackprof::daemon

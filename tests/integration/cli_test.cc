@@ -261,5 +261,32 @@ TEST_CASE("the summary line and the report without an ELF") {
     CHECK(std::filesystem::file_size(dir / "gmon.out") > 20);
 }
 
+TEST_CASE("demo --qemu: example firmware in QEMU, profiled as gprof profiles it") {
+    const auto firmware = std::filesystem::path(RACKPROF_BINARY).parent_path() / "target-fw";
+    if (testing::run({"sh", "-c", "command -v qemu-system-arm"}).exit_code != 0 ||
+        !std::filesystem::exists(firmware / "deterministic-microbit-framed.elf")) {
+        MESSAGE("SKIP: demo --qemu needs qemu-system-arm and target-fw built (./setup.sh)");
+        return;
+    }
+    for (const std::string board : {"mps2-an385", "microbit"}) {
+        CAPTURE(board);
+        testing::TempDir dir;
+        const auto r = rackprof({"demo", "--qemu", "--board", board, "--dir", dir.path().string()});
+        REQUIRE(r.exit_code == 0);
+        CHECK(r.out.find("0 bytes discarded, 0 frames lost") != std::string::npos);
+        // The profile printed is what gprof prints from the gmon.out written beside it.
+        const auto elf = firmware / ("deterministic-" + board + "-framed.elf");
+        const std::string theirs = testing::gprof_brief(elf, dir / "gmon.out");
+        CHECK(r.out.find(theirs) != std::string::npos);
+        CHECK(theirs.find(" crunch [1]") != std::string::npos);  // the hot function first
+    }
+    testing::TempDir dir;
+    const auto missing = rackprof(
+        {"demo", "--qemu", "--firmware-dir", "/nonexistent", "--dir", dir.path().string()});
+    CHECK(missing.exit_code == 1);
+    CHECK(missing.err.find("no firmware /nonexistent/deterministic-mps2-an385-framed.elf") !=
+          std::string::npos);
+}
+
 }  // namespace
 }  // namespace rackprof

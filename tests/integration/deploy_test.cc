@@ -150,6 +150,14 @@ TEST_CASE("cmake --install lays out the tree; the .deb holds it with its maintai
         CAPTURE(path);
         CHECK(std::filesystem::exists(dir / "root" / path));
     }
+    // The dashboard is installed where `rackprof serve` looks for it (setup.sh builds it).
+    const bool dashboard_built =
+        std::filesystem::exists(std::filesystem::path(RACKPROF_SOURCE_DIR) / "web/dist/index.html");
+    if (dashboard_built) {
+        CHECK(std::filesystem::exists(dir / "root/usr/share/rackprof/web/index.html"));
+    } else {
+        MESSAGE("SKIP: web/dist is not built (./setup.sh builds it): not checking its install");
+    }
     // The installed example configuration is valid: the daemon accepts it.
     const auto help = testing::run({(dir / "root/usr/bin/rackprof").string(), "--version"});
     CHECK(help.out.find("rackprof ") == 0);
@@ -171,6 +179,8 @@ TEST_CASE("cmake --install lays out the tree; the .deb holds it with its maintai
         CAPTURE(path);
         CHECK(contents.out.find(path) != std::string::npos);
     }
+    if (dashboard_built)
+        CHECK(contents.out.find("./usr/share/rackprof/web/index.html") != std::string::npos);
     const auto info = testing::run({"dpkg-deb", "-I", deb.string()});
     for (const char* part : {"postinst", "prerm", "postrm", "conffiles", "Depends: adduser"}) {
         CAPTURE(part);
