@@ -299,8 +299,8 @@ std::int64_t CaptureService::import_session(const storage::NewSession& spec,
                                             const storage::SessionCounters& counters) {
     const auto handle = new_session_handle();
     writer_->submit(storage::OpenSessionOp{handle, spec});
-    if (!writer_->submit(storage::ChunkOp{handle, spec.started_ns, std::move(raw),
-                                          std::move(records), counters})) {
+    if (!writer_->submit(storage::ChunkOp{
+            handle, spec.started_ns, std::move(raw), std::move(records), counters, {}, {}})) {
         throw std::runtime_error("storage is too busy to take the import now; try again");
     }
     writer_->submit(storage::CloseSessionOp{handle, "completed", unix_now_ns(), counters});

@@ -26,7 +26,8 @@ int run_demo(const std::vector<std::string>& args) {
     SimulatorOptions options;
     options.model = cl.get("--model", "blinky");
     options.max_iterations = cl.get_uint("--iterations", 200);
-    const auto decoder = make_decoder(WireSpec{"legacy", "bin", options.addr_bytes, std::nullopt});
+    const auto decoder =
+        make_decoder(WireSpec{"legacy", "bin", options.addr_bytes, std::nullopt, {}});
     gmon::Aggregate aggregate;
     gmon::AggregateSink sink(aggregate);
     const GroundTruth truth =
