@@ -62,7 +62,8 @@ std::optional<CaptureService::LiveView> CaptureService::live(std::int64_t sessio
             auto status = board->status();
             if (status.session && writer_->session_id(*status.session) == session_id) {
                 status.session_id = session_id;
-                return LiveView{std::move(status), board->live_aggregate(), board->newest_arcs()};
+                return LiveView{std::move(status), board->live_aggregate(), board->newest_arcs(),
+                                board->newest_console()};
             }
         }
         return std::nullopt;

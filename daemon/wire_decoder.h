@@ -15,6 +15,16 @@
 namespace rackprof::daemon {
 
 struct WireSpec {
+    WireSpec() = default;
+    // swo last and optional, so the wires of the other protocols read as they always did.
+    WireSpec(std::string protocol_name, std::string format_name, int width,
+             std::optional<protocol::AddressRange> range, protocol::SwoOptions swo_options = {})
+        : protocol(std::move(protocol_name)),
+          format(std::move(format_name)),
+          addr_bytes(width),
+          code_range(range),
+          swo(swo_options) {}
+
     std::string protocol = "legacy";  // legacy | framed | itm
     std::string format = "bin";       // legacy: bin | hex (framed and itm are binary)
     int addr_bytes = 3;  // legacy: the width; framed (also inside itm): the width until a HELLO

@@ -429,6 +429,9 @@ std::vector<SessionInfo> SessionStore::sessions() {
     Statement st = db_.prepare((std::string(kSessionColumns) + " ORDER BY id").c_str());
     std::vector<SessionInfo> out;
     while (st.step()) out.push_back(read_info(st));
+    for (auto& info : out) {
+        if (info.spec.protocol == "itm") info.exceptions = exceptions(info.id);
+    }
     return out;
 }
 
@@ -436,7 +439,9 @@ std::optional<SessionInfo> SessionStore::session(std::int64_t id) {
     Statement st = db_.prepare((std::string(kSessionColumns) + " WHERE id = ?").c_str());
     st.bind(1, id);
     if (!st.step()) return std::nullopt;
-    return read_info(st);
+    SessionInfo info = read_info(st);
+    if (info.spec.protocol == "itm") info.exceptions = exceptions(id);
+    return info;
 }
 
 gmon::Aggregate SessionStore::aggregate(std::int64_t session) {

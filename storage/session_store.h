@@ -88,6 +88,7 @@ struct SessionInfo {
     std::string state;  // capturing | completed | interrupted
     std::int64_t ended_ns = 0;
     SessionCounters counters;
+    std::vector<ExceptionCount> exceptions;  // itm sessions' exception trace
 };
 
 struct Gap {
