@@ -295,7 +295,7 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
             cl.has("--protocol") ? o.swo : swo_options_from_json(info->spec.wire_options)};
         const auto decoder = make_decoder(wire);
         gmon::Aggregate aggregate;
-        CaptureSink sink(aggregate);
+        CaptureSink sink(aggregate, print_console);
         store.for_each_chunk(
             id, [&](std::int64_t, std::span<const std::uint8_t> raw) { decoder->feed(raw, sink); });
         decoder->finish(sink);
@@ -303,6 +303,8 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
                   << "\n";
         c = from_aggregate(aggregate, decoder->stats(), o, what,
                            code_range_with(o, sink.hello ? target_of(sink.hello) : info->target));
+        if (wire.protocol == "itm")
+            c.summary["exceptions"] = exceptions_json(exceptions_of(*decoder));
     } else {
         const auto& k = info->counters;
         protocol::DecoderStats stats;
@@ -315,6 +317,8 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
         stats.frames_bad = k.frames_bad;
         stats.frames_lost = k.frames_lost;
         stats.target_dropped = k.target_dropped;
+        stats.overflows = k.overflows;
+        stats.sleep_samples = k.sleep_samples;
         std::cerr << "rackprof: " << what << " (" << info->spec.board << ", " << info->state
                   << "): " << summary_line(stats) << "; " << k.gaps << " gaps, " << k.records_lost
                   << " records lost\n";
@@ -329,6 +333,11 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
     c.summary["format"] = info->spec.format;
     c.summary["addr_bytes"] = info->spec.addr_bytes;
     if (!info->target.build_id.empty()) c.summary["target_build_id"] = info->target.build_id;
+    if (info->spec.protocol == "itm" && !c.summary.contains("exceptions")) {
+        std::map<std::uint16_t, protocol::ExceptionStats> stored;
+        for (const auto& e : info->exceptions) stored[e.number] = {e.entries, e.cycles};
+        c.summary["exceptions"] = exceptions_json(stored);
+    }
     return c;
 }
 

@@ -109,7 +109,8 @@ SwoPart make_part(std::uint32_t code_low, int seed, protocol::FramedEncoder& fra
     }
     itm.overflow();
     ++part.overflows;
-    for (const std::string line : {"swo part " + std::to_string(seed) + " up\n", "ok\n"}) {
+    for (const std::string& line :
+         {"swo part " + std::to_string(seed) + " up\n", std::string("ok\n")}) {
         software_bytes(itm, kConsolePort,
                        std::span(reinterpret_cast<const std::uint8_t*>(line.data()), line.size()));
         part.console.push_back(line);
@@ -203,7 +204,7 @@ TEST_CASE("SWO over TCP, raw and TPIU-formatted: stored exactly, through the ser
                                "--write-elf", elf_path.string()})
                 .exit_code == 0);
     const auto elf = gmon::Symbolizer::load(elf_path);
-    REQUIRE(elf->code_high() > elf->code_low() + 0x200);
+    REQUIRE(elf->code_high() > elf->code_low() + 0x100);  // room for the PCs make_part uses
     const auto code_low = static_cast<std::uint32_t>(elf->code_low());
 
     protocol::FramedEncoder framed(4);
@@ -260,7 +261,8 @@ TEST_CASE("SWO over TCP, raw and TPIU-formatted: stored exactly, through the ser
     storage::SessionStore store(dir / "rack.db", storage::Database::Mode::kReadOnly);
     for (const auto& [board, bytes] :
          {std::pair{"swo-raw", raw_parts}, std::pair{"swo-tpiu", tpiu_parts}}) {
-        CAPTURE(board);
+        const std::string board_name = board;
+        CAPTURE(board_name);
         std::optional<storage::SessionInfo> session;
         for (const auto& s : store.sessions()) {
             if (s.spec.board == board) session = s;
@@ -290,7 +292,8 @@ TEST_CASE("SWO over TCP, raw and TPIU-formatted: stored exactly, through the ser
     storage::SessionStore after(dir / "rack.db", storage::Database::Mode::kReadOnly);
     for (const auto& [board, bytes] :
          {std::pair{"swo-raw", raw_parts}, std::pair{"swo-tpiu", tpiu_parts}}) {
-        CAPTURE(board);
+        const std::string board_name = board;
+        CAPTURE(board_name);
         std::optional<storage::SessionInfo> session;
         for (const auto& s : after.sessions()) {
             if (s.spec.board == board) session = s;
@@ -305,7 +308,11 @@ TEST_CASE("SWO over TCP, raw and TPIU-formatted: stored exactly, through the ser
         CHECK(c.pc_samples == parts[0].pc_samples + parts[1].pc_samples);
         CHECK(c.sleep_samples == parts[0].sleep_samples + parts[1].sleep_samples);
         CHECK(c.overflows == parts[0].overflows + parts[1].overflows);
-        CHECK(c.frames == framed.frames());
+        // Frames: the framed protocol's, plus the TPIU's 16-byte frames (two 4-byte full syncs
+        // around each part).
+        const std::uint64_t tpiu_frames =
+            std::string(board) == "swo-tpiu" ? (bytes[0].size() - 8 + bytes[1].size() - 8) / 16 : 0;
+        CHECK(c.frames == framed.frames() + tpiu_frames);
         CHECK(c.frames_lost == 0);
         CHECK(c.frames_bad == 0);
         std::string console_stored;
@@ -324,6 +331,70 @@ TEST_CASE("SWO over TCP, raw and TPIU-formatted: stored exactly, through the ser
         CHECK(raw == bytes[0] + bytes[1]);
         CHECK(last_received > gaps[0].ended_ns);
     }
+}
+
+TEST_CASE("convert --protocol itm: console on stderr, ITM counters and exceptions reported") {
+    testing::TempDir dir;
+    const auto elf_path = dir / "model.elf";
+    REQUIRE(testing::rackprof({"simulate", "--model", "deterministic", "--iterations", "1",
+                               "--write-elf", elf_path.string()})
+                .exit_code == 0);
+    const auto code_low = static_cast<std::uint32_t>(gmon::Symbolizer::load(elf_path)->code_low());
+    protocol::FramedEncoder framed(4);
+    const SwoPart part = make_part(code_low, 3, framed);
+    const auto capture = dir / "swo.bin";
+    std::ofstream(capture, std::ios::binary) << text_of(part.itm);
+    const auto tpiu_capture = dir / "swo-tpiu.bin";
+    std::ofstream(tpiu_capture, std::ios::binary) << text_of(in_tpiu_frames(part.itm));
+
+    for (const auto& [file, tpiu] : {std::pair{capture, false}, std::pair{tpiu_capture, true}}) {
+        CAPTURE(tpiu);
+        std::vector<std::string> args = {"convert",
+                                         file.string(),
+                                         "--protocol",
+                                         "itm",
+                                         "--elf",
+                                         elf_path.string(),
+                                         "--framed-port",
+                                         "1",
+                                         "--orbstat-port",
+                                         "30",
+                                         "--console-port",
+                                         "0",
+                                         "-o",
+                                         (dir / "gmon.out").string(),
+                                         "--report",
+                                         "json"};
+        if (tpiu) args.insert(args.end(), {"--tpiu", "--tpiu-stream", "1"});
+        const auto conv = testing::rackprof(args);
+        REQUIRE_MESSAGE(conv.exit_code == 0, conv.err);
+        for (const auto& line : part.console)
+            CHECK(conv.err.find("console: " + line) != std::string::npos);  // line ends in \n
+        CHECK(conv.err.find("1 ITM overflows") != std::string::npos);
+        const json source = json::parse(conv.out)["source"];
+        CHECK(source["protocol"] == "itm");
+        CHECK(source["decoder"]["overflows"] == part.overflows);
+        CHECK(source["decoder"]["sleep_samples"] == part.sleep_samples);
+        CHECK(source["decoder"]["pc_samples"] == part.pc_samples);
+        CHECK(source["decoder"]["arcs"] == part.arcs);
+        CHECK(source["decoder"]["bytes_discarded"] == 0);
+        CHECK(source["exceptions"] == json::array({{{"exception", kSysTick},
+                                                    {"entries", part.systicks},
+                                                    {"cycles", part.systicks * kSysTickCycles}}}));
+    }
+    // Options that would do nothing, or cannot be: usage errors (exit 2) naming the option.
+    const auto not_itm =
+        testing::rackprof({"convert", capture.string(), "--console-port", "0", "-o", "x"});
+    CHECK(not_itm.exit_code == 2);
+    CHECK(not_itm.err.find("--console-port is for --protocol itm only") != std::string::npos);
+    const auto bad_port = testing::rackprof(
+        {"convert", capture.string(), "--protocol", "itm", "--console-port", "256", "-o", "x"});
+    CHECK(bad_port.exit_code == 2);
+    CHECK(bad_port.err.find("0..255") != std::string::npos);
+    const auto same_port = testing::rackprof({"convert", capture.string(), "--protocol", "itm",
+                                              "--console-port", "1", "--framed-port", "1"});
+    CHECK(same_port.exit_code == 2);
+    CHECK(same_port.err.find("one ITM port cannot serve two uses") != std::string::npos);
 }
 
 }  // namespace
