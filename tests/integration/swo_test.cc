@@ -285,6 +285,16 @@ TEST_CASE("SWO over TCP, raw and TPIU-formatted: stored exactly, through the ser
         CHECK(served["exceptions"] == json::array({systick}));
         const auto profile = json::parse(get(id + "/profile").out);
         CHECK(profile["sleeping"] == parts[0].sleep_samples + parts[1].sleep_samples);
+        // The live feed: the newest console lines, overflows and sleep samples among losses.
+        testing::Feed feed(m[1].str(), "/api/v1/sessions/" + id + "/live");
+        const json snapshot = feed.next();
+        json lines = json::array();
+        for (const auto& line : snapshot["console"]) lines.push_back(line["text"]);
+        CHECK(lines == json{parts[0].console[0], parts[0].console[1], parts[1].console[0],
+                            parts[1].console[1]});
+        CHECK(snapshot["losses"]["overflows"] == parts[0].overflows + parts[1].overflows);
+        CHECK(snapshot["losses"]["sleep_samples"] ==
+              parts[0].sleep_samples + parts[1].sleep_samples);
     }
     daemon.signal(SIGTERM);
     REQUIRE(daemon.wait(5s) == 0);
