@@ -152,8 +152,8 @@ json session_json(const storage::SessionInfo& s) {
                 {"counters", counters_json(s.counters)}};
     if (s.spec.protocol == "itm") {
         // The SWO settings it was captured with, and its exception trace.
-        out["swo"] =
-            json::parse(s.spec.wire_options.empty() ? "{}" : s.spec.wire_options, nullptr, false);
+        const json swo = json::parse(s.spec.wire_options, nullptr, false);
+        out["swo"] = swo.is_object() ? swo : json(nullptr);  // written by the daemon; never fatal
         json exceptions = json::array();
         for (const auto& e : s.exceptions) {
             exceptions.push_back({{"exception", e.number},
