@@ -111,12 +111,17 @@ nlohmann::json exceptions_json(const std::map<std::uint16_t, protocol::Exception
     return out;
 }
 
-// A console line as the target printed it, without its newline.
+// A console line as the target printed it, without its newline, control characters shown as '.'.
 void print_console(const protocol::ConsoleText& line) {
     std::string_view text = line.text;
     if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
     if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
-    std::cerr << "console: " << text << "\n";
+    // The target's bytes, not ours: control characters would drive the terminal.
+    std::string shown(text);
+    for (char& c : shown) {
+        if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7F) c = '.';
+    }
+    std::cerr << "console: " << shown << "\n";
 }
 
 using CodeRange = std::optional<std::pair<std::uint64_t, std::uint64_t>>;
