@@ -224,7 +224,8 @@ bool Board::start_session() {
     spec.format = config_.format;
     spec.addr_bytes = config_.addr_bytes;
     spec.started_ns = unix_now_ns();
-    WireSpec wire{config_.protocol, config_.format, config_.addr_bytes, std::nullopt};
+    WireSpec wire = wire_spec_of(config_);
+    if (config_.protocol == "itm") spec.wire_options = swo_options_json(wire.swo);
     if (elf_) {
         spec.elf_path = elf_path_.string();
         spec.elf_build_id = elf_->build_id();
@@ -255,6 +256,10 @@ void Board::stop_session() {
             "target",
             config_.name, session_->handle(), c.frames, c.frames_bad, c.frames_lost,
             c.target_dropped);
+    }
+    if (config_.protocol == "itm") {
+        log_->info("[{}] session {}: {} ITM overflows, {} sleep samples", config_.name,
+                   session_->handle(), c.overflows, c.sleep_samples);
     }
     if (events_) events_({config_.name, "session_stopped", "completed", "", session_->handle()});
     session_.reset();

@@ -73,6 +73,10 @@ class Board {
         if (!session_) return {};
         return {session_->newest_arcs().begin(), session_->newest_arcs().end()};
     }
+    std::vector<storage::ConsoleLine> newest_console() const {
+        if (!session_) return {};
+        return {session_->newest_console().begin(), session_->newest_console().end()};
+    }
     const std::string& name() const { return config_.name; }
     const BoardConfig& config() const { return config_; }
 

@@ -76,12 +76,13 @@ bool is_gnu_gmon(const std::filesystem::path& path) {
 }
 
 DecodedCapture decode_capture(const std::filesystem::path& path, const WireSpec& wire,
-                              gmon::Aggregate& aggregate, const ProgressCallback& progress) {
+                              gmon::Aggregate& aggregate, const ProgressCallback& progress,
+                              const ConsoleCallback& console) {
     FileDescriptor fd(path);
     std::error_code ec;
     const std::uint64_t total = std::filesystem::file_size(path, ec);
     const auto decoder = make_decoder(wire);
-    CaptureSink sink(aggregate);
+    CaptureSink sink(aggregate, console);
     std::vector<std::uint8_t> buffer(1 << 20);
     std::uint64_t done = 0;
     while (const std::size_t n = fd.read(buffer.data(), buffer.size(), path)) {
@@ -90,7 +91,7 @@ DecodedCapture decode_capture(const std::filesystem::path& path, const WireSpec&
         if (progress) progress(done, ec ? 0 : total);
     }
     decoder->finish(sink);
-    return {decoder->stats(), sink.hello};
+    return {decoder->stats(), sink.hello, exceptions_of(*decoder)};
 }
 
 }  // namespace rackprof::daemon

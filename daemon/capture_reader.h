@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -24,23 +25,34 @@ bool is_gnu_gmon(const std::filesystem::path& path);
 
 using ProgressCallback = std::function<void(std::uint64_t done, std::uint64_t total)>;
 
+using ConsoleCallback = std::function<void(const protocol::ConsoleText& line)>;
+
 struct DecodedCapture {
     protocol::DecoderStats stats;
-    std::optional<protocol::TargetHello> hello;  // the last one (framed captures)
+    std::optional<protocol::TargetHello> hello;                    // the last one (framed captures)
+    std::map<std::uint16_t, protocol::ExceptionStats> exceptions;  // itm: exception trace
 };
 
-// Decodes the whole file. Throws std::runtime_error naming the file on I/O errors.
+// Decodes the whole file; console lines (itm) go to `console` as they are decoded. Throws
+// std::runtime_error naming the file on I/O errors.
 DecodedCapture decode_capture(const std::filesystem::path& path, const WireSpec& wire,
-                              gmon::Aggregate& aggregate, const ProgressCallback& progress = {});
+                              gmon::Aggregate& aggregate, const ProgressCallback& progress = {},
+                              const ConsoleCallback& console = {});
 
-// Records into an aggregate, keeping the last HELLO: what `convert` needs from a stream.
+// Records into an aggregate, keeping the last HELLO and passing console lines on: what
+// `convert` needs from a stream.
 class CaptureSink : public gmon::AggregateSink {
   public:
-    using gmon::AggregateSink::AggregateSink;
+    explicit CaptureSink(gmon::Aggregate& aggregate, ConsoleCallback console = {})
+        : gmon::AggregateSink(aggregate), console_(std::move(console)) {}
     void on_event(const protocol::StreamEvent& event) override {
         if (const auto* h = std::get_if<protocol::TargetHello>(&event)) hello = *h;
+        if (const auto* c = std::get_if<protocol::ConsoleText>(&event); c && console_) console_(*c);
     }
     std::optional<protocol::TargetHello> hello;
+
+  private:
+    ConsoleCallback console_;
 };
 
 }  // namespace rackprof::daemon

@@ -62,7 +62,8 @@ std::optional<CaptureService::LiveView> CaptureService::live(std::int64_t sessio
             auto status = board->status();
             if (status.session && writer_->session_id(*status.session) == session_id) {
                 status.session_id = session_id;
-                return LiveView{std::move(status), board->live_aggregate(), board->newest_arcs()};
+                return LiveView{std::move(status), board->live_aggregate(), board->newest_arcs(),
+                                board->newest_console()};
             }
         }
         return std::nullopt;
@@ -299,8 +300,8 @@ std::int64_t CaptureService::import_session(const storage::NewSession& spec,
                                             const storage::SessionCounters& counters) {
     const auto handle = new_session_handle();
     writer_->submit(storage::OpenSessionOp{handle, spec});
-    if (!writer_->submit(storage::ChunkOp{handle, spec.started_ns, std::move(raw),
-                                          std::move(records), counters})) {
+    if (!writer_->submit(storage::ChunkOp{
+            handle, spec.started_ns, std::move(raw), std::move(records), counters, {}, {}})) {
         throw std::runtime_error("storage is too busy to take the import now; try again");
     }
     writer_->submit(storage::CloseSessionOp{handle, "completed", unix_now_ns(), counters});

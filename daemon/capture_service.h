@@ -52,7 +52,8 @@ class CaptureService {
     struct LiveView {
         BoardStatus board;
         gmon::Aggregate aggregate;
-        std::vector<protocol::Record> newest_arcs;  // oldest first
+        std::vector<protocol::Record> newest_arcs;         // oldest first
+        std::vector<storage::ConsoleLine> newest_console;  // itm; oldest first
     };
     // The board capturing this stored session, with its live aggregate.
     std::optional<LiveView> live(std::int64_t session_id);

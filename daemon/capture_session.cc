@@ -51,6 +51,31 @@ void CaptureSession::refresh_counters() {
     counters_.frames_bad = s.frames_bad;
     counters_.frames_lost = s.frames_lost;
     counters_.target_dropped = s.target_dropped;
+    counters_.overflows = s.overflows;
+    counters_.sleep_samples = s.sleep_samples;
+}
+
+std::vector<storage::ConsoleLine> CaptureSession::take_console(std::int64_t received_ns) {
+    constexpr std::size_t kNewest = 20;
+    std::vector<storage::ConsoleLine> lines;
+    lines.reserve(collector_.console.size());
+    for (auto& c : collector_.console) {
+        lines.push_back({received_ns, c.port, std::move(c.text)});
+        newest_console_.push_back(lines.back());
+    }
+    collector_.console.clear();
+    while (newest_console_.size() > kNewest) newest_console_.pop_front();
+    return lines;
+}
+
+std::vector<storage::ExceptionCount> CaptureSession::changed_exceptions() {
+    std::vector<storage::ExceptionCount> now;
+    for (const auto& [number, e] : exceptions_of(*decoder_)) {
+        now.push_back({number, e.entries, e.cycles});
+    }
+    if (now == exceptions_) return {};
+    exceptions_ = now;
+    return now;
 }
 
 std::optional<protocol::TargetHello> CaptureSession::take_hello() {
@@ -86,8 +111,13 @@ bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t 
     while (newest_arcs_.size() > kNewest) newest_arcs_.pop_front();
     const std::size_t records = collector_.records.size();
     const std::size_t bytes = raw.size();
-    storage::ChunkOp op{handle_, received_ns, std::move(raw), std::move(collector_.records),
-                        counters_};
+    storage::ChunkOp op{handle_,
+                        received_ns,
+                        std::move(raw),
+                        std::move(collector_.records),
+                        counters_,
+                        take_console(received_ns),
+                        changed_exceptions()};
     collector_.records = {};
     if (writer_.submit(std::move(op))) return true;
     counters_.records_lost += records;
@@ -103,7 +133,7 @@ bool CaptureSession::on_chunk(std::span<const std::uint8_t> raw, std::int64_t re
 void CaptureSession::gap_started(const std::string& reason, std::int64_t at_ns) {
     if (open_gap_) return;
     decoder_->finish(collector_);  // what was held back across the break
-    if (!collector_.records.empty()) submit_records({}, at_ns);
+    if (!collector_.empty()) submit_records({}, at_ns);
     refresh_counters();
     open_gap_ = storage::Gap{at_ns, 0, reason};
 }
@@ -119,7 +149,7 @@ void CaptureSession::gap_ended(std::int64_t at_ns) {
 void CaptureSession::end(const std::string& state, std::int64_t at_ns) {
     if (open_gap_) gap_ended(at_ns);
     decoder_->finish(collector_);
-    if (!collector_.records.empty()) submit_records({}, at_ns);
+    if (!collector_.empty()) submit_records({}, at_ns);
     refresh_counters();
     writer_.submit(storage::CloseSessionOp{handle_, state, at_ns, counters_});
 }

@@ -44,6 +44,10 @@ class CaptureSession {
     bool in_gap() const { return open_gap_.has_value(); }
     // The most recent arcs received, newest last (for the live view).
     const std::deque<protocol::Record>& newest_arcs() const { return newest_arcs_; }
+    // The most recent console lines (itm), newest last (for the live view).
+    const std::deque<storage::ConsoleLine>& newest_console() const { return newest_console_; }
+    // The exception trace so far (itm), by exception number.
+    const std::vector<storage::ExceptionCount>& exceptions() const { return exceptions_; }
 
     // Returns false if the chunk could not be queued for storage (and was counted as lost).
     bool on_chunk(std::span<const std::uint8_t> raw, std::int64_t received_ns);
@@ -60,14 +64,20 @@ class CaptureSession {
   private:
     struct Collector : protocol::RecordSink {
         std::vector<protocol::Record> records;
+        std::vector<protocol::ConsoleText> console;
         std::optional<protocol::TargetHello> hello;  // the newest not yet taken
         void on_records(std::span<const protocol::Record> batch) override {
             records.insert(records.end(), batch.begin(), batch.end());
         }
         void on_event(const protocol::StreamEvent& event) override {
             if (const auto* h = std::get_if<protocol::TargetHello>(&event)) hello = *h;
+            if (const auto* c = std::get_if<protocol::ConsoleText>(&event)) console.push_back(*c);
         }
+        bool empty() const { return records.empty() && console.empty(); }
     };
+    std::vector<storage::ConsoleLine> take_console(std::int64_t received_ns);
+    // The exception totals when they changed since the last call, else empty.
+    std::vector<storage::ExceptionCount> changed_exceptions();
     bool submit_records(std::vector<std::uint8_t> raw, std::int64_t received_ns);
     void refresh_counters();
 
@@ -80,6 +90,8 @@ class CaptureSession {
     storage::SessionCounters counters_;
     std::optional<storage::Gap> open_gap_;
     std::deque<protocol::Record> newest_arcs_;
+    std::deque<storage::ConsoleLine> newest_console_;
+    std::vector<storage::ExceptionCount> exceptions_;
 };
 
 }  // namespace rackprof::daemon

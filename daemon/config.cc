@@ -1,5 +1,6 @@
 #include "daemon/config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -46,6 +47,14 @@ std::int64_t get_int(const std::string& source, const toml::table& t, const std:
     return node->value<std::int64_t>().value();
 }
 
+std::optional<int> get_optional_int(const std::string& source, const toml::table& t,
+                                    const std::string& prefix, const char* key) {
+    if (!t.get(key)) return std::nullopt;
+    // Clamped, not wrapped: a value out of range stays out of range for validate_board.
+    return static_cast<int>(
+        std::clamp<std::int64_t>(get_int(source, t, prefix, key, 0), -1, 65536));
+}
+
 bool get_bool(const std::string& source, const toml::table& t, const std::string& prefix,
               const char* key, bool fallback) {
     const toml::node* node = t.get(key);
@@ -56,9 +65,9 @@ bool get_bool(const std::string& source, const toml::table& t, const std::string
 
 BoardConfig parse_board(const std::string& source, const toml::table& t, std::size_t index) {
     const std::string prefix = "boards[" + std::to_string(index) + "].";
-    reject_unknown(
-        source, t, prefix,
-        {"name", "link", "protocol", "format", "addr_bytes", "elf", "autostart", "tags"});
+    reject_unknown(source, t, prefix,
+                   {"name", "link", "protocol", "format", "addr_bytes", "elf", "autostart", "tags",
+                    "tpiu", "tpiu_stream", "framed_port", "orbstat_port", "console_port"});
     BoardConfig b;
     b.name = get_string(source, t, prefix, "name", "");
     b.link = get_string(source, t, prefix, "link", "");
@@ -68,6 +77,11 @@ BoardConfig parse_board(const std::string& source, const toml::table& t, std::si
         static_cast<int>(get_int(source, t, prefix, "addr_bytes", default_addr_bytes(b.protocol)));
     b.elf = get_string(source, t, prefix, "elf", "");
     b.autostart = get_bool(source, t, prefix, "autostart", true);
+    b.tpiu = get_bool(source, t, prefix, "tpiu", false);
+    b.tpiu_stream = static_cast<int>(get_int(source, t, prefix, "tpiu_stream", 1));
+    b.framed_port = get_optional_int(source, t, prefix, "framed_port");
+    b.orbstat_port = get_optional_int(source, t, prefix, "orbstat_port");
+    b.console_port = get_optional_int(source, t, prefix, "console_port");
     if (const toml::node* tags = t.get("tags")) {
         const toml::array* list = tags->as_array();
         if (!list) fail(source, *tags, prefix + "tags", "must be a list of strings");
@@ -88,8 +102,40 @@ BoardConfig parse_board(const std::string& source, const toml::table& t, std::si
 }  // namespace
 
 int default_addr_bytes(const std::string& protocol) {
-    return protocol == "framed" ? 4 : 3;
+    return protocol == "framed" || protocol == "itm" ? 4 : 3;
 }
+
+namespace {
+
+// The itm-only keys: wrong anywhere else (they would silently do nothing), and checked here
+// with the key named rather than by the decoder.
+void validate_swo_keys(const BoardConfig& b) {
+    const std::pair<const char*, const std::optional<int>*> ports[] = {
+        {"framed_port", &b.framed_port},
+        {"orbstat_port", &b.orbstat_port},
+        {"console_port", &b.console_port}};
+    if (b.protocol != "itm") {
+        if (b.tpiu) throw BoardFieldError("tpiu", "only for protocol = \"itm\"");
+        if (b.tpiu_stream != 1) throw BoardFieldError("tpiu_stream", "only for protocol = \"itm\"");
+        for (const auto& [key, port] : ports) {
+            if (port->has_value()) throw BoardFieldError(key, "only for protocol = \"itm\"");
+        }
+        return;
+    }
+    if (b.tpiu_stream < 1 || b.tpiu_stream > 111)
+        throw BoardFieldError("tpiu_stream", "must be 1..111 (the TPIU's trace source IDs)");
+    std::set<int> used;
+    for (const auto& [key, port] : ports) {
+        if (!port->has_value()) continue;
+        if (**port < 0 || **port > 255)
+            throw BoardFieldError(key, "must be an ITM stimulus port, 0..255");
+        if (!used.insert(**port).second)
+            throw BoardFieldError(
+                key, "port " + std::to_string(**port) + " already has another use on this board");
+    }
+}
+
+}  // namespace
 
 void validate_board(const BoardConfig& b) {
     if (b.name.empty()) throw BoardFieldError("name", "every board needs a name");
@@ -102,31 +148,44 @@ void validate_board(const BoardConfig& b) {
     } catch (const std::invalid_argument& e) {
         throw BoardFieldError("link", e.what());
     }
-    if (b.protocol != "legacy" && b.protocol != "framed")
-        throw BoardFieldError("protocol", "must be \"legacy\" or \"framed\"");
+    if (b.protocol != "legacy" && b.protocol != "framed" && b.protocol != "itm")
+        throw BoardFieldError("protocol", "must be \"legacy\", \"framed\" or \"itm\"");
     if (b.format != "bin" && b.format != "hex")
         throw BoardFieldError("format", "must be \"bin\" or \"hex\"");
-    if (b.protocol == "framed" && b.format != "bin")
-        throw BoardFieldError("format", "the framed protocol is binary: must be \"bin\"");
+    if (b.protocol != "legacy" && b.format != "bin")
+        throw BoardFieldError("format",
+                              "the " + b.protocol + " protocol is binary: must be \"bin\"");
+    validate_swo_keys(b);
     if (b.addr_bytes != 3 && b.addr_bytes != 4)
         throw BoardFieldError("addr_bytes", "must be 3 or 4");
 }
 
 nlohmann::json board_to_json(const BoardConfig& b) {
-    return {{"name", b.name},
-            {"link", b.link},
-            {"protocol", b.protocol},
-            {"format", b.format},
-            {"addr_bytes", b.addr_bytes},
-            {"elf", b.elf},
-            {"autostart", b.autostart},
-            {"tags", b.tags}};
+    nlohmann::json j = {{"name", b.name},
+                        {"link", b.link},
+                        {"protocol", b.protocol},
+                        {"format", b.format},
+                        {"addr_bytes", b.addr_bytes},
+                        {"elf", b.elf},
+                        {"autostart", b.autostart},
+                        {"tags", b.tags}};
+    if (b.protocol == "itm") {
+        j["tpiu"] = b.tpiu;
+        j["tpiu_stream"] = b.tpiu_stream;
+        for (const auto& [key, port] :
+             {std::pair{"framed_port", b.framed_port}, std::pair{"orbstat_port", b.orbstat_port},
+              std::pair{"console_port", b.console_port}}) {
+            j[key] = port ? nlohmann::json(*port) : nlohmann::json(nullptr);
+        }
+    }
+    return j;
 }
 
 BoardConfig board_from_json(const nlohmann::json& j) {
     if (!j.is_object()) throw BoardFieldError("", "a board is a JSON object");
-    static const std::set<std::string> kKeys = {"name",       "link", "protocol",  "format",
-                                                "addr_bytes", "elf",  "autostart", "tags"};
+    static const std::set<std::string> kKeys = {
+        "name", "link", "protocol",    "format",      "addr_bytes",   "elf",         "autostart",
+        "tags", "tpiu", "tpiu_stream", "framed_port", "orbstat_port", "console_port"};
     for (const auto& [key, value] : j.items()) {
         if (!kKeys.count(key)) throw BoardFieldError(key, "unknown key");
     }
@@ -151,6 +210,23 @@ BoardConfig board_from_json(const nlohmann::json& j) {
         if (!j["autostart"].is_boolean())
             throw BoardFieldError("autostart", "must be true or false");
         b.autostart = j["autostart"].get<bool>();
+    }
+    if (j.contains("tpiu")) {
+        if (!j["tpiu"].is_boolean()) throw BoardFieldError("tpiu", "must be true or false");
+        b.tpiu = j["tpiu"].get<bool>();
+    }
+    if (j.contains("tpiu_stream")) {
+        if (!j["tpiu_stream"].is_number_integer())
+            throw BoardFieldError("tpiu_stream", "must be an integer");
+        b.tpiu_stream = static_cast<int>(
+            std::clamp<std::int64_t>(j["tpiu_stream"].get<std::int64_t>(), -1, 1000));
+    }
+    for (const auto& [key, port] :
+         {std::pair{"framed_port", &b.framed_port}, std::pair{"orbstat_port", &b.orbstat_port},
+          std::pair{"console_port", &b.console_port}}) {
+        if (!j.contains(key) || j[key].is_null()) continue;  // null: no use for any port
+        if (!j[key].is_number_integer()) throw BoardFieldError(key, "must be an integer");
+        *port = static_cast<int>(std::clamp<std::int64_t>(j[key].get<std::int64_t>(), -1, 65535));
     }
     if (j.contains("tags")) {
         if (!j["tags"].is_array()) throw BoardFieldError("tags", "must be a list of strings");

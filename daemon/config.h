@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,10 +23,18 @@ struct BoardConfig {
     std::string name;
     std::string link;  // serial:///dev/ttyUSB0?baud=1500000, tcp://host:port, file:///x?pace=fast,
                        // sim://blinky
-    std::string protocol = "legacy";  // legacy | framed
-    std::string format = "bin";       // bin | hex (framed: bin)
-    int addr_bytes = 3;  // 3 | 4; framed: the width until the target's HELLO (default 4)
-    std::string elf;     // optional
+    std::string protocol = "legacy";  // legacy | framed | itm
+    std::string format = "bin";       // bin | hex (framed, itm: bin)
+    int addr_bytes = 3;  // 3 | 4; framed (also on itm's framed_port): the width until the
+                         // target's HELLO (default 4)
+    // itm only (SWO): TPIU formatter frames on the wire and the ITM's stream ID in them; the
+    // stimulus ports carrying framed records, orbstat enter/exit words and console text.
+    bool tpiu = false;
+    int tpiu_stream = 1;
+    std::optional<int> framed_port;
+    std::optional<int> orbstat_port;
+    std::optional<int> console_port;
+    std::string elf;  // optional
     bool autostart = true;
     std::vector<std::string> tags;
     friend bool operator==(const BoardConfig&, const BoardConfig&) = default;
@@ -43,7 +52,7 @@ class BoardFieldError : public std::invalid_argument {
 };
 
 // The address width a board has when its config names none: the thesis' 3 bytes for the
-// legacy protocol, 4 for framed (until the target's HELLO says).
+// legacy protocol, 4 for framed and itm (until the target's HELLO says).
 int default_addr_bytes(const std::string& protocol);
 
 // The rules every board must follow, wherever it comes from (file or API). Throws BoardFieldError.

@@ -59,8 +59,10 @@ TEST_CASE("errors name the file, line and key") {
                    "\"a\"\nlink = \"serial:///y\"\n")
               .find("duplicate board name") != std::string::npos);
     CHECK(error_of("[server\n").find("bench.toml:1:") == 0);
-    CHECK(error_of("[[boards]]\nname = \"a\"\nlink = \"serial:///x\"\nprotocol = \"itm\"\n")
-              .find("bench.toml:4: boards[0].protocol: must be \"legacy\" or \"framed\"") == 0);
+    CHECK(
+        error_of("[[boards]]\nname = \"a\"\nlink = \"serial:///x\"\nprotocol = \"swv\"\n")
+            .find("bench.toml:4: boards[0].protocol: must be \"legacy\", \"framed\" or \"itm\"") ==
+        0);
     CHECK(error_of("[[boards]]\nname = \"a\"\nlink = \"serial:///x\"\nprotocol = "
                    "\"framed\"\nformat = \"hex\"\n")
               .find("bench.toml:5: boards[0].format: the framed protocol is binary") == 0);
@@ -81,6 +83,75 @@ TEST_CASE("a framed board: 4-byte addresses until the HELLO, unless the config s
     const auto j =
         board_from_json({{"name", "h"}, {"link", "serial:///x"}, {"protocol", "framed"}});
     CHECK(j.addr_bytes == 4);
+}
+
+TEST_CASE("an itm board: the issue's keys, each checked with its key named") {
+    const auto c = parse_config(R"([[boards]]
+name = "m4-swo"
+link = "tcp://127.0.0.1:3443"
+protocol = "itm"
+tpiu = true
+tpiu_stream = 2
+framed_port = 1
+orbstat_port = 30
+console_port = 0
+elf = "/path/to/app.elf"
+)",
+                                "swo.toml");
+    REQUIRE(c.boards.size() == 1);
+    const BoardConfig& b = c.boards[0];
+    CHECK(b.protocol == "itm");
+    CHECK(b.tpiu);
+    CHECK(b.tpiu_stream == 2);
+    CHECK(b.framed_port == 1);
+    CHECK(b.orbstat_port == 30);
+    CHECK(b.console_port == 0);
+    CHECK(b.addr_bytes == 4);
+    CHECK(board_from_json(board_to_json(b)) == b);
+
+    auto error_of = [](const std::string& keys) {
+        try {
+            parse_config("[[boards]]\nname = \"a\"\nlink = \"tcp://h:1\"\n" + keys, "b.toml");
+        } catch (const ConfigError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    CHECK(error_of("protocol = \"itm\"\nconsole_port = 256\n") ==
+          "b.toml:5: boards[0].console_port: must be an ITM stimulus port, 0..255");
+    CHECK(error_of("protocol = \"itm\"\nframed_port = -3\n") ==
+          "b.toml:5: boards[0].framed_port: must be an ITM stimulus port, 0..255");
+    CHECK(error_of("protocol = \"itm\"\nframed_port = 1\nconsole_port = 1\n") ==
+          "b.toml:6: boards[0].console_port: port 1 already has another use on this board");
+    CHECK(error_of("protocol = \"itm\"\ntpiu = true\ntpiu_stream = 112\n") ==
+          "b.toml:6: boards[0].tpiu_stream: must be 1..111 (the TPIU's trace source IDs)");
+    CHECK(error_of("protocol = \"itm\"\ntpiu_stream = 0\n") ==
+          "b.toml:5: boards[0].tpiu_stream: must be 1..111 (the TPIU's trace source IDs)");
+    CHECK(error_of("protocol = \"itm\"\nformat = \"hex\"\n") ==
+          "b.toml:5: boards[0].format: the itm protocol is binary: must be \"bin\"");
+    CHECK(error_of("protocol = \"framed\"\nconsole_port = 0\n") ==
+          "b.toml:5: boards[0].console_port: only for protocol = \"itm\"");
+    CHECK(error_of("tpiu = true\n") == "b.toml:4: boards[0].tpiu: only for protocol = \"itm\"");
+    CHECK(error_of("protocol = \"itm\"\ntpiu = 1\n") ==
+          "b.toml:5: boards[0].tpiu: must be true or false");
+
+    nlohmann::json j = {{"name", "s"},
+                        {"link", "tcp://h:1"},
+                        {"protocol", "itm"},
+                        {"orbstat_port", 30},
+                        {"console_port", nullptr}};
+    const auto from_api = board_from_json(j);
+    CHECK(from_api.orbstat_port == 30);
+    CHECK_FALSE(from_api.console_port.has_value());
+    j["console_port"] = 30;
+    try {
+        board_from_json(j);
+        FAIL("two uses of port 30 accepted");
+    } catch (const BoardFieldError& e) {
+        CHECK(e.key() == "console_port");
+    }
+    CHECK_THROWS_AS(board_from_json({{"name", "s"}, {"link", "tcp://h:1"}, {"framed_port", 1}}),
+                    BoardFieldError);
 }
 
 TEST_CASE("link URIs") {

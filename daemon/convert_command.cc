@@ -3,7 +3,9 @@
 
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <optional>
+#include <string_view>
 
 #include "daemon/capture_reader.h"
 #include "daemon/capture_session.h"
@@ -24,8 +26,8 @@ namespace {
 constexpr const char* kUsage = R"(usage: rackprof convert CAPTURE [options]
        rackprof convert --db FILE --session ID [--redecode] [options]
 
-Decodes a capture (the thesis' legacy wire format, binary or hex-ASCII text, or the rackprof
-framed protocol), writes a gmon.out that GNU gprof reads, and prints the profile. CAPTURE may also be a gmon.out
+Decodes a capture (the thesis' legacy wire format, binary or hex-ASCII text, the rackprof
+framed protocol, or SWO: ITM packets, raw or in TPIU frames), writes a gmon.out that GNU gprof reads, and prints the profile. CAPTURE may also be a gmon.out
 (GNU format detected by its magic; BSD formats with --format gmon), to profile it directly.
 
 A stored session (--db, --session) is profiled from its aggregates; --redecode decodes its
@@ -36,10 +38,16 @@ options:
   --elf FILE            the firmware's ELF: symbols, code range, byte order (recommended;
                         a stored session's own ELF is used when it was recorded)
   -o FILE               where to write gmon.out (default: gmon.out; for a gmon.out input: none)
-  --protocol P          legacy | framed (default: legacy)
-  --format F            auto | bin | hex | gmon (default: auto; framed: bin)
+  --protocol P          legacy | framed | itm (default: legacy)
+  --format F            auto | bin | hex | gmon (default: auto; framed, itm: bin)
   --addr-bytes N        3 | 4: address width on the wire (default: 3 for legacy; framed: 4
                         until the target's HELLO says)
+  --tpiu                itm: the bytes are TPIU formatter frames (OpenOCD -formatter 1)
+  --tpiu-stream N       itm: the ITM's trace source ID in the TPIU frames (default: 1)
+  --framed-port N       itm: the stimulus port carrying rackprof framed records
+  --orbstat-port N      itm: the stimulus port carrying orbstat enter/exit words (often 30)
+  --console-port N      itm: the stimulus port carrying console text (often 0); its lines
+                        are printed to stderr as `console: LINE`
   --rate HZ             PC sampling rate of the target (default: 1000)
   --bin-bytes N         bytes per histogram bin, even (default: 2)
   --report R            text | json | none (default: text)
@@ -73,6 +81,10 @@ std::string summary_line(const protocol::DecoderStats& s) {
                 " bad, " + std::to_string(s.frames_lost) + " lost; " +
                 std::to_string(s.target_dropped) + " records dropped on the target";
     }
+    if (s.overflows + s.sleep_samples > 0) {
+        line += "; " + std::to_string(s.overflows) + " ITM overflows (trace lost on the target), " +
+                std::to_string(s.sleep_samples) + " sleep samples";
+    }
     return line;
 }
 
@@ -85,7 +97,31 @@ nlohmann::json stats_json(const protocol::DecoderStats& s) {
             {"frames", s.frames},
             {"frames_bad", s.frames_bad},
             {"frames_lost", s.frames_lost},
-            {"target_dropped", s.target_dropped}};
+            {"target_dropped", s.target_dropped},
+            {"overflows", s.overflows},
+            {"sleep_samples", s.sleep_samples}};
+}
+
+nlohmann::json exceptions_json(const std::map<std::uint16_t, protocol::ExceptionStats>& e) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& [number, stats] : e) {
+        out.push_back(
+            {{"exception", number}, {"entries", stats.entries}, {"cycles", stats.cycles}});
+    }
+    return out;
+}
+
+// A console line as the target printed it, without its newline, control characters shown as '.'.
+void print_console(const protocol::ConsoleText& line) {
+    std::string_view text = line.text;
+    if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+    // The target's bytes, not ours: control characters would drive the terminal.
+    std::string shown(text);
+    for (char& c : shown) {
+        if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7F) c = '.';
+    }
+    std::cerr << "console: " << shown << "\n";
 }
 
 using CodeRange = std::optional<std::pair<std::uint64_t, std::uint64_t>>;
@@ -110,10 +146,11 @@ nlohmann::json raw_json(const gmon::GmonData& data, std::uint64_t samples_outsid
 }
 
 struct ConvertOptions {
-    std::string protocol;  // legacy | framed
+    std::string protocol;  // legacy | framed | itm
     std::string format;    // auto | bin | hex | gmon
     std::string report;    // text | json | none
     int addr_bytes = 3;
+    protocol::SwoOptions swo;  // itm
     std::uint32_t rate = 1000;
     std::uint32_t bin_bytes = 2;
     gmon::JsonReportOptions json;
@@ -217,17 +254,18 @@ storage::TargetInfo target_of(const std::optional<protocol::TargetHello>& hello)
 }
 
 Converted from_capture_file(const std::filesystem::path& input, const ConvertOptions& o) {
-    WireSpec wire{o.protocol, o.format, o.addr_bytes, code_range_of(o)};
-    if (o.protocol == "framed") {
-        if (o.format == "hex") throw UsageError("--protocol framed is binary: no --format hex");
+    WireSpec wire{o.protocol, o.format, o.addr_bytes, code_range_of(o), o.swo};
+    if (o.protocol != "legacy") {
+        if (o.format == "hex")
+            throw UsageError("--protocol " + o.protocol + " is binary: no --format hex");
         wire.format = "bin";
     } else if (o.format == "auto") {
         wire.format = detect_encoding(input) == protocol::LegacyEncoding::kHex ? "hex" : "bin";
     }
     gmon::Aggregate aggregate;
     const bool tty = ::isatty(STDERR_FILENO) == 1;
-    const auto decoded =
-        decode_capture(input, wire, aggregate, tty ? ProgressCallback(print_progress) : nullptr);
+    const auto decoded = decode_capture(
+        input, wire, aggregate, tty ? ProgressCallback(print_progress) : nullptr, print_console);
     std::cerr << "rackprof: " << summary_line(decoded.stats) << "\n";
     const auto target = target_of(decoded.hello);
     warn_on_build_id_mismatch(o, target);
@@ -238,6 +276,7 @@ Converted from_capture_file(const std::filesystem::path& input, const ConvertOpt
     c.summary["format"] = wire.format;
     c.summary["addr_bytes"] = decoded.hello ? decoded.hello->addr_bytes : o.addr_bytes;
     if (decoded.hello) c.summary["target_build_id"] = target.build_id;
+    if (o.protocol == "itm") c.summary["exceptions"] = exceptions_json(decoded.exceptions);
     return c;
 }
 
@@ -254,13 +293,14 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
     const std::string what = "session " + std::to_string(id);
     Converted c;
     if (redecode) {
-        WireSpec wire{cl.has("--protocol") ? o.protocol : info->spec.protocol,
-                      o.format == "auto" ? info->spec.format : o.format,
-                      cl.has("--addr-bytes") ? o.addr_bytes : info->spec.addr_bytes,
-                      code_range_of(o)};
+        WireSpec wire{
+            cl.has("--protocol") ? o.protocol : info->spec.protocol,
+            o.format == "auto" ? info->spec.format : o.format,
+            cl.has("--addr-bytes") ? o.addr_bytes : info->spec.addr_bytes, code_range_of(o),
+            cl.has("--protocol") ? o.swo : swo_options_from_json(info->spec.wire_options)};
         const auto decoder = make_decoder(wire);
         gmon::Aggregate aggregate;
-        CaptureSink sink(aggregate);
+        CaptureSink sink(aggregate, print_console);
         store.for_each_chunk(
             id, [&](std::int64_t, std::span<const std::uint8_t> raw) { decoder->feed(raw, sink); });
         decoder->finish(sink);
@@ -268,6 +308,8 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
                   << "\n";
         c = from_aggregate(aggregate, decoder->stats(), o, what,
                            code_range_with(o, sink.hello ? target_of(sink.hello) : info->target));
+        if (wire.protocol == "itm")
+            c.summary["exceptions"] = exceptions_json(exceptions_of(*decoder));
     } else {
         const auto& k = info->counters;
         protocol::DecoderStats stats;
@@ -280,6 +322,8 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
         stats.frames_bad = k.frames_bad;
         stats.frames_lost = k.frames_lost;
         stats.target_dropped = k.target_dropped;
+        stats.overflows = k.overflows;
+        stats.sleep_samples = k.sleep_samples;
         std::cerr << "rackprof: " << what << " (" << info->spec.board << ", " << info->state
                   << "): " << summary_line(stats) << "; " << k.gaps << " gaps, " << k.records_lost
                   << " records lost\n";
@@ -294,15 +338,50 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
     c.summary["format"] = info->spec.format;
     c.summary["addr_bytes"] = info->spec.addr_bytes;
     if (!info->target.build_id.empty()) c.summary["target_build_id"] = info->target.build_id;
+    if (info->spec.protocol == "itm" && !c.summary.contains("exceptions")) {
+        std::map<std::uint16_t, protocol::ExceptionStats> stored;
+        for (const auto& e : info->exceptions) stored[e.number] = {e.entries, e.cycles};
+        c.summary["exceptions"] = exceptions_json(stored);
+    }
     return c;
+}
+
+// The itm options; each is an error with another protocol (it would silently do nothing).
+protocol::SwoOptions swo_options(const CommandLine& cl, const std::string& wire_protocol) {
+    protocol::SwoOptions swo;
+    for (const char* flag :
+         {"--tpiu", "--tpiu-stream", "--framed-port", "--orbstat-port", "--console-port"}) {
+        if (cl.has(flag) && wire_protocol != "itm")
+            throw UsageError(std::string(flag) + " is for --protocol itm only");
+    }
+    auto port = [&](const char* flag) -> std::optional<std::uint16_t> {
+        if (!cl.has(flag)) return std::nullopt;
+        const auto n = cl.get_uint(flag, 0);
+        if (n > 255) throw UsageError(std::string(flag) + " must be an ITM stimulus port, 0..255");
+        return static_cast<std::uint16_t>(n);
+    };
+    swo.tpiu = cl.has("--tpiu");
+    const auto stream = cl.get_uint("--tpiu-stream", 1);
+    if (stream < 1 || stream > 111) throw UsageError("--tpiu-stream must be 1..111");
+    swo.tpiu_stream = static_cast<std::uint8_t>(stream);
+    swo.framed_port = port("--framed-port");
+    swo.orbstat_port = port("--orbstat-port");
+    swo.console_port = port("--console-port");
+    try {
+        protocol::validate(swo);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("--protocol itm: ") + e.what());
+    }
+    return swo;
 }
 
 ConvertOptions parse_options(const CommandLine& cl) {
     ConvertOptions o;
-    o.protocol = cl.choice("--protocol", "legacy", {"legacy", "framed"});
+    o.protocol = cl.choice("--protocol", "legacy", {"legacy", "framed", "itm"});
     o.format = cl.choice("--format", "auto", {"auto", "bin", "hex", "gmon"});
     o.report = cl.choice("--report", "text", {"text", "json", "none"});
-    o.addr_bytes = static_cast<int>(cl.get_uint("--addr-bytes", o.protocol == "framed" ? 4 : 3));
+    o.addr_bytes = static_cast<int>(cl.get_uint("--addr-bytes", o.protocol == "legacy" ? 3 : 4));
+    o.swo = swo_options(cl, o.protocol);
     if (o.addr_bytes != 3 && o.addr_bytes != 4) throw UsageError("--addr-bytes must be 3 or 4");
     o.rate = static_cast<std::uint32_t>(cl.get_uint("--rate", 1000));
     if (o.rate == 0) throw UsageError("--rate must be above 0");
@@ -346,8 +425,9 @@ void print_report(const Converted& c, const ConvertOptions& o,
 int run_convert(const std::vector<std::string>& args) {
     const CommandLine cl(args,
                          {"--elf", "-o", "--protocol", "--format", "--addr-bytes", "--rate",
-                          "--bin-bytes", "--report", "--top", "--min-percent", "--db", "--session"},
-                         {"--help", "-h", "--redecode"});
+                          "--bin-bytes", "--report", "--top", "--min-percent", "--db", "--session",
+                          "--tpiu-stream", "--framed-port", "--orbstat-port", "--console-port"},
+                         {"--help", "-h", "--redecode", "--tpiu"});
     if (cl.has("--help") || cl.has("-h")) {
         std::cout << kUsage;
         return 0;

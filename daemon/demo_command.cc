@@ -58,7 +58,8 @@ int simulated_demo(const CommandLine& cl, const std::filesystem::path& dir) {
     SimulatorOptions options;
     options.model = cl.get("--model", "blinky");
     options.max_iterations = cl.get_uint("--iterations", 200);
-    const auto decoder = make_decoder(WireSpec{"legacy", "bin", options.addr_bytes, std::nullopt});
+    const auto decoder =
+        make_decoder(WireSpec{"legacy", "bin", options.addr_bytes, std::nullopt, {}});
     gmon::Aggregate aggregate;
     gmon::AggregateSink sink(aggregate);
     const GroundTruth truth =

@@ -1,5 +1,6 @@
 #include "storage/session_store.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace rackprof::storage {
@@ -111,6 +112,29 @@ const char* const kMigrations[] = {
     ALTER TABLE sessions ADD COLUMN target_text_lo INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE sessions ADD COLUMN target_text_hi INTEGER NOT NULL DEFAULT 0;
     )sql",
+    // 5: SWO (itm) boards: their wire settings, ITM overflows and sleep samples, console text,
+    // exception trace counts.
+    R"sql(
+    ALTER TABLE sessions ADD COLUMN wire_options TEXT NOT NULL DEFAULT '';
+    ALTER TABLE sessions ADD COLUMN overflows INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN sleep_samples INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE session_console (
+        session_id  INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq         INTEGER NOT NULL,
+        line        INTEGER NOT NULL,
+        received_ns INTEGER NOT NULL,
+        port        INTEGER NOT NULL,
+        text        TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq, line)
+    ) WITHOUT ROWID;
+    CREATE TABLE session_exceptions (
+        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        exception  INTEGER NOT NULL,
+        entries    INTEGER NOT NULL,
+        cycles     INTEGER NOT NULL,
+        PRIMARY KEY (session_id, exception)
+    ) WITHOUT ROWID;
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
@@ -203,9 +227,10 @@ std::int64_t SessionStore::create_session(const NewSession& s) {
     Statement st = db_.prepare(
         "INSERT INTO sessions (board, link, protocol, format, addr_bytes, elf_path, elf_build_id, "
         "elf_sha256, state, "
-        "started_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'capturing', ?)");
+        "started_ns, wire_options) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'capturing', ?, ?)");
     st.bind(1, s.board).bind(2, s.link).bind(3, s.protocol).bind(4, s.format).bind(5, s.addr_bytes);
     st.bind(6, s.elf_path).bind(7, s.elf_build_id).bind(8, s.elf_sha256).bind(9, s.started_ns);
+    st.bind(10, s.wire_options);
     st.run();
     return db_.last_insert_id();
 }
@@ -259,7 +284,7 @@ void SessionStore::update_counters(std::int64_t session, const SessionCounters& 
         "UPDATE sessions SET bytes_in = ?, bytes_discarded = ?, resyncs = ?, arcs = ?, pc_samples "
         "= ?, gaps = ?, "
         "records_lost = ?, bytes_lost = ?, frames = ?, frames_bad = ?, frames_lost = ?, "
-        "target_dropped = ? WHERE id = ?");
+        "target_dropped = ?, overflows = ?, sleep_samples = ? WHERE id = ?");
     st.bind(1, c.bytes_in)
         .bind(2, c.bytes_discarded)
         .bind(3, c.resyncs)
@@ -267,8 +292,34 @@ void SessionStore::update_counters(std::int64_t session, const SessionCounters& 
         .bind(5, c.pc_samples);
     st.bind(6, c.gaps).bind(7, c.records_lost).bind(8, c.bytes_lost);
     st.bind(9, c.frames).bind(10, c.frames_bad).bind(11, c.frames_lost).bind(12, c.target_dropped);
-    st.bind(13, session);
+    st.bind(13, c.overflows).bind(14, c.sleep_samples);
+    st.bind(15, session);
     st.run();
+}
+
+void SessionStore::append_console(std::int64_t session, std::int64_t seq, std::int64_t index,
+                                  const ConsoleLine& line) {
+    Statement& st = cached(
+        insert_console_,
+        "INSERT INTO session_console (session_id, seq, line, received_ns, port, text) VALUES (?, "
+        "?, ?, ?, ?, ?)");
+    st.bind(1, session).bind(2, seq).bind(3, index).bind(4, line.received_ns);
+    st.bind(5, std::int64_t{line.port}).bind(6, line.text);
+    st.run();
+}
+
+void SessionStore::set_exceptions(std::int64_t session,
+                                  std::span<const ExceptionCount> exceptions) {
+    Statement clear = db_.prepare("DELETE FROM session_exceptions WHERE session_id = ?");
+    clear.bind(1, session);
+    clear.run();
+    Statement st = db_.prepare(
+        "INSERT INTO session_exceptions (session_id, exception, entries, cycles) VALUES (?, ?, ?, "
+        "?)");
+    for (const auto& e : exceptions) {
+        st.bind(1, session).bind(2, std::int64_t{e.number}).bind(3, e.entries).bind(4, e.cycles);
+        st.run();
+    }
 }
 
 void SessionStore::set_target(std::int64_t session, const TargetInfo& target) {
@@ -358,11 +409,12 @@ SessionInfo SessionStore::read_info(Statement& s) {
     i.spec.started_ns = s.column_int(10);
     i.ended_ns = s.column_is_null(11) ? 0 : s.column_int(11);
     auto u = [&](int c) { return static_cast<std::uint64_t>(s.column_int(c)); };
-    i.counters = {u(12), u(13), u(14), u(15), u(16), u(17),
-                  u(18), u(19), u(20), u(21), u(22), u(23)};
+    i.counters = {u(12), u(13), u(14), u(15), u(16), u(17), u(18),
+                  u(19), u(20), u(21), u(22), u(23), u(27), u(28)};
     i.target.build_id = s.column_text(24);
     i.target.text_lo = static_cast<std::uint32_t>(s.column_int(25));
     i.target.text_hi = static_cast<std::uint32_t>(s.column_int(26));
+    i.spec.wire_options = s.column_text(29);
     return i;
 }
 
@@ -371,12 +423,15 @@ constexpr const char* kSessionColumns =
     "state, started_ns, "
     "ended_ns, bytes_in, bytes_discarded, resyncs, arcs, pc_samples, gaps, records_lost, "
     "bytes_lost, frames, frames_bad, frames_lost, target_dropped, target_build_id, "
-    "target_text_lo, target_text_hi FROM sessions";
+    "target_text_lo, target_text_hi, overflows, sleep_samples, wire_options FROM sessions";
 
 std::vector<SessionInfo> SessionStore::sessions() {
     Statement st = db_.prepare((std::string(kSessionColumns) + " ORDER BY id").c_str());
     std::vector<SessionInfo> out;
     while (st.step()) out.push_back(read_info(st));
+    for (auto& info : out) {
+        if (info.spec.protocol == "itm") info.exceptions = exceptions(info.id);
+    }
     return out;
 }
 
@@ -384,7 +439,9 @@ std::optional<SessionInfo> SessionStore::session(std::int64_t id) {
     Statement st = db_.prepare((std::string(kSessionColumns) + " WHERE id = ?").c_str());
     st.bind(1, id);
     if (!st.step()) return std::nullopt;
-    return read_info(st);
+    SessionInfo info = read_info(st);
+    if (info.spec.protocol == "itm") info.exceptions = exceptions(id);
+    return info;
 }
 
 gmon::Aggregate SessionStore::aggregate(std::int64_t session) {
@@ -414,6 +471,35 @@ gmon::Aggregate SessionStore::aggregate_between(std::int64_t session, std::int64
     st.bind(1, session).bind(2, from_ns).bind(3, to_ns);
     while (st.step()) a.add(unpack_records(st.column_blob(0)));
     return a;
+}
+
+std::vector<ConsoleLine> SessionStore::console(std::int64_t session, int limit) {
+    // The newest `limit` lines, put back in the order received.
+    Statement st = db_.prepare(
+        "SELECT received_ns, port, text FROM session_console WHERE session_id = ? ORDER BY seq "
+        "DESC, line DESC LIMIT ?");
+    st.bind(1, session).bind(2, std::int64_t{limit > 0 ? limit : -1});
+    std::vector<ConsoleLine> out;
+    while (st.step()) {
+        out.push_back(
+            {st.column_int(0), static_cast<std::uint16_t>(st.column_int(1)), st.column_text(2)});
+    }
+    std::reverse(out.begin(), out.end());
+    return out;
+}
+
+std::vector<ExceptionCount> SessionStore::exceptions(std::int64_t session) {
+    Statement st = db_.prepare(
+        "SELECT exception, entries, cycles FROM session_exceptions WHERE session_id = ? ORDER BY "
+        "exception");
+    st.bind(1, session);
+    std::vector<ExceptionCount> out;
+    while (st.step()) {
+        out.push_back({static_cast<std::uint16_t>(st.column_int(0)),
+                       static_cast<std::uint64_t>(st.column_int(1)),
+                       static_cast<std::uint64_t>(st.column_int(2))});
+    }
+    return out;
 }
 
 std::vector<Gap> SessionStore::gaps(std::int64_t session) {

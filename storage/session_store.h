@@ -19,7 +19,7 @@
 
 namespace rackprof::storage {
 
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 struct SessionCounters {
     std::uint64_t bytes_in = 0;
@@ -36,6 +36,10 @@ struct SessionCounters {
     std::uint64_t frames_bad = 0;
     std::uint64_t frames_lost = 0;
     std::uint64_t target_dropped = 0;
+    // ITM (0 otherwise): overflow packets (the target's trace dropped data: loss), and DWT PC
+    // samples taken while the core slept (counted, never a function).
+    std::uint64_t overflows = 0;
+    std::uint64_t sleep_samples = 0;
     friend bool operator==(const SessionCounters&, const SessionCounters&) = default;
 };
 
@@ -49,6 +53,23 @@ struct NewSession {
     std::string elf_build_id;
     std::string elf_sha256;
     std::int64_t started_ns = 0;  // Unix time, nanoseconds
+    std::string wire_options;     // the wire's further settings (itm: JSON), the daemon's to read
+};
+
+// A line of console text the target printed (ITM stimulus port), as received.
+struct ConsoleLine {
+    std::int64_t received_ns = 0;
+    std::uint16_t port = 0;
+    std::string text;
+    friend bool operator==(const ConsoleLine&, const ConsoleLine&) = default;
+};
+
+// One exception's trace so far: how often it was entered and the target cycles spent in it.
+struct ExceptionCount {
+    std::uint16_t number = 0;  // ARMv7-M: 1 reset ... 15 SysTick, 16+ external interrupts
+    std::uint64_t entries = 0;
+    std::uint64_t cycles = 0;
+    friend bool operator==(const ExceptionCount&, const ExceptionCount&) = default;
 };
 
 // What a framed target said about itself in its last HELLO (empty for the legacy protocol).
@@ -67,6 +88,7 @@ struct SessionInfo {
     std::string state;  // capturing | completed | interrupted
     std::int64_t ended_ns = 0;
     SessionCounters counters;
+    std::vector<ExceptionCount> exceptions;  // itm sessions' exception trace
 };
 
 struct Gap {
@@ -102,6 +124,11 @@ class SessionStore {
     void set_firmware(std::int64_t session, const std::string& elf_path,
                       const std::string& build_id, const std::string& sha256);
     void set_target(std::int64_t session, const TargetInfo& target);
+    // The index-th console line decoded from chunk `seq`.
+    void append_console(std::int64_t session, std::int64_t seq, std::int64_t index,
+                        const ConsoleLine& line);
+    // Replaces the session's exception counts with these totals.
+    void set_exceptions(std::int64_t session, std::span<const ExceptionCount> exceptions);
     // Boards created through the API: name -> configuration (JSON, the daemon's to interpret).
     void save_board(const std::string& name, const std::string& config_json, std::int64_t at_ns);
     void delete_board(const std::string& name);
@@ -119,6 +146,9 @@ class SessionStore {
     gmon::Aggregate aggregate_between(std::int64_t session, std::int64_t from_ns,
                                       std::int64_t to_ns);
     std::vector<Gap> gaps(std::int64_t session);
+    // Console lines in the order received; at most `limit` of the newest when limit > 0.
+    std::vector<ConsoleLine> console(std::int64_t session, int limit = 0);
+    std::vector<ExceptionCount> exceptions(std::int64_t session);
     void for_each_chunk(
         std::int64_t session,
         const std::function<void(std::int64_t received_ns, std::span<const std::uint8_t> raw)>& f);
@@ -152,6 +182,7 @@ class SessionStore {
     std::optional<Statement> upsert_arc_;
     std::optional<Statement> upsert_pc_;
     std::optional<Statement> update_counters_;
+    std::optional<Statement> insert_console_;
 };
 
 }  // namespace rackprof::storage

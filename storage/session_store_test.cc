@@ -82,7 +82,7 @@ TEST_CASE("the writer batches, commits, and marks crashed sessions interrupted o
         spec.link = "sim://blinky";
         writer.submit(OpenSessionOp{1, spec});
         for (int i = 0; i < 100; ++i) {
-            ChunkOp chunk{1, i, {0x50, 0, 0, 2}, {Record::pc_sample(2)}, {}};
+            ChunkOp chunk{1, i, {0x50, 0, 0, 2}, {Record::pc_sample(2)}, {}, {}, {}};
             chunk.counters.pc_samples = static_cast<std::uint64_t>(i) + 1;
             REQUIRE(writer.submit(std::move(chunk)));
         }
@@ -90,7 +90,7 @@ TEST_CASE("the writer batches, commits, and marks crashed sessions interrupted o
         const std::int64_t id = writer.session_id(1);
         CHECK(id > 0);
         // A chunk bigger than the whole budget is refused, for the caller to count.
-        ChunkOp huge{1, 0, std::vector<std::uint8_t>(2 << 20), {}, {}};
+        ChunkOp huge{1, 0, std::vector<std::uint8_t>(2 << 20), {}, {}, {}, {}};
         CHECK_FALSE(writer.submit(std::move(huge)));
         writer.stop();  // no close op: as if the daemon died
     }
@@ -184,6 +184,53 @@ TEST_CASE("a version-1 database migrates forward with its data") {
     info = store.session(1);
     CHECK(info->counters == framed);
     CHECK(info->target == TargetInfo{"deadbeef", 0x400, 0x2000});
+    // Version 5: no wire options, console or exceptions on the old session; all can be written.
+    CHECK(info->spec.wire_options.empty());
+    CHECK(store.console(1).empty());
+    CHECK(store.exceptions(1).empty());
+    SessionCounters itm = framed;
+    itm.overflows = 4;
+    itm.sleep_samples = 9;
+    store.update_counters(1, itm);
+    store.append_console(1, 2, 0, {30, 0, "late line\n"});
+    const std::vector<ExceptionCount> exceptions = {{15, 3, 120}};
+    store.set_exceptions(1, exceptions);
+    CHECK(store.session(1)->counters == itm);
+    CHECK(store.console(1) == std::vector<ConsoleLine>{{30, 0, "late line\n"}});
+    CHECK(store.exceptions(1) == exceptions);
+}
+
+TEST_CASE("the writer stores console lines in order and the newest exception totals") {
+    TempDb db;
+    std::int64_t id = 0;
+    {
+        StorageWriter writer(db.path);
+        NewSession spec;
+        spec.board = "swo-1";
+        spec.protocol = "itm";
+        spec.wire_options = R"({"console_port":0})";
+        writer.submit(OpenSessionOp{1, spec});
+        ChunkOp first{1, 10, {1, 2}, {}, {}, {{10, 0, "one\n"}, {10, 0, "two\n"}}, {{15, 1, 7}}};
+        writer.submit(std::move(first));
+        writer.submit(ChunkOp{1, 20, {3}, {}, {}, {{20, 0, "three\n"}}, {}});  // totals unchanged
+        writer.submit(ChunkOp{1, 30, {4}, {}, {}, {}, {{11, 1, 0}, {15, 2, 14}}});
+        writer.submit(CloseSessionOp{1, "completed", 40, {}});
+        writer.flush();
+        id = writer.session_id(1);
+    }
+    SessionStore store(db.path);
+    const auto info = store.session(id);
+    REQUIRE(info);
+    CHECK(info->spec.wire_options == R"({"console_port":0})");
+    const std::vector<ConsoleLine> all = {{10, 0, "one\n"}, {10, 0, "two\n"}, {20, 0, "three\n"}};
+    CHECK(store.console(id) == all);
+    CHECK(store.console(id, 2) == std::vector<ConsoleLine>(all.begin() + 1, all.end()));
+    const std::vector<ExceptionCount> totals = {{11, 1, 0}, {15, 2, 14}};
+    CHECK(store.exceptions(id) == totals);
+    CHECK(info->exceptions == totals);
+    store.delete_session(id);
+    CHECK(store.console(id).empty());
+    CHECK(store.exceptions(id).empty());
 }
 
 TEST_CASE("the writer stores a target's HELLO and the firmware picked for it") {

@@ -14,7 +14,9 @@ std::int64_t now_ns() {
 
 std::size_t op_bytes(const WriteOp& op) {
     if (const auto* chunk = std::get_if<ChunkOp>(&op)) {
-        return chunk->raw.size() + chunk->records.size() * sizeof(protocol::Record) +
+        std::size_t text = 0;
+        for (const auto& line : chunk->console) text += line.text.size();
+        return chunk->raw.size() + chunk->records.size() * sizeof(protocol::Record) + text +
                sizeof(ChunkOp);
     }
     return sizeof(WriteOp);
@@ -171,6 +173,10 @@ void StorageWriter::apply_in_transaction(std::span<WriteOp> ops) {
             const auto packed = pack_records(chunk->records);
             store_.append_chunk(id, seq, chunk->received_ns, chunk->raw, packed,
                                 chunk->records.size());
+            for (std::size_t i = 0; i < chunk->console.size(); ++i) {
+                store_.append_console(id, seq, static_cast<std::int64_t>(i), chunk->console[i]);
+            }
+            if (!chunk->exceptions.empty()) store_.set_exceptions(id, chunk->exceptions);
             Pending& p = pending[id];
             p.delta.add(chunk->records);
             p.counters = chunk->counters;

@@ -33,7 +33,9 @@ struct ChunkOp {
     std::int64_t received_ns;
     std::vector<std::uint8_t> raw;
     std::vector<protocol::Record> records;
-    SessionCounters counters;  // the session's counters after this chunk
+    SessionCounters counters;                // the session's counters after this chunk
+    std::vector<ConsoleLine> console;        // lines completed by this chunk
+    std::vector<ExceptionCount> exceptions;  // the totals, when they changed; else empty
 };
 struct GapOp {
     SessionHandle handle;

@@ -106,7 +106,9 @@ json counters_json(const storage::SessionCounters& c) {
             {"frames", c.frames},
             {"frames_bad", c.frames_bad},
             {"frames_lost", c.frames_lost},
-            {"target_dropped", c.target_dropped}};
+            {"target_dropped", c.target_dropped},
+            {"overflows", c.overflows},
+            {"sleep_samples", c.sleep_samples}};
 }
 
 json board_json(const daemon::BoardStatus& b) {
@@ -119,26 +121,64 @@ json board_json(const daemon::BoardStatus& b) {
             {"counters", b.session ? counters_json(b.counters) : json(nullptr)}};
 }
 
+// ARMv7-M's exception numbers (B1.5.2); 16 and up are external interrupts.
+std::string exception_name(std::uint16_t number) {
+    static const char* const kNames[16] = {"Thread",       "Reset",      "NMI",        "HardFault",
+                                           "MemManage",    "BusFault",   "UsageFault", "Reserved7",
+                                           "Reserved8",    "Reserved9",  "Reserved10", "SVCall",
+                                           "DebugMonitor", "Reserved13", "PendSV",     "SysTick"};
+    return number < 16 ? kNames[number] : "IRQ" + std::to_string(number - 16);
+}
+
 json session_json(const storage::SessionInfo& s) {
-    return {{"id", s.id},
-            {"board", s.spec.board},
-            {"link", s.spec.link},
-            {"protocol", s.spec.protocol},
-            {"format", s.spec.format},
-            {"addr_bytes", s.spec.addr_bytes},
-            {"elf",
-             {{"path", s.spec.elf_path},
-              {"build_id", s.spec.elf_build_id},
-              {"sha256", s.spec.elf_sha256}}},
-            {"target", s.target == storage::TargetInfo{}
-                           ? json(nullptr)
-                           : json{{"build_id", s.target.build_id},
-                                  {"text_lo", gmon::hex_address(s.target.text_lo)},
-                                  {"text_hi", gmon::hex_address(s.target.text_hi)}}},
-            {"state", s.state},
-            {"started_ns", s.spec.started_ns},
-            {"ended_ns", s.ended_ns ? json(s.ended_ns) : json(nullptr)},
-            {"counters", counters_json(s.counters)}};
+    json out = {{"id", s.id},
+                {"board", s.spec.board},
+                {"link", s.spec.link},
+                {"protocol", s.spec.protocol},
+                {"format", s.spec.format},
+                {"addr_bytes", s.spec.addr_bytes},
+                {"elf",
+                 {{"path", s.spec.elf_path},
+                  {"build_id", s.spec.elf_build_id},
+                  {"sha256", s.spec.elf_sha256}}},
+                {"target", s.target == storage::TargetInfo{}
+                               ? json(nullptr)
+                               : json{{"build_id", s.target.build_id},
+                                      {"text_lo", gmon::hex_address(s.target.text_lo)},
+                                      {"text_hi", gmon::hex_address(s.target.text_hi)}}},
+                {"state", s.state},
+                {"started_ns", s.spec.started_ns},
+                {"ended_ns", s.ended_ns ? json(s.ended_ns) : json(nullptr)},
+                {"counters", counters_json(s.counters)}};
+    if (s.spec.protocol == "itm") {
+        // The SWO settings it was captured with, and its exception trace.
+        const json swo = json::parse(s.spec.wire_options, nullptr, false);
+        out["swo"] = swo.is_object() ? swo : json(nullptr);  // written by the daemon; never fatal
+        json exceptions = json::array();
+        for (const auto& e : s.exceptions) {
+            exceptions.push_back({{"exception", e.number},
+                                  {"name", exception_name(e.number)},
+                                  {"entries", e.entries},
+                                  {"cycles", e.cycles}});
+        }
+        out["exceptions"] = exceptions;
+    }
+    return out;
+}
+
+// GET /api/v1/sessions/{id}/console[?tail=N]: the console text the target printed (ITM
+// stimulus port), lines as received; the newest N only with tail.
+Response console_reply(const Request& request, storage::SessionStore& store, std::int64_t id,
+                       const std::map<std::string, std::string>& query) {
+    const int tail =
+        query.count("tail") ? static_cast<int>(parse_number(query.at("tail"), "tail")) : 0;
+    std::string text;
+    for (const auto& line : store.console(id, tail)) text += line.text;
+    Response r{http::status::ok, request.version()};
+    r.set(http::field::content_type, "text/plain; charset=utf-8");
+    r.keep_alive(request.keep_alive());
+    r.body() = std::move(text);
+    return r;
 }
 
 // A JSON body, or none, answering `request` (same HTTP version and keep-alive).
@@ -334,6 +374,10 @@ Reply Api::handle(const Request& request) {
                 }
                 return json_response(http::status::ok, session_json(*store.session(id)));
             }
+            if (rest.size() == 3 && rest[2] == "console") {
+                need(get);
+                return console_reply(request, store, id, query);
+            }
             if (rest.size() == 3 &&
                 (rest[2] == "records.csv" || rest[2] == "records.ndjson" || rest[2] == "raw")) {
                 need(get);
@@ -384,9 +428,11 @@ Reply Api::handle(const Request& request) {
                     options.top = static_cast<std::size_t>(parse_number(query.at("top"), "top"));
                 if (query.count("min_percent"))
                     options.min_percent = parse_number(query.at("min_percent"), "min_percent");
-                return json_response(
-                    http::status::ok,
-                    gmon::profile_json(gmon::compute_profile(data, *elf), options));
+                json profile = gmon::profile_json(gmon::compute_profile(data, *elf), options);
+                // DWT samples taken while the core slept: a count beside the functions, never
+                // one of them (the record batches do not carry them, so a window has none).
+                profile["sleeping"] = windowed ? json(nullptr) : json(info->counters.sleep_samples);
+                return json_response(http::status::ok, profile);
             }
         }
         throw HttpError{http::status::not_found, "not_found", "no such resource"};

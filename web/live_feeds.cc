@@ -217,7 +217,9 @@ std::string LiveFeeds::snapshot(std::int64_t id) {
                      {"records_lost", c.records_lost},
                      {"frames_bad", c.frames_bad},
                      {"frames_lost", c.frames_lost},
-                     {"target_dropped", c.target_dropped}};
+                     {"target_dropped", c.target_dropped},
+                     {"overflows", c.overflows},
+                     {"sleep_samples", c.sleep_samples}};
 
     json top = json::array();
     try {
@@ -255,7 +257,14 @@ std::string LiveFeeds::snapshot(std::int64_t id) {
             {{"from", gmon::hex_address(r.from_pc)}, {"self", gmon::hex_address(r.self_pc)}});
     }
     out["newest_arcs"] = newest;
-    return out.dump();
+    json console = json::array();
+    for (const auto& line : view->newest_console) {
+        console.push_back(
+            {{"received_ns", line.received_ns}, {"port", line.port}, {"text", line.text}});
+    }
+    out["console"] = console;
+    // Console bytes are the target's: invalid UTF-8 is replaced, never fatal.
+    return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace rackprof::web

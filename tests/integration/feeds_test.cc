@@ -70,20 +70,7 @@ struct FeedDaemon {
     }
 };
 
-struct Feed {
-    asio::io_context io;
-    websocket::stream<asio::ip::tcp::socket> ws{io};
-    Feed(const std::string& port, const std::string& path) {
-        asio::ip::tcp::resolver resolver(io);
-        asio::connect(ws.next_layer(), resolver.resolve("127.0.0.1", port));
-        ws.handshake("127.0.0.1", path);
-    }
-    json next() {
-        beast::flat_buffer buffer;
-        ws.read(buffer);
-        return json::parse(beast::buffers_to_string(buffer.data()));
-    }
-};
+using Feed = testing::Feed;
 
 TEST_CASE("live feed: snapshots of a capturing session change within 2 s") {
     FeedDaemon d;
