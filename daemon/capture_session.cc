@@ -41,18 +41,7 @@ CaptureSession::CaptureSession(storage::SessionHandle handle, storage::NewSessio
 }
 
 void CaptureSession::refresh_counters() {
-    const auto& s = decoder_->stats();
-    counters_.bytes_in = s.bytes_in;
-    counters_.bytes_discarded = s.bytes_discarded;
-    counters_.resyncs = s.resyncs;
-    counters_.arcs = s.arcs;
-    counters_.pc_samples = s.pc_samples;
-    counters_.frames = s.frames;
-    counters_.frames_bad = s.frames_bad;
-    counters_.frames_lost = s.frames_lost;
-    counters_.target_dropped = s.target_dropped;
-    counters_.overflows = s.overflows;
-    counters_.sleep_samples = s.sleep_samples;
+    storage::set_decoder_counters(counters_, decoder_->stats());
 }
 
 std::vector<storage::ConsoleLine> CaptureSession::take_console(std::int64_t received_ns) {

@@ -312,18 +312,7 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
             c.summary["exceptions"] = exceptions_json(exceptions_of(*decoder));
     } else {
         const auto& k = info->counters;
-        protocol::DecoderStats stats;
-        stats.bytes_in = k.bytes_in;
-        stats.bytes_discarded = k.bytes_discarded;
-        stats.resyncs = k.resyncs;
-        stats.arcs = k.arcs;
-        stats.pc_samples = k.pc_samples;
-        stats.frames = k.frames;
-        stats.frames_bad = k.frames_bad;
-        stats.frames_lost = k.frames_lost;
-        stats.target_dropped = k.target_dropped;
-        stats.overflows = k.overflows;
-        stats.sleep_samples = k.sleep_samples;
+        const protocol::DecoderStats stats = storage::decoder_counters(k);
         std::cerr << "rackprof: " << what << " (" << info->spec.board << ", " << info->state
                   << "): " << summary_line(stats) << "; " << k.gaps << " gaps, " << k.records_lost
                   << " records lost\n";

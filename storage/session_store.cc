@@ -5,6 +5,36 @@
 
 namespace rackprof::storage {
 
+void set_decoder_counters(SessionCounters& counters, const protocol::DecoderStats& stats) {
+    counters.bytes_in = stats.bytes_in;
+    counters.bytes_discarded = stats.bytes_discarded;
+    counters.resyncs = stats.resyncs;
+    counters.arcs = stats.arcs;
+    counters.pc_samples = stats.pc_samples;
+    counters.frames = stats.frames;
+    counters.frames_bad = stats.frames_bad;
+    counters.frames_lost = stats.frames_lost;
+    counters.target_dropped = stats.target_dropped;
+    counters.overflows = stats.overflows;
+    counters.sleep_samples = stats.sleep_samples;
+}
+
+protocol::DecoderStats decoder_counters(const SessionCounters& counters) {
+    protocol::DecoderStats stats;
+    stats.bytes_in = counters.bytes_in;
+    stats.bytes_discarded = counters.bytes_discarded;
+    stats.resyncs = counters.resyncs;
+    stats.arcs = counters.arcs;
+    stats.pc_samples = counters.pc_samples;
+    stats.frames = counters.frames;
+    stats.frames_bad = counters.frames_bad;
+    stats.frames_lost = counters.frames_lost;
+    stats.target_dropped = counters.target_dropped;
+    stats.overflows = counters.overflows;
+    stats.sleep_samples = counters.sleep_samples;
+    return stats;
+}
+
 namespace {
 
 // Forward migrations: entry i takes the schema from version i to i + 1.

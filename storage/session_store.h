@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gmon/aggregate.h"
+#include "protocol/decoder_stats.h"
 #include "protocol/record.h"
 #include "storage/sqlite.h"
 
@@ -42,6 +43,11 @@ struct SessionCounters {
     std::uint64_t sleep_samples = 0;
     friend bool operator==(const SessionCounters&, const SessionCounters&) = default;
 };
+
+// What a decoder counted, as a session keeps it (the session's own counters, gaps and storage
+// losses, stay as they are), and back.
+void set_decoder_counters(SessionCounters& counters, const protocol::DecoderStats& stats);
+protocol::DecoderStats decoder_counters(const SessionCounters& counters);
 
 struct NewSession {
     std::string board;

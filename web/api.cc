@@ -10,11 +10,11 @@
 #include <set>
 
 #include "daemon/board.h"
+#include "daemon/wire_decoder.h"
 #include "gmon/gmon_reader.h"
 #include "gmon/gmon_writer.h"
 #include "gmon/profile.h"
 #include "gmon/report.h"
-#include "protocol/legacy_decoder.h"
 #include "storage/session_store.h"
 #include "web/static_site.h"
 
@@ -601,7 +601,30 @@ Response Api::attach_firmware(const Request& request, std::int64_t session) {
     return json_reply(request, http::status::ok, session_json(*store.session(session)));
 }
 
-// POST /api/v1/sessions/import?format=bin|hex|gmon&addr_bytes=3|4&board=NAME&firmware=ID
+namespace {
+
+// An imported capture's wire from the query (protocol, addr_bytes and the itm keys, as a
+// board's), checked by the same rules as a board's settings.
+daemon::BoardConfig import_wire(const std::map<std::string, std::string>& query,
+                                const std::string& format) {
+    json board = {{"name", "import"}, {"link", "file:///import"}, {"format", format}};
+    if (query.count("protocol")) board["protocol"] = query.at("protocol");
+    for (const char* key :
+         {"addr_bytes", "tpiu_stream", "framed_port", "orbstat_port", "console_port"}) {
+        if (query.count(key)) board[key] = static_cast<int>(parse_number(query.at(key), key));
+    }
+    if (query.count("tpiu")) board["tpiu"] = query.at("tpiu") == "true" || query.at("tpiu") == "1";
+    try {
+        return daemon::board_from_json(board);
+    } catch (const daemon::BoardFieldError& e) {
+        throw HttpError{http::status::bad_request, "bad_request", e.key() + ": " + e.what()};
+    }
+}
+
+}  // namespace
+
+// POST /api/v1/sessions/import?format=bin|hex|gmon&protocol=legacy|framed|itm&addr_bytes=3|4
+//      &tpiu=&tpiu_stream=&framed_port=&orbstat_port=&console_port=&board=NAME&firmware=ID
 Response Api::import_session(const Request& request) {
     const auto query = query_of(request.target());
     const std::string format = query.count("format") ? query.at("format") : "bin";
@@ -609,18 +632,14 @@ Response Api::import_session(const Request& request) {
         throw HttpError{http::status::bad_request, "bad_request",
                         "format must be bin, hex or gmon"};
     }
-    const int addr_bytes =
-        query.count("addr_bytes")
-            ? static_cast<int>(parse_number(query.at("addr_bytes"), "addr_bytes"))
-            : 3;
-    if (addr_bytes != 3 && addr_bytes != 4)
-        throw HttpError{http::status::bad_request, "bad_request", "addr_bytes must be 3 or 4"};
+    const daemon::BoardConfig wire_settings = import_wire(query, format == "gmon" ? "bin" : format);
     std::shared_ptr<const gmon::Symbolizer> elf;
     storage::NewSession spec;
     spec.board = query.count("board") ? query.at("board") : "import";
     spec.link = "import";
+    spec.protocol = wire_settings.protocol;
     spec.format = format;
-    spec.addr_bytes = addr_bytes;
+    spec.addr_bytes = wire_settings.addr_bytes;
     spec.started_ns = daemon::unix_now_ns();
     if (query.count("firmware")) {
         const std::string id = query.at("firmware");
@@ -669,16 +688,13 @@ Response Api::import_session(const Request& request) {
         }
         counters.bytes_in = body.size();
     } else {
-        protocol::LegacyOptions options;
-        options.addr_bytes = addr_bytes;
-        options.encoding =
-            format == "hex" ? protocol::LegacyEncoding::kHex : protocol::LegacyEncoding::kBinary;
+        daemon::WireSpec wire = daemon::wire_spec_of(wire_settings);
         if (elf && elf->code_high() <= 0x100000000ull) {
-            options.code_range =
-                protocol::AddressRange{static_cast<std::uint32_t>(elf->code_low()),
-                                       static_cast<std::uint32_t>(elf->code_high())};
+            wire.code_range = protocol::AddressRange{static_cast<std::uint32_t>(elf->code_low()),
+                                                     static_cast<std::uint32_t>(elf->code_high())};
         }
-        protocol::LegacyDecoder decoder(options);
+        if (wire.protocol == "itm") spec.wire_options = daemon::swo_options_json(wire.swo);
+        const auto decoder = daemon::make_decoder(wire);
         struct Collect : protocol::RecordSink {
             std::vector<protocol::Record>& out;
             explicit Collect(std::vector<protocol::Record>& o) : out(o) {}
@@ -686,14 +702,13 @@ Response Api::import_session(const Request& request) {
                 out.insert(out.end(), batch.begin(), batch.end());
             }
         } sink(records);
-        decoder.feed(body, sink);
-        decoder.finish(sink);
-        const auto& st = decoder.stats();
-        if (st.records() == 0) {
+        decoder->feed(body, sink);
+        decoder->finish(sink);
+        if (decoder->stats().records() == 0) {
             throw HttpError{http::status::unprocessable_entity, "no_records",
-                            "no records found: check format and addr_bytes"};
+                            "no records found: check format, protocol and addr_bytes"};
         }
-        counters = {st.bytes_in, st.bytes_discarded, st.resyncs, st.arcs, st.pc_samples, 0, 0, 0};
+        storage::set_decoder_counters(counters, decoder->stats());
         raw.assign(body.begin(), body.end());
     }
     const std::int64_t id =

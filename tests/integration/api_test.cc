@@ -292,6 +292,34 @@ TEST_CASE("API: firmware upload, attach, and imports of a capture and of a gmon.
     CHECK(d.call("POST", "/api/v1/sessions/import?format=bin",
                  {"--data-binary", "@" + (d.dir() / "junk").string()})
               .first == 422);
+
+    // A framed capture, imported with its protocol: the same gmon.out as `rackprof convert`,
+    // the frames it lost on the way counted on the session.
+    const auto framed = d.dir() / "framed.bin";
+    REQUIRE(
+        testing::rackprof({"simulate", "--model", "deterministic", "--iterations", "40",
+                           "--protocol", "framed", "--drop-frames", "0.05", "-o", framed.string()})
+            .exit_code == 0);
+    REQUIRE(testing::rackprof({"convert", framed.string(), "--protocol", "framed", "--elf",
+                               elf.string(), "-o", (d.dir() / "framed.gmon").string(), "--report",
+                               "none"})
+                .exit_code == 0);
+    const auto framed_import =
+        d.call("POST", "/api/v1/sessions/import?format=bin&protocol=framed&firmware=" + fw,
+               {"--data-binary", "@" + framed.string()});
+    REQUIRE(framed_import.first == 201);
+    const auto fs = json::parse(framed_import.second);
+    CHECK(fs["protocol"] == "framed");
+    CHECK(fs["counters"]["frames_lost"].get<std::uint64_t>() > 0);
+    CHECK(d.call("GET",
+                 "/api/v1/sessions/" + std::to_string(fs["id"].get<std::int64_t>()) + "/gmon.out")
+              .second == testing::read_text(d.dir() / "framed.gmon"));
+    // Settings a board could not have are refused, naming the key.
+    const auto bad =
+        d.call("POST", "/api/v1/sessions/import?format=bin&protocol=itm&console_port=300",
+               {"--data-binary", "@" + framed.string()});
+    CHECK(bad.first == 400);
+    CHECK(bad.second.find("console_port") != std::string::npos);
 }
 
 TEST_CASE("API: boards created, changed and deleted through the API, kept across restarts") {
