@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "gmon/byte_io.h"
+#include "gmon/gmon_data.h"
 #include "gmon/gmon_reader.h"
 #include "gmon/gmon_writer.h"
 
@@ -103,6 +104,30 @@ TEST_CASE("partially overlapping histograms are refused, as gprof refuses them")
     b.high_pc = 0x280;
     d.histograms = {a, b};
     CHECK_THROWS_AS(merge_duplicates(d), GmonFormatError);
+}
+
+TEST_CASE("PCs spread over the whole address space give wider bins, not a giant histogram") {
+    Aggregate a;
+    a.add_pc(0x10, 3);
+    a.add_pc(0x2000, 1);
+    a.add_pc(0xFFFFFFF0, 2);  // e.g. decoded from garbage, or a HELLO's bogus text range
+    for (const auto& spec :
+         {histogram_spec(a, std::nullopt),
+          histogram_spec(a, std::pair<std::uint64_t, std::uint64_t>(0, std::uint64_t{1} << 32))}) {
+        CHECK(spec.bin_bytes > 2);
+        CHECK((spec.high_pc - spec.low_pc) / spec.bin_bytes <= (1u << 22));
+        const auto binned = to_gmon_data(a, spec, TargetLayout{});
+        REQUIRE(binned.data.histograms.size() == 1);
+        CHECK(binned.data.histograms[0].total() == 6);  // every sample kept
+    }
+    // A small range keeps gprof's 2-byte bins.
+    Aggregate small;
+    small.add_pc(0x410, 1);
+    small.add_pc(0x2000, 1);
+    const auto spec = histogram_spec(small, std::nullopt);
+    CHECK(spec.bin_bytes == 2);
+    CHECK(spec.low_pc == 0x410);
+    CHECK(spec.high_pc == 0x2002);
 }
 
 }  // namespace
