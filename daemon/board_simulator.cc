@@ -186,16 +186,19 @@ class WireWriter {
 class Board {
   public:
     Board(const SimulatorOptions& options, WireWriter& wire, GroundTruth& truth)
-        : wire_(wire), truth_(truth), rng_(options.seed) {}
+        : options_(options), wire_(wire), truth_(truth), rng_(options.seed) {}
 
     int function(const std::string& name, std::uint32_t addr, std::uint32_t size) {
         truth_.functions.push_back({name, addr, size});
+        const auto factor = options_.work_factor.find(name);
+        work_factor_.push_back(factor == options_.work_factor.end() ? 1 : factor->second);
         return static_cast<int>(truth_.functions.size()) - 1;
     }
 
     // `samples` periodic PC samples land somewhere inside f.
     void work(int f, std::uint32_t samples) {
         const SimulatedFunction& fn = truth_.functions[static_cast<std::size_t>(f)];
+        samples *= work_factor_[static_cast<std::size_t>(f)];
         for (std::uint32_t i = 0; i < samples; ++i) {
             const std::uint32_t pc =
                 fn.addr + 2 * static_cast<std::uint32_t>(rng_() % (fn.size / 2));
@@ -223,9 +226,11 @@ class Board {
   private:
     void send(const protocol::Record& r) { wire_.record(r); }
 
+    const SimulatorOptions& options_;
     WireWriter& wire_;
     GroundTruth& truth_;
     std::mt19937_64 rng_;
+    std::vector<std::uint32_t> work_factor_;  // per function, from options_.work_factor
 };
 
 using Iteration = std::function<void()>;

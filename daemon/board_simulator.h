@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -45,6 +46,9 @@ struct SimulatorOptions {
     std::size_t arc_cache = 0;
     std::size_t pc_cache = 0;  // the same for PC samples (PC_N), flushed with the arc cache
     std::uint64_t arc_cache_flush = 100;
+    // Another build of the model: the named functions do this many times their work (more PC
+    // samples in them, the same calls), so two runs differ by a known self time.
+    std::map<std::string, std::uint32_t> work_factor;
     std::uint32_t sample_hz = 1000;  // the HELLO's sampling rate
     std::uint64_t seed = 1;
     FaultSpec faults;

@@ -81,6 +81,28 @@ TEST_CASE("the deterministic model has the documented call counts") {
     CHECK(by_name[{"pong", "ping"}] == 20);
 }
 
+TEST_CASE("a slower build: the named function's samples scale, every call stays") {
+    SimulatorOptions o;
+    o.model = "deterministic";
+    o.max_iterations = 10;
+    SimulatorOptions slower = o;
+    slower.work_factor = {{"gamma", 3}};
+    const Capture base = run(o), changed = run(slower);
+    auto samples_in = [](const Capture& c, const std::string& name) {
+        std::uint64_t n = 0;
+        for (const auto& f : c.truth.functions) {
+            if (f.name != name) continue;
+            for (const auto& p : c.truth.aggregate.pc_samples())
+                if (p.pc >= f.addr && p.pc < f.addr + f.size) n += p.count;
+        }
+        return n;
+    };
+    CHECK(samples_in(changed, "gamma") == 3 * samples_in(base, "gamma"));
+    CHECK(samples_in(changed, "beta") == samples_in(base, "beta"));
+    CHECK(samples_in(base, "gamma") > 0);
+    CHECK(changed.truth.aggregate.arcs() == base.truth.aggregate.arcs());
+}
+
 TEST_CASE("the same seed gives the same bytes; faults are counted and survivable") {
     SimulatorOptions o;
     o.max_iterations = 50;

@@ -1,9 +1,12 @@
 // `rackprof simulate`: a virtual board writing the exact bytes a profiled target would send.
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -36,6 +39,8 @@ options:
   --pc-cache N       framed: the same for PC samples (PC_N)
   --cache-flush N    framed: flush the caches every N passes of the main loop (default: 100)
   --seed N           random seed for PC positions and faults (default: 1)
+  --slower NAME=K    another build: function NAME does K times its work (repeatable as
+                     NAME=K,NAME2=K2); its calls stay the same
   --drop P           drop each byte with probability P
   --flip P           flip one bit of each byte with probability P
   --insert P         insert a random byte before each byte with probability P
@@ -127,15 +132,32 @@ nlohmann::json truth_json(const GroundTruth& truth, const SimulatorOptions& opti
             {"pc_samples", pcs}};
 }
 
+// "gamma=3,beta=2" -> {gamma: 3, beta: 2}.
+std::map<std::string, std::uint32_t> parse_work_factors(const std::string& text) {
+    std::map<std::string, std::uint32_t> factors;
+    std::stringstream items(text);
+    for (std::string item; std::getline(items, item, ',');) {
+        const auto eq = item.find('=');
+        std::uint32_t k = 0;
+        const char* end = item.data() + item.size();
+        if (eq == std::string::npos || eq == 0 ||
+            std::from_chars(item.data() + eq + 1, end, k).ptr != end || k == 0 || k > 1000) {
+            throw UsageError("--slower takes NAME=K with K in 1..1000, not '" + item + "'");
+        }
+        factors[item.substr(0, eq)] = k;
+    }
+    return factors;
+}
+
 }  // namespace
 
 int run_simulate(const std::vector<std::string>& args) {
-    const CommandLine cl(args, {"--model",       "--elf",        "--iterations", "--bytes",
-                                "--format",      "--addr-bytes", "--seed",       "--drop",
-                                "--flip",        "--insert",     "-o",           "--truth",
-                                "--write-elf",   "--protocol",   "--arc-cache",  "--cache-flush",
-                                "--drop-frames", "--pty",        "--rate",       "--unplug-every",
-                                "--unplug-for",  "--unplugs"},
+    const CommandLine cl(args, {"--model",       "--elf",          "--iterations", "--bytes",
+                                "--format",      "--addr-bytes",   "--seed",       "--drop",
+                                "--flip",        "--insert",       "-o",           "--truth",
+                                "--write-elf",   "--protocol",     "--arc-cache",  "--cache-flush",
+                                "--drop-frames", "--pc-cache",     "--slower",     "--pty",
+                                "--rate",        "--unplug-every", "--unplug-for", "--unplugs"},
                          {"--help", "-h", "--list-models"});
     if (cl.has("--help") || cl.has("-h")) {
         std::cout << kUsage;
@@ -170,6 +192,7 @@ int run_simulate(const std::vector<std::string>& args) {
     if (options.protocol == WireProtocol::kFramed &&
         options.encoding != protocol::LegacyEncoding::kBinary)
         throw UsageError("--protocol framed is binary only: leave out --format hex");
+    if (const auto slower = cl.get("--slower")) options.work_factor = parse_work_factors(*slower);
     options.max_bytes = cl.get_uint("--bytes", 0);
     options.max_iterations = cl.get_uint("--iterations", options.max_bytes ? 0 : 100);
 

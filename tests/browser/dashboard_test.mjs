@@ -64,9 +64,11 @@ async function api(method, url, body) {
 
 before(async () => {
   fs.mkdirSync(artifacts, { recursive: true });
-  // Two builds of the deterministic firmware: A runs its loop 100 times, B 300 times.
+  // Two builds of the deterministic firmware: A runs its loop 100 times.
   rackprof("simulate", "--model", "deterministic", "--iterations", "100", "--seed", "1", "-o", "a.bin", "--truth", "a.json", "--write-elf", "model.elf");
-  rackprof("simulate", "--model", "deterministic", "--iterations", "300", "--seed", "2", "-o", "b.bin", "--truth", "b.json");
+  // Build B: three times the passes, and gamma three times slower (its self % grows, the
+  // others shrink), so the comparison has a known difference in both calls and self %.
+  rackprof("simulate", "--model", "deterministic", "--iterations", "300", "--seed", "2", "--slower", "gamma=3", "-o", "b.bin", "--truth", "b.json");
   rackprof("simulate", "--model", "blinky", "--iterations", "3", "-o", "blinky.bin", "--truth", "blinky.json", "--write-elf", "blinky.elf");
   truth.a = truthProfile(path.join(dir, "a.json"));
   truth.b = truthProfile(path.join(dir, "b.json"));
@@ -235,6 +237,8 @@ test("compare: the known difference between two builds", async () => {
   await page.selectOption("#compare-b", String(sessions.b));
   await page.click('#compare button[type="submit"]');
   await page.waitForSelector("#compare-table tbody tr");
+  // The known difference is there to be found: gamma's self % grew by well over 5 points.
+  assert.ok(truth.b.gamma.self - truth.a.gamma.self > 5, "build B's gamma is slower");
   for (const fn of ["alpha", "beta", "gamma"]) {
     const row = page.locator(`#compare-table tr[data-function="${fn}"]`);
     const cells = (await row.locator("td").allTextContents()).map((t) => t.trim());
