@@ -324,6 +324,11 @@ DaemonConfig embedded_default_config() {
         b.name = std::string("sim-") + model;
         b.link = std::string("sim://") + model + "?rate=20000";
         b.tags = {"simulated"};
+        if (std::string(model) == "deterministic") {  // one board speaks the framed protocol
+            b.protocol = "framed";
+            b.addr_bytes = default_addr_bytes(b.protocol);
+            b.link += "&arc_cache=32";
+        }
         c.boards.push_back(b);
     }
     return c;

@@ -174,7 +174,11 @@ TEST_CASE("link URIs") {
 TEST_CASE("the embedded default is a small simulated rack") {
     const auto c = embedded_default_config();
     CHECK(c.boards.size() == 3);
-    for (const auto& b : c.boards) CHECK(parse_link_uri(b.link).scheme == "sim");
+    for (const auto& b : c.boards) {
+        CHECK(parse_link_uri(b.link).scheme == "sim");
+        CHECK_NOTHROW(validate_board(b));
+    }
+    CHECK(c.boards[2].protocol == "framed");
 }
 
 }  // namespace
