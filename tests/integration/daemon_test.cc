@@ -80,6 +80,14 @@ class Rack {
     std::filesystem::path db() const { return dir_ / "rack.db"; }
     std::filesystem::path path(const std::string& name) const { return dir_ / name; }
 
+    // Every board sends its whole run into a daemon, which then stops cleanly.
+    void capture_all() {
+        start_boards();
+        start_daemon();
+        wait_boards();
+        stop_daemon();
+    }
+
     void start_boards() {
         for (const auto& b : boards_) {
             auto args = b.simulate_args;
@@ -179,10 +187,7 @@ TEST_CASE(
          4},
     };
     Rack rack(boards);
-    rack.start_boards();
-    rack.start_daemon();
-    rack.wait_boards();
-    rack.stop_daemon();
+    rack.capture_all();
 
     storage::SessionStore store(rack.db(), storage::Database::Mode::kReadOnly);
     const auto sessions = store.sessions();
@@ -327,10 +332,7 @@ TEST_CASE("framed boards: stored counts equal exactly what was sent, with and wi
          "framed"},
     };
     Rack rack(boards);
-    rack.start_boards();
-    rack.start_daemon();
-    rack.wait_boards();
-    rack.stop_daemon();
+    rack.capture_all();
 
     storage::SessionStore store(rack.db(), storage::Database::Mode::kReadOnly);
     const auto sessions = store.sessions();
@@ -390,10 +392,7 @@ TEST_CASE("framed board on a link losing whole frames: frames_lost equals the fr
          "framed"},
     };
     Rack rack(boards);
-    rack.start_boards();
-    rack.start_daemon();
-    rack.wait_boards();
-    rack.stop_daemon();
+    rack.capture_all();
 
     storage::SessionStore store(rack.db(), storage::Database::Mode::kReadOnly);
     const auto sessions = store.sessions();
@@ -454,10 +453,7 @@ TEST_CASE("a framed target's HELLO picks the uploaded ELF by build-id, or flags 
     Rack rack({by_id, wrong});
     std::filesystem::create_directories(rack.path("firmware"));
     std::filesystem::copy_file(firmware, rack.path("firmware") / (id + ".elf"));
-    rack.start_boards();
-    rack.start_daemon();
-    rack.wait_boards();
-    rack.stop_daemon();
+    rack.capture_all();
 
     const std::string log = rack.log();
     INFO(log);
@@ -500,10 +496,7 @@ TEST_CASE(
                           (other / "ttyUSB9").string() +
                           "\"\n[[boards]]\nname = \"plain\"\nlink = \"serial://" +
                           (other / "not-a-tty").string() + "\"\n");
-    rack.start_boards();
-    rack.start_daemon();
-    rack.wait_boards();
-    rack.stop_daemon();
+    rack.capture_all();
     const std::string log = rack.log();
     CHECK(log.find("[absent] cannot connect: " + (other / "ttyUSB9").string() +
                    ": No such file or directory") != std::string::npos);
