@@ -73,8 +73,8 @@ void Board::start() {
         o.simulator.addr_bytes = config_.addr_bytes;
         o.simulator.encoding = config_.format == "hex" ? protocol::LegacyEncoding::kHex
                                                        : protocol::LegacyEncoding::kBinary;
-        if (config_.protocol == "framed") {
-            o.simulator.protocol = WireProtocol::kFramed;
+        o.simulator.protocol = simulated_protocol(config_.protocol).value_or(WireProtocol::kLegacy);
+        if (o.simulator.protocol == WireProtocol::kFramed) {
             o.simulator.arc_cache = uri_.number("arc_cache", 0);
             o.simulator.pc_cache = uri_.number("pc_cache", 0);
         }
@@ -225,7 +225,7 @@ bool Board::start_session() {
     spec.addr_bytes = config_.addr_bytes;
     spec.started_ns = unix_now_ns();
     WireSpec wire = wire_spec_of(config_);
-    if (config_.protocol == "itm") spec.wire_options = swo_options_json(wire.swo);
+    spec.wire_options = wire_options_json(wire);
     if (elf_) {
         spec.elf_path = elf_path_.string();
         spec.elf_build_id = elf_->build_id();
@@ -250,14 +250,15 @@ void Board::stop_session() {
         "{} records lost",
         config_.name, session_->handle(), c.bytes_in, c.arcs, c.pc_samples, c.bytes_discarded,
         c.gaps, c.records_lost);
-    if (config_.protocol == "framed") {
+    const auto& traits = protocol::wire_format(config_.protocol).traits;
+    if (traits.frames && !traits.swo) {
         log_->info(
             "[{}] session {} frames: {} good, {} bad, {} lost; {} records dropped on the "
             "target",
             config_.name, session_->handle(), c.frames, c.frames_bad, c.frames_lost,
             c.target_dropped);
     }
-    if (config_.protocol == "itm") {
+    if (traits.swo) {
         log_->info("[{}] session {}: {} ITM overflows, {} sleep samples", config_.name,
                    session_->handle(), c.overflows, c.sleep_samples);
     }

@@ -9,6 +9,17 @@
 
 namespace rackprof::daemon {
 
+const char* wire_format_name(WireProtocol protocol) {
+    return protocol == WireProtocol::kFramed ? "framed" : "legacy";
+}
+
+std::optional<WireProtocol> simulated_protocol(std::string_view wire_format) {
+    for (const auto p : {WireProtocol::kLegacy, WireProtocol::kFramed}) {
+        if (wire_format == wire_format_name(p)) return p;
+    }
+    return std::nullopt;
+}
+
 namespace {
 
 // Encodes records (legacy or framed), keeps the ground truth of what left the target, applies

@@ -11,6 +11,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gmon/aggregate.h"
@@ -33,6 +34,10 @@ struct FaultSpec {
 };
 
 enum class WireProtocol { kLegacy, kFramed };
+// The registered wire format (protocol/wire_format.h) each simulated protocol produces.
+const char* wire_format_name(WireProtocol protocol);
+// The simulated protocol for a wire format's name; nothing for one the simulator cannot send.
+std::optional<WireProtocol> simulated_protocol(std::string_view wire_format);
 
 struct SimulatorOptions {
     std::string model = "blinky";  // a built-in model, or "elf" with `elf` set

@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "daemon/wire_decoder.h"
+#include "daemon/ingest/wire_settings.h"
 
 namespace rackprof::daemon {
 namespace {
@@ -26,9 +26,8 @@ gmon::Aggregate decode(const Capture& c, const SimulatorOptions& options,
                        protocol::DecoderStats* stats = nullptr) {
     gmon::Aggregate aggregate;
     gmon::AggregateSink sink(aggregate);
-    const bool framed = options.protocol == WireProtocol::kFramed;
     const auto decoder =
-        make_decoder({framed ? "framed" : "legacy",
+        make_decoder({wire_format_name(options.protocol),
                       options.encoding == protocol::LegacyEncoding::kHex ? "hex" : "bin",
                       options.addr_bytes, c.truth.code_range});
     decoder->feed(c.bytes, sink);

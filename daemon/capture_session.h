@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/wire_decoder.h"
+#include "daemon/ingest/wire_settings.h"
 #include "gmon/aggregate.h"
 #include "gmon/symbolizer.h"
 #include "protocol/stream_event.h"

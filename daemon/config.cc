@@ -8,6 +8,7 @@
 #include <toml++/toml.h>
 
 #include "daemon/link_uri.h"
+#include "protocol/wire_format.h"
 
 namespace rackprof::daemon {
 
@@ -63,11 +64,21 @@ bool get_bool(const std::string& source, const toml::table& t, const std::string
     return node->value<bool>().value();
 }
 
+// Every key a board may have: the common ones and each registered protocol's own.
+const std::set<std::string>& board_keys() {
+    static const std::set<std::string> keys = [] {
+        std::set<std::string> k = {"name",       "link", "protocol",  "format",
+                                   "addr_bytes", "elf",  "autostart", "tags"};
+        for (const auto& format : protocol::wire_formats())
+            k.insert(format.own_keys.begin(), format.own_keys.end());
+        return k;
+    }();
+    return keys;
+}
+
 BoardConfig parse_board(const std::string& source, const toml::table& t, std::size_t index) {
     const std::string prefix = "boards[" + std::to_string(index) + "].";
-    reject_unknown(source, t, prefix,
-                   {"name", "link", "protocol", "format", "addr_bytes", "elf", "autostart", "tags",
-                    "tpiu", "tpiu_stream", "framed_port", "orbstat_port", "console_port"});
+    reject_unknown(source, t, prefix, board_keys());
     BoardConfig b;
     b.name = get_string(source, t, prefix, "name", "");
     b.link = get_string(source, t, prefix, "link", "");
@@ -102,26 +113,26 @@ BoardConfig parse_board(const std::string& source, const toml::table& t, std::si
 }  // namespace
 
 int default_addr_bytes(const std::string& protocol) {
-    return protocol == "framed" || protocol == "itm" ? 4 : 3;
+    const auto* format = protocol::find_wire_format(protocol);
+    return format ? format->default_addr_bytes : 3;  // an unknown protocol is refused later
 }
 
 namespace {
 
-// The itm-only keys: wrong anywhere else (they would silently do nothing), and checked here
-// with the key named rather than by the decoder.
-void validate_swo_keys(const BoardConfig& b) {
+// The keys only some protocols accept (the registry says which): wrong anywhere else (they
+// would silently do nothing), and checked here with the key named rather than by the decoder.
+void validate_protocol_keys(const BoardConfig& b, const protocol::WireFormat& format) {
     const std::pair<const char*, const std::optional<int>*> ports[] = {
         {"framed_port", &b.framed_port},
         {"orbstat_port", &b.orbstat_port},
         {"console_port", &b.console_port}};
-    if (b.protocol != "itm") {
-        if (b.tpiu) throw BoardFieldError("tpiu", "only for protocol = \"itm\"");
-        if (b.tpiu_stream != 1) throw BoardFieldError("tpiu_stream", "only for protocol = \"itm\"");
-        for (const auto& [key, port] : ports) {
-            if (port->has_value()) throw BoardFieldError(key, "only for protocol = \"itm\"");
-        }
-        return;
-    }
+    auto only_elsewhere = [&](const char* key, bool is_set) {
+        if (is_set && !protocol::accepts_key(format, key))
+            throw BoardFieldError(key, "only for protocol = " + protocol::protocols_with_key(key));
+    };
+    only_elsewhere("tpiu", b.tpiu);
+    only_elsewhere("tpiu_stream", b.tpiu_stream != 1);
+    for (const auto& [key, port] : ports) only_elsewhere(key, port->has_value());
     if (b.tpiu_stream < 1 || b.tpiu_stream > 111)
         throw BoardFieldError("tpiu_stream", "must be 1..111 (the TPIU's trace source IDs)");
     std::set<int> used;
@@ -148,14 +159,15 @@ void validate_board(const BoardConfig& b) {
     } catch (const std::invalid_argument& e) {
         throw BoardFieldError("link", e.what());
     }
-    if (b.protocol != "legacy" && b.protocol != "framed" && b.protocol != "itm")
-        throw BoardFieldError("protocol", "must be \"legacy\", \"framed\" or \"itm\"");
+    const auto* format = protocol::find_wire_format(b.protocol);
+    if (!format)
+        throw BoardFieldError("protocol", "must be " + protocol::wire_format_names(" or ", "\""));
     if (b.format != "bin" && b.format != "hex")
         throw BoardFieldError("format", "must be \"bin\" or \"hex\"");
-    if (b.protocol != "legacy" && b.format != "bin")
+    if (!format->traits.text_encoding && b.format != "bin")
         throw BoardFieldError("format",
                               "the " + b.protocol + " protocol is binary: must be \"bin\"");
-    validate_swo_keys(b);
+    validate_protocol_keys(b, *format);
     if (b.addr_bytes != 3 && b.addr_bytes != 4)
         throw BoardFieldError("addr_bytes", "must be 3 or 4");
 }
@@ -169,7 +181,8 @@ nlohmann::json board_to_json(const BoardConfig& b) {
                         {"elf", b.elf},
                         {"autostart", b.autostart},
                         {"tags", b.tags}};
-    if (b.protocol == "itm") {
+    const auto* format = protocol::find_wire_format(b.protocol);
+    if (format && protocol::accepts_key(*format, "tpiu")) {
         j["tpiu"] = b.tpiu;
         j["tpiu_stream"] = b.tpiu_stream;
         for (const auto& [key, port] :
@@ -183,11 +196,8 @@ nlohmann::json board_to_json(const BoardConfig& b) {
 
 BoardConfig board_from_json(const nlohmann::json& j) {
     if (!j.is_object()) throw BoardFieldError("", "a board is a JSON object");
-    static const std::set<std::string> kKeys = {
-        "name", "link", "protocol",    "format",      "addr_bytes",   "elf",         "autostart",
-        "tags", "tpiu", "tpiu_stream", "framed_port", "orbstat_port", "console_port"};
     for (const auto& [key, value] : j.items()) {
-        if (!kKeys.count(key)) throw BoardFieldError(key, "unknown key");
+        if (!board_keys().count(key)) throw BoardFieldError(key, "unknown key");
     }
     BoardConfig b;
     auto text = [&](const char* key, std::string& out) {

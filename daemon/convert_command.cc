@@ -2,21 +2,24 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string_view>
 
-#include "daemon/capture_reader.h"
 #include "daemon/capture_session.h"
 #include "daemon/command_line.h"
 #include "daemon/commands.h"
-#include "daemon/wire_decoder.h"
-#include "gmon/gmon_reader.h"
+#include "daemon/ingest/capture_import.h"
+#include "daemon/ingest/wire_settings.h"
+#include "gmon/export.h"
 #include "gmon/gmon_writer.h"
-#include "gmon/profile.h"
-#include "gmon/report.h"
+#include "gmon/profile_pipeline.h"
 #include "gmon/symbolizer.h"
+#include "protocol/wire_format.h"
 #include "storage/session_store.h"
 
 namespace rackprof::daemon {
@@ -50,7 +53,11 @@ options:
                         are printed to stderr as `console: LINE`
   --rate HZ             PC sampling rate of the target (default: 1000)
   --bin-bytes N         bytes per histogram bin, even (default: 2)
-  --report R            text | json | none (default: text)
+  --report R            text | json | none (default: text; none with --export)
+  --export FORMAT       write FORMAT to -o FILE (- for standard output) instead of gmon.out:
+                        gmon (gmon.out), text (gprof -b), json (the JSON report), csv (the
+                        aggregate), ndjson (every record with its receive time; 0 for a
+                        capture file), raw (the wire bytes)
   --top N               JSON: at most N flat-profile rows
   --min-percent P       JSON: leave out flat-profile rows below P % time
 )";
@@ -124,29 +131,10 @@ void print_console(const protocol::ConsoleText& line) {
     std::cerr << "console: " << shown << "\n";
 }
 
-using CodeRange = std::optional<std::pair<std::uint64_t, std::uint64_t>>;
-
-nlohmann::json raw_json(const gmon::GmonData& data, std::uint64_t samples_outside) {
-    nlohmann::json arcs = nlohmann::json::array();
-    for (const auto& a : data.arcs) {
-        arcs.push_back({{"from", gmon::hex_address(a.from_pc)},
-                        {"self", gmon::hex_address(a.self_pc)},
-                        {"count", a.count}});
-    }
-    nlohmann::json histograms = nlohmann::json::array();
-    for (const auto& h : data.histograms) {
-        histograms.push_back({{"low_pc", gmon::hex_address(h.low_pc)},
-                              {"high_pc", gmon::hex_address(h.high_pc)},
-                              {"bins", h.bins.size()},
-                              {"prof_rate", h.prof_rate},
-                              {"samples", h.total()}});
-    }
-    return {
-        {"arcs", arcs}, {"histograms", histograms}, {"samples_outside_histogram", samples_outside}};
-}
-
+// The whole conversion: an ExportInput (profile source, summary, records and raw pages),
+// whatever the input was.
 struct ConvertOptions {
-    std::string protocol;  // legacy | framed | itm
+    std::string protocol;  // a registered wire format
     std::string format;    // auto | bin | hex | gmon
     std::string report;    // text | json | none
     int addr_bytes = 3;
@@ -157,12 +145,9 @@ struct ConvertOptions {
     std::shared_ptr<const gmon::Symbolizer> elf;
 };
 
-// What a source yields: gmon data ready to write and profile, and what to say about it.
 struct Converted {
-    gmon::GmonData data;
-    nlohmann::json summary;
+    std::shared_ptr<gmon::ExportInput> input = std::make_shared<gmon::ExportInput>();
     std::optional<std::filesystem::path> default_output;
-    std::uint64_t samples_outside = 0;
 };
 
 gmon::TargetLayout layout_of(const ConvertOptions& o) {
@@ -175,11 +160,15 @@ std::optional<protocol::AddressRange> code_range_of(const ConvertOptions& o) {
                                   static_cast<std::uint32_t>(o.elf->code_high())};
 }
 
-// Bins an aggregate over the code range (the ELF's, else the target's HELLO's, else the PCs
-// seen) and checks it is plausible.
-Converted from_aggregate(const gmon::Aggregate& aggregate, const protocol::DecoderStats& stats,
-                         const ConvertOptions& o, const std::string& what,
-                         const CodeRange& code_range) {
+std::optional<gmon::CodeRange> announced_range(const storage::TargetInfo& target) {
+    if (!target.has_text_range()) return std::nullopt;
+    return gmon::CodeRange{target.text_lo, target.text_hi};
+}
+
+// Checks that the records are plausible: a capture that mostly fails to decode against the
+// given ELF is the wrong pairing, and one that yields nothing says what to check.
+void check_decoded(const protocol::DecoderStats& stats, const ConvertOptions& o,
+                   const std::string& what) {
     // Framed records are checked by CRC, not by the ELF's code range: a framed stream that
     // yields nothing is damage (or not framed at all), never the wrong ELF.
     const bool framed = stats.frames + stats.frames_bad > 0;
@@ -212,14 +201,6 @@ Converted from_aggregate(const gmon::Aggregate& aggregate, const protocol::Decod
         std::cerr << "rackprof: warning: most bytes of " << what
                   << " decoded to nothing: check --protocol, --format and --addr-bytes\n";
     }
-    const auto spec = gmon::histogram_spec(aggregate, code_range, o.bin_bytes, o.rate);
-    auto binned = gmon::to_gmon_data(aggregate, spec, layout_of(o));
-    Converted c;
-    c.data = std::move(binned.data);
-    c.samples_outside = binned.samples_outside;
-    c.summary["decoder"] = stats_json(stats);
-    c.default_output = "gmon.out";
-    return c;
 }
 
 // A capture of a framed target names its firmware: say so when the ELF given is another one.
@@ -232,116 +213,214 @@ void warn_on_build_id_mismatch(const ConvertOptions& o, const storage::TargetInf
     }
 }
 
-Converted from_gmon_file(const std::filesystem::path& input, const ConvertOptions& o) {
-    Converted c;
-    c.data = gmon::merge_duplicates(gmon::read_gmon_file(input, layout_of(o)));
-    c.summary = {{"input", input.string()}, {"format", "gmon"}};
-    std::cerr << "rackprof: read " << input.string() << ": " << c.data.histograms.size()
-              << " histogram(s), " << c.data.arcs.size() << " arcs\n";
-    return c;
-}
-
-// The code range: the ELF's, else the one a framed target announced.
-CodeRange code_range_with(const ConvertOptions& o, const storage::TargetInfo& target) {
-    storage::SessionInfo info;
-    info.target = target;
-    return session_code_range(info, o.elf.get());
-}
-
 storage::TargetInfo target_of(const std::optional<protocol::TargetHello>& hello) {
     if (!hello) return {};
     return {build_id_hex(hello->build_id), hello->text_lo, hello->text_hi};
 }
 
-Converted from_capture_file(const std::filesystem::path& input, const ConvertOptions& o) {
-    WireSpec wire{o.protocol, o.format, o.addr_bytes, code_range_of(o), o.swo};
-    if (o.protocol != "legacy") {
+// The pipeline's source for decoded data: the aggregate binned at --rate/--bin-bytes.
+gmon::ProfileSource source_of(gmon::Aggregate aggregate, const ConvertOptions& o,
+                              const storage::TargetInfo& target) {
+    gmon::ProfileSource source;
+    source.aggregate = std::make_shared<const gmon::Aggregate>(std::move(aggregate));
+    source.elf = o.elf;
+    source.announced_range = announced_range(target);
+    source.prof_rate = o.rate;
+    source.bin_bytes = o.bin_bytes;
+    return source;
+}
+
+// A capture file read again, a page of records at a time (a file has no receive times: 0).
+gmon::RecordPages file_record_pages(const std::filesystem::path& input, const WireSpec& wire) {
+    struct Reader {
+        std::ifstream file;
+        std::unique_ptr<protocol::StreamDecoder> decoder;
+        ingest::RecordCollector collected;
+        bool done = false;
+    };
+    auto reader = std::make_shared<Reader>();
+    reader->file.open(input, std::ios::binary);
+    reader->decoder = make_decoder(wire);
+    return [reader]() -> std::optional<std::vector<gmon::RecordBatch>> {
+        if (reader->done) return std::nullopt;
+        std::vector<char> buffer(1 << 20);
+        reader->file.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+        const auto n = static_cast<std::size_t>(reader->file.gcount());
+        reader->collected.records.clear();
+        reader->decoder->feed(std::span(reinterpret_cast<const std::uint8_t*>(buffer.data()), n),
+                              reader->collected);
+        if (n == 0) {
+            reader->decoder->finish(reader->collected);
+            reader->done = true;
+        }
+        return std::vector<gmon::RecordBatch>{{0, std::move(reader->collected.records)}};
+    };
+}
+
+gmon::RawPages file_raw_pages(const std::filesystem::path& input) {
+    auto file = std::make_shared<std::ifstream>(input, std::ios::binary);
+    return [file]() -> std::optional<std::string> {
+        std::string page(1 << 20, '\0');
+        file->read(page.data(), static_cast<std::streamsize>(page.size()));
+        page.resize(static_cast<std::size_t>(file->gcount()));
+        if (page.empty()) return std::nullopt;
+        return page;
+    };
+}
+
+Converted from_file(const std::filesystem::path& input, const ConvertOptions& o) {
+    ingest::ImportSpec spec;
+    spec.kind = o.format == "gmon"   ? ingest::InputKind::kGmon
+                : o.format == "auto" ? ingest::InputKind::kAuto
+                                     : ingest::InputKind::kCapture;
+    spec.wire = WireSpec{o.protocol, o.format == "gmon" ? "auto" : o.format, o.addr_bytes,
+                         code_range_of(o), o.swo};
+    if (!protocol::wire_format(o.protocol).traits.text_encoding) {
         if (o.format == "hex")
             throw UsageError("--protocol " + o.protocol + " is binary: no --format hex");
-        wire.format = "bin";
-    } else if (o.format == "auto") {
-        wire.format = detect_encoding(input) == protocol::LegacyEncoding::kHex ? "hex" : "bin";
+        if (o.format == "auto") spec.wire.format = "bin";
     }
+    spec.layout = layout_of(o);
     gmon::Aggregate aggregate;
+    ingest::AggregateImportSink sink(aggregate, print_console);
     const bool tty = ::isatty(STDERR_FILENO) == 1;
-    const auto decoded = decode_capture(
-        input, wire, aggregate, tty ? ProgressCallback(print_progress) : nullptr, print_console);
-    std::cerr << "rackprof: " << summary_line(decoded.stats) << "\n";
-    const auto target = target_of(decoded.hello);
+    const auto imported = ingest::import_file(
+        input, spec, sink, tty ? ingest::ProgressCallback(print_progress) : nullptr);
+    Converted c;
+    auto& in = *c.input;
+    if (imported.kind == ingest::InputKind::kGmon) {
+        std::cerr << "rackprof: read " << input.string() << ": " << imported.histograms.size()
+                  << " histogram(s), " << aggregate.distinct_arcs() << " arcs\n";
+        in.source = source_of(std::move(aggregate), o, {});
+        in.source.histograms = imported.histograms;  // its own ranges and rate, exactly
+        in.summary = {{"input", input.string()}, {"format", "gmon"}};
+        return c;
+    }
+    std::cerr << "rackprof: " << summary_line(imported.stats) << "\n";
+    const auto target = target_of(imported.hello);
     warn_on_build_id_mismatch(o, target);
-    Converted c =
-        from_aggregate(aggregate, decoded.stats, o, input.string(), code_range_with(o, target));
-    c.summary["input"] = input.string();
-    c.summary["protocol"] = o.protocol;
-    c.summary["format"] = wire.format;
-    c.summary["addr_bytes"] = decoded.hello ? decoded.hello->addr_bytes : o.addr_bytes;
-    if (decoded.hello) c.summary["target_build_id"] = target.build_id;
-    if (o.protocol == "itm") c.summary["exceptions"] = exceptions_json(decoded.exceptions);
+    check_decoded(imported.stats, o, input.string());
+    in.source = source_of(std::move(aggregate), o, target);
+    in.summary["decoder"] = stats_json(imported.stats);
+    in.summary["input"] = input.string();
+    in.summary["protocol"] = o.protocol;
+    in.summary["format"] = imported.format;
+    in.summary["addr_bytes"] = imported.hello ? imported.hello->addr_bytes : o.addr_bytes;
+    if (imported.hello) in.summary["target_build_id"] = target.build_id;
+    if (protocol::wire_format(o.protocol).traits.swo)
+        in.summary["exceptions"] = exceptions_json(imported.exceptions);
+    WireSpec wire = spec.wire;
+    wire.format = imported.format;
+    in.records = file_record_pages(input, wire);
+    in.raw = file_raw_pages(input);
+    c.default_output = "gmon.out";
     return c;
+}
+
+// Pages of a stored session's raw chunks and record batches, in order.
+gmon::RawPages session_raw_pages(std::shared_ptr<storage::SessionStore> store, std::int64_t id) {
+    return [store, id, after = std::int64_t{-1}]() mutable -> std::optional<std::string> {
+        std::string out;
+        for (const auto& row : store->chunk_page(id, after, 64)) {
+            out.append(reinterpret_cast<const char*>(row.bytes.data()), row.bytes.size());
+            after = row.seq;
+        }
+        if (out.empty()) return std::nullopt;
+        return out;
+    };
+}
+
+gmon::RecordPages session_record_pages(std::shared_ptr<storage::SessionStore> store,
+                                       std::int64_t id) {
+    return [store, id,
+            after = std::int64_t{-1}]() mutable -> std::optional<std::vector<gmon::RecordBatch>> {
+        std::vector<gmon::RecordBatch> out;
+        for (auto& row : store->batch_page(id, after, 64)) {
+            out.push_back({row.received_ns, std::move(row.records)});
+            after = row.seq;
+        }
+        if (out.empty()) return std::nullopt;
+        return out;
+    };
 }
 
 // A session the daemon stored: its aggregates as captured, or its raw bytes decoded again.
 Converted from_session(const std::filesystem::path& db, std::int64_t id, bool redecode,
                        ConvertOptions& o, const CommandLine& cl) {
     if (!std::filesystem::exists(db)) throw std::runtime_error("no such database: " + db.string());
-    storage::SessionStore store(db, storage::Database::Mode::kReadOnly);
-    const auto info = store.session(id);
+    auto store = std::make_shared<storage::SessionStore>(db, storage::Database::Mode::kReadOnly);
+    const auto info = store->session(id);
     if (!info) throw std::runtime_error("no session " + std::to_string(id) + " in " + db.string());
     if (!o.elf && !info->spec.elf_path.empty() && std::filesystem::exists(info->spec.elf_path)) {
         o.elf = gmon::Symbolizer::load(info->spec.elf_path);
     }
     const std::string what = "session " + std::to_string(id);
     Converted c;
+    auto& in = *c.input;
+    const auto& traits = protocol::wire_format(info->spec.protocol).traits;
     if (redecode) {
-        WireSpec wire{
-            cl.has("--protocol") ? o.protocol : info->spec.protocol,
-            o.format == "auto" ? info->spec.format : o.format,
-            cl.has("--addr-bytes") ? o.addr_bytes : info->spec.addr_bytes, code_range_of(o),
-            cl.has("--protocol") ? o.swo : swo_options_from_json(info->spec.wire_options)};
-        const auto decoder = make_decoder(wire);
+        WireSpec wire = wire_spec_of(info->spec);
+        if (cl.has("--protocol")) {
+            wire.protocol = o.protocol;
+            wire.swo = o.swo;
+        }
+        if (o.format != "auto") wire.format = o.format;
+        if (cl.has("--addr-bytes")) wire.addr_bytes = o.addr_bytes;
+        wire.code_range = code_range_of(o);
         gmon::Aggregate aggregate;
-        CaptureSink sink(aggregate, print_console);
-        store.for_each_chunk(
-            id, [&](std::int64_t, std::span<const std::uint8_t> raw) { decoder->feed(raw, sink); });
-        decoder->finish(sink);
-        std::cerr << "rackprof: re-decoded " << what << ": " << summary_line(decoder->stats())
+        ingest::AggregateImportSink sink(aggregate, print_console);
+        const auto imported = ingest::redecode_session(*store, id, wire, sink);
+        std::cerr << "rackprof: re-decoded " << what << ": " << summary_line(imported.stats)
                   << "\n";
-        c = from_aggregate(aggregate, decoder->stats(), o, what,
-                           code_range_with(o, sink.hello ? target_of(sink.hello) : info->target));
-        if (wire.protocol == "itm")
-            c.summary["exceptions"] = exceptions_json(exceptions_of(*decoder));
+        check_decoded(imported.stats, o, what);
+        in.source = source_of(std::move(aggregate), o,
+                              imported.hello ? target_of(imported.hello) : info->target);
+        in.summary["decoder"] = stats_json(imported.stats);
+        if (protocol::wire_format(wire.protocol).traits.swo)
+            in.summary["exceptions"] = exceptions_json(imported.exceptions);
     } else {
         const auto& k = info->counters;
         const protocol::DecoderStats stats = storage::decoder_counters(k);
         std::cerr << "rackprof: " << what << " (" << info->spec.board << ", " << info->state
                   << "): " << summary_line(stats) << "; " << k.gaps << " gaps, " << k.records_lost
                   << " records lost\n";
-        c = from_aggregate(store.aggregate(id), stats, o, what, code_range_with(o, info->target));
+        check_decoded(stats, o, what);
+        in.source = source_of(store->aggregate(id), o, info->target);
+        in.summary["decoder"] = stats_json(stats);
     }
-    c.summary["session"] = {{"id", id},
-                            {"board", info->spec.board},
-                            {"state", info->state},
-                            {"gaps", info->counters.gaps},
-                            {"records_lost", info->counters.records_lost}};
-    c.summary["protocol"] = info->spec.protocol;
-    c.summary["format"] = info->spec.format;
-    c.summary["addr_bytes"] = info->spec.addr_bytes;
-    if (!info->target.build_id.empty()) c.summary["target_build_id"] = info->target.build_id;
-    if (info->spec.protocol == "itm" && !c.summary.contains("exceptions")) {
+    in.summary["session"] = {{"id", id},
+                             {"board", info->spec.board},
+                             {"state", info->state},
+                             {"gaps", info->counters.gaps},
+                             {"records_lost", info->counters.records_lost}};
+    in.summary["protocol"] = info->spec.protocol;
+    in.summary["format"] = info->spec.format;
+    in.summary["addr_bytes"] = info->spec.addr_bytes;
+    if (!info->target.build_id.empty()) in.summary["target_build_id"] = info->target.build_id;
+    if (traits.swo && !in.summary.contains("exceptions")) {
         std::map<std::uint16_t, protocol::ExceptionStats> stored;
         for (const auto& e : info->exceptions) stored[e.number] = {e.entries, e.cycles};
-        c.summary["exceptions"] = exceptions_json(stored);
+        in.summary["exceptions"] = exceptions_json(stored);
     }
+    in.raw = session_raw_pages(store, id);
+    in.records = session_record_pages(store, id);
+    c.default_output = "gmon.out";
     return c;
 }
 
 // The itm options; each is an error with another protocol (it would silently do nothing).
 protocol::SwoOptions swo_options(const CommandLine& cl, const std::string& wire_protocol) {
     protocol::SwoOptions swo;
-    for (const char* flag :
-         {"--tpiu", "--tpiu-stream", "--framed-port", "--orbstat-port", "--console-port"}) {
-        if (cl.has(flag) && wire_protocol != "itm")
-            throw UsageError(std::string(flag) + " is for --protocol itm only");
+    const auto& format = protocol::wire_format(wire_protocol);
+    for (const auto& [flag, key] :
+         {std::pair{"--tpiu", "tpiu"}, std::pair{"--tpiu-stream", "tpiu_stream"},
+          std::pair{"--framed-port", "framed_port"}, std::pair{"--orbstat-port", "orbstat_port"},
+          std::pair{"--console-port", "console_port"}}) {
+        if (cl.has(flag) && !protocol::accepts_key(format, key)) {
+            std::string names = protocol::protocols_with_key(key);
+            std::erase(names, '"');
+            throw UsageError(std::string(flag) + " is for --protocol " + names + " only");
+        }
     }
     auto port = [&](const char* flag) -> std::optional<std::uint16_t> {
         if (!cl.has(flag)) return std::nullopt;
@@ -359,17 +438,32 @@ protocol::SwoOptions swo_options(const CommandLine& cl, const std::string& wire_
     try {
         protocol::validate(swo);
     } catch (const std::invalid_argument& e) {
-        throw UsageError(std::string("--protocol itm: ") + e.what());
+        throw UsageError("--protocol " + wire_protocol + ": " + e.what());
     }
     return swo;
 }
 
+std::set<std::string> protocol_names() {
+    std::set<std::string> names;
+    for (const auto& f : protocol::wire_formats()) names.emplace(f.name);
+    return names;
+}
+
+std::set<std::string> export_names() {
+    std::set<std::string> names;
+    for (const auto& f : gmon::export_formats()) names.emplace(f.name);
+    return names;
+}
+
 ConvertOptions parse_options(const CommandLine& cl) {
     ConvertOptions o;
-    o.protocol = cl.choice("--protocol", "legacy", {"legacy", "framed", "itm"});
+    o.protocol = cl.choice("--protocol", "legacy", protocol_names());
     o.format = cl.choice("--format", "auto", {"auto", "bin", "hex", "gmon"});
-    o.report = cl.choice("--report", "text", {"text", "json", "none"});
-    o.addr_bytes = static_cast<int>(cl.get_uint("--addr-bytes", o.protocol == "legacy" ? 3 : 4));
+    o.report =
+        cl.choice("--report", cl.has("--export") ? "none" : "text", {"text", "json", "none"});
+    o.addr_bytes = static_cast<int>(cl.get_uint(
+        "--addr-bytes",
+        static_cast<std::uint64_t>(protocol::wire_format(o.protocol).default_addr_bytes)));
     o.swo = swo_options(cl, o.protocol);
     if (o.addr_bytes != 3 && o.addr_bytes != 4) throw UsageError("--addr-bytes must be 3 or 4");
     o.rate = static_cast<std::uint32_t>(cl.get_uint("--rate", 1000));
@@ -388,40 +482,43 @@ ConvertOptions parse_options(const CommandLine& cl) {
     return o;
 }
 
-void print_report(const Converted& c, const ConvertOptions& o,
-                  const std::optional<gmon::Profile>& profile) {
-    if (o.report == "json") {
-        nlohmann::json out = {{"schema", "rackprof.report/1"},
-                              {"source", c.summary},
-                              {"raw", raw_json(c.data, c.samples_outside)}};
-        out["profile"] = profile ? gmon::profile_json(*profile, o.json) : nlohmann::json(nullptr);
-        std::cout << out.dump(2) << "\n";
-    } else if (o.report == "text") {
-        if (profile) {
-            std::cout << gmon::render_gprof_text(*profile);
-            return;
-        }
-        std::cout << "Call arcs (from -> self: count):\n";
-        for (const auto& a : c.data.arcs) {
-            std::cout << "  " << gmon::hex_address(a.from_pc) << " -> "
-                      << gmon::hex_address(a.self_pc) << ": " << a.count << "\n";
-        }
+// Writes one export to a file (atomically), or to standard output for "-".
+void write_export(const std::string& format, std::shared_ptr<const gmon::ExportInput> input,
+                  const std::filesystem::path& path) {
+    if (path == "-") {
+        gmon::export_to(format, std::move(input), [](std::string_view chunk) {
+            std::cout.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+        });
+        std::cout.flush();
+        return;
     }
+    std::vector<std::uint8_t> bytes;
+    gmon::export_to(format, std::move(input), [&](std::string_view chunk) {
+        bytes.insert(bytes.end(), chunk.begin(), chunk.end());
+    });
+    gmon::write_file_atomically(path, bytes);
+    std::cerr << "rackprof: wrote " << path.string() << "\n";
 }
 
 }  // namespace
 
 int run_convert(const std::vector<std::string>& args) {
-    const CommandLine cl(args,
-                         {"--elf", "-o", "--protocol", "--format", "--addr-bytes", "--rate",
-                          "--bin-bytes", "--report", "--top", "--min-percent", "--db", "--session",
-                          "--tpiu-stream", "--framed-port", "--orbstat-port", "--console-port"},
-                         {"--help", "-h", "--redecode", "--tpiu"});
+    const CommandLine cl(
+        args,
+        {"--elf", "-o", "--protocol", "--format", "--addr-bytes", "--rate", "--bin-bytes",
+         "--report", "--top", "--min-percent", "--db", "--session", "--tpiu-stream",
+         "--framed-port", "--orbstat-port", "--console-port", "--export"},
+        {"--help", "-h", "--redecode", "--tpiu"});
     if (cl.has("--help") || cl.has("-h")) {
         std::cout << kUsage;
         return 0;
     }
     ConvertOptions o = parse_options(cl);
+    const auto export_format = cl.has("--export")
+                                   ? std::optional(cl.choice("--export", "", export_names()))
+                                   : std::nullopt;
+    if (export_format && !cl.has("-o"))
+        throw UsageError("--export " + *export_format + " needs -o FILE (- for standard output)");
     if (const auto elf_path = cl.get("--elf")) o.elf = gmon::Symbolizer::load(*elf_path);
 
     Converted c;
@@ -437,34 +534,34 @@ int run_convert(const std::vector<std::string>& args) {
         const std::filesystem::path input = cl.positionals()[0];
         if (!std::filesystem::exists(input))
             throw std::runtime_error("no such file: " + input.string());
-        if (o.format == "gmon" || (o.format == "auto" && is_gnu_gmon(input))) {
-            c = from_gmon_file(input, o);
-        } else {
-            c = from_capture_file(input, o);
-        }
+        c = from_file(input, o);
     }
-
-    const auto output =
-        cl.has("-o") ? std::optional<std::filesystem::path>(cl.get("-o", "")) : c.default_output;
-    if (output) {
-        gmon::write_file_atomically(*output, gmon::serialize_gmon(c.data));
-        std::cerr << "rackprof: wrote " << output->string() << "\n";
-        c.summary["gmon_out"] = output->string();
-    }
-
-    std::optional<gmon::Profile> profile;
+    auto& in = *c.input;
+    // A gmon.out read with --rate is profiled at that rate; its bytes stay as they were.
+    if (in.source.histograms && cl.has("--rate")) in.profile_options.prof_rate_override = o.rate;
+    in.json_options = o.json;
     if (o.elf) {
-        gmon::ProfileOptions options;
-        if (o.format == "gmon" && cl.has("--rate")) options.prof_rate_override = o.rate;
-        profile = gmon::compute_profile(c.data, *o.elf, options);
-        c.summary["elf"] = o.elf->path().string();
-        c.summary["build_id"] = o.elf->build_id();
+        in.summary["elf"] = o.elf->path().string();
+        in.summary["build_id"] = o.elf->build_id();
     } else if (o.report != "none") {
         std::cerr
             << "rackprof: no --elf given: the report lists addresses only; give the firmware's ELF "
                "for function names\n";
     }
-    print_report(c, o, profile);
+
+    if (export_format) {
+        write_export(*export_format, c.input, cl.get("-o", ""));
+    } else if (const auto output = cl.has("-o")
+                                       ? std::optional<std::filesystem::path>(cl.get("-o", ""))
+                                       : c.default_output) {
+        write_export("gmon", c.input, *output);
+        in.summary["gmon_out"] = output->string();
+    }
+    if (o.report != "none") {
+        gmon::export_to(o.report, c.input, [](std::string_view chunk) {
+            std::cout.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+        });
+    }
     return 0;
 }
 

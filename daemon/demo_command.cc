@@ -10,17 +10,18 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <stdexcept>
 #include <thread>
 
 #include "daemon/board_simulator.h"
-#include "daemon/capture_reader.h"
 #include "daemon/command_line.h"
 #include "daemon/commands.h"
-#include "daemon/wire_decoder.h"
+#include "daemon/ingest/capture_import.h"
+#include "daemon/ingest/wire_settings.h"
+#include "gmon/export.h"
 #include "gmon/gmon_writer.h"
-#include "gmon/profile.h"
-#include "gmon/report.h"
+#include "protocol/wire_format.h"
 
 extern char** environ;
 
@@ -42,24 +43,28 @@ void usage(std::ostream& out) {
 }
 
 // Writes gmon.out for `elf`, prints where things are and the profile.
-void write_and_print(const gmon::Aggregate& aggregate, const std::filesystem::path& elf_path,
+void write_and_print(gmon::Aggregate aggregate, const std::filesystem::path& elf_path,
                      const std::filesystem::path& dir) {
-    const auto elf = gmon::Symbolizer::load(elf_path.string());
-    const auto spec = gmon::histogram_spec(aggregate, std::pair(elf->code_low(), elf->code_high()));
-    const auto binned = gmon::to_gmon_data(aggregate, spec, elf->layout());
+    auto input = std::make_shared<gmon::ExportInput>();
+    input->source.aggregate = std::make_shared<const gmon::Aggregate>(std::move(aggregate));
+    input->source.elf = gmon::Symbolizer::load(elf_path.string());
     const auto gmon_path = dir / "gmon.out";
-    gmon::write_file_atomically(gmon_path, gmon::serialize_gmon(binned.data));
+    std::vector<std::uint8_t> bytes;
+    gmon::export_to("gmon", input, [&](std::string_view chunk) {
+        bytes.insert(bytes.end(), chunk.begin(), chunk.end());
+    });
+    gmon::write_file_atomically(gmon_path, bytes);
     std::cout << "wrote " << gmon_path.string() << "; try: arm-none-eabi-gprof "
-              << elf_path.string() << " " << gmon_path.string() << "\n\n"
-              << gmon::render_gprof_text(gmon::compute_profile(binned.data, *elf));
+              << elf_path.string() << " " << gmon_path.string() << "\n\n";
+    gmon::export_to("text", input, [](std::string_view chunk) { std::cout << chunk; });
 }
 
 int simulated_demo(const CommandLine& cl, const std::filesystem::path& dir) {
     SimulatorOptions options;
     options.model = cl.get("--model", "blinky");
     options.max_iterations = cl.get_uint("--iterations", 200);
-    const auto decoder =
-        make_decoder(WireSpec{"legacy", "bin", options.addr_bytes, std::nullopt, {}});
+    const auto decoder = make_decoder(
+        WireSpec{wire_format_name(options.protocol), "bin", options.addr_bytes, std::nullopt, {}});
     gmon::Aggregate aggregate;
     gmon::AggregateSink sink(aggregate);
     const GroundTruth truth =
@@ -74,8 +79,9 @@ int simulated_demo(const CommandLine& cl, const std::filesystem::path& dir) {
     std::cout << "rackprof demo: simulated board '" << options.model << "' sent " << s.bytes_in
               << " bytes; decoded " << s.arcs << " arcs and " << s.pc_samples << " PC samples ("
               << s.bytes_discarded << " bytes discarded)\n";
-    write_and_print(aggregate, elf_path, dir);
-    return truth.aggregate == aggregate ? 0 : 1;
+    const bool exact = truth.aggregate == aggregate;
+    write_and_print(std::move(aggregate), elf_path, dir);
+    return exact ? 0 : 1;
 }
 
 // Runs `argv` and waits for it, killing it after `timeout`. Returns its exit status.
@@ -109,10 +115,9 @@ std::filesystem::path default_firmware_dir() {
 int qemu_demo(const CommandLine& cl, const std::filesystem::path& dir) {
     const std::string board = cl.get("--board", "mps2-an385");
     const std::string example = cl.get("--example", "deterministic");
-    const std::string mode = cl.get("--mode", "framed");
+    const std::string mode = cl.choice("--mode", "framed", {"framed", "compat"});
     if (board != "mps2-an385" && board != "microbit")
         throw UsageError("--board must be mps2-an385 or microbit");
-    if (mode != "framed" && mode != "compat") throw UsageError("--mode must be framed or compat");
     const auto given_dir = cl.get("--firmware-dir");
     const std::filesystem::path firmware_dir =
         given_dir ? std::filesystem::path(*given_dir) : default_firmware_dir();
@@ -138,16 +143,21 @@ int qemu_demo(const CommandLine& cl, const std::filesystem::path& dir) {
     }
     if (rc != 0) std::cerr << "rackprof demo: the firmware exited with " << rc << "\n";
 
+    // target-fw's modes and the wire format each sends.
+    static const std::map<std::string, std::string> kModeWire = {{"compat", "legacy"},
+                                                                 {"framed", "framed"}};
+    const auto& wire = protocol::wire_format(kModeWire.at(mode));
     gmon::Aggregate aggregate;
-    const auto decoded = decode_capture(capture,
-                                        WireSpec{mode == "framed" ? "framed" : "legacy", "bin",
-                                                 mode == "framed" ? 4 : 3, std::nullopt},
-                                        aggregate);
+    ingest::AggregateImportSink sink(aggregate);
+    ingest::ImportSpec spec;
+    spec.kind = ingest::InputKind::kCapture;
+    spec.wire = WireSpec{std::string(wire.name), "bin", wire.default_addr_bytes, std::nullopt};
+    const auto decoded = ingest::import_file(capture, spec, sink);
     const auto& s = decoded.stats;
     std::cout << "rackprof demo: the board sent " << s.bytes_in << " bytes; decoded " << s.arcs
               << " arcs and " << s.pc_samples << " PC samples (" << s.bytes_discarded
               << " bytes discarded, " << s.frames_lost << " frames lost)\n";
-    write_and_print(aggregate, elf, dir);
+    write_and_print(std::move(aggregate), elf, dir);
     return rc == 0 && s.bytes_discarded == 0 && s.frames_lost == 0 ? 0 : 1;
 }
 

@@ -106,7 +106,7 @@ nlohmann::json truth_json(const GroundTruth& truth, const SimulatorOptions& opti
         pcs.push_back({{"pc", gmon::hex_address(p.pc)}, {"count", p.count}});
     }
     return {{"model", truth.model},
-            {"protocol", options.protocol == WireProtocol::kFramed ? "framed" : "legacy"},
+            {"protocol", wire_format_name(options.protocol)},
             {"format", options.encoding == protocol::LegacyEncoding::kHex ? "hex" : "bin"},
             {"arc_cache", options.arc_cache},
             {"pc_cache", options.pc_cache},
@@ -181,8 +181,9 @@ int run_simulate(const std::vector<std::string>& args) {
     options.seed = cl.get_uint("--seed", 1);
     options.faults = {cl.get_rate("--drop"), cl.get_rate("--flip"), cl.get_rate("--insert"),
                       cl.get_rate("--drop-frames")};
-    if (cl.choice("--protocol", "legacy", {"legacy", "framed"}) == "framed")
-        options.protocol = WireProtocol::kFramed;
+    options.protocol = *simulated_protocol(cl.choice(
+        "--protocol", "legacy",
+        {wire_format_name(WireProtocol::kLegacy), wire_format_name(WireProtocol::kFramed)}));
     options.arc_cache = cl.get_uint("--arc-cache", 0);
     options.pc_cache = cl.get_uint("--pc-cache", 0);
     options.arc_cache_flush = cl.get_uint("--cache-flush", options.arc_cache_flush);

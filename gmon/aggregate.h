@@ -58,6 +58,8 @@ class AggregateSink : public protocol::RecordSink {
   public:
     explicit AggregateSink(Aggregate& aggregate) : aggregate_(aggregate) {}
     void on_records(std::span<const protocol::Record> batch) override { aggregate_.add(batch); }
+    // Counts that are already aggregated (an imported gmon.out), kept wide.
+    void add(const Aggregate& counts) { aggregate_.merge(counts); }
 
   private:
     Aggregate& aggregate_;

@@ -42,38 +42,87 @@ HistogramSpec histogram_spec(const Aggregate& aggregate,
     return bounded(code_range->first, code_range->second, bin_bytes, prof_rate);
 }
 
-BinningResult to_gmon_data(const Aggregate& aggregate, const HistogramSpec& spec,
+HistogramSpec shape_of(const Histogram& h) {
+    HistogramSpec spec{h.low_pc, h.high_pc, 2, h.prof_rate, h.bins.size()};
+    return spec;
+}
+
+namespace {
+
+// Exact-count bins: bin i covers [low + ceil(i*R/n), low + ceil((i+1)*R/n)) for a range of R
+// bytes in n bins (n <= R), which is what gprof's scaling does to a bin's first address.
+__extension__ typedef unsigned __int128 Wide;  // R * n needs more than 64 bits
+
+std::uint64_t exact_bin_of(const HistogramSpec& spec, std::uint64_t pc) {
+    const std::uint64_t range = spec.high_pc - spec.low_pc;
+    return static_cast<std::uint64_t>(static_cast<Wide>(pc - spec.low_pc) * spec.bins / range);
+}
+
+struct Layout {
+    std::uint64_t low = 0, high = 0, nbins = 0;
+};
+
+Layout layout_of(const HistogramSpec& spec) {
+    if (spec.high_pc <= spec.low_pc) return {};
+    if (spec.bins) return {spec.low_pc, spec.high_pc, spec.bins};
+    const std::uint64_t nbins = (spec.high_pc - spec.low_pc + spec.bin_bytes - 1) / spec.bin_bytes;
+    return {spec.low_pc, spec.low_pc + nbins * spec.bin_bytes, nbins};
+}
+
+}  // namespace
+
+std::uint64_t bin_address(const HistogramSpec& spec, std::uint64_t index) {
+    if (!spec.bins) return spec.low_pc + index * spec.bin_bytes;
+    const Wide range = spec.high_pc - spec.low_pc;
+    return spec.low_pc + static_cast<std::uint64_t>(
+                             (static_cast<Wide>(index) * range + spec.bins - 1) / spec.bins);
+}
+
+BinningResult to_gmon_data(const Aggregate& aggregate, const std::vector<HistogramSpec>& specs,
                            const TargetLayout& layout) {
-    if (spec.bin_bytes == 0 || spec.bin_bytes % 2 != 0) {
-        // gprof measures addresses in 2-byte units; an odd bin size cannot be represented.
-        throw std::invalid_argument("histogram bin size must be a positive even number of bytes");
+    for (const auto& spec : specs) {
+        if (!spec.bins && (spec.bin_bytes == 0 || spec.bin_bytes % 2 != 0)) {
+            // gprof measures addresses in 2-byte units; an odd bin size cannot be represented.
+            throw std::invalid_argument(
+                "histogram bin size must be a positive even number of bytes");
+        }
+        if (spec.bins && spec.bins > spec.high_pc - spec.low_pc)
+            throw std::invalid_argument("a histogram cannot have more bins than bytes");
     }
     BinningResult result;
     result.data.layout = layout;
     result.data.format = GmonFormat::kGnu;
     result.data.arcs = aggregate.arcs();
-
-    const auto pcs = aggregate.pc_samples();
-    if (spec.high_pc > spec.low_pc) {
+    std::vector<std::pair<const HistogramSpec*, Layout>> ranges;
+    for (const auto& spec : specs) {
+        const Layout l = layout_of(spec);
+        if (!l.nbins) continue;
         Histogram h;
-        h.low_pc = spec.low_pc;
-        const std::uint64_t nbins =
-            (spec.high_pc - spec.low_pc + spec.bin_bytes - 1) / spec.bin_bytes;
-        h.high_pc = spec.low_pc + nbins * spec.bin_bytes;
+        h.low_pc = l.low;
+        h.high_pc = l.high;
         h.prof_rate = spec.prof_rate;
-        h.bins.assign(nbins, 0);
-        for (const PcCount& p : pcs) {
-            if (p.pc >= h.low_pc && p.pc < h.high_pc) {
-                h.bins[(p.pc - h.low_pc) / spec.bin_bytes] += p.count;
-            } else {
-                result.samples_outside += p.count;
-            }
-        }
+        h.bins.assign(l.nbins, 0);
         result.data.histograms.push_back(std::move(h));
-    } else {
-        for (const PcCount& p : pcs) result.samples_outside += p.count;
+        ranges.emplace_back(&spec, l);
+    }
+    for (const PcCount& p : aggregate.pc_samples()) {
+        bool binned = false;
+        for (std::size_t k = 0; k < ranges.size() && !binned; ++k) {
+            const auto& [spec, l] = ranges[k];
+            if (p.pc < l.low || p.pc >= l.high) continue;
+            const std::uint64_t bin =
+                spec->bins ? exact_bin_of(*spec, p.pc) : (p.pc - l.low) / spec->bin_bytes;
+            result.data.histograms[k].bins[bin] += p.count;
+            binned = true;
+        }
+        if (!binned) result.samples_outside += p.count;
     }
     return result;
+}
+
+BinningResult to_gmon_data(const Aggregate& aggregate, const HistogramSpec& spec,
+                           const TargetLayout& layout) {
+    return to_gmon_data(aggregate, std::vector<HistogramSpec>{spec}, layout);
 }
 
 }  // namespace rackprof::gmon

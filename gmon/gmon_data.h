@@ -49,7 +49,17 @@ struct HistogramSpec {
     std::uint64_t high_pc = 0;
     std::uint32_t bin_bytes = 2;  // Thumb instructions are 2-byte aligned
     std::uint32_t prof_rate = 1000;
+    // An exact bin count over [low_pc, high_pc) (a gmon.out read elsewhere may have bins of a
+    // fractional width); 0: bins of bin_bytes, the range rounded up to whole bins.
+    std::uint64_t bins = 0;
+    friend bool operator==(const HistogramSpec&, const HistogramSpec&) = default;
 };
+
+// The exact shape of a histogram read from a gmon.out, to bin samples into it again.
+HistogramSpec shape_of(const Histogram& histogram);
+// The address a sample in bin `index` of `spec` is kept at, so binning it again puts it back
+// into the same bin.
+std::uint64_t bin_address(const HistogramSpec& spec, std::uint64_t index);
 
 // The histogram range for observed PCs when no ELF tells the code range.
 HistogramSpec observed_range(const Aggregate& aggregate, std::uint32_t bin_bytes,
@@ -69,6 +79,9 @@ struct BinningResult {
 
 // Bins the aggregate's PC samples and copies its arcs.
 BinningResult to_gmon_data(const Aggregate& aggregate, const HistogramSpec& spec,
+                           const TargetLayout& layout);
+// The same over several non-overlapping histograms (an imported gmon.out may have more).
+BinningResult to_gmon_data(const Aggregate& aggregate, const std::vector<HistogramSpec>& specs,
                            const TargetLayout& layout);
 
 }  // namespace rackprof::gmon

@@ -10,7 +10,7 @@
 #include <set>
 
 #include "daemon/board.h"
-#include "daemon/wire_decoder.h"
+#include "daemon/ingest/wire_settings.h"
 #include "gmon/gmon_reader.h"
 #include "gmon/gmon_writer.h"
 #include "gmon/profile.h"

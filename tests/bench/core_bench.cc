@@ -16,7 +16,7 @@
 #include <string>
 
 #include "daemon/board_simulator.h"
-#include "daemon/capture_reader.h"
+#include "daemon/ingest/capture_import.h"
 #include "daemon/target_cache.h"
 #include "gmon/gmon_writer.h"
 #include "gmon/profile.h"
@@ -54,7 +54,7 @@ daemon::SimulatorOptions simulator_options(const Wire& wire) {
 
 daemon::WireSpec wire_spec(const Wire& wire) {
     daemon::WireSpec spec;
-    spec.protocol = wire.protocol == daemon::WireProtocol::kFramed ? "framed" : "legacy";
+    spec.protocol = daemon::wire_format_name(wire.protocol);
     spec.format = wire.encoding == protocol::LegacyEncoding::kHex ? "hex" : "bin";
     return spec;
 }
@@ -98,7 +98,11 @@ void bench_decode(const std::filesystem::path& dir, const Wire& wire, std::uint6
     for (int i = 0; i < 3; ++i) {
         gmon::Aggregate aggregate;
         const auto start = Clock::now();
-        stats = daemon::decode_capture(path, wire_spec(wire), aggregate).stats;
+        ingest::AggregateImportSink sink(aggregate);
+        ingest::ImportSpec spec;
+        spec.kind = ingest::InputKind::kCapture;
+        spec.wire = wire_spec(wire);
+        stats = ingest::import_file(path, spec, sink).stats;
         best = std::min(best, seconds_since(start));
     }
     const double md5 = md5sum_seconds(path);

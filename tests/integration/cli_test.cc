@@ -291,5 +291,74 @@ TEST_CASE("demo --qemu: example firmware in QEMU, profiled as gprof profiles it"
           std::string::npos);
 }
 
+TEST_CASE("a gmon.out keeps its profiling rate and histogram through convert (gprof agrees)") {
+    testing::TempDir dir;
+    const auto capture = dir / "capture";
+    const auto elf = dir / "model.elf";
+    REQUIRE(rackprof({"simulate", "--model", "blinky", "--iterations", "300", "-o",
+                      capture.string(), "--write-elf", elf.string()})
+                .exit_code == 0);
+    // A 5 Hz profile with 4-byte bins, as another tool would have written it.
+    const auto five_hz = dir / "five.gmon";
+    REQUIRE(rackprof({"convert", capture.string(), "--elf", elf.string(), "--rate", "5",
+                      "--bin-bytes", "4", "-o", five_hz.string(), "--report", "none"})
+                .exit_code == 0);
+    const auto again = dir / "again.gmon";
+    const auto conv = rackprof({"convert", five_hz.string(), "--elf", elf.string(), "--export",
+                                "gmon", "-o", again.string()});
+    REQUIRE_MESSAGE(conv.exit_code == 0, conv.err);
+    const std::string original = testing::gprof_brief(elf, five_hz);
+    CHECK(original.find("each sample hit covers 4 byte(s)") != std::string::npos);
+    CHECK(testing::gprof_brief(elf, again) == original);
+    CHECK(testing::read_text(again) == testing::read_text(five_hz));
+    // And rackprof's own report of it is gprof's.
+    const auto text = rackprof({"convert", five_hz.string(), "--elf", elf.string()});
+    REQUIRE(text.exit_code == 0);
+    CHECK(text.out == original);
+}
+
+TEST_CASE("convert --export writes every registered format; the stored session's too") {
+    testing::TempDir dir;
+    const auto capture = dir / "capture";
+    const auto elf = dir / "model.elf";
+    REQUIRE(rackprof({"simulate", "--model", "deterministic", "--iterations", "40", "-o",
+                      capture.string(), "--write-elf", elf.string()})
+                .exit_code == 0);
+    auto exported = [&](const std::string& format) {
+        const auto out = dir / ("out." + format);
+        const auto r = rackprof({"convert", capture.string(), "--elf", elf.string(), "--export",
+                                 format, "-o", out.string()});
+        REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+        CHECK(r.out.empty());  // no report unless asked for
+        return testing::read_text(out);
+    };
+    const std::string raw = exported("raw");
+    CHECK(raw == testing::read_text(capture));
+    const std::string csv = exported("csv");
+    CHECK(csv.rfind("kind,from,self,pc,count\n", 0) == 0);
+    const std::string ndjson = exported("ndjson");
+    const auto first = json::parse(ndjson.substr(0, ndjson.find('\n')));
+    CHECK(first["t"] == 0);
+    CHECK(first.contains("kind"));
+    const auto report = json::parse(exported("json"));
+    CHECK(report["schema"] == "rackprof.report/1");
+    CHECK(report["source"]["decoder"]["bytes_discarded"] == 0);
+    const std::string text = exported("text");
+    CHECK(text.find("Flat profile") != std::string::npos);
+    exported("gmon");
+    CHECK(testing::gprof_brief(elf, dir / "out.gmon") == text);
+    // Records in the NDJSON are exactly the capture's arcs and samples.
+    std::uint64_t records = 0;
+    for (std::size_t at = 0; at < ndjson.size(); at = ndjson.find('\n', at) + 1) ++records;
+    CHECK(records == report["source"]["decoder"]["arcs"].get<std::uint64_t>() +
+                         report["source"]["decoder"]["pc_samples"].get<std::uint64_t>());
+
+    const auto bad = rackprof({"convert", capture.string(), "--export", "svg", "-o", "x"});
+    CHECK(bad.exit_code == 2);
+    const auto no_output = rackprof({"convert", capture.string(), "--export", "csv"});
+    CHECK(no_output.exit_code == 2);
+    CHECK(no_output.err.find("-o") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace rackprof

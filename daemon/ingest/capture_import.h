@@ -1,0 +1,104 @@
+// The one import path: the bytes of a capture (any registered wire format) or of a gmon.out
+// become records, counters, the target's HELLO, and — for a gmon.out — the exact histogram
+// shapes and profiling rate. `rackprof convert`, the HTTP import, the benchmarks and the
+// re-decoding of stored sessions all come through here, so they decode alike.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "daemon/ingest/wire_settings.h"
+#include "gmon/aggregate.h"
+#include "gmon/gmon_data.h"
+#include "protocol/decoder_stats.h"
+#include "protocol/legacy_format.h"
+#include "protocol/record_sink.h"
+#include "protocol/stream_event.h"
+
+namespace rackprof::storage {
+class SessionStore;
+}
+
+namespace rackprof::ingest {
+
+using protocol::WireSpec;
+
+// What the bytes are. kAuto: a GNU gmon.out by its magic, else a capture.
+enum class InputKind { kAuto, kCapture, kGmon };
+
+struct ImportSpec {
+    InputKind kind = InputKind::kAuto;
+    // A capture's wire; format "auto" is detected (hex-ASCII text or binary) where the
+    // protocol has a text encoding, else "bin".
+    WireSpec wire;
+    gmon::TargetLayout layout;  // a gmon.out's address size and byte order (from its ELF)
+};
+
+// What an import yields beside its records.
+struct Imported {
+    InputKind kind = InputKind::kCapture;
+    std::string format;  // bin | hex | gmon: what the bytes turned out to be
+    protocol::DecoderStats stats;
+    std::optional<protocol::TargetHello> hello;                    // the last one (framed captures)
+    std::map<std::uint16_t, protocol::ExceptionStats> exceptions;  // itm: exception trace
+    // A gmon.out's histograms exactly (ranges, bin counts, rate): profiles and exports bin
+    // its samples into these again, so nothing moves and its times stay its own.
+    std::vector<gmon::HistogramSpec> histograms;
+};
+
+using ProgressCallback = std::function<void(std::uint64_t done, std::uint64_t total)>;
+using ConsoleCallback = std::function<void(const protocol::ConsoleText& line)>;
+
+// Records go to `sink` as they are decoded (and events: HELLO, console lines). Throws
+// std::runtime_error (gmon::GmonFormatError for a bad gmon.out) or std::invalid_argument for
+// a wire it cannot decode.
+Imported import_bytes(std::span<const std::uint8_t> bytes, const ImportSpec& spec,
+                      protocol::RecordSink& sink);
+// The same from a file, read in chunks (a capture is never whole in memory), with progress.
+// Throws std::runtime_error naming the file on I/O errors.
+Imported import_file(const std::filesystem::path& path, const ImportSpec& spec,
+                     protocol::RecordSink& sink, const ProgressCallback& progress = {});
+// A stored session's raw bytes decoded again with `wire`.
+Imported redecode_session(storage::SessionStore& store, std::int64_t session, const WireSpec& wire,
+                          protocol::RecordSink& sink);
+
+// A gmon.out whole: its arcs and samples (wide counts, 64-bit addresses) and its shapes.
+struct GmonImport {
+    gmon::Aggregate aggregate;
+    Imported info;
+};
+GmonImport import_gmon(std::span<const std::uint8_t> bytes, const gmon::TargetLayout& layout);
+
+// Looks at the start of a capture: hex-ASCII text or binary wire bytes.
+protocol::LegacyEncoding detect_encoding(std::span<const std::uint8_t> head);
+// True when the bytes start with the GNU gmon.out magic.
+bool is_gnu_gmon(std::span<const std::uint8_t> head);
+
+// Records into an aggregate, passing console lines on: what an offline profile needs.
+class AggregateImportSink : public gmon::AggregateSink {
+  public:
+    explicit AggregateImportSink(gmon::Aggregate& aggregate, ConsoleCallback console = {})
+        : gmon::AggregateSink(aggregate), console_(std::move(console)) {}
+    void on_event(const protocol::StreamEvent& event) override {
+        if (const auto* c = std::get_if<protocol::ConsoleText>(&event); c && console_) console_(*c);
+    }
+
+  private:
+    ConsoleCallback console_;
+};
+
+// Records kept in order (what a stored import needs).
+struct RecordCollector : protocol::RecordSink {
+    std::vector<protocol::Record> records;
+    void on_records(std::span<const protocol::Record> batch) override {
+        records.insert(records.end(), batch.begin(), batch.end());
+    }
+};
+
+}  // namespace rackprof::ingest

@@ -1,0 +1,60 @@
+#include "daemon/ingest/wire_settings.h"
+
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace rackprof::daemon {
+
+WireSpec wire_spec_of(const BoardConfig& board) {
+    WireSpec wire{board.protocol, board.format, board.addr_bytes, std::nullopt, {}};
+    wire.swo.tpiu = board.tpiu;
+    wire.swo.tpiu_stream = static_cast<std::uint8_t>(board.tpiu_stream);
+    auto port = [](const std::optional<int>& p) -> std::optional<std::uint16_t> {
+        if (!p) return std::nullopt;
+        return static_cast<std::uint16_t>(*p);
+    };
+    wire.swo.framed_port = port(board.framed_port);
+    wire.swo.orbstat_port = port(board.orbstat_port);
+    wire.swo.console_port = port(board.console_port);
+    return wire;
+}
+
+namespace {
+constexpr std::pair<const char*, std::optional<std::uint16_t> protocol::SwoOptions::*> kPorts[] = {
+    {"framed_port", &protocol::SwoOptions::framed_port},
+    {"orbstat_port", &protocol::SwoOptions::orbstat_port},
+    {"console_port", &protocol::SwoOptions::console_port}};
+}  // namespace
+
+std::string swo_options_json(const protocol::SwoOptions& swo) {
+    nlohmann::json j = {{"tpiu", swo.tpiu}, {"tpiu_stream", swo.tpiu_stream}};
+    for (const auto& [key, port] : kPorts) {
+        if (swo.*port) j[key] = *(swo.*port);
+    }
+    return j.dump();
+}
+
+WireSpec wire_spec_of(const storage::NewSession& session) {
+    return WireSpec{session.protocol, session.format, session.addr_bytes, std::nullopt,
+                    swo_options_from_json(session.wire_options)};
+}
+
+std::string wire_options_json(const WireSpec& wire) {
+    return protocol::wire_format(wire.protocol).traits.swo ? swo_options_json(wire.swo) : "";
+}
+
+protocol::SwoOptions swo_options_from_json(const std::string& text) {
+    protocol::SwoOptions swo;
+    if (text.empty()) return swo;
+    const auto j = nlohmann::json::parse(text, nullptr, false);
+    if (!j.is_object()) throw std::invalid_argument("stored wire options are not a JSON object");
+    swo.tpiu = j.value("tpiu", false);
+    swo.tpiu_stream = j.value<std::uint8_t>("tpiu_stream", 1);
+    for (const auto& [key, port] : kPorts) {
+        if (j.contains(key)) swo.*port = j[key].get<std::uint16_t>();
+    }
+    return swo;
+}
+
+}  // namespace rackprof::daemon

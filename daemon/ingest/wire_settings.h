@@ -1,0 +1,33 @@
+// A board's or a stored session's wire settings as the registry's WireSpec (protocol/
+// wire_format.h builds the decoder), and the SWO settings as sessions store them.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "daemon/config.h"
+#include "protocol/wire_format.h"
+#include "storage/session_store.h"
+
+namespace rackprof::daemon {
+
+using protocol::exceptions_of;
+using protocol::make_decoder;
+using protocol::WireSpec;
+
+// The wire a board's configuration describes (its code range comes from its ELF, later).
+WireSpec wire_spec_of(const BoardConfig& board);
+
+// The wire a stored session was captured with (its code range is the caller's to add).
+WireSpec wire_spec_of(const storage::NewSession& session);
+
+// The itm settings as a session stores them (JSON), so a re-decode reads the ports alike;
+// "" reads as the defaults (sessions of other protocols, older sessions).
+std::string swo_options_json(const protocol::SwoOptions& swo);
+// What a session stores of a wire's further settings: "" unless its protocol has any.
+std::string wire_options_json(const WireSpec& wire);
+protocol::SwoOptions swo_options_from_json(const std::string& text);
+
+}  // namespace rackprof::daemon

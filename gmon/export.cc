@@ -1,0 +1,183 @@
+#include "gmon/export.h"
+
+#include <array>
+#include <stdexcept>
+
+#include "gmon/gmon_writer.h"
+
+namespace rackprof::gmon {
+
+namespace {
+
+using Input = std::shared_ptr<const ExportInput>;
+
+// A stream of one chunk made when first pulled.
+ChunkStream once(std::function<std::string()> make) {
+    return [make = std::move(make), done = false]() mutable -> std::optional<std::string> {
+        if (done) return std::nullopt;
+        done = true;
+        return make();
+    };
+}
+
+ChunkStream open_gmon(Input input) {
+    return once([input] {
+        const auto bytes = serialize_gmon(gmon_data_of(input->source).data);
+        return std::string(bytes.begin(), bytes.end());
+    });
+}
+
+std::string arcs_text(const GmonData& data) {
+    std::string out = "Call arcs (from -> self: count):\n";
+    for (const auto& a : data.arcs) {
+        out += "  " + hex_address(a.from_pc) + " -> " + hex_address(a.self_pc) + ": " +
+               std::to_string(a.count) + "\n";
+    }
+    return out;
+}
+
+ChunkStream open_text(Input input) {
+    return once([input] {
+        const auto data = gmon_data_of(input->source).data;
+        if (!input->source.elf) return arcs_text(data);  // addresses only: the arcs
+        return render_gprof_text(profile_of(input->source, data, input->profile_options));
+    });
+}
+
+ChunkStream open_json(Input input) {
+    return once([input] { return report_json(*input).dump(2) + "\n"; });
+}
+
+// The aggregate in the thesis' validation columns.
+ChunkStream open_csv(Input input) {
+    return once([input] {
+        const auto& aggregate = *input->source.aggregate;
+        std::string out = "kind,from,self,pc,count\n";
+        for (const auto& a : aggregate.arcs()) {
+            out += "arc," + hex_address(a.from_pc) + "," + hex_address(a.self_pc) + ",," +
+                   std::to_string(a.count) + "\n";
+        }
+        for (const auto& p : aggregate.pc_samples())
+            out += "pc,,," + hex_address(p.pc) + "," + std::to_string(p.count) + "\n";
+        return out;
+    });
+}
+
+// Every record with its receive time, a page of batches per chunk.
+ChunkStream open_ndjson(Input input) {
+    if (!input->records) throw std::invalid_argument("this source has no records to export");
+    return [input]() -> std::optional<std::string> {
+        for (;;) {
+            auto page = input->records();
+            if (!page) return std::nullopt;
+            std::string out;
+            for (const auto& batch : *page) {
+                const std::string t = std::to_string(batch.received_ns);
+                for (const auto& r : batch.records) {
+                    out += "{\"t\":" + t;
+                    if (r.kind == protocol::RecordKind::kArc) {
+                        out += ",\"kind\":\"arc\",\"from\":\"" + hex_address(r.from_pc) +
+                               "\",\"self\":\"" + hex_address(r.self_pc) + "\"";
+                    } else {
+                        out += ",\"kind\":\"pc\",\"pc\":\"" + hex_address(r.self_pc) + "\"";
+                    }
+                    out += ",\"count\":" + std::to_string(r.count) + "}\n";
+                }
+            }
+            if (!out.empty()) return out;
+        }
+    };
+}
+
+// The bytes as received.
+ChunkStream open_raw(Input input) {
+    if (!input->raw) throw std::invalid_argument("this source has no raw bytes to export");
+    return [input]() -> std::optional<std::string> {
+        for (;;) {
+            auto page = input->raw();
+            if (!page) return std::nullopt;
+            if (!page->empty()) return page;
+        }
+    };
+}
+
+const std::array<ExportFormat, 6> kFormats = {{
+    {"gmon", "application/octet-stream", ".gmon.out", "gmon.out (GNU format) for gprof", open_gmon},
+    {"text", "text/plain; charset=utf-8", ".txt",
+     "the flat profile and call graph exactly as gprof -b prints them", open_text},
+    {"json", "application/json", ".json", "the JSON report (schema rackprof.report/1)", open_json},
+    {"csv", "text/csv", ".csv", "the aggregate: kind,from,self,pc,count", open_csv},
+    {"ndjson", "application/x-ndjson", ".ndjson", "every record with its receive time",
+     open_ndjson},
+    {"raw", "application/octet-stream", ".raw", "the wire bytes as received", open_raw},
+}};
+
+nlohmann::json raw_json(const GmonData& data, std::uint64_t samples_outside) {
+    nlohmann::json arcs = nlohmann::json::array();
+    for (const auto& a : data.arcs) {
+        arcs.push_back({{"from", hex_address(a.from_pc)},
+                        {"self", hex_address(a.self_pc)},
+                        {"count", a.count}});
+    }
+    nlohmann::json histograms = nlohmann::json::array();
+    for (const auto& h : data.histograms) {
+        histograms.push_back({{"low_pc", hex_address(h.low_pc)},
+                              {"high_pc", hex_address(h.high_pc)},
+                              {"bins", h.bins.size()},
+                              {"prof_rate", h.prof_rate},
+                              {"samples", h.total()}});
+    }
+    return {
+        {"arcs", arcs}, {"histograms", histograms}, {"samples_outside_histogram", samples_outside}};
+}
+
+}  // namespace
+
+std::span<const ExportFormat> export_formats() {
+    return kFormats;
+}
+
+const ExportFormat* find_export_format(std::string_view name) {
+    for (const auto& f : kFormats) {
+        if (f.name == name) return &f;
+    }
+    return nullptr;
+}
+
+std::string export_format_names() {
+    std::string out;
+    for (std::size_t i = 0; i < kFormats.size(); ++i) {
+        if (i > 0) out += i + 1 == kFormats.size() ? " or " : ", ";
+        out += kFormats[i].name;
+    }
+    return out;
+}
+
+ChunkStream open_export(std::string_view format, std::shared_ptr<const ExportInput> input) {
+    const auto* f = find_export_format(format);
+    if (!f)
+        throw std::invalid_argument("unknown export format '" + std::string(format) + "' (" +
+                                    export_format_names() + ")");
+    return f->open(std::move(input));
+}
+
+void export_to(std::string_view format, std::shared_ptr<const ExportInput> input,
+               const std::function<void(std::string_view chunk)>& out) {
+    auto stream = open_export(format, std::move(input));
+    while (auto chunk = stream()) out(*chunk);
+}
+
+nlohmann::json report_json(const ExportInput& input) {
+    const auto binned = gmon_data_of(input.source);
+    nlohmann::json out = {{"schema", "rackprof.report/1"},
+                          {"source", input.summary},
+                          {"raw", raw_json(binned.data, binned.samples_outside)}};
+    out["profile"] =
+        input.source.elf
+            ? profile_json(profile_of(input.source, binned.data, input.profile_options),
+                           input.json_options)
+            : nlohmann::json(nullptr);
+    return out;
+}
+
+}  // namespace rackprof::gmon
