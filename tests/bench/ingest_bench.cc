@@ -4,8 +4,13 @@
 //  2. one file source replayed flat out (file://...?pace=fast) into SQLite with aggregates.
 //
 //   ingest_bench RACKPROF_BINARY [--boards N] [--seconds D] [--file-mb M] [--dir DIR]
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <cstdio>
 #include <fstream>
@@ -111,16 +116,66 @@ void rack(const std::string& binary, const std::filesystem::path& dir, int board
         100.0 * static_cast<double>(end.rss_kb - start.rss_kb) / static_cast<double>(start.rss_kb));
 }
 
+// One GET over a fresh loopback connection, read to the end (Connection: close); seconds taken,
+// or a negative number when the answer is not 200.
+double http_get_seconds(int port, const std::string& path) {
+    const auto t0 = Clock::now();
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    const std::string request =
+        "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    if (::write(fd, request.data(), request.size()) < 0) {
+        ::close(fd);
+        return -1;
+    }
+    std::string head;
+    char buffer[65536];
+    ssize_t n = 0;
+    while ((n = ::read(fd, buffer, sizeof buffer)) > 0) {
+        if (head.size() < 16)
+            head.append(buffer, static_cast<std::size_t>(std::min<ssize_t>(n, 16)));
+    }
+    ::close(fd);
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    return head.rfind("HTTP/1.1 200", 0) == 0 ? s : -1;
+}
+
+// The median of `n` requests' latency, in milliseconds (negative: a request failed).
+double median_ms(int port, const std::string& path, int n) {
+    std::vector<double> times;
+    for (int i = 0; i < n; ++i) {
+        const double s = http_get_seconds(port, path);
+        if (s < 0) return -1;
+        times.push_back(s * 1e3);
+    }
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
+int listening_port(const std::filesystem::path& log) {
+    const std::string text = testing::read_text(log);
+    const std::string marker = "HTTP API listening on 127.0.0.1:";
+    const auto at = text.find(marker);
+    return at == std::string::npos ? 0 : std::atoi(text.c_str() + at + marker.size());
+}
+
 void file_source(const std::string& binary, const std::filesystem::path& dir, int mb) {
     const auto capture = dir / "fast.bin";
     testing::run({binary, "simulate", "--model", "blinky", "--bytes", std::to_string(mb) + "M",
-                  "-o", capture.string()});
+                  "-o", capture.string(), "--write-elf", (dir / "fast.elf").string()});
     {
         std::ofstream config(dir / "file.toml");
         config << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
                << (dir / "file.db").string() << "\"\n[logging]\nlevel = \"info\"\n"
                << "[[boards]]\nname = \"replay\"\nlink = \"file://" << capture.string()
-               << "?pace=fast\"\n";
+               << "?pace=fast\"\nelf = \"" << (dir / "fast.elf").string() << "\"\n";
     }
     const auto t0 = Clock::now();
     testing::Process daemon({binary, "serve", "--config", (dir / "file.toml").string()},
@@ -142,6 +197,27 @@ void file_source(const std::string& binary, const std::filesystem::path& dir, in
         "batches, "
         "aggregates; %.0f MB database) after %.2f s = %.1f MB/s end to end; daemon CPU %.2f s\n",
         size_mb, read_s, db_mb, total_s, size_mb / total_s, stat.cpu_seconds);
+
+    // Profile latency of the stored session over HTTP: the daemon again on the same database,
+    // with no boards (nothing else running).
+    {
+        std::ofstream config(dir / "idle.toml");
+        config << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
+               << (dir / "file.db").string() << "\"\n[logging]\nlevel = \"info\"\n";
+    }
+    testing::Process idle({binary, "serve", "--config", (dir / "idle.toml").string()},
+                          dir / "idle.log");
+    testing::eventually([&] { return listening_port(dir / "idle.log") != 0; }, 30s);
+    if (const int port = listening_port(dir / "idle.log")) {
+        std::printf(
+            "profile latency (median of 20, loopback, %.0f MB session): GET profile %.1f ms, "
+            "GET profile?top=10 %.1f ms, GET gmon.out %.1f ms\n",
+            size_mb, median_ms(port, "/api/v1/sessions/1/profile", 20),
+            median_ms(port, "/api/v1/sessions/1/profile?top=10", 20),
+            median_ms(port, "/api/v1/sessions/1/gmon.out", 20));
+    }
+    idle.signal(SIGTERM);
+    idle.wait(30s);
 }
 
 }  // namespace
