@@ -48,7 +48,7 @@ std::string file_sha256(const std::filesystem::path& path) {
 Board::Board(boost::asio::io_context& io, BoardConfig config, storage::StorageWriter& writer,
              std::shared_ptr<spdlog::logger> log, std::chrono::milliseconds reconnect_min,
              std::chrono::milliseconds reconnect_max, std::filesystem::path firmware_dir,
-             BoardEventSink events)
+             BoardEventSink events, LiveSnapshots* live)
     : io_(io),
       config_(std::move(config)),
       uri_(parse_link_uri(config_.link)),
@@ -59,7 +59,8 @@ Board::Board(boost::asio::io_context& io, BoardConfig config, storage::StorageWr
       backoff_(reconnect_min),
       retry_timer_(io),
       firmware_dir_(std::move(firmware_dir)),
-      events_(std::move(events)) {}
+      events_(std::move(events)),
+      live_(live) {}
 
 Board::~Board() = default;
 
@@ -102,8 +103,8 @@ void Board::load_elf(const std::filesystem::path& path) {
 }
 
 // A framed target introduced itself: check the configured ELF against its build-id, or find
-// the uploaded one with that build-id; the session keeps what the target said.
-void Board::on_hello(const protocol::TargetHello& hello) {
+// the uploaded one with that build-id (the session records it with what the target said).
+PickedFirmware Board::firmware_for(const protocol::TargetHello& hello) {
     const std::string id = build_id_hex(hello.build_id);
     log_->info(
         "[{}] target: protocol v{}, {}-byte addresses, text {:#x}-{:#x}, {} Hz sampling, "
@@ -111,7 +112,7 @@ void Board::on_hello(const protocol::TargetHello& hello) {
         config_.name, hello.version, hello.addr_bytes, hello.text_lo, hello.text_hi,
         hello.sample_hz, hello.core_clock_hz, id.empty() ? "(none)" : id,
         hello.flags & protocol::kHelloArcCache ? ", arc cache on" : "");
-    storage::TargetOp op{0, {id, hello.text_lo, hello.text_hi}, "", "", ""};
+    PickedFirmware picked;
     if (!config_.elf.empty()) {
         if (elf_ && !id.empty() && !elf_->build_id().empty() && elf_->build_id() != id) {
             log_->warn(
@@ -125,9 +126,7 @@ void Board::on_hello(const protocol::TargetHello& hello) {
             load_elf(path);
             if (elf_ && elf_path_ == path) {
                 log_->info("[{}] firmware picked by build-id: {}", config_.name, path.string());
-                op.elf_path = path.string();
-                op.elf_build_id = elf_->build_id();
-                op.elf_sha256 = elf_sha256_;
+                picked = {path.string(), elf_->build_id(), elf_sha256_};
             }
         } else {
             log_->warn(
@@ -138,7 +137,7 @@ void Board::on_hello(const protocol::TargetHello& hello) {
             elf_path_.clear();
         }
     }
-    if (session_) session_->set_target(std::move(op));
+    return picked;
 }
 
 void Board::connect() {
@@ -171,7 +170,6 @@ void Board::on_data(std::span<const std::uint8_t> bytes) {
         log_->warn("[{}] session {}: storage queue full, {} bytes lost (counted)", config_.name,
                    session_->handle(), bytes.size());
     }
-    if (const auto hello = session_->take_hello()) on_hello(*hello);
 }
 
 void Board::on_closed(const LinkClosed& closed) {
@@ -235,7 +233,9 @@ bool Board::start_session() {
                                                      static_cast<std::uint32_t>(elf_->code_high())};
         }
     }
-    session_.emplace(new_session_handle(), spec, wire, writer_);
+    session_.emplace(new_session_handle(), spec, wire, writer_,
+                     [this](const protocol::TargetHello& hello) { return firmware_for(hello); });
+    publish_live();  // readable as soon as it exists
     if (events_) events_({config_.name, "session_started", "capturing", "", session_->handle()});
     log_->info("[{}] session {} capturing", config_.name, session_->handle());
     return true;
@@ -263,6 +263,7 @@ void Board::stop_session() {
                    session_->handle(), c.overflows, c.sleep_samples);
     }
     if (events_) events_({config_.name, "session_stopped", "completed", "", session_->handle()});
+    if (live_) live_->retire(session_->handle());
     session_.reset();
 }
 
@@ -274,6 +275,21 @@ void Board::shutdown() {
     stop_session();
     simulated_.reset();
     set_state(LinkState::kStopped);
+}
+
+void Board::publish_live() {
+    if (!live_ || !session_) return;
+    LiveState state;
+    state.board = config_.name;
+    state.link_state = to_string(state_);
+    state.counters = session_->counters();
+    state.newest_arcs.assign(session_->newest_arcs().begin(), session_->newest_arcs().end());
+    state.newest_console.assign(session_->newest_console().begin(),
+                                session_->newest_console().end());
+    state.elf = elf_;
+    if (session_->target().has_text_range())
+        state.announced_range = gmon::CodeRange{session_->target().text_lo, session_->target().text_hi};
+    live_->publish(session_->handle(), std::move(state), session_->take_changes());
 }
 
 BoardStatus Board::status() const {

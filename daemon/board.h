@@ -15,6 +15,7 @@
 #include "daemon/capture_session.h"
 #include "daemon/config.h"
 #include "daemon/links.h"
+#include "daemon/live_snapshots.h"
 #include "daemon/pty_board.h"
 #include "gmon/symbolizer.h"
 
@@ -51,7 +52,7 @@ class Board {
     Board(boost::asio::io_context& io, BoardConfig config, storage::StorageWriter& writer,
           std::shared_ptr<spdlog::logger> log, std::chrono::milliseconds reconnect_min,
           std::chrono::milliseconds reconnect_max, std::filesystem::path firmware_dir,
-          BoardEventSink events = {});
+          BoardEventSink events = {}, LiveSnapshots* live = nullptr);
     ~Board();
     Board(const Board&) = delete;
     Board& operator=(const Board&) = delete;
@@ -64,6 +65,8 @@ class Board {
     void stop_session();
 
     BoardStatus status() const;
+    // Publishes the current session's live snapshot (its changes since the last publish).
+    void publish_live();
     // The current session's live aggregate (empty without a session).
     gmon::Aggregate live_aggregate() const {
         return session_ ? session_->aggregate() : gmon::Aggregate{};
@@ -84,7 +87,7 @@ class Board {
     void connect();
     void on_data(std::span<const std::uint8_t> bytes);
     void on_closed(const LinkClosed& closed);
-    void on_hello(const protocol::TargetHello& hello);
+    PickedFirmware firmware_for(const protocol::TargetHello& hello);
     void load_elf(const std::filesystem::path& path);
     void schedule_reconnect();
     void set_state(LinkState state, const std::string& why = {});
@@ -111,6 +114,7 @@ class Board {
     std::uint64_t failed_attempts_ = 0;
     bool stopping_ = false;
     BoardEventSink events_;
+    LiveSnapshots* live_ = nullptr;  // where live snapshots go (none: not published)
 };
 
 // Hex SHA-256 of a file ("" if unreadable).

@@ -52,7 +52,26 @@ std::unique_ptr<Board> CaptureService::make_board(const BoardConfig& b) {
         io_, b, *writer_, log_, config_.reconnect_min, config_.reconnect_max,
         config_.storage_path.parent_path() / "firmware", [this](const BoardEvent& e) {
             if (events_) events_(e, e.session ? writer_->session_id(*e.session) : 0);
-        });
+        },
+        &live_);
+}
+
+// Every board publishes its session's live snapshot at this pace, on the capture thread.
+void CaptureService::publish_live() {
+    constexpr auto kPeriod = std::chrono::milliseconds(100);
+    for (auto& board : boards_) board->publish_live();
+    publish_timer_->expires_after(kPeriod);
+    publish_timer_->async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) publish_live();
+    });
+}
+
+std::optional<LiveSnapshot> CaptureService::live_snapshot(std::int64_t session_id) {
+    if (session_id <= 0) return std::nullopt;
+    for (const auto handle : live_.handles()) {
+        if (writer_->session_id(handle) == session_id) return live_.snapshot(handle);
+    }
+    return std::nullopt;
 }
 
 std::optional<CaptureService::LiveView> CaptureService::live(std::int64_t session_id) {
@@ -73,7 +92,9 @@ std::optional<CaptureService::LiveView> CaptureService::live(std::int64_t sessio
 void CaptureService::start() {
     if (running_) return;
     running_ = true;
+    publish_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
     boost::asio::post(io_, [this] {
+        publish_live();
         for (auto& board : boards_) {
             try {
                 board->start();
@@ -104,6 +125,7 @@ void CaptureService::shutdown() {
         // On the capture thread, so no link callback runs while boards stop.
         on_capture_thread([this] {
             if (heartbeat_) heartbeat_->cancel();
+            if (publish_timer_) publish_timer_->cancel();
             heartbeat_tick_.reset();
             for (auto& board : boards_) board->shutdown();
             return 0;

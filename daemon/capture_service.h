@@ -57,6 +57,9 @@ class CaptureService {
     };
     // The board capturing this stored session, with its live aggregate.
     std::optional<LiveView> live(std::int64_t session_id);
+    // The newest snapshot the capture side published for this stored session (never waits on
+    // the capture thread).
+    std::optional<LiveSnapshot> live_snapshot(std::int64_t session_id);
     // Starts a session on a board; returns its stored id (0: no such board).
     std::int64_t start_session(const std::string& board);
     bool stop_session(const std::string& board);
@@ -86,11 +89,14 @@ class CaptureService {
     template <typename F>
     auto on_capture_thread(F&& f) -> decltype(f());
     std::unique_ptr<Board> make_board(const BoardConfig& config);
+    void publish_live();
 
     DaemonConfig config_;
     std::shared_ptr<spdlog::logger> log_;
     boost::asio::io_context io_;
     std::unique_ptr<storage::StorageWriter> writer_;
+    LiveSnapshots live_;  // before boards_: boards publish into it
+    std::unique_ptr<boost::asio::steady_timer> publish_timer_;
     std::vector<std::unique_ptr<Board>> boards_;
     std::function<void(const BoardEvent&, std::int64_t)> events_;
     std::set<std::string> api_boards_;  // capture thread only

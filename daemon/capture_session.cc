@@ -35,8 +35,13 @@ std::string build_id_hex(const std::vector<std::uint8_t>& build_id) {
 }
 
 CaptureSession::CaptureSession(storage::SessionHandle handle, storage::NewSession spec,
-                               const WireSpec& wire, storage::StorageWriter& writer)
-    : handle_(handle), spec_(std::move(spec)), writer_(writer), decoder_(make_decoder(wire)) {
+                               const WireSpec& wire, storage::StorageWriter& writer,
+                               FirmwareForHello firmware_for)
+    : handle_(handle),
+      spec_(std::move(spec)),
+      writer_(writer),
+      decoder_(make_decoder(wire)),
+      firmware_for_(std::move(firmware_for)) {
     writer_.submit(storage::OpenSessionOp{handle_, spec_});
 }
 
@@ -67,24 +72,23 @@ std::vector<storage::ExceptionCount> CaptureSession::changed_exceptions() {
     return now;
 }
 
-std::optional<protocol::TargetHello> CaptureSession::take_hello() {
-    auto hello = std::move(collector_.hello);
-    collector_.hello.reset();
-    return hello;
-}
-
-void CaptureSession::set_target(storage::TargetOp op) {
-    op.handle = handle_;
-    if (!op.elf_path.empty()) {
-        spec_.elf_path = op.elf_path;
-        spec_.elf_build_id = op.elf_build_id;
-        spec_.elf_sha256 = op.elf_sha256;
+void CaptureSession::on_hello(const protocol::TargetHello& hello) {
+    target_ = {build_id_hex(hello.build_id), hello.text_lo, hello.text_hi};
+    storage::TargetOp op{handle_, target_, "", "", ""};
+    if (firmware_for_) {
+        const PickedFirmware picked = firmware_for_(hello);
+        if (!picked.elf_path.empty()) {
+            spec_.elf_path = op.elf_path = picked.elf_path;
+            spec_.elf_build_id = op.elf_build_id = picked.build_id;
+            spec_.elf_sha256 = op.elf_sha256 = picked.sha256;
+        }
     }
     writer_.submit(std::move(op));
 }
 
 bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t received_ns) {
     aggregate_.add(collector_.records);
+    changes_.add(collector_.records);
     refresh_counters();
     // The live view's newest arcs: only the chunk's tail is looked at.
     constexpr std::size_t kNewest = 8;
@@ -116,7 +120,10 @@ bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t 
 
 bool CaptureSession::on_chunk(std::span<const std::uint8_t> raw, std::int64_t received_ns) {
     decoder_->feed(raw, collector_);
-    return submit_records(std::vector<std::uint8_t>(raw.begin(), raw.end()), received_ns);
+    const bool stored =
+        submit_records(std::vector<std::uint8_t>(raw.begin(), raw.end()), received_ns);
+    if (collector_.hello) on_hello(*std::exchange(collector_.hello, std::nullopt));
+    return stored;
 }
 
 void CaptureSession::gap_started(const std::string& reason, std::int64_t at_ns) {

@@ -6,9 +6,11 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "daemon/ingest/wire_settings.h"
@@ -31,16 +33,27 @@ std::optional<std::pair<std::uint64_t, std::uint64_t>> session_code_range(
 // A HELLO's build-id as the ELF notes spell it: lower-case hex.
 std::string build_id_hex(const std::vector<std::uint8_t>& build_id);
 
+// The firmware a board picks for a target that introduced itself (empty: it stays as it is).
+struct PickedFirmware {
+    std::string elf_path;
+    std::string build_id;
+    std::string sha256;
+};
+using FirmwareForHello = std::function<PickedFirmware(const protocol::TargetHello&)>;
+
 class CaptureSession {
   public:
-    // Throws std::invalid_argument for a wire it cannot decode.
+    // Throws std::invalid_argument for a wire it cannot decode. A HELLO goes one way: the
+    // session records what the target said, asking `firmware_for` which image names it.
     CaptureSession(storage::SessionHandle handle, storage::NewSession spec, const WireSpec& wire,
-                   storage::StorageWriter& writer);
+                   storage::StorageWriter& writer, FirmwareForHello firmware_for = {});
 
     storage::SessionHandle handle() const { return handle_; }
     const storage::NewSession& spec() const { return spec_; }
     const storage::SessionCounters& counters() const { return counters_; }
     const gmon::Aggregate& aggregate() const { return aggregate_; }
+    // The records aggregated since the last call (what the live snapshot has not seen yet).
+    gmon::Aggregate take_changes() { return std::exchange(changes_, {}); }
     bool in_gap() const { return open_gap_.has_value(); }
     // The most recent arcs received, newest last (for the live view).
     const std::deque<protocol::Record>& newest_arcs() const { return newest_arcs_; }
@@ -51,10 +64,8 @@ class CaptureSession {
 
     // Returns false if the chunk could not be queued for storage (and was counted as lost).
     bool on_chunk(std::span<const std::uint8_t> raw, std::int64_t received_ns);
-    // The HELLO received since the last call, if any (the board decides what it means).
-    std::optional<protocol::TargetHello> take_hello();
-    // Records what the target said (and the firmware picked for it) with the session.
-    void set_target(storage::TargetOp op);
+    // What the target said about itself in its last HELLO (empty without one).
+    const storage::TargetInfo& target() const { return target_; }
     // The link went away: the stream is broken here (a partial record is counted as discarded).
     void gap_started(const std::string& reason, std::int64_t at_ns);
     // The link is back: the gap is recorded.
@@ -79,6 +90,7 @@ class CaptureSession {
     // The exception totals when they changed since the last call, else empty.
     std::vector<storage::ExceptionCount> changed_exceptions();
     bool submit_records(std::vector<std::uint8_t> raw, std::int64_t received_ns);
+    void on_hello(const protocol::TargetHello& hello);
     void refresh_counters();
 
     storage::SessionHandle handle_;
@@ -87,6 +99,9 @@ class CaptureSession {
     std::unique_ptr<protocol::StreamDecoder> decoder_;
     Collector collector_;
     gmon::Aggregate aggregate_;
+    gmon::Aggregate changes_;
+    FirmwareForHello firmware_for_;
+    storage::TargetInfo target_;
     storage::SessionCounters counters_;
     std::optional<storage::Gap> open_gap_;
     std::deque<protocol::Record> newest_arcs_;

@@ -1,0 +1,70 @@
+// What the capture side publishes about each capturing session, at its own pace (every
+// publish period, on the capture thread): counters, link state, the newest arcs and console
+// lines, the firmware it is named by, and the live aggregate's changes since the last publish.
+// Readers (the WebSocket feed hub) take the newest snapshot from any thread: they never wait
+// on the capture thread, never reopen SQLite, and see by `version` whether the aggregate
+// changed, so a profile is computed again only when there is something new.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gmon/aggregate.h"
+#include "gmon/profile_pipeline.h"
+#include "gmon/symbolizer.h"
+#include "protocol/record.h"
+#include "storage/session_store.h"
+#include "storage/storage_writer.h"
+
+namespace rackprof::daemon {
+
+// The session's state as of one publish (small: copied on every publish).
+struct LiveState {
+    std::string board;
+    std::string link_state;  // connecting | connected | disconnected | finished | stopped
+    storage::SessionCounters counters;
+    std::vector<protocol::Record> newest_arcs;         // oldest first
+    std::vector<storage::ConsoleLine> newest_console;  // itm; oldest first
+    std::shared_ptr<const gmon::Symbolizer> elf;       // null: addresses only
+    std::optional<gmon::CodeRange> announced_range;    // a framed target's text range
+};
+
+struct LiveSnapshot {
+    storage::SessionHandle handle = 0;
+    LiveState state;
+    // The whole live aggregate; a new object whenever it changed (readers may keep it).
+    std::shared_ptr<const gmon::Aggregate> aggregate;
+    std::uint64_t version = 0;  // goes up with every change of `aggregate`
+};
+
+class LiveSnapshots {
+  public:
+    // Capture thread: the state now and the records aggregated since the last publish. Costs
+    // the size of the delta, never of the whole aggregate.
+    void publish(storage::SessionHandle handle, LiveState state, const gmon::Aggregate& delta);
+    // The session ended: its snapshot goes.
+    void retire(storage::SessionHandle handle);
+    // Any thread: the newest snapshot (the aggregate rebuilt here, off the capture thread, only
+    // when changes arrived since the last call).
+    std::optional<LiveSnapshot> snapshot(storage::SessionHandle handle);
+    std::vector<storage::SessionHandle> handles();
+
+  private:
+    struct Entry {
+        LiveState state;
+        gmon::Aggregate pending;  // published changes not yet folded into `whole`
+        bool changed = false;
+        std::shared_ptr<const gmon::Aggregate> whole = std::make_shared<gmon::Aggregate>();
+        std::uint64_t version = 0;
+    };
+    std::mutex mutex_;         // guards entries_; held only for moves and small copies
+    std::mutex fold_mutex_;    // one reader folds changes at a time
+    std::map<storage::SessionHandle, Entry> entries_;
+};
+
+}  // namespace rackprof::daemon
