@@ -1,5 +1,6 @@
-// Sessions in SQLite: the schema (versioned in PRAGMA user_version, migrated forward), the
-// writes the storage writer makes, and the readers everything else uses.
+// Sessions in SQLite: the writes the storage writer makes, and the readers everything else
+// uses. The schema and its migrations are schema.h's, the record blob's bytes record_codec.h's,
+// the counters' list counters.h's; this header includes them all, so it is the one to include.
 //
 // What a session keeps: raw received bytes in chunks with host timestamps (lossless,
 // re-decodable), the decoded records of each chunk packed into one blob, running aggregates
@@ -16,11 +17,11 @@
 #include "gmon/aggregate.h"
 #include "protocol/decoder_stats.h"
 #include "protocol/record.h"
+#include "storage/record_codec.h"
+#include "storage/schema.h"
 #include "storage/sqlite.h"
 
 namespace rackprof::storage {
-
-inline constexpr int kSchemaVersion = 5;
 
 struct SessionCounters {
     std::uint64_t bytes_in = 0;
@@ -103,11 +104,6 @@ struct Gap {
     std::string reason;
 };
 
-// Records packed for storage: a kind byte (bit 7: an explicit count follows), then the
-// 32-bit little-endian addresses. Five bytes per PC sample, nine per arc.
-std::vector<std::uint8_t> pack_records(std::span<const protocol::Record> records);
-std::vector<protocol::Record> unpack_records(std::span<const std::uint8_t> blob);
-
 class SessionStore {
   public:
     // Opens the database, creating or migrating the schema. Throws StorageError, e.g. for a
@@ -177,7 +173,6 @@ class SessionStore {
         const std::function<void(std::int64_t received_ns, std::span<const protocol::Record>)>& f);
 
   private:
-    void migrate();
     SessionInfo read_info(Statement& s);
     // A statement prepared once and reused: the write path runs for every chunk.
     Statement& cached(std::optional<Statement>& slot, const char* sql);
