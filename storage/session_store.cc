@@ -1,38 +1,45 @@
 #include "storage/session_store.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <string>
 
 namespace rackprof::storage {
+namespace {
 
-void set_decoder_counters(SessionCounters& counters, const protocol::DecoderStats& stats) {
-    counters.bytes_in = stats.bytes_in;
-    counters.bytes_discarded = stats.bytes_discarded;
-    counters.resyncs = stats.resyncs;
-    counters.arcs = stats.arcs;
-    counters.pc_samples = stats.pc_samples;
-    counters.frames = stats.frames;
-    counters.frames_bad = stats.frames_bad;
-    counters.frames_lost = stats.frames_lost;
-    counters.target_dropped = stats.target_dropped;
-    counters.overflows = stats.overflows;
-    counters.sleep_samples = stats.sleep_samples;
+// The counters' SQL is built from kSessionCounters: their columns carry the counters' names.
+std::string counter_columns() {
+    std::string out;
+    for (const auto& counter : kSessionCounters) {
+        if (!out.empty()) out += ", ";
+        out += counter.name;
+    }
+    return out;
 }
 
-protocol::DecoderStats decoder_counters(const SessionCounters& counters) {
-    protocol::DecoderStats stats;
-    stats.bytes_in = counters.bytes_in;
-    stats.bytes_discarded = counters.bytes_discarded;
-    stats.resyncs = counters.resyncs;
-    stats.arcs = counters.arcs;
-    stats.pc_samples = counters.pc_samples;
-    stats.frames = counters.frames;
-    stats.frames_bad = counters.frames_bad;
-    stats.frames_lost = counters.frames_lost;
-    stats.target_dropped = counters.target_dropped;
-    stats.overflows = counters.overflows;
-    stats.sleep_samples = counters.sleep_samples;
-    return stats;
+std::string update_counters_sql() {
+    std::string out = "UPDATE sessions SET ";
+    for (std::size_t i = 0; i < kSessionCounters.size(); ++i) {
+        if (i > 0) out += ", ";
+        out += kSessionCounters[i].name;
+        out += " = ?";
+    }
+    return out + " WHERE id = ?";
 }
+
+// read_info's columns: these, then the counters from kFirstCounterColumn in the table's order.
+constexpr const char* kSessionInfoColumns =
+    "id, board, link, protocol, format, addr_bytes, elf_path, elf_build_id, elf_sha256, state, "
+    "started_ns, ended_ns, target_build_id, target_text_lo, target_text_hi, wire_options";
+constexpr int kFirstCounterColumn = 16;
+
+const std::string& select_sessions_sql() {
+    static const std::string sql =
+        std::string("SELECT ") + kSessionInfoColumns + ", " + counter_columns() + " FROM sessions";
+    return sql;
+}
+
+}  // namespace
 
 SessionStore::SessionStore(const std::filesystem::path& path, Database::Mode mode)
     : db_(path, mode) {
@@ -99,22 +106,13 @@ void SessionStore::add_to_aggregate(std::int64_t session, const gmon::Aggregate&
     }
 }
 
-void SessionStore::update_counters(std::int64_t session, const SessionCounters& c) {
-    Statement& st = cached(
-        update_counters_,
-        "UPDATE sessions SET bytes_in = ?, bytes_discarded = ?, resyncs = ?, arcs = ?, pc_samples "
-        "= ?, gaps = ?, "
-        "records_lost = ?, bytes_lost = ?, frames = ?, frames_bad = ?, frames_lost = ?, "
-        "target_dropped = ?, overflows = ?, sleep_samples = ? WHERE id = ?");
-    st.bind(1, c.bytes_in)
-        .bind(2, c.bytes_discarded)
-        .bind(3, c.resyncs)
-        .bind(4, c.arcs)
-        .bind(5, c.pc_samples);
-    st.bind(6, c.gaps).bind(7, c.records_lost).bind(8, c.bytes_lost);
-    st.bind(9, c.frames).bind(10, c.frames_bad).bind(11, c.frames_lost).bind(12, c.target_dropped);
-    st.bind(13, c.overflows).bind(14, c.sleep_samples);
-    st.bind(15, session);
+void SessionStore::update_counters(std::int64_t session, const SessionCounters& counters) {
+    static const std::string sql = update_counters_sql();
+    Statement& st = cached(update_counters_, sql.c_str());
+    int column = 1;
+    for_each_counter(counters,
+                     [&](const SessionCounter&, std::uint64_t value) { st.bind(column++, value); });
+    st.bind(column, session);
     st.run();
 }
 
@@ -229,25 +227,18 @@ SessionInfo SessionStore::read_info(Statement& s) {
     i.state = s.column_text(9);
     i.spec.started_ns = s.column_int(10);
     i.ended_ns = s.column_is_null(11) ? 0 : s.column_int(11);
-    auto u = [&](int c) { return static_cast<std::uint64_t>(s.column_int(c)); };
-    i.counters = {u(12), u(13), u(14), u(15), u(16), u(17), u(18),
-                  u(19), u(20), u(21), u(22), u(23), u(27), u(28)};
-    i.target.build_id = s.column_text(24);
-    i.target.text_lo = static_cast<std::uint32_t>(s.column_int(25));
-    i.target.text_hi = static_cast<std::uint32_t>(s.column_int(26));
-    i.spec.wire_options = s.column_text(29);
+    i.target.build_id = s.column_text(12);
+    i.target.text_lo = static_cast<std::uint32_t>(s.column_int(13));
+    i.target.text_hi = static_cast<std::uint32_t>(s.column_int(14));
+    i.spec.wire_options = s.column_text(15);
+    int column = kFirstCounterColumn;
+    for (const auto& counter : kSessionCounters)
+        i.counters.*counter.member = static_cast<std::uint64_t>(s.column_int(column++));
     return i;
 }
 
-constexpr const char* kSessionColumns =
-    "SELECT id, board, link, protocol, format, addr_bytes, elf_path, elf_build_id, elf_sha256, "
-    "state, started_ns, "
-    "ended_ns, bytes_in, bytes_discarded, resyncs, arcs, pc_samples, gaps, records_lost, "
-    "bytes_lost, frames, frames_bad, frames_lost, target_dropped, target_build_id, "
-    "target_text_lo, target_text_hi, overflows, sleep_samples, wire_options FROM sessions";
-
 std::vector<SessionInfo> SessionStore::sessions() {
-    Statement st = db_.prepare((std::string(kSessionColumns) + " ORDER BY id").c_str());
+    Statement st = db_.prepare((select_sessions_sql() + " ORDER BY id").c_str());
     std::vector<SessionInfo> out;
     while (st.step()) out.push_back(read_info(st));
     for (auto& info : out) {
@@ -257,7 +248,7 @@ std::vector<SessionInfo> SessionStore::sessions() {
 }
 
 std::optional<SessionInfo> SessionStore::session(std::int64_t id) {
-    Statement st = db_.prepare((std::string(kSessionColumns) + " WHERE id = ?").c_str());
+    Statement st = db_.prepare((select_sessions_sql() + " WHERE id = ?").c_str());
     st.bind(1, id);
     if (!st.step()) return std::nullopt;
     SessionInfo info = read_info(st);

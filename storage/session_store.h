@@ -17,38 +17,12 @@
 #include "gmon/aggregate.h"
 #include "protocol/decoder_stats.h"
 #include "protocol/record.h"
+#include "storage/counters.h"
 #include "storage/record_codec.h"
 #include "storage/schema.h"
 #include "storage/sqlite.h"
 
 namespace rackprof::storage {
-
-struct SessionCounters {
-    std::uint64_t bytes_in = 0;
-    std::uint64_t bytes_discarded = 0;
-    std::uint64_t resyncs = 0;
-    std::uint64_t arcs = 0;
-    std::uint64_t pc_samples = 0;
-    std::uint64_t gaps = 0;
-    std::uint64_t records_lost = 0;  // dropped because the storage queue was full
-    std::uint64_t bytes_lost = 0;    // raw bytes dropped with them
-    // Framed protocol (0 for legacy): good frames, frames that failed their check, frames
-    // missing by sequence number, records the target dropped (its queue was full).
-    std::uint64_t frames = 0;
-    std::uint64_t frames_bad = 0;
-    std::uint64_t frames_lost = 0;
-    std::uint64_t target_dropped = 0;
-    // ITM (0 otherwise): overflow packets (the target's trace dropped data: loss), and DWT PC
-    // samples taken while the core slept (counted, never a function).
-    std::uint64_t overflows = 0;
-    std::uint64_t sleep_samples = 0;
-    friend bool operator==(const SessionCounters&, const SessionCounters&) = default;
-};
-
-// What a decoder counted, as a session keeps it (the session's own counters, gaps and storage
-// losses, stay as they are), and back.
-void set_decoder_counters(SessionCounters& counters, const protocol::DecoderStats& stats);
-protocol::DecoderStats decoder_counters(const SessionCounters& counters);
 
 struct NewSession {
     std::string board;
