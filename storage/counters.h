@@ -13,25 +13,25 @@
 
 namespace rackprof::storage {
 
+// What the decoder counted (protocol::DecoderStats' fields of the same names) and what the
+// session itself counted: gaps and the losses to a full storage queue.
 struct SessionCounters {
-    std::uint64_t bytes_in = 0;
-    std::uint64_t bytes_discarded = 0;
-    std::uint64_t resyncs = 0;
-    std::uint64_t arcs = 0;
-    std::uint64_t pc_samples = 0;
-    std::uint64_t gaps = 0;
-    std::uint64_t records_lost = 0;  // dropped because the storage queue was full
-    std::uint64_t bytes_lost = 0;    // raw bytes dropped with them
-    // Framed protocol (0 for legacy): good frames, frames that failed their check, frames
-    // missing by sequence number, records the target dropped (its queue was full).
-    std::uint64_t frames = 0;
-    std::uint64_t frames_bad = 0;
-    std::uint64_t frames_lost = 0;
-    std::uint64_t target_dropped = 0;
-    // ITM (0 otherwise): overflow packets (the target's trace dropped data: loss), and DWT PC
-    // samples taken while the core slept (counted, never a function).
-    std::uint64_t overflows = 0;
-    std::uint64_t sleep_samples = 0;
+    std::uint64_t bytes_in = 0;         // wire bytes received
+    std::uint64_t bytes_discarded = 0;  // wire bytes that became no record
+    std::uint64_t resyncs = 0;          // times the decoder lost alignment
+    std::uint64_t arcs = 0;             // arc records decoded
+    std::uint64_t pc_samples = 0;       // PC-sample records decoded
+    std::uint64_t gaps = 0;             // times the link went away during the session
+    std::uint64_t records_lost = 0;     // dropped because the storage queue was full
+    std::uint64_t bytes_lost = 0;       // raw bytes dropped with them
+    // Framed protocol and TPIU (0 for legacy).
+    std::uint64_t frames = 0;          // good frames
+    std::uint64_t frames_bad = 0;      // frames that failed their check
+    std::uint64_t frames_lost = 0;     // frames missing by sequence number
+    std::uint64_t target_dropped = 0;  // records the target dropped (its queue was full)
+    // ITM (0 otherwise).
+    std::uint64_t overflows = 0;      // overflow packets: the target's trace dropped data (loss)
+    std::uint64_t sleep_samples = 0;  // DWT PC samples taken while the core slept (no function)
     friend bool operator==(const SessionCounters&, const SessionCounters&) = default;
 };
 

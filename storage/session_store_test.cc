@@ -293,18 +293,10 @@ TEST_CASE("deleting a session takes its chunks, batches, aggregates and gaps wit
     CHECK(store.aggregate_between(keep, 0, 5).total_samples() == 1);
 }
 
-}  // namespace
-}  // namespace rackprof::storage
-
-namespace rackprof::storage {
-namespace {
-
 TEST_CASE("every counter is written and read back in its own column") {
-    TempDb db;
-    SessionStore store(db.path);
+    SessionStore store(":memory:");
     NewSession spec;
     spec.board = "b";
-    spec.link = "sim://blinky";
     const auto id = store.create_session(spec);
     SessionCounters counters;
     std::uint64_t n = 1000;
@@ -314,11 +306,11 @@ TEST_CASE("every counter is written and read back in its own column") {
     REQUIRE(store.sessions().size() == 1);
     CHECK(store.sessions()[0].counters == counters);
     // The columns carry the counters' names.
-    Statement st = store.db().prepare("SELECT bytes_in, gaps, sleep_samples FROM sessions");
-    REQUIRE(st.step());
-    CHECK(st.column_int(0) == 1001);
-    CHECK(st.column_int(1) == 1006);
-    CHECK(st.column_int(2) == 1014);
+    Statement columns = store.db().prepare("SELECT bytes_in, gaps, sleep_samples FROM sessions");
+    REQUIRE(columns.step());
+    CHECK(columns.column_int(0) == 1001);
+    CHECK(columns.column_int(1) == 1006);
+    CHECK(columns.column_int(2) == 1014);
 }
 
 }  // namespace
