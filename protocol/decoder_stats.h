@@ -2,7 +2,9 @@
 // format cannot know stay 0 (the legacy format has no frames; only ITM has overflow packets).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <string_view>
 
 namespace rackprof::protocol {
 
@@ -22,5 +24,35 @@ struct DecoderStats {
     std::uint64_t records() const { return arcs + pc_samples; }
     friend bool operator==(const DecoderStats&, const DecoderStats&) = default;
 };
+
+// Every DecoderStats counter by name, in declaration order: the one list the session counters
+// (storage/counters.h), the JSON views and the tools derive theirs from. A counter added above
+// must be added here too; the static_assert below fails until it is.
+struct DecoderCounter {
+    std::string_view name;
+    std::uint64_t DecoderStats::*member;
+};
+
+inline constexpr std::array<DecoderCounter, 11> kDecoderCounters = {{
+    {"bytes_in", &DecoderStats::bytes_in},
+    {"bytes_discarded", &DecoderStats::bytes_discarded},
+    {"resyncs", &DecoderStats::resyncs},
+    {"arcs", &DecoderStats::arcs},
+    {"pc_samples", &DecoderStats::pc_samples},
+    {"frames", &DecoderStats::frames},
+    {"frames_bad", &DecoderStats::frames_bad},
+    {"frames_lost", &DecoderStats::frames_lost},
+    {"target_dropped", &DecoderStats::target_dropped},
+    {"overflows", &DecoderStats::overflows},
+    {"sleep_samples", &DecoderStats::sleep_samples},
+}};
+static_assert(sizeof(DecoderStats) == kDecoderCounters.size() * sizeof(std::uint64_t),
+              "a DecoderStats counter is missing from kDecoderCounters");
+
+// Calls f(counter, value) for every counter, in kDecoderCounters' order.
+template <typename F>
+constexpr void for_each_counter(const DecoderStats& stats, F&& f) {
+    for (const DecoderCounter& counter : kDecoderCounters) f(counter, stats.*counter.member);
+}
 
 }  // namespace rackprof::protocol

@@ -1,251 +1,49 @@
 #include "storage/session_store.h"
 
 #include <algorithm>
-#include <cstring>
+#include <cstddef>
+#include <string>
 
 namespace rackprof::storage {
-
-void set_decoder_counters(SessionCounters& counters, const protocol::DecoderStats& stats) {
-    counters.bytes_in = stats.bytes_in;
-    counters.bytes_discarded = stats.bytes_discarded;
-    counters.resyncs = stats.resyncs;
-    counters.arcs = stats.arcs;
-    counters.pc_samples = stats.pc_samples;
-    counters.frames = stats.frames;
-    counters.frames_bad = stats.frames_bad;
-    counters.frames_lost = stats.frames_lost;
-    counters.target_dropped = stats.target_dropped;
-    counters.overflows = stats.overflows;
-    counters.sleep_samples = stats.sleep_samples;
-}
-
-protocol::DecoderStats decoder_counters(const SessionCounters& counters) {
-    protocol::DecoderStats stats;
-    stats.bytes_in = counters.bytes_in;
-    stats.bytes_discarded = counters.bytes_discarded;
-    stats.resyncs = counters.resyncs;
-    stats.arcs = counters.arcs;
-    stats.pc_samples = counters.pc_samples;
-    stats.frames = counters.frames;
-    stats.frames_bad = counters.frames_bad;
-    stats.frames_lost = counters.frames_lost;
-    stats.target_dropped = counters.target_dropped;
-    stats.overflows = counters.overflows;
-    stats.sleep_samples = counters.sleep_samples;
-    return stats;
-}
-
 namespace {
 
-// Forward migrations: entry i takes the schema from version i to i + 1.
-const char* const kMigrations[] = {
-    R"sql(
-    CREATE TABLE sessions (
-        id              INTEGER PRIMARY KEY,
-        board           TEXT NOT NULL,
-        link            TEXT NOT NULL,
-        protocol        TEXT NOT NULL,
-        format          TEXT NOT NULL,
-        addr_bytes      INTEGER NOT NULL,
-        elf_path        TEXT NOT NULL DEFAULT '',
-        elf_build_id    TEXT NOT NULL DEFAULT '',
-        elf_sha256      TEXT NOT NULL DEFAULT '',
-        state           TEXT NOT NULL CHECK (state IN ('capturing', 'completed', 'interrupted')),
-        started_ns      INTEGER NOT NULL,
-        ended_ns        INTEGER,
-        bytes_in        INTEGER NOT NULL DEFAULT 0,
-        bytes_discarded INTEGER NOT NULL DEFAULT 0,
-        resyncs         INTEGER NOT NULL DEFAULT 0,
-        arcs            INTEGER NOT NULL DEFAULT 0,
-        pc_samples      INTEGER NOT NULL DEFAULT 0,
-        gaps            INTEGER NOT NULL DEFAULT 0,
-        records_lost    INTEGER NOT NULL DEFAULT 0,
-        bytes_lost      INTEGER NOT NULL DEFAULT 0
-    );
-    CREATE INDEX sessions_by_board ON sessions (board, started_ns);
-    CREATE TABLE raw_chunks (
-        session_id  INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-        seq         INTEGER NOT NULL,
-        received_ns INTEGER NOT NULL,
-        bytes       BLOB NOT NULL,
-        PRIMARY KEY (session_id, seq)
-    ) WITHOUT ROWID;
-    CREATE TABLE record_batches (
-        session_id  INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-        seq         INTEGER NOT NULL,
-        received_ns INTEGER NOT NULL,
-        count       INTEGER NOT NULL,
-        records     BLOB NOT NULL,
-        PRIMARY KEY (session_id, seq)
-    ) WITHOUT ROWID;
-    CREATE TABLE session_arcs (
-        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-        from_pc    INTEGER NOT NULL,
-        self_pc    INTEGER NOT NULL,
-        count      INTEGER NOT NULL,
-        PRIMARY KEY (session_id, from_pc, self_pc)
-    ) WITHOUT ROWID;
-    CREATE TABLE session_pcs (
-        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-        pc         INTEGER NOT NULL,
-        count      INTEGER NOT NULL,
-        PRIMARY KEY (session_id, pc)
-    ) WITHOUT ROWID;
-    CREATE TABLE session_gaps (
-        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-        started_ns INTEGER NOT NULL,
-        ended_ns   INTEGER NOT NULL,
-        reason     TEXT NOT NULL
-    );
-    )sql",
-    // 2: chunk and batch blobs are kilobytes; WITHOUT ROWID tables store rows that large
-    // poorly (several times the data on disk), so they become ordinary tables.
-    R"sql(
-    CREATE TABLE raw_chunks_v2 (
-        session_id  INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-        seq         INTEGER NOT NULL,
-        received_ns INTEGER NOT NULL,
-        bytes       BLOB NOT NULL,
-        UNIQUE (session_id, seq)
-    );
-    INSERT INTO raw_chunks_v2 SELECT session_id, seq, received_ns, bytes FROM raw_chunks ORDER BY session_id, seq;
-    DROP TABLE raw_chunks;
-    ALTER TABLE raw_chunks_v2 RENAME TO raw_chunks;
-    CREATE TABLE record_batches_v2 (
-        session_id  INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-        seq         INTEGER NOT NULL,
-        received_ns INTEGER NOT NULL,
-        count       INTEGER NOT NULL,
-        records     BLOB NOT NULL,
-        UNIQUE (session_id, seq)
-    );
-    INSERT INTO record_batches_v2 SELECT session_id, seq, received_ns, count, records FROM record_batches
-        ORDER BY session_id, seq;
-    DROP TABLE record_batches;
-    ALTER TABLE record_batches_v2 RENAME TO record_batches;
-    )sql",
-    // 3: boards created through the API, kept across restarts (their configuration as JSON).
-    R"sql(
-    CREATE TABLE boards (
-        name       TEXT PRIMARY KEY,
-        config     TEXT NOT NULL,
-        updated_ns INTEGER NOT NULL
-    );
-    )sql",
-    // 4: the framed protocol's frame and loss counters, and what the target said in its HELLO.
-    R"sql(
-    ALTER TABLE sessions ADD COLUMN frames INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE sessions ADD COLUMN frames_bad INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE sessions ADD COLUMN frames_lost INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE sessions ADD COLUMN target_dropped INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE sessions ADD COLUMN target_build_id TEXT NOT NULL DEFAULT '';
-    ALTER TABLE sessions ADD COLUMN target_text_lo INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE sessions ADD COLUMN target_text_hi INTEGER NOT NULL DEFAULT 0;
-    )sql",
-    // 5: SWO (itm) boards: their wire settings, ITM overflows and sleep samples, console text,
-    // exception trace counts.
-    R"sql(
-    ALTER TABLE sessions ADD COLUMN wire_options TEXT NOT NULL DEFAULT '';
-    ALTER TABLE sessions ADD COLUMN overflows INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE sessions ADD COLUMN sleep_samples INTEGER NOT NULL DEFAULT 0;
-    CREATE TABLE session_console (
-        session_id  INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-        seq         INTEGER NOT NULL,
-        line        INTEGER NOT NULL,
-        received_ns INTEGER NOT NULL,
-        port        INTEGER NOT NULL,
-        text        TEXT NOT NULL,
-        PRIMARY KEY (session_id, seq, line)
-    ) WITHOUT ROWID;
-    CREATE TABLE session_exceptions (
-        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-        exception  INTEGER NOT NULL,
-        entries    INTEGER NOT NULL,
-        cycles     INTEGER NOT NULL,
-        PRIMARY KEY (session_id, exception)
-    ) WITHOUT ROWID;
-    )sql",
-};
-static_assert(std::size(kMigrations) == kSchemaVersion);
-
-constexpr std::uint8_t kKindMask = 0x7F;
-constexpr std::uint8_t kHasCount = 0x80;
-
-void put32(std::vector<std::uint8_t>& out, std::uint32_t v) {
-    for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+// The counters' SQL is built from kSessionCounters: their columns carry the counters' names.
+std::string counter_columns() {
+    std::string out;
+    for (const auto& counter : kSessionCounters) {
+        if (!out.empty()) out += ", ";
+        out += counter.name;
+    }
+    return out;
 }
-std::uint32_t get32(const std::uint8_t* p) {
-    return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
-           static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
+
+std::string update_counters_sql() {
+    std::string out = "UPDATE sessions SET ";
+    for (std::size_t i = 0; i < kSessionCounters.size(); ++i) {
+        if (i > 0) out += ", ";
+        out += kSessionCounters[i].name;
+        out += " = ?";
+    }
+    return out + " WHERE id = ?";
+}
+
+// read_info's columns: these, then the counters from kFirstCounterColumn in the table's order.
+constexpr const char* kSessionInfoColumns =
+    "id, board, link, protocol, format, addr_bytes, elf_path, elf_build_id, elf_sha256, state, "
+    "started_ns, ended_ns, target_build_id, target_text_lo, target_text_hi, wire_options";
+constexpr int kFirstCounterColumn = 16;
+
+const std::string& select_sessions_sql() {
+    static const std::string sql =
+        std::string("SELECT ") + kSessionInfoColumns + ", " + counter_columns() + " FROM sessions";
+    return sql;
 }
 
 }  // namespace
 
-std::vector<std::uint8_t> pack_records(std::span<const protocol::Record> records) {
-    std::vector<std::uint8_t> out;
-    out.reserve(records.size() * 9);
-    for (const auto& r : records) {
-        out.push_back(static_cast<std::uint8_t>(static_cast<std::uint8_t>(r.kind) |
-                                                (r.count != 1 ? kHasCount : 0)));
-        if (r.count != 1) put32(out, r.count);
-        if (r.kind == protocol::RecordKind::kArc) put32(out, r.from_pc);
-        put32(out, r.self_pc);
-    }
-    return out;
-}
-
-std::vector<protocol::Record> unpack_records(std::span<const std::uint8_t> blob) {
-    std::vector<protocol::Record> out;
-    std::size_t i = 0;
-    auto need = [&](std::size_t n) {
-        if (i + n > blob.size()) throw StorageError("corrupt record batch: truncated");
-    };
-    while (i < blob.size()) {
-        const std::uint8_t head = blob[i++];
-        protocol::Record r;
-        r.kind = static_cast<protocol::RecordKind>(head & kKindMask);
-        if (r.kind != protocol::RecordKind::kArc && r.kind != protocol::RecordKind::kPcSample) {
-            throw StorageError("corrupt record batch: unknown kind");
-        }
-        if (head & kHasCount) {
-            need(4);
-            r.count = get32(&blob[i]);
-            i += 4;
-        }
-        if (r.kind == protocol::RecordKind::kArc) {
-            need(4);
-            r.from_pc = get32(&blob[i]);
-            i += 4;
-        }
-        need(4);
-        r.self_pc = get32(&blob[i]);
-        i += 4;
-        out.push_back(r);
-    }
-    return out;
-}
-
 SessionStore::SessionStore(const std::filesystem::path& path, Database::Mode mode)
     : db_(path, mode) {
-    if (mode == Database::Mode::kReadWrite) migrate();
-}
-
-void SessionStore::migrate() {
-    Statement version = db_.prepare("PRAGMA user_version");
-    version.step();
-    const auto current = static_cast<int>(version.column_int(0));
-    version.reset();
-    if (current > kSchemaVersion) {
-        throw StorageError(db_.path().string() + " has schema version " + std::to_string(current) +
-                           ", newer than this rackprof understands (" +
-                           std::to_string(kSchemaVersion) + ")");
-    }
-    for (int v = current; v < kSchemaVersion; ++v) {
-        Transaction t(db_);
-        db_.exec(kMigrations[v]);
-        db_.exec(("PRAGMA user_version = " + std::to_string(v + 1)).c_str());
-        t.commit();
-    }
+    if (mode == Database::Mode::kReadWrite) migrate_schema(db_);
 }
 
 Statement& SessionStore::cached(std::optional<Statement>& slot, const char* sql) {
@@ -308,22 +106,13 @@ void SessionStore::add_to_aggregate(std::int64_t session, const gmon::Aggregate&
     }
 }
 
-void SessionStore::update_counters(std::int64_t session, const SessionCounters& c) {
-    Statement& st = cached(
-        update_counters_,
-        "UPDATE sessions SET bytes_in = ?, bytes_discarded = ?, resyncs = ?, arcs = ?, pc_samples "
-        "= ?, gaps = ?, "
-        "records_lost = ?, bytes_lost = ?, frames = ?, frames_bad = ?, frames_lost = ?, "
-        "target_dropped = ?, overflows = ?, sleep_samples = ? WHERE id = ?");
-    st.bind(1, c.bytes_in)
-        .bind(2, c.bytes_discarded)
-        .bind(3, c.resyncs)
-        .bind(4, c.arcs)
-        .bind(5, c.pc_samples);
-    st.bind(6, c.gaps).bind(7, c.records_lost).bind(8, c.bytes_lost);
-    st.bind(9, c.frames).bind(10, c.frames_bad).bind(11, c.frames_lost).bind(12, c.target_dropped);
-    st.bind(13, c.overflows).bind(14, c.sleep_samples);
-    st.bind(15, session);
+void SessionStore::update_counters(std::int64_t session, const SessionCounters& counters) {
+    static const std::string sql = update_counters_sql();
+    Statement& st = cached(update_counters_, sql.c_str());
+    int column = 1;
+    for_each_counter(counters,
+                     [&](const SessionCounter&, std::uint64_t value) { st.bind(column++, value); });
+    st.bind(column, session);
     st.run();
 }
 
@@ -438,25 +227,18 @@ SessionInfo SessionStore::read_info(Statement& s) {
     i.state = s.column_text(9);
     i.spec.started_ns = s.column_int(10);
     i.ended_ns = s.column_is_null(11) ? 0 : s.column_int(11);
-    auto u = [&](int c) { return static_cast<std::uint64_t>(s.column_int(c)); };
-    i.counters = {u(12), u(13), u(14), u(15), u(16), u(17), u(18),
-                  u(19), u(20), u(21), u(22), u(23), u(27), u(28)};
-    i.target.build_id = s.column_text(24);
-    i.target.text_lo = static_cast<std::uint32_t>(s.column_int(25));
-    i.target.text_hi = static_cast<std::uint32_t>(s.column_int(26));
-    i.spec.wire_options = s.column_text(29);
+    i.target.build_id = s.column_text(12);
+    i.target.text_lo = static_cast<std::uint32_t>(s.column_int(13));
+    i.target.text_hi = static_cast<std::uint32_t>(s.column_int(14));
+    i.spec.wire_options = s.column_text(15);
+    int column = kFirstCounterColumn;
+    for (const auto& counter : kSessionCounters)
+        i.counters.*counter.member = static_cast<std::uint64_t>(s.column_int(column++));
     return i;
 }
 
-constexpr const char* kSessionColumns =
-    "SELECT id, board, link, protocol, format, addr_bytes, elf_path, elf_build_id, elf_sha256, "
-    "state, started_ns, "
-    "ended_ns, bytes_in, bytes_discarded, resyncs, arcs, pc_samples, gaps, records_lost, "
-    "bytes_lost, frames, frames_bad, frames_lost, target_dropped, target_build_id, "
-    "target_text_lo, target_text_hi, overflows, sleep_samples, wire_options FROM sessions";
-
 std::vector<SessionInfo> SessionStore::sessions() {
-    Statement st = db_.prepare((std::string(kSessionColumns) + " ORDER BY id").c_str());
+    Statement st = db_.prepare((select_sessions_sql() + " ORDER BY id").c_str());
     std::vector<SessionInfo> out;
     while (st.step()) out.push_back(read_info(st));
     for (auto& info : out) {
@@ -466,7 +248,7 @@ std::vector<SessionInfo> SessionStore::sessions() {
 }
 
 std::optional<SessionInfo> SessionStore::session(std::int64_t id) {
-    Statement st = db_.prepare((std::string(kSessionColumns) + " WHERE id = ?").c_str());
+    Statement st = db_.prepare((select_sessions_sql() + " WHERE id = ?").c_str());
     st.bind(1, id);
     if (!st.step()) return std::nullopt;
     SessionInfo info = read_info(st);

@@ -1,5 +1,6 @@
-// Sessions in SQLite: the schema (versioned in PRAGMA user_version, migrated forward), the
-// writes the storage writer makes, and the readers everything else uses.
+// Sessions in SQLite: the writes the storage writer makes, and the readers everything else
+// uses. The schema and its migrations are schema.h's, the record blob's bytes record_codec.h's,
+// the counters' list counters.h's; this header includes them all, so it is the one to include.
 //
 // What a session keeps: raw received bytes in chunks with host timestamps (lossless,
 // re-decodable), the decoded records of each chunk packed into one blob, running aggregates
@@ -16,38 +17,12 @@
 #include "gmon/aggregate.h"
 #include "protocol/decoder_stats.h"
 #include "protocol/record.h"
+#include "storage/counters.h"
+#include "storage/record_codec.h"
+#include "storage/schema.h"
 #include "storage/sqlite.h"
 
 namespace rackprof::storage {
-
-inline constexpr int kSchemaVersion = 5;
-
-struct SessionCounters {
-    std::uint64_t bytes_in = 0;
-    std::uint64_t bytes_discarded = 0;
-    std::uint64_t resyncs = 0;
-    std::uint64_t arcs = 0;
-    std::uint64_t pc_samples = 0;
-    std::uint64_t gaps = 0;
-    std::uint64_t records_lost = 0;  // dropped because the storage queue was full
-    std::uint64_t bytes_lost = 0;    // raw bytes dropped with them
-    // Framed protocol (0 for legacy): good frames, frames that failed their check, frames
-    // missing by sequence number, records the target dropped (its queue was full).
-    std::uint64_t frames = 0;
-    std::uint64_t frames_bad = 0;
-    std::uint64_t frames_lost = 0;
-    std::uint64_t target_dropped = 0;
-    // ITM (0 otherwise): overflow packets (the target's trace dropped data: loss), and DWT PC
-    // samples taken while the core slept (counted, never a function).
-    std::uint64_t overflows = 0;
-    std::uint64_t sleep_samples = 0;
-    friend bool operator==(const SessionCounters&, const SessionCounters&) = default;
-};
-
-// What a decoder counted, as a session keeps it (the session's own counters, gaps and storage
-// losses, stay as they are), and back.
-void set_decoder_counters(SessionCounters& counters, const protocol::DecoderStats& stats);
-protocol::DecoderStats decoder_counters(const SessionCounters& counters);
 
 struct NewSession {
     std::string board;
@@ -102,11 +77,6 @@ struct Gap {
     std::int64_t ended_ns = 0;
     std::string reason;
 };
-
-// Records packed for storage: a kind byte (bit 7: an explicit count follows), then the
-// 32-bit little-endian addresses. Five bytes per PC sample, nine per arc.
-std::vector<std::uint8_t> pack_records(std::span<const protocol::Record> records);
-std::vector<protocol::Record> unpack_records(std::span<const std::uint8_t> blob);
 
 class SessionStore {
   public:
@@ -177,7 +147,6 @@ class SessionStore {
         const std::function<void(std::int64_t received_ns, std::span<const protocol::Record>)>& f);
 
   private:
-    void migrate();
     SessionInfo read_info(Statement& s);
     // A statement prepared once and reused: the write path runs for every chunk.
     Statement& cached(std::optional<Statement>& slot, const char* sql);

@@ -293,5 +293,25 @@ TEST_CASE("deleting a session takes its chunks, batches, aggregates and gaps wit
     CHECK(store.aggregate_between(keep, 0, 5).total_samples() == 1);
 }
 
+TEST_CASE("every counter is written and read back in its own column") {
+    SessionStore store(":memory:");
+    NewSession spec;
+    spec.board = "b";
+    const auto id = store.create_session(spec);
+    SessionCounters counters;
+    std::uint64_t n = 1000;
+    for (const auto& counter : kSessionCounters) counters.*counter.member = ++n;
+    store.update_counters(id, counters);
+    CHECK(store.session(id)->counters == counters);
+    REQUIRE(store.sessions().size() == 1);
+    CHECK(store.sessions()[0].counters == counters);
+    // The columns carry the counters' names.
+    Statement columns = store.db().prepare("SELECT bytes_in, gaps, sleep_samples FROM sessions");
+    REQUIRE(columns.step());
+    CHECK(columns.column_int(0) == 1001);
+    CHECK(columns.column_int(1) == 1006);
+    CHECK(columns.column_int(2) == 1014);
+}
+
 }  // namespace
 }  // namespace rackprof::storage

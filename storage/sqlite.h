@@ -8,16 +8,12 @@
 #include <filesystem>
 #include <optional>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 
-namespace rackprof::storage {
+#include "storage/storage_error.h"
 
-class StorageError : public std::runtime_error {
-  public:
-    using std::runtime_error::runtime_error;
-};
+namespace rackprof::storage {
 
 class Statement;
 

@@ -1,0 +1,164 @@
+#include "storage/schema.h"
+
+#include <iterator>
+#include <string>
+
+namespace rackprof::storage {
+namespace {
+
+// Forward migrations: entry i takes the schema from version i to i + 1.
+const char* const kMigrations[] = {
+    R"sql(
+    CREATE TABLE sessions (
+        id              INTEGER PRIMARY KEY,
+        board           TEXT NOT NULL,
+        link            TEXT NOT NULL,
+        protocol        TEXT NOT NULL,
+        format          TEXT NOT NULL,
+        addr_bytes      INTEGER NOT NULL,
+        elf_path        TEXT NOT NULL DEFAULT '',
+        elf_build_id    TEXT NOT NULL DEFAULT '',
+        elf_sha256      TEXT NOT NULL DEFAULT '',
+        state           TEXT NOT NULL CHECK (state IN ('capturing', 'completed', 'interrupted')),
+        started_ns      INTEGER NOT NULL,
+        ended_ns        INTEGER,
+        bytes_in        INTEGER NOT NULL DEFAULT 0,
+        bytes_discarded INTEGER NOT NULL DEFAULT 0,
+        resyncs         INTEGER NOT NULL DEFAULT 0,
+        arcs            INTEGER NOT NULL DEFAULT 0,
+        pc_samples      INTEGER NOT NULL DEFAULT 0,
+        gaps            INTEGER NOT NULL DEFAULT 0,
+        records_lost    INTEGER NOT NULL DEFAULT 0,
+        bytes_lost      INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX sessions_by_board ON sessions (board, started_ns);
+    CREATE TABLE raw_chunks (
+        session_id  INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq         INTEGER NOT NULL,
+        received_ns INTEGER NOT NULL,
+        bytes       BLOB NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE record_batches (
+        session_id  INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq         INTEGER NOT NULL,
+        received_ns INTEGER NOT NULL,
+        count       INTEGER NOT NULL,
+        records     BLOB NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE session_arcs (
+        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        from_pc    INTEGER NOT NULL,
+        self_pc    INTEGER NOT NULL,
+        count      INTEGER NOT NULL,
+        PRIMARY KEY (session_id, from_pc, self_pc)
+    ) WITHOUT ROWID;
+    CREATE TABLE session_pcs (
+        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        pc         INTEGER NOT NULL,
+        count      INTEGER NOT NULL,
+        PRIMARY KEY (session_id, pc)
+    ) WITHOUT ROWID;
+    CREATE TABLE session_gaps (
+        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        started_ns INTEGER NOT NULL,
+        ended_ns   INTEGER NOT NULL,
+        reason     TEXT NOT NULL
+    );
+    )sql",
+    // 2: chunk and batch blobs are kilobytes; WITHOUT ROWID tables store rows that large
+    // poorly (several times the data on disk), so they become ordinary tables.
+    R"sql(
+    CREATE TABLE raw_chunks_v2 (
+        session_id  INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq         INTEGER NOT NULL,
+        received_ns INTEGER NOT NULL,
+        bytes       BLOB NOT NULL,
+        UNIQUE (session_id, seq)
+    );
+    INSERT INTO raw_chunks_v2 SELECT session_id, seq, received_ns, bytes FROM raw_chunks ORDER BY session_id, seq;
+    DROP TABLE raw_chunks;
+    ALTER TABLE raw_chunks_v2 RENAME TO raw_chunks;
+    CREATE TABLE record_batches_v2 (
+        session_id  INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq         INTEGER NOT NULL,
+        received_ns INTEGER NOT NULL,
+        count       INTEGER NOT NULL,
+        records     BLOB NOT NULL,
+        UNIQUE (session_id, seq)
+    );
+    INSERT INTO record_batches_v2 SELECT session_id, seq, received_ns, count, records FROM record_batches
+        ORDER BY session_id, seq;
+    DROP TABLE record_batches;
+    ALTER TABLE record_batches_v2 RENAME TO record_batches;
+    )sql",
+    // 3: boards created through the API, kept across restarts (their configuration as JSON).
+    R"sql(
+    CREATE TABLE boards (
+        name       TEXT PRIMARY KEY,
+        config     TEXT NOT NULL,
+        updated_ns INTEGER NOT NULL
+    );
+    )sql",
+    // 4: the framed protocol's frame and loss counters, and what the target said in its HELLO.
+    R"sql(
+    ALTER TABLE sessions ADD COLUMN frames INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN frames_bad INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN frames_lost INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN target_dropped INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN target_build_id TEXT NOT NULL DEFAULT '';
+    ALTER TABLE sessions ADD COLUMN target_text_lo INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN target_text_hi INTEGER NOT NULL DEFAULT 0;
+    )sql",
+    // 5: SWO (itm) boards: their wire settings, ITM overflows and sleep samples, console text,
+    // exception trace counts.
+    R"sql(
+    ALTER TABLE sessions ADD COLUMN wire_options TEXT NOT NULL DEFAULT '';
+    ALTER TABLE sessions ADD COLUMN overflows INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN sleep_samples INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE session_console (
+        session_id  INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq         INTEGER NOT NULL,
+        line        INTEGER NOT NULL,
+        received_ns INTEGER NOT NULL,
+        port        INTEGER NOT NULL,
+        text        TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq, line)
+    ) WITHOUT ROWID;
+    CREATE TABLE session_exceptions (
+        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        exception  INTEGER NOT NULL,
+        entries    INTEGER NOT NULL,
+        cycles     INTEGER NOT NULL,
+        PRIMARY KEY (session_id, exception)
+    ) WITHOUT ROWID;
+    )sql",
+};
+static_assert(std::size(kMigrations) == kSchemaVersion);
+
+}  // namespace
+
+int schema_version(Database& db) {
+    Statement version = db.prepare("PRAGMA user_version");
+    version.step();
+    return static_cast<int>(version.column_int(0));
+}
+
+void migrate_schema(Database& db) {
+    const int current = schema_version(db);
+    if (current > kSchemaVersion) {
+        throw StorageError(db.path().string() + " has schema version " + std::to_string(current) +
+                           ", newer than this rackprof understands (" +
+                           std::to_string(kSchemaVersion) + ")");
+    }
+    // One transaction per step: a failure leaves the database at the last version reached.
+    for (int v = current; v < kSchemaVersion; ++v) {
+        Transaction t(db);
+        db.exec(kMigrations[v]);
+        db.exec(("PRAGMA user_version = " + std::to_string(v + 1)).c_str());
+        t.commit();
+    }
+}
+
+}  // namespace rackprof::storage

@@ -1,0 +1,19 @@
+// The database schema: its DDL as forward migrations, one per version, and the version a
+// database is at (PRAGMA user_version). Old migrations never change; a new column or table is a
+// new migration and kSchemaVersion + 1.
+#pragma once
+
+#include "storage/sqlite.h"
+
+namespace rackprof::storage {
+
+inline constexpr int kSchemaVersion = 5;
+
+// The database's PRAGMA user_version: 0 for a new file.
+int schema_version(Database& db);
+
+// Creates the schema in a new database or migrates an older one forward, one transaction per
+// version. Throws StorageError for a database from a newer rackprof.
+void migrate_schema(Database& db);
+
+}  // namespace rackprof::storage
