@@ -20,6 +20,7 @@
 #include "gmon/profile_pipeline.h"
 #include "gmon/symbolizer.h"
 #include "protocol/wire_format.h"
+#include "storage/counters_json.h"
 #include "storage/session_store.h"
 
 namespace rackprof::daemon {
@@ -95,19 +96,6 @@ std::string summary_line(const protocol::DecoderStats& s) {
     return line;
 }
 
-nlohmann::json stats_json(const protocol::DecoderStats& s) {
-    return {{"bytes_in", s.bytes_in},
-            {"bytes_discarded", s.bytes_discarded},
-            {"resyncs", s.resyncs},
-            {"arcs", s.arcs},
-            {"pc_samples", s.pc_samples},
-            {"frames", s.frames},
-            {"frames_bad", s.frames_bad},
-            {"frames_lost", s.frames_lost},
-            {"target_dropped", s.target_dropped},
-            {"overflows", s.overflows},
-            {"sleep_samples", s.sleep_samples}};
-}
 
 nlohmann::json exceptions_json(const std::map<std::uint16_t, protocol::ExceptionStats>& e) {
     nlohmann::json out = nlohmann::json::array();
@@ -301,7 +289,7 @@ Converted from_file(const std::filesystem::path& input, const ConvertOptions& o)
     warn_on_build_id_mismatch(o, target);
     check_decoded(imported.stats, o, input.string());
     in.source = source_of(std::move(aggregate), o, target);
-    in.summary["decoder"] = stats_json(imported.stats);
+    in.summary["decoder"] = storage::decoder_stats_json(imported.stats);
     in.summary["input"] = input.string();
     in.summary["protocol"] = o.protocol;
     in.summary["format"] = imported.format;
@@ -375,7 +363,7 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
         check_decoded(imported.stats, o, what);
         in.source = source_of(std::move(aggregate), o,
                               imported.hello ? target_of(imported.hello) : info->target);
-        in.summary["decoder"] = stats_json(imported.stats);
+        in.summary["decoder"] = storage::decoder_stats_json(imported.stats);
         if (protocol::wire_format(wire.protocol).traits.swo)
             in.summary["exceptions"] = exceptions_json(imported.exceptions);
     } else {
@@ -386,7 +374,7 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
                   << " records lost\n";
         check_decoded(stats, o, what);
         in.source = source_of(store->aggregate(id), o, info->target);
-        in.summary["decoder"] = stats_json(stats);
+        in.summary["decoder"] = storage::decoder_stats_json(stats);
     }
     in.summary["session"] = {{"id", id},
                              {"board", info->spec.board},

@@ -1,10 +1,20 @@
 #include "storage/session_store.h"
 
+#include "protocol/wire_format.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <string>
 
 namespace rackprof::storage {
+
+namespace {
+// Only SWO sessions keep an exception trace (an unknown protocol keeps none).
+bool has_exception_trace(const NewSession& spec) {
+    const auto* format = protocol::find_wire_format(spec.protocol);
+    return format && format->traits.swo;
+}
+}  // namespace
 namespace {
 
 // The counters' SQL is built from kSessionCounters: their columns carry the counters' names.
@@ -242,7 +252,7 @@ std::vector<SessionInfo> SessionStore::sessions() {
     std::vector<SessionInfo> out;
     while (st.step()) out.push_back(read_info(st));
     for (auto& info : out) {
-        if (info.spec.protocol == "itm") info.exceptions = exceptions(info.id);
+        if (has_exception_trace(info.spec)) info.exceptions = exceptions(info.id);
     }
     return out;
 }
@@ -252,7 +262,7 @@ std::optional<SessionInfo> SessionStore::session(std::int64_t id) {
     st.bind(1, id);
     if (!st.step()) return std::nullopt;
     SessionInfo info = read_info(st);
-    if (info.spec.protocol == "itm") info.exceptions = exceptions(id);
+    if (has_exception_trace(info.spec)) info.exceptions = exceptions(id);
     return info;
 }
 
