@@ -16,32 +16,11 @@
 #include "daemon/config.h"
 #include "daemon/links.h"
 #include "daemon/pty_board.h"
+#include "daemon/service/rack_types.h"  // LinkState, BoardStatus, BoardEvent
 #include "gmon/symbolizer.h"
 
 namespace rackprof::daemon {
 
-enum class LinkState { kConnecting, kConnected, kDisconnected, kFinished, kStopped };
-const char* to_string(LinkState state);
-
-struct BoardStatus {
-    std::string name;
-    std::string link;
-    LinkState state = LinkState::kConnecting;
-    std::string last_error;
-    std::uint64_t reconnects = 0;
-    std::optional<storage::SessionHandle> session;
-    std::int64_t session_id = 0;  // the stored session's id (0 until its row is committed)
-    storage::SessionCounters counters;
-};
-
-// A change worth telling the world: a link state, a session starting or ending.
-struct BoardEvent {
-    std::string board;
-    std::string kind;   // link | session_started | session_stopped
-    std::string state;  // link: the new state
-    std::string reason;
-    std::optional<storage::SessionHandle> session;
-};
 using BoardEventSink = std::function<void(const BoardEvent&)>;
 
 class Board {

@@ -1,6 +1,6 @@
 // The capture service: one io_context thread owning every board and link, and the storage
-// writer behind them. The service interface the web layer will call lives here; every call
-// is thread-safe (it runs on the capture thread and waits for the answer).
+// writer behind them. Every call is thread-safe (it runs on the capture thread and waits for
+// the answer); web/ reaches it only through service::LocalRack (daemon/service/).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -49,12 +49,7 @@ class CaptureService {
         events_ = std::move(sink);
     }
 
-    struct LiveView {
-        BoardStatus board;
-        gmon::Aggregate aggregate;
-        std::vector<protocol::Record> newest_arcs;         // oldest first
-        std::vector<storage::ConsoleLine> newest_console;  // itm; oldest first
-    };
+    using LiveView = service::LiveView;
     // The board capturing this stored session, with its live aggregate.
     std::optional<LiveView> live(std::int64_t session_id);
     // Starts a session on a board; returns its stored id (0: no such board).
