@@ -1,13 +1,11 @@
-#include "web/live_feeds.h"
+#include "web/feeds/live_feeds.h"
 
 #include <boost/asio/post.hpp>
 #include <boost/beast/websocket.hpp>
 
 #include <nlohmann/json.hpp>
 
-#include "gmon/profile.h"
 #include "gmon/report.h"
-#include "storage/session_store.h"
 
 namespace rackprof::web {
 
@@ -98,9 +96,9 @@ class FeedClient : public std::enable_shared_from_this<FeedClient> {
     std::chrono::steady_clock::time_point write_started_;
 };
 
-LiveFeeds::LiveFeeds(asio::io_context& io, daemon::CaptureService& service,
-                     std::filesystem::path storage_path, std::chrono::milliseconds tick)
-    : io_(io), service_(service), storage_path_(std::move(storage_path)), tick_(tick), timer_(io) {}
+LiveFeeds::LiveFeeds(asio::io_context& io, service::RackService& rack,
+                     std::chrono::milliseconds tick)
+    : io_(io), rack_(rack), tick_(tick), timer_(io) {}
 
 LiveFeeds::~LiveFeeds() {
     stop();
@@ -187,7 +185,7 @@ void LiveFeeds::on_tick() {
 // Totals, rates, losses, link state, the top functions by self time and the busiest arcs.
 std::string LiveFeeds::snapshot(std::int64_t id) {
     json out = {{"session", id}};
-    const auto view = service_.live(id);
+    const auto view = rack_.live(id);
     if (!view) {
         out["state"] = "not_capturing";
         return out.dump();
@@ -207,7 +205,7 @@ std::string LiveFeeds::snapshot(std::int64_t id) {
     }
     out["board"] = view->board.name;
     out["state"] = "capturing";
-    out["link"] = daemon::to_string(view->board.state);
+    out["link"] = service::to_string(view->board.state);
     out["records_per_s"] = records_per_s;
     out["bytes_per_s"] = bytes_per_s;
     out["totals"] = {{"bytes_in", c.bytes_in}, {"arcs", c.arcs}, {"pc_samples", c.pc_samples}};
@@ -221,26 +219,7 @@ std::string LiveFeeds::snapshot(std::int64_t id) {
                      {"overflows", c.overflows},
                      {"sleep_samples", c.sleep_samples}};
 
-    json top = json::array();
-    try {
-        storage::SessionStore store(storage_path_, storage::Database::Mode::kReadOnly);
-        const auto info = store.session(id);
-        if (info && !info->spec.elf_path.empty()) {
-            const auto elf = cached_symbolizer(info->spec.elf_path);
-            const auto spec =
-                gmon::histogram_spec(view->aggregate, std::pair(elf->code_low(), elf->code_high()));
-            const auto profile = gmon::compute_profile(
-                gmon::to_gmon_data(view->aggregate, spec, elf->layout()).data, *elf);
-            const auto flat = gmon::profile_json(profile, {10, 0.0})["flat"];
-            for (const auto& row : flat)
-                top.push_back({{"name", row["name"]},
-                               {"self_percent", row["percent"]},
-                               {"calls", row["calls"]}});
-        }
-    } catch (const std::exception&) {
-        // No usable ELF: the snapshot goes without function names.
-    }
-    out["top_functions"] = top;
+    out["top_functions"] = view->top_functions;
     auto arcs = view->aggregate.arcs();
     std::sort(arcs.begin(), arcs.end(),
               [](const auto& a, const auto& b) { return a.count > b.count; });
