@@ -124,16 +124,6 @@ bool is_hex_id(const std::string& id) {
            id.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
-double parse_number(const std::string& text, const char* what) {
-    try {
-        std::size_t used = 0;
-        const double v = std::stod(text, &used);
-        if (used == text.size() && v >= 0) return v;
-    } catch (const std::exception&) {
-    }
-    fail(Failure::kBadRequest, std::string(what) + " must be a non-negative number");
-}
-
 // ---- import decoding --------------------------------------------------------------------
 
 // An imported capture's wire from the query (protocol, addr_bytes and the itm keys, as a
@@ -143,7 +133,7 @@ daemon::BoardConfig import_wire(const ImportParameters& query, const std::string
     if (query.count("protocol")) board["protocol"] = query.at("protocol");
     for (const char* key :
          {"addr_bytes", "tpiu_stream", "framed_port", "orbstat_port", "console_port"}) {
-        if (query.count(key)) board[key] = static_cast<int>(parse_number(query.at(key), key));
+        if (query.count(key)) board[key] = static_cast<int>(parse_non_negative(query.at(key), key));
     }
     if (query.count("tpiu")) board["tpiu"] = query.at("tpiu") == "true" || query.at("tpiu") == "1";
     try {
@@ -269,32 +259,38 @@ const gmon::Symbolizer& require_elf(const SessionProfileData& profile, std::int6
 
 constexpr int kExportPage = 64;
 
-// Raw bytes as received, a page of chunks per pull.
-std::function<std::optional<std::string>()> raw_pages(storage::ReaderPool& readers,
-                                                      std::int64_t id) {
-    return [&readers, id, after = std::int64_t{-1},
+// A stream pulled page by page: `page(store, after, out)` appends one page after the sequence
+// number `after` and returns the last one it read. A connection is leased per page, so a slow
+// client holds none; an empty page ends the stream.
+template <typename Page>
+std::function<std::optional<std::string>()> paged(storage::ReaderPool& readers, Page page) {
+    return [&readers, page, after = std::int64_t{-1},
             done = false]() mutable -> std::optional<std::string> {
         if (done) return std::nullopt;
         std::string out;
-        auto store = readers.lease();  // per page: a slow client holds no connection
-        for (const auto& row : store->chunk_page(id, after, kExportPage)) {
-            out.append(reinterpret_cast<const char*>(row.bytes.data()), row.bytes.size());
-            after = row.seq;
-        }
+        after = page(*readers.lease(), after, out);
         if (out.empty()) done = true;
         return done ? std::nullopt : std::optional(std::move(out));
     };
 }
 
+// Raw bytes as received.
+std::function<std::optional<std::string>()> raw_pages(storage::ReaderPool& readers,
+                                                      std::int64_t id) {
+    return paged(readers, [id](storage::SessionStore& store, std::int64_t after, std::string& out) {
+        for (const auto& row : store.chunk_page(id, after, kExportPage)) {
+            out.append(reinterpret_cast<const char*>(row.bytes.data()), row.bytes.size());
+            after = row.seq;
+        }
+        return after;
+    });
+}
+
 // Every record with its receive time, one JSON object a line.
 std::function<std::optional<std::string>()> ndjson_pages(storage::ReaderPool& readers,
                                                          std::int64_t id) {
-    return [&readers, id, after = std::int64_t{-1},
-            done = false]() mutable -> std::optional<std::string> {
-        if (done) return std::nullopt;
-        std::string out;
-        auto store = readers.lease();
-        for (const auto& row : store->batch_page(id, after, kExportPage)) {
+    return paged(readers, [id](storage::SessionStore& store, std::int64_t after, std::string& out) {
+        for (const auto& row : store.batch_page(id, after, kExportPage)) {
             const std::string t = std::to_string(row.received_ns);
             for (const auto& r : row.records) {
                 out += "{\"t\":" + t;
@@ -308,9 +304,8 @@ std::function<std::optional<std::string>()> ndjson_pages(storage::ReaderPool& re
             }
             after = row.seq;
         }
-        if (out.empty()) done = true;
-        return done ? std::nullopt : std::optional(std::move(out));
-    };
+        return after;
+    });
 }
 
 // The aggregate in the thesis' validation columns. It is small (distinct addresses), but it

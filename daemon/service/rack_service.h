@@ -43,6 +43,18 @@ class ServiceError : public std::runtime_error {
     Failure failure_;
 };
 
+// A parameter as a non-negative number ("3", "0.5"), the rule for every numeric parameter of
+// the API and of an import; kBadRequest naming `what` otherwise.
+inline double parse_non_negative(const std::string& text, const char* what) {
+    try {
+        std::size_t used = 0;
+        const double v = std::stod(text, &used);
+        if (used == text.size() && v >= 0) return v;
+    } catch (const std::exception&) {
+    }
+    throw ServiceError(Failure::kBadRequest, std::string(what) + " must be a non-negative number");
+}
+
 // GET /sessions' filters; unset ones match everything.
 struct SessionFilter {
     std::optional<std::string> board;

@@ -93,14 +93,7 @@ std::int64_t parse_time(const std::string& text, const char* what) {
 }
 
 double parse_number(const std::string& text, const char* what) {
-    try {
-        std::size_t used = 0;
-        const double v = std::stod(text, &used);
-        if (used == text.size() && v >= 0) return v;
-    } catch (const std::exception&) {
-    }
-    throw HttpError{http::status::bad_request, "bad_request",
-                    std::string(what) + " must be a non-negative number"};
+    return service::parse_non_negative(text, what);
 }
 
 service::TimeWindow window_of(const std::map<std::string, std::string>& query) {
