@@ -25,23 +25,6 @@ using nlohmann::json;
 
 // ---- JSON views -------------------------------------------------------------------------
 
-json counters_json(const storage::SessionCounters& c) {
-    return {{"bytes_in", c.bytes_in},
-            {"bytes_discarded", c.bytes_discarded},
-            {"resyncs", c.resyncs},
-            {"arcs", c.arcs},
-            {"pc_samples", c.pc_samples},
-            {"gaps", c.gaps},
-            {"records_lost", c.records_lost},
-            {"bytes_lost", c.bytes_lost},
-            {"frames", c.frames},
-            {"frames_bad", c.frames_bad},
-            {"frames_lost", c.frames_lost},
-            {"target_dropped", c.target_dropped},
-            {"overflows", c.overflows},
-            {"sleep_samples", c.sleep_samples}};
-}
-
 json board_json(const BoardStatus& b) {
     return {{"name", b.name},
             {"link", b.link},

@@ -209,15 +209,11 @@ std::string LiveFeeds::snapshot(std::int64_t id) {
     out["records_per_s"] = records_per_s;
     out["bytes_per_s"] = bytes_per_s;
     out["totals"] = {{"bytes_in", c.bytes_in}, {"arcs", c.arcs}, {"pc_samples", c.pc_samples}};
-    out["losses"] = {{"bytes_discarded", c.bytes_discarded},
-                     {"resyncs", c.resyncs},
-                     {"gaps", c.gaps},
-                     {"records_lost", c.records_lost},
-                     {"frames_bad", c.frames_bad},
-                     {"frames_lost", c.frames_lost},
-                     {"target_dropped", c.target_dropped},
-                     {"overflows", c.overflows},
-                     {"sleep_samples", c.sleep_samples}};
+    // The counters less the totals, the good frames and bytes_lost (never in this message).
+    json losses = service::counters_json(c);
+    for (const char* total : {"bytes_in", "arcs", "pc_samples", "bytes_lost", "frames"})
+        losses.erase(total);
+    out["losses"] = losses;
 
     out["top_functions"] = view->top_functions;
     auto arcs = view->aggregate.arcs();
