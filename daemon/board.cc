@@ -288,7 +288,8 @@ void Board::publish_live() {
                                 session_->newest_console().end());
     state.elf = elf_;
     if (session_->target().has_text_range())
-        state.announced_range = gmon::CodeRange{session_->target().text_lo, session_->target().text_hi};
+        state.announced_range =
+            gmon::CodeRange{session_->target().text_lo, session_->target().text_hi};
     live_->publish(session_->handle(), std::move(state), session_->take_changes());
 }
 

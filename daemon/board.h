@@ -17,32 +17,11 @@
 #include "daemon/links.h"
 #include "daemon/live_snapshots.h"
 #include "daemon/pty_board.h"
+#include "daemon/service/rack_types.h"  // LinkState, BoardStatus, BoardEvent
 #include "gmon/symbolizer.h"
 
 namespace rackprof::daemon {
 
-enum class LinkState { kConnecting, kConnected, kDisconnected, kFinished, kStopped };
-const char* to_string(LinkState state);
-
-struct BoardStatus {
-    std::string name;
-    std::string link;
-    LinkState state = LinkState::kConnecting;
-    std::string last_error;
-    std::uint64_t reconnects = 0;
-    std::optional<storage::SessionHandle> session;
-    std::int64_t session_id = 0;  // the stored session's id (0 until its row is committed)
-    storage::SessionCounters counters;
-};
-
-// A change worth telling the world: a link state, a session starting or ending.
-struct BoardEvent {
-    std::string board;
-    std::string kind;   // link | session_started | session_stopped
-    std::string state;  // link: the new state
-    std::string reason;
-    std::optional<storage::SessionHandle> session;
-};
 using BoardEventSink = std::function<void(const BoardEvent&)>;
 
 class Board {
@@ -67,19 +46,6 @@ class Board {
     BoardStatus status() const;
     // Publishes the current session's live snapshot (its changes since the last publish).
     void publish_live();
-    // The current session's live aggregate (empty without a session).
-    gmon::Aggregate live_aggregate() const {
-        return session_ ? session_->aggregate() : gmon::Aggregate{};
-    }
-    // The current session's newest arcs, oldest first (empty without a session).
-    std::vector<protocol::Record> newest_arcs() const {
-        if (!session_) return {};
-        return {session_->newest_arcs().begin(), session_->newest_arcs().end()};
-    }
-    std::vector<storage::ConsoleLine> newest_console() const {
-        if (!session_) return {};
-        return {session_->newest_console().begin(), session_->newest_console().end()};
-    }
     const std::string& name() const { return config_.name; }
     const BoardConfig& config() const { return config_; }
 

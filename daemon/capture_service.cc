@@ -50,7 +50,8 @@ CaptureService::~CaptureService() {
 std::unique_ptr<Board> CaptureService::make_board(const BoardConfig& b) {
     return std::make_unique<Board>(
         io_, b, *writer_, log_, config_.reconnect_min, config_.reconnect_max,
-        config_.storage_path.parent_path() / "firmware", [this](const BoardEvent& e) {
+        config_.storage_path.parent_path() / "firmware",
+        [this](const BoardEvent& e) {
             if (events_) events_(e, e.session ? writer_->session_id(*e.session) : 0);
         },
         &live_);
@@ -72,21 +73,6 @@ std::optional<LiveSnapshot> CaptureService::live_snapshot(std::int64_t session_i
         if (writer_->session_id(handle) == session_id) return live_.snapshot(handle);
     }
     return std::nullopt;
-}
-
-std::optional<CaptureService::LiveView> CaptureService::live(std::int64_t session_id) {
-    if (session_id <= 0) return std::nullopt;
-    return on_capture_thread([&]() -> std::optional<LiveView> {
-        for (auto& board : boards_) {
-            auto status = board->status();
-            if (status.session && writer_->session_id(*status.session) == session_id) {
-                status.session_id = session_id;
-                return LiveView{std::move(status), board->live_aggregate(), board->newest_arcs(),
-                                board->newest_console()};
-            }
-        }
-        return std::nullopt;
-    });
 }
 
 void CaptureService::start() {

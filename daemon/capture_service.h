@@ -1,6 +1,6 @@
 // The capture service: one io_context thread owning every board and link, and the storage
-// writer behind them. The service interface the web layer will call lives here; every call
-// is thread-safe (it runs on the capture thread and waits for the answer).
+// writer behind them. Every call is thread-safe (it runs on the capture thread and waits for
+// the answer); web/ reaches it only through service::LocalRack (daemon/service/).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -49,14 +49,6 @@ class CaptureService {
         events_ = std::move(sink);
     }
 
-    struct LiveView {
-        BoardStatus board;
-        gmon::Aggregate aggregate;
-        std::vector<protocol::Record> newest_arcs;         // oldest first
-        std::vector<storage::ConsoleLine> newest_console;  // itm; oldest first
-    };
-    // The board capturing this stored session, with its live aggregate.
-    std::optional<LiveView> live(std::int64_t session_id);
     // The newest snapshot the capture side published for this stored session (never waits on
     // the capture thread).
     std::optional<LiveSnapshot> live_snapshot(std::int64_t session_id);

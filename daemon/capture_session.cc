@@ -15,15 +15,6 @@ storage::SessionHandle new_session_handle() {
     return next++;
 }
 
-std::optional<std::pair<std::uint64_t, std::uint64_t>> session_code_range(
-    const storage::SessionInfo& session, const gmon::Symbolizer* elf) {
-    if (elf) return std::pair(elf->code_low(), elf->code_high());
-    if (session.target.has_text_range())
-        return std::pair<std::uint64_t, std::uint64_t>(session.target.text_lo,
-                                                       session.target.text_hi);
-    return std::nullopt;
-}
-
 std::string build_id_hex(const std::vector<std::uint8_t>& build_id) {
     static constexpr char kHex[] = "0123456789abcdef";
     std::string out;
@@ -87,7 +78,6 @@ void CaptureSession::on_hello(const protocol::TargetHello& hello) {
 }
 
 bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t received_ns) {
-    aggregate_.add(collector_.records);
     changes_.add(collector_.records);
     refresh_counters();
     // The live view's newest arcs: only the chunk's tail is looked at.

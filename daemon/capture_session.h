@@ -25,11 +25,6 @@ std::int64_t unix_now_ns();
 // A handle no other session in this process has.
 storage::SessionHandle new_session_handle();
 
-// The code range a session's histogram covers: its ELF's, else the text range its target
-// announced in a HELLO, else none (the PCs seen decide).
-std::optional<std::pair<std::uint64_t, std::uint64_t>> session_code_range(
-    const storage::SessionInfo& session, const gmon::Symbolizer* elf);
-
 // A HELLO's build-id as the ELF notes spell it: lower-case hex.
 std::string build_id_hex(const std::vector<std::uint8_t>& build_id);
 
@@ -51,7 +46,6 @@ class CaptureSession {
     storage::SessionHandle handle() const { return handle_; }
     const storage::NewSession& spec() const { return spec_; }
     const storage::SessionCounters& counters() const { return counters_; }
-    const gmon::Aggregate& aggregate() const { return aggregate_; }
     // The records aggregated since the last call (what the live snapshot has not seen yet).
     gmon::Aggregate take_changes() { return std::exchange(changes_, {}); }
     bool in_gap() const { return open_gap_.has_value(); }
@@ -98,7 +92,6 @@ class CaptureSession {
     storage::StorageWriter& writer_;
     std::unique_ptr<protocol::StreamDecoder> decoder_;
     Collector collector_;
-    gmon::Aggregate aggregate_;
     gmon::Aggregate changes_;
     FirmwareForHello firmware_for_;
     storage::TargetInfo target_;

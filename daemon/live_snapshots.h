@@ -62,8 +62,8 @@ class LiveSnapshots {
         std::shared_ptr<const gmon::Aggregate> whole = std::make_shared<gmon::Aggregate>();
         std::uint64_t version = 0;
     };
-    std::mutex mutex_;         // guards entries_; held only for moves and small copies
-    std::mutex fold_mutex_;    // one reader folds changes at a time
+    std::mutex mutex_;       // guards entries_; held only for moves and small copies
+    std::mutex fold_mutex_;  // one reader folds changes at a time
     std::map<storage::SessionHandle, Entry> entries_;
 };
 

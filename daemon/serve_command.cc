@@ -16,10 +16,12 @@
 #include "daemon/command_line.h"
 #include "daemon/commands.h"
 #include "daemon/link_uri.h"
+#include "daemon/service/local_rack.h"
 #include "daemon/systemd_notifier.h"
-#include "web/http_server.h"
-#include "web/live_feeds.h"
-#include "web/static_site.h"
+#include "web/api/api.h"
+#include "web/feeds/live_feeds.h"
+#include "web/server/http_server.h"
+#include "web/server/static_site.h"
 
 #include <nlohmann/json.hpp>
 
@@ -109,8 +111,10 @@ int run_serve(const std::vector<std::string>& args) {
               config.source, config.storage_path.string(), config.boards.size());
     CaptureService service(config, log);  // storage is open from here on
 
+    rackprof::service::LocalRack rack(service,
+                                      config.storage_path);  // what web/ reads and writes through
+
     web::ApiOptions api_options;
-    api_options.storage_path = config.storage_path;
     api_options.token = api_token(config);
     boost::asio::ip::tcp::endpoint endpoint;
     try {
@@ -138,9 +142,9 @@ int run_serve(const std::vector<std::string>& args) {
         log->warn("listening on {} without a token: every mutating request will be refused (401)",
                   config.listen);
     }
-    web::Api api(service, api_options);
+    web::Api api(rack, api_options);
     web::HttpServer server(api, log);
-    web::LiveFeeds feeds(server.io(), service, config.storage_path);
+    web::LiveFeeds feeds(server.io(), rack);
     server.set_feeds(&feeds);
     service.on_event([&feeds](const BoardEvent& e, std::int64_t session_id) {
         nlohmann::json event = {

@@ -102,14 +102,16 @@ ChunkStream open_raw(Input input) {
 }
 
 const std::array<ExportFormat, 6> kFormats = {{
-    {"gmon", "application/octet-stream", ".gmon.out", "gmon.out (GNU format) for gprof", open_gmon},
+    {"gmon", "application/octet-stream", ".gmon.out", "gmon.out (GNU format) for gprof", false,
+     open_gmon},
     {"text", "text/plain; charset=utf-8", ".txt",
-     "the flat profile and call graph exactly as gprof -b prints them", open_text},
-    {"json", "application/json", ".json", "the JSON report (schema rackprof.report/1)", open_json},
-    {"csv", "text/csv", ".csv", "the aggregate: kind,from,self,pc,count", open_csv},
-    {"ndjson", "application/x-ndjson", ".ndjson", "every record with its receive time",
+     "the flat profile and call graph exactly as gprof -b prints them", false, open_text},
+    {"json", "application/json", ".json", "the JSON report (schema rackprof.report/1)", false,
+     open_json},
+    {"csv", "text/csv", ".csv", "the aggregate: kind,from,self,pc,count", false, open_csv},
+    {"ndjson", "application/x-ndjson", ".ndjson", "every record with its receive time", true,
      open_ndjson},
-    {"raw", "application/octet-stream", ".raw", "the wire bytes as received", open_raw},
+    {"raw", "application/octet-stream", ".raw", "the wire bytes as received", true, open_raw},
 }};
 
 nlohmann::json raw_json(const GmonData& data, std::uint64_t samples_outside) {

@@ -48,6 +48,7 @@ struct ExportFormat {
     std::string_view content_type;  // for HTTP
     std::string_view file_suffix;   // appended to a download's base name
     std::string_view description;
+    bool paged = false;  // many chunks from storage (else one, made whole)
     ChunkStream (*open)(std::shared_ptr<const ExportInput> input) = nullptr;
 };
 

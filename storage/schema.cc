@@ -134,6 +134,11 @@ const char* const kMigrations[] = {
         PRIMARY KEY (session_id, exception)
     ) WITHOUT ROWID;
     )sql",
+    // 6: an imported gmon.out's histograms as it had them (ranges, bin counts, rate; JSON), so
+    // its profile and its gmon.out come back exactly ('': binned over the code range).
+    R"sql(
+    ALTER TABLE sessions ADD COLUMN histograms TEXT NOT NULL DEFAULT '';
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

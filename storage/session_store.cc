@@ -1,5 +1,7 @@
 #include "storage/session_store.h"
 
+#include <nlohmann/json.hpp>
+
 #include "protocol/wire_format.h"
 
 #include <algorithm>
@@ -40,8 +42,37 @@ std::string update_counters_sql() {
 // read_info's columns: these, then the counters from kFirstCounterColumn in the table's order.
 constexpr const char* kSessionInfoColumns =
     "id, board, link, protocol, format, addr_bytes, elf_path, elf_build_id, elf_sha256, state, "
-    "started_ns, ended_ns, target_build_id, target_text_lo, target_text_hi, wire_options";
-constexpr int kFirstCounterColumn = 16;
+    "started_ns, ended_ns, target_build_id, target_text_lo, target_text_hi, wire_options, "
+    "histograms";
+constexpr int kFirstCounterColumn = 17;
+
+// Histogram shapes as the sessions table keeps them: "" for none given, else a JSON list.
+std::string histograms_text(const std::optional<std::vector<gmon::HistogramSpec>>& shapes) {
+    if (!shapes) return "";
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& h : *shapes) {
+        list.push_back({{"low_pc", h.low_pc},
+                        {"high_pc", h.high_pc},
+                        {"bin_bytes", h.bin_bytes},
+                        {"bins", h.bins},
+                        {"prof_rate", h.prof_rate}});
+    }
+    return list.dump();
+}
+
+std::optional<std::vector<gmon::HistogramSpec>> histograms_of(const std::string& text) {
+    if (text.empty()) return std::nullopt;
+    const auto list = nlohmann::json::parse(text, nullptr, false);
+    if (!list.is_array()) throw StorageError("a session's stored histograms are not a JSON list");
+    std::vector<gmon::HistogramSpec> shapes;
+    for (const auto& h : list) {
+        shapes.push_back({h.value<std::uint64_t>("low_pc", 0), h.value<std::uint64_t>("high_pc", 0),
+                          h.value<std::uint32_t>("bin_bytes", 2),
+                          h.value<std::uint32_t>("prof_rate", 1000),
+                          h.value<std::uint64_t>("bins", 0)});
+    }
+    return shapes;
+}
 
 const std::string& select_sessions_sql() {
     static const std::string sql =
@@ -65,10 +96,11 @@ std::int64_t SessionStore::create_session(const NewSession& s) {
     Statement st = db_.prepare(
         "INSERT INTO sessions (board, link, protocol, format, addr_bytes, elf_path, elf_build_id, "
         "elf_sha256, state, "
-        "started_ns, wire_options) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'capturing', ?, ?)");
+        "started_ns, wire_options, histograms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'capturing', ?, ?, "
+        "?)");
     st.bind(1, s.board).bind(2, s.link).bind(3, s.protocol).bind(4, s.format).bind(5, s.addr_bytes);
     st.bind(6, s.elf_path).bind(7, s.elf_build_id).bind(8, s.elf_sha256).bind(9, s.started_ns);
-    st.bind(10, s.wire_options);
+    st.bind(10, s.wire_options).bind(11, histograms_text(s.histograms));
     st.run();
     return db_.last_insert_id();
 }
@@ -241,6 +273,7 @@ SessionInfo SessionStore::read_info(Statement& s) {
     i.target.text_lo = static_cast<std::uint32_t>(s.column_int(13));
     i.target.text_hi = static_cast<std::uint32_t>(s.column_int(14));
     i.spec.wire_options = s.column_text(15);
+    i.spec.histograms = histograms_of(s.column_text(16));
     int column = kFirstCounterColumn;
     for (const auto& counter : kSessionCounters)
         i.counters.*counter.member = static_cast<std::uint64_t>(s.column_int(column++));

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gmon/aggregate.h"
+#include "gmon/gmon_data.h"
 #include "protocol/decoder_stats.h"
 #include "protocol/record.h"
 #include "storage/counters.h"
@@ -35,6 +36,9 @@ struct NewSession {
     std::string elf_sha256;
     std::int64_t started_ns = 0;  // Unix time, nanoseconds
     std::string wire_options;     // the wire's further settings (itm: JSON), the daemon's to read
+    // The histograms an imported gmon.out had, to bin its samples into again exactly (their
+    // ranges, bin counts and rate); unset: binned over the code range.
+    std::optional<std::vector<gmon::HistogramSpec>> histograms;
 };
 
 // A line of console text the target printed (ITM stimulus port), as received.

@@ -276,6 +276,28 @@ TEST_CASE("API: firmware upload, attach, and imports of a capture and of a gmon.
     CHECK(d.call("GET", "/api/v1/sessions/" + gid + "/gmon.out").second ==
           testing::read_text(d.dir() / "cli.gmon"));
 
+    // A 5 Hz gmon.out with 4-byte bins keeps its rate and histogram: gprof prints the same
+    // times from the session's gmon.out as from the original (not 200x too small).
+    REQUIRE(testing::rackprof({"convert", capture.string(), "--elf", elf.string(), "--rate", "5",
+                               "--bin-bytes", "4", "-o", (d.dir() / "five.gmon").string(),
+                               "--report", "none"})
+                .exit_code == 0);
+    const auto five = d.call("POST", "/api/v1/sessions/import?format=gmon&firmware=" + fw,
+                             {"--data-binary", "@" + (d.dir() / "five.gmon").string()});
+    REQUIRE(five.first == 201);
+    const auto five_id = std::to_string(json::parse(five.second)["id"].get<std::int64_t>());
+    const auto exported = d.call("GET", "/api/v1/sessions/" + five_id + "/export/gmon");
+    REQUIRE(exported.first == 200);
+    CHECK(exported.second == testing::read_text(d.dir() / "five.gmon"));
+    std::ofstream(d.dir() / "five-back.gmon", std::ios::binary) << exported.second;
+    CHECK(testing::gprof_brief(elf, d.dir() / "five-back.gmon") ==
+          testing::gprof_brief(elf, d.dir() / "five.gmon"));
+    const json five_profile =
+        json::parse(d.call("GET", "/api/v1/sessions/" + five_id + "/profile").second);
+    CHECK(five_profile["prof_rate"] == 5);
+    const auto text = d.call("GET", "/api/v1/sessions/" + five_id + "/export/text");
+    CHECK(text.second == testing::gprof_brief(elf, d.dir() / "five.gmon"));
+
     // Without firmware there are no names; attaching it later brings them.
     const auto bare = d.call("POST", "/api/v1/sessions/import?format=bin",
                              {"--data-binary", "@" + capture.string()});

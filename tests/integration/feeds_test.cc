@@ -1,6 +1,10 @@
 // The WebSocket feeds of a real daemon: live snapshots that change while a board captures,
 // and state-change events.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <doctest/doctest.h>
 #include <boost/asio/connect.hpp>
@@ -93,9 +97,112 @@ TEST_CASE("live feed: snapshots of a capturing session change within 2 s") {
     CHECK(third["records_per_s"].get<double>() > 0);
     bool named = false;
     for (const auto& f : third["top_functions"]) named = named || f["name"] == "gamma";
-    CHECK(named);
+    CHECK_MESSAGE(named, third.dump());
     CHECK(third["newest_arcs"].size() == 8);
     CHECK(third["busiest_arcs"].size() == 5);
+}
+
+// A TCP link that sends a capture and then holds the connection open, sending nothing more:
+// the session goes on capturing while its data no longer changes.
+class HoldingServer {
+  public:
+    explicit HoldingServer(std::string bytes) : bytes_(std::move(bytes)) {
+        listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+        REQUIRE(::listen(listener_, 1) == 0);
+        socklen_t len = sizeof addr;
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+        port_ = ntohs(addr.sin_port);
+        thread_ = std::thread([this] {
+            client_ = ::accept(listener_, nullptr, nullptr);
+            for (std::size_t done = 0; client_ >= 0 && done < bytes_.size();) {
+                const ssize_t n = ::send(client_, bytes_.data() + done, bytes_.size() - done, 0);
+                if (n <= 0) break;
+                done += static_cast<std::size_t>(n);
+            }
+        });
+    }
+    ~HoldingServer() {
+        ::shutdown(listener_, SHUT_RDWR);
+        if (thread_.joinable()) thread_.join();
+        if (client_ >= 0) ::close(client_);
+        ::close(listener_);
+    }
+    int port() const { return port_; }
+
+  private:
+    std::string bytes_;
+    int listener_ = -1;
+    int client_ = -1;
+    int port_ = 0;
+    std::thread thread_;
+};
+
+TEST_CASE("the live feed's top functions are the profile endpoint's for the same session") {
+    testing::TempDir dir;
+    const auto capture = dir / "capture.bin";
+    const auto elf = dir / "model.elf";
+    const auto truth_path = dir / "truth.json";
+    REQUIRE(testing::rackprof({"simulate", "--model", "conflation", "--iterations", "400", "-o",
+                               capture.string(), "--write-elf", elf.string(), "--truth",
+                               truth_path.string()})
+                .exit_code == 0);
+    const json truth = json::parse(testing::read_text(truth_path));
+    HoldingServer link(testing::read_text(capture));
+    std::ofstream(dir / "rack.toml")
+        << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \"" << (dir / "rack.db").string()
+        << "\"\n[[boards]]\nname = \"held\"\nlink = \"tcp://127.0.0.1:" << link.port()
+        << "\"\nelf = \"" << elf.string() << "\"\n";
+    testing::Process daemon(
+        testing::rackprof_argv({"serve", "--config", (dir / "rack.toml").string()}),
+        dir / "serve.log");
+    std::smatch m;
+    std::string log;
+    REQUIRE(testing::eventually(
+        [&] {
+            log = testing::read_text(dir / "serve.log");
+            return std::regex_search(log, m, std::regex("HTTP API listening on [0-9.]+:([0-9]+)"));
+        },
+        10s));
+    const std::string port = m[1].str();
+    auto get = [&](const std::string& path) {
+        return json::parse(
+            testing::run({"curl", "-s", "http://127.0.0.1:" + port + "/api/v1" + path}).out);
+    };
+    // Everything sent is decoded, stored and published; the link stays up, sending nothing.
+    std::int64_t id = 0;
+    REQUIRE(testing::eventually(
+        [&] {
+            const json boards = get("/boards");
+            if (boards.empty() || !boards[0]["session"].is_number()) return false;
+            id = boards[0]["session"].get<std::int64_t>();
+            return get("/sessions/" + std::to_string(id))["counters"]["arcs"] == truth["arcs_sent"];
+        },
+        10s));
+    std::this_thread::sleep_for(500ms);  // a publish and a commit after the last byte
+
+    Feed feed(port, "/api/v1/sessions/" + std::to_string(id) + "/live");
+    json snapshot = feed.next();
+    REQUIRE(snapshot["state"] == "capturing");
+    const json profile = get("/sessions/" + std::to_string(id) + "/profile?top=10");
+    REQUIRE(profile["flat"].size() == snapshot["top_functions"].size());
+    REQUIRE_FALSE(profile["flat"].empty());
+    for (std::size_t i = 0; i < profile["flat"].size(); ++i) {
+        CAPTURE(i);
+        CHECK(snapshot["top_functions"][i]["name"] == profile["flat"][i]["name"]);
+        CHECK(snapshot["top_functions"][i]["self_percent"] == profile["flat"][i]["percent"]);
+        CHECK(snapshot["top_functions"][i]["calls"] == profile["flat"][i]["calls"]);
+    }
+    CHECK(snapshot["totals"]["arcs"] == truth["arcs_sent"]);
+    // Nothing changes, so the next snapshot shows the same views.
+    const json again = feed.next();
+    CHECK(again["top_functions"] == snapshot["top_functions"]);
+    CHECK(again["busiest_arcs"] == snapshot["busiest_arcs"]);
+    daemon.signal(SIGTERM);
+    CHECK(daemon.wait(10s) == 0);
 }
 
 TEST_CASE("a framed board: frame counters in the live feed's losses and in the session JSON") {

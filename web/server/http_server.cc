@@ -1,4 +1,4 @@
-#include "web/http_server.h"
+#include "web/server/http_server.h"
 
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
@@ -17,10 +17,11 @@ namespace {
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
   public:
-    HttpSession(tcp::socket socket, Api& api, LiveFeeds* feeds, const ServerLimits& limits,
+    HttpSession(tcp::socket socket, RequestHandler& handler, UpgradeHandler* feeds,
+                const ServerLimits& limits,
                 std::shared_ptr<std::atomic<std::size_t>> open_connections)
         : stream_(std::move(socket)),
-          api_(api),
+          handler_(handler),
           feeds_(feeds),
           limits_(limits),
           open_connections_(std::move(open_connections)) {}
@@ -41,7 +42,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                                     if (ec) return self->on_read(ec);
                                     // Uploads (ELF images, captures) may be larger than JSON
                                     // requests.
-                                    if (Api::is_upload(self->parser_->get()))
+                                    if (self->handler_.is_upload(self->parser_->get()))
                                         self->parser_->body_limit(self->limits_.upload_bytes);
                                     http::async_read(self->stream_, self->buffer_, *self->parser_,
                                                      [self](beast::error_code ec2, std::size_t) {
@@ -56,27 +57,27 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
             return close();
         }
         if (ec == http::error::body_limit) {
-            return send(Api::error(
+            return send(error_response(
                 http::status::payload_too_large, "payload_too_large",
                 "the request body is larger than " + std::to_string(limits_.body_bytes) + " bytes",
                 11, false));
         }
         if (ec == http::error::header_limit) {
-            return send(Api::error(http::status::request_header_fields_too_large,
-                                   "headers_too_large", "the request headers are too large", 11,
-                                   false));
+            return send(error_response(http::status::request_header_fields_too_large,
+                                       "headers_too_large", "the request headers are too large", 11,
+                                       false));
         }
         if (ec) {
-            return send(Api::error(http::status::bad_request, "bad_request",
-                                   "malformed HTTP request", 11, false));
+            return send(error_response(http::status::bad_request, "bad_request",
+                                       "malformed HTTP request", 11, false));
         }
         if (beast::websocket::is_upgrade(parser_->get())) {
             if (feeds_ && feeds_->accept(stream_, parser_->get()))
                 return;  // the feed owns the connection now
-            return send(Api::error(http::status::not_found, "not_found", "no WebSocket feed here",
-                                   11, false));
+            return send(error_response(http::status::not_found, "not_found",
+                                       "no WebSocket feed here", 11, false));
         }
-        auto reply = api_.handle(parser_->get());
+        auto reply = handler_.handle(parser_->get());
         if (auto* whole = std::get_if<Response>(&reply)) return send(std::move(*whole));
         stream(std::move(std::get<StreamedResponse>(reply)));
     }
@@ -144,8 +145,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     std::shared_ptr<StreamedResponse> streamed_;
     std::optional<http::response_serializer<http::empty_body>> serializer_;
     std::string chunk_;
-    Api& api_;
-    LiveFeeds* feeds_;
+    RequestHandler& handler_;
+    UpgradeHandler* feeds_;
     const ServerLimits& limits_;
     std::shared_ptr<std::atomic<std::size_t>> open_connections_;
 };
@@ -172,8 +173,9 @@ tcp::endpoint parse_listen_address(const std::string& listen) {
     return {address, static_cast<std::uint16_t>(std::stoul(port))};
 }
 
-HttpServer::HttpServer(Api& api, std::shared_ptr<spdlog::logger> log, ServerLimits limits)
-    : api_(api), log_(std::move(log)), limits_(limits), acceptor_(asio::make_strand(io_)) {}
+HttpServer::HttpServer(RequestHandler& handler, std::shared_ptr<spdlog::logger> log,
+                       ServerLimits limits)
+    : handler_(handler), log_(std::move(log)), limits_(limits), acceptor_(asio::make_strand(io_)) {}
 
 HttpServer::~HttpServer() {
     stop();
@@ -204,7 +206,7 @@ void HttpServer::accept() {
                     socket.close(ignored);
                 } else {
                     ++*open_connections_;
-                    std::make_shared<HttpSession>(std::move(socket), api_, feeds_, limits_,
+                    std::make_shared<HttpSession>(std::move(socket), handler_, feeds_, limits_,
                                                   open_connections_)
                         ->start();
                 }

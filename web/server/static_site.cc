@@ -1,4 +1,4 @@
-#include "web/static_site.h"
+#include "web/server/static_site.h"
 
 #include <algorithm>
 #include <array>
@@ -46,8 +46,8 @@ int hex_digit(char c) {
 }
 
 Response not_found(const Request& request, const std::string& message) {
-    return Api::error(http::status::not_found, "not_found", message, request.version(),
-                      request.keep_alive());
+    return error_response(http::status::not_found, "not_found", message, request.version(),
+                          request.keep_alive());
 }
 
 std::optional<std::string> read_file(const fs::path& path) {
@@ -121,9 +121,9 @@ Response StaticSite::serve(const Request& request) const {
     }
     const auto relative = site_relative_path(request.target());
     if (!relative) {
-        return Api::error(http::status::bad_request, "bad_request",
-                          "the path may not contain '.', '..', backslashes or bad escapes",
-                          request.version(), request.keep_alive());
+        return error_response(http::status::bad_request, "bad_request",
+                              "the path may not contain '.', '..', backslashes or bad escapes",
+                              request.version(), request.keep_alive());
     }
     std::error_code ec;
     fs::path file = root_ / *relative;

@@ -1,13 +1,15 @@
-#include "web/live_feeds.h"
+#include "web/feeds/live_feeds.h"
 
 #include <boost/asio/post.hpp>
 #include <boost/beast/websocket.hpp>
 
 #include <nlohmann/json.hpp>
 
-#include "gmon/profile.h"
+#include <algorithm>
+
+#include "gmon/profile_pipeline.h"
 #include "gmon/report.h"
-#include "storage/session_store.h"
+#include "storage/counters_json.h"
 
 namespace rackprof::web {
 
@@ -98,9 +100,9 @@ class FeedClient : public std::enable_shared_from_this<FeedClient> {
     std::chrono::steady_clock::time_point write_started_;
 };
 
-LiveFeeds::LiveFeeds(asio::io_context& io, daemon::CaptureService& service,
-                     std::filesystem::path storage_path, std::chrono::milliseconds tick)
-    : io_(io), service_(service), storage_path_(std::move(storage_path)), tick_(tick), timer_(io) {}
+LiveFeeds::LiveFeeds(asio::io_context& io, service::RackService& rack,
+                     std::chrono::milliseconds tick)
+    : io_(io), rack_(rack), tick_(tick), timer_(io) {}
 
 LiveFeeds::~LiveFeeds() {
     stop();
@@ -168,6 +170,7 @@ void LiveFeeds::on_tick() {
             });
             if (it->second.empty()) {
                 rates_.erase(it->first);
+                views_.erase(it->first);
                 it = live_.erase(it);
             } else {
                 sessions.push_back(it->first);
@@ -184,17 +187,53 @@ void LiveFeeds::on_tick() {
     }
 }
 
-// Totals, rates, losses, link state, the top functions by self time and the busiest arcs.
+namespace {
+
+// The aggregate's views: the top functions by self time through the one profile pipeline (the
+// same numbers as GET /sessions/{id}/profile), and the busiest arcs.
+json top_functions(const gmon::ProfileSource& source) {
+    json top = json::array();
+    if (!source.elf) return top;  // no ELF: the snapshot goes without function names
+    try {
+        const json profile = gmon::profile_json(gmon::profile_of(source), {10, 0.0});
+        for (const auto& row : profile["flat"])
+            top.push_back(
+                {{"name", row["name"]}, {"self_percent", row["percent"]}, {"calls", row["calls"]}});
+    } catch (const std::exception&) {
+        // An ELF the data cannot be profiled with: no names either.
+    }
+    return top;
+}
+
+json busiest_arcs(const gmon::Aggregate& aggregate) {
+    auto arcs = aggregate.arcs();
+    const std::size_t n = std::min<std::size_t>(arcs.size(), 5);
+    std::partial_sort(arcs.begin(), arcs.begin() + static_cast<std::ptrdiff_t>(n), arcs.end(),
+                      [](const auto& a, const auto& b) { return a.count > b.count; });
+    json busiest = json::array();
+    for (std::size_t i = 0; i < n; ++i) {
+        busiest.push_back({{"from", gmon::hex_address(arcs[i].from_pc)},
+                           {"self", gmon::hex_address(arcs[i].self_pc)},
+                           {"count", arcs[i].count}});
+    }
+    return busiest;
+}
+
+}  // namespace
+
+// Totals, rates, losses, link state, the top functions by self time and the busiest arcs. The
+// aggregate's views are computed again only when the capture side published a change.
 std::string LiveFeeds::snapshot(std::int64_t id) {
     json out = {{"session", id}};
-    const auto view = service_.live(id);
+    const auto view = rack_.live(id);
     if (!view) {
         out["state"] = "not_capturing";
         return out.dump();
     }
-    const auto& c = view->board.counters;
+    const auto& c = view->counters;
     const auto now = std::chrono::steady_clock::now();
     double records_per_s = 0, bytes_per_s = 0;
+    std::shared_ptr<const AggregateViews> views;
     {
         std::lock_guard lock(mutex_);
         Rate& last = rates_[id];
@@ -204,53 +243,27 @@ std::string LiveFeeds::snapshot(std::int64_t id) {
             bytes_per_s = static_cast<double>(c.bytes_in - last.bytes) / dt;
         }
         last = {now, c.arcs + c.pc_samples, c.bytes_in};
+        const auto cached = views_.find(id);
+        if (cached != views_.end() && cached->second->version == view->version &&
+            cached->second->elf == view->source.elf)
+            views = cached->second;
     }
-    out["board"] = view->board.name;
+    if (!views) {
+        views = std::make_shared<const AggregateViews>(
+            AggregateViews{view->version, view->source.elf, top_functions(view->source),
+                           busiest_arcs(*view->source.aggregate)});
+        std::lock_guard lock(mutex_);
+        views_[id] = views;
+    }
+    out["board"] = view->board;
     out["state"] = "capturing";
-    out["link"] = daemon::to_string(view->board.state);
+    out["link"] = view->link;
     out["records_per_s"] = records_per_s;
     out["bytes_per_s"] = bytes_per_s;
-    out["totals"] = {{"bytes_in", c.bytes_in}, {"arcs", c.arcs}, {"pc_samples", c.pc_samples}};
-    out["losses"] = {{"bytes_discarded", c.bytes_discarded},
-                     {"resyncs", c.resyncs},
-                     {"gaps", c.gaps},
-                     {"records_lost", c.records_lost},
-                     {"frames_bad", c.frames_bad},
-                     {"frames_lost", c.frames_lost},
-                     {"target_dropped", c.target_dropped},
-                     {"overflows", c.overflows},
-                     {"sleep_samples", c.sleep_samples}};
-
-    json top = json::array();
-    try {
-        storage::SessionStore store(storage_path_, storage::Database::Mode::kReadOnly);
-        const auto info = store.session(id);
-        if (info && !info->spec.elf_path.empty()) {
-            const auto elf = cached_symbolizer(info->spec.elf_path);
-            const auto spec =
-                gmon::histogram_spec(view->aggregate, std::pair(elf->code_low(), elf->code_high()));
-            const auto profile = gmon::compute_profile(
-                gmon::to_gmon_data(view->aggregate, spec, elf->layout()).data, *elf);
-            const auto flat = gmon::profile_json(profile, {10, 0.0})["flat"];
-            for (const auto& row : flat)
-                top.push_back({{"name", row["name"]},
-                               {"self_percent", row["percent"]},
-                               {"calls", row["calls"]}});
-        }
-    } catch (const std::exception&) {
-        // No usable ELF: the snapshot goes without function names.
-    }
-    out["top_functions"] = top;
-    auto arcs = view->aggregate.arcs();
-    std::sort(arcs.begin(), arcs.end(),
-              [](const auto& a, const auto& b) { return a.count > b.count; });
-    json busiest = json::array();
-    for (std::size_t i = 0; i < arcs.size() && i < 5; ++i) {
-        busiest.push_back({{"from", gmon::hex_address(arcs[i].from_pc)},
-                           {"self", gmon::hex_address(arcs[i].self_pc)},
-                           {"count", arcs[i].count}});
-    }
-    out["busiest_arcs"] = busiest;
+    out["totals"] = storage::live_totals_json(c);
+    out["losses"] = storage::live_losses_json(c);
+    out["top_functions"] = views->top_functions;
+    out["busiest_arcs"] = views->busiest_arcs;
     json newest = json::array();
     for (const auto& r : view->newest_arcs) {
         newest.push_back(

@@ -1,4 +1,4 @@
-#include "web/static_site.h"
+#include "web/server/static_site.h"
 
 #include <doctest/doctest.h>
 

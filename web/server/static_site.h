@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "web/api.h"
+#include "web/server/http_message.h"
 
 namespace rackprof::web {
 

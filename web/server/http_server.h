@@ -1,6 +1,7 @@
 // The HTTP server inside `rackprof serve` (Boost.Beast): a listener, one session per
 // connection on its own strand, keep-alive, and limits (header and body size, read time,
-// connections). Requests go to the Api; nothing here knows about routes.
+// connections). Requests go to a RequestHandler, upgrades to an UpgradeHandler; nothing here
+// knows about routes.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -14,8 +15,7 @@
 
 #include <spdlog/logger.h>
 
-#include "web/api.h"
-#include "web/live_feeds.h"
+#include "web/server/http_message.h"
 
 namespace rackprof::web {
 
@@ -27,11 +27,10 @@ struct ServerLimits {
     std::size_t connections = 256;
 };
 
-class LiveFeeds;
-
 class HttpServer {
   public:
-    HttpServer(Api& api, std::shared_ptr<spdlog::logger> log, ServerLimits limits = {});
+    HttpServer(RequestHandler& handler, std::shared_ptr<spdlog::logger> log,
+               ServerLimits limits = {});
     ~HttpServer();
     HttpServer(const HttpServer&) = delete;
     HttpServer& operator=(const HttpServer&) = delete;
@@ -43,13 +42,13 @@ class HttpServer {
 
     boost::asio::io_context& io() { return io_; }
     // WebSocket upgrades go here (set before start()).
-    void set_feeds(LiveFeeds* feeds) { feeds_ = feeds; }
+    void set_feeds(UpgradeHandler* feeds) { feeds_ = feeds; }
 
   private:
     void accept();
 
-    Api& api_;
-    LiveFeeds* feeds_ = nullptr;
+    RequestHandler& handler_;
+    UpgradeHandler* feeds_ = nullptr;
     std::shared_ptr<spdlog::logger> log_;
     ServerLimits limits_;
     boost::asio::io_context io_;

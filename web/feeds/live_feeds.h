@@ -15,24 +15,23 @@
 #include <string>
 #include <vector>
 
-#include "daemon/capture_service.h"
-#include "web/api.h"
+#include "daemon/service/rack_service.h"
+#include "web/server/http_message.h"
 
 namespace rackprof::web {
 
 class FeedClient;
 
-class LiveFeeds {
+class LiveFeeds : public UpgradeHandler {
   public:
-    LiveFeeds(boost::asio::io_context& io, daemon::CaptureService& service,
-              std::filesystem::path storage_path,
+    LiveFeeds(boost::asio::io_context& io, service::RackService& rack,
               std::chrono::milliseconds tick = std::chrono::milliseconds(250));
-    ~LiveFeeds();
+    ~LiveFeeds() override;
 
     void start();
     void stop();
     // Takes over an upgrade request for one of the feed paths; false if it is not one.
-    bool accept(boost::beast::tcp_stream& stream, const Request& request);
+    bool accept(boost::beast::tcp_stream& stream, const Request& request) override;
     // Queues an event for every /api/v1/events client (any thread).
     void publish_event(const std::string& json);
 
@@ -46,15 +45,23 @@ class LiveFeeds {
         std::uint64_t bytes = 0;
     };
 
+    // What a session's aggregate shows, kept until the capture side publishes a change.
+    struct AggregateViews {
+        std::uint64_t version = 0;
+        std::shared_ptr<const gmon::Symbolizer> elf;
+        nlohmann::json top_functions;
+        nlohmann::json busiest_arcs;
+    };
+
     boost::asio::io_context& io_;
-    daemon::CaptureService& service_;
-    std::filesystem::path storage_path_;
+    service::RackService& rack_;
     std::chrono::milliseconds tick_;
     boost::asio::steady_timer timer_;
     std::mutex mutex_;
     std::map<std::int64_t, std::vector<std::weak_ptr<FeedClient>>> live_;
     std::vector<std::weak_ptr<FeedClient>> events_;
     std::map<std::int64_t, Rate> rates_;
+    std::map<std::int64_t, std::shared_ptr<const AggregateViews>> views_;
     bool stopped_ = false;
 };
 

@@ -1,0 +1,77 @@
+// The one bench's rack: the capture service on this machine and its SQLite database. Writes go
+// through daemon::CaptureService; reads share a small pool of read-only connections.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "daemon/capture_service.h"
+#include "daemon/service/rack_service.h"
+#include "gmon/export.h"
+#include "gmon/symbolizer.h"
+#include "storage/reader_pool.h"
+
+namespace rackprof::service {
+
+// Firmware images by path, loaded once and shared while their file is unchanged; the 16 most
+// recently used are kept.
+class SymbolizerCache {
+  public:
+    explicit SymbolizerCache(std::size_t capacity = 16) : capacity_(capacity) {}
+    // Throws what gmon::Symbolizer::load throws.
+    std::shared_ptr<const gmon::Symbolizer> get(const std::string& path);
+
+  private:
+    struct Entry {
+        std::string path;
+        std::filesystem::file_time_type modified;
+        std::shared_ptr<const gmon::Symbolizer> elf;
+    };
+    std::size_t capacity_;
+    std::mutex mutex_;
+    std::vector<Entry> entries_;  // most recently used first
+};
+
+class LocalRack : public RackService {
+  public:
+    LocalRack(daemon::CaptureService& capture, std::filesystem::path storage_path,
+              std::size_t readers = 4);
+
+    nlohmann::json readiness() override;
+    nlohmann::json boards() override;
+    nlohmann::json board(const std::string& name) override;
+    nlohmann::json add_board(const nlohmann::json& body) override;
+    nlohmann::json update_board(const std::string& name, const nlohmann::json& body) override;
+    void remove_board(const std::string& name) override;
+    nlohmann::json start_session(const std::string& board) override;
+    nlohmann::json stop_session(std::int64_t id) override;
+    void delete_session(std::int64_t id) override;
+    nlohmann::json sessions(const SessionFilter& filter) override;
+    nlohmann::json session(std::int64_t id) override;
+    std::string console(std::int64_t id, int tail) override;
+    nlohmann::json profile(std::int64_t id, const TimeWindow& window,
+                           const ProfileOptions& options) override;
+    Export open_export(std::int64_t id, const std::string& format,
+                       const TimeWindow& window) override;
+    Stored put_firmware(std::string_view elf) override;
+    nlohmann::json attach_firmware(std::int64_t session, const std::string& firmware_id) override;
+    nlohmann::json import_session(std::string_view bytes,
+                                  const ImportParameters& parameters) override;
+    std::optional<LiveView> live(std::int64_t id) override;
+
+  private:
+    storage::SessionInfo stored_session(std::int64_t id);
+    std::filesystem::path firmware_dir() const;
+    daemon::BoardConfig board_from_body(nlohmann::json body, const std::string& name);
+    std::shared_ptr<gmon::ExportInput> session_input(const storage::SessionInfo& info,
+                                                     const TimeWindow& window);
+
+    daemon::CaptureService& capture_;
+    std::filesystem::path storage_path_;
+    storage::ReaderPool readers_;
+    SymbolizerCache elves_;
+};
+
+}  // namespace rackprof::service

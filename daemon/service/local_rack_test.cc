@@ -1,0 +1,118 @@
+// The bench's rack service on a real (empty) capture service and database, its ELF cache and
+// the read-only connection pool under it.
+#include "daemon/service/local_rack.h"
+
+#include <doctest/doctest.h>
+#include <spdlog/sinks/null_sink.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "gmon/synthetic_elf.h"
+
+namespace rackprof::service {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct ScratchDir {
+    std::filesystem::path path;
+    ScratchDir() {
+        std::string name = (std::filesystem::temp_directory_path() / "rack-XXXXXX").string();
+        REQUIRE(mkdtemp(name.data()) != nullptr);
+        path = name;
+    }
+    ~ScratchDir() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path, ignored);
+    }
+};
+
+Failure failure_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const ServiceError& e) {
+        return e.failure();
+    }
+    FAIL("no ServiceError");
+    return Failure::kBadRequest;
+}
+
+TEST_CASE("the reader pool opens lazily, reuses, and waits when every connection is out") {
+    ScratchDir dir;
+    const auto db = dir.path / "rack.db";
+    { storage::SessionStore create(db); }
+    storage::ReaderPool pool(db, 2);
+    storage::SessionStore* first = nullptr;
+    {
+        auto a = pool.lease();
+        first = &*a;
+        CHECK(a->sessions().empty());
+    }
+    {
+        auto again = pool.lease();
+        CHECK(&*again == first);  // the idle one, not a new connection
+        auto b = pool.lease();
+        CHECK(&*b != first);
+        std::atomic<bool> leased{false};
+        std::thread waiter([&] {
+            auto c = pool.lease();
+            leased = true;
+        });
+        std::this_thread::sleep_for(50ms);
+        CHECK_FALSE(leased);  // both are out
+        { auto released = std::move(b); }
+        waiter.join();
+        CHECK(leased);
+    }
+}
+
+TEST_CASE("the symbolizer cache keeps images until their file changes, and only the newest") {
+    ScratchDir dir;
+    const auto elf = dir.path / "fw.elf";
+    gmon::write_synthetic_elf(elf, {{"main", 0x100, 0x20}}, 0x100, 0x200);
+    SymbolizerCache cache(2);
+    const auto first = cache.get(elf.string());
+    CHECK(cache.get(elf.string()) == first);
+    gmon::write_synthetic_elf(elf, {{"main", 0x100, 0x40}}, 0x100, 0x200);
+    std::filesystem::last_write_time(elf, std::filesystem::last_write_time(elf) + 2s);
+    CHECK(cache.get(elf.string()) != first);  // rewritten: loaded again
+    const auto kept = cache.get(elf.string());
+    for (const char* other : {"a.elf", "b.elf"}) {
+        gmon::write_synthetic_elf(dir.path / other, {{"f", 0x100, 0x20}}, 0x100, 0x200);
+        cache.get((dir.path / other).string());
+    }
+    CHECK(cache.get(elf.string()) != kept);  // evicted by the two newer ones
+    CHECK_THROWS(cache.get((dir.path / "missing.elf").string()));
+}
+
+TEST_CASE("an empty rack: views, refusals as failures") {
+    ScratchDir dir;
+    daemon::DaemonConfig config;
+    config.storage_path = dir.path / "rack.db";
+    auto log =
+        std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>());
+    daemon::CaptureService capture(config, log);
+    LocalRack rack(capture, config.storage_path);
+    CHECK(rack.readiness() == nlohmann::json{{"status", "ready"}, {"boards", 0}});
+    CHECK(rack.boards() == nlohmann::json::array());
+    CHECK(rack.sessions({}) == nlohmann::json::array());
+    CHECK(failure_of([&] { rack.board("nope"); }) == Failure::kNotFound);
+    CHECK(failure_of([&] { rack.session(1); }) == Failure::kNotFound);
+    CHECK(failure_of([&] { rack.open_export(1, "csv", {}); }) == Failure::kNotFound);
+    CHECK(failure_of([&] {
+              rack.add_board({{"name", "x"}, {"link", "usb://x"}});
+          }) == Failure::kInvalid);
+    CHECK(failure_of([&] { rack.put_firmware("junk"); }) == Failure::kNotAnElf);
+    CHECK(failure_of([&] {
+              rack.import_session("x", {{"format", "tar"}});
+          }) == Failure::kBadRequest);
+    CHECK(failure_of([&] { rack.attach_firmware(1, "ab"); }) == Failure::kNotFound);
+    CHECK_FALSE(rack.live(1));
+    capture.shutdown();
+}
+
+}  // namespace
+}  // namespace rackprof::service

@@ -1,0 +1,140 @@
+// What web/ asks of the rack, for every read and every write, in the rack's own terms: boards,
+// sessions, firmware, profiles, exports, the live view. No Asio, no Beast, no HTTP: the API and
+// the feeds are thin transports over this, and tests drive them with a fake.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/service/rack_types.h"
+
+namespace rackprof::service {
+
+// Why the service refused: web/api maps each to one HTTP status and error code.
+enum class Failure {
+    kBadRequest,     // the request itself is malformed (a parameter, a body that is not JSON)
+    kInvalid,        // well-formed but breaks a rule (a board's settings)
+    kNotFound,       // no such board, session or firmware
+    kConflict,       // the state forbids it now (capturing, from the config file, exists)
+    kNoElf,          // the session has no usable ELF, so functions cannot be named
+    kNotAnElf,       // an upload that is not a usable ELF
+    kBadFirmwareId,  // a firmware id that cannot be one
+    kBadGmon,        // an import that is not a gmon.out
+    kNoRecords,      // an import that decodes to nothing
+    kNotReady,       // storage is not available
+    kUnknownFormat,  // no such export format
+};
+
+class ServiceError : public std::runtime_error {
+  public:
+    ServiceError(Failure failure, const std::string& message)
+        : std::runtime_error(message), failure_(failure) {}
+    Failure failure() const { return failure_; }
+
+  private:
+    Failure failure_;
+};
+
+// A parameter as a non-negative number ("3", "0.5"), the rule for every numeric parameter of
+// the API and of an import; kBadRequest naming `what` otherwise.
+inline double parse_non_negative(const std::string& text, const char* what) {
+    try {
+        std::size_t used = 0;
+        const double v = std::stod(text, &used);
+        if (used == text.size() && v >= 0) return v;
+    } catch (const std::exception&) {
+    }
+    throw ServiceError(Failure::kBadRequest, std::string(what) + " must be a non-negative number");
+}
+
+// GET /sessions' filters; unset ones match everything.
+struct SessionFilter {
+    std::optional<std::string> board;
+    std::optional<std::string> tag;  // boards carrying the tag, as configured now
+    std::optional<std::string> state;
+    std::int64_t started_from_ns = 0;  // 0: no bound
+    std::int64_t started_to_ns = 0;    // 0: no bound
+};
+
+// Receive times (Unix ns) bounding the record batches a profile sums; none: the whole session.
+struct TimeWindow {
+    std::optional<std::int64_t> from_ns;
+    std::optional<std::int64_t> to_ns;
+    bool bounded() const { return from_ns || to_ns; }
+};
+
+struct ProfileOptions {
+    std::size_t top = 0;       // at most this many flat rows; 0: all
+    double min_percent = 0.0;  // leave out flat rows below this % time
+};
+
+// A view that is either new or was there already (201 or 200 over HTTP).
+struct Stored {
+    nlohmann::json view;
+    bool created = false;
+};
+
+// A session's data in one format, pulled a chunk at a time; `next` returns nothing at the end.
+struct Export {
+    std::string content_type;
+    std::string filename;
+    bool whole = false;  // one small chunk: send it with a length rather than chunked
+    std::function<std::optional<std::string>()> next;
+};
+
+// An import's settings by name, as a board's (format, protocol, addr_bytes, tpiu, tpiu_stream,
+// framed_port, orbstat_port, console_port, board, firmware).
+using ImportParameters = std::map<std::string, std::string>;
+
+// Every call is thread-safe. Views are the API's JSON; failures throw ServiceError, anything
+// else is an internal error.
+class RackService {
+  public:
+    virtual ~RackService() = default;
+
+    // {"status":"ready","boards":N}; kNotReady when storage cannot be opened.
+    virtual nlohmann::json readiness() = 0;
+
+    virtual nlohmann::json boards() = 0;
+    virtual nlohmann::json board(const std::string& name) = 0;
+    // Boards managed through the API, from a JSON body (validated as a configured board's).
+    virtual nlohmann::json add_board(const nlohmann::json& body) = 0;
+    virtual nlohmann::json update_board(const std::string& name, const nlohmann::json& body) = 0;
+    virtual void remove_board(const std::string& name) = 0;
+
+    // Starts a session on the board; returns the stored session's view.
+    virtual nlohmann::json start_session(const std::string& board) = 0;
+    virtual nlohmann::json stop_session(std::int64_t id) = 0;
+    virtual void delete_session(std::int64_t id) = 0;
+    virtual nlohmann::json sessions(const SessionFilter& filter) = 0;
+    virtual nlohmann::json session(std::int64_t id) = 0;
+    // The console text the target printed, lines as received; the newest `tail` only (0: all).
+    virtual std::string console(std::int64_t id, int tail) = 0;
+    virtual nlohmann::json profile(std::int64_t id, const TimeWindow& window,
+                                   const ProfileOptions& options) = 0;
+    // `format`: gmon, text, json, csv, ndjson, raw; kUnknownFormat otherwise. The window
+    // applies to the profile formats (gmon, text, json).
+    virtual Export open_export(std::int64_t id, const std::string& format,
+                               const TimeWindow& window) = 0;
+
+    // An ELF image, stored once under its build-id.
+    virtual Stored put_firmware(std::string_view elf) = 0;
+    virtual nlohmann::json attach_firmware(std::int64_t session,
+                                           const std::string& firmware_id) = 0;
+    // A capture (bin, hex) or a gmon.out stored as a completed session; returns its view.
+    virtual nlohmann::json import_session(std::string_view bytes,
+                                          const ImportParameters& parameters) = 0;
+
+    // The board capturing this stored session, now; nothing if none is.
+    virtual std::optional<LiveView> live(std::int64_t id) = 0;
+};
+
+}  // namespace rackprof::service

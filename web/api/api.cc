@@ -1,0 +1,81 @@
+#include "web/api/api.h"
+
+#include "web/api/handlers.h"
+#include "web/api/replies.h"
+#include "web/server/static_site.h"
+
+namespace rackprof::web {
+
+RouteTable api_routes() {
+    RouteTable routes;
+    add_status_routes(routes);
+    add_board_routes(routes);
+    add_session_routes(routes);
+    add_firmware_routes(routes);
+    add_export_routes(routes);
+    return routes;
+}
+
+Api::Api(service::RackService& rack, ApiOptions options)
+    : rack_(rack),
+      options_(std::move(options)),
+      token_rule_{options_.token, options_.require_token, options_.token_for_reads},
+      routes_(api_routes()),
+      site_(std::make_unique<StaticSite>(options_.web_root)) {}
+
+Api::~Api() = default;
+
+bool Api::is_upload(const http::request_header<>& header) const {
+    const auto match = routes_.match(header.method(), header.target());
+    return match.route && match.route->upload;
+}
+
+Reply Api::handle(const Request& request) {
+    try {
+        return dispatch(request);
+    } catch (const HttpError& e) {
+        return error_response(e.status, e.code, e.message, request.version(), request.keep_alive());
+    } catch (const service::ServiceError& e) {
+        const HttpError http_error = http_error_of(e);
+        return error_response(http_error.status, http_error.code, http_error.message,
+                              request.version(), request.keep_alive());
+    } catch (const std::exception& e) {
+        // The details (paths, SQL) go to the log, not to the client.
+        if (options_.log_error) options_.log_error(std::string(request.target()) + ": " + e.what());
+        return error_response(http::status::internal_server_error, "internal",
+                              "internal error; the daemon's log has the details", request.version(),
+                              request.keep_alive());
+    }
+}
+
+Reply Api::dispatch(const Request& request) {
+    const auto method = request.method();
+    const bool read = method == http::verb::get || method == http::verb::head;
+    const auto match = routes_.match(method, request.target());
+    const auto parts = split_path(request.target());
+    // The dashboard's files hold no data, so they need no token (the page asks for one).
+    if (!match.path_known && (parts.empty() || parts[0] != "api")) {
+        if (!read)
+            throw HttpError{http::status::method_not_allowed, "method_not_allowed",
+                            "method not allowed here"};
+        return site_->serve(request);
+    }
+    // Without a route, a request is judged by its method: what could write needs the token.
+    const Access access = match.route                            ? match.route->access
+                          : match.path_access == Access::kPublic ? Access::kPublic
+                          : read                                 ? Access::kRead
+                                                                 : Access::kWrite;
+    if (!token_rule_.admits(access, request[http::field::authorization])) {
+        throw HttpError{http::status::unauthorized, "unauthorized",
+                        "this request needs Authorization: Bearer <token>"};
+    }
+    if (!match.path_known)
+        throw HttpError{http::status::not_found, "not_found", "no such resource"};
+    if (!match.route)
+        throw HttpError{http::status::method_not_allowed, "method_not_allowed",
+                        "method not allowed here"};
+    const auto query = query_of(request.target());
+    return match.route->handler(Call{request, match.path, query, rack_});
+}
+
+}  // namespace rackprof::web

@@ -1,0 +1,51 @@
+// The REST API as a function from request to reply: match the route, check the token, call
+// the handler, turn refusals into JSON errors. Paths outside /api are the dashboard's files.
+// Sockets are the server's (web/server); data is the rack service's.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "daemon/service/rack_service.h"
+#include "web/api/route_table.h"
+#include "web/server/http_message.h"
+
+namespace rackprof::web {
+
+struct ApiOptions {
+    std::string token;             // "" : no token configured
+    bool require_token = false;    // write routes need "Authorization: Bearer <token>"
+    bool token_for_reads = false;  // with require_token: read routes need it too
+    std::function<void(const std::string&)> log_error;  // unexpected failures, with details
+    std::filesystem::path web_root;  // the built dashboard served outside /api ("": none)
+};
+
+// Every route of the API, as served (the OpenAPI document lists exactly these).
+RouteTable api_routes();
+
+class StaticSite;
+
+class Api : public RequestHandler {
+  public:
+    Api(service::RackService& rack, ApiOptions options);
+    ~Api() override;
+    Api(const Api&) = delete;
+    Api& operator=(const Api&) = delete;
+
+    Reply handle(const Request& request) override;
+    bool is_upload(const http::request_header<>& header) const override;
+    const RouteTable& routes() const { return routes_; }
+
+  private:
+    Reply dispatch(const Request& request);
+
+    service::RackService& rack_;
+    ApiOptions options_;
+    TokenRule token_rule_;
+    RouteTable routes_;
+    std::unique_ptr<StaticSite> site_;
+};
+
+}  // namespace rackprof::web

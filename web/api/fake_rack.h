@@ -1,0 +1,120 @@
+// A rack service for the API's unit tests: canned views, recorded calls, chosen failures.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "daemon/service/rack_service.h"
+
+namespace rackprof::web::testing {
+
+using nlohmann::json;
+using service::Failure;
+using service::ServiceError;
+
+class FakeRack : public service::RackService {
+  public:
+    std::vector<std::string> calls;  // "method arg", in order
+    json board_view = {{"name", "det"}, {"state", "connected"}};
+    json session_view = {{"id", 7}, {"board", "det"}, {"state", "completed"}};
+
+    json readiness() override {
+        calls.push_back("readiness");
+        if (!ready) throw ServiceError(Failure::kNotReady, "storage is not available");
+        return {{"status", "ready"}, {"boards", 1}};
+    }
+    json boards() override {
+        calls.push_back("boards");
+        return json::array({board_view});
+    }
+    json board(const std::string& name) override {
+        calls.push_back("board " + name);
+        if (name != "det") throw ServiceError(Failure::kNotFound, "no board named '" + name + "'");
+        return board_view;
+    }
+    json add_board(const json& body) override {
+        calls.push_back("add_board " + body.dump());
+        if (body.value("name", "") == "det")
+            throw ServiceError(Failure::kConflict, "a board named 'det' exists");
+        return body;
+    }
+    json update_board(const std::string& name, const json& body) override {
+        calls.push_back("update_board " + name + " " + body.dump());
+        return board_view;
+    }
+    void remove_board(const std::string& name) override { calls.push_back("remove_board " + name); }
+    json start_session(const std::string& board) override {
+        calls.push_back("start_session " + board);
+        return session_view;
+    }
+    json stop_session(std::int64_t id) override {
+        calls.push_back("stop_session " + std::to_string(id));
+        if (id != 7) throw ServiceError(Failure::kConflict, "not capturing");
+        return session_view;
+    }
+    void delete_session(std::int64_t id) override {
+        calls.push_back("delete_session " + std::to_string(id));
+    }
+    json sessions(const service::SessionFilter& filter) override {
+        calls.push_back("sessions " + filter.board.value_or("*") + " " + filter.tag.value_or("*") +
+                        " " + filter.state.value_or("*") + " " +
+                        std::to_string(filter.started_from_ns) + " " +
+                        std::to_string(filter.started_to_ns));
+        return json::array({session_view});
+    }
+    json session(std::int64_t id) override {
+        calls.push_back("session " + std::to_string(id));
+        if (id != 7) throw ServiceError(Failure::kNotFound, "no session " + std::to_string(id));
+        return session_view;
+    }
+    std::string console(std::int64_t id, int tail) override {
+        calls.push_back("console " + std::to_string(id) + " " + std::to_string(tail));
+        return "hello\n";
+    }
+    json profile(std::int64_t id, const service::TimeWindow& window,
+                 const service::ProfileOptions& options) override {
+        calls.push_back(
+            "profile " + std::to_string(id) + " " + std::to_string(window.from_ns.value_or(-1)) +
+            " " + std::to_string(window.to_ns.value_or(-1)) + " " + std::to_string(options.top));
+        if (id == 8) throw ServiceError(Failure::kNoElf, "session 8 has no usable ELF");
+        return {{"flat", json::array()}};
+    }
+    service::Export open_export(std::int64_t id, const std::string& format,
+                                const service::TimeWindow&) override {
+        calls.push_back("open_export " + std::to_string(id) + " " + format);
+        if (format == "gmon")
+            return {"application/octet-stream", "det-7.gmon.out", true, pieces({"gmon"})};
+        if (format == "csv" || format == "raw" || format == "ndjson")
+            return {"text/csv", "det-7.csv", false, pieces({"a,b\n", "1,2\n"})};
+        throw ServiceError(Failure::kUnknownFormat, "unknown format '" + format + "'");
+    }
+    service::Stored put_firmware(std::string_view elf) override {
+        calls.push_back("put_firmware " + std::to_string(elf.size()));
+        if (elf == "junk") throw ServiceError(Failure::kNotAnElf, "not an ELF");
+        return {{{"id", "ab"}}, elf == "new"};
+    }
+    json attach_firmware(std::int64_t session, const std::string& id) override {
+        calls.push_back("attach_firmware " + std::to_string(session) + " " + id);
+        if (id.empty()) throw ServiceError(Failure::kBadFirmwareId, "\"id\" must be a firmware id");
+        return session_view;
+    }
+    json import_session(std::string_view bytes, const service::ImportParameters& query) override {
+        calls.push_back("import_session " + std::to_string(bytes.size()) + " " +
+                        (query.count("format") ? query.at("format") : "-"));
+        return session_view;
+    }
+    std::optional<service::LiveView> live(std::int64_t) override { return std::nullopt; }
+
+    bool ready = true;
+
+  private:
+    static std::function<std::optional<std::string>()> pieces(std::vector<std::string> parts) {
+        return
+            [parts = std::move(parts), i = std::size_t{0}]() mutable -> std::optional<std::string> {
+                if (i == parts.size()) return std::nullopt;
+                return parts[i++];
+            };
+    }
+};
+
+}  // namespace rackprof::web::testing

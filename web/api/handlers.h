@@ -1,0 +1,25 @@
+// The API's routes, one file per resource; each handler reads its parameters, calls the rack
+// service once and shapes the reply.
+#pragma once
+
+#include <string>
+
+#include "web/api/route_table.h"
+
+namespace rackprof::web {
+
+// /healthz, /readyz, /api/v1/version, /api/v1/openapi.json (status.cc).
+void add_status_routes(RouteTable& routes);
+// /api/v1/boards... (boards.cc).
+void add_board_routes(RouteTable& routes);
+// /api/v1/sessions... except exports and firmware (sessions.cc).
+void add_session_routes(RouteTable& routes);
+// /api/v1/firmware and /api/v1/sessions/{id}/firmware (firmware.cc).
+void add_firmware_routes(RouteTable& routes);
+// /api/v1/sessions/{id}/export/{format} and its older aliases (exports.cc).
+void add_export_routes(RouteTable& routes);
+
+// The OpenAPI document (web/api/openapi.json, embedded at build time).
+const std::string& openapi_document();
+
+}  // namespace rackprof::web

@@ -1,0 +1,228 @@
+// The API against a fake rack: status codes, bodies and the calls made, with no socket and
+// no daemon.
+#include <doctest/doctest.h>
+
+#include "web/api/api.h"
+#include "web/api/fake_rack.h"
+
+namespace rackprof::web {
+namespace {
+
+using nlohmann::json;
+using testing::FakeRack;
+
+Request request(http::verb method, const std::string& target, const std::string& body = "",
+                const std::string& content_type = "application/json") {
+    Request r{method, target, 11};
+    if (!body.empty()) {
+        r.set(http::field::content_type, content_type);
+        r.body() = body;
+        r.prepare_payload();
+    }
+    return r;
+}
+
+Response whole(Reply reply) {
+    REQUIRE(std::holds_alternative<Response>(reply));
+    return std::get<Response>(std::move(reply));
+}
+
+std::string error_code(const Response& r) {
+    return json::parse(r.body())["error"]["code"].get<std::string>();
+}
+
+struct Fixture {
+    FakeRack rack;
+    Api api{rack, ApiOptions{}};
+    Response call(http::verb method, const std::string& target, const std::string& body = "",
+                  const std::string& content_type = "application/json") {
+        return whole(api.handle(request(method, target, body, content_type)));
+    }
+};
+
+TEST_CASE_FIXTURE(Fixture, "health, readiness, version and the API document") {
+    CHECK(call(http::verb::get, "/healthz").body() == "{\"status\":\"ok\"}\n");
+    CHECK(json::parse(call(http::verb::get, "/readyz").body())["status"] == "ready");
+    rack.ready = false;
+    const auto unready = call(http::verb::get, "/readyz");
+    CHECK(unready.result() == http::status::service_unavailable);
+    CHECK(error_code(unready) == "not_ready");
+    const auto version = json::parse(call(http::verb::get, "/api/v1/version").body());
+    CHECK(version["api"] == "v1");
+    const auto doc = call(http::verb::get, "/api/v1/openapi.json");
+    CHECK(doc.result() == http::status::ok);
+    CHECK(doc[http::field::content_type] == "application/json");
+    CHECK(json::parse(doc.body())["openapi"].get<std::string>().rfind("3.", 0) == 0);
+}
+
+TEST_CASE_FIXTURE(Fixture, "404 for unknown paths, 405 for unknown methods on known ones") {
+    CHECK(call(http::verb::get, "/api/v1/nothing/here").result() == http::status::not_found);
+    CHECK(call(http::verb::get, "/api").result() == http::status::not_found);
+    const auto wrong = call(http::verb::delete_, "/api/v1/version");
+    CHECK(wrong.result() == http::status::method_not_allowed);
+    CHECK(error_code(wrong) == "method_not_allowed");
+    CHECK(call(http::verb::get, "/api/v1/sessions/import").result() ==
+          http::status::method_not_allowed);
+    CHECK(call(http::verb::post, "/healthz").result() == http::status::method_not_allowed);
+    CHECK(call(http::verb::post, "/index.html").result() == http::status::method_not_allowed);
+    CHECK(rack.calls.empty());
+}
+
+TEST_CASE_FIXTURE(Fixture, "boards") {
+    CHECK(json::parse(call(http::verb::get, "/api/v1/boards").body()).size() == 1);
+    CHECK(call(http::verb::get, "/api/v1/boards/det").result() == http::status::ok);
+    const auto missing = call(http::verb::get, "/api/v1/boards/nope");
+    CHECK(missing.result() == http::status::not_found);
+    CHECK(json::parse(missing.body())["error"]["message"] == "no board named 'nope'");
+    const auto added =
+        call(http::verb::post, "/api/v1/boards", R"({"name":"extra","link":"sim://blinky"})");
+    CHECK(added.result() == http::status::created);
+    CHECK(json::parse(added.body())["name"] == "extra");
+    CHECK(call(http::verb::post, "/api/v1/boards", R"({"name":"det"})").result() ==
+          http::status::conflict);
+    CHECK(call(http::verb::post, "/api/v1/boards", "name=x", "application/x-www-form-urlencoded")
+              .result() == http::status::unsupported_media_type);
+    const auto not_json = call(http::verb::post, "/api/v1/boards", "{");
+    CHECK(not_json.result() == http::status::bad_request);
+    CHECK(error_code(not_json) == "bad_request");
+    CHECK(call(http::verb::put, "/api/v1/boards/det", R"({"link":"sim://blinky"})").result() ==
+          http::status::ok);
+    CHECK(call(http::verb::delete_, "/api/v1/boards/extra").result() == http::status::no_content);
+    CHECK(call(http::verb::post, "/api/v1/boards/det/sessions").result() == http::status::created);
+    CHECK(rack.calls ==
+          std::vector<std::string>{"boards", "board det", "board nope",
+                                   R"(add_board {"link":"sim://blinky","name":"extra"})",
+                                   R"(add_board {"name":"det"})",
+                                   R"(update_board det {"link":"sim://blinky"})",
+                                   "remove_board extra", "start_session det"});
+}
+
+TEST_CASE_FIXTURE(Fixture, "sessions") {
+    CHECK(call(http::verb::get, "/api/v1/sessions?board=det&state=completed&from=5").result() ==
+          http::status::ok);
+    CHECK(rack.calls.back() == "sessions det * completed 5 0");
+    CHECK(json::parse(call(http::verb::get, "/api/v1/sessions/7").body())["id"] == 7);
+    const auto bad_id = call(http::verb::get, "/api/v1/sessions/abc");
+    CHECK(bad_id.result() == http::status::bad_request);
+    CHECK(json::parse(bad_id.body())["error"]["message"] ==
+          "the session id must be a positive integer");
+    CHECK(call(http::verb::get, "/api/v1/sessions/9").result() == http::status::not_found);
+    CHECK(call(http::verb::post, "/api/v1/sessions/7/stop").result() == http::status::ok);
+    CHECK(call(http::verb::post, "/api/v1/sessions/9/stop").result() == http::status::conflict);
+    CHECK(call(http::verb::delete_, "/api/v1/sessions/7").result() == http::status::no_content);
+    const auto console = call(http::verb::get, "/api/v1/sessions/7/console?tail=3");
+    CHECK(console.body() == "hello\n");
+    CHECK(console[http::field::content_type] == "text/plain; charset=utf-8");
+    CHECK(rack.calls.back() == "console 7 3");
+}
+
+TEST_CASE_FIXTURE(Fixture, "profiles: window and options read here, refusals mapped") {
+    CHECK(call(http::verb::get, "/api/v1/sessions/7/profile?from=10&to=20&top=3").result() ==
+          http::status::ok);
+    CHECK(rack.calls.back() == "profile 7 10 20 3");
+    CHECK(call(http::verb::get, "/api/v1/sessions/7/profile?from=yesterday").result() ==
+          http::status::bad_request);
+    CHECK(call(http::verb::get, "/api/v1/sessions/7/profile?top=-1").result() ==
+          http::status::bad_request);
+    const auto no_elf = call(http::verb::get, "/api/v1/sessions/8/profile");
+    CHECK(no_elf.result() == http::status::unprocessable_entity);
+    CHECK(error_code(no_elf) == "no_elf");
+}
+
+TEST_CASE_FIXTURE(Fixture, "exports: the format route and its aliases, whole or streamed") {
+    const auto gmon = call(http::verb::get, "/api/v1/sessions/7/export/gmon");
+    CHECK(gmon.body() == "gmon");
+    CHECK(gmon[http::field::content_disposition] == "attachment; filename=\"det-7.gmon.out\"");
+    CHECK(call(http::verb::get, "/api/v1/sessions/7/gmon.out").body() == "gmon");
+    auto reply = api.handle(request(http::verb::get, "/api/v1/sessions/7/records.csv"));
+    REQUIRE(std::holds_alternative<StreamedResponse>(reply));
+    auto& streamed = std::get<StreamedResponse>(reply);
+    CHECK(streamed.header[http::field::content_type] == "text/csv");
+    std::string body;
+    while (auto chunk = streamed.next()) body += *chunk;
+    CHECK(body == "a,b\n1,2\n");
+    CHECK(rack.calls.back() == "open_export 7 csv");
+    api.handle(request(http::verb::get, "/api/v1/sessions/7/records.ndjson"));
+    CHECK(rack.calls.back() == "open_export 7 ndjson");
+    api.handle(request(http::verb::get, "/api/v1/sessions/7/raw"));
+    CHECK(rack.calls.back() == "open_export 7 raw");
+    const auto unknown = call(http::verb::get, "/api/v1/sessions/7/export/pprof");
+    CHECK(unknown.result() == http::status::not_found);
+    CHECK(error_code(unknown) == "unknown_format");
+}
+
+TEST_CASE_FIXTURE(Fixture, "firmware and imports") {
+    CHECK(call(http::verb::put, "/api/v1/firmware", "new", "application/octet-stream").result() ==
+          http::status::created);
+    CHECK(call(http::verb::put, "/api/v1/firmware", "old", "application/octet-stream").result() ==
+          http::status::ok);
+    const auto junk = call(http::verb::put, "/api/v1/firmware", "junk", "application/octet-stream");
+    CHECK(junk.result() == http::status::unprocessable_entity);
+    CHECK(error_code(junk) == "not_an_elf");
+    CHECK(call(http::verb::put, "/api/v1/sessions/7/firmware", R"({"id":"ab"})").result() ==
+          http::status::ok);
+    CHECK(rack.calls.back() == "attach_firmware 7 ab");
+    CHECK(error_code(call(http::verb::put, "/api/v1/sessions/7/firmware", R"({"id":1})")) ==
+          "bad_firmware_id");
+    CHECK(call(http::verb::put, "/api/v1/sessions/7/firmware", "x", "text/plain").result() ==
+          http::status::unsupported_media_type);
+    CHECK(call(http::verb::post, "/api/v1/sessions/import?format=gmon", "bytes",
+               "application/octet-stream")
+              .result() == http::status::created);
+    CHECK(rack.calls.back() == "import_session 5 gmon");
+    CHECK(api.is_upload(request(http::verb::put, "/api/v1/firmware")));
+    CHECK(api.is_upload(request(http::verb::post, "/api/v1/sessions/import?format=bin")));
+    CHECK_FALSE(api.is_upload(request(http::verb::post, "/api/v1/boards")));
+}
+
+TEST_CASE("the token: writes off loopback, reads with token_for_reads, probes never") {
+    FakeRack rack;
+    ApiOptions options;
+    options.token = "secret";
+    options.require_token = true;
+    Api api(rack, options);
+    auto status = [&](http::verb method, const std::string& target, const std::string& auth = "") {
+        Request r = request(method, target);
+        if (!auth.empty()) r.set(http::field::authorization, auth);
+        return whole(api.handle(r)).result();
+    };
+    CHECK(status(http::verb::get, "/api/v1/boards") == http::status::ok);
+    CHECK(status(http::verb::post, "/api/v1/sessions/7/stop") == http::status::unauthorized);
+    CHECK(status(http::verb::post, "/api/v1/sessions/7/stop", "Bearer wrong") ==
+          http::status::unauthorized);
+    CHECK(status(http::verb::post, "/api/v1/sessions/7/stop", "Bearer secret") == http::status::ok);
+    // The token is checked before the method and the path: nothing is learnt without it.
+    CHECK(status(http::verb::delete_, "/api/v1/version") == http::status::unauthorized);
+    CHECK(status(http::verb::post, "/api/v1/nothing") == http::status::unauthorized);
+
+    options.token_for_reads = true;
+    Api closed(rack, options);
+    auto read = [&](const std::string& target, const std::string& auth = "") {
+        Request r = request(http::verb::get, target);
+        if (!auth.empty()) r.set(http::field::authorization, auth);
+        return whole(closed.handle(r)).result();
+    };
+    CHECK(read("/api/v1/boards") == http::status::unauthorized);
+    CHECK(read("/api/v1/openapi.json") == http::status::unauthorized);
+    CHECK(read("/api/v1/boards", "Bearer secret") == http::status::ok);
+    CHECK(read("/healthz") == http::status::ok);
+    CHECK(read("/readyz") == http::status::ok);
+    CHECK(read("/api/v1/nothing") == http::status::unauthorized);
+}
+
+TEST_CASE("unexpected failures are 500s with the details in the log only") {
+    struct Broken : FakeRack {
+        nlohmann::json boards() override { throw std::runtime_error("disk on fire at /var/x"); }
+    } rack;
+    std::string logged;
+    ApiOptions options;
+    options.log_error = [&](const std::string& what) { logged = what; };
+    Api api(rack, options);
+    const auto r = whole(api.handle(request(http::verb::get, "/api/v1/boards")));
+    CHECK(r.result() == http::status::internal_server_error);
+    CHECK(r.body().find("/var/x") == std::string::npos);
+    CHECK(logged == "/api/v1/boards: disk on fire at /var/x");
+}
+
+}  // namespace
+}  // namespace rackprof::web

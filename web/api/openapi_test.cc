@@ -1,0 +1,45 @@
+// The OpenAPI document and the route table describe the same API, so neither can drift.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "web/api/api.h"
+#include "web/api/handlers.h"
+
+namespace rackprof::web {
+namespace {
+
+using nlohmann::json;
+
+TEST_CASE("the OpenAPI document parses and is OpenAPI 3") {
+    const json doc = json::parse(openapi_document());
+    REQUIRE(doc.contains("openapi"));
+    CHECK(doc["openapi"].get<std::string>().rfind("3.", 0) == 0);
+    CHECK(doc["paths"].is_object());
+}
+
+TEST_CASE("the OpenAPI document lists exactly the route table's methods and paths") {
+    const json doc = json::parse(openapi_document());
+    std::set<std::pair<std::string, std::string>> documented;
+    for (const auto& [path, item] : doc["paths"].items()) {
+        for (const auto& [method, operation] : item.items()) {
+            CAPTURE(path);
+            CAPTURE(method);
+            CHECK(operation.contains("responses"));
+            documented.emplace(method, path);
+        }
+    }
+    const auto served = api_routes().endpoints();
+    for (const auto& e : served) {
+        CAPTURE(e.first + " " + e.second);
+        CHECK(documented.count(e));
+    }
+    for (const auto& e : documented) {
+        CAPTURE(e.first + " " + e.second);
+        CHECK(served.count(e));
+    }
+    CHECK(documented == served);
+}
+
+}  // namespace
+}  // namespace rackprof::web

@@ -1,0 +1,106 @@
+#include "web/api/replies.h"
+
+#include <charconv>
+
+namespace rackprof::web {
+
+using nlohmann::json;
+using service::Failure;
+
+Response json_reply(const Request& request, http::status status, const json& body) {
+    Response r{status, request.version()};
+    r.set(http::field::content_type, "application/json");
+    r.keep_alive(request.keep_alive());
+    r.body() = body.dump() + "\n";
+    return r;
+}
+
+Response empty_reply(const Request& request, http::status status) {
+    Response r{status, request.version()};
+    r.keep_alive(request.keep_alive());
+    return r;
+}
+
+Response text_reply(const Request& request, std::string text) {
+    Response r{http::status::ok, request.version()};
+    r.set(http::field::content_type, "text/plain; charset=utf-8");
+    r.keep_alive(request.keep_alive());
+    r.body() = std::move(text);
+    return r;
+}
+
+HttpError http_error_of(const service::ServiceError& error) {
+    const auto [status, code] = [&]() -> std::pair<http::status, const char*> {
+        switch (error.failure()) {
+            case Failure::kBadRequest:
+                return {http::status::bad_request, "bad_request"};
+            case Failure::kInvalid:
+                return {http::status::unprocessable_entity, "invalid"};
+            case Failure::kNotFound:
+                return {http::status::not_found, "not_found"};
+            case Failure::kConflict:
+                return {http::status::conflict, "conflict"};
+            case Failure::kNoElf:
+                return {http::status::unprocessable_entity, "no_elf"};
+            case Failure::kNotAnElf:
+                return {http::status::unprocessable_entity, "not_an_elf"};
+            case Failure::kBadFirmwareId:
+                return {http::status::unprocessable_entity, "bad_firmware_id"};
+            case Failure::kBadGmon:
+                return {http::status::unprocessable_entity, "bad_gmon"};
+            case Failure::kNoRecords:
+                return {http::status::unprocessable_entity, "no_records"};
+            case Failure::kNotReady:
+                return {http::status::service_unavailable, "not_ready"};
+            case Failure::kUnknownFormat:
+                return {http::status::not_found, "unknown_format"};
+        }
+        return {http::status::internal_server_error, "internal"};
+    }();
+    return {status, code, error.what()};
+}
+
+json json_body(const Request& request) {
+    if (request[http::field::content_type].find("application/json") == std::string_view::npos) {
+        throw HttpError{http::status::unsupported_media_type, "unsupported_media_type",
+                        "send application/json"};
+    }
+    try {
+        return json::parse(request.body());
+    } catch (const json::exception&) {
+        throw HttpError{http::status::bad_request, "bad_request", "the body is not JSON"};
+    }
+}
+
+std::int64_t parse_id(const std::string& text, const char* what) {
+    std::int64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || value <= 0) {
+        throw HttpError{http::status::bad_request, "bad_request",
+                        std::string(what) + " must be a positive integer"};
+    }
+    return value;
+}
+
+std::int64_t parse_time(const std::string& text, const char* what) {
+    std::int64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || value < 0) {
+        throw HttpError{http::status::bad_request, "bad_request",
+                        std::string(what) + " must be a time in Unix nanoseconds"};
+    }
+    return value;
+}
+
+double parse_number(const std::string& text, const char* what) {
+    return service::parse_non_negative(text, what);
+}
+
+service::TimeWindow window_of(const std::map<std::string, std::string>& query) {
+    service::TimeWindow window;
+    if (query.count("from")) window.from_ns = parse_time(query.at("from"), "from");
+    if (query.count("to")) window.to_ns = parse_time(query.at("to"), "to");
+    return window;
+}
+
+}  // namespace rackprof::web

@@ -1,0 +1,40 @@
+// How handlers answer: JSON and empty replies to a request, HTTP-level refusals, the one
+// mapping from the rack service's failures to statuses, and the request's parameters read
+// with the API's rules (a bad one is a 400).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "daemon/service/rack_service.h"
+#include "web/server/http_message.h"
+
+namespace rackprof::web {
+
+// A refusal decided by the transport itself (method, token, media type, parameters).
+struct HttpError {
+    http::status status;
+    std::string code;
+    std::string message;
+};
+
+// A JSON body answering `request` (same HTTP version and keep-alive).
+Response json_reply(const Request& request, http::status status, const nlohmann::json& body);
+Response empty_reply(const Request& request, http::status status);
+Response text_reply(const Request& request, std::string text);
+
+// The status and error code for each of the service's failures: the only such table.
+HttpError http_error_of(const service::ServiceError& error);
+
+// The body as JSON; 415 unless sent as application/json, 400 unless it parses.
+nlohmann::json json_body(const Request& request);
+
+std::int64_t parse_id(const std::string& text, const char* what);
+std::int64_t parse_time(const std::string& text, const char* what);
+double parse_number(const std::string& text, const char* what);
+// ?from=&to= (receive times, Unix ns).
+service::TimeWindow window_of(const std::map<std::string, std::string>& query);
+
+}  // namespace rackprof::web

@@ -1,0 +1,77 @@
+// The API as data: method + path pattern -> handler, each route with its access level, so
+// routing and the token rule are decided in one place (api.cc) and the handlers only call the
+// rack service. Patterns are paths with {name} segments: /api/v1/sessions/{id}/profile.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "daemon/service/rack_service.h"
+#include "web/server/http_message.h"
+
+namespace rackprof::web {
+
+// Who may call a route: anyone (health probes), readers (a token only with token_for_reads),
+// writers (a token whenever one is required).
+enum class Access { kPublic, kRead, kWrite };
+
+// What a handler is given: the request, the path's {name} values, the query, the rack.
+struct Call {
+    const Request& request;
+    const std::map<std::string, std::string>& path;
+    const std::map<std::string, std::string>& query;
+    service::RackService& rack;
+};
+using Handler = std::function<Reply(const Call&)>;
+
+struct Route {
+    http::verb method;
+    std::string pattern;
+    Access access;
+    Handler handler;
+    std::string summary;  // one line, for the log and the reader of the table
+    bool upload = false;  // the body may be as large as ServerLimits::upload_bytes
+};
+
+class RouteTable {
+  public:
+    void add(Route route);
+
+    struct Match {
+        const Route* route = nullptr;         // null: no route for this method (see path_known)
+        bool path_known = false;              // some route has this path: 405 rather than 404
+        Access path_access = Access::kWrite;  // kPublic when every route on the path is
+        std::map<std::string, std::string> path;
+    };
+    // The most specific pattern for the path (literal segments win over {name}), then the
+    // route for the method on it; HEAD is answered by GET's route.
+    Match match(http::verb method, std::string_view path) const;
+
+    const std::vector<Route>& routes() const { return routes_; }
+    // Every (method, pattern), methods in lower case as OpenAPI spells them.
+    std::set<std::pair<std::string, std::string>> endpoints() const;
+
+  private:
+    std::vector<Route> routes_;
+};
+
+// Who holds a token and when it is needed.
+struct TokenRule {
+    std::string token;             // "" : no token configured
+    bool require_token = false;    // write routes need "Authorization: Bearer <token>"
+    bool token_for_reads = false;  // with require_token: read routes need it too
+    bool needs_token(Access access) const;
+    bool admits(Access access, std::string_view authorization) const;
+};
+
+// "/a//b/" -> {"a", "b"}; the query is not part of the path.
+std::vector<std::string> split_path(std::string_view target);
+// "?a=1&b" -> {a: "1", b: ""}, as given (no %-decoding).
+std::map<std::string, std::string> query_of(std::string_view target);
+
+}  // namespace rackprof::web

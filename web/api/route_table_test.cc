@@ -1,0 +1,104 @@
+#include "web/api/route_table.h"
+
+#include <doctest/doctest.h>
+
+#include "web/api/api.h"
+
+namespace rackprof::web {
+namespace {
+
+Handler answer(const char* what) {
+    return [what](const Call& c) {
+        Response r{http::status::ok, c.request.version()};
+        r.body() = what;
+        return Reply(std::move(r));
+    };
+}
+
+RouteTable sample_table() {
+    RouteTable t;
+    t.add({http::verb::get, "/healthz", Access::kPublic, answer("health"), "h"});
+    t.add({http::verb::get, "/api/v1/sessions/{id}", Access::kRead, answer("session"), "s"});
+    t.add({http::verb::delete_, "/api/v1/sessions/{id}", Access::kWrite, answer("delete"), "d"});
+    t.add(
+        {http::verb::post, "/api/v1/sessions/import", Access::kWrite, answer("import"), "i", true});
+    t.add({http::verb::get, "/api/v1/sessions/{id}/export/{format}", Access::kRead, answer("x"),
+           "x"});
+    return t;
+}
+
+TEST_CASE("routes match by pattern, with the path's values") {
+    const auto t = sample_table();
+    auto m = t.match(http::verb::get, "/api/v1/sessions/12/export/csv?from=1");
+    REQUIRE(m.route);
+    CHECK(m.route->pattern == "/api/v1/sessions/{id}/export/{format}");
+    CHECK(m.path == std::map<std::string, std::string>{{"id", "12"}, {"format", "csv"}});
+    m = t.match(http::verb::head, "/api/v1/sessions/12");  // HEAD is GET's
+    REQUIRE(m.route);
+    CHECK(m.route->method == http::verb::get);
+    m = t.match(http::verb::delete_, "//api/v1/sessions/12/");  // empty segments are no segments
+    REQUIRE(m.route);
+    CHECK(m.route->method == http::verb::delete_);
+}
+
+TEST_CASE("a literal segment wins over a {name}; a known path without the method is 405") {
+    const auto t = sample_table();
+    auto m = t.match(http::verb::post, "/api/v1/sessions/import");
+    REQUIRE(m.route);
+    CHECK(m.route->upload);
+    m = t.match(http::verb::get, "/api/v1/sessions/import");  // not the session "import"
+    CHECK(m.path_known);
+    CHECK(m.route == nullptr);
+    m = t.match(http::verb::put, "/api/v1/sessions/3");
+    CHECK(m.path_known);
+    CHECK(m.route == nullptr);
+    CHECK(m.path_access == Access::kWrite);
+    m = t.match(http::verb::post, "/healthz");
+    CHECK(m.path_known);
+    CHECK(m.path_access == Access::kPublic);
+    m = t.match(http::verb::get, "/api/v1/sessions/3/nothing");
+    CHECK_FALSE(m.path_known);
+    CHECK(m.route == nullptr);
+}
+
+TEST_CASE("the query is read as given") {
+    CHECK(query_of("/x?a=1&b&c=x%20y") ==
+          std::map<std::string, std::string>{{"a", "1"}, {"b", ""}, {"c", "x%20y"}});
+    CHECK(query_of("/x").empty());
+    CHECK(split_path("/a//b/?c=/d") == std::vector<std::string>{"a", "b"});
+}
+
+TEST_CASE("the token rule: writes need it when required, reads only with token_for_reads") {
+    TokenRule loopback{"secret", false, false};
+    CHECK(loopback.admits(Access::kWrite, ""));
+    TokenRule open_reads{"secret", true, false};
+    CHECK(open_reads.admits(Access::kRead, ""));
+    CHECK_FALSE(open_reads.admits(Access::kWrite, ""));
+    CHECK_FALSE(open_reads.admits(Access::kWrite, "Bearer wrong"));
+    CHECK(open_reads.admits(Access::kWrite, "Bearer secret"));
+    TokenRule closed{"secret", true, true};
+    CHECK_FALSE(closed.admits(Access::kRead, ""));
+    CHECK(closed.admits(Access::kRead, "Bearer secret"));
+    CHECK(closed.admits(Access::kPublic, ""));
+    TokenRule no_token{"", true, false};  // required but none configured: writes are refused
+    CHECK_FALSE(no_token.admits(Access::kWrite, "Bearer "));
+}
+
+TEST_CASE("every API route declares its access: probes public, GETs read, the rest write") {
+    const auto routes = api_routes();
+    for (const auto& r : routes.routes()) {
+        CAPTURE(r.pattern);
+        if (r.pattern == "/healthz" || r.pattern == "/readyz") {
+            CHECK(r.access == Access::kPublic);
+        } else if (r.method == http::verb::get) {
+            CHECK(r.access == Access::kRead);
+        } else {
+            CHECK(r.access == Access::kWrite);
+        }
+        CHECK(r.upload ==
+              (r.pattern == "/api/v1/firmware" || r.pattern == "/api/v1/sessions/import"));
+    }
+}
+
+}  // namespace
+}  // namespace rackprof::web

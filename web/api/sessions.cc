@@ -1,0 +1,79 @@
+// /api/v1/sessions: stored sessions, their profiles and console text.
+#include "web/api/handlers.h"
+#include "web/api/replies.h"
+
+namespace rackprof::web {
+
+namespace {
+
+std::int64_t session_id(const Call& c) {
+    return parse_id(c.path.at("id"), "the session id");
+}
+
+service::SessionFilter filter_of(const std::map<std::string, std::string>& query) {
+    service::SessionFilter filter;
+    if (query.count("board")) filter.board = query.at("board");
+    if (query.count("tag")) filter.tag = query.at("tag");
+    if (query.count("state")) filter.state = query.at("state");
+    if (query.count("from")) filter.started_from_ns = parse_time(query.at("from"), "from");
+    if (query.count("to")) filter.started_to_ns = parse_time(query.at("to"), "to");
+    return filter;
+}
+
+}  // namespace
+
+void add_session_routes(RouteTable& routes) {
+    routes.add({http::verb::get, "/api/v1/sessions", Access::kRead,
+                [](const Call& c) {
+                    return json_reply(c.request, http::status::ok,
+                                      c.rack.sessions(filter_of(c.query)));
+                },
+                "stored sessions, filtered by board, tag, state and start time"});
+    routes.add({http::verb::post, "/api/v1/sessions/import", Access::kWrite,
+                [](const Call& c) {
+                    return json_reply(c.request, http::status::created,
+                                      c.rack.import_session(c.request.body(), c.query));
+                },
+                "stores a capture or gmon.out made elsewhere", true});
+    routes.add({http::verb::get, "/api/v1/sessions/{id}", Access::kRead,
+                [](const Call& c) {
+                    return json_reply(c.request, http::status::ok, c.rack.session(session_id(c)));
+                },
+                "one session"});
+    routes.add({http::verb::delete_, "/api/v1/sessions/{id}", Access::kWrite,
+                [](const Call& c) {
+                    c.rack.delete_session(session_id(c));
+                    return empty_reply(c.request, http::status::no_content);
+                },
+                "deletes a stored session"});
+    routes.add({http::verb::post, "/api/v1/sessions/{id}/stop", Access::kWrite,
+                [](const Call& c) {
+                    return json_reply(c.request, http::status::ok,
+                                      c.rack.stop_session(session_id(c)));
+                },
+                "stops a capturing session"});
+    routes.add({http::verb::get, "/api/v1/sessions/{id}/console", Access::kRead,
+                [](const Call& c) {
+                    const int tail =
+                        c.query.count("tail")
+                            ? static_cast<int>(parse_number(c.query.at("tail"), "tail"))
+                            : 0;
+                    return text_reply(c.request, c.rack.console(session_id(c), tail));
+                },
+                "the console text the target printed"});
+    routes.add(
+        {http::verb::get, "/api/v1/sessions/{id}/profile", Access::kRead,
+         [](const Call& c) {
+             const auto id = session_id(c);
+             const auto window = window_of(c.query);
+             service::ProfileOptions options;
+             if (c.query.count("top"))
+                 options.top = static_cast<std::size_t>(parse_number(c.query.at("top"), "top"));
+             if (c.query.count("min_percent"))
+                 options.min_percent = parse_number(c.query.at("min_percent"), "min_percent");
+             return json_reply(c.request, http::status::ok, c.rack.profile(id, window, options));
+         },
+         "the gprof profile as JSON"});
+}
+
+}  // namespace rackprof::web

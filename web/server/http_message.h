@@ -1,0 +1,49 @@
+// The server's vocabulary: requests, whole and streamed replies, the JSON error shape, and the
+// two things a request can be handed to (an HTTP handler, a WebSocket upgrade). The server room
+// knows only these; the API and the feeds implement them.
+#pragma once
+
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <variant>
+
+namespace rackprof::web {
+
+namespace http = boost::beast::http;
+using Request = http::request<http::string_body>;
+using Response = http::response<http::string_body>;
+
+// A response too large to hold: a header, then chunks (chunked encoding) pulled one at a
+// time while the client keeps up; `next` returns nothing at the end.
+struct StreamedResponse {
+    http::response<http::empty_body> header;
+    std::function<std::optional<std::string>()> next;
+};
+using Reply = std::variant<Response, StreamedResponse>;
+
+// A JSON error: {"error":{"code":"...","message":"..."}}.
+Response error_response(http::status status, const std::string& code, const std::string& message,
+                        unsigned version, bool keep_alive);
+
+// Answers HTTP requests (the API, with the dashboard's files behind it).
+class RequestHandler {
+  public:
+    virtual ~RequestHandler() = default;
+    virtual Reply handle(const Request& request) = 0;
+    // Requests whose bodies may be as large as ServerLimits::upload_bytes.
+    virtual bool is_upload(const http::request_header<>& header) const = 0;
+};
+
+// Takes over WebSocket upgrades (the live feeds).
+class UpgradeHandler {
+  public:
+    virtual ~UpgradeHandler() = default;
+    // Takes over an upgrade request; false if it is not one of its paths.
+    virtual bool accept(boost::beast::tcp_stream& stream, const Request& request) = 0;
+};
+
+}  // namespace rackprof::web
