@@ -115,6 +115,16 @@ bool wants_gmon(const ImportSpec& spec, std::span<const std::uint8_t> head) {
 
 }  // namespace
 
+std::string build_id_hex(const std::vector<std::uint8_t>& build_id) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    for (std::uint8_t b : build_id) {
+        out += kHex[b >> 4];
+        out += kHex[b & 0xF];
+    }
+    return out;
+}
+
 protocol::LegacyEncoding detect_encoding(std::span<const std::uint8_t> head) {
     std::size_t digits = 0;
     for (std::uint8_t c : head.first(std::min<std::size_t>(head.size(), 4096))) {

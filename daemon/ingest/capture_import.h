@@ -75,6 +75,9 @@ struct GmonImport {
 };
 GmonImport import_gmon(std::span<const std::uint8_t> bytes, const gmon::TargetLayout& layout);
 
+// A HELLO's build-id as the ELF notes spell it: lower-case hex.
+std::string build_id_hex(const std::vector<std::uint8_t>& build_id);
+
 // Looks at the start of a capture: hex-ASCII text or binary wire bytes.
 protocol::LegacyEncoding detect_encoding(std::span<const std::uint8_t> head);
 // True when the bytes start with the GNU gmon.out magic.

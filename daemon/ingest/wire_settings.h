@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 #include "protocol/wire_format.h"
 #include "storage/session_store.h"
 

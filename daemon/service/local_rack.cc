@@ -5,8 +5,8 @@
 #include <limits>
 #include <set>
 
-#include "daemon/board.h"
-#include "daemon/capture_session.h"
+#include "daemon/capture/board.h"
+#include "daemon/capture/capture_session.h"
 #include "daemon/ingest/capture_import.h"
 #include "daemon/ingest/wire_settings.h"
 #include "gmon/gmon_reader.h"

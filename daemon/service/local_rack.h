@@ -7,7 +7,7 @@
 #include <mutex>
 #include <vector>
 
-#include "daemon/capture_service.h"
+#include "daemon/capture/capture_service.h"
 #include "daemon/service/rack_service.h"
 #include "gmon/export.h"
 #include "gmon/symbolizer.h"

@@ -12,36 +12,9 @@
 #include "gmon/aggregate.h"
 #include "gmon/profile_pipeline.h"
 #include "protocol/record.h"
+#include "daemon/capture/board_status.h"
 #include "storage/storage_writer.h"  // SessionHandle, SessionCounters
 
-// Declared in namespace daemon because the capture code (board.cc) defines to_string there;
-// namespace service re-exports them under the names web/ uses.
-namespace rackprof::daemon {
-
-enum class LinkState { kConnecting, kConnected, kDisconnected, kFinished, kStopped };
-const char* to_string(LinkState state);
-
-struct BoardStatus {
-    std::string name;
-    std::string link;
-    LinkState state = LinkState::kConnecting;
-    std::string last_error;
-    std::uint64_t reconnects = 0;
-    std::optional<storage::SessionHandle> session;
-    std::int64_t session_id = 0;  // the stored session's id (0 until its row is committed)
-    storage::SessionCounters counters;
-};
-
-// A change worth telling the world: a link state, a session starting or ending.
-struct BoardEvent {
-    std::string board;
-    std::string kind;   // link | session_started | session_stopped
-    std::string state;  // link: the new state
-    std::string reason;
-    std::optional<storage::SessionHandle> session;
-};
-
-}  // namespace rackprof::daemon
 
 namespace rackprof::service {
 

@@ -15,9 +15,9 @@
 #include <random>
 #include <string>
 
-#include "daemon/board_simulator.h"
+#include "daemon/sim/board_simulator.h"
 #include "daemon/ingest/capture_import.h"
-#include "daemon/target_cache.h"
+#include "daemon/sim/target_cache.h"
 #include "gmon/gmon_writer.h"
 #include "gmon/profile.h"
 #include "gmon/report.h"

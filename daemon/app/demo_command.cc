@@ -14,9 +14,9 @@
 #include <stdexcept>
 #include <thread>
 
-#include "daemon/board_simulator.h"
-#include "daemon/command_line.h"
-#include "daemon/commands.h"
+#include "daemon/sim/board_simulator.h"
+#include "daemon/app/command_line.h"
+#include "daemon/app/commands.h"
 #include "daemon/ingest/capture_import.h"
 #include "daemon/ingest/wire_settings.h"
 #include "gmon/export.h"

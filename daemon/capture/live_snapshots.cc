@@ -1,4 +1,4 @@
-#include "daemon/live_snapshots.h"
+#include "daemon/capture/live_snapshots.h"
 
 namespace rackprof::daemon {
 

@@ -10,9 +10,9 @@
 #include <set>
 #include <string_view>
 
-#include "daemon/capture_session.h"
-#include "daemon/command_line.h"
-#include "daemon/commands.h"
+#include "daemon/capture/capture_session.h"
+#include "daemon/app/command_line.h"
+#include "daemon/app/commands.h"
 #include "daemon/ingest/capture_import.h"
 #include "daemon/ingest/wire_settings.h"
 #include "gmon/export.h"
@@ -203,7 +203,7 @@ void warn_on_build_id_mismatch(const ConvertOptions& o, const storage::TargetInf
 
 storage::TargetInfo target_of(const std::optional<protocol::TargetHello>& hello) {
     if (!hello) return {};
-    return {build_id_hex(hello->build_id), hello->text_lo, hello->text_hi};
+    return {ingest::build_id_hex(hello->build_id), hello->text_lo, hello->text_hi};
 }
 
 // The pipeline's source for decoded data: the aggregate binned at --rate/--bin-bytes.

@@ -1,4 +1,4 @@
-#include "daemon/pty_board.h"
+#include "daemon/sim/pty_board.h"
 
 #include <fcntl.h>
 #include <poll.h>

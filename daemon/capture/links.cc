@@ -1,4 +1,4 @@
-#include "daemon/links.h"
+#include "daemon/capture/links.h"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>

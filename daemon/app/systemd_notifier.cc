@@ -1,4 +1,4 @@
-#include "daemon/systemd_notifier.h"
+#include "daemon/app/systemd_notifier.h"
 
 #include <systemd/sd-daemon.h>
 

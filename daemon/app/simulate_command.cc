@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/board_simulator.h"
-#include "daemon/command_line.h"
-#include "daemon/commands.h"
-#include "daemon/pty_board.h"
+#include "daemon/sim/board_simulator.h"
+#include "daemon/app/command_line.h"
+#include "daemon/app/commands.h"
+#include "daemon/sim/pty_board.h"
 #include "gmon/gmon_writer.h"
 #include "gmon/report.h"
 

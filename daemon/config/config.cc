@@ -1,4 +1,4 @@
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 
 #include <algorithm>
 #include <fstream>
@@ -7,7 +7,7 @@
 
 #include <toml++/toml.h>
 
-#include "daemon/link_uri.h"
+#include "daemon/config/link_uri.h"
 #include "protocol/wire_format.h"
 
 namespace rackprof::daemon {

@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "daemon/board_simulator.h"
+#include "daemon/sim/board_simulator.h"
 
 namespace rackprof::daemon {
 

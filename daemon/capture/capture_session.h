@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/ingest/capture_import.h"
 #include "daemon/ingest/wire_settings.h"
 #include "gmon/aggregate.h"
 #include "gmon/symbolizer.h"
@@ -25,8 +26,6 @@ std::int64_t unix_now_ns();
 // A handle no other session in this process has.
 storage::SessionHandle new_session_handle();
 
-// A HELLO's build-id as the ELF notes spell it: lower-case hex.
-std::string build_id_hex(const std::vector<std::uint8_t>& build_id);
 
 // The firmware a board picks for a target that introduced itself (empty: it stays as it is).
 struct PickedFirmware {

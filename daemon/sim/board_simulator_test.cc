@@ -1,4 +1,4 @@
-#include "daemon/board_simulator.h"
+#include "daemon/sim/board_simulator.h"
 
 #include <doctest/doctest.h>
 

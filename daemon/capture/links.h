@@ -10,7 +10,7 @@
 #include <span>
 #include <string>
 
-#include "daemon/link_uri.h"
+#include "daemon/config/link_uri.h"
 
 namespace rackprof::daemon {
 

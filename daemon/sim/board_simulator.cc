@@ -1,10 +1,10 @@
-#include "daemon/board_simulator.h"
+#include "daemon/sim/board_simulator.h"
 
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
 
-#include "daemon/target_cache.h"
+#include "daemon/sim/target_cache.h"
 #include "gmon/synthetic_elf.h"
 
 namespace rackprof::daemon {

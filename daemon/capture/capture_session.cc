@@ -1,4 +1,4 @@
-#include "daemon/capture_session.h"
+#include "daemon/capture/capture_session.h"
 
 #include <atomic>
 
@@ -15,15 +15,6 @@ storage::SessionHandle new_session_handle() {
     return next++;
 }
 
-std::string build_id_hex(const std::vector<std::uint8_t>& build_id) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string out;
-    for (std::uint8_t b : build_id) {
-        out += kHex[b >> 4];
-        out += kHex[b & 0xF];
-    }
-    return out;
-}
 
 CaptureSession::CaptureSession(storage::SessionHandle handle, storage::NewSession spec,
                                const WireSpec& wire, storage::StorageWriter& writer,
@@ -64,7 +55,7 @@ std::vector<storage::ExceptionCount> CaptureSession::changed_exceptions() {
 }
 
 void CaptureSession::on_hello(const protocol::TargetHello& hello) {
-    target_ = {build_id_hex(hello.build_id), hello.text_lo, hello.text_hi};
+    target_ = {ingest::build_id_hex(hello.build_id), hello.text_lo, hello.text_hi};
     storage::TargetOp op{handle_, target_, "", "", ""};
     if (firmware_for_) {
         const PickedFirmware picked = firmware_for_(hello);

@@ -1,4 +1,4 @@
-#include "daemon/board.h"
+#include "daemon/capture/board.h"
 
 #include <openssl/evp.h>
 #include <boost/asio/post.hpp>
@@ -105,7 +105,7 @@ void Board::load_elf(const std::filesystem::path& path) {
 // A framed target introduced itself: check the configured ELF against its build-id, or find
 // the uploaded one with that build-id (the session records it with what the target said).
 PickedFirmware Board::firmware_for(const protocol::TargetHello& hello) {
-    const std::string id = build_id_hex(hello.build_id);
+    const std::string id = ingest::build_id_hex(hello.build_id);
     log_->info(
         "[{}] target: protocol v{}, {}-byte addresses, text {:#x}-{:#x}, {} Hz sampling, "
         "{} Hz core, build-id {}{}",

@@ -16,8 +16,8 @@
 
 #include <spdlog/logger.h>
 
-#include "daemon/board.h"
-#include "daemon/config.h"
+#include "daemon/capture/board.h"
+#include "daemon/config/config.h"
 #include "storage/storage_writer.h"
 
 namespace rackprof::daemon {

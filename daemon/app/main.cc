@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/command_line.h"
-#include "daemon/commands.h"
+#include "daemon/app/command_line.h"
+#include "daemon/app/commands.h"
 
 namespace {
 

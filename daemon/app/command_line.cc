@@ -1,4 +1,4 @@
-#include "daemon/command_line.h"
+#include "daemon/app/command_line.h"
 
 #include <cctype>
 

@@ -12,11 +12,11 @@
 
 #include <spdlog/logger.h>
 
-#include "daemon/capture_session.h"
-#include "daemon/config.h"
-#include "daemon/links.h"
-#include "daemon/live_snapshots.h"
-#include "daemon/pty_board.h"
+#include "daemon/capture/capture_session.h"
+#include "daemon/config/config.h"
+#include "daemon/capture/links.h"
+#include "daemon/capture/live_snapshots.h"
+#include "daemon/sim/pty_board.h"
 #include "daemon/service/rack_types.h"  // LinkState, BoardStatus, BoardEvent
 #include "gmon/symbolizer.h"
 

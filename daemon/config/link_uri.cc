@@ -1,4 +1,4 @@
-#include "daemon/link_uri.h"
+#include "daemon/config/link_uri.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,8 +1,8 @@
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 
 #include <doctest/doctest.h>
 
-#include "daemon/link_uri.h"
+#include "daemon/config/link_uri.h"
 
 namespace rackprof::daemon {
 namespace {

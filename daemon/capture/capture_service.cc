@@ -1,4 +1,4 @@
-#include "daemon/capture_service.h"
+#include "daemon/capture/capture_service.h"
 
 #include "storage/session_store.h"
 
