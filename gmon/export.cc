@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "gmon/gmon_writer.h"
+#include "protocol/named_table.h"
 
 namespace rackprof::gmon {
 
@@ -63,42 +64,50 @@ ChunkStream open_csv(Input input) {
     });
 }
 
+// Chunks made page by page: pages are pulled until one makes a non-empty chunk (an empty page
+// is not the end; only no page is).
+template <class NextPage, class ChunkOf>
+ChunkStream paged_chunks(NextPage next_page, ChunkOf chunk_of) {
+    return [next_page = std::move(next_page),
+            chunk_of = std::move(chunk_of)]() mutable -> std::optional<std::string> {
+        for (;;) {
+            auto page = next_page();
+            if (!page) return std::nullopt;
+            std::string chunk = chunk_of(std::move(*page));
+            if (!chunk.empty()) return chunk;
+        }
+    };
+}
+
+// One NDJSON line per record.
+std::string ndjson_of(const std::vector<RecordBatch>& page) {
+    std::string out;
+    for (const auto& batch : page) {
+        const std::string t = std::to_string(batch.received_ns);
+        for (const auto& r : batch.records) {
+            out += "{\"t\":" + t;
+            if (r.kind == protocol::RecordKind::kArc) {
+                out += ",\"kind\":\"arc\",\"from\":\"" + hex_address(r.from_pc) + "\",\"self\":\"" +
+                       hex_address(r.self_pc) + "\"";
+            } else {
+                out += ",\"kind\":\"pc\",\"pc\":\"" + hex_address(r.self_pc) + "\"";
+            }
+            out += ",\"count\":" + std::to_string(r.count) + "}\n";
+        }
+    }
+    return out;
+}
+
 // Every record with its receive time, a page of batches per chunk.
 ChunkStream open_ndjson(Input input) {
     if (!input->records) throw std::invalid_argument("this source has no records to export");
-    return [input]() -> std::optional<std::string> {
-        for (;;) {
-            auto page = input->records();
-            if (!page) return std::nullopt;
-            std::string out;
-            for (const auto& batch : *page) {
-                const std::string t = std::to_string(batch.received_ns);
-                for (const auto& r : batch.records) {
-                    out += "{\"t\":" + t;
-                    if (r.kind == protocol::RecordKind::kArc) {
-                        out += ",\"kind\":\"arc\",\"from\":\"" + hex_address(r.from_pc) +
-                               "\",\"self\":\"" + hex_address(r.self_pc) + "\"";
-                    } else {
-                        out += ",\"kind\":\"pc\",\"pc\":\"" + hex_address(r.self_pc) + "\"";
-                    }
-                    out += ",\"count\":" + std::to_string(r.count) + "}\n";
-                }
-            }
-            if (!out.empty()) return out;
-        }
-    };
+    return paged_chunks([input] { return input->records(); }, ndjson_of);
 }
 
 // The bytes as received.
 ChunkStream open_raw(Input input) {
     if (!input->raw) throw std::invalid_argument("this source has no raw bytes to export");
-    return [input]() -> std::optional<std::string> {
-        for (;;) {
-            auto page = input->raw();
-            if (!page) return std::nullopt;
-            if (!page->empty()) return page;
-        }
-    };
+    return paged_chunks([input] { return input->raw(); }, [](std::string page) { return page; });
 }
 
 const std::array<ExportFormat, 6> kFormats = {{
@@ -140,19 +149,11 @@ std::span<const ExportFormat> export_formats() {
 }
 
 const ExportFormat* find_export_format(std::string_view name) {
-    for (const auto& f : kFormats) {
-        if (f.name == name) return &f;
-    }
-    return nullptr;
+    return protocol::find_named(export_formats(), name);
 }
 
 std::string export_format_names() {
-    std::string out;
-    for (std::size_t i = 0; i < kFormats.size(); ++i) {
-        if (i > 0) out += i + 1 == kFormats.size() ? " or " : ", ";
-        out += kFormats[i].name;
-    }
-    return out;
+    return protocol::join_names(export_formats());
 }
 
 ChunkStream open_export(std::string_view format, std::shared_ptr<const ExportInput> input) {

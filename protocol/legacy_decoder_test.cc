@@ -10,13 +10,6 @@
 namespace rackprof::protocol {
 namespace {
 
-struct Collector : RecordSink {
-    std::vector<Record> records;
-    void on_records(std::span<const Record> batch) override {
-        records.insert(records.end(), batch.begin(), batch.end());
-    }
-};
-
 std::span<const std::uint8_t> as_bytes(const std::string& s) {
     return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
 }
@@ -30,7 +23,7 @@ struct Decoded {
 Decoded decode(std::span<const std::uint8_t> wire, LegacyOptions options,
                const std::vector<std::size_t>& cuts = {}) {
     LegacyDecoder decoder(options);
-    Collector sink;
+    RecordCollector sink;
     std::size_t start = 0;
     for (std::size_t cut : cuts) {
         decoder.feed(wire.subspan(start, cut - start), sink);

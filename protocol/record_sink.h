@@ -4,6 +4,7 @@
 #pragma once
 
 #include <span>
+#include <vector>
 
 #include "protocol/record.h"
 #include "protocol/stream_event.h"
@@ -15,6 +16,14 @@ class RecordSink {
     virtual ~RecordSink() = default;
     virtual void on_records(std::span<const Record> batch) = 0;
     virtual void on_event(const StreamEvent& /*event*/) {}
+};
+
+// Records kept in order; events dropped.
+struct RecordCollector : RecordSink {
+    std::vector<Record> records;
+    void on_records(std::span<const Record> batch) override {
+        records.insert(records.end(), batch.begin(), batch.end());
+    }
 };
 
 }  // namespace rackprof::protocol

@@ -5,6 +5,7 @@
 
 #include "protocol/framed_decoder.h"
 #include "protocol/legacy_decoder.h"
+#include "protocol/named_table.h"
 #include "protocol/swo_decoder.h"
 
 namespace rackprof::protocol {
@@ -58,19 +59,11 @@ std::span<const WireFormat> wire_formats() {
 }
 
 const WireFormat* find_wire_format(std::string_view name) {
-    for (const auto& f : kFormats) {
-        if (f.name == name) return &f;
-    }
-    return nullptr;
+    return find_named(wire_formats(), name);
 }
 
 std::string wire_format_names(std::string_view last_separator, std::string_view quote) {
-    std::string out;
-    for (std::size_t i = 0; i < kFormats.size(); ++i) {
-        if (i > 0) out += i + 1 == kFormats.size() ? std::string(last_separator) : ", ";
-        out += std::string(quote) + std::string(kFormats[i].name) + std::string(quote);
-    }
-    return out;
+    return join_names(wire_formats(), last_separator, quote);
 }
 
 const WireFormat& wire_format(std::string_view name) {

@@ -13,13 +13,6 @@
 namespace rackprof::protocol {
 namespace {
 
-struct Collect : RecordSink {
-    std::vector<Record> records;
-    void on_records(std::span<const Record> batch) override {
-        records.insert(records.end(), batch.begin(), batch.end());
-    }
-};
-
 TEST_CASE("every registered wire format has a unique name and builds its decoder") {
     std::set<std::string_view> names;
     for (const auto& f : wire_formats()) {
@@ -50,7 +43,7 @@ TEST_CASE("a legacy decoder from the registry decodes what the encoder wrote") {
     append_hex(wire, text);
     const std::vector<std::uint8_t> bytes(text.begin(), text.end());
     const auto decoder = make_decoder({"legacy", "hex", 3, std::nullopt});
-    Collect sink;
+    RecordCollector sink;
     decoder->feed(bytes, sink);
     decoder->finish(sink);
     REQUIRE(sink.records.size() == 2);

@@ -19,6 +19,14 @@ bool has_exception_trace(const NewSession& spec) {
 }  // namespace
 namespace {
 
+// Every row the statement yields, each read by `row_of`.
+template <class Row, class RowOf>
+std::vector<Row> rows_of(Statement& st, RowOf row_of) {
+    std::vector<Row> out;
+    while (st.step()) out.push_back(row_of(st));
+    return out;
+}
+
 // The counters' SQL is built from kSessionCounters: their columns carry the counters' names.
 std::string counter_columns() {
     std::string out;
@@ -334,11 +342,10 @@ std::vector<ConsoleLine> SessionStore::console(std::int64_t session, int limit) 
         "SELECT received_ns, port, text FROM session_console WHERE session_id = ? ORDER BY seq "
         "DESC, line DESC LIMIT ?");
     st.bind(1, session).bind(2, std::int64_t{limit > 0 ? limit : -1});
-    std::vector<ConsoleLine> out;
-    while (st.step()) {
-        out.push_back(
-            {st.column_int(0), static_cast<std::uint16_t>(st.column_int(1)), st.column_text(2)});
-    }
+    auto out = rows_of<ConsoleLine>(st, [](const Statement& row) -> ConsoleLine {
+        return {row.column_int(0), static_cast<std::uint16_t>(row.column_int(1)),
+                row.column_text(2)};
+    });
     std::reverse(out.begin(), out.end());
     return out;
 }
@@ -348,13 +355,11 @@ std::vector<ExceptionCount> SessionStore::exceptions(std::int64_t session) {
         "SELECT exception, entries, cycles FROM session_exceptions WHERE session_id = ? ORDER BY "
         "exception");
     st.bind(1, session);
-    std::vector<ExceptionCount> out;
-    while (st.step()) {
-        out.push_back({static_cast<std::uint16_t>(st.column_int(0)),
-                       static_cast<std::uint64_t>(st.column_int(1)),
-                       static_cast<std::uint64_t>(st.column_int(2))});
-    }
-    return out;
+    return rows_of<ExceptionCount>(st, [](const Statement& row) -> ExceptionCount {
+        return {static_cast<std::uint16_t>(row.column_int(0)),
+                static_cast<std::uint64_t>(row.column_int(1)),
+                static_cast<std::uint64_t>(row.column_int(2))};
+    });
 }
 
 std::vector<Gap> SessionStore::gaps(std::int64_t session) {
@@ -362,9 +367,9 @@ std::vector<Gap> SessionStore::gaps(std::int64_t session) {
         "SELECT started_ns, ended_ns, reason FROM session_gaps WHERE session_id = ? ORDER BY "
         "rowid");
     st.bind(1, session);
-    std::vector<Gap> out;
-    while (st.step()) out.push_back({st.column_int(0), st.column_int(1), st.column_text(2)});
-    return out;
+    return rows_of<Gap>(st, [](const Statement& row) -> Gap {
+        return {row.column_int(0), row.column_int(1), row.column_text(2)};
+    });
 }
 
 void SessionStore::for_each_chunk(
@@ -382,12 +387,10 @@ std::vector<SessionStore::ChunkRow> SessionStore::chunk_page(std::int64_t sessio
         "SELECT seq, received_ns, bytes FROM raw_chunks WHERE session_id = ? AND seq > ? ORDER BY "
         "seq LIMIT ?");
     st.bind(1, session).bind(2, after_seq).bind(3, limit);
-    std::vector<ChunkRow> rows;
-    while (st.step()) {
-        const auto blob = st.column_blob(2);
-        rows.push_back({st.column_int(0), st.column_int(1), {blob.begin(), blob.end()}});
-    }
-    return rows;
+    return rows_of<ChunkRow>(st, [](const Statement& row) -> ChunkRow {
+        const auto blob = row.column_blob(2);
+        return {row.column_int(0), row.column_int(1), {blob.begin(), blob.end()}};
+    });
 }
 
 std::vector<SessionStore::BatchRow> SessionStore::batch_page(std::int64_t session,
@@ -396,10 +399,9 @@ std::vector<SessionStore::BatchRow> SessionStore::batch_page(std::int64_t sessio
         "SELECT seq, received_ns, records FROM record_batches WHERE session_id = ? AND seq > ? "
         "ORDER BY seq LIMIT ?");
     st.bind(1, session).bind(2, after_seq).bind(3, limit);
-    std::vector<BatchRow> rows;
-    while (st.step())
-        rows.push_back({st.column_int(0), st.column_int(1), unpack_records(st.column_blob(2))});
-    return rows;
+    return rows_of<BatchRow>(st, [](const Statement& row) -> BatchRow {
+        return {row.column_int(0), row.column_int(1), unpack_records(row.column_blob(2))};
+    });
 }
 
 void SessionStore::for_each_record_batch(

@@ -23,6 +23,7 @@
 #include "gmon/report.h"
 #include "gmon/synthetic_elf.h"
 #include "protocol/framed_format.h"
+#include "protocol/record_sink.h"
 
 using namespace rackprof;
 using Clock = std::chrono::steady_clock;
@@ -162,12 +163,7 @@ void bench_thesis_wire(const std::filesystem::path& capture) {
         std::printf("SKIP thesis capture wire size: %s not found\n", capture.c_str());
         return;
     }
-    struct Collect : protocol::RecordSink {
-        std::vector<protocol::Record> records;
-        void on_records(std::span<const protocol::Record> batch) override {
-            records.insert(records.end(), batch.begin(), batch.end());
-        }
-    } sink;
+    protocol::RecordCollector sink;
     const auto decoder = daemon::make_decoder({"legacy", "hex", 3, std::nullopt});
     std::ifstream in(capture, std::ios::binary);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

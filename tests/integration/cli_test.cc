@@ -291,13 +291,23 @@ TEST_CASE("demo --qemu: example firmware in QEMU, profiled as gprof profiles it"
           std::string::npos);
 }
 
+// A capture of `model` run `iterations` times and the ELF it ran, simulated into `dir`.
+struct Simulated {
+    std::filesystem::path capture;
+    std::filesystem::path elf;
+};
+Simulated simulate_with_elf(const testing::TempDir& dir, const std::string& model,
+                            const std::string& iterations) {
+    Simulated out{dir / "capture", dir / "model.elf"};
+    REQUIRE(rackprof({"simulate", "--model", model, "--iterations", iterations, "-o",
+                      out.capture.string(), "--write-elf", out.elf.string()})
+                .exit_code == 0);
+    return out;
+}
+
 TEST_CASE("a gmon.out keeps its profiling rate and histogram through convert (gprof agrees)") {
     testing::TempDir dir;
-    const auto capture = dir / "capture";
-    const auto elf = dir / "model.elf";
-    REQUIRE(rackprof({"simulate", "--model", "blinky", "--iterations", "300", "-o",
-                      capture.string(), "--write-elf", elf.string()})
-                .exit_code == 0);
+    const auto [capture, elf] = simulate_with_elf(dir, "blinky", "300");
     // A 5 Hz profile with 4-byte bins, as another tool would have written it.
     const auto five_hz = dir / "five.gmon";
     REQUIRE(rackprof({"convert", capture.string(), "--elf", elf.string(), "--rate", "5",
@@ -319,11 +329,7 @@ TEST_CASE("a gmon.out keeps its profiling rate and histogram through convert (gp
 
 TEST_CASE("convert --export writes every registered format; the stored session's too") {
     testing::TempDir dir;
-    const auto capture = dir / "capture";
-    const auto elf = dir / "model.elf";
-    REQUIRE(rackprof({"simulate", "--model", "deterministic", "--iterations", "40", "-o",
-                      capture.string(), "--write-elf", elf.string()})
-                .exit_code == 0);
+    const auto [capture, elf] = simulate_with_elf(dir, "deterministic", "40");
     auto exported = [&](const std::string& format) {
         const auto out = dir / ("out." + format);
         const auto r = rackprof({"convert", capture.string(), "--elf", elf.string(), "--export",

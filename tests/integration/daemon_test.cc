@@ -1,8 +1,6 @@
 // The capture daemon as it runs on a bench: a real `rackprof serve` process, boards on real
 // pseudo-terminals (driven by `rackprof simulate --pty`), a real SQLite file. Everything the
 // boards sent must be stored exactly, through unplugs, SIGTERM and kill -9.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -518,18 +516,9 @@ namespace {
 class OneShotTcpServer {
   public:
     explicit OneShotTcpServer(std::string bytes) : bytes_(std::move(bytes)) {
-        listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-        REQUIRE(::listen(listener_, 1) == 0);
-        socklen_t len = sizeof addr;
-        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
-        port_ = ntohs(addr.sin_port);
         thread_ = std::thread([this] {
-            const int client = ::accept(listener_, nullptr, nullptr);
-            ::close(listener_);  // later reconnects are refused, as when the server went away
+            const int client = ::accept(listener_.fd, nullptr, nullptr);
+            ::close(listener_.fd);  // later reconnects are refused, as when the server went away
             std::size_t done = 0;
             while (client >= 0 && done < bytes_.size()) {
                 const ssize_t n = ::send(client, bytes_.data() + done,
@@ -543,12 +532,11 @@ class OneShotTcpServer {
     ~OneShotTcpServer() {
         if (thread_.joinable()) thread_.join();
     }
-    int port() const { return port_; }
+    int port() const { return listener_.port; }
 
   private:
     std::string bytes_;
-    int listener_ = -1;
-    int port_ = 0;
+    testing::LoopbackListener listener_ = testing::listen_loopback();
     std::thread thread_;
 };
 

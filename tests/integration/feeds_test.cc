@@ -1,7 +1,5 @@
 // The WebSocket feeds of a real daemon: live snapshots that change while a board captures,
 // and state-change events.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,7 +12,6 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <thread>
 
 #include "tests/integration/test_support.h"
@@ -47,17 +44,13 @@ struct FeedDaemon {
         daemon = std::make_unique<testing::Process>(
             testing::rackprof_argv({"serve", "--config", (dir / "rack.toml").string()}),
             dir / "serve.log");
-        std::smatch m;
-        std::string log;
         REQUIRE(testing::eventually(
             [&] {
-                log = testing::read_text(dir / "serve.log");
-                return std::regex_search(log, m,
-                                         std::regex("HTTP API listening on [0-9.]+:([0-9]+)")) &&
-                       log.find("[det] session") != std::string::npos;
+                const std::string log = testing::read_text(dir / "serve.log");
+                port = testing::api_port_in(log);
+                return !port.empty() && log.find("[det] session") != std::string::npos;
             },
             10s));
-        port = m[1].str();
     }
     ~FeedDaemon() {
         daemon->signal(SIGTERM);
@@ -107,17 +100,8 @@ TEST_CASE("live feed: snapshots of a capturing session change within 2 s") {
 class HoldingServer {
   public:
     explicit HoldingServer(std::string bytes) : bytes_(std::move(bytes)) {
-        listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-        REQUIRE(::listen(listener_, 1) == 0);
-        socklen_t len = sizeof addr;
-        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
-        port_ = ntohs(addr.sin_port);
         thread_ = std::thread([this] {
-            client_ = ::accept(listener_, nullptr, nullptr);
+            client_ = ::accept(listener_.fd, nullptr, nullptr);
             for (std::size_t done = 0; client_ >= 0 && done < bytes_.size();) {
                 const ssize_t n = ::send(client_, bytes_.data() + done, bytes_.size() - done, 0);
                 if (n <= 0) break;
@@ -126,18 +110,17 @@ class HoldingServer {
         });
     }
     ~HoldingServer() {
-        ::shutdown(listener_, SHUT_RDWR);
+        ::shutdown(listener_.fd, SHUT_RDWR);
         if (thread_.joinable()) thread_.join();
         if (client_ >= 0) ::close(client_);
-        ::close(listener_);
+        ::close(listener_.fd);
     }
-    int port() const { return port_; }
+    int port() const { return listener_.port; }
 
   private:
     std::string bytes_;
-    int listener_ = -1;
+    testing::LoopbackListener listener_ = testing::listen_loopback();
     int client_ = -1;
-    int port_ = 0;
     std::thread thread_;
 };
 
@@ -159,15 +142,7 @@ TEST_CASE("the live feed's top functions are the profile endpoint's for the same
     testing::Process daemon(
         testing::rackprof_argv({"serve", "--config", (dir / "rack.toml").string()}),
         dir / "serve.log");
-    std::smatch m;
-    std::string log;
-    REQUIRE(testing::eventually(
-        [&] {
-            log = testing::read_text(dir / "serve.log");
-            return std::regex_search(log, m, std::regex("HTTP API listening on [0-9.]+:([0-9]+)"));
-        },
-        10s));
-    const std::string port = m[1].str();
+    const std::string port = testing::wait_for_api_port(dir / "serve.log");
     auto get = [&](const std::string& path) {
         return json::parse(
             testing::run({"curl", "-s", "http://127.0.0.1:" + port + "/api/v1" + path}).out);

@@ -3,8 +3,6 @@
 // serve` board with protocol = "itm" as its client. The bytes are made with the reference
 // encoders; the stored session must hold exactly what was encoded, through the server closing
 // its port and opening it again.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,7 +11,6 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <thread>
 
 #include "gmon/aggregate.h"
@@ -149,18 +146,9 @@ class SwoServer {
 
   private:
     int listen_on(int port) {
-        listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        const int one = 1;
-        ::setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        addr.sin_port = htons(static_cast<std::uint16_t>(port));
-        REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-        REQUIRE(::listen(listener_, 1) == 0);
-        socklen_t len = sizeof addr;
-        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
-        return ntohs(addr.sin_port);
+        const auto listener = testing::listen_loopback(port);
+        listener_ = listener.fd;
+        return listener.port;
     }
     void serve() {
         for (std::size_t i = 0; i < parts_.size(); ++i) {
@@ -250,10 +238,9 @@ TEST_CASE("SWO over TCP, raw and TPIU-formatted: stored exactly, through the ser
                         },
                         20s),
                     log());
-    std::smatch m;
-    const std::string started = log();
-    REQUIRE(std::regex_search(started, m, std::regex("HTTP API listening on [0-9.]+:([0-9]+)")));
-    const std::string api = "http://127.0.0.1:" + m[1].str() + "/api/v1/sessions/";
+    const std::string port = testing::api_port_in(log());
+    REQUIRE(!port.empty());
+    const std::string api = "http://127.0.0.1:" + port + "/api/v1/sessions/";
     const auto get = [&](const std::string& path) {
         return testing::run({"curl", "-sS", "--fail", api + path});
     };
@@ -286,7 +273,7 @@ TEST_CASE("SWO over TCP, raw and TPIU-formatted: stored exactly, through the ser
         const auto profile = json::parse(get(id + "/profile").out);
         CHECK(profile["sleeping"] == parts[0].sleep_samples + parts[1].sleep_samples);
         // The live feed: the newest console lines, overflows and sleep samples among losses.
-        testing::Feed feed(m[1].str(), "/api/v1/sessions/" + id + "/live");
+        testing::Feed feed(port, "/api/v1/sessions/" + id + "/live");
         const json snapshot = feed.next();
         json lines = json::array();
         for (const auto& line : snapshot["console"]) lines.push_back(line["text"]);

@@ -1,8 +1,15 @@
 #include "tests/integration/test_support.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <cstdint>
 #include <iostream>
+#include <regex>
 
 namespace rackprof::testing {
 
@@ -31,6 +38,40 @@ std::filesystem::path shared_data(const char* test_name) {
     std::cout << "SKIP: " << test_name << ": the thesis captures are not at " << dir.string()
               << "\n";
     return {};
+}
+
+std::string api_port_in(const std::string& log) {
+    static const std::regex announced("HTTP API listening on [0-9.]+:([0-9]+)");
+    std::smatch m;
+    return std::regex_search(log, m, announced) ? m[1].str() : std::string();
+}
+
+std::string wait_for_api_port(const std::filesystem::path& log_path) {
+    std::string port;
+    REQUIRE(eventually(
+        [&] {
+            port = api_port_in(read_text(log_path));
+            return !port.empty();
+        },
+        std::chrono::seconds(10)));
+    return port;
+}
+
+LoopbackListener listen_loopback(int port) {
+    LoopbackListener listener;
+    listener.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int one = 1;
+    ::setsockopt(listener.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    REQUIRE(::bind(listener.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(listener.fd, 1) == 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(listener.fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    listener.port = ntohs(addr.sin_port);
+    return listener;
 }
 
 }  // namespace rackprof::testing

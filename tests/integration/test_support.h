@@ -25,6 +25,21 @@ std::string gprof_brief(const std::filesystem::path& elf, const std::filesystem:
 // The thesis captures in ../shared, or an empty path (with a visible SKIP line) if absent.
 std::filesystem::path shared_data(const char* test_name);
 
+// The daemon's HTTP port as its log `log` announces it ("HTTP API listening on IP:PORT"), or
+// "" before it does.
+std::string api_port_in(const std::string& log);
+// Waits up to 10 s for the log file at `log_path` to announce the port; fails the test if not.
+std::string wait_for_api_port(const std::filesystem::path& log_path);
+
+// A TCP socket listening on 127.0.0.1 (backlog 1), as a board's TCP server or a probe's SWO
+// server is played. Port 0 takes a free port; SO_REUSEADDR lets a test listen again on a port
+// it has just closed (a server restarting).
+struct LoopbackListener {
+    int fd = -1;
+    int port = 0;
+};
+LoopbackListener listen_loopback(int port = 0);
+
 // A WebSocket feed of a running daemon (e.g. /api/v1/sessions/ID/live), read message by message.
 struct Feed {
     boost::asio::io_context io;

@@ -5,39 +5,32 @@
 namespace rackprof::web {
 
 void add_board_routes(RouteTable& routes) {
-    routes.add(
-        {http::verb::get, "/api/v1/boards", Access::kRead,
-         [](const Call& c) { return json_reply(c.request, http::status::ok, c.rack.boards()); },
-         "every board with its link state and session"});
-    routes.add({http::verb::post, "/api/v1/boards", Access::kWrite,
-                [](const Call& c) {
-                    return json_reply(c.request, http::status::created,
-                                      c.rack.add_board(json_body(c.request)));
-                },
-                "adds a board"});
-    routes.add({http::verb::get, "/api/v1/boards/{name}", Access::kRead,
-                [](const Call& c) {
-                    return json_reply(c.request, http::status::ok, c.rack.board(c.path.at("name")));
-                },
-                "one board"});
-    routes.add({http::verb::put, "/api/v1/boards/{name}", Access::kWrite,
-                [](const Call& c) {
-                    return json_reply(c.request, http::status::ok,
-                                      c.rack.update_board(c.path.at("name"), json_body(c.request)));
-                },
-                "changes a board added through the API"});
-    routes.add({http::verb::delete_, "/api/v1/boards/{name}", Access::kWrite,
+    using http::status;
+    using http::verb;
+    routes.add_json(
+        verb::get, "/api/v1/boards", Access::kRead, status::ok,
+        [](const Call& c) { return c.rack.boards(); },
+        "every board with its link state and session");
+    routes.add_json(
+        verb::post, "/api/v1/boards", Access::kWrite, status::created,
+        [](const Call& c) { return c.rack.add_board(json_body(c.request)); }, "adds a board");
+    routes.add_json(
+        verb::get, "/api/v1/boards/{name}", Access::kRead, status::ok,
+        [](const Call& c) { return c.rack.board(c.path.at("name")); }, "one board");
+    routes.add_json(
+        verb::put, "/api/v1/boards/{name}", Access::kWrite, status::ok,
+        [](const Call& c) { return c.rack.update_board(c.path.at("name"), json_body(c.request)); },
+        "changes a board added through the API");
+    routes.add({verb::delete_, "/api/v1/boards/{name}", Access::kWrite,
                 [](const Call& c) {
                     c.rack.remove_board(c.path.at("name"));
-                    return empty_reply(c.request, http::status::no_content);
+                    return empty_reply(c.request, status::no_content);
                 },
                 "removes a board added through the API"});
-    routes.add({http::verb::post, "/api/v1/boards/{name}/sessions", Access::kWrite,
-                [](const Call& c) {
-                    return json_reply(c.request, http::status::created,
-                                      c.rack.start_session(c.path.at("name")));
-                },
-                "starts a session on the board"});
+    routes.add_json(
+        verb::post, "/api/v1/boards/{name}/sessions", Access::kWrite, status::created,
+        [](const Call& c) { return c.rack.start_session(c.path.at("name")); },
+        "starts a session on the board");
 }
 
 }  // namespace rackprof::web

@@ -13,17 +13,17 @@ void add_firmware_routes(RouteTable& routes) {
                                       stored.view);
                 },
                 "stores an ELF image under its build-id", true});
-    routes.add(
-        {http::verb::put, "/api/v1/sessions/{id}/firmware", Access::kWrite,
-         [](const Call& c) {
-             const auto session = parse_id(c.path.at("id"), "the session id");
-             const auto body = json_body(c.request);
-             const auto id = body.is_object() && body.contains("id") && body["id"].is_string()
-                                 ? body["id"].get<std::string>()
-                                 : std::string();
-             return json_reply(c.request, http::status::ok, c.rack.attach_firmware(session, id));
-         },
-         "names a session's functions with an uploaded image"});
+    routes.add_json(
+        http::verb::put, "/api/v1/sessions/{id}/firmware", Access::kWrite, http::status::ok,
+        [](const Call& c) {
+            const auto session = parse_id(c.path.at("id"), "the session id");
+            const auto body = json_body(c.request);
+            const auto id = body.is_object() && body.contains("id") && body["id"].is_string()
+                                ? body["id"].get<std::string>()
+                                : std::string();
+            return c.rack.attach_firmware(session, id);
+        },
+        "names a session's functions with an uploaded image");
 }
 
 }  // namespace rackprof::web

@@ -1,5 +1,6 @@
 #include "web/api/replies.h"
 
+#include <array>
 #include <charconv>
 
 namespace rackprof::web {
@@ -29,35 +30,45 @@ Response text_reply(const Request& request, std::string text) {
     return r;
 }
 
+namespace {
+
+struct FailureReply {
+    Failure failure;
+    http::status status;
+    const char* code;
+};
+
+constexpr std::array kFailureReplies = {
+    FailureReply{Failure::kBadRequest, http::status::bad_request, "bad_request"},
+    FailureReply{Failure::kInvalid, http::status::unprocessable_entity, "invalid"},
+    FailureReply{Failure::kNotFound, http::status::not_found, "not_found"},
+    FailureReply{Failure::kConflict, http::status::conflict, "conflict"},
+    FailureReply{Failure::kNoElf, http::status::unprocessable_entity, "no_elf"},
+    FailureReply{Failure::kNotAnElf, http::status::unprocessable_entity, "not_an_elf"},
+    FailureReply{Failure::kBadFirmwareId, http::status::unprocessable_entity, "bad_firmware_id"},
+    FailureReply{Failure::kBadGmon, http::status::unprocessable_entity, "bad_gmon"},
+    FailureReply{Failure::kNoRecords, http::status::unprocessable_entity, "no_records"},
+    FailureReply{Failure::kNotReady, http::status::service_unavailable, "not_ready"},
+    FailureReply{Failure::kUnknownFormat, http::status::not_found, "unknown_format"},
+};
+
+// What a switch's -Wswitch gave: every failure has its row. Rows follow the enum's order
+// through kUnknownFormat, its last value (a failure added after it moves that check).
+constexpr bool covers_every_failure() {
+    for (std::size_t i = 0; i < kFailureReplies.size(); ++i) {
+        if (kFailureReplies[i].failure != static_cast<Failure>(i)) return false;
+    }
+    return kFailureReplies.back().failure == Failure::kUnknownFormat;
+}
+static_assert(covers_every_failure(), "kFailureReplies: one row per service::Failure, in order");
+
+}  // namespace
+
 HttpError http_error_of(const service::ServiceError& error) {
-    const auto [status, code] = [&]() -> std::pair<http::status, const char*> {
-        switch (error.failure()) {
-            case Failure::kBadRequest:
-                return {http::status::bad_request, "bad_request"};
-            case Failure::kInvalid:
-                return {http::status::unprocessable_entity, "invalid"};
-            case Failure::kNotFound:
-                return {http::status::not_found, "not_found"};
-            case Failure::kConflict:
-                return {http::status::conflict, "conflict"};
-            case Failure::kNoElf:
-                return {http::status::unprocessable_entity, "no_elf"};
-            case Failure::kNotAnElf:
-                return {http::status::unprocessable_entity, "not_an_elf"};
-            case Failure::kBadFirmwareId:
-                return {http::status::unprocessable_entity, "bad_firmware_id"};
-            case Failure::kBadGmon:
-                return {http::status::unprocessable_entity, "bad_gmon"};
-            case Failure::kNoRecords:
-                return {http::status::unprocessable_entity, "no_records"};
-            case Failure::kNotReady:
-                return {http::status::service_unavailable, "not_ready"};
-            case Failure::kUnknownFormat:
-                return {http::status::not_found, "unknown_format"};
-        }
-        return {http::status::internal_server_error, "internal"};
-    }();
-    return {status, code, error.what()};
+    for (const auto& row : kFailureReplies) {
+        if (row.failure == error.failure()) return {row.status, row.code, error.what()};
+    }
+    return {http::status::internal_server_error, "internal", error.what()};
 }
 
 json json_body(const Request& request) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "web/api/replies.h"
+
 namespace rackprof::web {
 
 namespace {
@@ -63,6 +65,15 @@ std::map<std::string, std::string> query_of(std::string_view target) {
 
 void RouteTable::add(Route route) {
     routes_.push_back(std::move(route));
+}
+
+void RouteTable::add_json(http::verb method, std::string pattern, Access access,
+                          http::status status, JsonView view, std::string summary, bool upload) {
+    add({method, std::move(pattern), access,
+         [status, view = std::move(view)](const Call& c) {
+             return json_reply(c.request, status, view(c));
+         },
+         std::move(summary), upload});
 }
 
 RouteTable::Match RouteTable::match(http::verb method, std::string_view target) const {

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <string_view>
@@ -28,6 +29,8 @@ struct Call {
     service::RackService& rack;
 };
 using Handler = std::function<Reply(const Call&)>;
+// What most handlers compute: the JSON body of the reply.
+using JsonView = std::function<nlohmann::json(const Call&)>;
 
 struct Route {
     http::verb method;
@@ -41,6 +44,9 @@ struct Route {
 class RouteTable {
   public:
     void add(Route route);
+    // The common route: `view`'s JSON, answered with `status`.
+    void add_json(http::verb method, std::string pattern, Access access, http::status status,
+                  JsonView view, std::string summary, bool upload = false);
 
     struct Match {
         const Route* route = nullptr;         // null: no route for this method (see path_known)

@@ -23,36 +23,30 @@ service::SessionFilter filter_of(const std::map<std::string, std::string>& query
 }  // namespace
 
 void add_session_routes(RouteTable& routes) {
-    routes.add({http::verb::get, "/api/v1/sessions", Access::kRead,
-                [](const Call& c) {
-                    return json_reply(c.request, http::status::ok,
-                                      c.rack.sessions(filter_of(c.query)));
-                },
-                "stored sessions, filtered by board, tag, state and start time"});
-    routes.add({http::verb::post, "/api/v1/sessions/import", Access::kWrite,
-                [](const Call& c) {
-                    return json_reply(c.request, http::status::created,
-                                      c.rack.import_session(c.request.body(), c.query));
-                },
-                "stores a capture or gmon.out made elsewhere", true});
-    routes.add({http::verb::get, "/api/v1/sessions/{id}", Access::kRead,
-                [](const Call& c) {
-                    return json_reply(c.request, http::status::ok, c.rack.session(session_id(c)));
-                },
-                "one session"});
-    routes.add({http::verb::delete_, "/api/v1/sessions/{id}", Access::kWrite,
+    using http::status;
+    using http::verb;
+    routes.add_json(
+        verb::get, "/api/v1/sessions", Access::kRead, status::ok,
+        [](const Call& c) { return c.rack.sessions(filter_of(c.query)); },
+        "stored sessions, filtered by board, tag, state and start time");
+    routes.add_json(
+        verb::post, "/api/v1/sessions/import", Access::kWrite, status::created,
+        [](const Call& c) { return c.rack.import_session(c.request.body(), c.query); },
+        "stores a capture or gmon.out made elsewhere", true);
+    routes.add_json(
+        verb::get, "/api/v1/sessions/{id}", Access::kRead, status::ok,
+        [](const Call& c) { return c.rack.session(session_id(c)); }, "one session");
+    routes.add({verb::delete_, "/api/v1/sessions/{id}", Access::kWrite,
                 [](const Call& c) {
                     c.rack.delete_session(session_id(c));
-                    return empty_reply(c.request, http::status::no_content);
+                    return empty_reply(c.request, status::no_content);
                 },
                 "deletes a stored session"});
-    routes.add({http::verb::post, "/api/v1/sessions/{id}/stop", Access::kWrite,
-                [](const Call& c) {
-                    return json_reply(c.request, http::status::ok,
-                                      c.rack.stop_session(session_id(c)));
-                },
-                "stops a capturing session"});
-    routes.add({http::verb::get, "/api/v1/sessions/{id}/console", Access::kRead,
+    routes.add_json(
+        verb::post, "/api/v1/sessions/{id}/stop", Access::kWrite, status::ok,
+        [](const Call& c) { return c.rack.stop_session(session_id(c)); },
+        "stops a capturing session");
+    routes.add({verb::get, "/api/v1/sessions/{id}/console", Access::kRead,
                 [](const Call& c) {
                     const int tail =
                         c.query.count("tail")
@@ -61,19 +55,19 @@ void add_session_routes(RouteTable& routes) {
                     return text_reply(c.request, c.rack.console(session_id(c), tail));
                 },
                 "the console text the target printed"});
-    routes.add(
-        {http::verb::get, "/api/v1/sessions/{id}/profile", Access::kRead,
-         [](const Call& c) {
-             const auto id = session_id(c);
-             const auto window = window_of(c.query);
-             service::ProfileOptions options;
-             if (c.query.count("top"))
-                 options.top = static_cast<std::size_t>(parse_number(c.query.at("top"), "top"));
-             if (c.query.count("min_percent"))
-                 options.min_percent = parse_number(c.query.at("min_percent"), "min_percent");
-             return json_reply(c.request, http::status::ok, c.rack.profile(id, window, options));
-         },
-         "the gprof profile as JSON"});
+    routes.add_json(
+        verb::get, "/api/v1/sessions/{id}/profile", Access::kRead, status::ok,
+        [](const Call& c) {
+            const auto id = session_id(c);
+            const auto window = window_of(c.query);
+            service::ProfileOptions options;
+            if (c.query.count("top"))
+                options.top = static_cast<std::size_t>(parse_number(c.query.at("top"), "top"));
+            if (c.query.count("min_percent"))
+                options.min_percent = parse_number(c.query.at("min_percent"), "min_percent");
+            return c.rack.profile(id, window, options);
+        },
+        "the gprof profile as JSON");
 }
 
 }  // namespace rackprof::web

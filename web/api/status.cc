@@ -11,26 +11,27 @@ const std::string& openapi_document() {
 }
 
 void add_status_routes(RouteTable& routes) {
+    using http::status;
+    using http::verb;
     using nlohmann::json;
-    routes.add({http::verb::get, "/healthz", Access::kPublic,
+    routes.add_json(
+        verb::get, "/healthz", Access::kPublic, status::ok,
+        [](const Call&) {
+            return json{{"status", "ok"}};
+        },
+        "the process answers");
+    routes.add_json(
+        verb::get, "/readyz", Access::kPublic, status::ok,
+        [](const Call& c) { return c.rack.readiness(); }, "storage is available");
+    routes.add_json(
+        verb::get, "/api/v1/version", Access::kRead, status::ok,
+        [](const Call&) {
+            return json{{"name", "rackprof"}, {"version", RACKPROF_VERSION}, {"api", "v1"}};
+        },
+        "the daemon's version");
+    routes.add({verb::get, "/api/v1/openapi.json", Access::kRead,
                 [](const Call& c) {
-                    return json_reply(c.request, http::status::ok, {{"status", "ok"}});
-                },
-                "the process answers"});
-    routes.add(
-        {http::verb::get, "/readyz", Access::kPublic,
-         [](const Call& c) { return json_reply(c.request, http::status::ok, c.rack.readiness()); },
-         "storage is available"});
-    routes.add({http::verb::get, "/api/v1/version", Access::kRead,
-                [](const Call& c) {
-                    return json_reply(
-                        c.request, http::status::ok,
-                        {{"name", "rackprof"}, {"version", RACKPROF_VERSION}, {"api", "v1"}});
-                },
-                "the daemon's version"});
-    routes.add({http::verb::get, "/api/v1/openapi.json", Access::kRead,
-                [](const Call& c) {
-                    Response r = json_reply(c.request, http::status::ok, nullptr);
+                    Response r = json_reply(c.request, status::ok, nullptr);
                     r.body() = openapi_document();
                     return r;
                 },
