@@ -97,11 +97,6 @@ class AggregateImportSink : public gmon::AggregateSink {
 };
 
 // Records kept in order (what a stored import needs).
-struct RecordCollector : protocol::RecordSink {
-    std::vector<protocol::Record> records;
-    void on_records(std::span<const protocol::Record> batch) override {
-        records.insert(records.end(), batch.begin(), batch.end());
-    }
-};
+using protocol::RecordCollector;
 
 }  // namespace rackprof::ingest
