@@ -10,9 +10,9 @@
 #include <set>
 #include <string_view>
 
-#include "daemon/capture/capture_session.h"
 #include "daemon/app/command_line.h"
 #include "daemon/app/commands.h"
+#include "daemon/capture/capture_session.h"
 #include "daemon/ingest/capture_import.h"
 #include "daemon/ingest/wire_settings.h"
 #include "gmon/export.h"
@@ -95,7 +95,6 @@ std::string summary_line(const protocol::DecoderStats& s) {
     }
     return line;
 }
-
 
 nlohmann::json exceptions_json(const std::map<std::uint16_t, protocol::ExceptionStats>& e) {
     nlohmann::json out = nlohmann::json::array();
@@ -219,7 +218,8 @@ gmon::ProfileSource source_of(gmon::Aggregate aggregate, const ConvertOptions& o
 }
 
 // A capture file read again, a page of records at a time (a file has no receive times: 0).
-gmon::RecordPages file_record_pages(const std::filesystem::path& input, const WireSpec& wire) {
+gmon::RecordPages file_record_pages(const std::filesystem::path& input,
+                                    const protocol::WireSpec& wire) {
     struct Reader {
         std::ifstream file;
         std::unique_ptr<protocol::StreamDecoder> decoder;
@@ -228,7 +228,7 @@ gmon::RecordPages file_record_pages(const std::filesystem::path& input, const Wi
     };
     auto reader = std::make_shared<Reader>();
     reader->file.open(input, std::ios::binary);
-    reader->decoder = make_decoder(wire);
+    reader->decoder = protocol::make_decoder(wire);
     return [reader]() -> std::optional<std::vector<gmon::RecordBatch>> {
         if (reader->done) return std::nullopt;
         std::vector<char> buffer(1 << 20);
@@ -261,8 +261,8 @@ Converted from_file(const std::filesystem::path& input, const ConvertOptions& o)
     spec.kind = o.format == "gmon"   ? ingest::InputKind::kGmon
                 : o.format == "auto" ? ingest::InputKind::kAuto
                                      : ingest::InputKind::kCapture;
-    spec.wire = WireSpec{o.protocol, o.format == "gmon" ? "auto" : o.format, o.addr_bytes,
-                         code_range_of(o), o.swo};
+    spec.wire = protocol::WireSpec{o.protocol, o.format == "gmon" ? "auto" : o.format, o.addr_bytes,
+                                   code_range_of(o), o.swo};
     if (!protocol::wire_format(o.protocol).traits.text_encoding) {
         if (o.format == "hex")
             throw UsageError("--protocol " + o.protocol + " is binary: no --format hex");
@@ -297,7 +297,7 @@ Converted from_file(const std::filesystem::path& input, const ConvertOptions& o)
     if (imported.hello) in.summary["target_build_id"] = target.build_id;
     if (protocol::wire_format(o.protocol).traits.swo)
         in.summary["exceptions"] = exceptions_json(imported.exceptions);
-    WireSpec wire = spec.wire;
+    protocol::WireSpec wire = spec.wire;
     wire.format = imported.format;
     in.records = file_record_pages(input, wire);
     in.raw = file_raw_pages(input);
@@ -347,7 +347,7 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
     auto& in = *c.input;
     const auto& traits = protocol::wire_format(info->spec.protocol).traits;
     if (redecode) {
-        WireSpec wire = wire_spec_of(info->spec);
+        protocol::WireSpec wire = ingest::wire_spec_of(info->spec);
         if (cl.has("--protocol")) {
             wire.protocol = o.protocol;
             wire.swo = o.swo;

@@ -14,11 +14,11 @@
 #include <stdexcept>
 #include <thread>
 
-#include "daemon/sim/board_simulator.h"
 #include "daemon/app/command_line.h"
 #include "daemon/app/commands.h"
 #include "daemon/ingest/capture_import.h"
 #include "daemon/ingest/wire_settings.h"
+#include "daemon/sim/board_simulator.h"
 #include "gmon/export.h"
 #include "gmon/gmon_writer.h"
 #include "protocol/wire_format.h"
@@ -63,8 +63,8 @@ int simulated_demo(const CommandLine& cl, const std::filesystem::path& dir) {
     SimulatorOptions options;
     options.model = cl.get("--model", "blinky");
     options.max_iterations = cl.get_uint("--iterations", 200);
-    const auto decoder = make_decoder(
-        WireSpec{wire_format_name(options.protocol), "bin", options.addr_bytes, std::nullopt, {}});
+    const auto decoder = protocol::make_decoder(protocol::WireSpec{
+        wire_format_name(options.protocol), "bin", options.addr_bytes, std::nullopt, {}});
     gmon::Aggregate aggregate;
     gmon::AggregateSink sink(aggregate);
     const GroundTruth truth =
@@ -151,7 +151,8 @@ int qemu_demo(const CommandLine& cl, const std::filesystem::path& dir) {
     ingest::AggregateImportSink sink(aggregate);
     ingest::ImportSpec spec;
     spec.kind = ingest::InputKind::kCapture;
-    spec.wire = WireSpec{std::string(wire.name), "bin", wire.default_addr_bytes, std::nullopt};
+    spec.wire =
+        protocol::WireSpec{std::string(wire.name), "bin", wire.default_addr_bytes, std::nullopt};
     const auto decoded = ingest::import_file(capture, spec, sink);
     const auto& s = decoded.stats;
     std::cout << "rackprof demo: the board sent " << s.bytes_in << " bytes; decoded " << s.arcs

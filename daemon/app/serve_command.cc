@@ -11,13 +11,13 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "daemon/sim/board_simulator.h"
-#include "daemon/capture/capture_service.h"
 #include "daemon/app/command_line.h"
 #include "daemon/app/commands.h"
+#include "daemon/app/systemd_notifier.h"
+#include "daemon/capture/capture_service.h"
 #include "daemon/config/link_uri.h"
 #include "daemon/service/local_rack.h"
-#include "daemon/app/systemd_notifier.h"
+#include "daemon/sim/board_simulator.h"
 #include "web/api/api.h"
 #include "web/feeds/live_feeds.h"
 #include "web/server/http_server.h"

@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/sim/board_simulator.h"
 #include "daemon/app/command_line.h"
 #include "daemon/app/commands.h"
+#include "daemon/sim/board_simulator.h"
 #include "daemon/sim/pty_board.h"
 #include "gmon/gmon_writer.h"
 #include "gmon/report.h"

@@ -222,8 +222,8 @@ bool Board::start_session() {
     spec.format = config_.format;
     spec.addr_bytes = config_.addr_bytes;
     spec.started_ns = unix_now_ns();
-    WireSpec wire = wire_spec_of(config_);
-    spec.wire_options = wire_options_json(wire);
+    protocol::WireSpec wire = ingest::wire_spec_of(config_);
+    spec.wire_options = ingest::wire_options_json(wire);
     if (elf_) {
         spec.elf_path = elf_path_.string();
         spec.elf_build_id = elf_->build_id();

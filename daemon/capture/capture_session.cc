@@ -15,14 +15,13 @@ storage::SessionHandle new_session_handle() {
     return next++;
 }
 
-
 CaptureSession::CaptureSession(storage::SessionHandle handle, storage::NewSession spec,
-                               const WireSpec& wire, storage::StorageWriter& writer,
+                               const protocol::WireSpec& wire, storage::StorageWriter& writer,
                                FirmwareForHello firmware_for)
     : handle_(handle),
       spec_(std::move(spec)),
       writer_(writer),
-      decoder_(make_decoder(wire)),
+      decoder_(protocol::make_decoder(wire)),
       firmware_for_(std::move(firmware_for)) {
     writer_.submit(storage::OpenSessionOp{handle_, spec_});
 }
@@ -46,7 +45,7 @@ std::vector<storage::ConsoleLine> CaptureSession::take_console(std::int64_t rece
 
 std::vector<storage::ExceptionCount> CaptureSession::changed_exceptions() {
     std::vector<storage::ExceptionCount> now;
-    for (const auto& [number, e] : exceptions_of(*decoder_)) {
+    for (const auto& [number, e] : protocol::exceptions_of(*decoder_)) {
         now.push_back({number, e.entries, e.cycles});
     }
     if (now == exceptions_) return {};

@@ -26,7 +26,6 @@ std::int64_t unix_now_ns();
 // A handle no other session in this process has.
 storage::SessionHandle new_session_handle();
 
-
 // The firmware a board picks for a target that introduced itself (empty: it stays as it is).
 struct PickedFirmware {
     std::string elf_path;
@@ -39,8 +38,9 @@ class CaptureSession {
   public:
     // Throws std::invalid_argument for a wire it cannot decode. A HELLO goes one way: the
     // session records what the target said, asking `firmware_for` which image names it.
-    CaptureSession(storage::SessionHandle handle, storage::NewSession spec, const WireSpec& wire,
-                   storage::StorageWriter& writer, FirmwareForHello firmware_for = {});
+    CaptureSession(storage::SessionHandle handle, storage::NewSession spec,
+                   const protocol::WireSpec& wire, storage::StorageWriter& writer,
+                   FirmwareForHello firmware_for = {});
 
     storage::SessionHandle handle() const { return handle_; }
     const storage::NewSession& spec() const { return spec_; }

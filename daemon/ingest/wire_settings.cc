@@ -4,9 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace rackprof::daemon {
+namespace rackprof::ingest {
 
-WireSpec wire_spec_of(const BoardConfig& board) {
+WireSpec wire_spec_of(const daemon::BoardConfig& board) {
     WireSpec wire{board.protocol, board.format, board.addr_bytes, std::nullopt, {}};
     wire.swo.tpiu = board.tpiu;
     wire.swo.tpiu_stream = static_cast<std::uint8_t>(board.tpiu_stream);
@@ -57,4 +57,4 @@ protocol::SwoOptions swo_options_from_json(const std::string& text) {
     return swo;
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::ingest

@@ -11,14 +11,12 @@
 #include "protocol/wire_format.h"
 #include "storage/session_store.h"
 
-namespace rackprof::daemon {
+namespace rackprof::ingest {
 
-using protocol::exceptions_of;
-using protocol::make_decoder;
 using protocol::WireSpec;
 
 // The wire a board's configuration describes (its code range comes from its ELF, later).
-WireSpec wire_spec_of(const BoardConfig& board);
+WireSpec wire_spec_of(const daemon::BoardConfig& board);
 
 // The wire a stored session was captured with (its code range is the caller's to add).
 WireSpec wire_spec_of(const storage::NewSession& session);
@@ -30,4 +28,4 @@ std::string swo_options_json(const protocol::SwoOptions& swo);
 std::string wire_options_json(const WireSpec& wire);
 protocol::SwoOptions swo_options_from_json(const std::string& text);
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::ingest

@@ -453,7 +453,7 @@ json LocalRack::import_session(std::string_view bytes, const ImportParameters& q
     }
     ingest::ImportSpec import;
     import.kind = format == "gmon" ? ingest::InputKind::kGmon : ingest::InputKind::kCapture;
-    import.wire = daemon::wire_spec_of(wire_settings);
+    import.wire = ingest::wire_spec_of(wire_settings);
     if (elf && elf->code_high() <= 0x100000000ull) {
         import.wire.code_range =
             protocol::AddressRange{static_cast<std::uint32_t>(elf->code_low()),
@@ -475,7 +475,7 @@ json LocalRack::import_session(std::string_view bytes, const ImportParameters& q
     } else {
         if (imported.stats.records() == 0)
             fail(Failure::kNoRecords, "no records found: check format, protocol and addr_bytes");
-        spec.wire_options = daemon::wire_options_json(import.wire);
+        spec.wire_options = ingest::wire_options_json(import.wire);
         raw.assign(body.begin(), body.end());
     }
     storage::SessionCounters counters;

@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "daemon/ingest/wire_settings.h"
+#include "protocol/wire_format.h"
 
 namespace rackprof::daemon {
 namespace {
@@ -27,9 +27,9 @@ gmon::Aggregate decode(const Capture& c, const SimulatorOptions& options,
     gmon::Aggregate aggregate;
     gmon::AggregateSink sink(aggregate);
     const auto decoder =
-        make_decoder({wire_format_name(options.protocol),
-                      options.encoding == protocol::LegacyEncoding::kHex ? "hex" : "bin",
-                      options.addr_bytes, c.truth.code_range});
+        protocol::make_decoder({wire_format_name(options.protocol),
+                                options.encoding == protocol::LegacyEncoding::kHex ? "hex" : "bin",
+                                options.addr_bytes, c.truth.code_range});
     decoder->feed(c.bytes, sink);
     decoder->finish(sink);
     if (stats) *stats = decoder->stats();

@@ -15,8 +15,8 @@
 #include <random>
 #include <string>
 
-#include "daemon/sim/board_simulator.h"
 #include "daemon/ingest/capture_import.h"
+#include "daemon/sim/board_simulator.h"
 #include "daemon/sim/target_cache.h"
 #include "gmon/gmon_writer.h"
 #include "gmon/profile.h"
@@ -53,8 +53,8 @@ daemon::SimulatorOptions simulator_options(const Wire& wire) {
     return o;
 }
 
-daemon::WireSpec wire_spec(const Wire& wire) {
-    daemon::WireSpec spec;
+protocol::WireSpec wire_spec(const Wire& wire) {
+    protocol::WireSpec spec;
     spec.protocol = daemon::wire_format_name(wire.protocol);
     spec.format = wire.encoding == protocol::LegacyEncoding::kHex ? "hex" : "bin";
     return spec;
@@ -164,7 +164,7 @@ void bench_thesis_wire(const std::filesystem::path& capture) {
         return;
     }
     protocol::RecordCollector sink;
-    const auto decoder = daemon::make_decoder({"legacy", "hex", 3, std::nullopt});
+    const auto decoder = protocol::make_decoder({"legacy", "hex", 3, std::nullopt});
     std::ifstream in(capture, std::ios::binary);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     decoder->feed({reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}, sink);
