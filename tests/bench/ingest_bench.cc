@@ -96,7 +96,8 @@ void rack(const std::string& binary, const std::filesystem::path& dir, int board
     daemon.signal(SIGTERM);
     daemon.wait(10s);
 
-    storage::SessionStore store(dir / "rack.db", storage::Database::Mode::kReadOnly);
+    // Read-write: a database an older rackprof wrote is migrated first (the benchmark compares).
+    storage::SessionStore store(dir / "rack.db", storage::Database::Mode::kReadWrite);
     std::uint64_t bytes = 0, discarded = 0, lost = 0;
     for (const auto& s : store.sessions()) {
         bytes += s.counters.bytes_in;
