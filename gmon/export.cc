@@ -21,7 +21,7 @@ ChunkStream once(std::function<std::string()> make) {
     };
 }
 
-ChunkStream open_gmon(Input input) {
+ChunkStream open_gmon(const Input& input) {
     return once([input] {
         const auto bytes = serialize_gmon(gmon_data_of(input->source).data);
         return std::string(bytes.begin(), bytes.end());
@@ -37,7 +37,7 @@ std::string arcs_text(const GmonData& data) {
     return out;
 }
 
-ChunkStream open_text(Input input) {
+ChunkStream open_text(const Input& input) {
     return once([input] {
         const auto data = gmon_data_of(input->source).data;
         if (!input->source.elf) return arcs_text(data);  // addresses only: the arcs
@@ -45,12 +45,12 @@ ChunkStream open_text(Input input) {
     });
 }
 
-ChunkStream open_json(Input input) {
+ChunkStream open_json(const Input& input) {
     return once([input] { return report_json(*input).dump(2) + "\n"; });
 }
 
 // The aggregate in the thesis' validation columns.
-ChunkStream open_csv(Input input) {
+ChunkStream open_csv(const Input& input) {
     return once([input] {
         const auto& aggregate = *input->source.aggregate;
         std::string out = "kind,from,self,pc,count\n";
@@ -99,13 +99,13 @@ std::string ndjson_of(const std::vector<RecordBatch>& page) {
 }
 
 // Every record with its receive time, a page of batches per chunk.
-ChunkStream open_ndjson(Input input) {
+ChunkStream open_ndjson(const Input& input) {
     if (!input->records) throw std::invalid_argument("this source has no records to export");
     return paged_chunks([input] { return input->records(); }, ndjson_of);
 }
 
 // The bytes as received.
-ChunkStream open_raw(Input input) {
+ChunkStream open_raw(const Input& input) {
     if (!input->raw) throw std::invalid_argument("this source has no raw bytes to export");
     return paged_chunks([input] { return input->raw(); }, [](std::string page) { return page; });
 }
@@ -156,17 +156,17 @@ std::string export_format_names() {
     return protocol::join_names(export_formats());
 }
 
-ChunkStream open_export(std::string_view format, std::shared_ptr<const ExportInput> input) {
+ChunkStream open_export(std::string_view format, const std::shared_ptr<const ExportInput>& input) {
     const auto* f = find_export_format(format);
     if (!f)
         throw std::invalid_argument("unknown export format '" + std::string(format) + "' (" +
                                     export_format_names() + ")");
-    return f->open(std::move(input));
+    return f->open(input);
 }
 
-void export_to(std::string_view format, std::shared_ptr<const ExportInput> input,
+void export_to(std::string_view format, const std::shared_ptr<const ExportInput>& input,
                const std::function<void(std::string_view chunk)>& out) {
-    auto stream = open_export(format, std::move(input));
+    auto stream = open_export(format, input);
     while (auto chunk = stream()) out(*chunk);
 }
 

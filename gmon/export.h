@@ -49,7 +49,7 @@ struct ExportFormat {
     std::string_view file_suffix;   // appended to a download's base name
     std::string_view description;
     bool paged = false;  // many chunks from storage (else one, made whole)
-    ChunkStream (*open)(std::shared_ptr<const ExportInput> input) = nullptr;
+    ChunkStream (*open)(const std::shared_ptr<const ExportInput>& input) = nullptr;
 };
 
 // Every registered format, in the order help texts list them.
@@ -60,9 +60,9 @@ std::string export_format_names();
 
 // Throws std::invalid_argument for an unknown format; a format that needs what the input
 // lacks (records, raw bytes) throws when opened.
-ChunkStream open_export(std::string_view format, std::shared_ptr<const ExportInput> input);
+ChunkStream open_export(std::string_view format, const std::shared_ptr<const ExportInput>& input);
 // Pushes every chunk of an export to `out`.
-void export_to(std::string_view format, std::shared_ptr<const ExportInput> input,
+void export_to(std::string_view format, const std::shared_ptr<const ExportInput>& input,
                const std::function<void(std::string_view chunk)>& out);
 
 // The JSON report (schema rackprof.report/1), whole: what --report json prints.
