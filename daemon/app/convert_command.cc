@@ -21,6 +21,7 @@
 #include "gmon/symbolizer.h"
 #include "protocol/wire_format.h"
 #include "storage/counters_json.h"
+#include "storage/session_pages.h"
 #include "storage/session_store.h"
 
 namespace rackprof::daemon {
@@ -141,17 +142,6 @@ gmon::TargetLayout layout_of(const ConvertOptions& o) {
     return o.elf ? o.elf->layout() : gmon::TargetLayout{};
 }
 
-std::optional<protocol::AddressRange> code_range_of(const ConvertOptions& o) {
-    if (!o.elf || o.elf->code_high() > 0x100000000ull) return std::nullopt;
-    return protocol::AddressRange{static_cast<std::uint32_t>(o.elf->code_low()),
-                                  static_cast<std::uint32_t>(o.elf->code_high())};
-}
-
-std::optional<gmon::CodeRange> announced_range(const storage::TargetInfo& target) {
-    if (!target.has_text_range()) return std::nullopt;
-    return gmon::CodeRange{target.text_lo, target.text_hi};
-}
-
 // Checks that the records are plausible: a capture that mostly fails to decode against the
 // given ELF is the wrong pairing, and one that yields nothing says what to check.
 void check_decoded(const protocol::DecoderStats& stats, const ConvertOptions& o,
@@ -200,18 +190,13 @@ void warn_on_build_id_mismatch(const ConvertOptions& o, const storage::TargetInf
     }
 }
 
-storage::TargetInfo target_of(const std::optional<protocol::TargetHello>& hello) {
-    if (!hello) return {};
-    return {ingest::build_id_hex(hello->build_id), hello->text_lo, hello->text_hi};
-}
-
 // The pipeline's source for decoded data: the aggregate binned at --rate/--bin-bytes.
 gmon::ProfileSource source_of(gmon::Aggregate aggregate, const ConvertOptions& o,
                               const storage::TargetInfo& target) {
     gmon::ProfileSource source;
     source.aggregate = std::make_shared<const gmon::Aggregate>(std::move(aggregate));
     source.elf = o.elf;
-    source.announced_range = announced_range(target);
+    source.announced_range = ingest::announced_range(target);
     source.prof_rate = o.rate;
     source.bin_bytes = o.bin_bytes;
     return source;
@@ -262,7 +247,7 @@ Converted from_file(const std::filesystem::path& input, const ConvertOptions& o)
                 : o.format == "auto" ? ingest::InputKind::kAuto
                                      : ingest::InputKind::kCapture;
     spec.wire = protocol::WireSpec{o.protocol, o.format == "gmon" ? "auto" : o.format, o.addr_bytes,
-                                   code_range_of(o), o.swo};
+                                   ingest::decode_range_of(o.elf.get()), o.swo};
     if (!protocol::wire_format(o.protocol).traits.text_encoding) {
         if (o.format == "hex")
             throw UsageError("--protocol " + o.protocol + " is binary: no --format hex");
@@ -285,7 +270,8 @@ Converted from_file(const std::filesystem::path& input, const ConvertOptions& o)
         return c;
     }
     std::cerr << "rackprof: " << summary_line(imported.stats) << "\n";
-    const auto target = target_of(imported.hello);
+    const auto target =
+        imported.hello ? ingest::target_info_of(*imported.hello) : storage::TargetInfo{};
     warn_on_build_id_mismatch(o, target);
     check_decoded(imported.stats, o, input.string());
     in.source = source_of(std::move(aggregate), o, target);
@@ -303,33 +289,6 @@ Converted from_file(const std::filesystem::path& input, const ConvertOptions& o)
     in.raw = file_raw_pages(input);
     c.default_output = "gmon.out";
     return c;
-}
-
-// Pages of a stored session's raw chunks and record batches, in order.
-gmon::RawPages session_raw_pages(std::shared_ptr<storage::SessionStore> store, std::int64_t id) {
-    return [store, id, after = std::int64_t{-1}]() mutable -> std::optional<std::string> {
-        std::string out;
-        for (const auto& row : store->chunk_page(id, after, 64)) {
-            out.append(reinterpret_cast<const char*>(row.bytes.data()), row.bytes.size());
-            after = row.seq;
-        }
-        if (out.empty()) return std::nullopt;
-        return out;
-    };
-}
-
-gmon::RecordPages session_record_pages(std::shared_ptr<storage::SessionStore> store,
-                                       std::int64_t id) {
-    return [store, id,
-            after = std::int64_t{-1}]() mutable -> std::optional<std::vector<gmon::RecordBatch>> {
-        std::vector<gmon::RecordBatch> out;
-        for (auto& row : store->batch_page(id, after, 64)) {
-            out.push_back({row.received_ns, std::move(row.records)});
-            after = row.seq;
-        }
-        if (out.empty()) return std::nullopt;
-        return out;
-    };
 }
 
 // A session the daemon stored: its aggregates as captured, or its raw bytes decoded again.
@@ -354,15 +313,16 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
         }
         if (o.format != "auto") wire.format = o.format;
         if (cl.has("--addr-bytes")) wire.addr_bytes = o.addr_bytes;
-        wire.code_range = code_range_of(o);
+        wire.code_range = ingest::decode_range_of(o.elf.get());
         gmon::Aggregate aggregate;
         ingest::AggregateImportSink sink(aggregate, print_console);
         const auto imported = ingest::redecode_session(*store, id, wire, sink);
         std::cerr << "rackprof: re-decoded " << what << ": " << summary_line(imported.stats)
                   << "\n";
         check_decoded(imported.stats, o, what);
-        in.source = source_of(std::move(aggregate), o,
-                              imported.hello ? target_of(imported.hello) : info->target);
+        in.source =
+            source_of(std::move(aggregate), o,
+                      imported.hello ? ingest::target_info_of(*imported.hello) : info->target);
         in.summary["decoder"] = storage::decoder_stats_json(imported.stats);
         if (protocol::wire_format(wire.protocol).traits.swo)
             in.summary["exceptions"] = exceptions_json(imported.exceptions);
@@ -390,8 +350,8 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
         for (const auto& e : info->exceptions) stored[e.number] = {e.entries, e.cycles};
         in.summary["exceptions"] = exceptions_json(stored);
     }
-    in.raw = session_raw_pages(store, id);
-    in.records = session_record_pages(store, id);
+    in.raw = storage::raw_pages([store] { return store; }, id);
+    in.records = storage::record_pages([store] { return store; }, id);
     c.default_output = "gmon.out";
     return c;
 }

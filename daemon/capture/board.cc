@@ -228,11 +228,8 @@ bool Board::start_session() {
         spec.elf_path = elf_path_.string();
         spec.elf_build_id = elf_->build_id();
         spec.elf_sha256 = elf_sha256_;
-        if (elf_->code_high() <= 0x100000000ull) {
-            wire.code_range = protocol::AddressRange{static_cast<std::uint32_t>(elf_->code_low()),
-                                                     static_cast<std::uint32_t>(elf_->code_high())};
-        }
     }
+    wire.code_range = ingest::decode_range_of(elf_.get());
     session_.emplace(new_session_handle(), spec, wire, writer_,
                      [this](const protocol::TargetHello& hello) { return firmware_for(hello); });
     publish_live();  // readable as soon as it exists
@@ -287,9 +284,7 @@ void Board::publish_live() {
     state.newest_console.assign(session_->newest_console().begin(),
                                 session_->newest_console().end());
     state.elf = elf_;
-    if (session_->target().has_text_range())
-        state.announced_range =
-            gmon::CodeRange{session_->target().text_lo, session_->target().text_hi};
+    state.announced_range = ingest::announced_range(session_->target());
     live_->publish(session_->handle(), std::move(state), session_->take_changes());
 }
 

@@ -54,7 +54,7 @@ std::vector<storage::ExceptionCount> CaptureSession::changed_exceptions() {
 }
 
 void CaptureSession::on_hello(const protocol::TargetHello& hello) {
-    target_ = {ingest::build_id_hex(hello.build_id), hello.text_lo, hello.text_hi};
+    target_ = ingest::target_info_of(hello);
     storage::TargetOp op{handle_, target_, "", "", ""};
     if (firmware_for_) {
         const PickedFirmware picked = firmware_for_(hello);

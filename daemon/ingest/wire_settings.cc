@@ -1,5 +1,7 @@
 #include "daemon/ingest/wire_settings.h"
 
+#include "daemon/ingest/capture_import.h"
+
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -38,6 +40,21 @@ std::string swo_options_json(const protocol::SwoOptions& swo) {
 WireSpec wire_spec_of(const storage::NewSession& session) {
     return WireSpec{session.protocol, session.format, session.addr_bytes, std::nullopt,
                     swo_options_from_json(session.wire_options)};
+}
+
+std::optional<protocol::AddressRange> decode_range_of(const gmon::Symbolizer* elf) {
+    if (!elf || elf->code_high() > 0x100000000ull) return std::nullopt;
+    return protocol::AddressRange{static_cast<std::uint32_t>(elf->code_low()),
+                                  static_cast<std::uint32_t>(elf->code_high())};
+}
+
+std::optional<gmon::CodeRange> announced_range(const storage::TargetInfo& target) {
+    if (!target.has_text_range()) return std::nullopt;
+    return gmon::CodeRange{target.text_lo, target.text_hi};
+}
+
+storage::TargetInfo target_info_of(const protocol::TargetHello& hello) {
+    return {build_id_hex(hello.build_id), hello.text_lo, hello.text_hi};
 }
 
 std::string wire_options_json(const WireSpec& wire) {

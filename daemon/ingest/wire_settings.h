@@ -8,6 +8,8 @@
 #include <string>
 
 #include "daemon/config/config.h"
+#include "gmon/profile_pipeline.h"
+#include "gmon/symbolizer.h"
 #include "protocol/wire_format.h"
 #include "storage/session_store.h"
 
@@ -20,6 +22,15 @@ WireSpec wire_spec_of(const daemon::BoardConfig& board);
 
 // The wire a stored session was captured with (its code range is the caller's to add).
 WireSpec wire_spec_of(const storage::NewSession& session);
+
+// The ELF's code range as decoders check addresses against it (none for an ELF above 4 GiB:
+// wire addresses are 32-bit).
+std::optional<protocol::AddressRange> decode_range_of(const gmon::Symbolizer* elf);
+
+// The text range a target announced in its HELLO, as the profile pipeline takes it.
+std::optional<gmon::CodeRange> announced_range(const storage::TargetInfo& target);
+// What a HELLO says about the target, as a session keeps it.
+storage::TargetInfo target_info_of(const protocol::TargetHello& hello);
 
 // The itm settings as a session stores them (JSON), so a re-decode reads the ports alike;
 // "" reads as the defaults (sessions of other protocols, older sessions).

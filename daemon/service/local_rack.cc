@@ -14,6 +14,7 @@
 #include "gmon/report.h"
 #include "protocol/wire_format.h"
 #include "storage/counters_json.h"
+#include "storage/session_pages.h"
 
 namespace rackprof::service {
 
@@ -128,41 +129,6 @@ daemon::BoardConfig import_wire(const ImportParameters& query, const std::string
     }
 }
 
-// ---- sources: a stored session as the profile pipeline and the export seam take it -------
-
-constexpr int kExportPage = 64;
-
-// Pages pulled one at a time; a connection is leased per page, so a slow client holds none.
-gmon::RawPages raw_pages(storage::ReaderPool& readers, std::int64_t id) {
-    return [&readers, id, after = std::int64_t{-1}]() mutable -> std::optional<std::string> {
-        std::string out;
-        for (const auto& row : readers.lease()->chunk_page(id, after, kExportPage)) {
-            out.append(reinterpret_cast<const char*>(row.bytes.data()), row.bytes.size());
-            after = row.seq;
-        }
-        if (out.empty()) return std::nullopt;
-        return out;
-    };
-}
-
-gmon::RecordPages record_pages(storage::ReaderPool& readers, std::int64_t id) {
-    return [&readers, id,
-            after = std::int64_t{-1}]() mutable -> std::optional<std::vector<gmon::RecordBatch>> {
-        std::vector<gmon::RecordBatch> out;
-        for (auto& row : readers.lease()->batch_page(id, after, kExportPage)) {
-            out.push_back({row.received_ns, std::move(row.records)});
-            after = row.seq;
-        }
-        if (out.empty()) return std::nullopt;
-        return out;
-    };
-}
-
-std::optional<gmon::CodeRange> announced_range(const storage::TargetInfo& target) {
-    if (!target.has_text_range()) return std::nullopt;
-    return gmon::CodeRange{target.text_lo, target.text_hi};
-}
-
 }  // namespace
 
 // A stored session as the pipeline's source: its aggregate (whole, or the batches inside a
@@ -185,10 +151,12 @@ std::shared_ptr<gmon::ExportInput> LocalRack::session_input(const storage::Sessi
                                info.id, window.from_ns.value_or(0),
                                window.to_ns.value_or(std::numeric_limits<std::int64_t>::max()))
                          : store->aggregate(info.id));
-    source.announced_range = announced_range(info.target);
+    source.announced_range = ingest::announced_range(info.target);
     source.histograms = info.spec.histograms;
-    input->raw = raw_pages(readers_, info.id);
-    input->records = record_pages(readers_, info.id);
+    // A connection leased per page: a slow client holds none between pages.
+    auto lease = [this] { return readers_.lease(); };
+    input->raw = storage::raw_pages(lease, info.id);
+    input->records = storage::record_pages(lease, info.id);
     input->summary = {{"session", info.id}, {"board", info.spec.board}};
     return input;
 }
@@ -454,11 +422,7 @@ json LocalRack::import_session(std::string_view bytes, const ImportParameters& q
     ingest::ImportSpec import;
     import.kind = format == "gmon" ? ingest::InputKind::kGmon : ingest::InputKind::kCapture;
     import.wire = ingest::wire_spec_of(wire_settings);
-    if (elf && elf->code_high() <= 0x100000000ull) {
-        import.wire.code_range =
-            protocol::AddressRange{static_cast<std::uint32_t>(elf->code_low()),
-                                   static_cast<std::uint32_t>(elf->code_high())};
-    }
+    import.wire.code_range = ingest::decode_range_of(elf.get());
     import.layout = elf ? elf->layout() : gmon::TargetLayout{};
     const std::span<const std::uint8_t> body(reinterpret_cast<const std::uint8_t*>(bytes.data()),
                                              bytes.size());
