@@ -49,16 +49,20 @@ std::shared_ptr<spdlog::logger> make_logger(const std::string& level) {
 }
 
 // The API token: the file named in the config, else $RACKPROF_API_TOKEN; trailing space dropped.
+// A token file that cannot be read (or is empty) is an error, not an open bench.
 std::string api_token(const DaemonConfig& config) {
     std::string token;
     if (!config.token_file.empty()) {
         std::ifstream f(config.token_file);
+        if (!f) throw ConfigError("server.token_file: cannot read " + config.token_file.string());
         std::getline(f, token);
     } else if (const char* env = std::getenv("RACKPROF_API_TOKEN")) {
         token = env;
     }
     while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back())))
         token.pop_back();
+    if (!config.token_file.empty() && token.empty())
+        throw ConfigError("server.token_file: " + config.token_file.string() + " is empty");
     return token;
 }
 
@@ -107,6 +111,19 @@ int run_serve(const std::vector<std::string>& args) {
     for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, sig);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+    // Checked before storage opens: a bad address or token must not leave a database behind.
+    boost::asio::ip::tcp::endpoint endpoint;
+    web::ApiOptions api_options;
+    try {
+        endpoint = web::parse_listen_address(config.listen);
+        api_options.token = api_token(config);
+    } catch (const std::invalid_argument& e) {
+        log->error("server.listen: {}", e.what());
+        return 2;
+    } catch (const ConfigError& e) {
+        log->error("{}", e.what());
+        return 2;
+    }
     log->info("rackprof serve {}: configuration {}, storage {}, {} board(s)", RACKPROF_VERSION,
               config.source, config.storage_path.string(), config.boards.size());
     CaptureService service(config, log);  // storage is open from here on
@@ -114,18 +131,10 @@ int run_serve(const std::vector<std::string>& args) {
     rackprof::service::LocalRack rack(service,
                                       config.storage_path);  // what web/ reads and writes through
 
-    web::ApiOptions api_options;
-    api_options.token = api_token(config);
-    boost::asio::ip::tcp::endpoint endpoint;
-    try {
-        endpoint = web::parse_listen_address(config.listen);
-    } catch (const std::invalid_argument& e) {
-        log->error("server.listen: {}", e.what());
-        service.shutdown();
-        return 2;
-    }
-    // Off loopback, every mutating request needs the token (and every request, if configured).
-    api_options.require_token = !endpoint.address().is_loopback() || config.token_for_reads;
+    // A configured token guards every mutation, loopback included (a local user who is not the
+    // operator is a client too); off loopback one is needed even when none is configured.
+    api_options.require_token =
+        !api_options.token.empty() || !endpoint.address().is_loopback() || config.token_for_reads;
     api_options.token_for_reads = config.token_for_reads;
     api_options.log_error = [log](const std::string& what) { log->error("http: {}", what); };
     std::error_code no_exe;
@@ -137,6 +146,11 @@ int run_serve(const std::vector<std::string>& args) {
     } else {
         log->warn("dashboard: {} holds no built dashboard (run ./setup.sh or set server.web_root)",
                   api_options.web_root.string());
+    }
+    if (!api_options.require_token) {
+        log->warn(
+            "no API token configured: any local user can change boards and sessions "
+            "(set server.token_file; the package creates one)");
     }
     if (api_options.require_token && api_options.token.empty()) {
         log->warn("listening on {} without a token: every mutating request will be refused (401)",

@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 
@@ -80,7 +81,8 @@ void Board::start() {
             o.simulator.pc_cache = uri_.number("pc_cache", 0);
         }
         o.rate = uri_.number("rate", 20000);
-        o.simulator.piece_bytes = std::max<std::size_t>(64, o.rate / 50);
+        // 20 ms of bytes per piece, within bounds whatever the rate (parse_link_uri bounds it).
+        o.simulator.piece_bytes = std::clamp<std::size_t>(o.rate / 50, 64, 256u << 10);
         simulated_ = std::make_unique<PtyBoard>(o);
         simulated_->start();
         link_ = make_link(io_, parse_link_uri("serial://" + simulated_->device().string()));

@@ -28,6 +28,9 @@ CaptureService::CaptureService(DaemonConfig config, std::shared_ptr<spdlog::logg
     for (const auto& [name, text] : stored.stored_boards()) {
         try {
             BoardConfig b = board_from_json(nlohmann::json::parse(text));
+            // Created over the API: still bound by what the API may open (an older rackprof
+            // let any link through, and the board would be reopened at every start).
+            LinkPolicy{config_.api_links}.check(b.link);
             if (std::any_of(boards_.begin(), boards_.end(),
                             [&](const auto& x) { return x->name() == b.name; })) {
                 log_->warn(
@@ -38,7 +41,7 @@ CaptureService::CaptureService(DaemonConfig config, std::shared_ptr<spdlog::logg
             api_boards_.insert(b.name);
             boards_.push_back(make_board(b));
         } catch (const std::exception& e) {
-            log_->error("[{}] stored board is unusable, skipped: {}", name, e.what());
+            log_->error("[{}] stored board is unusable, skipped: {}", printable(name), e.what());
         }
     }
 }

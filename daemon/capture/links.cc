@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <algorithm>
 #include <array>
 #include <fstream>
 #include <system_error>
@@ -145,7 +146,11 @@ class TcpLink : public Link {
 class FileLink : public Link {
   public:
     FileLink(asio::io_context& io, std::string path, bool realtime, std::uint64_t rate)
-        : io_(io), path_(std::move(path)), realtime_(realtime), rate_(rate), timer_(io) {}
+        : io_(io),
+          path_(std::move(path)),
+          realtime_(realtime),
+          rate_(std::max<std::uint64_t>(1, rate)),  // parse_link_uri refuses 0; never divide by it
+          timer_(io) {}
     ~FileLink() override { close(); }
 
     void open(DataHandler on_data, ClosedHandler on_closed) override {

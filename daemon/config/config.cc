@@ -5,6 +5,8 @@
 #include <set>
 #include <sstream>
 
+#include <arpa/inet.h>
+
 #include <toml++/toml.h>
 
 #include "daemon/config/link_uri.h"
@@ -40,6 +42,12 @@ std::string get_string(const std::string& source, const toml::table& t, const st
     return node->value<std::string>().value();
 }
 
+// Board numbers are small: clamped, not wrapped, so a value out of range (4294967299 as an
+// address width) stays out of range for validate_board instead of becoming a valid one.
+int narrowed(std::int64_t value) {
+    return static_cast<int>(std::clamp<std::int64_t>(value, -1, 65536));
+}
+
 std::int64_t get_int(const std::string& source, const toml::table& t, const std::string& prefix,
                      const char* key, std::int64_t fallback) {
     const toml::node* node = t.get(key);
@@ -51,9 +59,19 @@ std::int64_t get_int(const std::string& source, const toml::table& t, const std:
 std::optional<int> get_optional_int(const std::string& source, const toml::table& t,
                                     const std::string& prefix, const char* key) {
     if (!t.get(key)) return std::nullopt;
-    // Clamped, not wrapped: a value out of range stays out of range for validate_board.
-    return static_cast<int>(
-        std::clamp<std::int64_t>(get_int(source, t, prefix, key, 0), -1, 65536));
+    return narrowed(get_int(source, t, prefix, key, 0));
+}
+
+std::vector<std::string> get_string_list(const std::string& source, const toml::node& node,
+                                         const std::string& key) {
+    const toml::array* list = node.as_array();
+    if (!list) fail(source, node, key, "must be a list of strings");
+    std::vector<std::string> out;
+    for (const auto& item : *list) {
+        if (!item.is_string()) fail(source, item, key, "must be a list of strings");
+        out.push_back(item.value<std::string>().value());
+    }
+    return out;
 }
 
 bool get_bool(const std::string& source, const toml::table& t, const std::string& prefix,
@@ -85,11 +103,11 @@ BoardConfig parse_board(const std::string& source, const toml::table& t, std::si
     b.protocol = get_string(source, t, prefix, "protocol", "legacy");
     b.format = get_string(source, t, prefix, "format", "bin");
     b.addr_bytes =
-        static_cast<int>(get_int(source, t, prefix, "addr_bytes", default_addr_bytes(b.protocol)));
+        narrowed(get_int(source, t, prefix, "addr_bytes", default_addr_bytes(b.protocol)));
     b.elf = get_string(source, t, prefix, "elf", "");
     b.autostart = get_bool(source, t, prefix, "autostart", true);
     b.tpiu = get_bool(source, t, prefix, "tpiu", false);
-    b.tpiu_stream = static_cast<int>(get_int(source, t, prefix, "tpiu_stream", 1));
+    b.tpiu_stream = narrowed(get_int(source, t, prefix, "tpiu_stream", 1));
     b.framed_port = get_optional_int(source, t, prefix, "framed_port");
     b.orbstat_port = get_optional_int(source, t, prefix, "orbstat_port");
     b.console_port = get_optional_int(source, t, prefix, "console_port");
@@ -110,7 +128,45 @@ BoardConfig parse_board(const std::string& source, const toml::table& t, std::si
     return b;
 }
 
+// Only letters, digits and the given punctuation (ASCII: no control or multi-byte characters).
+bool only(std::string_view text, std::string_view punctuation) {
+    return std::all_of(text.begin(), text.end(), [&](unsigned char c) {
+        return std::isalnum(c) || punctuation.find(static_cast<char>(c)) != std::string::npos;
+    });
+}
+
 }  // namespace
+
+std::string printable(std::string_view text) {
+    std::string out;
+    for (const unsigned char c : text) {
+        if (c >= 0x20 && c < 0x7f && c != '\\') {
+            out += static_cast<char>(c);
+        } else {
+            static const char kHex[] = "0123456789abcdef";
+            out += "\\x";
+            out += kHex[c >> 4];
+            out += kHex[c & 15];
+        }
+    }
+    return out;
+}
+
+void check_listen_address(const std::string& listen) {
+    const auto colon = listen.rfind(':');
+    if (colon == std::string::npos) throw std::invalid_argument("'" + listen + "' needs host:port");
+    std::string host = listen.substr(0, colon);
+    const bool bracketed = host.size() >= 2 && host.front() == '[' && host.back() == ']';
+    if (bracketed) host = host.substr(1, host.size() - 2);
+    unsigned char address[sizeof(in6_addr)];
+    if (::inet_pton(AF_INET, host.c_str(), address) != 1 &&
+        ::inet_pton(AF_INET6, host.c_str(), address) != 1) {
+        throw std::invalid_argument("'" + host + "' is not an IP address");
+    }
+    const std::string port = listen.substr(colon + 1);
+    if (port.empty() || port.size() > 5 || !only(port, "") || std::stoul(port) > 65535)
+        throw std::invalid_argument("'" + port + "' is not a port (0..65535)");
+}
 
 int default_addr_bytes(const std::string& protocol) {
     const auto* format = protocol::find_wire_format(protocol);
@@ -148,10 +204,25 @@ void validate_protocol_keys(const BoardConfig& b, const protocol::WireFormat& fo
 
 }  // namespace
 
+void validate_board_name(const std::string& name) {
+    if (name.empty()) throw BoardFieldError("name", "every board needs a name");
+    // Names reach URLs, file names in Content-Disposition headers and log lines: a closed set
+    // of characters keeps every one of them safe without escaping.
+    if (name.size() > 64 || !only(name, "._-:+@"))
+        throw BoardFieldError("name", "1 to 64 letters, digits or . _ - : + @");
+}
+
 void validate_board(const BoardConfig& b) {
-    if (b.name.empty()) throw BoardFieldError("name", "every board needs a name");
-    if (b.name.size() > 64 || b.name.find_first_of("/?#\\\" ") != std::string::npos) {
-        throw BoardFieldError("name", "at most 64 characters, without / ? # \\ \" or spaces");
+    validate_board_name(b.name);
+    for (const auto& tag : b.tags) {
+        if (tag.empty() || tag.size() > 64 || !only(tag, "._-:+@=/"))
+            throw BoardFieldError("tags", "each tag: 1 to 64 letters, digits or . _ - : + @ = /");
+    }
+    if (b.elf.size() > 4096 || !std::all_of(b.elf.begin(), b.elf.end(), [](unsigned char c) {
+            return c >= 0x20 && c != 0x7f;
+        })) {
+        throw BoardFieldError("elf",
+                              "a path of at most 4096 characters, without control characters");
     }
     if (b.link.empty()) throw BoardFieldError("link", "every board needs a link");
     try {
@@ -194,6 +265,19 @@ nlohmann::json board_to_json(const BoardConfig& b) {
     return j;
 }
 
+namespace {
+
+// A JSON integer as a board number: a huge unsigned value would wrap through int64_t.
+int json_int(const nlohmann::json& value) {
+    if (value.is_number_unsigned() &&
+        value.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+        return -1;
+    }
+    return narrowed(value.get<std::int64_t>());
+}
+
+}  // namespace
+
 BoardConfig board_from_json(const nlohmann::json& j) {
     if (!j.is_object()) throw BoardFieldError("", "a board is a JSON object");
     for (const auto& [key, value] : j.items()) {
@@ -214,7 +298,7 @@ BoardConfig board_from_json(const nlohmann::json& j) {
     if (j.contains("addr_bytes")) {
         if (!j["addr_bytes"].is_number_integer())
             throw BoardFieldError("addr_bytes", "must be an integer");
-        b.addr_bytes = j["addr_bytes"].get<int>();
+        b.addr_bytes = json_int(j["addr_bytes"]);
     }
     if (j.contains("autostart")) {
         if (!j["autostart"].is_boolean())
@@ -228,15 +312,14 @@ BoardConfig board_from_json(const nlohmann::json& j) {
     if (j.contains("tpiu_stream")) {
         if (!j["tpiu_stream"].is_number_integer())
             throw BoardFieldError("tpiu_stream", "must be an integer");
-        b.tpiu_stream = static_cast<int>(
-            std::clamp<std::int64_t>(j["tpiu_stream"].get<std::int64_t>(), -1, 1000));
+        b.tpiu_stream = json_int(j["tpiu_stream"]);
     }
     for (const auto& [key, port] :
          {std::pair{"framed_port", &b.framed_port}, std::pair{"orbstat_port", &b.orbstat_port},
           std::pair{"console_port", &b.console_port}}) {
         if (!j.contains(key) || j[key].is_null()) continue;  // null: no use for any port
         if (!j[key].is_number_integer()) throw BoardFieldError(key, "must be an integer");
-        *port = static_cast<int>(std::clamp<std::int64_t>(j[key].get<std::int64_t>(), -1, 65535));
+        *port = json_int(j[key]);
     }
     if (j.contains("tags")) {
         if (!j["tags"].is_array()) throw BoardFieldError("tags", "must be a list of strings");
@@ -264,11 +347,18 @@ DaemonConfig parse_config(const std::string& text, const std::string& source) {
         const toml::table* t = node->as_table();
         if (!t) fail(source, *node, "server", "must be a table");
         reject_unknown(source, *t, "server.",
-                       {"listen", "token_file", "token_for_reads", "web_root"});
+                       {"listen", "token_file", "token_for_reads", "web_root", "api_links"});
         c.listen = get_string(source, *t, "server.", "listen", c.listen);
         c.token_file = get_string(source, *t, "server.", "token_file", "");
         c.token_for_reads = get_bool(source, *t, "server.", "token_for_reads", false);
         c.web_root = get_string(source, *t, "server.", "web_root", "");
+        if (const toml::node* links = t->get("api_links"))
+            c.api_links = get_string_list(source, *links, "server.api_links");
+        try {
+            check_listen_address(c.listen);
+        } catch (const std::invalid_argument& e) {
+            fail(source, *t->get("listen"), "server.listen", e.what());
+        }
     }
     if (const toml::node* node = root.get("storage")) {
         const toml::table* t = node->as_table();
@@ -290,14 +380,15 @@ DaemonConfig parse_config(const std::string& text, const std::string& source) {
         const toml::table* t = node->as_table();
         if (!t) fail(source, *node, "links", "must be a table");
         reject_unknown(source, *t, "links.", {"reconnect_min_ms", "reconnect_max_ms"});
-        c.reconnect_min =
-            std::chrono::milliseconds(get_int(source, *t, "links.", "reconnect_min_ms", 100));
-        c.reconnect_max =
-            std::chrono::milliseconds(get_int(source, *t, "links.", "reconnect_max_ms", 5000));
-        if (c.reconnect_min.count() <= 0 || c.reconnect_max < c.reconnect_min) {
+        const std::int64_t min_ms = get_int(source, *t, "links.", "reconnect_min_ms", 100);
+        const std::int64_t max_ms = get_int(source, *t, "links.", "reconnect_max_ms", 5000);
+        // An hour at most: larger values overflowed the timers' arithmetic.
+        if (min_ms <= 0 || max_ms > 3'600'000 || max_ms < min_ms) {
             fail(source, *t, "links.reconnect_min_ms",
-                 "must be positive and not above reconnect_max_ms");
+                 "reconnect_min_ms and reconnect_max_ms must be 1..3600000, min not above max");
         }
+        c.reconnect_min = std::chrono::milliseconds(min_ms);
+        c.reconnect_max = std::chrono::milliseconds(max_ms);
     }
     if (const toml::node* node = root.get("boards")) {
         const toml::array* boards = node->as_array();

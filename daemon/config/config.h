@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "daemon/config/link_policy.h"
+
 namespace rackprof::daemon {
 
 // "FILE:LINE: KEY: what is wrong" — the daemon exits with code 2 and starts nothing.
@@ -57,6 +59,15 @@ int default_addr_bytes(const std::string& protocol);
 
 // The rules every board must follow, wherever it comes from (file or API). Throws BoardFieldError.
 void validate_board(const BoardConfig& board);
+// The rule for board names alone (1 to 64 of letters, digits and . _ - : + @), for places that
+// take a name without a whole board (an import's ?board=). Throws BoardFieldError.
+void validate_board_name(const std::string& name);
+// `text` with control and non-ASCII bytes as \xNN: for log lines naming a value that was not
+// validated (a board stored by an older rackprof), so it cannot forge lines.
+std::string printable(std::string_view text);
+// "127.0.0.1:8080", "[::1]:8080": an IP address (no host names) and a port. Throws
+// std::invalid_argument.
+void check_listen_address(const std::string& listen);
 
 // Boards as JSON (the API's and the database's form). board_from_json validates.
 nlohmann::json board_to_json(const BoardConfig& board);
@@ -64,9 +75,11 @@ BoardConfig board_from_json(const nlohmann::json& json);
 
 struct DaemonConfig {
     std::string listen = "127.0.0.1:8080";  // the HTTP API; port 0: any free port
-    std::filesystem::path token_file;       // the API token (or RACKPROF_API_TOKEN); never logged
-    bool token_for_reads = false;           // also every GET needs the token
-    std::filesystem::path web_root;         // the built dashboard; "": found (see serve)
+    // What boards created over HTTP may link to (link_policy.h); the file's boards are free.
+    std::vector<std::string> api_links = default_api_links();
+    std::filesystem::path token_file;  // the API token (or RACKPROF_API_TOKEN); never logged
+    bool token_for_reads = false;      // also every GET needs the token
+    std::filesystem::path web_root;    // the built dashboard; "": found (see serve)
     std::filesystem::path storage_path = "var/rackprof.db";
     std::string log_level = "info";  // trace | debug | info | warn | error
     std::chrono::milliseconds reconnect_min{100};

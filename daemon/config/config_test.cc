@@ -181,5 +181,94 @@ TEST_CASE("the embedded default is a small simulated rack") {
     CHECK(c.boards[2].protocol == "framed");
 }
 
+TEST_CASE("link numbers are bounded where they are parsed") {
+    CHECK_THROWS_WITH(parse_link_uri("file:///x?pace=realtime&rate=0"),
+                      doctest::Contains("rate must be 1.."));
+    CHECK_THROWS(parse_link_uri("sim://blinky?rate=999999999999"));
+    CHECK_THROWS(parse_link_uri("sim://blinky?rate=0"));
+    CHECK_THROWS(parse_link_uri("sim://blinky?arc_cache=100000000"));
+    CHECK_THROWS(parse_link_uri("serial:///dev/ttyUSB0?baud=0"));
+    CHECK_THROWS(parse_link_uri("file:///x?chunk=0"));
+    CHECK_NOTHROW(parse_link_uri("sim://blinky?rate=10000000"));
+    CHECK_NOTHROW(parse_link_uri("file:///x?pace=realtime&rate=1"));
+}
+
+TEST_CASE("link paths cannot walk out of a folder or carry control characters") {
+    CHECK_THROWS_WITH(parse_link_uri("serial:///dev/rackprof/../../etc/passwd"),
+                      doctest::Contains(".."));
+    CHECK_THROWS(parse_link_uri("file:///a/..?pace=fast"));
+    CHECK_THROWS(parse_link_uri(std::string("sim://blinky\r\n")));
+    CHECK_THROWS(parse_link_uri(std::string("serial:///dev/tty\0USB0", 21)));
+    CHECK_NOTHROW(parse_link_uri("file:///a/..b/c"));  // a name, not a step up
+}
+
+TEST_CASE("the API link policy allows what the configuration lists, nothing else") {
+    const LinkPolicy policy{default_api_links()};
+    CHECK(policy.allows("serial:///dev/rackprof/A9F3?baud=1500000"));
+    CHECK(policy.allows("serial:///dev/ttyUSB3"));
+    CHECK(policy.allows("tcp://127.0.0.1:3443"));
+    CHECK(policy.allows("tcp://[::1]:3443"));
+    CHECK(policy.allows("sim://blinky?rate=20000"));
+    CHECK_FALSE(policy.allows("file:///etc/passwd?pace=fast"));
+    CHECK_FALSE(policy.allows("tcp://10.0.0.5:3443"));
+    CHECK_FALSE(policy.allows("serial:///etc/passwd"));
+    CHECK_FALSE(policy.allows("serial:///dev/rackprof/../../etc/passwd"));
+    CHECK_THROWS_WITH(policy.check("file:///etc/shadow"), doctest::Contains("server.api_links"));
+    CHECK_FALSE(LinkPolicy{}.allows("sim://blinky"));  // an empty list: no boards over HTTP
+
+    const auto c = parse_config("[server]\napi_links = [\"file:///srv/captures/*\"]\n", "t.toml");
+    CHECK(c.api_links == std::vector<std::string>{"file:///srv/captures/*"});
+    CHECK(parse_config("", "t.toml").api_links == default_api_links());
+    CHECK_THROWS_AS(parse_config("[server]\napi_links = \"sim://*\"\n", "t.toml"), ConfigError);
+}
+
+TEST_CASE("numbers out of range are refused, not narrowed into range") {
+    auto board = [](const std::string& extra) {
+        return parse_config("[[boards]]\nname = \"b\"\nlink = \"sim://blinky\"\n" + extra,
+                            "t.toml");
+    };
+    CHECK_THROWS_WITH_AS(board("addr_bytes = 4294967299\n"), doctest::Contains("addr_bytes"),
+                         ConfigError);
+    CHECK_THROWS_AS(board("addr_bytes = -4294967293\n"), ConfigError);
+    CHECK_THROWS_AS(board("protocol = \"itm\"\ntpiu_stream = 4294967297\n"), ConfigError);
+    auto json_board = [](const nlohmann::json& j) { return board_from_json(j); };
+    CHECK_THROWS_AS(json_board({{"name", "b"}, {"link", "sim://x"}, {"addr_bytes", 4294967299ULL}}),
+                    BoardFieldError);
+    CHECK_THROWS_AS(
+        json_board({{"name", "b"}, {"link", "sim://x"}, {"addr_bytes", 18446744073709551615ULL}}),
+        BoardFieldError);
+    CHECK_THROWS_AS(json_board({{"name", "b"},
+                                {"link", "sim://x"},
+                                {"protocol", "itm"},
+                                {"console_port", 4294967296LL}}),
+                    BoardFieldError);
+    CHECK_THROWS_WITH_AS(parse_config("[links]\nreconnect_min_ms = 1\nreconnect_max_ms = "
+                                      "9223372036854775807\n",
+                                      "t.toml"),
+                         doctest::Contains("3600000"), ConfigError);
+    CHECK_THROWS_AS(parse_config("[server]\nlisten = \"localhost:8080\"\n", "t.toml"), ConfigError);
+    CHECK_THROWS_AS(parse_config("[server]\nlisten = \"127.0.0.1:70000\"\n", "t.toml"),
+                    ConfigError);
+    CHECK_NOTHROW(parse_config("[server]\nlisten = \"[::1]:0\"\n", "t.toml"));
+}
+
+TEST_CASE("board names and tags cannot carry header or log injections") {
+    auto named = [](const std::string& name) {
+        return board_from_json({{"name", name}, {"link", "sim://blinky"}});
+    };
+    CHECK_THROWS_AS(named("x\r\nSet-Cookie: a=b"), BoardFieldError);
+    CHECK_THROWS_AS(named(std::string("x\0y", 3)), BoardFieldError);
+    CHECK_THROWS_AS(named("a\"b"), BoardFieldError);
+    CHECK_THROWS_AS(named("caf\xc3\xa9"), BoardFieldError);
+    CHECK_NOTHROW(named("rack-2.slot_7:m0+@lab"));
+    CHECK_THROWS_AS(board_from_json({{"name", "b"}, {"link", "sim://x"}, {"tags", {"a\nb"}}}),
+                    BoardFieldError);
+    CHECK_NOTHROW(
+        board_from_json({{"name", "b"}, {"link", "sim://x"}, {"tags", {"rack=3", "hw/revB"}}}));
+    CHECK_THROWS_AS(board_from_json({{"name", "b"}, {"link", "sim://x"}, {"elf", "/a\nb.elf"}}),
+                    BoardFieldError);
+    CHECK(printable("ok\r\n\\\x01") == "ok\\x0d\\x0a\\x5c\\x01");
+}
+
 }  // namespace
 }  // namespace rackprof::daemon

@@ -17,7 +17,64 @@ std::uint64_t LinkUri::number(const std::string& key, std::uint64_t fallback) co
     return std::stoull(v);
 }
 
+namespace {
+
+// Every number a link takes, with the range that makes sense for it: a rate of 0 would divide
+// by zero, a huge one would make the simulator build pieces of gigabytes (both were persisted
+// with the board, so every restart failed the same way).
+struct NumberBounds {
+    const char* scheme;
+    const char* key;
+    std::uint64_t min;
+    std::uint64_t max;
+    const char* unit;
+};
+constexpr NumberBounds kBounds[] = {
+    {"serial", "baud", 50, 50'000'000, "baud"}, {"file", "rate", 1, 1'000'000'000, "bytes/s"},
+    {"file", "chunk", 1, 1u << 20, "bytes"},    {"sim", "rate", 1, 10'000'000, "bytes/s"},
+    {"sim", "seed", 0, 999'999'999'999, ""},    {"sim", "addr_bytes", 3, 4, ""},
+    {"sim", "arc_cache", 0, 65'536, "entries"}, {"sim", "pc_cache", 0, 65'536, "entries"},
+};
+
+void check_bounds(const LinkUri& uri) {
+    for (const auto& b : kBounds) {
+        if (uri.scheme != b.scheme || !uri.params.count(b.key)) continue;
+        const std::uint64_t v = uri.number(b.key, 0);
+        if (v < b.min || v > b.max) {
+            throw std::invalid_argument(std::string(b.key) + " must be " + std::to_string(b.min) +
+                                        ".." + std::to_string(b.max) +
+                                        (*b.unit ? std::string(" ") + b.unit : "") + ", not " +
+                                        std::to_string(v));
+        }
+    }
+}
+
+// Paths are matched against the configured allow-list (link_policy.h): ".." could walk out of
+// an allowed folder, and control characters would reach log lines.
+void check_text(const std::string& text) {
+    if (text.size() > 512) throw std::invalid_argument("a link URI is at most 512 characters");
+    for (const unsigned char c : text) {
+        if (c < 0x20 || c == 0x7f)
+            throw std::invalid_argument("a link URI cannot contain control characters");
+    }
+}
+
+void check_path(const std::string& path) {
+    std::size_t start = 0;
+    while (start <= path.size()) {
+        const auto slash = path.find('/', start);
+        const auto segment =
+            path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+        if (segment == "..") throw std::invalid_argument("link paths cannot contain '..'");
+        if (slash == std::string::npos) break;
+        start = slash + 1;
+    }
+}
+
+}  // namespace
+
 LinkUri parse_link_uri(const std::string& text) {
+    check_text(text);
     LinkUri uri;
     const auto sep = text.find("://");
     if (sep == std::string::npos)
@@ -79,10 +136,9 @@ LinkUri parse_link_uri(const std::string& text) {
             throw std::invalid_argument(uri.scheme + " paths must be absolute (" + uri.scheme +
                                         ":///dev/...)");
         }
+        check_path(uri.path);
     }
-    uri.number("baud", 0);  // validates numbers early
-    uri.number("rate", 0);
-    uri.number("seed", 0);
+    check_bounds(uri);
     if (uri.scheme == "file") {
         const std::string pace = uri.param("pace", "fast");
         if (pace != "fast" && pace != "realtime")

@@ -250,11 +250,32 @@ daemon::BoardConfig LocalRack::board_from_body(json body, const std::string& nam
             body.erase("firmware");
             body["elf"] = path.string();
         }
-        return daemon::board_from_json(body);
+        daemon::BoardConfig board = daemon::board_from_json(body);
+        check_api_board(board);
+        return board;
     } catch (const json::exception&) {
         fail(Failure::kBadRequest, "the body is not JSON");
     } catch (const daemon::BoardFieldError& e) {
         fail(Failure::kInvalid, e.key() + ": " + e.what());
+    }
+}
+
+// What a board created over HTTP may open: a link the configuration allows and firmware from
+// the store, never a path of the caller's choosing (the daemon would read it and serve it).
+void LocalRack::check_api_board(const daemon::BoardConfig& board) const {
+    try {
+        daemon::LinkPolicy{capture_.config().api_links}.check(board.link);
+    } catch (const std::invalid_argument& e) {
+        fail(Failure::kForbidden, std::string("link: ") + e.what());
+    }
+    if (board.elf.empty()) return;
+    std::error_code ec;
+    const auto store = std::filesystem::weakly_canonical(firmware_dir(), ec);
+    const auto elf = std::filesystem::weakly_canonical(board.elf, ec);
+    if (ec || elf.parent_path() != store) {
+        fail(Failure::kForbidden,
+             "elf: over HTTP, firmware comes from the store: upload it (PUT /api/v1/firmware) "
+             "and name its id as \"firmware\"");
     }
 }
 
@@ -404,6 +425,11 @@ json LocalRack::import_session(std::string_view bytes, const ImportParameters& q
     std::shared_ptr<const gmon::Symbolizer> elf;
     storage::NewSession spec;
     spec.board = query.count("board") ? query.at("board") : "import";
+    try {
+        daemon::validate_board_name(spec.board);  // it reaches file names and log lines
+    } catch (const daemon::BoardFieldError& e) {
+        fail(Failure::kBadRequest, std::string("board: ") + e.what());
+    }
     spec.link = "import";
     spec.protocol = wire_settings.protocol;
     spec.format = format;

@@ -65,6 +65,7 @@ class LocalRack : public RackService {
     storage::SessionInfo stored_session(std::int64_t id);
     std::filesystem::path firmware_dir() const;
     daemon::BoardConfig board_from_body(nlohmann::json body, const std::string& name);
+    void check_api_board(const daemon::BoardConfig& board) const;
     std::shared_ptr<gmon::ExportInput> session_input(const storage::SessionInfo& info,
                                                      const TimeWindow& window);
 

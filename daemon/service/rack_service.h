@@ -22,6 +22,7 @@ namespace rackprof::service {
 enum class Failure {
     kBadRequest,     // the request itself is malformed (a parameter, a body that is not JSON)
     kInvalid,        // well-formed but breaks a rule (a board's settings)
+    kForbidden,      // allowed to the operator's configuration, not over the API (a link, a path)
     kNotFound,       // no such board, session or firmware
     kConflict,       // the state forbids it now (capturing, from the config file, exists)
     kNoElf,          // the session has no usable ELF, so functions cannot be named

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "storage/sqlite.h"
 #include "tests/integration/test_support.h"
 
 namespace rackprof {
@@ -24,13 +25,15 @@ using namespace std::chrono_literals;
 class ApiDaemon {
   public:
     explicit ApiDaemon(const std::string& listen = "127.0.0.1:0",
-                       const std::vector<std::string>& env = {}) {
+                       const std::vector<std::string>& env = {},
+                       const std::string& server_keys = "") {
         REQUIRE(testing::rackprof({"simulate", "--model", "deterministic", "--iterations", "1",
                                    "--write-elf", (dir_ / "model.elf").string()})
                     .exit_code == 0);
         std::ofstream(dir_ / "rack.toml")
-            << "[server]\nlisten = \"" << listen << "\"\n[storage]\npath = \""
-            << (dir_ / "rack.db").string() << "\"\n[[boards]]\nname = \"det\"\n"
+            << "[server]\nlisten = \"" << listen << "\"\n"
+            << server_keys << "[storage]\npath = \"" << (dir_ / "rack.db").string()
+            << "\"\n[[boards]]\nname = \"det\"\n"
             << "link = \"sim://deterministic?rate=40000\"\nelf = \""
             << (dir_ / "model.elf").string() << "\"\n";
         env_ = env;
@@ -38,9 +41,13 @@ class ApiDaemon {
     }
     // Stops the daemon (SIGTERM) and starts it again on the same configuration and database.
     void restart() {
+        stop();
+        launch();
+    }
+    void stop() {
         daemon_->signal(SIGTERM);
         REQUIRE(daemon_->wait(5s) == 0);
-        launch();
+        daemon_.reset();
     }
     void launch() {
         daemon_ = std::make_unique<testing::Process>(
@@ -63,6 +70,7 @@ class ApiDaemon {
             10s));
     }
     ~ApiDaemon() {
+        if (!daemon_) return;
         daemon_->signal(SIGTERM);
         daemon_->wait(5s);
     }
@@ -453,6 +461,97 @@ TEST_CASE("API off loopback: mutating requests need the bearer token") {
               .first == 200);
     CHECK(testing::read_text(d.dir() / "serve.log").find("s3cret") ==
           std::string::npos);  // never logged
+}
+
+TEST_CASE("API security: links, firmware paths and names a board created over HTTP may use") {
+    ApiDaemon d;
+    auto post = [&](const std::string& body) {
+        return d.call("POST", "/api/v1/boards",
+                      {"-H", "Content-Type: application/json", "--data", body});
+    };
+    // A file link would read any file the daemon can and serve it back as raw bytes.
+    const auto passwd = post(R"({"name":"p","link":"file:///etc/passwd?pace=fast"})");
+    CHECK(passwd.first == 403);
+    CHECK(passwd.second.find("server.api_links") != std::string::npos);
+    CHECK(post(R"({"name":"t","link":"tcp://10.1.2.3:4000"})").first == 403);  // off loopback
+    CHECK(post(R"({"name":"s","link":"serial:///dev/rackprof/../../etc/passwd"})").first == 422);
+    // Firmware only from the store, never a path.
+    const auto shadow = post(R"({"name":"e","link":"sim://blinky","elf":"/etc/shadow"})");
+    CHECK(shadow.first == 403);
+    CHECK(shadow.second.find("/api/v1/firmware") != std::string::npos);
+    // Bounds: a rate of 0 divided by zero (SIGFPE), a huge one grew memory by 115 MB/s.
+    CHECK(post(R"({"name":"z","link":"sim://blinky?rate=0"})").first == 422);
+    CHECK(post(R"({"name":"h","link":"sim://blinky?rate=999999999999"})").first == 422);
+    CHECK(post(R"({"name":"w","link":"sim://blinky","addr_bytes":4294967299})").first == 422);
+    // Names reach headers and log lines: CR, LF and NUL are refused.
+    CHECK(post("{\"name\":\"x\\r\\nSet-Cookie: a=b\",\"link\":\"sim://blinky\"}").first == 422);
+    CHECK(post("{\"name\":\"x\\u0000y\",\"link\":\"sim://blinky\"}").first == 422);
+    CHECK(d.call("POST", "/api/v1/sessions/import?format=bin&board=a%22b",
+                 {"--data-binary", "@" + (d.dir() / "model.elf").string()})
+              .first == 400);
+    CHECK(d.call("GET", "/healthz").first == 200);
+    const auto boards = json::parse(d.call("GET", "/api/v1/boards").second);
+    CHECK(boards.size() == 1);  // none of them was created
+}
+
+TEST_CASE("API security: an allowed file link with rate 0 is refused, not a crash loop") {
+    ApiDaemon d("127.0.0.1:0", {}, "api_links = [\"file:///*\", \"sim://*\"]\n");
+    auto post = [&](const std::string& body) {
+        return d.call("POST", "/api/v1/boards",
+                      {"-H", "Content-Type: application/json", "--data", body});
+    };
+    const std::string capture = (d.dir() / "model.elf").string();
+    CHECK(post(R"({"name":"f0","link":"file://)" + capture + R"(?pace=realtime&rate=0"})").first ==
+          422);
+    CHECK(
+        post(R"({"name":"f1","link":"file://)" + capture + R"(?pace=realtime&rate=1000"})").first ==
+        201);
+    CHECK(d.call("GET", "/healthz").first == 200);
+}
+
+TEST_CASE("API security: a stored board an older rackprof accepted is skipped at start") {
+    ApiDaemon d;
+    d.stop();
+    // What an older rackprof stored for `POST {"link":"file:///etc/passwd..."}`.
+    storage::Database(d.dir() / "rack.db")
+        .exec(
+            "INSERT INTO boards(name, config, updated_ns) VALUES('old', "
+            "'{\"name\":\"old\",\"link\":\"file:///etc/passwd?pace=realtime&rate=0\"}', 0)");
+    d.launch();
+    CHECK(d.call("GET", "/api/v1/boards/old").first == 404);
+    CHECK(testing::read_text(d.dir() / "serve.log").find("[old] stored board is unusable") !=
+          std::string::npos);
+}
+
+TEST_CASE("API on loopback: a configured token guards every mutation") {
+    ApiDaemon d("127.0.0.1:0", {"RACKPROF_API_TOKEN=s3cret"});
+    const auto boards = json::parse(d.call("GET", "/api/v1/boards").second);
+    const auto id = std::to_string(boards[0]["session"].get<std::int64_t>());
+    CHECK(d.call("POST", "/api/v1/sessions/" + id + "/stop").first == 401);
+    CHECK(d.call("POST", "/api/v1/sessions/" + id + "/stop", {"-H", "Authorization: Bearer s3cret"})
+              .first == 200);
+}
+
+TEST_CASE("serve: a token file that cannot be read is an error, not an open bench") {
+    testing::TempDir dir;
+    std::ofstream(dir / "rack.toml")
+        << "[server]\nlisten = \"127.0.0.1:0\"\ntoken_file = \"" << (dir / "missing").string()
+        << "\"\n[storage]\npath = \"" << (dir / "rack.db").string() << "\"\n";
+    const auto r = testing::rackprof({"serve", "--config", (dir / "rack.toml").string()});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("server.token_file") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir / "rack.db"));
+}
+
+TEST_CASE("serve: a bad listen address is refused before storage is opened") {
+    testing::TempDir dir;
+    std::ofstream(dir / "rack.toml")
+        << "[server]\nlisten = \"localhost:99999\"\n[storage]\npath = \""
+        << (dir / "rack.db").string() << "\"\n";
+    const auto r = testing::rackprof({"serve", "--config", (dir / "rack.toml").string()});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("server.listen") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir / "rack.db"));
 }
 
 }  // namespace

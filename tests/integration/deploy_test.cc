@@ -195,6 +195,9 @@ TEST_CASE("the example configuration shipped in deploy/ is valid") {
         testing::read_text(std::filesystem::path(RACKPROF_SOURCE_DIR) / "deploy/rackprof.toml");
     config = std::regex_replace(config, std::regex("/var/lib/rackprof/rackprof.db"),
                                 (dir / "rack.db").string());
+    config = std::regex_replace(config, std::regex("/etc/rackprof/api-token"),
+                                (dir / "api-token").string());
+    std::ofstream(dir / "api-token") << "0123abcd\n";
     std::ofstream(dir / "rackprof.toml") << config;
     testing::Process daemon(
         testing::rackprof_argv({"serve", "--config", (dir / "rackprof.toml").string()}),

@@ -41,6 +41,7 @@ struct FailureReply {
 constexpr std::array kFailureReplies = {
     FailureReply{Failure::kBadRequest, http::status::bad_request, "bad_request"},
     FailureReply{Failure::kInvalid, http::status::unprocessable_entity, "invalid"},
+    FailureReply{Failure::kForbidden, http::status::forbidden, "forbidden"},
     FailureReply{Failure::kNotFound, http::status::not_found, "not_found"},
     FailureReply{Failure::kConflict, http::status::conflict, "conflict"},
     FailureReply{Failure::kNoElf, http::status::unprocessable_entity, "no_elf"},
