@@ -99,6 +99,11 @@ void StorageWriter::run() {
     }
 }
 
+WriterStats StorageWriter::stats() {
+    std::lock_guard lock(mutex_);
+    return {queue_.size(), queued_bytes_, committed_, failed_transactions_.load()};
+}
+
 // One transaction for everything that queued up while the previous one committed. If it
 // fails, each operation is retried alone, so one bad operation cannot take others with it.
 void StorageWriter::apply(std::vector<WriteOp>& ops) {
@@ -106,6 +111,7 @@ void StorageWriter::apply(std::vector<WriteOp>& ops) {
         apply_in_transaction(std::span<WriteOp>(ops));
         return;
     } catch (const StorageError& e) {
+        ++failed_transactions_;
         if (on_error_)
             on_error_(std::string(e.what()) + "; retrying the batch one operation at a time");
     }
@@ -113,6 +119,7 @@ void StorageWriter::apply(std::vector<WriteOp>& ops) {
         try {
             apply_in_transaction(std::span<WriteOp>(&op, 1));
         } catch (const StorageError& e) {
+            ++failed_transactions_;
             if (on_error_) on_error_(std::string("operation lost: ") + e.what());
         }
     }

@@ -4,6 +4,7 @@
 // false) when the queue is over its byte budget, so the caller can count the loss.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -77,6 +78,14 @@ struct StorageWriterOptions {
     std::size_t queue_budget_bytes = 256u << 20;
 };
 
+// The writer as /metrics shows it: what waits, what was committed, what failed.
+struct WriterStats {
+    std::uint64_t queued_ops = 0;
+    std::uint64_t queued_bytes = 0;
+    std::uint64_t committed_ops = 0;
+    std::uint64_t failed_transactions = 0;
+};
+
 class StorageWriter {
   public:
     // Opens (creating or migrating) the database; sessions left 'capturing' by a crash
@@ -101,6 +110,7 @@ class StorageWriter {
         on_error_ = std::move(callback);
     }
     std::int64_t session_id(SessionHandle handle);  // 0 until the open op is committed
+    WriterStats stats();
 
   private:
     void run();
@@ -118,6 +128,7 @@ class StorageWriter {
     std::size_t queued_bytes_ = 0;
     std::uint64_t submitted_ = 0;
     std::uint64_t committed_ = 0;
+    std::atomic<std::uint64_t> failed_transactions_{0};
     bool stopping_ = false;
     std::map<SessionHandle, std::int64_t> ids_;
     std::map<std::int64_t, std::int64_t> next_seq_;  // writer thread only

@@ -156,9 +156,19 @@ int run_serve(const std::vector<std::string>& args) {
         log->warn("listening on {} without a token: every mutating request will be refused (401)",
                   config.listen);
     }
+    web::LiveFeeds* feeds_for_metrics = nullptr;  // the feeds need the server's io_context
+    api_options.metrics_sources.push_back([&feeds_for_metrics](web::MetricsText& out) {
+        if (!feeds_for_metrics) return;
+        const auto clients = feeds_for_metrics->clients();
+        out.family("rackprof_feed_clients", "gauge", "Connected WebSocket clients, by feed.");
+        out.sample("rackprof_feed_clients", {{"feed", "live"}}, static_cast<double>(clients.live));
+        out.sample("rackprof_feed_clients", {{"feed", "events"}},
+                   static_cast<double>(clients.events));
+    });
     web::Api api(rack, api_options);
     web::HttpServer server(api, log);
     web::LiveFeeds feeds(server.io(), rack);
+    feeds_for_metrics = &feeds;
     server.set_feeds(&feeds);
     service.on_event([&feeds](const BoardEvent& e, std::int64_t session_id) {
         nlohmann::json event = {

@@ -9,22 +9,6 @@
 
 namespace rackprof::daemon {
 
-const char* to_string(LinkState state) {
-    switch (state) {
-        case LinkState::kConnecting:
-            return "connecting";
-        case LinkState::kConnected:
-            return "connected";
-        case LinkState::kDisconnected:
-            return "disconnected";
-        case LinkState::kFinished:
-            return "finished";
-        case LinkState::kStopped:
-            return "stopped";
-    }
-    return "?";
-}
-
 std::string file_sha256(const std::filesystem::path& path) {
     std::ifstream f(path, std::ios::binary);
     if (!f) return {};

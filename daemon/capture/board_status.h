@@ -11,7 +11,22 @@
 namespace rackprof::daemon {
 
 enum class LinkState { kConnecting, kConnected, kDisconnected, kFinished, kStopped };
-const char* to_string(LinkState state);
+// Plain data the web side shows too, so defined here rather than in the capture library.
+inline const char* to_string(LinkState state) {
+    switch (state) {
+        case LinkState::kConnecting:
+            return "connecting";
+        case LinkState::kConnected:
+            return "connected";
+        case LinkState::kDisconnected:
+            return "disconnected";
+        case LinkState::kFinished:
+            return "finished";
+        case LinkState::kStopped:
+            return "stopped";
+    }
+    return "?";
+}
 
 struct BoardStatus {
     std::string name;

@@ -76,6 +76,7 @@ class CaptureService {
     // Deletes a stored session through the writer; false while a board is capturing it.
     bool delete_stored_session(std::int64_t id);
     const DaemonConfig& config() const { return config_; }
+    storage::WriterStats writer_stats() { return writer_->stats(); }
 
   private:
     template <typename F>

@@ -225,6 +225,15 @@ json LocalRack::boards() {
     return list;
 }
 
+RackMetrics LocalRack::metrics() {
+    RackMetrics m;
+    for (const auto& b : capture_.boards()) {
+        m.boards.push_back({b.name, b.state, b.session.has_value(), b.reconnects, b.counters});
+    }
+    m.writer = capture_.writer_stats();
+    return m;
+}
+
 json LocalRack::board(const std::string& name) {
     for (const auto& b : capture_.boards()) {
         if (b.name == name) return board_json(b);

@@ -41,6 +41,7 @@ class LocalRack : public RackService {
 
     nlohmann::json readiness() override;
     nlohmann::json boards() override;
+    RackMetrics metrics() override;
     nlohmann::json board(const std::string& name) override;
     nlohmann::json add_board(const nlohmann::json& body) override;
     nlohmann::json update_board(const std::string& name, const nlohmann::json& body) override;

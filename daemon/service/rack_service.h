@@ -103,6 +103,8 @@ class RackService {
 
     // {"status":"ready","boards":N}; kNotReady when storage cannot be opened.
     virtual nlohmann::json readiness() = 0;
+    // Boards and storage as /metrics reports them.
+    virtual RackMetrics metrics() = 0;
 
     virtual nlohmann::json boards() = 0;
     virtual nlohmann::json board(const std::string& name) = 0;

@@ -9,12 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "daemon/capture/board_status.h"
 #include "gmon/aggregate.h"
 #include "gmon/profile_pipeline.h"
 #include "protocol/record.h"
-#include "daemon/capture/board_status.h"
 #include "storage/storage_writer.h"  // SessionHandle, SessionCounters
-
 
 namespace rackprof::service {
 
@@ -34,6 +33,21 @@ struct LiveView {
     std::vector<storage::ConsoleLine> newest_console;  // itm; oldest first
     gmon::ProfileSource source;  // the live aggregate, its ELF (if any), the announced range
     std::uint64_t version = 0;
+};
+
+// What /metrics reports of the rack: every board (its link state and the counters of its
+// current session) and the storage writer. Counters restart with each session (a counter reset
+// to Prometheus, which rate() handles).
+struct BoardMetrics {
+    std::string name;
+    LinkState state = LinkState::kConnecting;
+    bool capturing = false;
+    std::uint64_t reconnects = 0;
+    storage::SessionCounters counters;
+};
+struct RackMetrics {
+    std::vector<BoardMetrics> boards;
+    storage::WriterStats writer;
 };
 
 }  // namespace rackprof::service

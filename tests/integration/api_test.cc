@@ -554,5 +554,27 @@ TEST_CASE("serve: a bad listen address is refused before storage is opened") {
     CHECK_FALSE(std::filesystem::exists(dir / "rack.db"));
 }
 
+TEST_CASE("/metrics of a real daemon passes promtool check metrics") {
+    ApiDaemon d;
+    d.call("GET", "/api/v1/boards");
+    const auto metrics = d.call("GET", "/metrics");
+    REQUIRE(metrics.first == 200);
+    CHECK(metrics.second.find("rackprof_boards{state=\"connected\"} 1") != std::string::npos);
+    CHECK(metrics.second.find("rackprof_session_bytes_in_total{board=\"det\"}") !=
+          std::string::npos);
+    CHECK(metrics.second.find("rackprof_http_requests_total{route=\"/api/v1/boards\"") !=
+          std::string::npos);
+    CHECK(metrics.second.find("rackprof_feed_clients{feed=\"live\"} 0") != std::string::npos);
+    if (testing::run({"sh", "-c", "command -v promtool"}).exit_code != 0) {
+        MESSAGE("SKIP promtool check metrics: promtool (Debian's prometheus) is not installed");
+        return;
+    }
+    std::ofstream(d.dir() / "metrics.txt") << metrics.second;
+    const auto check = testing::run(
+        {"sh", "-c", "promtool check metrics < " + (d.dir() / "metrics.txt").string()});
+    INFO(check.out << check.err);
+    CHECK(check.exit_code == 0);
+}
+
 }  // namespace
 }  // namespace rackprof

@@ -1,5 +1,9 @@
 #include "web/api/api.h"
 
+#include <chrono>
+#include <type_traits>
+#include <variant>
+
 #include "web/api/handlers.h"
 #include "web/api/replies.h"
 #include "web/server/static_site.h"
@@ -21,7 +25,11 @@ Api::Api(service::RackService& rack, ApiOptions options)
       options_(std::move(options)),
       token_rule_{options_.token, options_.require_token, options_.token_for_reads},
       routes_(api_routes()),
-      site_(std::make_unique<StaticSite>(options_.web_root)) {}
+      site_(std::make_unique<StaticSite>(options_.web_root)),
+      server_metrics_([this](MetricsText& out) {
+          http_metrics_.write(out);
+          for (const auto& source : options_.metrics_sources) source(out);
+      }) {}
 
 Api::~Api() = default;
 
@@ -30,9 +38,27 @@ bool Api::is_upload(const http::request_header<>& header) const {
     return match.route && match.route->upload;
 }
 
+// Every answer is counted by route pattern (the dashboard's files as one route), with its time.
 Reply Api::handle(const Request& request) {
+    const auto started = std::chrono::steady_clock::now();
+    std::string route = "(none)";
+    Reply reply = answer(request, route);
+    const unsigned status = std::visit(
+        [](const auto& r) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(r)>, Response>)
+                return r.result_int();
+            else
+                return r.header.result_int();
+        },
+        reply);
+    http_metrics_.record(route, std::string_view(http::to_string(request.method())), status,
+                         std::chrono::steady_clock::now() - started);
+    return reply;
+}
+
+Reply Api::answer(const Request& request, std::string& route) {
     try {
-        return dispatch(request);
+        return dispatch(request, route);
     } catch (const HttpError& e) {
         return error_response(e.status, e.code, e.message, request.version(), request.keep_alive());
     } catch (const service::ServiceError& e) {
@@ -48,13 +74,14 @@ Reply Api::handle(const Request& request) {
     }
 }
 
-Reply Api::dispatch(const Request& request) {
+Reply Api::dispatch(const Request& request, std::string& route) {
     const auto method = request.method();
     const bool read = method == http::verb::get || method == http::verb::head;
     const auto match = routes_.match(method, request.target());
     const auto parts = split_path(request.target());
     // The dashboard's files hold no data, so they need no token (the page asks for one).
     if (!match.path_known && (parts.empty() || parts[0] != "api")) {
+        route = "(dashboard)";
         if (!read)
             throw HttpError{http::status::method_not_allowed, "method_not_allowed",
                             "method not allowed here"};
@@ -74,8 +101,9 @@ Reply Api::dispatch(const Request& request) {
     if (!match.route)
         throw HttpError{http::status::method_not_allowed, "method_not_allowed",
                         "method not allowed here"};
+    route = match.route->pattern;
     const auto query = query_of(request.target());
-    return match.route->handler(Call{request, match.path, query, rack_});
+    return match.route->handler(Call{request, match.path, query, rack_, &server_metrics_});
 }
 
 }  // namespace rackprof::web

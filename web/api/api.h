@@ -7,8 +7,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "daemon/service/rack_service.h"
+#include "web/api/metrics.h"
 #include "web/api/route_table.h"
 #include "web/server/http_message.h"
 
@@ -20,6 +22,7 @@ struct ApiOptions {
     bool token_for_reads = false;  // with require_token: read routes need it too
     std::function<void(const std::string&)> log_error;  // unexpected failures, with details
     std::filesystem::path web_root;  // the built dashboard served outside /api ("": none)
+    std::vector<MetricsSource> metrics_sources;  // more families for /metrics (the live feeds)
 };
 
 // Every route of the API, as served (the OpenAPI document lists exactly these).
@@ -39,13 +42,16 @@ class Api : public RequestHandler {
     const RouteTable& routes() const { return routes_; }
 
   private:
-    Reply dispatch(const Request& request);
+    Reply dispatch(const Request& request, std::string& route);
+    Reply answer(const Request& request, std::string& route);
 
     service::RackService& rack_;
     ApiOptions options_;
     TokenRule token_rule_;
     RouteTable routes_;
     std::unique_ptr<StaticSite> site_;
+    HttpMetrics http_metrics_;
+    std::function<void(MetricsText&)> server_metrics_;
 };
 
 }  // namespace rackprof::web

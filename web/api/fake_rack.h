@@ -23,6 +23,15 @@ class FakeRack : public service::RackService {
         if (!ready) throw ServiceError(Failure::kNotReady, "storage is not available");
         return {{"status", "ready"}, {"boards", 1}};
     }
+    service::RackMetrics metrics() override {
+        calls.push_back("metrics");
+        service::RackMetrics m;
+        m.boards.push_back({"det", service::LinkState::kConnected, true, 2, {}});
+        m.boards.back().counters.bytes_in = 1234;
+        m.boards.back().counters.records_lost = 5;
+        m.writer.queued_ops = 3;
+        return m;
+    }
     json boards() override {
         calls.push_back("boards");
         return json::array({board_view});

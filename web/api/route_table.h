@@ -21,12 +21,16 @@ namespace rackprof::web {
 // writers (a token whenever one is required).
 enum class Access { kPublic, kRead, kWrite };
 
+class MetricsText;
+
 // What a handler is given: the request, the path's {name} values, the query, the rack.
 struct Call {
     const Request& request;
     const std::map<std::string, std::string>& path;
     const std::map<std::string, std::string>& query;
     service::RackService& rack;
+    // What the server itself reports on /metrics (requests, feeds), beside the rack's.
+    const std::function<void(MetricsText&)>* server_metrics = nullptr;
 };
 using Handler = std::function<Reply(const Call&)>;
 // What most handlers compute: the JSON body of the reply.

@@ -1,5 +1,6 @@
 // Health, readiness, the version and the API's own description.
 #include "web/api/handlers.h"
+#include "web/api/metrics.h"
 #include "web/api/openapi_document.h"
 #include "web/api/replies.h"
 
@@ -29,6 +30,18 @@ void add_status_routes(RouteTable& routes) {
             return json{{"name", "rackprof"}, {"version", RACKPROF_VERSION}, {"api", "v1"}};
         },
         "the daemon's version");
+    routes.add({verb::get, "/metrics", Access::kRead,
+                [](const Call& c) {
+                    MetricsText out;
+                    write_rack_metrics(out, c.rack.metrics());
+                    if (c.server_metrics) (*c.server_metrics)(out);
+                    Response r{status::ok, c.request.version()};
+                    r.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+                    r.keep_alive(c.request.keep_alive());
+                    r.body() = out.text();
+                    return r;
+                },
+                "the daemon in the Prometheus text format"});
     routes.add({verb::get, "/api/v1/openapi.json", Access::kRead,
                 [](const Call& c) {
                     Response r = json_reply(c.request, status::ok, nullptr);

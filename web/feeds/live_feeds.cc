@@ -124,6 +124,16 @@ void LiveFeeds::stop() {
     timer_.cancel();
 }
 
+LiveFeeds::ClientCounts LiveFeeds::clients() {
+    std::lock_guard lock(mutex_);
+    ClientCounts counts;
+    for (const auto& [id, list] : live_) {
+        for (const auto& c : list) counts.live += c.expired() ? 0 : 1;
+    }
+    for (const auto& c : events_) counts.events += c.expired() ? 0 : 1;
+    return counts;
+}
+
 bool LiveFeeds::accept(beast::tcp_stream& stream, const Request& request) {
     const std::string target(request.target());
     std::shared_ptr<FeedClient> client;

@@ -34,6 +34,12 @@ class LiveFeeds : public UpgradeHandler {
     bool accept(boost::beast::tcp_stream& stream, const Request& request) override;
     // Queues an event for every /api/v1/events client (any thread).
     void publish_event(const std::string& json);
+    // Connected clients, for /metrics.
+    struct ClientCounts {
+        std::size_t live = 0;
+        std::size_t events = 0;
+    };
+    ClientCounts clients();
 
   private:
     void on_tick();
