@@ -245,12 +245,18 @@ TEST_CASE(
         [&] { return rack.log().find("[flaky] connected") != std::string::npos; }, 10s));
     std::this_thread::sleep_for(300ms);
     const int fds_before = rack.daemon().open_fds();
+    const long rss_before = rack.daemon().rss_kib();
     rack.wait_boards();
     const json truth = rack.truth("flaky");
     CHECK(truth["unplugs"] == 20);
     std::this_thread::sleep_for(300ms);  // the last reconnect attempts settle
     const int fds_after = rack.daemon().open_fds();
+    const long rss_after = rack.daemon().rss_kib();
     CHECK(fds_after <= fds_before);
+    MESSAGE("20 unplugs: descriptors " << fds_before << " -> " << fds_after << ", RSS "
+                                       << rss_before << " -> " << rss_after << " KiB");
+    // Twenty reconnects hold nothing: growth within 5 % (and the allocator's 1 MiB of slack).
+    CHECK(rss_after <= rss_before + rss_before / 20 + 1024);
     rack.stop_daemon();
 
     storage::SessionStore store(rack.db(), storage::Database::Mode::kReadOnly);

@@ -50,6 +50,7 @@ class Process {
     int wait(std::chrono::milliseconds timeout);
     bool running();
     int open_fds() const;  // descriptors in /proc/PID/fd
+    long rss_kib() const;  // resident memory, /proc/PID/status VmRSS
 
   private:
     pid_t pid_ = -1;
