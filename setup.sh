@@ -15,6 +15,7 @@ packages=(
     dpkg-dev fakeroot file      # cpack builds the .deb; its tests inspect it
     curl                        # the API tests fetch gmon.out as CI jobs do
     chromium                    # /usr/bin/chromium: the dashboard's browser tests
+    clang libclang-rt-14-dev    # tests/fuzz: clang++ and libFuzzer with the sanitizer runtimes
 )
 
 missing=()
