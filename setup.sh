@@ -16,6 +16,7 @@ packages=(
     curl                        # the API tests fetch gmon.out as CI jobs do
     chromium                    # /usr/bin/chromium: the dashboard's browser tests
     prometheus                  # promtool: the tests check /metrics with it
+    clang libclang-rt-14-dev    # tests/fuzz: clang++ and libFuzzer with the sanitizer runtimes
 )
 
 missing=()

@@ -93,6 +93,21 @@ TEST_CASE("truncated and malformed files are clear errors") {
                     GmonFormatError);
 }
 
+// Found by tests/fuzz (gmon): the reader skipped to the end of a BSD header longer than the
+// file, and every later bounds check passed (a 5 GB allocation, then reads past the end).
+TEST_CASE("a BSD file shorter than its own header is refused, not read past its end") {
+    // 64-bit old BSD: low, high, ncnt (20 bytes) then 3 of the 4 header padding bytes.
+    std::vector<std::uint8_t> old_bsd(23, 0x51);
+    old_bsd[21] = old_bsd[22] = 0xFF;
+    CHECK_THROWS_WITH_AS(parse_gmon(old_bsd, {8, ByteOrder::kLittle}),
+                         doctest::Contains("truncated"), GmonFormatError);
+    // 32-bit 4.4BSD: low, high, ncnt, version, rate (20 bytes) of its 32-byte header.
+    const std::vector<std::uint8_t> bsd44 = {0x00, 0x04, 0,    0, 0x40, 0x04, 0, 0, 0x40, 0, 0, 0,
+                                             0x79, 0x18, 0x05, 0, 0xE8, 0x03, 0, 0};
+    CHECK_THROWS_WITH_AS(parse_gmon(bsd44, {4, ByteOrder::kLittle}), doctest::Contains("truncated"),
+                         GmonFormatError);
+}
+
 TEST_CASE("partially overlapping histograms are refused, as gprof refuses them") {
     GmonData d;
     Histogram a;

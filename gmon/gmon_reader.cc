@@ -24,7 +24,15 @@ class Cursor {
     std::size_t offset() const { return offset_; }
     std::size_t left() const { return bytes_.size() - offset_; }
     bool at_end() const { return offset_ == bytes_.size(); }
-    void seek(std::size_t offset) { offset_ = offset; }
+    // Past the end would make left() wrap and every later bounds check pass.
+    void seek(std::size_t offset, const char* what) {
+        if (offset > bytes_.size()) {
+            throw GmonFormatError("gmon.out is truncated: " + std::string(what) +
+                                  " ends at offset " + std::to_string(offset) + ", the file at " +
+                                  std::to_string(bytes_.size()));
+        }
+        offset_ = offset;
+    }
 
     std::uint64_t uint(int size, const char* what) {
         need(static_cast<std::size_t>(size), what);
@@ -64,13 +72,13 @@ GmonData parse_gnu(Cursor& in, const TargetLayout& layout) {
     GmonData data;
     data.layout = layout;
     data.format = GmonFormat::kGnu;
-    in.seek(4);
+    in.seek(4, "header");
     const std::uint64_t version = in.uint(4, "version");
     if (version != 1) {
         throw GmonFormatError("gmon.out version " + std::to_string(version) +
                               " is not supported (expected 1); wrong byte order?");
     }
-    in.seek(20);
+    in.seek(20, "header");
     while (!in.at_end()) {
         const std::size_t at = in.offset();
         const std::uint8_t tag = in.byte("record tag");
@@ -98,7 +106,8 @@ GmonData parse_gnu(Cursor& in, const TargetLayout& layout) {
             const std::uint64_t n = in.uint(4, "basic-block count");
             in.need(n * static_cast<std::uint64_t>(layout.addr_bytes + layout.addr_bytes),
                     "basic blocks");
-            in.seek(in.offset() + n * 2 * static_cast<std::size_t>(layout.addr_bytes));
+            in.seek(in.offset() + n * 2 * static_cast<std::size_t>(layout.addr_bytes),
+                    "basic blocks");
         } else {
             throw GmonFormatError("unknown gmon.out record tag " + std::to_string(tag) +
                                   " at offset " + std::to_string(at));
@@ -131,9 +140,9 @@ GmonData parse_bsd(Cursor& in, const TargetLayout& layout) {
             "inconsistent (ncnt " +
             std::to_string(ncnt) + ")");
     }
-    in.seek(header_size);
+    in.seek(header_size, "BSD header");
     read_bins(in, (ncnt - header_size) / 2, h);
-    in.seek(header_size + (ncnt - header_size) / 2 * 2);
+    in.seek(header_size + (ncnt - header_size) / 2 * 2, "histogram bins");
     data.histograms.push_back(std::move(h));
 
     const std::size_t arc_size = 3 * static_cast<std::size_t>(layout.addr_bytes);

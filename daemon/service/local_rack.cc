@@ -396,8 +396,10 @@ Stored LocalRack::put_firmware(std::string_view bytes) {
         }
     } cleanup{upload};
     std::shared_ptr<const gmon::Symbolizer> elf;
+    std::size_t functions = 0;
     try {
         elf = gmon::Symbolizer::load(upload);
+        functions = gmon::gprof_symbol_table(*elf).size();  // throws when it names none
     } catch (const std::exception&) {
         fail(Failure::kNotAnElf, "the body is not a usable ELF file (with symbols)");
     }
@@ -409,7 +411,7 @@ Stored LocalRack::put_firmware(std::string_view bytes) {
     return {json{{"id", id},
                  {"build_id", elf->build_id()},
                  {"sha256", sha256},
-                 {"functions", gmon::gprof_symbol_table(*elf).size()},
+                 {"functions", functions},
                  {"stored", !existed}},
             !existed};
 }

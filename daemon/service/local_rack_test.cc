@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "gmon/synthetic_elf.h"
@@ -111,6 +113,31 @@ TEST_CASE("an empty rack: views, refusals as failures") {
           }) == Failure::kBadRequest);
     CHECK(failure_of([&] { rack.attach_firmware(1, "ab"); }) == Failure::kNotFound);
     CHECK_FALSE(rack.live(1));
+    capture.shutdown();
+}
+
+// Found by tests/fuzz (api): an upload that loads as an ELF but gives gprof no symbol table
+// (here: its code section is not named .text) got past the ELF check, and counting its
+// functions for the reply threw: a 500 instead of 422 not_an_elf.
+TEST_CASE("firmware that names no functions for gprof is refused as not a usable ELF") {
+    ScratchDir dir;
+    const auto elf_path = dir.path / "fw.elf";
+    gmon::write_synthetic_elf(elf_path, {{"main", 0x100, 0x20}}, 0x100, 0x200);
+    std::string elf;
+    {
+        std::ifstream f(elf_path, std::ios::binary);
+        elf.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    }
+    const auto text = elf.find(std::string(".text\0", 6));
+    REQUIRE(text != std::string::npos);
+    elf[text + 4] = 'x';  // ".texx": still executable code, no longer gprof's .text
+    daemon::DaemonConfig config;
+    config.storage_path = dir.path / "rack.db";
+    auto log =
+        std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>());
+    daemon::CaptureService capture(config, log);
+    LocalRack rack(capture, config.storage_path);
+    CHECK(failure_of([&] { rack.put_firmware(elf); }) == Failure::kNotAnElf);
     capture.shutdown();
 }
 

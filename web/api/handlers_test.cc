@@ -175,6 +175,18 @@ TEST_CASE_FIXTURE(Fixture, "firmware and imports") {
     CHECK_FALSE(api.is_upload(request(http::verb::post, "/api/v1/boards")));
 }
 
+// Found by tests/fuzz (api): an error quoting a path that is not UTF-8 threw from the JSON
+// dump inside Api::handle's own catch, out of the server's thread: the daemon terminated.
+TEST_CASE_FIXTURE(Fixture, "bytes that are not UTF-8 in a path or a view still give JSON") {
+    const auto missing = call(http::verb::get, "/api/v1/boards/b\xB5");
+    CHECK(missing.result() == http::status::not_found);
+    CHECK(json::parse(missing.body())["error"]["message"] == "no board named 'b\xEF\xBF\xBD'");
+    rack.board_view["name"] = "d\xFF";
+    const auto board = call(http::verb::get, "/api/v1/boards/det");
+    CHECK(board.result() == http::status::ok);
+    CHECK(json::parse(board.body())["name"] == "d\xEF\xBF\xBD");
+}
+
 TEST_CASE("the token: writes off loopback, reads with token_for_reads, probes never") {
     FakeRack rack;
     ApiOptions options;

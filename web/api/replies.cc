@@ -12,7 +12,9 @@ Response json_reply(const Request& request, http::status status, const json& bod
     Response r{status, request.version()};
     r.set(http::field::content_type, "application/json");
     r.keep_alive(request.keep_alive());
-    r.body() = body.dump() + "\n";
+    // Views may hold bytes that are not UTF-8 (a board name from an import's query): replaced
+    // by U+FFFD, so a view never fails to serialize.
+    r.body() = body.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     return r;
 }
 

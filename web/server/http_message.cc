@@ -9,7 +9,10 @@ Response error_response(http::status status, const std::string& code, const std:
     Response r{status, version};
     r.set(http::field::content_type, "application/json");
     r.keep_alive(keep_alive);
-    r.body() = nlohmann::json{{"error", {{"code", code}, {"message", message}}}}.dump() + "\n";
+    // Messages may quote the request (a path, a parameter) byte for byte: bytes that are not
+    // UTF-8 become U+FFFD rather than an exception with no one left to catch it.
+    const nlohmann::json body = {{"error", {{"code", code}, {"message", message}}}};
+    r.body() = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     return r;
 }
 
