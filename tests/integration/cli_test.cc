@@ -1,10 +1,17 @@
 // The rackprof binary end to end: simulate a board, convert its capture, check the result
 // against the simulator's ground truth and against gprof; and every bad input.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "tests/integration/test_support.h"
 
@@ -364,6 +371,64 @@ TEST_CASE("convert --export writes every registered format; the stored session's
     const auto no_output = rackprof({"convert", capture.string(), "--export", "csv"});
     CHECK(no_output.exit_code == 2);
     CHECK(no_output.err.find("-o") != std::string::npos);
+}
+
+// Reads a FIFO on a thread until told to stop (held open read-write, so opening it never
+// blocks and a writer that never comes cannot hang the test).
+class FifoReader {
+  public:
+    explicit FifoReader(const std::filesystem::path& path)
+        : fd_(::open(path.c_str(), O_RDWR | O_NONBLOCK)), thread_([this] { run(); }) {}
+    ~FifoReader() {
+        stop_ = true;
+        thread_.join();
+        ::close(fd_);
+    }
+    // Everything read so far, once nothing more came for 200 ms.
+    std::string drained() {
+        stop_ = true;
+        thread_.join();
+        thread_ = std::thread([] {});
+        return bytes_;
+    }
+
+  private:
+    void run() {
+        int quiet_ms = 0;
+        while (!stop_ || quiet_ms < 200) {
+            pollfd p{fd_, POLLIN, 0};
+            if (::poll(&p, 1, 20) <= 0) {
+                quiet_ms += 20;
+                continue;
+            }
+            char buffer[4096];
+            const ssize_t n = ::read(fd_, buffer, sizeof buffer);
+            if (n > 0) bytes_.append(buffer, static_cast<std::size_t>(n));
+            quiet_ms = 0;
+        }
+    }
+    int fd_;
+    std::atomic<bool> stop_{false};
+    std::string bytes_;
+    std::thread thread_;
+};
+
+TEST_CASE("convert -o onto a FIFO or device writes into it and leaves it one") {
+    testing::TempDir dir;
+    const auto [capture, elf] = simulate_with_elf(dir, "deterministic", "40");
+    const auto fifo = dir / "pipe";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    FifoReader reader(fifo);
+    const auto r = rackprof({"convert", capture.string(), "--elf", elf.string(), "--report", "none",
+                             "-o", fifo.string()});
+    CHECK_MESSAGE(r.exit_code == 0, r.err);
+    const std::string written = reader.drained();
+    CHECK(std::filesystem::is_fifo(fifo));  // not replaced by a regular file
+    CHECK(written.rfind("gmon", 0) == 0);   // the gmon.out went through the pipe
+    CHECK(written.size() > 20);
+    // Nothing left beside it either.
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+        CHECK(entry.path().filename().string().find(".tmp-") == std::string::npos);
 }
 
 }  // namespace
