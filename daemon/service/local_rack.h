@@ -63,6 +63,7 @@ class LocalRack : public RackService {
 
   private:
     storage::SessionInfo stored_session(std::int64_t id);
+    std::string storage_error();  // what storage says while its commits fail; else ""
     std::filesystem::path firmware_dir() const;
     daemon::BoardConfig board_from_body(nlohmann::json body, const std::string& name);
     std::shared_ptr<gmon::ExportInput> session_input(const storage::SessionInfo& info,
