@@ -96,8 +96,36 @@ struct StorageWriter::Attempt {
     std::set<SessionId> gaps_written;  // storage gaps
 };
 
+namespace {
+
+// The database's path, once it passed the check at start; throws StorageError naming the
+// problems (nothing has written to the file then, not even a migration).
+std::filesystem::path refuse_if_damaged(const std::filesystem::path& path, bool& whole_file) {
+    std::error_code ec;
+    if (std::filesystem::file_size(path, ec) == 0 || ec) return path;  // new: nothing to check
+    IntegrityReport report;
+    {
+        Database db(path, Database::Mode::kReadOnly);
+        report = check_at_start(db);
+    }
+    whole_file = report.whole_file;
+    if (report.ok()) return path;
+    std::string found;
+    for (std::size_t i = 0; i < report.problems.size() && i < 3; ++i)
+        found += (i ? "; " : "") + report.problems[i];
+    throw StorageError(path.string() + " is damaged (PRAGMA quick_check: " + found +
+                       (report.problems.size() > 3 ? "; ..." : "") +
+                       "); nothing was written to it. `rackprof check --db " + path.string() +
+                       "` lists every problem; move the file aside to start with a new database "
+                       "(`sqlite3 FILE .recover` saves what is still readable)");
+}
+
+}  // namespace
+
 StorageWriter::StorageWriter(const std::filesystem::path& path, StorageWriterOptions options)
-    : path_(path), options_(options), store_(path) {
+    : path_(options.check_at_start ? refuse_if_damaged(path, checked_whole_file_) : path),
+      options_(options),
+      store_(path) {
     if (options_.max_database_bytes > 0) limit_size(store_.db(), options_.max_database_bytes);
     interrupted_at_start_ = store_.interrupt_unfinished(now_ns());
     next_session_id_ = store_.max_session_id() + 1;

@@ -34,6 +34,7 @@
 #include <variant>
 #include <vector>
 
+#include "storage/integrity.h"
 #include "storage/session_store.h"
 
 namespace rackprof::storage {
@@ -98,6 +99,8 @@ struct StorageWriterOptions {
     // A cap on the database file (PRAGMA max_page_count; 0: none). Reaching it is a storage
     // failure like a full disk; pages freed by deleting sessions are used again.
     std::uint64_t max_database_bytes = 0;
+    // Refuse a damaged database at start (integrity.h's check_at_start), before writing to it.
+    bool check_at_start = true;
 };
 
 // Storage as a whole: failing from a failed commit until one succeeds again.
@@ -140,6 +143,8 @@ class StorageWriter {
     StorageWriter& operator=(const StorageWriter&) = delete;
 
     int interrupted_at_start() const { return interrupted_at_start_; }
+    // False when the database was too large for the whole check at start (integrity.h).
+    bool checked_whole_file_at_start() const { return checked_whole_file_; }
     const std::filesystem::path& path() const { return path_; }
 
     // The id the next session's row will have; any thread. Ids count up from the database's
@@ -196,6 +201,7 @@ class StorageWriter {
     void end_episode(std::int64_t now);
     void report_uncommitted();
 
+    bool checked_whole_file_ = true;  // before path_: set while path_ is initialised
     std::filesystem::path path_;
     StorageWriterOptions options_;
     SessionStore store_;

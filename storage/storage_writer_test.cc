@@ -3,6 +3,7 @@
 // frees pages that commits use again, as freeing disk space does.
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <mutex>
 
 #include "storage/session_store.h"
@@ -214,6 +215,63 @@ TEST_CASE("stopping while the disk is still full: said, counted, never waited on
     CHECK(totals.operations_uncommitted == 1);
     CHECK(totals.records >= 50 * 100);
     CHECK(totals.sessions.count(first));
+}
+
+}  // namespace
+}  // namespace rackprof::storage
+
+namespace rackprof::storage {
+namespace {
+
+// A database of some 2.5 MiB: one session of 300 chunks.
+void write_database(const std::filesystem::path& path) {
+    StorageWriter writer(path);
+    const SessionId id = writer.reserve_session_id();
+    writer.submit(OpenSessionOp{id, spec_of("board")});
+    Sender capture(writer, id);
+    for (int i = 0; i < 300; ++i) capture.chunk();
+    writer.submit(CloseSessionOp{id, "completed", capture.now(), capture.counters()});
+    writer.stop();
+}
+
+// 64 KiB of garbage (a fixed pseudo-random sequence) written over the middle of a file.
+void write_garbage_in_the_middle(const std::filesystem::path& path) {
+    const auto size = std::filesystem::file_size(path);
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size / 2));
+    std::uint32_t x = 2463534242u;
+    for (int i = 0; i < (64 << 10); ++i) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        f.put(static_cast<char>(x & 0xFF));
+    }
+}
+
+std::string contents(const std::filesystem::path& path) {
+    std::ifstream f(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+TEST_CASE("a database with 64 KiB of garbage in its middle is refused at start, untouched") {
+    TempDb db;
+    write_database(db.path);
+    {
+        Database sound(db.path, Database::Mode::kReadOnly);
+        CHECK(check_at_start(sound).ok());
+        CHECK(check_at_start(sound).whole_file);
+        CHECK(integrity_check(sound).ok());
+    }
+    REQUIRE(std::filesystem::file_size(db.path) > (1u << 20));
+    write_garbage_in_the_middle(db.path);
+    const std::string damaged = contents(db.path);
+    CHECK_THROWS_WITH_AS(StorageWriter(db.path),
+                         doctest::Contains("is damaged (PRAGMA quick_check: "), StorageError);
+    CHECK(contents(db.path) == damaged);  // nothing was written to it, not even a migration
+    Database checked(db.path, Database::Mode::kReadOnly);
+    const auto full = integrity_check(checked);
+    CHECK_FALSE(full.ok());
+    CHECK_FALSE(check_at_start(checked).ok());
 }
 
 }  // namespace

@@ -33,6 +33,13 @@ CaptureService::CaptureService(DaemonConfig config, std::shared_ptr<spdlog::logg
         std::filesystem::create_directories(config_.storage_path.parent_path());
     writer_ = std::make_unique<storage::StorageWriter>(config_.storage_path);
     writer_->on_event([log = log_](const storage::StorageEvent& e) { log_storage_event(*log, e); });
+    if (!writer_->checked_whole_file_at_start()) {
+        log_->info(
+            "storage: {} is over {} MiB: its header and small tables were checked at start, not "
+            "every page (`rackprof check --db {}` checks everything)",
+            config_.storage_path.string(), storage::kFullCheckAtStartBytes >> 20,
+            config_.storage_path.string());
+    }
     if (writer_->interrupted_at_start() > 0) {
         log_->warn("{} session(s) left capturing by an earlier run are now marked interrupted",
                    writer_->interrupted_at_start());

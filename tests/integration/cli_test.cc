@@ -7,12 +7,14 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "storage/storage_writer.h"
 #include "tests/integration/test_support.h"
 
 namespace rackprof {
@@ -429,6 +431,66 @@ TEST_CASE("convert -o onto a FIFO or device writes into it and leaves it one") {
     // Nothing left beside it either.
     for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
         CHECK(entry.path().filename().string().find(".tmp-") == std::string::npos);
+}
+
+// A database of a few MiB written by the storage writer, as the daemon writes one.
+void write_database(const std::filesystem::path& path) {
+    storage::StorageWriter writer(path);
+    const auto id = writer.reserve_session_id();
+    storage::NewSession spec;
+    spec.board = "board";
+    spec.link = "sim://blinky";
+    writer.submit(storage::OpenSessionOp{id, spec});
+    storage::SessionCounters counters;
+    for (int i = 0; i < 400; ++i) {
+        std::vector<protocol::Record> records(100, protocol::Record::pc_sample(0x1000 + 2 * i));
+        counters.pc_samples += records.size();
+        writer.submit(storage::ChunkOp{id,
+                                       i + 1,
+                                       std::vector<std::uint8_t>(8 << 10, 0x5A),
+                                       std::move(records),
+                                       counters,
+                                       {},
+                                       {}});
+    }
+    writer.submit(storage::CloseSessionOp{id, "completed", 401, counters});
+    writer.stop();
+}
+
+TEST_CASE(
+    "check --db: ok for a sound database; garbage in its middle is listed, and serve refuses it") {
+    testing::TempDir dir;
+    const auto db = dir / "rack.db";
+    write_database(db);
+    const auto sound = rackprof({"check", "--db", db.string()});
+    CHECK_MESSAGE(sound.exit_code == 0, sound.err);
+    CHECK(sound.out == db.string() + ": ok\n");
+
+    {  // 64 KiB of garbage over the middle of the file
+        const auto size = std::filesystem::file_size(db);
+        std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(static_cast<std::streamoff>(size / 2));
+        std::uint32_t x = 88172645u;
+        for (int i = 0; i < (64 << 10); ++i) {
+            x = x * 1664525u + 1013904223u;
+            f.put(static_cast<char>(x >> 24));
+        }
+    }
+    const auto damaged = rackprof({"check", "--db", db.string()});
+    CHECK(damaged.exit_code == 1);
+    CHECK(damaged.out.rfind(db.string() + ": damaged, ", 0) == 0);
+    CHECK(std::count(damaged.out.begin(), damaged.out.end(), '\n') >= 2);  // problems listed
+
+    std::ofstream(dir / "rack.toml")
+        << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \"" << db.string() << "\"\n";
+    const auto serve = rackprof({"serve", "--config", (dir / "rack.toml").string()});
+    CHECK(serve.exit_code == 1);
+    CHECK(serve.err.find(db.string() + " is damaged") != std::string::npos);
+    CHECK(serve.err.find("rackprof check --db") != std::string::npos);
+    CHECK(serve.err.find("HTTP API listening") == std::string::npos);  // never started
+
+    CHECK(rackprof({"check"}).exit_code == 2);
+    CHECK(rackprof({"check", "--db", (dir / "none.db").string()}).exit_code == 1);
 }
 
 }  // namespace
