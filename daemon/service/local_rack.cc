@@ -422,6 +422,9 @@ json LocalRack::attach_firmware(std::int64_t session_id, const std::string& id) 
 }
 
 json LocalRack::import_session(std::string_view bytes, const ImportParameters& query) {
+    // Its records would be counted lost, not stored: refused, for the client to try again.
+    if (const std::string error = storage_error(); !error.empty())
+        fail(Failure::kNotReady, "storage is failing (" + error + "): import again later");
     const std::string format = query.count("format") ? query.at("format") : "bin";
     if (format != "bin" && format != "hex" && format != "gmon")
         fail(Failure::kBadRequest, "format must be bin, hex or gmon");
