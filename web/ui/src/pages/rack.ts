@@ -121,7 +121,7 @@ export async function rackPage(main: HTMLElement) {
 // While the database's commits fail: a visible mark, the database's message on hover.
 export function storageBadge(state: string | undefined, error: string | null | undefined) {
   if (state !== "storage_error") return "";
-  return h("span", { class: "state state-storage_error", title: error ?? "", "data-storage": "storage_error" }, " storage error: data is being lost");
+  return h("span", { class: "state state-storage_error", title: error ?? "", "data-storage": "storage_error" }, " · storage error: data is being lost");
 }
 
 // Whatever counters the daemon reports, losses highlighted when not zero.
