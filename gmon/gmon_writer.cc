@@ -69,8 +69,35 @@ std::vector<std::uint8_t> serialize_gmon(const GmonData& data) {
     return out;
 }
 
+namespace {
+
+// A device, FIFO or socket already at `path` (/dev/null, a pipe to another program) is written
+// in place: renaming over it would replace it with a regular file.
+bool is_special_file(const std::filesystem::path& path) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    return !ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status) &&
+           !std::filesystem::is_directory(status);
+}
+
+void write_in_place(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes) {
+    std::ofstream f(path, std::ios::binary);
+    if (f) {
+        f.write(reinterpret_cast<const char*>(bytes.data()),
+                static_cast<std::streamsize>(bytes.size()));
+        f.flush();
+    }
+    if (!f) {
+        throw std::runtime_error("cannot write " + path.string() + ": " +
+                                 std::generic_category().message(errno));
+    }
+}
+
+}  // namespace
+
 void write_file_atomically(const std::filesystem::path& path,
                            const std::vector<std::uint8_t>& bytes) {
+    if (is_special_file(path)) return write_in_place(path, bytes);
     const std::filesystem::path tmp =
         path.string() + ".tmp-" + std::to_string(static_cast<long>(::getpid()));
     {

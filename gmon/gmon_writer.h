@@ -14,8 +14,9 @@ namespace rackprof::gmon {
 
 std::vector<std::uint8_t> serialize_gmon(const GmonData& data);
 
-// Writes next to `path` and renames into place, so a failure never leaves a partial file.
-// Throws std::runtime_error naming the path on failure.
+// Writes next to `path` and renames into place, so a failure never leaves a partial file. A
+// device, FIFO or socket already at `path` (-o /dev/null) is written in place instead, never
+// replaced by a regular file. Throws std::runtime_error naming the path on failure.
 void write_file_atomically(const std::filesystem::path& path,
                            const std::vector<std::uint8_t>& bytes);
 

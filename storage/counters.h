@@ -14,16 +14,17 @@
 namespace rackprof::storage {
 
 // What the decoder counted (protocol::DecoderStats' fields of the same names) and what the
-// session itself counted: gaps and the losses to a full storage queue.
+// session itself counted: gaps, the losses to a full storage queue (the capture side's count)
+// and the losses to failed commits (the storage writer's count: disk full, I/O errors).
 struct SessionCounters {
     std::uint64_t bytes_in = 0;         // wire bytes received
     std::uint64_t bytes_discarded = 0;  // wire bytes that became no record
     std::uint64_t resyncs = 0;          // times the decoder lost alignment
     std::uint64_t arcs = 0;             // arc records decoded
     std::uint64_t pc_samples = 0;       // PC-sample records decoded
-    std::uint64_t gaps = 0;             // times the link went away during the session
-    std::uint64_t records_lost = 0;     // dropped because the storage queue was full
-    std::uint64_t bytes_lost = 0;       // raw bytes dropped with them
+    std::uint64_t gaps = 0;          // times the stream broke: the link went away, storage failed
+    std::uint64_t records_lost = 0;  // dropped because the storage queue was full
+    std::uint64_t bytes_lost = 0;    // raw bytes dropped with them
     // Framed protocol and TPIU (0 for legacy).
     std::uint64_t frames = 0;          // good frames
     std::uint64_t frames_bad = 0;      // frames that failed their check
@@ -32,6 +33,9 @@ struct SessionCounters {
     // ITM (0 otherwise).
     std::uint64_t overflows = 0;      // overflow packets: the target's trace dropped data (loss)
     std::uint64_t sleep_samples = 0;  // DWT PC samples taken while the core slept (no function)
+    // Storage failures (disk full, I/O error): records and raw bytes whose commit failed.
+    std::uint64_t records_lost_storage = 0;
+    std::uint64_t bytes_lost_storage = 0;
     friend bool operator==(const SessionCounters&, const SessionCounters&) = default;
 };
 
@@ -48,7 +52,7 @@ struct SessionCounter {
 };
 
 // In SessionCounters' declaration order, which is the order of the JSON views' keys.
-inline constexpr std::array<SessionCounter, 14> kSessionCounters = {{
+inline constexpr std::array<SessionCounter, 16> kSessionCounters = {{
     {"bytes_in", &SessionCounters::bytes_in, false, LiveSection::kTotals},
     {"bytes_discarded", &SessionCounters::bytes_discarded, true, LiveSection::kLosses},
     {"resyncs", &SessionCounters::resyncs, true, LiveSection::kLosses},
@@ -63,6 +67,8 @@ inline constexpr std::array<SessionCounter, 14> kSessionCounters = {{
     {"target_dropped", &SessionCounters::target_dropped, true, LiveSection::kLosses},
     {"overflows", &SessionCounters::overflows, true, LiveSection::kLosses},
     {"sleep_samples", &SessionCounters::sleep_samples, false, LiveSection::kLosses},
+    {"records_lost_storage", &SessionCounters::records_lost_storage, true, LiveSection::kLosses},
+    {"bytes_lost_storage", &SessionCounters::bytes_lost_storage, true, LiveSection::kNone},
 }};
 static_assert(sizeof(SessionCounters) == kSessionCounters.size() * sizeof(std::uint64_t),
               "a SessionCounters counter is missing from kSessionCounters");

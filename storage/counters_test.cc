@@ -33,15 +33,16 @@ TEST_CASE("the counters' table covers every SessionCounters field once, in decla
     CHECK(sizeof(SessionCounters) == kSessionCounters.size() * sizeof(std::uint64_t));
     // The JSON views' keys, and the API and dashboard with them, follow this order.
     CHECK(session_counter_names() ==
-          std::vector<std::string_view>{"bytes_in", "bytes_discarded", "resyncs", "arcs",
-                                        "pc_samples", "gaps", "records_lost", "bytes_lost",
-                                        "frames", "frames_bad", "frames_lost", "target_dropped",
-                                        "overflows", "sleep_samples"});
+          std::vector<std::string_view>{
+              "bytes_in", "bytes_discarded", "resyncs", "arcs", "pc_samples", "gaps",
+              "records_lost", "bytes_lost", "frames", "frames_bad", "frames_lost", "target_dropped",
+              "overflows", "sleep_samples", "records_lost_storage", "bytes_lost_storage"});
     // Two rows naming one field would leave another unwritten and overwrite the first value.
     const SessionCounters counters = numbered_counters();
     std::vector<std::uint64_t> seen;
     for_each_counter(counters, [&](const SessionCounter&, std::uint64_t v) { seen.push_back(v); });
-    CHECK(seen == std::vector<std::uint64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14});
+    CHECK(seen ==
+          std::vector<std::uint64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
     CHECK(counters.bytes_in == 1);
     CHECK(counters.sleep_samples == 14);
 }
@@ -89,11 +90,22 @@ TEST_CASE("decoder counters go into the session counters of the same name, and b
 
 TEST_CASE("the API's counters: every counter by name") {
     const SessionCounters c = numbered_counters();
-    const json expected = {{"bytes_in", 1},     {"bytes_discarded", 2}, {"resyncs", 3},
-                           {"arcs", 4},         {"pc_samples", 5},      {"gaps", 6},
-                           {"records_lost", 7}, {"bytes_lost", 8},      {"frames", 9},
-                           {"frames_bad", 10},  {"frames_lost", 11},    {"target_dropped", 12},
-                           {"overflows", 13},   {"sleep_samples", 14}};
+    const json expected = {{"bytes_in", 1},
+                           {"bytes_discarded", 2},
+                           {"resyncs", 3},
+                           {"arcs", 4},
+                           {"pc_samples", 5},
+                           {"gaps", 6},
+                           {"records_lost", 7},
+                           {"bytes_lost", 8},
+                           {"frames", 9},
+                           {"frames_bad", 10},
+                           {"frames_lost", 11},
+                           {"target_dropped", 12},
+                           {"overflows", 13},
+                           {"sleep_samples", 14},
+                           {"records_lost_storage", 15},
+                           {"bytes_lost_storage", 16}};
     CHECK(counters_json(c) == expected);
     CHECK(counters_json(c).dump() == expected.dump());
     CHECK(counters_json(SessionCounters{}).size() == kSessionCounters.size());
@@ -102,9 +114,10 @@ TEST_CASE("the API's counters: every counter by name") {
 TEST_CASE("the live feed's totals and losses") {
     const SessionCounters c = numbered_counters();
     const json totals = {{"bytes_in", 1}, {"arcs", 4}, {"pc_samples", 5}};
-    const json losses = {{"bytes_discarded", 2}, {"resyncs", 3},     {"gaps", 6},
-                         {"records_lost", 7},    {"frames_bad", 10}, {"frames_lost", 11},
-                         {"target_dropped", 12}, {"overflows", 13},  {"sleep_samples", 14}};
+    const json losses = {{"bytes_discarded", 2},      {"resyncs", 3},     {"gaps", 6},
+                         {"records_lost", 7},         {"frames_bad", 10}, {"frames_lost", 11},
+                         {"target_dropped", 12},      {"overflows", 13},  {"sleep_samples", 14},
+                         {"records_lost_storage", 15}};
     CHECK(live_totals_json(c) == totals);
     CHECK(live_losses_json(c) == losses);
     CHECK(live_totals_json(SessionCounters{}).is_object());
@@ -128,7 +141,8 @@ TEST_CASE("the losses are the counters of data that never became a record") {
     }
     CHECK(losses == std::set<std::string_view>{"bytes_discarded", "resyncs", "gaps", "records_lost",
                                                "bytes_lost", "frames_bad", "frames_lost",
-                                               "target_dropped", "overflows"});
+                                               "target_dropped", "overflows",
+                                               "records_lost_storage", "bytes_lost_storage"});
 }
 
 }  // namespace

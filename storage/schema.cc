@@ -139,6 +139,11 @@ const char* const kMigrations[] = {
     R"sql(
     ALTER TABLE sessions ADD COLUMN histograms TEXT NOT NULL DEFAULT '';
     )sql",
+    // 7: records and raw bytes lost because their commit failed (disk full, I/O error).
+    R"sql(
+    ALTER TABLE sessions ADD COLUMN records_lost_storage INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN bytes_lost_storage INTEGER NOT NULL DEFAULT 0;
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

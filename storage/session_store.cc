@@ -100,17 +100,28 @@ Statement& SessionStore::cached(std::optional<Statement>& slot, const char* sql)
     return *slot;
 }
 
-std::int64_t SessionStore::create_session(const NewSession& s) {
+std::int64_t SessionStore::create_session(const NewSession& s, std::int64_t id) {
     Statement st = db_.prepare(
         "INSERT INTO sessions (board, link, protocol, format, addr_bytes, elf_path, elf_build_id, "
         "elf_sha256, state, "
-        "started_ns, wire_options, histograms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'capturing', ?, ?, "
-        "?)");
+        "started_ns, wire_options, histograms, id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'capturing', ?, "
+        "?, ?, ?)");
     st.bind(1, s.board).bind(2, s.link).bind(3, s.protocol).bind(4, s.format).bind(5, s.addr_bytes);
     st.bind(6, s.elf_path).bind(7, s.elf_build_id).bind(8, s.elf_sha256).bind(9, s.started_ns);
     st.bind(10, s.wire_options).bind(11, histograms_text(s.histograms));
+    if (id > 0) {
+        st.bind(12, id);
+    } else {
+        st.bind_null(12);  // INTEGER PRIMARY KEY: the next free row id
+    }
     st.run();
     return db_.last_insert_id();
+}
+
+std::int64_t SessionStore::max_session_id() {
+    Statement st = db_.prepare("SELECT COALESCE(MAX(id), 0) FROM sessions");
+    st.step();
+    return st.column_int(0);
 }
 
 void SessionStore::append_chunk(std::int64_t session, std::int64_t seq, std::int64_t received_ns,

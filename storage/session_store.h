@@ -92,7 +92,8 @@ class SessionStore {
     Database& db() { return db_; }
 
     // Writes (the storage writer's thread).
-    std::int64_t create_session(const NewSession& spec);
+    // `id` 0: the next free row id; else this id (the storage writer reserves them).
+    std::int64_t create_session(const NewSession& spec, std::int64_t id = 0);
     void append_chunk(std::int64_t session, std::int64_t seq, std::int64_t received_ns,
                       std::span<const std::uint8_t> raw,
                       std::span<const std::uint8_t> packed_records, std::uint64_t record_count);
@@ -119,6 +120,7 @@ class SessionStore {
     int interrupt_unfinished(std::int64_t now_ns);
 
     // Reads.
+    std::int64_t max_session_id();  // 0 for none
     std::vector<SessionInfo> sessions();
     std::optional<SessionInfo> session(std::int64_t id);
     gmon::Aggregate aggregate(std::int64_t session);

@@ -5,22 +5,12 @@
 
 #include "storage/session_store.h"
 #include "storage/storage_writer.h"
+#include "storage/temp_db_test.h"
 
 namespace rackprof::storage {
 namespace {
 
 using protocol::Record;
-
-struct TempDb {
-    std::filesystem::path path = std::filesystem::temp_directory_path() /
-                                 ("rackprof-storage-test-" + std::to_string(::getpid()) + "-" +
-                                  std::to_string(next++) + ".db");
-    ~TempDb() {
-        for (const char* suffix : {"", "-wal", "-shm"})
-            std::filesystem::remove(path.string() + suffix);
-    }
-    static inline int next = 0;
-};
 
 TEST_CASE("records pack and unpack, with counts") {
     const std::vector<Record> records = {Record::arc(0x153D, 0x14E5), Record::pc_sample(0x14B4),
@@ -80,22 +70,23 @@ TEST_CASE("the writer batches, commits, and marks crashed sessions interrupted o
         NewSession spec;
         spec.board = "b";
         spec.link = "sim://blinky";
-        writer.submit(OpenSessionOp{1, spec});
+        const SessionId id = writer.reserve_session_id();
+        CHECK(id == 1);  // the first in a new database
+        writer.submit(OpenSessionOp{id, spec});
         for (int i = 0; i < 100; ++i) {
-            ChunkOp chunk{1, i, {0x50, 0, 0, 2}, {Record::pc_sample(2)}, {}, {}, {}};
+            ChunkOp chunk{id, i, {0x50, 0, 0, 2}, {Record::pc_sample(2)}, {}, {}, {}};
             chunk.counters.pc_samples = static_cast<std::uint64_t>(i) + 1;
             REQUIRE(writer.submit(std::move(chunk)));
         }
         writer.flush();
-        const std::int64_t id = writer.session_id(1);
-        CHECK(id > 0);
         // A chunk bigger than the whole budget is refused, for the caller to count.
-        ChunkOp huge{1, 0, std::vector<std::uint8_t>(2 << 20), {}, {}, {}, {}};
+        ChunkOp huge{id, 0, std::vector<std::uint8_t>(2 << 20), {}, {}, {}, {}};
         CHECK_FALSE(writer.submit(std::move(huge)));
         writer.stop();  // no close op: as if the daemon died
     }
     StorageWriter reopened(db.path);
     CHECK(reopened.interrupted_at_start() == 1);
+    CHECK(reopened.reserve_session_id() == 2);  // ids go on from the highest stored
     reopened.stop();
     SessionStore store(db.path, Database::Mode::kReadOnly);
     const auto sessions = store.sessions();
@@ -209,14 +200,14 @@ TEST_CASE("the writer stores console lines in order and the newest exception tot
         spec.board = "swo-1";
         spec.protocol = "itm";
         spec.wire_options = R"({"console_port":0})";
-        writer.submit(OpenSessionOp{1, spec});
-        ChunkOp first{1, 10, {1, 2}, {}, {}, {{10, 0, "one\n"}, {10, 0, "two\n"}}, {{15, 1, 7}}};
+        id = writer.reserve_session_id();
+        writer.submit(OpenSessionOp{id, spec});
+        ChunkOp first{id, 10, {1, 2}, {}, {}, {{10, 0, "one\n"}, {10, 0, "two\n"}}, {{15, 1, 7}}};
         writer.submit(std::move(first));
-        writer.submit(ChunkOp{1, 20, {3}, {}, {}, {{20, 0, "three\n"}}, {}});  // totals unchanged
-        writer.submit(ChunkOp{1, 30, {4}, {}, {}, {}, {{11, 1, 0}, {15, 2, 14}}});
-        writer.submit(CloseSessionOp{1, "completed", 40, {}});
+        writer.submit(ChunkOp{id, 20, {3}, {}, {}, {{20, 0, "three\n"}}, {}});  // totals unchanged
+        writer.submit(ChunkOp{id, 30, {4}, {}, {}, {}, {{11, 1, 0}, {15, 2, 14}}});
+        writer.submit(CloseSessionOp{id, "completed", 40, {}});
         writer.flush();
-        id = writer.session_id(1);
     }
     SessionStore store(db.path);
     const auto info = store.session(id);
@@ -241,13 +232,13 @@ TEST_CASE("the writer stores a target's HELLO and the firmware picked for it") {
         NewSession spec;
         spec.board = "framed-1";
         spec.protocol = "framed";
-        writer.submit(OpenSessionOp{1, spec});
-        writer.submit(TargetOp{1, {"0a1b", 0x8000, 0x9000}, "/fw/0a1b.elf", "0a1b", "abc"});
+        id = writer.reserve_session_id();
+        writer.submit(OpenSessionOp{id, spec});
+        writer.submit(TargetOp{id, {"0a1b", 0x8000, 0x9000}, "/fw/0a1b.elf", "0a1b", "abc"});
         SessionCounters c;
         c.frames_lost = 5;
-        writer.submit(CloseSessionOp{1, "completed", 10, c});
+        writer.submit(CloseSessionOp{id, "completed", 10, c});
         writer.flush();
-        id = writer.session_id(1);
     }
     SessionStore store(db.path, Database::Mode::kReadOnly);
     const auto info = store.session(id);

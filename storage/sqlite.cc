@@ -2,14 +2,34 @@
 
 namespace rackprof::storage {
 
+bool StorageError::is_storage_failure() const {
+    switch (sqlite_code_ & 0xFF) {  // the primary code
+        case SQLITE_FULL:
+        case SQLITE_IOERR:
+        case SQLITE_CANTOPEN:
+        case SQLITE_READONLY:
+        case SQLITE_NOMEM:
+        case SQLITE_BUSY:
+        case SQLITE_LOCKED:
+        case SQLITE_PROTOCOL:
+        case SQLITE_CORRUPT:
+        case SQLITE_NOTADB:
+        case SQLITE_NOLFS:
+            return true;
+        default:
+            return false;
+    }
+}
+
 Database::Database(const std::filesystem::path& path, Mode mode) : path_(path) {
     const int flags =
         mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-    if (sqlite3_open_v2(path.c_str(), &db_, flags | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+    if (const int rc = sqlite3_open_v2(path.c_str(), &db_, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+        rc != SQLITE_OK) {
         const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
         sqlite3_close(db_);
         db_ = nullptr;
-        throw StorageError("cannot open database " + path.string() + ": " + why);
+        throw StorageError("cannot open database " + path.string() + ": " + why, rc);
     }
     sqlite3_busy_timeout(db_, 5000);
     sqlite3_extended_result_codes(db_, 1);
@@ -27,11 +47,11 @@ Database::~Database() {
 
 void Database::exec(const char* sql) {
     char* message = nullptr;
-    if (sqlite3_exec(db_, sql, nullptr, nullptr, &message) != SQLITE_OK) {
+    if (const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &message); rc != SQLITE_OK) {
         const std::string why = message ? message : sqlite3_errmsg(db_);
         sqlite3_free(message);
-        throw StorageError(path_.string() + ": " + why + " (in: " + std::string(sql).substr(0, 80) +
-                           ")");
+        throw StorageError(
+            path_.string() + ": " + why + " (in: " + std::string(sql).substr(0, 80) + ")", rc);
     }
 }
 
@@ -40,7 +60,8 @@ Statement Database::prepare(const char* sql) {
 }
 
 void Database::fail(const std::string& what) const {
-    throw StorageError(path_.string() + ": " + what + ": " + sqlite3_errmsg(db_));
+    throw StorageError(path_.string() + ": " + what + ": " + sqlite3_errmsg(db_),
+                       sqlite3_extended_errcode(db_));
 }
 
 Statement::Statement(sqlite3* db, const char* sql) : db_(db) {
@@ -58,7 +79,7 @@ Statement::Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.s
 }
 
 void Statement::fail(const std::string& what) const {
-    throw StorageError(what + ": " + sqlite3_errmsg(db_));
+    throw StorageError(what + ": " + sqlite3_errmsg(db_), sqlite3_extended_errcode(db_));
 }
 
 Statement& Statement::bind(int index, std::int64_t value) {
@@ -97,7 +118,7 @@ bool Statement::step() {
     if (rc == SQLITE_DONE) return false;
     const std::string what = std::string("step ") + sqlite3_sql(stmt_) + ": " + sqlite3_errmsg(db_);
     sqlite3_reset(stmt_);  // ready for reuse after the failure
-    throw StorageError(what);
+    throw StorageError(what, rc);
 }
 
 void Statement::run() {

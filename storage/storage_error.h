@@ -3,12 +3,22 @@
 #pragma once
 
 #include <stdexcept>
+#include <string>
 
 namespace rackprof::storage {
 
 class StorageError : public std::runtime_error {
   public:
-    using std::runtime_error::runtime_error;
+    explicit StorageError(const std::string& what, int sqlite_code = 0)
+        : std::runtime_error(what), sqlite_code_(sqlite_code) {}
+    // SQLite's extended result code; 0 when the failure is not SQLite's.
+    int sqlite_code() const { return sqlite_code_; }
+    // The database as a whole cannot take writes now (disk full, I/O error, read-only, locked,
+    // damaged): nothing the operation itself did wrong, so it may succeed later.
+    bool is_storage_failure() const;
+
+  private:
+    int sqlite_code_;
 };
 
 }  // namespace rackprof::storage

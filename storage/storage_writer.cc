@@ -1,6 +1,9 @@
 #include "storage/storage_writer.h"
 
+#include <sys/statvfs.h>
+
 #include <chrono>
+#include <cstdio>
 
 namespace rackprof::storage {
 
@@ -22,16 +25,119 @@ std::size_t op_bytes(const WriteOp& op) {
     return sizeof(WriteOp);
 }
 
+std::string human_bytes(std::uint64_t bytes) {
+    const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double value = static_cast<double>(bytes);
+    std::size_t unit = 0;
+    while (value >= 1024 && unit + 1 < std::size(units)) {
+        value /= 1024;
+        ++unit;
+    }
+    char text[32];
+    std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+    return text;
+}
+
+// "1.2 MiB free of 2.0 MiB" for the file system holding the database.
+std::string free_space(const std::filesystem::path& database) {
+    const auto dir = database.has_parent_path() ? database.parent_path() : ".";
+    struct statvfs fs {};
+    if (::statvfs(dir.c_str(), &fs) != 0) return "free space unknown";
+    return human_bytes(static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize) + " free of " +
+           human_bytes(static_cast<std::uint64_t>(fs.f_blocks) * fs.f_frsize);
+}
+
+// The session an operation belongs to (0: none, e.g. a board).
+SessionId session_of(const WriteOp& op) {
+    return std::visit(
+        [](const auto& o) -> SessionId {
+            if constexpr (requires { o.session; }) {
+                return o.session;
+            } else {
+                return 0;
+            }
+        },
+        op);
+}
+
+// A held operation the new one replaces: the newest HELLO, board or firmware change wins.
+bool replaces(const WriteOp& held, const WriteOp& op) {
+    if (held.index() != op.index()) return false;
+    if (const auto* board = std::get_if<SaveBoardOp>(&op))
+        return std::get<SaveBoardOp>(held).name == board->name;
+    if (std::holds_alternative<TargetOp>(op) || std::holds_alternative<SetFirmwareOp>(op))
+        return session_of(held) == session_of(op);
+    return false;
+}
+
+void limit_size(Database& db, std::uint64_t max_bytes) {
+    Statement page_size = db.prepare("PRAGMA page_size");
+    page_size.step();
+    const auto pages = max_bytes / static_cast<std::uint64_t>(page_size.column_int(0));
+    db.exec(
+        ("PRAGMA max_page_count = " + std::to_string(std::max<std::uint64_t>(pages, 1))).c_str());
+}
+
+}  // namespace
+
+// One transaction's bookkeeping, applied to the writer's state only once it commits.
+struct StorageWriter::Attempt {
+    struct Pending {
+        gmon::Aggregate delta;
+        SessionCounters counters;
+        bool counters_changed = false;
+    };
+    std::int64_t now = 0;
+    std::map<SessionId, Pending> pending;
+    std::map<SessionId, std::int64_t> next_seq;
+    std::set<SessionId> opened;
+    std::set<SessionId> closed;
+    std::set<SessionId> deleted;
+    std::set<SessionId> gaps_written;  // storage gaps
+};
+
+namespace {
+
+// The database's path, once it passed the check at start; throws StorageError naming the
+// problems (nothing has written to the file then, not even a migration).
+std::filesystem::path refuse_if_damaged(const std::filesystem::path& path, bool& whole_file) {
+    std::error_code ec;
+    if (std::filesystem::file_size(path, ec) == 0 || ec) return path;  // new: nothing to check
+    IntegrityReport report;
+    {
+        Database db(path, Database::Mode::kReadOnly);
+        report = check_at_start(db);
+    }
+    whole_file = report.whole_file;
+    if (report.ok()) return path;
+    std::string found;
+    for (std::size_t i = 0; i < report.problems.size() && i < 3; ++i)
+        found += (i ? "; " : "") + report.problems[i];
+    throw StorageError(path.string() + " is damaged (PRAGMA quick_check: " + found +
+                       (report.problems.size() > 3 ? "; ..." : "") +
+                       "); nothing was written to it. `rackprof check --db " + path.string() +
+                       "` lists every problem; move the file aside to start with a new database "
+                       "(`sqlite3 FILE .recover` saves what is still readable)");
+}
+
 }  // namespace
 
 StorageWriter::StorageWriter(const std::filesystem::path& path, StorageWriterOptions options)
-    : options_(options), store_(path) {
+    : path_(options.check_at_start ? refuse_if_damaged(path, checked_whole_file_) : path),
+      options_(options),
+      store_(path) {
+    if (options_.max_database_bytes > 0) limit_size(store_.db(), options_.max_database_bytes);
     interrupted_at_start_ = store_.interrupt_unfinished(now_ns());
+    next_session_id_ = store_.max_session_id() + 1;
     thread_ = std::thread([this] { run(); });
 }
 
 StorageWriter::~StorageWriter() {
     stop();
+}
+
+SessionId StorageWriter::reserve_session_id() {
+    return next_session_id_++;
 }
 
 bool StorageWriter::submit(WriteOp op) {
@@ -54,7 +160,7 @@ void StorageWriter::flush() {
     std::unique_lock lock(mutex_);
     const std::uint64_t target = submitted_;
     wake_.notify_one();
-    drained_.wait(lock, [&] { return committed_ >= target || !thread_.joinable(); });
+    drained_.wait(lock, [&] { return applied_ >= target || !thread_.joinable(); });
 }
 
 void StorageWriter::stop() {
@@ -68,20 +174,52 @@ void StorageWriter::stop() {
     drained_.notify_all();
 }
 
-std::int64_t StorageWriter::session_id(SessionHandle handle) {
-    std::lock_guard lock(mutex_);
-    const auto it = ids_.find(handle);
-    return it == ids_.end() ? 0 : it->second;
+StorageHealth StorageWriter::health() {
+    std::lock_guard lock(health_mutex_);
+    return health_;
+}
+
+SessionCounters StorageWriter::with_storage_losses(SessionId session, SessionCounters counters) {
+    std::lock_guard lock(health_mutex_);
+    if (const auto it = losses_.find(session); it != losses_.end()) {
+        counters.records_lost_storage = it->second.records;
+        counters.bytes_lost_storage = it->second.bytes;
+        counters.gaps += it->second.gaps;
+    }
+    return counters;
+}
+
+StorageLossTotals StorageWriter::loss_totals() {
+    std::lock_guard lock(health_mutex_);
+    return totals_;
+}
+
+WriterStats StorageWriter::stats() {
+    WriterStats stats;
+    {
+        std::lock_guard lock(mutex_);
+        stats.queued_ops = queue_.size();
+        stats.queued_bytes = queued_bytes_;
+        stats.committed_ops = applied_;
+    }
+    stats.failed_transactions = failed_transactions_.load();
+    std::lock_guard lock(health_mutex_);
+    stats.failing = health_.failing;
+    stats.records_lost = totals_.records;
+    stats.bytes_lost = totals_.bytes;
+    return stats;
 }
 
 void StorageWriter::run() {
     while (true) {
         std::vector<WriteOp> ops;
+        bool stopping = false;
         {
             std::unique_lock lock(mutex_);
             wake_.wait_for(lock, options_.commit_interval,
                            [&] { return !queue_.empty() || stopping_; });
-            if (queue_.empty()) {
+            // Held operations are tried again every interval, with or without new ones.
+            if (queue_.empty() && held_.empty()) {
                 if (stopping_) return;
                 continue;
             }
@@ -89,128 +227,318 @@ void StorageWriter::run() {
             for (auto& op : queue_) ops.push_back(std::move(op));
             queue_.clear();
             queued_bytes_ = 0;
+            stopping = stopping_;
         }
-        apply(ops);
+        const std::size_t count = ops.size();
+        apply(std::move(ops));
+        bool done = false;
         {
             std::lock_guard lock(mutex_);
-            committed_ += ops.size();
+            applied_ += count;
+            done = stopping && queue_.empty() && !held_.empty();  // its last try failed too
         }
         drained_.notify_all();
+        if (done) return report_uncommitted();
     }
 }
 
-WriterStats StorageWriter::stats() {
-    std::lock_guard lock(mutex_);
-    return {queue_.size(), queued_bytes_, committed_, failed_transactions_.load()};
-}
-
-// One transaction for everything that queued up while the previous one committed. If it
-// fails, each operation is retried alone, so one bad operation cannot take others with it.
-void StorageWriter::apply(std::vector<WriteOp>& ops) {
+// One transaction for what was held and everything that queued up meanwhile. If storage as a
+// whole fails, chunks are lost (counted) and the rest is held; if one operation is at fault,
+// each is tried alone, so it cannot take the others with it.
+void StorageWriter::apply(std::vector<WriteOp> ops) {
+    std::vector<WriteOp> batch = std::exchange(held_, {});
+    batch.reserve(batch.size() + ops.size());
+    for (auto& op : ops) batch.push_back(std::move(op));
+    const std::int64_t now = now_ns();
     try {
-        apply_in_transaction(std::span<WriteOp>(ops));
+        apply_in_transaction(batch, now);
         return;
     } catch (const StorageError& e) {
-        ++failed_transactions_;
-        if (on_error_)
-            on_error_(std::string(e.what()) + "; retrying the batch one operation at a time");
+        if (e.is_storage_failure()) return failed(batch, e, now);
     }
-    for (WriteOp& op : ops) {
+    for (WriteOp& op : batch) {
         try {
-            apply_in_transaction(std::span<WriteOp>(&op, 1));
+            apply_in_transaction(std::span<WriteOp>(&op, 1), now);
         } catch (const StorageError& e) {
-            ++failed_transactions_;
-            if (on_error_) on_error_(std::string("operation lost: ") + e.what());
+            if (e.is_storage_failure()) {
+                failed(std::span<WriteOp>(&op, 1), e, now);
+            } else {
+                lost_alone(op, e, now);
+            }
         }
     }
 }
 
-void StorageWriter::apply_in_transaction(std::span<WriteOp> ops) {
-    struct Pending {
-        gmon::Aggregate delta;
-        SessionCounters counters;
-        bool counters_changed = false;
-    };
-    std::map<std::int64_t, Pending> pending;
-    std::map<std::int64_t, std::int64_t> next_seq =
-        next_seq_;  // committed only with the transaction
-    std::map<SessionHandle, std::int64_t> opened;
+void StorageWriter::apply_in_transaction(std::span<WriteOp> ops, std::int64_t now) {
+    Attempt attempt;
+    attempt.now = now;
+    attempt.next_seq = next_seq_;
     Transaction t(store_.db());
-    for (WriteOp& op : ops) {
-        if (auto* open = std::get_if<OpenSessionOp>(&op)) {
-            const std::int64_t id = store_.create_session(open->spec);
-            next_seq[id] = 0;
-            opened[open->handle] = id;
-            continue;
-        }
-        if (auto* del = std::get_if<DeleteSessionOp>(&op)) {
-            store_.delete_session(del->id);
-            continue;
-        }
-        if (auto* board = std::get_if<SaveBoardOp>(&op)) {
-            if (board->config_json.empty()) {
-                store_.delete_board(board->name);
-            } else {
-                store_.save_board(board->name, board->config_json, now_ns());
-            }
-            continue;
-        }
-        if (auto* fw = std::get_if<SetFirmwareOp>(&op)) {
-            store_.set_firmware(fw->id, fw->elf_path, fw->build_id, fw->sha256);
-            continue;
-        }
-        std::int64_t id = 0;
-        std::visit(
-            [&](auto& o) {
-                using Op = std::decay_t<decltype(o)>;
-                if constexpr (std::is_same_v<Op, ChunkOp> || std::is_same_v<Op, GapOp> ||
-                              std::is_same_v<Op, CloseSessionOp> || std::is_same_v<Op, TargetOp>) {
-                    if (const auto it = opened.find(o.handle); it != opened.end()) {
-                        id = it->second;
-                    } else {
-                        std::lock_guard lock(mutex_);
-                        id = ids_[o.handle];
-                    }
-                }
-            },
-            op);
-        if (id == 0) throw StorageError("an operation for a session that was never opened");
-        if (auto* chunk = std::get_if<ChunkOp>(&op)) {
-            const std::int64_t seq = next_seq[id]++;  // chunk order within the session
-            const auto packed = pack_records(chunk->records);
-            store_.append_chunk(id, seq, chunk->received_ns, chunk->raw, packed,
-                                chunk->records.size());
-            for (std::size_t i = 0; i < chunk->console.size(); ++i) {
-                store_.append_console(id, seq, static_cast<std::int64_t>(i), chunk->console[i]);
-            }
-            if (!chunk->exceptions.empty()) store_.set_exceptions(id, chunk->exceptions);
-            Pending& p = pending[id];
-            p.delta.add(chunk->records);
-            p.counters = chunk->counters;
-            p.counters_changed = true;
-        } else if (auto* gap = std::get_if<GapOp>(&op)) {
-            store_.add_gap(id, gap->gap);
-            pending[id].counters = gap->counters;
-            pending[id].counters_changed = true;
-        } else if (auto* target = std::get_if<TargetOp>(&op)) {
-            store_.set_target(id, target->target);
-            if (!target->elf_path.empty()) {
-                store_.set_firmware(id, target->elf_path, target->elf_build_id, target->elf_sha256);
-            }
-        } else if (auto* close = std::get_if<CloseSessionOp>(&op)) {
-            pending[id].counters = close->counters;
-            pending[id].counters_changed = true;
-            store_.end_session(id, close->state, close->ended_ns);
-        }
-    }
-    for (auto& [id, p] : pending) {
+    for (WriteOp& op : ops) write_op(op, attempt);
+    write_storage_gaps(attempt);
+    for (auto& [id, p] : attempt.pending) {
         store_.add_to_aggregate(id, p.delta);
-        if (p.counters_changed) store_.update_counters(id, p.counters);
+        if (p.counters_changed) {
+            SessionCounters counters = p.counters;
+            if (const auto it = ledgers_.find(id); it != ledgers_.end()) {
+                counters.records_lost_storage = it->second.records;
+                counters.bytes_lost_storage = it->second.bytes;
+                counters.gaps += it->second.gaps;
+            }
+            store_.update_counters(id, counters);
+        }
     }
     t.commit();
-    next_seq_ = std::move(next_seq);
-    std::lock_guard lock(mutex_);
-    for (const auto& [handle, id] : opened) ids_[handle] = id;
+    // Committed: from here on nothing throws.
+    next_seq_ = std::move(attempt.next_seq);
+    open_sessions_.insert(attempt.opened.begin(), attempt.opened.end());
+    for (const SessionId id : attempt.gaps_written) ledgers_[id].gap_since_ns.reset();
+    for (const SessionId id : attempt.closed) {
+        open_sessions_.erase(id);
+        next_seq_.erase(id);
+        if (const auto it = ledgers_.find(id); it != ledgers_.end()) {
+            const Ledger& l = it->second;
+            report(StorageEvent::Kind::kSessionLosses,
+                   "storage: session " + std::to_string(id) + " closed with " +
+                       std::to_string(l.records) + " records (" + human_bytes(l.bytes) +
+                       ") lost to failed commits, in " + std::to_string(l.gaps) + " gap(s)");
+            ledgers_.erase(it);
+        }
+        publish_losses(id);
+    }
+    for (const SessionId id : attempt.deleted) {
+        open_sessions_.erase(id);
+        ledgers_.erase(id);
+        publish_losses(id);
+    }
+    for (const SessionId id : attempt.gaps_written) publish_losses(id);
+    end_episode(now);
+}
+
+void StorageWriter::write_op(WriteOp& op, Attempt& a) {
+    if (auto* open = std::get_if<OpenSessionOp>(&op)) {
+        store_.create_session(open->spec, open->session);
+        a.next_seq[open->session] = 0;
+        a.opened.insert(open->session);
+        return;
+    }
+    if (auto* del = std::get_if<DeleteSessionOp>(&op)) {
+        store_.delete_session(del->session);
+        a.deleted.insert(del->session);
+        return;
+    }
+    if (auto* board = std::get_if<SaveBoardOp>(&op)) {
+        if (board->config_json.empty()) {
+            store_.delete_board(board->name);
+        } else {
+            store_.save_board(board->name, board->config_json, a.now);
+        }
+        return;
+    }
+    if (auto* fw = std::get_if<SetFirmwareOp>(&op)) {
+        store_.set_firmware(fw->session, fw->elf_path, fw->build_id, fw->sha256);
+        return;
+    }
+    const SessionId id = session_of(op);
+    if (!open_sessions_.count(id) && !a.opened.count(id))
+        throw StorageError("an operation for session " + std::to_string(id) +
+                           ", which is not open");
+    if (auto* chunk = std::get_if<ChunkOp>(&op)) {
+        const std::int64_t seq = a.next_seq[id]++;  // chunk order within the session
+        const auto packed = pack_records(chunk->records);
+        store_.append_chunk(id, seq, chunk->received_ns, chunk->raw, packed, chunk->records.size());
+        for (std::size_t i = 0; i < chunk->console.size(); ++i) {
+            store_.append_console(id, seq, static_cast<std::int64_t>(i), chunk->console[i]);
+        }
+        if (!chunk->exceptions.empty()) store_.set_exceptions(id, chunk->exceptions);
+        auto& p = a.pending[id];
+        p.delta.add(chunk->records);
+        p.counters = chunk->counters;
+        p.counters_changed = true;
+    } else if (auto* gap = std::get_if<GapOp>(&op)) {
+        store_.add_gap(id, gap->gap);
+        a.pending[id].counters = gap->counters;
+        a.pending[id].counters_changed = true;
+    } else if (auto* target = std::get_if<TargetOp>(&op)) {
+        store_.set_target(id, target->target);
+        if (!target->elf_path.empty()) {
+            store_.set_firmware(id, target->elf_path, target->elf_build_id, target->elf_sha256);
+        }
+    } else if (auto* close = std::get_if<CloseSessionOp>(&op)) {
+        a.pending[id].counters = close->counters;
+        a.pending[id].counters_changed = true;
+        store_.end_session(id, close->state, close->ended_ns);
+        a.closed.insert(id);
+    }
+}
+
+// Each session that lost chunks since the last commit gets its gap, from its first lost chunk
+// to now, and its counters (the newest the capture side sent, lost or not) with the losses.
+void StorageWriter::write_storage_gaps(Attempt& a) {
+    for (const auto& [id, ledger] : ledgers_) {
+        if (!ledger.gap_since_ns) continue;
+        if (!open_sessions_.count(id) && !a.opened.count(id)) continue;  // no row to attach to
+        store_.add_gap(id, Gap{*ledger.gap_since_ns, a.now, "storage: " + ledger.gap_reason});
+        a.gaps_written.insert(id);
+        auto& p = a.pending[id];
+        // bytes_in only grows: the larger is the newer of the two.
+        if (!p.counters_changed || ledger.last_counters.bytes_in > p.counters.bytes_in) {
+            p.counters = ledger.last_counters;
+            p.counters_changed = true;
+        }
+    }
+}
+
+void StorageWriter::failed(std::span<WriteOp> ops, const StorageError& error, std::int64_t now) {
+    ++failed_transactions_;
+    if (!health().failing) begin_episode(error, now);
+    for (WriteOp& op : ops) {
+        if (const auto* chunk = std::get_if<ChunkOp>(&op)) {
+            lose_chunk(*chunk, episode_reason_, now);
+        } else {
+            hold(std::move(op));
+        }
+    }
+    const auto since = std::chrono::steady_clock::now() - last_report_;
+    if (since >= options_.report_interval) {
+        report(StorageEvent::Kind::kStillFailing,
+               "storage: still failing (" + std::string(error.what()) + "); " +
+                   std::to_string(episode_records_) + " records (" + human_bytes(episode_bytes_) +
+                   ") lost so far; " + path_.string() + ": " + free_space(path_));
+    }
+}
+
+void StorageWriter::begin_episode(const StorageError& error, std::int64_t now) {
+    episode_records_ = episode_bytes_ = 0;
+    episode_reason_ = sqlite3_errstr(error.sqlite_code());
+    {
+        std::lock_guard lock(health_mutex_);
+        health_ = {true, error.what(), now};
+    }
+    report(StorageEvent::Kind::kFailing,
+           "storage: commits fail: " + std::string(error.what()) + "; database " + path_.string() +
+               ", " + free_space(path_) +
+               " on its file system. Capture goes on: what cannot be committed is counted lost "
+               "(records_lost_storage) with a gap in each session, and commits are retried every " +
+               std::to_string(options_.commit_interval.count()) + " ms");
+}
+
+void StorageWriter::end_episode(std::int64_t now) {
+    StorageHealth was;
+    {
+        std::lock_guard lock(health_mutex_);
+        if (!health_.failing) return;
+        was = std::exchange(health_, {});
+    }
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.1f", static_cast<double>(now - was.since_ns) / 1e9);
+    report(StorageEvent::Kind::kRecovered,
+           "storage: commits succeed again after " + std::string(seconds) + " s; " +
+               std::to_string(episode_records_) + " records (" + human_bytes(episode_bytes_) +
+               ") were lost meanwhile (counted in records_lost_storage, a gap in each session)");
+}
+
+void StorageWriter::lose_chunk(const ChunkOp& chunk, const std::string& reason, std::int64_t now) {
+    Ledger& l = ledgers_[chunk.session];
+    l.records += chunk.records.size();
+    l.bytes += chunk.raw.size();
+    if (!l.gap_since_ns) {
+        l.gap_since_ns = chunk.received_ns > 0 ? chunk.received_ns : now;
+        l.gap_reason = reason;
+        ++l.gaps;
+    }
+    if (chunk.counters.bytes_in >= l.last_counters.bytes_in) l.last_counters = chunk.counters;
+    episode_records_ += chunk.records.size();
+    episode_bytes_ += chunk.raw.size();
+    {
+        std::lock_guard lock(health_mutex_);
+        totals_.records += chunk.records.size();
+        totals_.bytes += chunk.raw.size();
+        totals_.sessions.insert(chunk.session);
+    }
+    publish_losses(chunk.session);
+}
+
+// Keeps an operation for the next transaction, coalesced so that memory stays bounded.
+void StorageWriter::hold(WriteOp op) {
+    for (WriteOp& held : held_) {
+        if (replaces(held, op)) {
+            held = std::move(op);
+            return;
+        }
+    }
+    if (const auto* gap = std::get_if<GapOp>(&op)) {
+        GapOp* last = nullptr;
+        std::size_t count = 0;
+        for (WriteOp& held : held_) {
+            if (auto* g = std::get_if<GapOp>(&held); g && g->session == gap->session) {
+                last = g;
+                ++count;
+            }
+        }
+        if (last && count >= kMaxHeldGaps) {
+            last->gap.ended_ns = gap->gap.ended_ns;
+            last->gap.reason = "several link gaps while storage was failing";
+            last->counters = gap->counters;
+            return;
+        }
+    }
+    held_.push_back(std::move(op));
+}
+
+// One operation failed on its own (not storage as a whole): it is lost, and said so, at most
+// once per report interval.
+void StorageWriter::lost_alone(WriteOp& op, const StorageError& error, std::int64_t now) {
+    ++failed_transactions_;
+    if (const auto* chunk = std::get_if<ChunkOp>(&op)) lose_chunk(*chunk, error.what(), now);
+    const auto at = std::chrono::steady_clock::now();
+    if (last_op_report_ != std::chrono::steady_clock::time_point{} &&
+        at - last_op_report_ < options_.report_interval) {
+        ++unreported_lost_operations_;
+        return;
+    }
+    std::string message = std::string("storage: operation lost: ") + error.what();
+    if (unreported_lost_operations_ > 0)
+        message += " (and " + std::to_string(unreported_lost_operations_) + " more since)";
+    unreported_lost_operations_ = 0;
+    last_op_report_ = at;
+    report(StorageEvent::Kind::kOperationLost, message);
+}
+
+void StorageWriter::report_uncommitted() {
+    std::set<SessionId> sessions;
+    for (const WriteOp& op : held_) {
+        if (const SessionId id = session_of(op)) sessions.insert(id);
+    }
+    std::string names;
+    for (const SessionId id : sessions) names += (names.empty() ? "" : ", ") + std::to_string(id);
+    {
+        std::lock_guard lock(health_mutex_);
+        totals_.operations_uncommitted = held_.size();
+        totals_.sessions.insert(sessions.begin(), sessions.end());
+    }
+    report(StorageEvent::Kind::kUncommitted,
+           "storage: stopping with " + std::to_string(held_.size()) +
+               " operation(s) never written (" + health().error + ")" +
+               (names.empty() ? std::string()
+                              : "; session(s) " + names +
+                                    " stay as last written (a capturing one becomes "
+                                    "'interrupted' at the next start)"));
+}
+
+void StorageWriter::report(StorageEvent::Kind kind, const std::string& message) {
+    if (kind == StorageEvent::Kind::kFailing || kind == StorageEvent::Kind::kStillFailing)
+        last_report_ = std::chrono::steady_clock::now();
+    if (on_event_) on_event_({kind, message});
+}
+
+void StorageWriter::publish_losses(SessionId session) {
+    std::lock_guard lock(health_mutex_);
+    if (const auto it = ledgers_.find(session); it != ledgers_.end()) {
+        losses_[session] = it->second;
+    } else {
+        losses_.erase(session);
+    }
 }
 
 }  // namespace rackprof::storage

@@ -2,6 +2,20 @@
 // loop submits, many operations per transaction, committing at least every commit_interval.
 // The capture loop never waits on the disk: submit() only queues, and refuses (returns
 // false) when the queue is over its byte budget, so the caller can count the loss.
+//
+// When a commit fails because storage as a whole cannot take writes (disk full, I/O error:
+// StorageError::is_storage_failure), the writer keeps capture's promises as follows:
+// - chunks in the failed transaction are lost, never retried: their records and bytes are
+//   counted in the session's records_lost_storage / bytes_lost_storage, and the session gets
+//   one gap (reason "storage: ...") from its first lost chunk to the first commit that
+//   succeeds again, written with that commit;
+// - every other operation (open, close, gap, HELLO, board, firmware, delete) is held and
+//   retried with each later transaction, so none is lost; held operations are coalesced (the
+//   newest HELLO, board or firmware change; at most kMaxHeldGaps link gaps a session, later
+//   ones merged into the last), so memory stays bounded by the number of sessions and boards;
+// - every commit_interval it tries again, with whatever arrived meanwhile;
+// - it reports the episode once when it begins (with the database and its free space), at
+//   most once per report_interval while it lasts, and once when it ends.
 #pragma once
 
 #include <atomic>
@@ -13,24 +27,28 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <span>
 #include <thread>
 #include <variant>
 #include <vector>
 
+#include "storage/integrity.h"
 #include "storage/session_store.h"
 
 namespace rackprof::storage {
 
-// Sessions are named by a handle the capture side picks; the writer maps it to the row id.
-using SessionHandle = std::uint64_t;
+// A session's id: its row id in the database, reserved by the writer (reserve_session_id)
+// before the row is written, so logs and live views name the id the API serves.
+using SessionId = std::int64_t;
 
 struct OpenSessionOp {
-    SessionHandle handle;
+    SessionId session;
     NewSession spec;
 };
 struct ChunkOp {
-    SessionHandle handle;
+    SessionId session;
     std::int64_t received_ns;
     std::vector<std::uint8_t> raw;
     std::vector<protocol::Record> records;
@@ -39,28 +57,28 @@ struct ChunkOp {
     std::vector<ExceptionCount> exceptions;  // the totals, when they changed; else empty
 };
 struct GapOp {
-    SessionHandle handle;
+    SessionId session;
     Gap gap;
     SessionCounters counters;
 };
 struct CloseSessionOp {
-    SessionHandle handle;
+    SessionId session;
     std::string state;
     std::int64_t ended_ns;
     SessionCounters counters;
 };
 struct DeleteSessionOp {
-    std::int64_t id;  // a stored session, not capturing
+    SessionId session;  // a stored session, not capturing
 };
 struct SetFirmwareOp {
-    std::int64_t id;  // a stored session
+    SessionId session;  // a stored session
     std::string elf_path;
     std::string build_id;
     std::string sha256;
 };
 // A framed target's HELLO; with the firmware image picked by its build-id, if one was.
 struct TargetOp {
-    SessionHandle handle;
+    SessionId session;
     TargetInfo target;
     std::string elf_path;  // empty: the session's firmware stays as it is
     std::string elf_build_id;
@@ -76,50 +94,132 @@ using WriteOp = std::variant<OpenSessionOp, ChunkOp, GapOp, CloseSessionOp, Dele
 struct StorageWriterOptions {
     std::chrono::milliseconds commit_interval{100};
     std::size_t queue_budget_bytes = 256u << 20;
+    // While storage keeps failing, a reminder at most this often.
+    std::chrono::milliseconds report_interval{60'000};
+    // A cap on the database file (PRAGMA max_page_count; 0: none). Reaching it is a storage
+    // failure like a full disk; pages freed by deleting sessions are used again.
+    std::uint64_t max_database_bytes = 0;
+    // Refuse a damaged database at start (integrity.h's check_at_start), before writing to it.
+    bool check_at_start = true;
 };
 
-// The writer as /metrics shows it: what waits, what was committed, what failed.
+// Storage as a whole: failing from a failed commit until one succeeds again.
+struct StorageHealth {
+    bool failing = false;
+    std::string error;          // what the episode's first failure said
+    std::int64_t since_ns = 0;  // when the episode began (Unix ns)
+};
+
+// What the writer reports, rate-limited (see the top of this file); `message` is a log line.
+struct StorageEvent {
+    enum class Kind {
+        kFailing,        // an episode began (error)
+        kStillFailing,   // a reminder while it lasts (error)
+        kRecovered,      // commits succeed again (warning)
+        kSessionLosses,  // a session that lost records to storage was closed (warning)
+        kOperationLost,  // one operation failed on its own, not storage as a whole (error)
+        kUncommitted,    // at stop: held operations that could not be written (error)
+    };
+    Kind kind;
+    std::string message;
+};
+
+// What storage failures cost this run, over every session.
+struct StorageLossTotals {
+    std::uint64_t records = 0;
+    std::uint64_t bytes = 0;
+    std::uint64_t operations_uncommitted = 0;  // held at stop, never written
+    std::set<SessionId> sessions;              // the sessions that lost something
+    bool all_committed() const { return records == 0 && bytes == 0 && operations_uncommitted == 0; }
+};
+
+// The writer as /metrics shows it: what waits, what was committed, what failed, and whether
+// storage is failing now.
 struct WriterStats {
     std::uint64_t queued_ops = 0;
     std::uint64_t queued_bytes = 0;
     std::uint64_t committed_ops = 0;
     std::uint64_t failed_transactions = 0;
+    bool failing = false;
+    std::uint64_t records_lost = 0;  // to storage failures, this run
+    std::uint64_t bytes_lost = 0;
 };
 
 class StorageWriter {
   public:
-    // Opens (creating or migrating) the database; sessions left 'capturing' by a crash
-    // become 'interrupted'. Throws StorageError.
+    // Opens (creating or migrating) the database, first refusing a damaged one (StorageError
+    // naming the problems); sessions left 'capturing' by a crash become 'interrupted'.
     StorageWriter(const std::filesystem::path& path, StorageWriterOptions options = {});
     ~StorageWriter();
     StorageWriter(const StorageWriter&) = delete;
     StorageWriter& operator=(const StorageWriter&) = delete;
 
     int interrupted_at_start() const { return interrupted_at_start_; }
+    // False when the database was too large for the whole check at start (integrity.h).
+    bool checked_whole_file_at_start() const { return checked_whole_file_; }
+    const std::filesystem::path& path() const { return path_; }
 
+    // The id the next session's row will have; any thread. Ids count up from the database's
+    // highest at start.
+    SessionId reserve_session_id();
     // Queues an operation. Open, gap and close operations are always accepted (they are
     // small and carry state); a chunk is refused when the queue is over budget.
     bool submit(WriteOp op);
-    // Blocks until everything submitted so far is committed.
+    // Blocks until everything submitted so far was applied: committed or, while storage fails,
+    // counted lost (chunks) or held for a retry (the rest).
     void flush();
-    // Commits what is queued and stops the thread.
+    // Commits what is queued (held operations get one more try) and stops the thread.
     void stop();
 
-    // Called on the writer thread after a failed transaction (the ops are lost; logged).
-    void on_error(std::function<void(const std::string&)> callback) {
-        on_error_ = std::move(callback);
+    // Called on the writer thread; set before submitting anything.
+    void on_event(std::function<void(const StorageEvent&)> callback) {
+        on_event_ = std::move(callback);
     }
-    std::int64_t session_id(SessionHandle handle);  // 0 until the open op is committed
+    // Any thread.
+    StorageHealth health();
+    // `counters` (the capture side's) with this session's storage losses and storage gaps.
+    SessionCounters with_storage_losses(SessionId session, SessionCounters counters);
+    StorageLossTotals loss_totals();
     WriterStats stats();
 
-  private:
-    void run();
-    void apply(std::vector<WriteOp>& ops);
-    void apply_in_transaction(std::span<WriteOp> ops);
+    // At most this many link gaps of one session are held for a retry; later ones are merged
+    // into the last (one row spanning them; the gaps counter still counts each).
+    static constexpr std::size_t kMaxHeldGaps = 16;
 
+  private:
+    // A session's losses to failed commits (writer thread; published to losses_).
+    struct Ledger {
+        std::uint64_t records = 0;
+        std::uint64_t bytes = 0;
+        std::uint64_t gaps = 0;                    // storage gaps, the open one included
+        std::optional<std::int64_t> gap_since_ns;  // the open gap: from the first lost chunk
+        std::string gap_reason;
+        SessionCounters last_counters;  // the capture side's, from the newest lost op
+    };
+    struct Attempt;  // one transaction's bookkeeping (storage_writer.cc)
+
+    void run();
+    void apply(std::vector<WriteOp> ops);
+    void apply_in_transaction(std::span<WriteOp> ops, std::int64_t now);
+    void write_op(WriteOp& op, Attempt& attempt);
+    void committed(std::span<WriteOp> ops, std::int64_t now);
+    void failed(std::span<WriteOp> ops, const StorageError& error, std::int64_t now);
+    void lose_chunk(const ChunkOp& chunk, const std::string& reason, std::int64_t now);
+    void hold(WriteOp op);
+    void lost_alone(WriteOp& op, const StorageError& error, std::int64_t now);
+    void report(StorageEvent::Kind kind, const std::string& message);
+    void publish_losses(SessionId session);
+    void write_storage_gaps(Attempt& attempt);
+    void begin_episode(const StorageError& error, std::int64_t now);
+    void end_episode(std::int64_t now);
+    void report_uncommitted();
+
+    bool checked_whole_file_ = true;  // before path_: set while path_ is initialised
+    std::filesystem::path path_;
     StorageWriterOptions options_;
     SessionStore store_;
     int interrupted_at_start_ = 0;
+    std::atomic<SessionId> next_session_id_{1};
 
     std::mutex mutex_;
     std::condition_variable wake_;
@@ -127,12 +227,29 @@ class StorageWriter {
     std::deque<WriteOp> queue_;
     std::size_t queued_bytes_ = 0;
     std::uint64_t submitted_ = 0;
-    std::uint64_t committed_ = 0;
+    std::uint64_t applied_ = 0;
     std::atomic<std::uint64_t> failed_transactions_{0};
     bool stopping_ = false;
-    std::map<SessionHandle, std::int64_t> ids_;
-    std::map<std::int64_t, std::int64_t> next_seq_;  // writer thread only
-    std::function<void(const std::string&)> on_error_;
+
+    // Writer thread only.
+    std::set<SessionId> open_sessions_;           // opened by this writer, not yet closed
+    std::map<SessionId, std::int64_t> next_seq_;  // chunk order within each open session
+    std::map<SessionId, Ledger> ledgers_;         // sessions that lost something to storage
+    std::vector<WriteOp> held_;                   // to retry with the next transaction
+    std::chrono::steady_clock::time_point last_report_{};     // of the failing episode
+    std::chrono::steady_clock::time_point last_op_report_{};  // of an operation lost alone
+    std::uint64_t unreported_lost_operations_ = 0;
+    std::uint64_t episode_records_ = 0;  // lost in the current episode
+    std::uint64_t episode_bytes_ = 0;
+    std::string episode_reason_;  // SQLite's words for it, as the gaps say it
+
+    // What other threads read (health, losses), under its own lock: never held across SQL.
+    std::mutex health_mutex_;
+    StorageHealth health_;
+    std::map<SessionId, Ledger> losses_;  // copies of ledgers_
+    StorageLossTotals totals_;
+
+    std::function<void(const StorageEvent&)> on_event_;
     std::thread thread_;
 };
 

@@ -11,5 +11,6 @@ int run_convert(const std::vector<std::string>& args);
 int run_simulate(const std::vector<std::string>& args);
 int run_demo(const std::vector<std::string>& args);
 int run_serve(const std::vector<std::string>& args);
+int run_check(const std::vector<std::string>& args);
 
 }  // namespace rackprof::daemon

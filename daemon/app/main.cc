@@ -16,6 +16,7 @@ commands:
   convert    decode a capture into gmon.out and print the profile
   simulate   run a virtual board: write the wire bytes it sends, and its ground truth
   demo       simulate a board, convert its capture and print the profile (no hardware needed)
+  check      check a database file's integrity (every page, index and constraint)
 
 `rackprof COMMAND --help` describes a command's options.
 )";
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
         if (command == "simulate") return rackprof::daemon::run_simulate(args);
         if (command == "demo") return rackprof::daemon::run_demo(args);
         if (command == "serve") return rackprof::daemon::run_serve(args);
+        if (command == "check") return rackprof::daemon::run_check(args);
         std::cerr << "rackprof: unknown command '" << command << "'\n" << kUsage;
         return 2;
     } catch (const rackprof::daemon::UsageError& e) {

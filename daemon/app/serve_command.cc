@@ -83,6 +83,21 @@ void give_simulated_boards_firmware(DaemonConfig& config) {
     }
 }
 
+// The last line: everything committed, or what storage failures cost this run.
+void log_what_was_committed(spdlog::logger& log, const storage::StorageLossTotals& losses) {
+    if (losses.all_committed()) {
+        log.info("stopped; everything captured is committed");
+        return;
+    }
+    std::string sessions;
+    for (const auto id : losses.sessions)
+        sessions += (sessions.empty() ? "" : ", ") + std::to_string(id);
+    log.error(
+        "stopped; NOT everything captured was committed: {} records ({} bytes) lost to storage "
+        "failures, {} operation(s) never written; session(s) {}",
+        losses.records, losses.bytes, losses.operations_uncommitted, sessions);
+}
+
 }  // namespace
 
 int run_serve(const std::vector<std::string>& args) {
@@ -223,7 +238,7 @@ int run_serve(const std::vector<std::string>& args) {
     feeds.stop();
     server.stop();
     service.shutdown();
-    log->info("stopped; everything captured is committed");
+    log_what_was_committed(*log, service.storage_losses());
     return 0;
 }
 

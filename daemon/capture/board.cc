@@ -154,7 +154,7 @@ void Board::on_data(std::span<const std::uint8_t> bytes) {
     if (!session_) return;  // no session: bytes are not kept
     if (!session_->on_chunk(bytes, unix_now_ns())) {
         log_->warn("[{}] session {}: storage queue full, {} bytes lost (counted)", config_.name,
-                   session_->handle(), bytes.size());
+                   session_->id(), bytes.size());
     }
 }
 
@@ -216,37 +216,37 @@ bool Board::start_session() {
         spec.elf_sha256 = elf_sha256_;
     }
     wire.code_range = ingest::decode_range_of(elf_.get());
-    session_.emplace(new_session_handle(), spec, wire, writer_,
+    session_.emplace(writer_.reserve_session_id(), spec, wire, writer_,
                      [this](const protocol::TargetHello& hello) { return firmware_for(hello); });
     publish_live();  // readable as soon as it exists
-    if (events_) events_({config_.name, "session_started", "capturing", "", session_->handle()});
-    log_->info("[{}] session {} capturing", config_.name, session_->handle());
+    if (events_) events_({config_.name, "session_started", "capturing", "", session_->id()});
+    log_->info("[{}] session {} capturing", config_.name, session_->id());
     return true;
 }
 
 void Board::stop_session() {
     if (!session_) return;
     session_->end("completed", unix_now_ns());
-    const auto& c = session_->counters();
+    // Storage losses as known now; the writer reports the final count when the close commits.
+    const auto c = writer_.with_storage_losses(session_->id(), session_->counters());
     log_->info(
         "[{}] session {} completed: {} bytes, {} arcs, {} PC samples, {} bytes discarded, {} gaps, "
-        "{} records lost",
-        config_.name, session_->handle(), c.bytes_in, c.arcs, c.pc_samples, c.bytes_discarded,
-        c.gaps, c.records_lost);
+        "{} records lost to a full queue, {} to failed commits",
+        config_.name, session_->id(), c.bytes_in, c.arcs, c.pc_samples, c.bytes_discarded, c.gaps,
+        c.records_lost, c.records_lost_storage);
     const auto& traits = protocol::wire_format(config_.protocol).traits;
     if (traits.frames && !traits.swo) {
         log_->info(
             "[{}] session {} frames: {} good, {} bad, {} lost; {} records dropped on the "
             "target",
-            config_.name, session_->handle(), c.frames, c.frames_bad, c.frames_lost,
-            c.target_dropped);
+            config_.name, session_->id(), c.frames, c.frames_bad, c.frames_lost, c.target_dropped);
     }
     if (traits.swo) {
         log_->info("[{}] session {}: {} ITM overflows, {} sleep samples", config_.name,
-                   session_->handle(), c.overflows, c.sleep_samples);
+                   session_->id(), c.overflows, c.sleep_samples);
     }
-    if (events_) events_({config_.name, "session_stopped", "completed", "", session_->handle()});
-    if (live_) live_->retire(session_->handle());
+    if (events_) events_({config_.name, "session_stopped", "completed", "", session_->id()});
+    if (live_) live_->retire(session_->id());
     session_.reset();
 }
 
@@ -265,16 +265,22 @@ void Board::publish_live() {
     LiveState state;
     state.board = config_.name;
     state.link_state = to_string(state_);
-    state.counters = session_->counters();
     state.newest_arcs.assign(session_->newest_arcs().begin(), session_->newest_arcs().end());
     state.newest_console.assign(session_->newest_console().begin(),
                                 session_->newest_console().end());
     state.elf = elf_;
     state.announced_range = ingest::announced_range(session_->target());
-    live_->publish(session_->handle(), std::move(state), session_->take_changes());
+    state.counters = writer_.with_storage_losses(session_->id(), session_->counters());
+    state.storage_error = storage_error();
+    live_->publish(session_->id(), std::move(state), session_->take_changes());
 }
 
-BoardStatus Board::status() const {
+std::string Board::storage_error() {
+    const storage::StorageHealth health = writer_.health();
+    return health.failing && session_ ? health.error : "";
+}
+
+BoardStatus Board::status() {
     BoardStatus s;
     s.name = config_.name;
     s.link = config_.link;
@@ -282,8 +288,9 @@ BoardStatus Board::status() const {
     s.last_error = last_error_;
     s.reconnects = reconnects_;
     if (session_) {
-        s.session = session_->handle();
-        s.counters = session_->counters();
+        s.session = session_->id();
+        s.counters = writer_.with_storage_losses(session_->id(), session_->counters());
+        s.storage_error = storage_error();
     }
     return s;
 }

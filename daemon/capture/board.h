@@ -43,7 +43,7 @@ class Board {
     bool start_session();
     void stop_session();
 
-    BoardStatus status() const;
+    BoardStatus status();
     // Publishes the current session's live snapshot (its changes since the last publish).
     void publish_live();
     const std::string& name() const { return config_.name; }
@@ -57,6 +57,7 @@ class Board {
     void load_elf(const std::filesystem::path& path);
     void schedule_reconnect();
     void set_state(LinkState state, const std::string& why = {});
+    std::string storage_error();  // while storage fails and a session loses data; else ""
 
     boost::asio::io_context& io_;
     BoardConfig config_;

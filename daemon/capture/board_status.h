@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "storage/storage_writer.h"  // SessionHandle, SessionCounters
+#include "storage/storage_writer.h"  // SessionId, SessionCounters
 
 namespace rackprof::daemon {
 
@@ -34,9 +34,10 @@ struct BoardStatus {
     LinkState state = LinkState::kConnecting;
     std::string last_error;
     std::uint64_t reconnects = 0;
-    std::optional<storage::SessionHandle> session;
-    std::int64_t session_id = 0;  // the stored session's id (0 until its row is committed)
-    storage::SessionCounters counters;
+    std::optional<storage::SessionId> session;  // the session capturing now (its API id)
+    storage::SessionCounters counters;          // with its losses to storage failures
+    // What storage says while its commits fail and this board's session loses data; else "".
+    std::string storage_error;
 };
 
 // A change worth telling the world: a link state, a session starting or ending.
@@ -45,7 +46,7 @@ struct BoardEvent {
     std::string kind;   // link | session_started | session_stopped
     std::string state;  // link: the new state
     std::string reason;
-    std::optional<storage::SessionHandle> session;
+    std::optional<storage::SessionId> session;
 };
 
 }  // namespace rackprof::daemon

@@ -10,12 +10,36 @@
 
 namespace rackprof::daemon {
 
+namespace {
+
+// The writer rate-limits its reports; each is one log line.
+void log_storage_event(spdlog::logger& log, const storage::StorageEvent& e) {
+    using Kind = storage::StorageEvent::Kind;
+    switch (e.kind) {
+        case Kind::kRecovered:
+        case Kind::kSessionLosses:
+            log.warn("{}", e.message);
+            return;
+        default:
+            log.error("{}", e.message);
+    }
+}
+
+}  // namespace
+
 CaptureService::CaptureService(DaemonConfig config, std::shared_ptr<spdlog::logger> log)
     : config_(std::move(config)), log_(std::move(log)) {
     if (config_.storage_path.has_parent_path())
         std::filesystem::create_directories(config_.storage_path.parent_path());
     writer_ = std::make_unique<storage::StorageWriter>(config_.storage_path);
-    writer_->on_error([log = log_](const std::string& what) { log->error("storage: {}", what); });
+    writer_->on_event([log = log_](const storage::StorageEvent& e) { log_storage_event(*log, e); });
+    if (!writer_->checked_whole_file_at_start()) {
+        log_->info(
+            "storage: {} is over {} MiB: its header and small tables were checked at start, not "
+            "every page (`rackprof check --db {}` checks everything)",
+            config_.storage_path.string(), storage::kFullCheckAtStartBytes >> 20,
+            config_.storage_path.string());
+    }
     if (writer_->interrupted_at_start() > 0) {
         log_->warn("{} session(s) left capturing by an earlier run are now marked interrupted",
                    writer_->interrupted_at_start());
@@ -55,7 +79,7 @@ std::unique_ptr<Board> CaptureService::make_board(const BoardConfig& b) {
         io_, b, *writer_, log_, config_.reconnect_min, config_.reconnect_max,
         config_.storage_path.parent_path() / "firmware",
         [this](const BoardEvent& e) {
-            if (events_) events_(e, e.session ? writer_->session_id(*e.session) : 0);
+            if (events_) events_(e, e.session.value_or(0));
         },
         &live_);
 }
@@ -72,10 +96,7 @@ void CaptureService::publish_live() {
 
 std::optional<LiveSnapshot> CaptureService::live_snapshot(std::int64_t session_id) {
     if (session_id <= 0) return std::nullopt;
-    for (const auto handle : live_.handles()) {
-        if (writer_->session_id(handle) == session_id) return live_.snapshot(handle);
-    }
-    return std::nullopt;
+    return live_.snapshot(session_id);
 }
 
 void CaptureService::start() {
@@ -191,27 +212,23 @@ void CaptureService::set_heartbeat(std::chrono::microseconds interval, std::func
 }
 
 std::vector<BoardStatus> CaptureService::boards() {
-    auto out = on_capture_thread([this] {
+    return on_capture_thread([this] {
         std::vector<BoardStatus> status;
         for (auto& board : boards_) status.push_back(board->status());
         return status;
     });
-    for (auto& b : out) {
-        if (b.session) b.session_id = writer_->session_id(*b.session);
-    }
-    return out;
 }
 
 std::int64_t CaptureService::start_session(const std::string& name) {
-    const auto handle = on_capture_thread([&]() -> std::optional<storage::SessionHandle> {
+    const auto id = on_capture_thread([&]() -> std::optional<storage::SessionId> {
         for (auto& board : boards_) {
             if (board->name() == name && board->start_session()) return board->status().session;
         }
         return std::nullopt;
     });
-    if (!handle) return 0;
-    writer_->flush();  // the row exists once this returns
-    return writer_->session_id(*handle);
+    if (!id) return 0;
+    writer_->flush();  // the row exists once this returns (unless storage is failing)
+    return *id;
 }
 
 bool CaptureService::stop_session(const std::string& name) {
@@ -309,20 +326,20 @@ std::int64_t CaptureService::import_session(const storage::NewSession& spec,
                                             std::vector<std::uint8_t> raw,
                                             std::vector<protocol::Record> records,
                                             const storage::SessionCounters& counters) {
-    const auto handle = new_session_handle();
-    writer_->submit(storage::OpenSessionOp{handle, spec});
+    const auto id = writer_->reserve_session_id();
+    writer_->submit(storage::OpenSessionOp{id, spec});
     if (!writer_->submit(storage::ChunkOp{
-            handle, spec.started_ns, std::move(raw), std::move(records), counters, {}, {}})) {
+            id, spec.started_ns, std::move(raw), std::move(records), counters, {}, {}})) {
         throw std::runtime_error("storage is too busy to take the import now; try again");
     }
-    writer_->submit(storage::CloseSessionOp{handle, "completed", unix_now_ns(), counters});
+    writer_->submit(storage::CloseSessionOp{id, "completed", unix_now_ns(), counters});
     writer_->flush();
-    return writer_->session_id(handle);
+    return id;
 }
 
 bool CaptureService::delete_stored_session(std::int64_t id) {
     for (const auto& b : boards()) {
-        if (b.session_id == id) return false;
+        if (b.session == id) return false;
     }
     writer_->submit(storage::DeleteSessionOp{id});
     writer_->flush();
@@ -331,7 +348,7 @@ bool CaptureService::delete_stored_session(std::int64_t id) {
 
 bool CaptureService::stop_stored_session(std::int64_t id) {
     for (const auto& b : boards()) {
-        if (b.session_id == id) return stop_session(b.name);
+        if (b.session == id) return stop_session(b.name);
     }
     return false;
 }

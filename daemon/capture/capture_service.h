@@ -43,8 +43,7 @@ class CaptureService {
 
     std::vector<BoardStatus> boards();
 
-    // Board events, called on the capture thread (set before start()). Session handles are
-    // turned into stored ids where they are known.
+    // Board events, called on the capture thread (set before start()), with the session's id.
     void on_event(std::function<void(const BoardEvent&, std::int64_t session_id)> sink) {
         events_ = std::move(sink);
     }
@@ -77,6 +76,10 @@ class CaptureService {
     bool delete_stored_session(std::int64_t id);
     const DaemonConfig& config() const { return config_; }
     storage::WriterStats writer_stats() { return writer_->stats(); }
+    // Whether storage's commits are failing now (disk full, I/O error), and since when.
+    storage::StorageHealth storage_health() { return writer_->health(); }
+    // What storage failures cost this run; complete once shutdown() returned.
+    storage::StorageLossTotals storage_losses() { return writer_->loss_totals(); }
 
   private:
     template <typename F>

@@ -1,7 +1,5 @@
 #include "daemon/capture/capture_session.h"
 
-#include <atomic>
-
 namespace rackprof::daemon {
 
 std::int64_t unix_now_ns() {
@@ -10,20 +8,15 @@ std::int64_t unix_now_ns() {
         .count();
 }
 
-storage::SessionHandle new_session_handle() {
-    static std::atomic<storage::SessionHandle> next{1};
-    return next++;
-}
-
-CaptureSession::CaptureSession(storage::SessionHandle handle, storage::NewSession spec,
+CaptureSession::CaptureSession(storage::SessionId id, storage::NewSession spec,
                                const protocol::WireSpec& wire, storage::StorageWriter& writer,
                                FirmwareForHello firmware_for)
-    : handle_(handle),
+    : id_(id),
       spec_(std::move(spec)),
       writer_(writer),
       decoder_(protocol::make_decoder(wire)),
       firmware_for_(std::move(firmware_for)) {
-    writer_.submit(storage::OpenSessionOp{handle_, spec_});
+    writer_.submit(storage::OpenSessionOp{id_, spec_});
 }
 
 void CaptureSession::refresh_counters() {
@@ -55,7 +48,7 @@ std::vector<storage::ExceptionCount> CaptureSession::changed_exceptions() {
 
 void CaptureSession::on_hello(const protocol::TargetHello& hello) {
     target_ = ingest::target_info_of(hello);
-    storage::TargetOp op{handle_, target_, "", "", ""};
+    storage::TargetOp op{id_, target_, "", "", ""};
     if (firmware_for_) {
         const PickedFirmware picked = firmware_for_(hello);
         if (!picked.elf_path.empty()) {
@@ -84,7 +77,7 @@ bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t 
     while (newest_arcs_.size() > kNewest) newest_arcs_.pop_front();
     const std::size_t records = collector_.records.size();
     const std::size_t bytes = raw.size();
-    storage::ChunkOp op{handle_,
+    storage::ChunkOp op{id_,
                         received_ns,
                         std::move(raw),
                         std::move(collector_.records),
@@ -118,7 +111,7 @@ void CaptureSession::gap_ended(std::int64_t at_ns) {
     if (!open_gap_) return;
     open_gap_->ended_ns = at_ns;
     ++counters_.gaps;
-    writer_.submit(storage::GapOp{handle_, *open_gap_, counters_});
+    writer_.submit(storage::GapOp{id_, *open_gap_, counters_});
     open_gap_.reset();
 }
 
@@ -127,7 +120,7 @@ void CaptureSession::end(const std::string& state, std::int64_t at_ns) {
     decoder_->finish(collector_);
     if (!collector_.empty()) submit_records({}, at_ns);
     refresh_counters();
-    writer_.submit(storage::CloseSessionOp{handle_, state, at_ns, counters_});
+    writer_.submit(storage::CloseSessionOp{id_, state, at_ns, counters_});
 }
 
 }  // namespace rackprof::daemon

@@ -23,9 +23,6 @@
 namespace rackprof::daemon {
 
 std::int64_t unix_now_ns();
-// A handle no other session in this process has.
-storage::SessionHandle new_session_handle();
-
 // The firmware a board picks for a target that introduced itself (empty: it stays as it is).
 struct PickedFirmware {
     std::string elf_path;
@@ -36,13 +33,13 @@ using FirmwareForHello = std::function<PickedFirmware(const protocol::TargetHell
 
 class CaptureSession {
   public:
-    // Throws std::invalid_argument for a wire it cannot decode. A HELLO goes one way: the
+    // `id`: reserved from the writer (the session's row id). Throws std::invalid_argument for a
+    // wire it cannot decode. A HELLO goes one way: the
     // session records what the target said, asking `firmware_for` which image names it.
-    CaptureSession(storage::SessionHandle handle, storage::NewSession spec,
-                   const protocol::WireSpec& wire, storage::StorageWriter& writer,
-                   FirmwareForHello firmware_for = {});
+    CaptureSession(storage::SessionId id, storage::NewSession spec, const protocol::WireSpec& wire,
+                   storage::StorageWriter& writer, FirmwareForHello firmware_for = {});
 
-    storage::SessionHandle handle() const { return handle_; }
+    storage::SessionId id() const { return id_; }
     const storage::NewSession& spec() const { return spec_; }
     const storage::SessionCounters& counters() const { return counters_; }
     // The records aggregated since the last call (what the live snapshot has not seen yet).
@@ -86,7 +83,7 @@ class CaptureSession {
     void on_hello(const protocol::TargetHello& hello);
     void refresh_counters();
 
-    storage::SessionHandle handle_;
+    storage::SessionId id_;
     storage::NewSession spec_;
     storage::StorageWriter& writer_;
     std::unique_ptr<protocol::StreamDecoder> decoder_;

@@ -2,10 +2,10 @@
 
 namespace rackprof::daemon {
 
-void LiveSnapshots::publish(storage::SessionHandle handle, LiveState state,
+void LiveSnapshots::publish(storage::SessionId session, LiveState state,
                             const gmon::Aggregate& delta) {
     std::lock_guard lock(mutex_);
-    Entry& e = entries_[handle];
+    Entry& e = entries_[session];
     e.state = std::move(state);
     if (delta.distinct_arcs() > 0 || delta.total_samples() > 0 || delta.total_calls() > 0) {
         e.pending.merge(delta);
@@ -13,29 +13,29 @@ void LiveSnapshots::publish(storage::SessionHandle handle, LiveState state,
     }
 }
 
-void LiveSnapshots::retire(storage::SessionHandle handle) {
+void LiveSnapshots::retire(storage::SessionId session) {
     std::lock_guard lock(mutex_);
-    entries_.erase(handle);
+    entries_.erase(session);
 }
 
-std::vector<storage::SessionHandle> LiveSnapshots::handles() {
+std::vector<storage::SessionId> LiveSnapshots::sessions() {
     std::lock_guard lock(mutex_);
-    std::vector<storage::SessionHandle> out;
-    for (const auto& [handle, entry] : entries_) out.push_back(handle);
+    std::vector<storage::SessionId> out;
+    for (const auto& [session, entry] : entries_) out.push_back(session);
     return out;
 }
 
-std::optional<LiveSnapshot> LiveSnapshots::snapshot(storage::SessionHandle handle) {
+std::optional<LiveSnapshot> LiveSnapshots::snapshot(storage::SessionId session) {
     std::lock_guard fold(fold_mutex_);
     gmon::Aggregate changes;
     std::shared_ptr<const gmon::Aggregate> whole;
     LiveSnapshot out;
     {
         std::lock_guard lock(mutex_);
-        const auto it = entries_.find(handle);
+        const auto it = entries_.find(session);
         if (it == entries_.end()) return std::nullopt;
         Entry& e = it->second;
-        out.handle = handle;
+        out.session = session;
         out.state = e.state;
         whole = e.whole;
         out.version = e.version;
@@ -51,7 +51,7 @@ std::optional<LiveSnapshot> LiveSnapshots::snapshot(storage::SessionHandle handl
     next->merge(changes);
     out.aggregate = next;
     std::lock_guard lock(mutex_);
-    const auto it = entries_.find(handle);
+    const auto it = entries_.find(session);
     if (it == entries_.end()) return out;  // retired meanwhile: this last view still holds
     it->second.whole = next;
     out.version = ++it->second.version;

@@ -32,10 +32,11 @@ struct LiveState {
     std::vector<storage::ConsoleLine> newest_console;  // itm; oldest first
     std::shared_ptr<const gmon::Symbolizer> elf;       // null: addresses only
     std::optional<gmon::CodeRange> announced_range;    // a framed target's text range
+    std::string storage_error;                         // while storage's commits fail; else ""
 };
 
 struct LiveSnapshot {
-    storage::SessionHandle handle = 0;
+    storage::SessionId session = 0;
     LiveState state;
     // The whole live aggregate; a new object whenever it changed (readers may keep it).
     std::shared_ptr<const gmon::Aggregate> aggregate;
@@ -46,13 +47,13 @@ class LiveSnapshots {
   public:
     // Capture thread: the state now and the records aggregated since the last publish. Costs
     // the size of the delta, never of the whole aggregate.
-    void publish(storage::SessionHandle handle, LiveState state, const gmon::Aggregate& delta);
+    void publish(storage::SessionId session, LiveState state, const gmon::Aggregate& delta);
     // The session ended: its snapshot goes.
-    void retire(storage::SessionHandle handle);
+    void retire(storage::SessionId session);
     // Any thread: the newest snapshot (the aggregate rebuilt here, off the capture thread, only
     // when changes arrived since the last call).
-    std::optional<LiveSnapshot> snapshot(storage::SessionHandle handle);
-    std::vector<storage::SessionHandle> handles();
+    std::optional<LiveSnapshot> snapshot(storage::SessionId session);
+    std::vector<storage::SessionId> sessions();
 
   private:
     struct Entry {
@@ -64,7 +65,7 @@ class LiveSnapshots {
     };
     std::mutex mutex_;       // guards entries_; held only for moves and small copies
     std::mutex fold_mutex_;  // one reader folds changes at a time
-    std::map<storage::SessionHandle, Entry> entries_;
+    std::map<storage::SessionId, Entry> entries_;
 };
 
 }  // namespace rackprof::daemon

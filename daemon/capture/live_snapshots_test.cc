@@ -45,7 +45,7 @@ TEST_CASE("live snapshots: changes fold into the whole aggregate; the version mo
 
     live.retire(7);
     CHECK_FALSE(live.snapshot(7).has_value());
-    CHECK(live.handles().empty());
+    CHECK(live.sessions().empty());
 }
 
 TEST_CASE("live snapshots: a publisher and readers on other threads see every count once") {

@@ -1,6 +1,7 @@
 #include "daemon/service/local_rack.h"
 
 #include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -28,14 +29,22 @@ using nlohmann::json;
 
 // ---- JSON views -------------------------------------------------------------------------
 
+// "storage_state": ok | storage_error, and what storage said ("storage_error", null when ok).
+void add_storage_state(json& out, const std::string& storage_error) {
+    out["storage_state"] = storage_error.empty() ? "ok" : "storage_error";
+    out["storage_error"] = storage_error.empty() ? json(nullptr) : json(storage_error);
+}
+
 json board_json(const BoardStatus& b) {
-    return {{"name", b.name},
-            {"link", b.link},
-            {"state", to_string(b.state)},
-            {"last_error", b.last_error},
-            {"reconnects", b.reconnects},
-            {"session", b.session_id ? json(b.session_id) : json(nullptr)},
-            {"counters", b.session ? storage::counters_json(b.counters) : json(nullptr)}};
+    json out = {{"name", b.name},
+                {"link", b.link},
+                {"state", to_string(b.state)},
+                {"last_error", b.last_error},
+                {"reconnects", b.reconnects},
+                {"session", b.session ? json(*b.session) : json(nullptr)},
+                {"counters", b.session ? storage::counters_json(b.counters) : json(nullptr)}};
+    add_storage_state(out, b.storage_error);
+    return out;
 }
 
 // ARMv7-M's exception numbers (B1.5.2); 16 and up are external interrupts.
@@ -47,7 +56,8 @@ std::string exception_name(std::uint16_t number) {
     return number < 16 ? kNames[number] : "IRQ" + std::to_string(number - 16);
 }
 
-json session_json(const storage::SessionInfo& s) {
+// `storage_error`: what storage says while its commits fail and this session is capturing.
+json session_json(const storage::SessionInfo& s, const std::string& storage_error) {
     json out = {{"id", s.id},
                 {"board", s.spec.board},
                 {"link", s.spec.link},
@@ -67,6 +77,7 @@ json session_json(const storage::SessionInfo& s) {
                 {"started_ns", s.spec.started_ns},
                 {"ended_ns", s.ended_ns ? json(s.ended_ns) : json(nullptr)},
                 {"counters", storage::counters_json(s.counters)}};
+    add_storage_state(out, s.state == "capturing" ? storage_error : "");
     if (protocol::wire_format(s.spec.protocol).traits.swo) {
         // The SWO settings it was captured with, and its exception trace.
         const json swo = json::parse(s.spec.wire_options, nullptr, false);
@@ -205,8 +216,18 @@ std::filesystem::path LocalRack::firmware_dir() const {
 
 storage::SessionInfo LocalRack::stored_session(std::int64_t id) {
     auto info = readers_.lease()->session(id);
-    if (!info) fail(Failure::kNotFound, "no session " + std::to_string(id));
-    return std::move(*info);
+    if (info) return std::move(*info);
+    // Started while storage fails: capturing, its row written once commits succeed again.
+    if (const std::string error = storage_error(); !error.empty() && capture_.live_snapshot(id))
+        fail(Failure::kNotReady, "session " + std::to_string(id) +
+                                     " is capturing, but storage is failing (" + error +
+                                     "): its row is written once commits succeed again");
+    fail(Failure::kNotFound, "no session " + std::to_string(id));
+}
+
+std::string LocalRack::storage_error() {
+    const storage::StorageHealth health = capture_.storage_health();
+    return health.failing ? health.error : "";
 }
 
 json LocalRack::readiness() {
@@ -216,7 +237,9 @@ json LocalRack::readiness() {
     } catch (const std::exception&) {
         fail(Failure::kNotReady, "storage is not available");
     }
-    return {{"status", "ready"}, {"boards", capture_.boards().size()}};
+    json out = {{"status", "ready"}, {"boards", capture_.boards().size()}};
+    add_storage_state(out, storage_error());
+    return out;
 }
 
 json LocalRack::boards() {
@@ -308,14 +331,14 @@ json LocalRack::start_session(const std::string& board_name) {
     board(board_name);  // 404 for a board that is not there
     const std::int64_t id = capture_.start_session(board_name);
     if (!id) fail(Failure::kConflict, "the session could not start");
-    return session_json(stored_session(id));
+    return session_json(stored_session(id), storage_error());
 }
 
 json LocalRack::stop_session(std::int64_t id) {
     const auto info = stored_session(id);
     if (info.state != "capturing" || !capture_.stop_stored_session(id))
         fail(Failure::kConflict, "session " + std::to_string(id) + " is not capturing");
-    return session_json(stored_session(id));
+    return session_json(stored_session(id), storage_error());
 }
 
 void LocalRack::delete_session(std::int64_t id) {
@@ -333,19 +356,20 @@ json LocalRack::sessions(const SessionFilter& filter) {
         }
     }
     json list = json::array();
+    const std::string failing = storage_error();
     for (const auto& s : readers_.lease()->sessions()) {
         if (filter.board && s.spec.board != *filter.board) continue;
         if (filter.tag && !tagged.count(s.spec.board)) continue;
         if (filter.state && s.state != *filter.state) continue;
         if (filter.started_from_ns && s.spec.started_ns < filter.started_from_ns) continue;
         if (filter.started_to_ns && s.spec.started_ns > filter.started_to_ns) continue;
-        list.push_back(session_json(s));
+        list.push_back(session_json(s, failing));
     }
     return list;
 }
 
 json LocalRack::session(std::int64_t id) {
-    return session_json(stored_session(id));
+    return session_json(stored_session(id), storage_error());
 }
 
 std::string LocalRack::console(std::int64_t id, int tail) {
@@ -383,7 +407,8 @@ Export LocalRack::open_export(std::int64_t id, const std::string& format,
 Stored LocalRack::put_firmware(std::string_view bytes) {
     const auto dir = firmware_dir();
     std::filesystem::create_directories(dir);
-    const auto upload = dir / (".upload-" + std::to_string(daemon::new_session_handle()));
+    static std::atomic<std::uint64_t> uploads{0};  // a name no other upload in flight has
+    const auto upload = dir / (".upload-" + std::to_string(uploads++));
     {
         std::ofstream f(upload, std::ios::binary);
         f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -425,10 +450,13 @@ json LocalRack::attach_firmware(std::int64_t session_id, const std::string& id) 
     const auto elf = elves_.get(path.string());
     capture_.set_session_firmware(session_id, path.string(), elf->build_id(),
                                   daemon::file_sha256(path));
-    return session_json(stored_session(session_id));
+    return session_json(stored_session(session_id), storage_error());
 }
 
 json LocalRack::import_session(std::string_view bytes, const ImportParameters& query) {
+    // Its records would be counted lost, not stored: refused, for the client to try again.
+    if (const std::string error = storage_error(); !error.empty())
+        fail(Failure::kNotReady, "storage is failing (" + error + "): import again later");
     const std::string format = query.count("format") ? query.at("format") : "bin";
     if (format != "bin" && format != "hex" && format != "gmon")
         fail(Failure::kBadRequest, "format must be bin, hex or gmon");
@@ -483,7 +511,7 @@ json LocalRack::import_session(std::string_view bytes, const ImportParameters& q
     storage::set_decoder_counters(counters, imported.stats);
     const std::int64_t id =
         capture_.import_session(spec, std::move(raw), std::move(records.records), counters);
-    return session_json(stored_session(id));
+    return session_json(stored_session(id), storage_error());
 }
 
 std::optional<LiveView> LocalRack::live(std::int64_t id) {
@@ -499,6 +527,7 @@ std::optional<LiveView> LocalRack::live(std::int64_t id) {
     view.source.elf = snapshot->state.elf;
     view.source.announced_range = snapshot->state.announced_range;
     view.version = snapshot->version;
+    view.storage_error = std::move(snapshot->state.storage_error);
     return view;
 }
 

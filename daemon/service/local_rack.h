@@ -64,6 +64,7 @@ class LocalRack : public RackService {
 
   private:
     storage::SessionInfo stored_session(std::int64_t id);
+    std::string storage_error();  // what storage says while its commits fail; else ""
     std::filesystem::path firmware_dir() const;
     daemon::BoardConfig board_from_body(nlohmann::json body, const std::string& name);
     void check_api_board(const daemon::BoardConfig& board) const;

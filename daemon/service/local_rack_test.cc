@@ -98,7 +98,10 @@ TEST_CASE("an empty rack: views, refusals as failures") {
         std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>());
     daemon::CaptureService capture(config, log);
     LocalRack rack(capture, config.storage_path);
-    CHECK(rack.readiness() == nlohmann::json{{"status", "ready"}, {"boards", 0}});
+    CHECK(rack.readiness() == nlohmann::json{{"status", "ready"},
+                                             {"boards", 0},
+                                             {"storage_state", "ok"},
+                                             {"storage_error", nullptr}});
     CHECK(rack.boards() == nlohmann::json::array());
     CHECK(rack.sessions({}) == nlohmann::json::array());
     CHECK(failure_of([&] { rack.board("nope"); }) == Failure::kNotFound);

@@ -13,7 +13,7 @@
 #include "gmon/aggregate.h"
 #include "gmon/profile_pipeline.h"
 #include "protocol/record.h"
-#include "storage/storage_writer.h"  // SessionHandle, SessionCounters
+#include "storage/storage_writer.h"  // SessionId, SessionCounters
 
 namespace rackprof::service {
 
@@ -33,6 +33,7 @@ struct LiveView {
     std::vector<storage::ConsoleLine> newest_console;  // itm; oldest first
     gmon::ProfileSource source;  // the live aggregate, its ELF (if any), the announced range
     std::uint64_t version = 0;
+    std::string storage_error;  // while storage's commits fail; else ""
 };
 
 // What /metrics reports of the rack: every board (its link state and the counters of its

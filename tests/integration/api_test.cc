@@ -166,6 +166,33 @@ TEST_CASE("API: health, version, boards, sessions, errors") {
     CHECK(named);
 }
 
+TEST_CASE("API: the session a log line names is the API's session of that board") {
+    // A restart: ids in the database go on from the first run's, so a per-process count would
+    // name another run's session.
+    ApiDaemon d;
+    d.restart();
+    std::smatch m;
+    const std::string log = testing::read_text(d.dir() / "serve.log");
+    REQUIRE(std::regex_search(log, m, std::regex("\\[det\\] session ([0-9]+) capturing")));
+    const std::string logged = m[1].str();
+    const auto session = d.call("GET", "/api/v1/sessions/" + logged);
+    REQUIRE(session.first == 200);
+    const auto s = json::parse(session.second);
+    CHECK(s["board"] == "det");
+    CHECK(s["state"] == "capturing");
+    const auto board = json::parse(d.call("GET", "/api/v1/boards/det").second);
+    CHECK(std::to_string(board["session"].get<std::int64_t>()) == logged);
+    // convert --session with the logged id profiles that very run.
+    d.call("POST", "/api/v1/sessions/" + logged + "/stop");
+    const auto converted =
+        testing::rackprof({"convert", "--db", (d.dir() / "rack.db").string(), "--session", logged,
+                           "--report", "json", "-o", (d.dir() / "out.gmon").string()});
+    REQUIRE_MESSAGE(converted.exit_code == 0, converted.err);
+    CHECK(json::parse(converted.out)["source"]["session"]["id"].get<std::int64_t>() ==
+          std::stoll(logged));
+    CHECK(json::parse(converted.out)["source"]["session"]["state"] == "completed");
+}
+
 TEST_CASE("API: gmon.out with curl -fsSLOJ equals rackprof convert, and gprof reads it") {
     ApiDaemon d;
     const auto boards = json::parse(d.call("GET", "/api/v1/boards").second);

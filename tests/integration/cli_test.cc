@@ -1,11 +1,20 @@
 // The rackprof binary end to end: simulate a board, convert its capture, check the result
 // against the simulator's ground truth and against gprof; and every bad input.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <thread>
 
+#include "storage/storage_writer.h"
 #include "tests/integration/test_support.h"
 
 namespace rackprof {
@@ -364,6 +373,124 @@ TEST_CASE("convert --export writes every registered format; the stored session's
     const auto no_output = rackprof({"convert", capture.string(), "--export", "csv"});
     CHECK(no_output.exit_code == 2);
     CHECK(no_output.err.find("-o") != std::string::npos);
+}
+
+// Reads a FIFO on a thread until told to stop (held open read-write, so opening it never
+// blocks and a writer that never comes cannot hang the test).
+class FifoReader {
+  public:
+    explicit FifoReader(const std::filesystem::path& path)
+        : fd_(::open(path.c_str(), O_RDWR | O_NONBLOCK)), thread_([this] { run(); }) {}
+    ~FifoReader() {
+        stop_ = true;
+        thread_.join();
+        ::close(fd_);
+    }
+    // Everything read so far, once nothing more came for 200 ms.
+    std::string drained() {
+        stop_ = true;
+        thread_.join();
+        thread_ = std::thread([] {});
+        return bytes_;
+    }
+
+  private:
+    void run() {
+        int quiet_ms = 0;
+        while (!stop_ || quiet_ms < 200) {
+            pollfd p{fd_, POLLIN, 0};
+            if (::poll(&p, 1, 20) <= 0) {
+                quiet_ms += 20;
+                continue;
+            }
+            char buffer[4096];
+            const ssize_t n = ::read(fd_, buffer, sizeof buffer);
+            if (n > 0) bytes_.append(buffer, static_cast<std::size_t>(n));
+            quiet_ms = 0;
+        }
+    }
+    int fd_;
+    std::atomic<bool> stop_{false};
+    std::string bytes_;
+    std::thread thread_;
+};
+
+TEST_CASE("convert -o onto a FIFO or device writes into it and leaves it one") {
+    testing::TempDir dir;
+    const auto [capture, elf] = simulate_with_elf(dir, "deterministic", "40");
+    const auto fifo = dir / "pipe";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    FifoReader reader(fifo);
+    const auto r = rackprof({"convert", capture.string(), "--elf", elf.string(), "--report", "none",
+                             "-o", fifo.string()});
+    CHECK_MESSAGE(r.exit_code == 0, r.err);
+    const std::string written = reader.drained();
+    CHECK(std::filesystem::is_fifo(fifo));  // not replaced by a regular file
+    CHECK(written.rfind("gmon", 0) == 0);   // the gmon.out went through the pipe
+    CHECK(written.size() > 20);
+    // Nothing left beside it either.
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+        CHECK(entry.path().filename().string().find(".tmp-") == std::string::npos);
+}
+
+// A database of a few MiB written by the storage writer, as the daemon writes one.
+void write_database(const std::filesystem::path& path) {
+    storage::StorageWriter writer(path);
+    const auto id = writer.reserve_session_id();
+    storage::NewSession spec;
+    spec.board = "board";
+    spec.link = "sim://blinky";
+    writer.submit(storage::OpenSessionOp{id, spec});
+    storage::SessionCounters counters;
+    for (int i = 0; i < 400; ++i) {
+        std::vector<protocol::Record> records(100, protocol::Record::pc_sample(0x1000 + 2 * i));
+        counters.pc_samples += records.size();
+        writer.submit(storage::ChunkOp{id,
+                                       i + 1,
+                                       std::vector<std::uint8_t>(8 << 10, 0x5A),
+                                       std::move(records),
+                                       counters,
+                                       {},
+                                       {}});
+    }
+    writer.submit(storage::CloseSessionOp{id, "completed", 401, counters});
+    writer.stop();
+}
+
+TEST_CASE(
+    "check --db: ok for a sound database; garbage in its middle is listed, and serve refuses it") {
+    testing::TempDir dir;
+    const auto db = dir / "rack.db";
+    write_database(db);
+    const auto sound = rackprof({"check", "--db", db.string()});
+    CHECK_MESSAGE(sound.exit_code == 0, sound.err);
+    CHECK(sound.out == db.string() + ": ok\n");
+
+    {  // 64 KiB of garbage over the middle of the file
+        const auto size = std::filesystem::file_size(db);
+        std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(static_cast<std::streamoff>(size / 2));
+        std::uint32_t x = 88172645u;
+        for (int i = 0; i < (64 << 10); ++i) {
+            x = x * 1664525u + 1013904223u;
+            f.put(static_cast<char>(x >> 24));
+        }
+    }
+    const auto damaged = rackprof({"check", "--db", db.string()});
+    CHECK(damaged.exit_code == 1);
+    CHECK(damaged.out.rfind(db.string() + ": damaged, ", 0) == 0);
+    CHECK(std::count(damaged.out.begin(), damaged.out.end(), '\n') >= 2);  // problems listed
+
+    std::ofstream(dir / "rack.toml")
+        << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \"" << db.string() << "\"\n";
+    const auto serve = rackprof({"serve", "--config", (dir / "rack.toml").string()});
+    CHECK(serve.exit_code == 1);
+    CHECK(serve.err.find(db.string() + " is damaged") != std::string::npos);
+    CHECK(serve.err.find("rackprof check --db") != std::string::npos);
+    CHECK(serve.err.find("HTTP API listening") == std::string::npos);  // never started
+
+    CHECK(rackprof({"check"}).exit_code == 2);
+    CHECK(rackprof({"check", "--db", (dir / "none.db").string()}).exit_code == 1);
 }
 
 }  // namespace

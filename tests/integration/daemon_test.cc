@@ -1,6 +1,7 @@
 // The capture daemon as it runs on a bench: a real `rackprof serve` process, boards on real
 // pseudo-terminals (driven by `rackprof simulate --pty`), a real SQLite file. Everything the
 // boards sent must be stored exactly, through unplugs, SIGTERM and kill -9.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -8,8 +9,10 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "gmon/aggregate.h"
@@ -60,8 +63,11 @@ gmon::Aggregate aggregate_of(const json& truth) {
 
 class Rack {
   public:
-    explicit Rack(std::vector<SimBoard> boards, const std::string& extra_config = "")
-        : boards_(std::move(boards)) {
+    // `database`: where it goes (default: rack.db in the rack's temp dir).
+    explicit Rack(std::vector<SimBoard> boards, const std::string& extra_config = "",
+                  std::filesystem::path database = {})
+        : boards_(std::move(boards)),
+          db_(database.empty() ? dir_ / "rack.db" : std::move(database)) {
         std::ofstream config(dir_ / "rack.toml");
         config << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \"" << db().string()
                << "\"\n[links]\nreconnect_min_ms = 20\nreconnect_max_ms = 100\n"
@@ -75,7 +81,7 @@ class Rack {
         }
     }
 
-    std::filesystem::path db() const { return dir_ / "rack.db"; }
+    const std::filesystem::path& db() const { return db_; }
     std::filesystem::path path(const std::string& name) const { return dir_ / name; }
 
     // Every board sends its whole run into a daemon, which then stops cleanly.
@@ -149,6 +155,7 @@ class Rack {
   private:
     testing::TempDir dir_;
     std::vector<SimBoard> boards_;
+    std::filesystem::path db_;
     std::vector<std::unique_ptr<testing::Process>> sims_;
     std::unique_ptr<testing::Process> daemon_;
 };
@@ -274,6 +281,156 @@ TEST_CASE(
     const auto& steady = only_session_of(sessions, "steady");
     CHECK(store.aggregate(steady.id) == aggregate_of(rack.truth("steady")));
     CHECK(steady.counters.gaps <= 1);  // only the end of the simulation
+}
+
+// A small file system of its own (tmpfs), unmounted at scope exit; not mounted when this
+// process may not mount (not root, no CAP_SYS_ADMIN).
+class Tmpfs {
+  public:
+    Tmpfs(const std::filesystem::path& dir, const std::string& size) : dir_(dir) {
+        std::filesystem::create_directories(dir);
+        mounted_ = ::geteuid() == 0 && testing::run({"mount", "-t", "tmpfs", "-o", "size=" + size,
+                                                     "tmpfs", dir.string()})
+                                               .exit_code == 0;
+    }
+    ~Tmpfs() {
+        if (mounted_) testing::run({"umount", "-l", dir_.string()});
+    }
+    bool mounted() const { return mounted_; }
+
+  private:
+    std::filesystem::path dir_;
+    bool mounted_ = false;
+};
+
+// Writes a file until its file system is full (ENOSPC); returns the bytes written.
+std::uint64_t fill_file_system(const std::filesystem::path& file) {
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    REQUIRE(fd >= 0);
+    const std::vector<char> block(1 << 16, 'f');
+    std::uint64_t written = 0;
+    while (true) {
+        const ssize_t n = ::write(fd, block.data(), block.size());
+        if (n <= 0) break;
+        written += static_cast<std::uint64_t>(n);
+    }
+    ::close(fd);
+    return written;
+}
+
+json get_json(const std::string& port, const std::string& path) {
+    const auto r = testing::run({"curl", "-sS", "http://127.0.0.1:" + port + path});
+    return json::parse(r.out, nullptr, false);
+}
+
+std::size_t count_lines(const std::string& text, const std::string& containing) {
+    std::size_t n = 0;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);)
+        n += line.find(containing) != std::string::npos;
+    return n;
+}
+
+TEST_CASE(
+    "disk full under a real daemon: every record stored or counted lost, a gap, storage_error "
+    "shown, capture resumes, a few log lines") {
+    testing::TempDir mounts;
+    Tmpfs fs(mounts / "fs", "32m");
+    if (!fs.mounted()) {
+        std::cout << "SKIP: disk full under a real daemon: cannot mount a tmpfs here (needs root "
+                     "with CAP_SYS_ADMIN); storage_writer_test's max_page_count test covers the "
+                     "writer\n";
+        return;
+    }
+    const std::vector<SimBoard> boards = {
+        {"filling", {"--model", "deterministic", "--iterations", "300", "--rate", "30000"}}};
+    Rack rack(boards, "", mounts / "fs" / "rack.db");
+    rack.start_boards();
+    rack.start_daemon();
+    const std::string port = testing::wait_for_api_port(rack.path("serve.log"));
+    json board;
+    REQUIRE(testing::eventually(
+        [&] {
+            board = get_json(port, "/api/v1/boards/filling");
+            return board.is_object() && board["session"].is_number() &&
+                   board["counters"]["arcs"].get<std::uint64_t>() > 0;
+        },
+        10s));
+    const std::string id = std::to_string(board["session"].get<std::int64_t>());
+    std::this_thread::sleep_for(300ms);  // some of it committed
+    CHECK(get_json(port, "/api/v1/boards/filling")["storage_state"] == "ok");
+
+    // The disk fills: the API says so, on the board, its session, its live feed and /readyz.
+    const auto filler = mounts / "fs" / "filler";
+    CHECK(fill_file_system(filler) > 0);
+    REQUIRE(testing::eventually(
+        [&] {
+            return get_json(port, "/api/v1/boards/filling")["storage_state"] == "storage_error";
+        },
+        10s));
+    const json failing_board = get_json(port, "/api/v1/boards/filling");
+    CHECK(failing_board["storage_error"].get<std::string>().find("full") != std::string::npos);
+    CHECK(get_json(port, "/api/v1/sessions/" + id)["storage_state"] == "storage_error");
+    CHECK(get_json(port, "/readyz")["storage_state"] == "storage_error");
+    {
+        testing::Feed live(port, "/api/v1/sessions/" + id + "/live");
+        CHECK(live.next()["storage_state"] == "storage_error");
+    }
+    std::this_thread::sleep_for(1500ms);  // an episode of some 15 failed commits
+    CHECK(get_json(port, "/api/v1/boards/filling")["counters"]["records_lost_storage"]
+              .get<std::uint64_t>() > 0);
+    const std::size_t lines_while_full = count_lines(rack.log(), "storage:");
+
+    // Space returns: capture goes on storing.
+    std::filesystem::remove(filler);
+    REQUIRE(testing::eventually(
+        [&] { return get_json(port, "/api/v1/boards/filling")["storage_state"] == "ok"; }, 10s));
+    rack.wait_boards();
+    rack.stop_daemon();
+
+    storage::SessionStore store(rack.db(), storage::Database::Mode::kReadOnly);
+    const auto sessions = store.sessions();
+    const auto& s = only_session_of(sessions, "filling");
+    CHECK(std::to_string(s.id) == id);
+    const json truth = rack.truth("filling");
+    const std::uint64_t sent =
+        truth["arcs_sent"].get<std::uint64_t>() + truth["pc_samples_sent"].get<std::uint64_t>();
+    std::uint64_t stored = 0;
+    std::int64_t last_batch_ns = 0;
+    store.for_each_record_batch(s.id, [&](std::int64_t t, std::span<const protocol::Record> r) {
+        stored += r.size();
+        last_batch_ns = t;
+    });
+    std::uint64_t stored_bytes = 0;
+    store.for_each_chunk(
+        s.id, [&](std::int64_t, std::span<const std::uint8_t> raw) { stored_bytes += raw.size(); });
+    CHECK(s.state == "completed");
+    CHECK(s.counters.records_lost == 0);  // the queue never overflowed: these are storage's
+    CHECK(s.counters.records_lost_storage > 0);
+    CHECK(stored + s.counters.records_lost_storage == sent);
+    CHECK(stored_bytes + s.counters.bytes_lost_storage == truth["wire_bytes"].get<std::uint64_t>());
+    CHECK(s.counters.arcs + s.counters.pc_samples == sent);
+    // One gap for the episode; records stored after it: capture resumed.
+    std::vector<storage::Gap> storage_gaps;
+    for (const auto& g : store.gaps(s.id)) {
+        if (g.reason.rfind("storage: ", 0) == 0) storage_gaps.push_back(g);
+    }
+    REQUIRE(storage_gaps.size() == 1);
+    CHECK(storage_gaps[0].reason.find("full") != std::string::npos);
+    CHECK(storage_gaps[0].ended_ns > storage_gaps[0].started_ns);
+    CHECK(last_batch_ns > storage_gaps[0].ended_ns);
+    CHECK(store.gaps(s.id).size() == s.counters.gaps);
+
+    // Said once, with the database and its free space; a few lines, not one per commit.
+    const std::string log = rack.log();
+    INFO(log);
+    CHECK(count_lines(log, "storage: commits fail") == 1);
+    CHECK(log.find("database " + rack.db().string()) != std::string::npos);
+    CHECK(log.find(" free of ") != std::string::npos);
+    CHECK(lines_while_full <= 2);
+    CHECK(count_lines(log, "storage:") <= 4);  // fail, recovered, the session's losses
+    CHECK(log.find("NOT everything captured was committed") != std::string::npos);
+    CHECK(log.find("everything captured is committed") == std::string::npos);
 }
 
 TEST_CASE("kill -9: on restart the session is interrupted, what was committed is intact") {

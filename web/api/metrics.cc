@@ -145,6 +145,16 @@ void write_rack_metrics(MetricsText& out, const service::RackMetrics& rack) {
                "Failed storage transactions (disk full, I/O errors).");
     out.sample("rackprof_storage_errors_total",
                static_cast<double>(rack.writer.failed_transactions));
+    out.family("rackprof_storage_failing", "gauge",
+               "1 while storage's commits fail (an episode of storage_error).");
+    out.sample("rackprof_storage_failing", rack.writer.failing ? 1 : 0);
+    out.family("rackprof_storage_records_lost_total", "counter",
+               "Loss: records that storage failures cost this run.");
+    out.sample("rackprof_storage_records_lost_total",
+               static_cast<double>(rack.writer.records_lost));
+    out.family("rackprof_storage_bytes_lost_total", "counter",
+               "Loss: raw bytes that storage failures cost this run.");
+    out.sample("rackprof_storage_bytes_lost_total", static_cast<double>(rack.writer.bytes_lost));
 }
 
 }  // namespace rackprof::web

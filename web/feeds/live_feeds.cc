@@ -268,6 +268,9 @@ std::string LiveFeeds::snapshot(std::int64_t id) {
     out["board"] = view->board;
     out["state"] = "capturing";
     out["link"] = view->link;
+    // While storage's commits fail, what arrives is counted lost (losses.records_lost_storage).
+    out["storage_state"] = view->storage_error.empty() ? "ok" : "storage_error";
+    out["storage_error"] = view->storage_error.empty() ? json(nullptr) : json(view->storage_error);
     out["records_per_s"] = records_per_s;
     out["bytes_per_s"] = bytes_per_s;
     out["totals"] = storage::live_totals_json(c);

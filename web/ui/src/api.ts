@@ -12,7 +12,13 @@ export interface Board {
   reconnects: number;
   session: number | null;
   counters: Counters | null;
+  storage_state: StorageState;
+  storage_error: string | null;
 }
+
+// "storage_error" while the database's commits fail (disk full, I/O error): what arrives is
+// counted lost (records_lost_storage) and a gap marks the span.
+export type StorageState = "ok" | "storage_error";
 
 export interface Session {
   id: number;
@@ -25,6 +31,8 @@ export interface Session {
   started_ns: number;
   ended_ns: number | null;
   counters: Counters;
+  storage_state: StorageState;
+  storage_error: string | null;
 }
 
 export interface FlatRow {
@@ -80,6 +88,8 @@ export interface LiveSnapshot {
   bytes_per_s?: number;
   totals?: Counters;
   losses?: Counters;
+  storage_state?: StorageState;
+  storage_error?: string | null;
   top_functions?: { name: string; self_percent: number; calls: number | null }[];
 }
 

@@ -5,6 +5,7 @@ import "uplot/dist/uPlot.min.css";
 import { api, feed, type LiveSnapshot } from "../api";
 import { count, isOverhead, label, percent } from "../format";
 import { h, link, replace } from "../dom";
+import { storageBadge } from "./rack";
 import { navigate } from "../router";
 
 const kHistory = 120; // points kept on the chart: 30 s at 4 snapshots a second
@@ -15,6 +16,7 @@ export async function livePage(main: HTMLElement, _params: URLSearchParams, id?:
   const title = h("h1", {}, `Live: ${session.board} · session ${id}`);
   const link_ = h("span", { class: "pill", id: "link-state" }, "connecting");
   const capture = h("span", { class: "pill", id: "capture-state" }, session.state);
+  const storage = h("span", { id: "storage-state" }, storageBadge(session.storage_state, session.storage_error));
   const rate = h("output", { id: "records-rate", class: "big" }, "—");
   const totals = h("dl", { class: "counters", id: "totals" });
   const losses = h("dl", { class: "counters", id: "losses" });
@@ -48,7 +50,7 @@ export async function livePage(main: HTMLElement, _params: URLSearchParams, id?:
   replace(
     main,
     title,
-    h("p", {}, "Link ", link_, " · capture ", capture, " · ", link(`/sessions/${id}`, "full profile")),
+    h("p", {}, "Link ", link_, " · capture ", capture, storage, " · ", link(`/sessions/${id}`, "full profile")),
     h(
       "div",
       { class: "grid" },
@@ -98,6 +100,7 @@ export async function livePage(main: HTMLElement, _params: URLSearchParams, id?:
     capture.className = `pill ${s.state === "capturing" ? "ok" : "warn"}`;
     stopButton.disabled = s.state !== "capturing";
     if (s.state !== "capturing") return;
+    replace(storage, storageBadge(s.storage_state, s.storage_error));
     link_.textContent = s.link ?? "?";
     link_.className = `pill ${s.link === "connected" ? "ok" : "warn"}`;
     rate.textContent = count(s.records_per_s ?? 0);

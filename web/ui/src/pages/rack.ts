@@ -55,11 +55,17 @@ export async function rackPage(main: HTMLElement) {
           { "data-board": b.name },
           h("th", { scope: "row" }, b.name),
           h("td", { class: "mono" }, b.link),
-          h("td", {}, h("span", { class: `state state-${b.state}` }, b.state), b.reconnects ? ` (${b.reconnects} reconnects)` : ""),
+          h(
+            "td",
+            {},
+            h("span", { class: `state state-${b.state}` }, b.state),
+            b.reconnects ? ` (${b.reconnects} reconnects)` : "",
+            storageBadge(b.storage_state, b.storage_error),
+          ),
           h("td", { class: "num", "data-col": "rate" }, rate === null ? "—" : count(rate)),
           h("td", {}, b.session ? link(`/live/${b.session}`, `#${b.session}`) : "—"),
           h("td", {}, counterList(b.counters)),
-          h("td", { class: b.last_error ? "error" : "muted" }, b.last_error || "none"),
+          h("td", { class: b.last_error || b.storage_error ? "error" : "muted" }, b.storage_error ?? (b.last_error || "none")),
           h(
             "td",
             {},
@@ -110,6 +116,12 @@ export async function rackPage(main: HTMLElement) {
     window.clearInterval(poll);
     stop();
   };
+}
+
+// While the database's commits fail: a visible mark, the database's message on hover.
+export function storageBadge(state: string | undefined, error: string | null | undefined) {
+  if (state !== "storage_error") return "";
+  return h("span", { class: "state state-storage_error", title: error ?? "", "data-storage": "storage_error" }, " · storage error: data is being lost");
 }
 
 // Whatever counters the daemon reports, losses highlighted when not zero.

@@ -2,6 +2,7 @@
 import { api, downloads, type Session } from "../api";
 import { count, duration, time } from "../format";
 import { h, link, replace } from "../dom";
+import { storageBadge } from "./rack";
 import { navigate } from "../router";
 
 export async function sessionsPage(main: HTMLElement, params: URLSearchParams) {
@@ -72,7 +73,7 @@ function row(s: Session) {
     { "data-session": s.id },
     h("th", { scope: "row" }, link(`/sessions/${s.id}`, `#${s.id}`)),
     h("td", {}, s.board),
-    h("td", {}, h("span", { class: `state state-${s.state}` }, s.state)),
+    h("td", {}, h("span", { class: `state state-${s.state}` }, s.state), storageBadge(s.storage_state, s.storage_error)),
     h("td", {}, time(s.started_ns)),
     h("td", {}, duration(s.started_ns, s.ended_ns)),
     h("td", { class: "num" }, count(records)),

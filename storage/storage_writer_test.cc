@@ -1,0 +1,278 @@
+// The storage writer against a database that fills up for real: SQLite's max_page_count makes
+// every commit past the cap fail with SQLITE_FULL, as a full disk does, and deleting a session
+// frees pages that commits use again, as freeing disk space does.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <mutex>
+
+#include "storage/session_store.h"
+#include "storage/storage_writer.h"
+#include "storage/temp_db_test.h"
+
+namespace rackprof::storage {
+namespace {
+
+using protocol::Record;
+using Kind = StorageEvent::Kind;
+
+struct Events {
+    std::mutex mutex;
+    std::vector<StorageEvent> seen;
+    void add(const StorageEvent& e) {
+        std::lock_guard lock(mutex);
+        seen.push_back(e);
+    }
+    std::vector<StorageEvent> of(Kind kind) {
+        std::lock_guard lock(mutex);
+        std::vector<StorageEvent> out;
+        for (const auto& e : seen)
+            if (e.kind == kind) out.push_back(e);
+        return out;
+    }
+};
+
+// Chunks of 8 KiB raw and 100 PC samples, their counters counting what was sent.
+class Sender {
+  public:
+    Sender(StorageWriter& writer, SessionId id) : writer_(writer), id_(id) {}
+    void chunk() {
+        ++t_;
+        std::vector<Record> records(100, Record::pc_sample(0x1000 + 2 * (t_ % 50)));
+        counters_.bytes_in += kRaw;
+        counters_.pc_samples += records.size();
+        sent_ += records.size();
+        REQUIRE(writer_.submit(ChunkOp{id_,
+                                       t_,
+                                       std::vector<std::uint8_t>(kRaw, 0x5A),
+                                       std::move(records),
+                                       counters_,
+                                       {},
+                                       {}}));
+    }
+    std::uint64_t sent() const { return sent_; }
+    std::int64_t now() const { return t_; }
+    const SessionCounters& counters() const { return counters_; }
+    SessionCounters& counters() { return counters_; }
+
+  private:
+    static constexpr std::size_t kRaw = 8 << 10;
+    StorageWriter& writer_;
+    SessionId id_;
+    std::int64_t t_ = 0;
+    std::uint64_t sent_ = 0;
+    SessionCounters counters_;
+};
+
+NewSession spec_of(const std::string& board) {
+    NewSession spec;
+    spec.board = board;
+    spec.link = "sim://blinky";
+    return spec;
+}
+
+std::uint64_t stored_records(SessionStore& store, SessionId id) {
+    std::uint64_t n = 0;
+    store.for_each_record_batch(id,
+                                [&](std::int64_t, std::span<const Record> r) { n += r.size(); });
+    return n;
+}
+
+TEST_CASE(
+    "a full disk: lost chunks are counted with a gap, nothing else is lost, capture resumes") {
+    TempDb db;
+    Events events;
+    SessionId filler = 0;
+    SessionId session = 0;
+    std::uint64_t sent = 0;
+    std::uint64_t lost = 0;
+    {
+        StorageWriterOptions options;
+        options.commit_interval = std::chrono::milliseconds(5);
+        options.max_database_bytes = 2 << 20;
+        options.report_interval = std::chrono::hours(1);
+        StorageWriter writer(db.path, options);
+        writer.on_event([&](const StorageEvent& e) { events.add(e); });
+
+        // A completed session taking room, to delete later.
+        filler = writer.reserve_session_id();
+        writer.submit(OpenSessionOp{filler, spec_of("filler")});
+        Sender fill(writer, filler);
+        for (int i = 0; i < 60; ++i) fill.chunk();
+        writer.submit(CloseSessionOp{filler, "completed", fill.now(), fill.counters()});
+        writer.flush();
+        REQUIRE_FALSE(writer.health().failing);
+
+        // Capture until the database is full.
+        session = writer.reserve_session_id();
+        writer.submit(OpenSessionOp{session, spec_of("board")});
+        Sender capture(writer, session);
+        for (int i = 0; i < 1000 && !writer.health().failing; ++i) {
+            capture.chunk();
+            writer.flush();
+        }
+        REQUIRE(writer.health().failing);
+        CHECK(writer.health().error.find("full") != std::string::npos);
+        // While full: more chunks (lost), a link gap and a HELLO (both held, not lost).
+        for (int i = 0; i < 20; ++i) {
+            capture.chunk();
+            writer.flush();
+        }
+        capture.counters().gaps = 1;
+        writer.submit(
+            GapOp{session, {capture.now(), capture.now() + 1, "unplugged"}, capture.counters()});
+        writer.submit(TargetOp{session, {"beef", 0x1000, 0x2000}, "", "", ""});
+        writer.flush();
+        lost = writer.with_storage_losses(session, capture.counters()).records_lost_storage;
+        CHECK(lost >= 20 * 100);
+        CHECK(writer.with_storage_losses(session, capture.counters()).gaps == 2);
+
+        // Space returns: the filler goes, and what comes next is stored.
+        writer.submit(DeleteSessionOp{filler});
+        capture.chunk();
+        writer.flush();
+        CHECK_FALSE(writer.health().failing);
+        for (int i = 0; i < 5; ++i) capture.chunk();
+        writer.submit(CloseSessionOp{session, "completed", capture.now(), capture.counters()});
+        writer.stop();
+        sent = capture.sent();
+        CHECK(writer.loss_totals().records == lost);
+        CHECK(writer.loss_totals().operations_uncommitted == 0);
+    }
+    // Said once when it began (naming the database and its free space), once when it ended.
+    const auto failing = events.of(Kind::kFailing);
+    REQUIRE(failing.size() == 1);
+    CHECK(failing[0].message.find(db.path.string()) != std::string::npos);
+    CHECK(failing[0].message.find("free of") != std::string::npos);
+    CHECK(events.of(Kind::kRecovered).size() == 1);
+    CHECK(events.of(Kind::kStillFailing).empty());
+    CHECK(events.of(Kind::kOperationLost).empty());
+    CHECK(events.of(Kind::kSessionLosses).size() == 1);
+
+    SessionStore store(db.path, Database::Mode::kReadOnly);
+    CHECK_FALSE(store.session(filler));
+    const auto info = store.session(session);
+    REQUIRE(info);
+    CHECK(info->state == "completed");
+    CHECK(info->target.build_id == "beef");
+    CHECK(info->counters.records_lost_storage == lost);
+    CHECK(info->counters.bytes_lost_storage == lost / 100 * (8 << 10));
+    CHECK(info->counters.pc_samples == sent);
+    // Every record sent is stored or counted lost, exactly.
+    CHECK(stored_records(store, session) + lost == sent);
+    CHECK(store.aggregate(session).total_samples() == stored_records(store, session));
+    // The link's gap and the storage's, and the gaps counter counts both.
+    const auto gaps = store.gaps(session);
+    REQUIRE(gaps.size() == 2);
+    CHECK(info->counters.gaps == 2);
+    int storage_gaps = 0;
+    for (const auto& g : gaps) {
+        if (g.reason.rfind("storage: ", 0) == 0) {
+            ++storage_gaps;
+            CHECK(g.reason.find("full") != std::string::npos);
+            CHECK(g.ended_ns > g.started_ns);
+        } else {
+            CHECK(g.reason == "unplugged");
+        }
+    }
+    CHECK(storage_gaps == 1);
+}
+
+TEST_CASE("stopping while the disk is still full: said, counted, never waited on forever") {
+    TempDb db;
+    Events events;
+    StorageWriterOptions options;
+    options.commit_interval = std::chrono::milliseconds(5);
+    options.max_database_bytes = 1 << 20;
+    options.report_interval = std::chrono::hours(1);
+    StorageWriter writer(db.path, options);
+    writer.on_event([&](const StorageEvent& e) { events.add(e); });
+    const SessionId first = writer.reserve_session_id();
+    writer.submit(OpenSessionOp{first, spec_of("board")});
+    Sender capture(writer, first);
+    for (int i = 0; i < 1000 && !writer.health().failing; ++i) {
+        capture.chunk();
+        writer.flush();
+    }
+    REQUIRE(writer.health().failing);
+    // A session opened now that cannot fit (its settings need pages the cap leaves none of):
+    // its open is held, and retried meanwhile.
+    const SessionId second = writer.reserve_session_id();
+    NewSession big = spec_of("board");
+    big.wire_options = std::string(200 << 10, ' ');
+    writer.submit(OpenSessionOp{second, big});
+    for (int i = 0; i < 50; ++i) {
+        capture.chunk();
+        writer.flush();
+    }
+    writer.stop();
+    CHECK(events.of(Kind::kFailing).size() == 1);  // 50 failed commits, one report
+    const auto uncommitted = events.of(Kind::kUncommitted);
+    REQUIRE(uncommitted.size() == 1);
+    CHECK(uncommitted[0].message.find("session(s) " + std::to_string(second)) != std::string::npos);
+    const auto totals = writer.loss_totals();
+    CHECK_FALSE(totals.all_committed());
+    CHECK(totals.operations_uncommitted == 1);
+    CHECK(totals.records >= 50 * 100);
+    CHECK(totals.sessions.count(first));
+}
+
+}  // namespace
+}  // namespace rackprof::storage
+
+namespace rackprof::storage {
+namespace {
+
+// A database of some 2.5 MiB: one session of 300 chunks.
+void write_database(const std::filesystem::path& path) {
+    StorageWriter writer(path);
+    const SessionId id = writer.reserve_session_id();
+    writer.submit(OpenSessionOp{id, spec_of("board")});
+    Sender capture(writer, id);
+    for (int i = 0; i < 300; ++i) capture.chunk();
+    writer.submit(CloseSessionOp{id, "completed", capture.now(), capture.counters()});
+    writer.stop();
+}
+
+// 64 KiB of garbage (a fixed pseudo-random sequence) written over the middle of a file.
+void write_garbage_in_the_middle(const std::filesystem::path& path) {
+    const auto size = std::filesystem::file_size(path);
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size / 2));
+    std::uint32_t x = 2463534242u;
+    for (int i = 0; i < (64 << 10); ++i) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        f.put(static_cast<char>(x & 0xFF));
+    }
+}
+
+std::string contents(const std::filesystem::path& path) {
+    std::ifstream f(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+TEST_CASE("a database with 64 KiB of garbage in its middle is refused at start, untouched") {
+    TempDb db;
+    write_database(db.path);
+    {
+        Database sound(db.path, Database::Mode::kReadOnly);
+        CHECK(check_at_start(sound).ok());
+        CHECK(check_at_start(sound).whole_file);
+        CHECK(integrity_check(sound).ok());
+    }
+    REQUIRE(std::filesystem::file_size(db.path) > (1u << 20));
+    write_garbage_in_the_middle(db.path);
+    const std::string damaged = contents(db.path);
+    CHECK_THROWS_WITH_AS(StorageWriter(db.path),
+                         doctest::Contains("is damaged (PRAGMA quick_check: "), StorageError);
+    CHECK(contents(db.path) == damaged);  // nothing was written to it, not even a migration
+    Database checked(db.path, Database::Mode::kReadOnly);
+    const auto full = integrity_check(checked);
+    CHECK_FALSE(full.ok());
+    CHECK_FALSE(check_at_start(checked).ok());
+}
+
+}  // namespace
+}  // namespace rackprof::storage
