@@ -3,8 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "gmon/report.h"
 #include "gmon/synthetic_elf.h"
@@ -109,6 +112,41 @@ TEST_CASE("a wrong ELF is a clear error") {
     CHECK_THROWS_WITH_AS(Symbolizer::load(path), doctest::Contains("not an ELF"), ElfError);
     std::filesystem::remove(path);
     CHECK_THROWS_AS(Symbolizer::load("/nonexistent/firmware.elf"), ElfError);
+}
+
+// Found by tests/fuzz (symbolizer): the symbol loop counted entries from the section header,
+// so a .symtab claiming 4 GB (its data unreadable) spun through 2^32 failing reads (10 s
+// here, far longer for a 64-bit ELF): an uploaded ELF could hang an API thread.
+TEST_CASE("a symbol table header larger than the file is not looped over") {
+    TempElf elf({{"main", 0x100, 0x20}}, 0x100, 0x120);
+    std::string bytes;
+    {
+        std::ifstream f(elf.path, std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    }
+    const auto u32 = [&](std::size_t at) {
+        std::uint32_t v = 0;
+        for (int i = 3; i >= 0; --i) v = v << 8 | static_cast<std::uint8_t>(bytes[at + i]);
+        return v;
+    };
+    const std::uint32_t shoff = u32(0x20);  // ELF32: e_shoff; e_shentsize 40, e_shnum at 0x30
+    const unsigned shnum = static_cast<std::uint8_t>(bytes[0x30]);
+    bool patched = false;
+    for (unsigned i = 0; i < shnum; ++i) {
+        const std::size_t sh = shoff + 40 * i;
+        if (u32(sh + 4) != 2) continue;                           // SHT_SYMTAB
+        for (int k = 0; k < 4; ++k) bytes[sh + 20 + k] = '\xFF';  // sh_size
+        bytes[sh + 36] = 1;                                       // sh_entsize
+        bytes[sh + 37] = bytes[sh + 38] = bytes[sh + 39] = 0;
+        patched = true;
+    }
+    REQUIRE(patched);
+    { std::ofstream(elf.path, std::ios::binary) << bytes; }
+    const auto started = std::chrono::steady_clock::now();
+    const auto sym = Symbolizer::load(elf.path);
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(5));
+    CHECK(sym->symbols().empty());  // unreadable: none, rather than garbage
+    CHECK_THROWS_AS(gprof_symbol_table(*sym), std::invalid_argument);
 }
 
 }  // namespace

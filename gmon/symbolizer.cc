@@ -129,8 +129,11 @@ void Symbolizer::read(const std::filesystem::path& path) {
         }
     }
     Elf_Data* data = elf_getdata(symtab, nullptr);
-    const std::size_t count =
-        symtab_hdr.sh_entsize ? symtab_hdr.sh_size / symtab_hdr.sh_entsize : 0;
+    // The entries libelf actually read, not what sh_size / sh_entsize claim: a header saying
+    // 2^64 made this loop run for ever (gelf_getsym refusing every index past the data).
+    const std::size_t entry_size =
+        gelf_getclass(elf) == ELFCLASS64 ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
+    const std::size_t count = data && data->d_type == ELF_T_SYM ? data->d_size / entry_size : 0;
     for (std::size_t i = 1; i < count; ++i) {
         GElf_Sym sym;
         if (!gelf_getsym(data, static_cast<int>(i), &sym)) continue;
