@@ -94,6 +94,12 @@ void Symbolizer::read(const std::filesystem::path& path) {
         if (classes.size() <= index) classes.resize(index + 1, '?');
         classes[index] = section_class(name ? name : "", shdr);
         if ((shdr.sh_flags & SHF_ALLOC) && (shdr.sh_flags & SHF_EXECINSTR) && shdr.sh_size > 0) {
+            // An end past the address space would wrap and put code_high below code_low.
+            const std::uint64_t limit = layout_.addr_bytes == 8
+                                            ? std::numeric_limits<std::uint64_t>::max()
+                                            : std::uint64_t{1} << 32;
+            if (shdr.sh_addr > limit || shdr.sh_size > limit - shdr.sh_addr)
+                throw ElfError(where + "an executable section ends past the address space");
             code_low_ = std::min<std::uint64_t>(code_low_, shdr.sh_addr);
             code_high_ = std::max<std::uint64_t>(code_high_, shdr.sh_addr + shdr.sh_size);
         }
