@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <stdexcept>
+
 #include "gmon/byte_io.h"
 #include "gmon/gmon_data.h"
 #include "gmon/gmon_reader.h"
@@ -106,6 +108,21 @@ TEST_CASE("a BSD file shorter than its own header is refused, not read past its 
                                              0x79, 0x18, 0x05, 0, 0xE8, 0x03, 0, 0};
     CHECK_THROWS_WITH_AS(parse_gmon(bsd44, {4, ByteOrder::kLittle}), doctest::Contains("truncated"),
                          GmonFormatError);
+}
+
+// Found by tests/fuzz (gmon): a 64-bit BSD arc count near 2^64 was split into 2^32 records
+// of 21 bytes, written one at a time (a 90 GB buffer; the fuzzer's 25 s timeout).
+TEST_CASE("counts too wide for any sane gmon.out are refused, not written for ever") {
+    GmonData arcs;
+    arcs.arcs = {{0x100, 0x200, std::uint64_t{1} << 63}};
+    CHECK_THROWS_AS(serialize_gmon(arcs), std::length_error);
+    GmonData bins;
+    bins.histograms.push_back({0x100, 0x900, 1000, "seconds", 's', {}});
+    bins.histograms[0].bins.assign(1024, 0);
+    bins.histograms[0].bins[3] = std::uint64_t{1} << 40;  // 2^24 records of 2 KB each
+    CHECK_THROWS_AS(serialize_gmon(bins), std::length_error);
+    bins.histograms[0].bins[3] = 70000;  // two records: written
+    CHECK(serialize_gmon(bins).size() > 2 * 2048);
 }
 
 TEST_CASE("partially overlapping histograms are refused, as gprof refuses them") {

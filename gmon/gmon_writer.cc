@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -46,10 +47,31 @@ void write_histogram(const Histogram& h, const TargetLayout& t, std::vector<std:
     }
 }
 
+// The file's size before it is written. Wide counts take repeated records, so an absurd one
+// (a corrupt import: a 64-bit BSD arc count, a PC_N of 2^32 - 1 many times) would otherwise
+// mean terabytes written one record at a time.
+double file_bytes(const GmonData& data) {
+    const double addr = data.layout.addr_bytes;
+    double bytes = 20;
+    for (const Histogram& h : data.histograms) {
+        const std::uint64_t peak =
+            h.bins.empty() ? 0 : *std::max_element(h.bins.begin(), h.bins.end());
+        const double records = std::max(1.0, std::ceil(static_cast<double>(peak) / kMaxBin));
+        bytes += records * (1 + 2 * addr + 4 + 4 + 15 + 1 + 2.0 * h.bins.size());
+    }
+    for (const ArcCount& a : data.arcs)
+        bytes += std::ceil(static_cast<double>(a.count) / kMaxArcCount) * (1 + 2 * addr + 4);
+    return bytes;
+}
+
 }  // namespace
 
 std::vector<std::uint8_t> serialize_gmon(const GmonData& data) {
     const TargetLayout& t = data.layout;
+    if (const double bytes = file_bytes(data); bytes > kMaxGmonFileBytes) {
+        throw std::length_error("gmon.out would take " + std::to_string(bytes / (1 << 20)) +
+                                " MiB: counts too wide for its 16-bit bins and 32-bit arc counts");
+    }
     std::vector<std::uint8_t> out;
     out.reserve(64 + data.arcs.size() * (1 + 2 * t.addr_bytes + 4));
     for (char c : {'g', 'm', 'o', 'n'}) out.push_back(static_cast<std::uint8_t>(c));

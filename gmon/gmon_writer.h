@@ -1,7 +1,7 @@
 // Writes gmon.out in the GNU tagged format that gprof reads, in the target's byte order and
 // address size. Wide counts are never clamped: a bin above 65535 is split across several
 // histogram records with the same range (gprof sums them), an arc above 2^32-1 across
-// several arc records (gprof sums those too).
+// several arc records (gprof sums those too), up to kMaxGmonFileBytes in all.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,9 @@
 
 namespace rackprof::gmon {
 
+// The largest file written (1 GiB): counts so wide that their repeated records would pass it
+// are refused with std::length_error rather than written for ever.
+inline constexpr double kMaxGmonFileBytes = 1 << 30;
 std::vector<std::uint8_t> serialize_gmon(const GmonData& data);
 
 // Writes next to `path` and renames into place, so a failure never leaves a partial file. A

@@ -89,6 +89,7 @@ struct ProfileOptions {
 };
 
 // The symbol table gprof builds from an ELF (its selection, de-duplication and ranges).
+// Throws std::invalid_argument when the ELF has no .text section or names no function.
 std::vector<ProfileSymbol> gprof_symbol_table(const Symbolizer& elf);
 
 // Throws std::invalid_argument when the data cannot be profiled (e.g. no symbols).

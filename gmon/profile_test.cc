@@ -3,8 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "gmon/report.h"
 #include "gmon/synthetic_elf.h"
@@ -109,6 +112,85 @@ TEST_CASE("a wrong ELF is a clear error") {
     CHECK_THROWS_WITH_AS(Symbolizer::load(path), doctest::Contains("not an ELF"), ElfError);
     std::filesystem::remove(path);
     CHECK_THROWS_AS(Symbolizer::load("/nonexistent/firmware.elf"), ElfError);
+}
+
+// Found by tests/fuzz (symbolizer): the symbol loop counted entries from the section header,
+// so a .symtab claiming 4 GB (its data unreadable) spun through 2^32 failing reads (10 s
+// here, far longer for a 64-bit ELF): an uploaded ELF could hang an API thread.
+TEST_CASE("a symbol table header larger than the file is not looped over") {
+    TempElf elf({{"main", 0x100, 0x20}}, 0x100, 0x120);
+    std::string bytes;
+    {
+        std::ifstream f(elf.path, std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    }
+    const auto u32 = [&](std::size_t at) {
+        std::uint32_t v = 0;
+        for (int i = 3; i >= 0; --i) v = v << 8 | static_cast<std::uint8_t>(bytes[at + i]);
+        return v;
+    };
+    const std::uint32_t shoff = u32(0x20);  // ELF32: e_shoff; e_shentsize 40, e_shnum at 0x30
+    const unsigned shnum = static_cast<std::uint8_t>(bytes[0x30]);
+    bool patched = false;
+    for (unsigned i = 0; i < shnum; ++i) {
+        const std::size_t sh = shoff + 40 * i;
+        if (u32(sh + 4) != 2) continue;                           // SHT_SYMTAB
+        for (int k = 0; k < 4; ++k) bytes[sh + 20 + k] = '\xFF';  // sh_size
+        bytes[sh + 36] = 1;                                       // sh_entsize
+        bytes[sh + 37] = bytes[sh + 38] = bytes[sh + 39] = 0;
+        patched = true;
+    }
+    REQUIRE(patched);
+    { std::ofstream(elf.path, std::ios::binary) << bytes; }
+    const auto started = std::chrono::steady_clock::now();
+    const auto sym = Symbolizer::load(elf.path);
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(5));
+    CHECK(sym->symbols().empty());  // unreadable: none, rather than garbage
+    CHECK_THROWS_AS(gprof_symbol_table(*sym), std::invalid_argument);
+}
+
+// A 64-bit ELF with one executable section [addr, addr + size) and a section name table.
+std::string elf64_with_code_section(std::uint64_t addr, std::uint64_t size) {
+    std::string out(256, '\0');
+    const auto put = [&](std::size_t at, std::uint64_t v, int bytes) {
+        for (int i = 0; i < bytes; ++i) out[at + i] = static_cast<char>(v >> (8 * i));
+    };
+    out.replace(0, 7,
+                "\x7f"
+                "ELF\x02\x01\x01");  // 64-bit, little-endian, version 1
+    put(16, 2, 2);                   // ET_EXEC
+    put(18, 62, 2);                  // EM_X86_64
+    put(20, 1, 4);
+    put(40, 64, 8);  // e_shoff: the section headers right after this header
+    put(52, 64, 2);  // e_ehsize
+    put(58, 64, 2);  // e_shentsize
+    put(60, 3, 2);   // e_shnum: null, .text, .shstrtab
+    put(62, 2, 2);   // e_shstrndx
+    const std::size_t text = 64 + 64, names = 64 + 2 * 64;
+    put(text + 0, 1, 4);  // ".text"
+    put(text + 4, 1, 4);  // SHT_PROGBITS
+    put(text + 8, 6, 8);  // SHF_ALLOC | SHF_EXECINSTR
+    put(text + 16, addr, 8);
+    put(text + 24, 256, 8);
+    put(text + 32, size, 8);
+    put(names + 0, 7, 4);  // ".shstrtab"
+    put(names + 4, 3, 4);  // SHT_STRTAB
+    put(names + 24, 256, 8);
+    put(names + 32, 17, 8);
+    return out + std::string(".text\0.shstrtab\0", 17) + std::string(0x200, '\0');
+}
+
+// Found by tests/fuzz (symbolizer): an executable section ending past 2^64 wrapped, leaving
+// code_high below code_low, a range no PC is in (imports dropped every record).
+TEST_CASE("an executable section past the end of the address space is refused") {
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("rackprof-wrapped-" + std::to_string(::getpid()) + ".elf");
+    { std::ofstream(path, std::ios::binary) << elf64_with_code_section(~0xFFull, 0x200); }
+    CHECK_THROWS_WITH_AS(Symbolizer::load(path), doctest::Contains("past the address space"),
+                         ElfError);
+    { std::ofstream(path, std::ios::binary) << elf64_with_code_section(0x400000, 0x200); }
+    CHECK_THROWS_WITH_AS(Symbolizer::load(path), doctest::Contains("no symbol table"), ElfError);
+    std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -94,6 +94,12 @@ void Symbolizer::read(const std::filesystem::path& path) {
         if (classes.size() <= index) classes.resize(index + 1, '?');
         classes[index] = section_class(name ? name : "", shdr);
         if ((shdr.sh_flags & SHF_ALLOC) && (shdr.sh_flags & SHF_EXECINSTR) && shdr.sh_size > 0) {
+            // An end past the address space would wrap and put code_high below code_low.
+            const std::uint64_t limit = layout_.addr_bytes == 8
+                                            ? std::numeric_limits<std::uint64_t>::max()
+                                            : std::uint64_t{1} << 32;
+            if (shdr.sh_addr > limit || shdr.sh_size > limit - shdr.sh_addr)
+                throw ElfError(where + "an executable section ends past the address space");
             code_low_ = std::min<std::uint64_t>(code_low_, shdr.sh_addr);
             code_high_ = std::max<std::uint64_t>(code_high_, shdr.sh_addr + shdr.sh_size);
         }
@@ -129,8 +135,11 @@ void Symbolizer::read(const std::filesystem::path& path) {
         }
     }
     Elf_Data* data = elf_getdata(symtab, nullptr);
-    const std::size_t count =
-        symtab_hdr.sh_entsize ? symtab_hdr.sh_size / symtab_hdr.sh_entsize : 0;
+    // The entries libelf actually read, not what sh_size / sh_entsize claim: a header saying
+    // 2^64 made this loop run for ever (gelf_getsym refusing every index past the data).
+    const std::size_t entry_size =
+        gelf_getclass(elf) == ELFCLASS64 ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
+    const std::size_t count = data && data->d_type == ELF_T_SYM ? data->d_size / entry_size : 0;
     for (std::size_t i = 1; i < count; ++i) {
         GElf_Sym sym;
         if (!gelf_getsym(data, static_cast<int>(i), &sym)) continue;

@@ -68,20 +68,25 @@ mkdir -p "$logs" "$artifacts"
 run_target() {
     local t=$1 corpus=$build/fuzz-corpus/$1
     mkdir -p "$corpus" "$logs/$t"
-    local parallel=()
+    local parallel=() dirs=("$corpus") d
     ((fuzz_jobs > 1)) && parallel=(-jobs="$fuzz_jobs" -workers="$fuzz_jobs")
+    for d in "$here/corpus/$t" "$seeds/$t"; do
+        if [[ -d $d ]]; then dirs+=("$d"); fi
+    done
+    local dict=()  # the target's keywords (HTTP, TOML and JSON keys, URI parts)
+    if [[ -f $here/dict/$t.dict ]]; then dict=(-dict="$here/dict/$t.dict"); fi
     (cd "$logs/$t" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         "$build/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -max_len="${max_len[$t]}" \
         -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/$t-" \
-        "${parallel[@]}" "$corpus" "$here/corpus/$t" "$seeds/$t") >"$logs/$t.log" 2>&1
+        "${dict[@]}" "${parallel[@]}" "${dirs[@]}") >"$logs/$t.log" 2>&1
 }
 
 # The last status line of a run: executions per second and edges covered.
 summary() {
     local log=$1
     ((fuzz_jobs > 1)) && log=$(ls "$logs/$2"/fuzz-*.log 2>/dev/null | head -1)
-    grep -E '^#[0-9]+' "$log" 2>/dev/null | tail -1 |
+    { grep -E '^#[0-9]+' "$log" 2>/dev/null || true; } | tail -1 |
         sed -E 's/.*(cov: [0-9]+).*(corp: [0-9]+\/[0-9a-zA-Z]+).*(exec\/s: [0-9]+).*/\1 \2 \3/'
 }
 
@@ -96,7 +101,7 @@ finish() {  # $1: target; waits for it and reports
     else
         printf '   %-12s FAILED (exit %d): build-fuzz/fuzz-logs/%s.log\n' "$t" "$rc" "$t"
         grep -hE 'ERROR|violated|SUMMARY|Test unit written|runtime error' "$logs/$t.log" \
-            "$logs/$t"/fuzz-*.log 2>/dev/null | head -8 | sed 's/^/      /'
+            "$logs/$t"/fuzz-*.log 2>/dev/null | head -8 | sed 's/^/      /' || true
         failed+=("$t")
     fi
 }

@@ -62,7 +62,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0;  // not a usable ELF, said so
     }
     FUZZ_CHECK(elf->code_low() < elf->code_high());
-    (void)gmon::gprof_symbol_table(*elf);
+    try {
+        (void)gmon::gprof_symbol_table(*elf);
+    } catch (const std::invalid_argument&) {
+        return 0;  // no .text or no function: said so
+    }
     fuzz::profile(elf);
     return 0;
 }
