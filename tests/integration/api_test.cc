@@ -23,14 +23,17 @@ using namespace std::chrono_literals;
 
 class ApiDaemon {
   public:
+    // `server_extra`: more lines of the [server] table (e.g. "token_for_reads = true\n").
     explicit ApiDaemon(const std::string& listen = "127.0.0.1:0",
-                       const std::vector<std::string>& env = {}) {
+                       const std::vector<std::string>& env = {},
+                       const std::string& server_extra = "") {
         REQUIRE(testing::rackprof({"simulate", "--model", "deterministic", "--iterations", "1",
                                    "--write-elf", (dir_ / "model.elf").string()})
                     .exit_code == 0);
         std::ofstream(dir_ / "rack.toml")
-            << "[server]\nlisten = \"" << listen << "\"\n[storage]\npath = \""
-            << (dir_ / "rack.db").string() << "\"\n[[boards]]\nname = \"det\"\n"
+            << "[server]\nlisten = \"" << listen << "\"\n"
+            << server_extra << "[storage]\npath = \"" << (dir_ / "rack.db").string()
+            << "\"\n[[boards]]\nname = \"det\"\n"
             << "link = \"sim://deterministic?rate=40000\"\nelf = \""
             << (dir_ / "model.elf").string() << "\"\n";
         env_ = env;
@@ -68,6 +71,7 @@ class ApiDaemon {
     }
     std::string url(const std::string& path) const { return "http://127.0.0.1:" + port_ + path; }
     int port() const { return std::stoi(port_); }
+    pid_t pid() const { return daemon_->pid(); }
     const testing::TempDir& dir() const { return dir_; }
 
     // curl: returns {status, body}.
@@ -453,6 +457,44 @@ TEST_CASE("API off loopback: mutating requests need the bearer token") {
               .first == 200);
     CHECK(testing::read_text(d.dir() / "serve.log").find("s3cret") ==
           std::string::npos);  // never logged
+}
+
+TEST_CASE("the token: any case of the scheme (RFC 7235); /healthz and /readyz never need it") {
+    ApiDaemon d("127.0.0.1:0", {"RACKPROF_API_TOKEN=s3cret"}, "token_for_reads = true\n");
+    CHECK(d.call("GET", "/api/v1/boards").first == 401);
+    CHECK(d.call("GET", "/api/v1/boards", {"-H", "Authorization: Bearer wrong"}).first == 401);
+    CHECK(d.call("GET", "/api/v1/boards", {"-H", "Authorization: Bearer s3cre"}).first == 401);
+    CHECK(d.call("GET", "/api/v1/boards", {"-H", "Authorization: Bearer s3cret!"}).first == 401);
+    for (const char* scheme : {"Bearer", "bearer", "BEARER", "bEaReR"}) {
+        CAPTURE(scheme);
+        CHECK(d.call("GET", "/api/v1/boards",
+                     {"-H", std::string("Authorization: ") + scheme + " s3cret"})
+                  .first == 200);
+    }
+    CHECK(d.call("GET", "/api/v1/boards", {"-H", "Authorization: Basic s3cret"}).first == 401);
+    CHECK(d.call("GET", "/healthz").first == 200);
+    CHECK(d.call("HEAD", "/healthz", {"-I"}).first == 200);
+    CHECK(d.call("GET", "/healthz", {"-H", "Authorization: Bearer wrong"}).first == 200);
+    CHECK(d.call("GET", "/readyz").first == 200);
+}
+
+TEST_CASE("query values are percent-decoded; a bad escape is a 400") {
+    ApiDaemon d;
+    auto ids = [&](const std::string& query) {  // the counters of a capturing session move
+        std::vector<std::int64_t> out;
+        for (const auto& s : json::parse(d.call("GET", "/api/v1/sessions" + query).second))
+            out.push_back(s["id"]);
+        return out;
+    };
+    const auto plain = ids("?board=det");
+    REQUIRE_FALSE(plain.empty());
+    CHECK(ids("?board=d%65t") == plain);
+    CHECK(ids("?bo%61rd=det") == plain);
+    CHECK(json::parse(d.call("GET", "/api/v1/sessions?board=d+et").second).empty());
+    const auto bad = d.call("GET", "/api/v1/sessions?board=de%zzt");
+    CHECK(bad.first == 400);
+    CHECK(json::parse(bad.second)["error"]["code"] == "bad_query");
+    CHECK(d.call("GET", "/api/v1/sessions?board=det%").first == 400);
 }
 
 }  // namespace

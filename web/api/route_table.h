@@ -14,12 +14,9 @@
 
 #include "daemon/service/rack_service.h"
 #include "web/server/http_message.h"
+#include "web/server/token_rule.h"  // Access, TokenRule
 
 namespace rackprof::web {
-
-// Who may call a route: anyone (health probes), readers (a token only with token_for_reads),
-// writers (a token whenever one is required).
-enum class Access { kPublic, kRead, kWrite };
 
 // What a handler is given: the request, the path's {name} values, the query, the rack.
 struct Call {
@@ -66,18 +63,10 @@ class RouteTable {
     std::vector<Route> routes_;
 };
 
-// Who holds a token and when it is needed.
-struct TokenRule {
-    std::string token;             // "" : no token configured
-    bool require_token = false;    // write routes need "Authorization: Bearer <token>"
-    bool token_for_reads = false;  // with require_token: read routes need it too
-    bool needs_token(Access access) const;
-    bool admits(Access access, std::string_view authorization) const;
-};
-
 // "/a//b/" -> {"a", "b"}; the query is not part of the path.
 std::vector<std::string> split_path(std::string_view target);
-// "?a=1&b" -> {a: "1", b: ""}, as given (no %-decoding).
+// "?a=1&b&c=x%20y" -> {a: "1", b: "", c: "x y"}: names and values %-decoded, '+' a space.
+// A bad escape is HttpError 400 "bad_query".
 std::map<std::string, std::string> query_of(std::string_view target);
 
 }  // namespace rackprof::web
