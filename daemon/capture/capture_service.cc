@@ -51,16 +51,36 @@ std::unique_ptr<Board> CaptureService::make_board(const BoardConfig& b) {
     return std::make_unique<Board>(
         io_, b, *writer_, log_, config_.reconnect_min, config_.reconnect_max,
         config_.storage_path.parent_path() / "firmware",
-        [this](const BoardEvent& e) {
-            if (events_) events_(e, e.session ? writer_->session_id(*e.session) : 0);
-        },
-        &live_);
+        [this](const BoardEvent& e) { hold_event(e); }, &live_);
 }
 
-// Every board publishes its session's live snapshot at this pace, on the capture thread.
+void CaptureService::hold_event(const BoardEvent& event) {
+    held_events_.push_back({event, std::chrono::steady_clock::now()});
+    release_events();
+}
+
+// A new session's row is committed by the writer a little after the board starts it (the
+// capture thread never waits for the disk): its events wait for the id, and the ones behind
+// them too, so the order holds.
+void CaptureService::release_events() {
+    constexpr auto kLongest = std::chrono::seconds(5);
+    while (!held_events_.empty()) {
+        const HeldEvent& held = held_events_.front();
+        const std::int64_t id = held.event.session ? writer_->session_id(*held.event.session) : 0;
+        if (held.event.session && id == 0 &&
+            std::chrono::steady_clock::now() - held.since < kLongest)
+            return;
+        if (events_) events_(held.event, id);
+        held_events_.pop_front();
+    }
+}
+
+// Every board publishes its session's live snapshot at this pace, on the capture thread, and
+// held events go out once their sessions are stored.
 void CaptureService::publish_live() {
     constexpr auto kPeriod = std::chrono::milliseconds(100);
     for (auto& board : boards_) board->publish_live();
+    release_events();
     publish_timer_->expires_after(kPeriod);
     publish_timer_->async_wait([this](const boost::system::error_code& ec) {
         if (!ec) publish_live();

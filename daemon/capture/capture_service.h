@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <set>
@@ -43,8 +44,9 @@ class CaptureService {
 
     std::vector<BoardStatus> boards();
 
-    // Board events, called on the capture thread (set before start()). Session handles are
-    // turned into stored ids where they are known.
+    // Board events, called on the capture thread (set before start()), in order. An event
+    // naming a session waits until the session's row is committed, so it carries the stored
+    // id (0 only if storage never committed it within a few seconds).
     void on_event(std::function<void(const BoardEvent&, std::int64_t session_id)> sink) {
         events_ = std::move(sink);
     }
@@ -82,6 +84,8 @@ class CaptureService {
     auto on_capture_thread(F&& f) -> decltype(f());
     std::unique_ptr<Board> make_board(const BoardConfig& config);
     void publish_live();
+    void hold_event(const BoardEvent& event);
+    void release_events();
 
     DaemonConfig config_;
     std::shared_ptr<spdlog::logger> log_;
@@ -91,7 +95,12 @@ class CaptureService {
     std::unique_ptr<boost::asio::steady_timer> publish_timer_;
     std::vector<std::unique_ptr<Board>> boards_;
     std::function<void(const BoardEvent&, std::int64_t)> events_;
-    std::set<std::string> api_boards_;  // capture thread only
+    struct HeldEvent {
+        BoardEvent event;
+        std::chrono::steady_clock::time_point since;
+    };
+    std::deque<HeldEvent> held_events_;  // capture thread only
+    std::set<std::string> api_boards_;   // capture thread only
     std::unique_ptr<boost::asio::steady_timer> heartbeat_;
     std::shared_ptr<std::function<void()>> heartbeat_tick_;
     std::thread thread_;

@@ -31,19 +31,22 @@ struct FeedDaemon {
     std::string port;
 
     // A board on the deterministic model, with the given protocol and extra link parameters.
-    explicit FeedDaemon(const std::string& protocol = "legacy",
-                        const std::string& link_extra = "") {
+    // `server_extra`: more lines of the [server] table; `env`: the daemon's extra environment.
+    explicit FeedDaemon(const std::string& protocol = "legacy", const std::string& link_extra = "",
+                        const std::string& server_extra = "",
+                        const std::vector<std::string>& env = {}) {
         REQUIRE(testing::rackprof({"simulate", "--model", "deterministic", "--iterations", "1",
                                    "--write-elf", (dir / "model.elf").string()})
                     .exit_code == 0);
         std::ofstream(dir / "rack.toml")
-            << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
-            << (dir / "rack.db").string() << "\"\n[[boards]]\nname = \"det\"\n"
+            << "[server]\nlisten = \"127.0.0.1:0\"\n"
+            << server_extra << "[storage]\npath = \"" << (dir / "rack.db").string()
+            << "\"\n[[boards]]\nname = \"det\"\n"
             << "link = \"sim://deterministic?rate=40000" << link_extra << "\"\nprotocol = \""
             << protocol << "\"\nelf = \"" << (dir / "model.elf").string() << "\"\n";
         daemon = std::make_unique<testing::Process>(
             testing::rackprof_argv({"serve", "--config", (dir / "rack.toml").string()}),
-            dir / "serve.log");
+            dir / "serve.log", std::filesystem::path(), env);
         REQUIRE(testing::eventually(
             [&] {
                 const std::string log = testing::read_text(dir / "serve.log");
@@ -60,10 +63,13 @@ struct FeedDaemon {
         const auto r = testing::run({"curl", "-s", "http://127.0.0.1:" + port + "/api/v1/boards"});
         return json::parse(r.out)[0]["session"].get<std::int64_t>();
     }
-    int post(const std::string& path) const {
-        const auto r = testing::run({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X",
-                                     "POST", "http://127.0.0.1:" + port + path});
-        return std::stoi(r.out);
+    int post(const std::string& path) const { return std::stoi(post_body(path, "%{http_code}")); }
+    // The reply's body, or what `write_out` asks curl for.
+    std::string post_body(const std::string& path, const std::string& write_out = "") const {
+        std::vector<std::string> argv = {"curl", "-s", "-X", "POST"};
+        if (!write_out.empty()) argv.insert(argv.end(), {"-o", "/dev/null", "-w", write_out});
+        argv.push_back("http://127.0.0.1:" + port + path);
+        return testing::run(argv).out;
     }
 };
 
@@ -218,13 +224,15 @@ TEST_CASE("events feed: session stops and starts are announced") {
     Feed events(d.port, "/api/v1/events");
     std::this_thread::sleep_for(200ms);  // subscribed before the changes
     REQUIRE(d.post("/api/v1/sessions/" + std::to_string(id) + "/stop") == 200);
-    REQUIRE(d.post("/api/v1/boards/det/sessions") == 201);
+    const json started = json::parse(d.post_body("/api/v1/boards/det/sessions"));
+    REQUIRE(started["id"].is_number());
     std::vector<std::string> kinds;
     while (kinds.size() < 2) {
         const json e = events.next();
         CHECK(e["board"] == "det");
         kinds.push_back(e["kind"]);
         if (e["kind"] == "session_stopped") CHECK(e["session"] == id);
+        if (e["kind"] == "session_started") CHECK(e["session"] == started["id"]);
     }
     CHECK(kinds == std::vector<std::string>{"session_stopped", "session_started"});
 }
