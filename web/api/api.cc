@@ -40,8 +40,11 @@ Reply Api::handle(const Request& request) {
         return error_response(http_error.status, http_error.code, http_error.message,
                               request.version(), request.keep_alive());
     } catch (const std::exception& e) {
-        // The details (paths, SQL) go to the log, not to the client.
-        if (options_.log_error) options_.log_error(std::string(request.target()) + ": " + e.what());
+        // The details (paths, SQL) go to the log, not to the client; the query stays out of it,
+        // as it may hold a token.
+        const std::string_view target = request.target();
+        if (options_.log_error)
+            options_.log_error(std::string(target.substr(0, target.find('?'))) + ": " + e.what());
         return error_response(http::status::internal_server_error, "internal",
                               "internal error; the daemon's log has the details", request.version(),
                               request.keep_alive());

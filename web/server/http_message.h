@@ -42,8 +42,10 @@ class RequestHandler {
 class UpgradeHandler {
   public:
     virtual ~UpgradeHandler() = default;
-    // Takes over an upgrade request; false if it is not one of its paths.
-    virtual bool accept(boost::beast::tcp_stream& stream, const Request& request) = 0;
+    // Takes over an upgrade request (nothing returned: the stream is its own now), or answers
+    // why not: 404 when it is not one of its paths, 401 without the token it needs.
+    virtual std::optional<Response> accept(boost::beast::tcp_stream& stream,
+                                           const Request& request) = 0;
 };
 
 }  // namespace rackprof::web

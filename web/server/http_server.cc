@@ -72,10 +72,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                                        "malformed HTTP request", 11, false));
         }
         if (beast::websocket::is_upgrade(parser_->get())) {
-            if (feeds_ && feeds_->accept(stream_, parser_->get()))
-                return;  // the feed owns the connection now
-            return send(error_response(http::status::not_found, "not_found",
-                                       "no WebSocket feed here", 11, false));
+            if (!feeds_)
+                return send(error_response(http::status::not_found, "not_found",
+                                           "no WebSocket feed here", 11, false));
+            auto refusal = feeds_->accept(stream_, parser_->get());
+            if (!refusal) return;  // the feed owns the connection now
+            refusal->keep_alive(false);
+            return send(std::move(*refusal));
         }
         auto reply = handler_.handle(parser_->get());
         if (auto* whole = std::get_if<Response>(&reply)) return send(std::move(*whole));
