@@ -148,6 +148,7 @@ int run_serve(const std::vector<std::string>& args) {
         server.io(), rack,
         {api_options.token, api_options.require_token, api_options.token_for_reads});
     server.set_feeds(&feeds);
+    server.set_upload_dir(config.storage_path.parent_path());  // uploads beside the database
     service.on_event([&feeds](const BoardEvent& e, std::int64_t session_id) {
         nlohmann::json event = {
             {"board", e.board},

@@ -322,19 +322,40 @@ void CaptureService::set_session_firmware(std::int64_t id, const std::string& el
     writer_->flush();
 }
 
-std::int64_t CaptureService::import_session(const storage::NewSession& spec,
-                                            std::vector<std::uint8_t> raw,
-                                            std::vector<protocol::Record> records,
-                                            const storage::SessionCounters& counters) {
-    const auto handle = new_session_handle();
-    writer_->submit(storage::OpenSessionOp{handle, spec});
-    if (!writer_->submit(storage::ChunkOp{
-            handle, spec.started_ns, std::move(raw), std::move(records), counters, {}, {}})) {
+SessionImport::SessionImport(storage::StorageWriter& writer, const storage::NewSession& spec)
+    : writer_(writer), handle_(new_session_handle()), received_ns_(spec.started_ns) {
+    writer_.submit(storage::OpenSessionOp{handle_, spec});
+}
+
+SessionImport::~SessionImport() {
+    if (completed_) return;
+    writer_.flush();  // the row exists (or its open failed, and there is nothing to delete)
+    if (const std::int64_t id = writer_.session_id(handle_)) {
+        writer_.submit(storage::DeleteSessionOp{id});
+        writer_.flush();
+    }
+}
+
+void SessionImport::append(std::vector<std::uint8_t> raw, std::vector<protocol::Record> records,
+                           const storage::SessionCounters& counters) {
+    writer_.flush();  // the piece before is committed: memory stays at about two pieces
+    if (!writer_.submit(storage::ChunkOp{
+            handle_, received_ns_, std::move(raw), std::move(records), counters, {}, {}})) {
         throw std::runtime_error("storage is too busy to take the import now; try again");
     }
-    writer_->submit(storage::CloseSessionOp{handle, "completed", unix_now_ns(), counters});
-    writer_->flush();
-    return writer_->session_id(handle);
+}
+
+std::int64_t SessionImport::complete(const storage::SessionCounters& counters) {
+    writer_.submit(storage::CloseSessionOp{handle_, "completed", unix_now_ns(), counters});
+    writer_.flush();
+    const std::int64_t id = writer_.session_id(handle_);
+    if (id == 0) throw std::runtime_error("storage did not keep the imported session");
+    completed_ = true;
+    return id;
+}
+
+std::unique_ptr<SessionImport> CaptureService::begin_import(const storage::NewSession& spec) {
+    return std::make_unique<SessionImport>(*writer_, spec);
 }
 
 bool CaptureService::delete_stored_session(std::int64_t id) {

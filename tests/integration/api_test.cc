@@ -497,5 +497,70 @@ TEST_CASE("query values are percent-decoded; a bad escape is a 400") {
     CHECK(d.call("GET", "/api/v1/sessions?board=det%").first == 400);
 }
 
+// The daemon's peak resident memory (VmHWM), in bytes.
+std::uint64_t peak_memory(pid_t pid) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(status, line);) {
+        if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+    }
+    return 0;
+}
+
+TEST_CASE("a 40 MiB import goes through a file: the daemon's peak memory grows by < 16 MiB") {
+    ApiDaemon d;
+    const auto capture = d.dir() / "big.bin";
+    REQUIRE(testing::rackprof(
+                {"simulate", "--model", "deterministic", "--bytes", "40M", "-o", capture.string()})
+                .exit_code == 0);
+    const std::uint64_t before = peak_memory(d.pid());
+    REQUIRE(before > 0);
+    const auto imported =
+        d.call("POST", "/api/v1/sessions/import?format=bin",
+               {"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + capture.string()});
+    REQUIRE(imported.first == 201);
+    const auto session = json::parse(imported.second);
+    CHECK(session["counters"]["bytes_in"] == std::filesystem::file_size(capture));
+    const std::uint64_t after = peak_memory(d.pid());
+    MESSAGE("peak memory " << before / 1024 << " kB before, " << after / 1024 << " kB after");
+    CHECK(after - before < (16u << 20));
+    // The raw bytes come back exactly as sent.
+    const auto raw = d.call(
+        "GET", "/api/v1/sessions/" + std::to_string(session["id"].get<std::int64_t>()) + "/raw");
+    CHECK(raw.second == testing::read_text(capture));
+    // No upload file is left behind.
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(d.dir().path()))
+        CHECK(entry.path().filename().string().find("upload") == std::string::npos);
+}
+
+TEST_CASE("uploads above 1 MiB sent with Content-Length are taken; above 64 MiB, 413") {
+    ApiDaemon d;
+    const auto capture = d.dir() / "big.bin";
+    REQUIRE(testing::rackprof(
+                {"simulate", "--model", "deterministic", "--bytes", "3M", "-o", capture.string()})
+                .exit_code == 0);
+    REQUIRE(std::filesystem::file_size(capture) > (2u << 20));
+    const auto length = d.call("POST", "/api/v1/sessions/import?format=bin",
+                               {"--data-binary", "@" + capture.string()});  // Content-Length
+    CHECK(length.first == 201);
+    const auto put = d.call("PUT", "/api/v1/firmware", {"-T", capture.string()});
+    CHECK(put.first == 422);  // read whole, then found not to be an ELF
+    const auto chunked =
+        d.call("POST", "/api/v1/sessions/import?format=bin",
+               {"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + capture.string()});
+    CHECK(chunked.first == 201);
+    // Above the upload limit: refused from the header alone, with a message naming the limit.
+    std::filesystem::resize_file(capture, (64u << 20) + 1);
+    const auto huge = d.call("POST", "/api/v1/sessions/import?format=bin",
+                             {"--data-binary", "@" + capture.string()});
+    CHECK(huge.first == 413);
+    CHECK(huge.second.find(std::to_string(64u << 20)) != std::string::npos);
+    // Other requests keep the small limit.
+    std::filesystem::resize_file(capture, (1u << 20) + 1);
+    CHECK(d.call("POST", "/api/v1/boards",
+                 {"-H", "Content-Type: application/json", "--data-binary", "@" + capture.string()})
+              .first == 413);
+    CHECK(d.call("GET", "/healthz").first == 200);
+}
+
 }  // namespace
 }  // namespace rackprof

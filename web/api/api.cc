@@ -30,9 +30,9 @@ bool Api::is_upload(const http::request_header<>& header) const {
     return match.route && match.route->upload;
 }
 
-Reply Api::handle(const Request& request) {
+Reply Api::handle(const Request& request, const std::filesystem::path& body_file) {
     try {
-        return dispatch(request);
+        return dispatch(request, body_file);
     } catch (const HttpError& e) {
         return error_response(e.status, e.code, e.message, request.version(), request.keep_alive());
     } catch (const service::ServiceError& e) {
@@ -51,7 +51,7 @@ Reply Api::handle(const Request& request) {
     }
 }
 
-Reply Api::dispatch(const Request& request) {
+Reply Api::dispatch(const Request& request, const std::filesystem::path& body_file) {
     const auto method = request.method();
     const bool read = method == http::verb::get || method == http::verb::head;
     const auto match = routes_.match(method, request.target());
@@ -78,7 +78,7 @@ Reply Api::dispatch(const Request& request) {
         throw HttpError{http::status::method_not_allowed, "method_not_allowed",
                         "method not allowed here"};
     const auto query = query_of(request.target());
-    return match.route->handler(Call{request, match.path, query, rack_});
+    return match.route->handler(Call{request, match.path, query, rack_, body_file});
 }
 
 }  // namespace rackprof::web

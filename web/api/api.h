@@ -34,12 +34,14 @@ class Api : public RequestHandler {
     Api(const Api&) = delete;
     Api& operator=(const Api&) = delete;
 
-    Reply handle(const Request& request) override;
+    Reply handle(const Request& request, const std::filesystem::path& body_file) override;
+    // A request without an upload.
+    Reply handle(const Request& request) { return handle(request, {}); }
     bool is_upload(const http::request_header<>& header) const override;
     const RouteTable& routes() const { return routes_; }
 
   private:
-    Reply dispatch(const Request& request);
+    Reply dispatch(const Request& request, const std::filesystem::path& body_file);
 
     service::RackService& rack_;
     ApiOptions options_;

@@ -55,6 +55,12 @@ std::map<std::string, std::string> query_of(std::string_view target) {
     return std::move(*values);
 }
 
+const std::filesystem::path& Call::upload() const {
+    if (body_file.empty())
+        throw HttpError{http::status::bad_request, "no_body", "this request needs a body"};
+    return body_file;
+}
+
 void RouteTable::add(Route route) {
     routes_.push_back(std::move(route));
 }

@@ -3,6 +3,7 @@
 // rack service. Patterns are paths with {name} segments: /api/v1/sessions/{id}/profile.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -18,12 +19,16 @@
 
 namespace rackprof::web {
 
-// What a handler is given: the request, the path's {name} values, the query, the rack.
+// What a handler is given: the request, the path's {name} values, the query, the rack, and for
+// an upload route the file holding the body.
 struct Call {
     const Request& request;
     const std::map<std::string, std::string>& path;
     const std::map<std::string, std::string>& query;
     service::RackService& rack;
+    const std::filesystem::path& body_file;
+    // The upload's file; HttpError 400 when the request came without one.
+    const std::filesystem::path& upload() const;
 };
 using Handler = std::function<Reply(const Call&)>;
 // What most handlers compute: the JSON body of the reply.

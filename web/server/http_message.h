@@ -6,6 +6,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -33,8 +34,12 @@ Response error_response(http::status status, const std::string& code, const std:
 class RequestHandler {
   public:
     virtual ~RequestHandler() = default;
-    virtual Reply handle(const Request& request) = 0;
-    // Requests whose bodies may be as large as ServerLimits::upload_bytes.
+    // `body_file`: for an upload (is_upload), the file the server wrote the body to (the
+    // request's own body is empty; the file is removed after the reply, unless the handler
+    // moved it); "" for every other request.
+    virtual Reply handle(const Request& request, const std::filesystem::path& body_file) = 0;
+    // Requests whose bodies may be as large as ServerLimits::upload_bytes, received into a
+    // file rather than memory.
     virtual bool is_upload(const http::request_header<>& header) const = 0;
 };
 

@@ -8,6 +8,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <atomic>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -19,10 +20,14 @@
 
 namespace rackprof::web {
 
+struct ServerContext;
+
 struct ServerLimits {
     std::size_t header_bytes = 8 * 1024;
     std::size_t body_bytes = 1 << 20;
-    std::size_t upload_bytes = 64u << 20;   // PUT /api/v1/firmware, POST /api/v1/sessions/import
+    // Uploads (RequestHandler::is_upload: PUT /api/v1/firmware, POST /api/v1/sessions/import)
+    // are received into a file, never held in memory.
+    std::size_t upload_bytes = 64u << 20;
     std::chrono::seconds request_time{30};  // a request must arrive whole within this (slowloris)
     std::size_t connections = 256;
 };
@@ -43,6 +48,9 @@ class HttpServer {
     boost::asio::io_context& io() { return io_; }
     // WebSocket upgrades go here (set before start()).
     void set_feeds(UpgradeHandler* feeds) { feeds_ = feeds; }
+    // Where uploads are received (set before start(); default: $TMPDIR). Beside the database,
+    // a stored firmware image is a rename away.
+    void set_upload_dir(std::filesystem::path dir);
 
   private:
     void accept();
@@ -51,6 +59,8 @@ class HttpServer {
     UpgradeHandler* feeds_ = nullptr;
     std::shared_ptr<spdlog::logger> log_;
     ServerLimits limits_;
+    std::filesystem::path upload_dir_;
+    std::unique_ptr<ServerContext> context_;
     boost::asio::io_context io_;
     boost::asio::ip::tcp::acceptor acceptor_;
     std::shared_ptr<std::atomic<std::size_t>> open_connections_ =
