@@ -30,7 +30,8 @@ constexpr std::size_t kLargestIncoming = 4096;
 // newest message waits behind it.
 class FeedClient : public std::enable_shared_from_this<FeedClient> {
   public:
-    explicit FeedClient(beast::tcp_stream stream) : ws_(std::move(stream)) {}
+    FeedClient(beast::tcp_stream stream, std::shared_ptr<const void> slot)
+        : ws_(std::move(stream)), slot_(std::move(slot)) {}
 
     void start(const Request& request) {
         beast::get_lowest_layer(ws_).expires_never();
@@ -96,6 +97,7 @@ class FeedClient : public std::enable_shared_from_this<FeedClient> {
     }
 
     websocket::stream<beast::tcp_stream> ws_;
+    std::shared_ptr<const void> slot_;  // the connection's place under the server's limits
     beast::flat_buffer in_;
     std::shared_ptr<const std::string> pending_;
     std::shared_ptr<const std::string> current_;
@@ -154,7 +156,8 @@ bool carries_token(const TokenRule& rule, const Request& request) {
 
 }  // namespace
 
-std::optional<Response> LiveFeeds::accept(beast::tcp_stream& stream, const Request& request) {
+std::optional<Response> LiveFeeds::accept(beast::tcp_stream& stream, const Request& request,
+                                          std::shared_ptr<const void> slot) {
     const std::string_view target = request.target();
     const std::string_view path = target.substr(0, target.find('?'));
     const std::int64_t session = live_session_of(path);
@@ -165,7 +168,7 @@ std::optional<Response> LiveFeeds::accept(beast::tcp_stream& stream, const Reque
         return error_response(http::status::unauthorized, "unauthorized",
                               "this feed needs ?token=<token> or Authorization: Bearer <token>",
                               request.version(), false);
-    auto client = std::make_shared<FeedClient>(std::move(stream));
+    auto client = std::make_shared<FeedClient>(std::move(stream), std::move(slot));
     {
         std::lock_guard lock(mutex_);
         if (session) {

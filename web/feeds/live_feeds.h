@@ -34,8 +34,8 @@ class LiveFeeds : public UpgradeHandler {
     void stop();
     // Takes over an upgrade request for one of the feed paths; else a 404, or a 401 when the
     // token is needed and neither `?token=` nor `Authorization: Bearer` carries it.
-    std::optional<Response> accept(boost::beast::tcp_stream& stream,
-                                   const Request& request) override;
+    std::optional<Response> accept(boost::beast::tcp_stream& stream, const Request& request,
+                                   std::shared_ptr<const void> slot) override;
     // Queues an event for every /api/v1/events client (any thread).
     void publish_event(const std::string& json);
 

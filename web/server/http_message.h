@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -47,10 +48,11 @@ class RequestHandler {
 class UpgradeHandler {
   public:
     virtual ~UpgradeHandler() = default;
-    // Takes over an upgrade request (nothing returned: the stream is its own now), or answers
-    // why not: 404 when it is not one of its paths, 401 without the token it needs.
-    virtual std::optional<Response> accept(boost::beast::tcp_stream& stream,
-                                           const Request& request) = 0;
+    // Takes over an upgrade request (nothing returned: the stream is its own now, and it keeps
+    // `slot`, the connection's place under the server's limits, while the connection lives),
+    // or answers why not: 404 when it is not one of its paths, 401 without the token it needs.
+    virtual std::optional<Response> accept(boost::beast::tcp_stream& stream, const Request& request,
+                                           std::shared_ptr<const void> slot) = 0;
 };
 
 }  // namespace rackprof::web

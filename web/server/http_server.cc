@@ -1,5 +1,6 @@
 #include "web/server/http_server.h"
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -25,10 +26,35 @@ struct ServerContext {
     const ServerLimits& limits;
     std::filesystem::path upload_dir;
     spdlog::logger& log;
-    std::shared_ptr<std::atomic<std::size_t>> open_connections;
 };
 
 namespace {
+
+// A connection's place in the table, given up when its last holder drops it: the session, or
+// the feed that took the connection over.
+class ConnectionSlot {
+  public:
+    ConnectionSlot(std::shared_ptr<ConnectionTable> table,
+                   const ConnectionTable::Admission& admitted)
+        : table_(std::move(table)),
+          id_(admitted.id),
+          reserved_(admitted.slot == ConnectionTable::Slot::kReserved) {}
+    ~ConnectionSlot() { table_->release(id_); }
+    ConnectionSlot(const ConnectionSlot&) = delete;
+    ConnectionSlot& operator=(const ConnectionSlot&) = delete;
+
+    // False when the connection was reclaimed meanwhile: it must close.
+    bool set_idle(bool idle) { return table_->set_idle(id_, idle); }
+    bool reserved() const { return reserved_; }
+
+  private:
+    std::shared_ptr<ConnectionTable> table_;
+    ConnectionTable::Id id_;
+    bool reserved_;
+};
+
+// Enough to see that a request has begun; the parser takes these bytes from the buffer.
+constexpr std::size_t kFirstRead = 4096;
 
 // The file an upload's body is received into: created private (mode 0600, a name nobody can
 // guess) in the upload folder, removed when dropped: after the reply, or when the connection
@@ -66,14 +92,39 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   public:
     HttpSession(tcp::socket socket, const ServerContext& context)
         : stream_(std::move(socket)), context_(context) {}
-    ~HttpSession() { --*context_.open_connections; }
 
-    void start() {
+    void start(std::shared_ptr<ConnectionSlot> slot) {
+        slot_ = std::move(slot);
         asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
     }
 
+    // Closes it from any thread: it was idle, and its slot went to a new connection.
+    void reclaim() {
+        asio::post(stream_.get_executor(), [self = shared_from_this()] {
+            beast::error_code ignored;
+            self->stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+            self->stream_.close();
+        });
+    }
+
   private:
+    // Waits for the next request as an idle connection, which the server may reclaim when it
+    // is full; bytes already buffered (a pipelined request) make it busy at once. The whole
+    // request, this wait included, must arrive within request_time (slowloris).
     void read() {
+        stream_.expires_after(context_.limits.request_time);
+        if (buffer_.size() > 0) return read_request();
+        if (!slot_->set_idle(true)) return close();
+        stream_.async_read_some(buffer_.prepare(kFirstRead),
+                                [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                                    if (ec) return self->on_read(ec);
+                                    self->buffer_.commit(n);
+                                    if (!self->slot_->set_idle(false)) return self->close();
+                                    self->read_request();
+                                });
+    }
+
+    void read_request() {
         parser_.emplace();
         parser_->header_limit(static_cast<std::uint32_t>(context_.limits.header_bytes));
         // Beast checks a Content-Length against the limit as soon as the header is complete,
@@ -81,7 +132,6 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
         // the request's own once the header is read.
         body_limit_ = std::max(context_.limits.body_bytes, context_.limits.upload_bytes);
         parser_->body_limit(body_limit_);
-        stream_.expires_after(context_.limits.request_time);
         http::async_read_header(stream_, buffer_, *parser_,
                                 [self = shared_from_this()](beast::error_code ec, std::size_t) {
                                     if (ec) return self->on_read(ec);
@@ -141,7 +191,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
     void on_read(beast::error_code ec) {
         if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
-            ec == asio::error::connection_reset) {
+            ec == asio::error::connection_reset || ec == asio::error::operation_aborted ||
+            !stream_.socket().is_open()) {
             return close();
         }
         if (ec == http::error::body_limit) {
@@ -170,8 +221,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
             if (!context_.feeds)
                 return send(error_response(http::status::not_found, "not_found",
                                            "no WebSocket feed here", 11, false));
-            auto refusal = context_.feeds->accept(stream_, parser_->get());
-            if (!refusal) return;  // the feed owns the connection now
+            if (slot_->reserved())
+                return send(error_response(http::status::service_unavailable, "server_busy",
+                                           "the server is at its connection limit", 11, false));
+            auto refusal = context_.feeds->accept(stream_, parser_->get(), slot_);
+            if (!refusal) return;  // the feed owns the connection (and its slot) now
             refusal->keep_alive(false);
             return send(std::move(*refusal));
         }
@@ -190,9 +244,15 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
         answer(std::move(reply));
     }
 
+    // A reserved slot serves one request, so it is soon free for the next probe.
     void answer(Reply reply) {
-        if (auto* whole = std::get_if<Response>(&reply)) return send(std::move(*whole));
-        stream(std::move(std::get<StreamedResponse>(reply)));
+        if (auto* whole = std::get_if<Response>(&reply)) {
+            if (slot_->reserved()) whole->keep_alive(false);
+            return send(std::move(*whole));
+        }
+        auto& streamed = std::get<StreamedResponse>(reply);
+        if (slot_->reserved()) streamed.header.keep_alive(false);
+        stream(std::move(streamed));
     }
 
     // Header first, then each chunk once the previous one is written: a slow client holds
@@ -262,6 +322,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     std::optional<http::response_serializer<http::empty_body>> serializer_;
     std::string chunk_;
     const ServerContext& context_;
+    std::shared_ptr<ConnectionSlot> slot_;
 };
 
 }  // namespace
@@ -288,7 +349,13 @@ tcp::endpoint parse_listen_address(const std::string& listen) {
 
 HttpServer::HttpServer(RequestHandler& handler, std::shared_ptr<spdlog::logger> log,
                        ServerLimits limits)
-    : handler_(handler), log_(std::move(log)), limits_(limits), acceptor_(asio::make_strand(io_)) {}
+    : handler_(handler),
+      log_(std::move(log)),
+      limits_(limits),
+      connections_(std::make_shared<ConnectionTable>(ConnectionLimits{
+          limits.connections, limits.connections_per_client, limits.reserved_connections})),
+      acceptor_(asio::make_strand(io_)),
+      episode_timer_(acceptor_.get_executor()) {}
 
 HttpServer::~HttpServer() {
     stop();
@@ -306,32 +373,65 @@ tcp::endpoint HttpServer::start(const std::string& listen, int threads) {
     if (!ec) acceptor_.bind(endpoint, ec);
     if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) throw std::runtime_error("cannot listen on " + listen + ": " + ec.message());
-    context_ = std::make_unique<ServerContext>(
-        ServerContext{handler_, feeds_, limits_,
-                      upload_dir_.empty() ? std::filesystem::temp_directory_path() : upload_dir_,
-                      *log_, open_connections_});
+    context_ = std::make_unique<ServerContext>(ServerContext{
+        handler_, feeds_, limits_,
+        upload_dir_.empty() ? std::filesystem::temp_directory_path() : upload_dir_, *log_});
     accept();
     for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { io_.run(); });
     return acceptor_.local_endpoint();
 }
 
 void HttpServer::accept() {
-    acceptor_.async_accept(
-        asio::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
-            if (ec == asio::error::operation_aborted) return;
-            if (!ec) {
-                if (*open_connections_ >= limits_.connections) {
-                    log_->warn("http: connection limit ({}) reached, refusing a client",
-                               limits_.connections);
-                    beast::error_code ignored;
-                    socket.close(ignored);
-                } else {
-                    ++*open_connections_;
-                    std::make_shared<HttpSession>(std::move(socket), *context_)->start();
-                }
-            }
-            accept();
+    acceptor_.async_accept(asio::make_strand(io_),
+                           [this](beast::error_code ec, tcp::socket socket) {
+                               if (ec == asio::error::operation_aborted) return;
+                               if (!ec) admit(std::move(socket));
+                               accept();
+                           });
+}
+
+// On the acceptor's strand, like the episode's bookkeeping.
+void HttpServer::admit(tcp::socket socket) {
+    beast::error_code ec;
+    const auto remote = socket.remote_endpoint(ec);
+    if (ec) return;  // gone already
+    auto session = std::make_shared<HttpSession>(std::move(socket), *context_);
+    const auto admitted =
+        connections_->admit(remote.address(), [weak = std::weak_ptr<HttpSession>(session)] {
+            if (const auto s = weak.lock()) s->reclaim();
         });
+    if (admitted.reclaimed) admitted.reclaimed();
+    const bool refused = admitted.slot == ConnectionTable::Slot::kRefused;
+    if (admitted.reclaimed || refused) note_limit(refused, remote.address());
+    if (refused) return;  // the socket closes with the session
+    session->start(std::make_shared<ConnectionSlot>(connections_, admitted));
+}
+
+// Refusals are told once per episode, with their count at its end, not once each.
+void HttpServer::note_limit(bool refused, const asio::ip::address& client) {
+    if (!episode_.note(refused)) return;
+    log_->warn(
+        "http: connection limits reached ({}: {} of {} per client; {} open, {} in all): closing "
+        "idle connections and refusing the rest; a count follows when it is over",
+        client.to_string(), connections_->open_by(client), limits_.connections_per_client,
+        connections_->open(), limits_.connections);
+    watch_episode();
+}
+
+void HttpServer::watch_episode() {
+    episode_timer_.expires_at(episode_.quiet_at());
+    episode_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (ec) return;
+        if (const auto over = episode_.end_if_quiet()) {
+            log_->warn(
+                "http: connection limits: {} connection(s) refused and {} idle one(s) closed to "
+                "make room over {} s",
+                over->refused, over->reclaimed,
+                std::chrono::duration_cast<std::chrono::seconds>(over->length).count());
+            return;
+        }
+        watch_episode();
+    });
 }
 
 void HttpServer::stop() {
@@ -339,6 +439,7 @@ void HttpServer::stop() {
     asio::post(acceptor_.get_executor(), [this] {
         beast::error_code ignored;
         acceptor_.close(ignored);
+        episode_timer_.cancel();
     });
     io_.stop();
     for (auto& t : threads_) t.join();
