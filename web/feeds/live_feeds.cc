@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <deque>
 
 #include "gmon/profile_pipeline.h"
 #include "gmon/report.h"
@@ -24,14 +25,17 @@ constexpr auto kStallLimit = std::chrono::seconds(10);
 // Clients send nothing the feeds read; a larger message closes the connection (1009) rather
 // than being buffered (Beast's default would hold up to 16 MiB per client).
 constexpr std::size_t kLargestIncoming = 4096;
+// Events waiting for a slow events client; beyond, the oldest go (its stall closes it soon).
+constexpr std::size_t kEventBacklog = 256;
 }  // namespace
 
-// One subscriber. Everything runs on its strand; at most one write is in flight, and only the
-// newest message waits behind it.
+// One subscriber. Everything runs on its strand; at most one write is in flight, and at most
+// `backlog` messages wait behind it, the oldest dropped first: a live feed keeps only the
+// newest snapshot (1), the events feed every event of a burst.
 class FeedClient : public std::enable_shared_from_this<FeedClient> {
   public:
-    FeedClient(beast::tcp_stream stream, std::shared_ptr<const void> slot)
-        : ws_(std::move(stream)), slot_(std::move(slot)) {}
+    FeedClient(beast::tcp_stream stream, std::shared_ptr<const void> slot, std::size_t backlog)
+        : ws_(std::move(stream)), slot_(std::move(slot)), backlog_(backlog) {}
 
     void start(const Request& request) {
         beast::get_lowest_layer(ws_).expires_never();
@@ -41,7 +45,7 @@ class FeedClient : public std::enable_shared_from_this<FeedClient> {
             if (ec) return;
             self->open_ = true;
             self->read();
-            if (self->pending_) self->write_next();
+            if (!self->pending_.empty()) self->write_next();
         });
     }
 
@@ -52,7 +56,8 @@ class FeedClient : public std::enable_shared_from_this<FeedClient> {
                 std::chrono::steady_clock::now() - self->write_started_ > kStallLimit) {
                 return self->close("client too slow: no write completed for 10 s");
             }
-            self->pending_ = message;  // an older unsent one is simply replaced
+            if (self->pending_.size() == self->backlog_) self->pending_.pop_front();
+            self->pending_.push_back(message);
             if (self->open_ && !self->writing_) self->write_next();
         });
     }
@@ -61,9 +66,9 @@ class FeedClient : public std::enable_shared_from_this<FeedClient> {
 
   private:
     void write_next() {
-        if (!pending_) return;
-        current_ = std::move(pending_);
-        pending_.reset();
+        if (pending_.empty()) return;
+        current_ = std::move(pending_.front());
+        pending_.pop_front();
         writing_ = true;
         write_started_ = std::chrono::steady_clock::now();
         ws_.text(true);
@@ -99,7 +104,8 @@ class FeedClient : public std::enable_shared_from_this<FeedClient> {
     websocket::stream<beast::tcp_stream> ws_;
     std::shared_ptr<const void> slot_;  // the connection's place under the server's limits
     beast::flat_buffer in_;
-    std::shared_ptr<const std::string> pending_;
+    std::size_t backlog_;
+    std::deque<std::shared_ptr<const std::string>> pending_;
     std::shared_ptr<const std::string> current_;
     bool open_ = false;
     bool writing_ = false;
@@ -168,7 +174,8 @@ std::optional<Response> LiveFeeds::accept(beast::tcp_stream& stream, const Reque
         return error_response(http::status::unauthorized, "unauthorized",
                               "this feed needs ?token=<token> or Authorization: Bearer <token>",
                               request.version(), false);
-    auto client = std::make_shared<FeedClient>(std::move(stream), std::move(slot));
+    auto client = std::make_shared<FeedClient>(std::move(stream), std::move(slot),
+                                               session ? 1 : kEventBacklog);
     {
         std::lock_guard lock(mutex_);
         if (session) {

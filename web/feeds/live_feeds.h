@@ -1,7 +1,8 @@
 // WebSocket feeds: /api/v1/sessions/{id}/live (snapshots of a capturing session, several per
 // second) and /api/v1/events (board and session state changes). A snapshot is built once per
-// session per tick and shared by every subscriber; a slow client keeps only the newest one,
-// and a client whose writes stall for long is closed with a reason. Capture never waits.
+// session per tick and shared by every subscriber; a slow live client keeps only the newest
+// one (an events client every event), and a client whose writes stall for long is closed
+// with a reason. Capture never waits.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
