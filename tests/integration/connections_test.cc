@@ -177,7 +177,7 @@ TEST_CASE(
     CHECK(d.health_from("127.0.2.1").rfind("200 ", 0) == 0);
 
     // Busy connections (feeds) are never reclaimed: at the limit, new ones are refused but a
-    // probe from a client holding nothing gets a reserved slot.
+    // probe gets a reserved slot.
     std::vector<std::unique_ptr<SourcedFeed>> feeds;
     for (int client = 0; client < 9; ++client) {
         for (int i = 0; i < 30; ++i) {

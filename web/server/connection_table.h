@@ -1,9 +1,9 @@
 // Who holds the server's connections and who may open another, so that no client can lock the
 // others out: a limit per client (remote address) below the global one; when a limit is
 // reached, the oldest idle connection (waiting for its next request) is closed to make room;
-// when nothing idle is left, a few reserved slots take one request each from clients holding
-// no other (a health probe, the dashboard's first page). WebSockets hold their slot while they
-// live and are never idle.
+// when nothing idle is left, a few reserved slots take one request each, at most one per
+// client (a health probe, the dashboard's first page), so a client that fills its own limit
+// cannot also fill them. WebSockets hold their slot while they live and are never idle.
 #pragma once
 
 #include <boost/asio/ip/address.hpp>

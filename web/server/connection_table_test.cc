@@ -65,7 +65,7 @@ TEST_CASE("at the global limit anyone's oldest idle connection makes room") {
     CHECK(t.table.open() == 4);
 }
 
-TEST_CASE("nothing idle: reserved slots for clients holding none, one each; then refusals") {
+TEST_CASE("nothing idle: reserved slots, one request each and one per client; then refusals") {
     Table t({2, 2, 2});
     for (int who : {1, 1}) t.table.set_idle(t.admit(who).id, false, t.now);  // busy
     const auto probe = t.admit(1);  // over its own limit, nothing idle: a reserved slot

@@ -32,8 +32,8 @@ struct ServerLimits {
     std::size_t upload_bytes = 64u << 20;
     std::chrono::seconds request_time{30};  // a request must arrive whole within this (slowloris)
     // Connections, WebSockets included (see connection_table.h): in all, per client (remote
-    // address), and reserved above `connections` for one request each from a client holding
-    // none (a health probe, the dashboard) when nothing idle can be reclaimed.
+    // address), and reserved above `connections` for one request each, one per client (a
+    // health probe, the dashboard), when nothing idle can be reclaimed.
     std::size_t connections = 256;
     std::size_t connections_per_client = 32;
     std::size_t reserved_connections = 2;
