@@ -559,7 +559,14 @@ TEST_CASE("uploads above 1 MiB sent with Content-Length are taken; above 64 MiB,
     CHECK(d.call("POST", "/api/v1/boards",
                  {"-H", "Content-Type: application/json", "--data-binary", "@" + capture.string()})
               .first == 413);
+    // Chunked above the limit: refused on the way, its file removed like every other upload's.
+    std::filesystem::resize_file(capture, (64u << 20) + 1);
+    CHECK(d.call("PUT", "/api/v1/firmware",
+                 {"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + capture.string()})
+              .first == 413);
     CHECK(d.call("GET", "/healthz").first == 200);
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(d.dir().path()))
+        CHECK(entry.path().filename().string().find(".upload") == std::string::npos);
 }
 
 }  // namespace

@@ -71,6 +71,11 @@ class UploadFile {
         file.native_handle(fd);
         beast::error_code ec;
         body_.reset(std::move(file), ec);
+        if (ec) {
+            std::error_code ignored;
+            std::filesystem::remove(path_, ignored);
+            throw std::runtime_error("cannot write " + name + ": " + ec.message());
+        }
     }
     ~UploadFile() {
         body_.close();
