@@ -9,11 +9,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/capture/board_status.h"
 #include "gmon/aggregate.h"
 #include "gmon/profile_pipeline.h"
 #include "protocol/record.h"
+#include "daemon/capture/board_status.h"
 #include "storage/storage_writer.h"  // SessionHandle, SessionCounters
+
 
 namespace rackprof::service {
 
