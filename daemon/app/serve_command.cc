@@ -182,9 +182,12 @@ int run_serve(const std::vector<std::string>& args) {
     });
     web::Api api(rack, api_options);
     web::HttpServer server(api, log);
-    web::LiveFeeds feeds(server.io(), rack);
+    web::LiveFeeds feeds(
+        server.io(), rack,
+        {api_options.token, api_options.require_token, api_options.token_for_reads});
     feeds_for_metrics = &feeds;
     server.set_feeds(&feeds);
+    server.set_upload_dir(config.storage_path.parent_path());  // uploads beside the database
     service.on_event([&feeds](const BoardEvent& e, std::int64_t session_id) {
         nlohmann::json event = {
             {"board", e.board},

@@ -322,19 +322,40 @@ void CaptureService::set_session_firmware(std::int64_t id, const std::string& el
     writer_->flush();
 }
 
-std::int64_t CaptureService::import_session(const storage::NewSession& spec,
-                                            std::vector<std::uint8_t> raw,
-                                            std::vector<protocol::Record> records,
-                                            const storage::SessionCounters& counters) {
-    const auto id = writer_->reserve_session_id();
-    writer_->submit(storage::OpenSessionOp{id, spec});
-    if (!writer_->submit(storage::ChunkOp{
-            id, spec.started_ns, std::move(raw), std::move(records), counters, {}, {}})) {
+SessionImport::SessionImport(storage::StorageWriter& writer, const storage::NewSession& spec)
+    : writer_(writer), id_(writer.reserve_session_id()), received_ns_(spec.started_ns) {
+    writer_.submit(storage::OpenSessionOp{id_, spec});
+}
+
+SessionImport::~SessionImport() {
+    if (completed_) return;
+    writer_.submit(storage::DeleteSessionOp{id_});  // an import half stored is no import
+    writer_.flush();
+}
+
+void SessionImport::append(std::vector<std::uint8_t> raw, std::vector<protocol::Record> records,
+                           const storage::SessionCounters& counters) {
+    writer_.flush();  // the piece before is committed: memory stays at about two pieces
+    // A piece lost to a failing disk would be counted, but an import can simply be refused.
+    if (writer_.health().failing)
+        throw std::runtime_error("storage is failing: " + writer_.health().error);
+    if (!writer_.submit(storage::ChunkOp{
+            id_, received_ns_, std::move(raw), std::move(records), counters, {}, {}})) {
         throw std::runtime_error("storage is too busy to take the import now; try again");
     }
-    writer_->submit(storage::CloseSessionOp{id, "completed", unix_now_ns(), counters});
-    writer_->flush();
-    return id;
+}
+
+std::int64_t SessionImport::complete(const storage::SessionCounters& counters) {
+    writer_.submit(storage::CloseSessionOp{id_, "completed", unix_now_ns(), counters});
+    writer_.flush();
+    if (writer_.health().failing)
+        throw std::runtime_error("storage is failing: " + writer_.health().error);
+    completed_ = true;
+    return id_;
+}
+
+std::unique_ptr<SessionImport> CaptureService::begin_import(const storage::NewSession& spec) {
+    return std::make_unique<SessionImport>(*writer_, spec);
 }
 
 bool CaptureService::delete_stored_session(std::int64_t id) {

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <set>
@@ -21,6 +22,30 @@
 #include "storage/storage_writer.h"
 
 namespace rackprof::daemon {
+
+// A session stored from data made elsewhere, one piece (raw bytes and their records) at a
+// time: each piece waits for the one before it to be committed, so an import of any size
+// holds about two pieces in memory. Not completed (an error on the way): the session is
+// deleted again.
+class SessionImport {
+  public:
+    SessionImport(storage::StorageWriter& writer, const storage::NewSession& spec);
+    ~SessionImport();
+    SessionImport(const SessionImport&) = delete;
+    SessionImport& operator=(const SessionImport&) = delete;
+
+    // `counters`: the session's so far. Throws std::runtime_error when storage refuses it.
+    void append(std::vector<std::uint8_t> raw, std::vector<protocol::Record> records,
+                const storage::SessionCounters& counters);
+    // Stores it as completed with its final counters; returns its id.
+    std::int64_t complete(const storage::SessionCounters& counters);
+
+  private:
+    storage::StorageWriter& writer_;
+    storage::SessionId id_;  // reserved: the session's row id from the start
+    std::int64_t received_ns_;
+    bool completed_ = false;
+};
 
 class CaptureService {
   public:
@@ -68,10 +93,9 @@ class CaptureService {
     // Attaches a firmware image to a stored session (through the writer).
     void set_session_firmware(std::int64_t id, const std::string& elf_path,
                               const std::string& build_id, const std::string& sha256);
-    // Stores a capture or profile made elsewhere as a completed session; returns its id.
-    std::int64_t import_session(const storage::NewSession& spec, std::vector<std::uint8_t> raw,
-                                std::vector<protocol::Record> records,
-                                const storage::SessionCounters& counters);
+    // Stores a capture or profile made elsewhere as a session, a piece at a time (see
+    // SessionImport); the session exists (as capturing) from here on.
+    std::unique_ptr<SessionImport> begin_import(const storage::NewSession& spec);
     // Deletes a stored session through the writer; false while a board is capturing it.
     bool delete_stored_session(std::int64_t id);
     const DaemonConfig& config() const { return config_; }

@@ -178,7 +178,8 @@ Imported import_bytes(std::span<const std::uint8_t> bytes, const ImportSpec& spe
 }
 
 Imported import_file(const std::filesystem::path& path, const ImportSpec& spec,
-                     protocol::RecordSink& sink, const ProgressCallback& progress) {
+                     protocol::RecordSink& sink, const ProgressCallback& progress,
+                     const PieceCallback& piece) {
     FileDescriptor fd(path);
     std::vector<std::uint8_t> buffer(1 << 20);
     std::size_t got = 0;
@@ -207,10 +208,13 @@ Imported import_file(const std::filesystem::path& path, const ImportSpec& spec,
     const auto decoder = protocol::make_decoder(wire);
     HelloTap tap(sink);
     decoder->feed(head, tap);
+    if (piece && !head.empty()) piece(head);
     std::uint64_t done = got;
     if (progress) progress(done, ec ? 0 : total);
     while (const std::size_t n = fd.read(buffer.data(), buffer.size(), path)) {
-        decoder->feed(std::span<const std::uint8_t>(buffer.data(), n), tap);
+        const std::span<const std::uint8_t> bytes(buffer.data(), n);
+        decoder->feed(bytes, tap);
+        if (piece) piece(bytes);
         done += n;
         if (progress) progress(done, ec ? 0 : total);
     }

@@ -53,6 +53,7 @@ struct Imported {
 };
 
 using ProgressCallback = std::function<void(std::uint64_t done, std::uint64_t total)>;
+using PieceCallback = std::function<void(std::span<const std::uint8_t> bytes)>;
 using ConsoleCallback = std::function<void(const protocol::ConsoleText& line)>;
 
 // Records go to `sink` as they are decoded (and events: HELLO, console lines). Throws
@@ -60,10 +61,13 @@ using ConsoleCallback = std::function<void(const protocol::ConsoleText& line)>;
 // a wire it cannot decode.
 Imported import_bytes(std::span<const std::uint8_t> bytes, const ImportSpec& spec,
                       protocol::RecordSink& sink);
-// The same from a file, read in chunks (a capture is never whole in memory), with progress.
-// Throws std::runtime_error naming the file on I/O errors.
+// The same from a file, read in chunks (a capture is never whole in memory), with progress;
+// `piece` sees each chunk of a capture's bytes right after its records went to `sink` (what
+// storing the raw bytes beside their records needs; a gmon.out has none). Throws
+// std::runtime_error naming the file on I/O errors.
 Imported import_file(const std::filesystem::path& path, const ImportSpec& spec,
-                     protocol::RecordSink& sink, const ProgressCallback& progress = {});
+                     protocol::RecordSink& sink, const ProgressCallback& progress = {},
+                     const PieceCallback& piece = {});
 // A stored session's raw bytes decoded again with `wire`.
 Imported redecode_session(storage::SessionStore& store, std::int64_t session, const WireSpec& wire,
                           protocol::RecordSink& sink);

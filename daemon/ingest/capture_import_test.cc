@@ -98,9 +98,12 @@ TEST_CASE("a capture: the wire format is detected, and a file imports as its byt
     gmon::Aggregate from_file;
     AggregateImportSink file_sink(from_file);
     std::uint64_t last_progress = 0;
+    std::string pieces;  // what a caller storing the raw bytes is handed, in order
     const auto file_imported = import_file(
-        path, spec, file_sink, [&](std::uint64_t done, std::uint64_t) { last_progress = done; });
+        path, spec, file_sink, [&](std::uint64_t done, std::uint64_t) { last_progress = done; },
+        [&](std::span<const std::uint8_t> bytes) { pieces.append(bytes.begin(), bytes.end()); });
     std::filesystem::remove(path);
+    CHECK(pieces == text);
     CHECK(file_imported.format == "hex");
     CHECK(last_progress == text.size());
     CHECK(from_file == from_bytes);

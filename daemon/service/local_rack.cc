@@ -1,10 +1,13 @@
 #include "daemon/service/local_rack.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <limits>
 #include <set>
+#include <utility>
 
 #include "daemon/capture/board.h"
 #include "daemon/capture/capture_session.h"
@@ -114,6 +117,24 @@ void fail_for(BoardChange change, const std::string& board) {
 // The id an uploaded image is stored under: its build-id, or its SHA-256 when it has none.
 std::string firmware_id(const gmon::Symbolizer& elf, const std::string& sha256) {
     return elf.build_id().empty() ? sha256 : elf.build_id();
+}
+
+// Moves `from` to `to` with a rename; across file systems, by a copy beside `to` renamed into
+// place, so `to` is never seen half written.
+void place_file(const std::filesystem::path& from, const std::filesystem::path& to) {
+    std::error_code ec;
+    std::filesystem::rename(from, to, ec);
+    if (!ec) return;
+    static std::atomic<std::uint64_t> copies{0};  // a name no other copy in flight has
+    const auto beside = to.parent_path() / (".upload-" + std::to_string(::getpid()) + "-" +
+                                            std::to_string(copies++));
+    try {
+        std::filesystem::copy_file(from, beside);
+        std::filesystem::rename(beside, to);
+    } catch (...) {
+        std::filesystem::remove(beside, ec);
+        throw;
+    }
 }
 
 bool is_hex_id(const std::string& id) {
@@ -404,22 +425,7 @@ Export LocalRack::open_export(std::int64_t id, const std::string& format,
             !exporter->paged, exporter->open(input)};
 }
 
-Stored LocalRack::put_firmware(std::string_view bytes) {
-    const auto dir = firmware_dir();
-    std::filesystem::create_directories(dir);
-    static std::atomic<std::uint64_t> uploads{0};  // a name no other upload in flight has
-    const auto upload = dir / (".upload-" + std::to_string(uploads++));
-    {
-        std::ofstream f(upload, std::ios::binary);
-        f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    }
-    struct Cleanup {
-        std::filesystem::path path;
-        ~Cleanup() {
-            std::error_code ignored;
-            std::filesystem::remove(path, ignored);
-        }
-    } cleanup{upload};
+Stored LocalRack::put_firmware(const std::filesystem::path& upload) {
     std::shared_ptr<const gmon::Symbolizer> elf;
     std::size_t functions = 0;
     try {
@@ -430,9 +436,11 @@ Stored LocalRack::put_firmware(std::string_view bytes) {
     }
     const std::string sha256 = daemon::file_sha256(upload);
     const std::string id = firmware_id(*elf, sha256);
+    const auto dir = firmware_dir();
+    std::filesystem::create_directories(dir);
     const auto stored = dir / (id + ".elf");
     const bool existed = std::filesystem::exists(stored);
-    if (!existed) std::filesystem::rename(upload, stored);
+    if (!existed) place_file(upload, stored);
     return {json{{"id", id},
                  {"build_id", elf->build_id()},
                  {"sha256", sha256},
@@ -453,7 +461,7 @@ json LocalRack::attach_firmware(std::int64_t session_id, const std::string& id) 
     return session_json(stored_session(session_id), storage_error());
 }
 
-json LocalRack::import_session(std::string_view bytes, const ImportParameters& query) {
+json LocalRack::import_session(const std::filesystem::path& file, const ImportParameters& query) {
     // Its records would be counted lost, not stored: refused, for the client to try again.
     if (const std::string error = storage_error(); !error.empty())
         fail(Failure::kNotReady, "storage is failing (" + error + "): import again later");
@@ -489,29 +497,86 @@ json LocalRack::import_session(std::string_view bytes, const ImportParameters& q
     import.wire = ingest::wire_spec_of(wire_settings);
     import.wire.code_range = ingest::decode_range_of(elf.get());
     import.layout = elf ? elf->layout() : gmon::TargetLayout{};
-    const std::span<const std::uint8_t> body(reinterpret_cast<const std::uint8_t*>(bytes.data()),
-                                             bytes.size());
+    if (import.kind == ingest::InputKind::kGmon) return import_gmon(file, import, spec);
+    return import_capture(file, import, spec);
+}
+
+// A gmon.out is small and its histograms' shapes go with the session's row: read whole, then
+// stored as one piece of records (no raw bytes).
+json LocalRack::import_gmon(const std::filesystem::path& file, const ingest::ImportSpec& import,
+                            storage::NewSession spec) {
     ingest::RecordCollector records;
     ingest::Imported imported;
     try {
-        imported = ingest::import_bytes(body, import, records);
+        imported = ingest::import_file(file, import, records);
     } catch (const gmon::GmonFormatError& e) {
-        fail(Failure::kBadGmon, e.what());
+        std::string why = e.what();  // without the upload's path, which is the daemon's business
+        if (why.starts_with(file.string() + ": ")) why.erase(0, file.string().size() + 2);
+        fail(Failure::kBadGmon, why);
     }
-    std::vector<std::uint8_t> raw;
-    if (imported.kind == ingest::InputKind::kGmon) {
-        spec.histograms = imported.histograms;  // its own ranges and rate, exactly
-    } else {
-        if (imported.stats.records() == 0)
-            fail(Failure::kNoRecords, "no records found: check format, protocol and addr_bytes");
-        spec.wire_options = ingest::wire_options_json(import.wire);
-        raw.assign(body.begin(), body.end());
-    }
+    spec.histograms = imported.histograms;  // its own ranges and rate, exactly
     storage::SessionCounters counters;
     storage::set_decoder_counters(counters, imported.stats);
-    const std::int64_t id =
-        capture_.import_session(spec, std::move(raw), std::move(records.records), counters);
-    return session_json(stored_session(id), storage_error());
+    const auto stored = capture_.begin_import(spec);
+    stored->append({}, std::move(records.records), counters);
+    return session_json(stored_session(stored->complete(counters)), storage_error());
+}
+
+namespace {
+
+// An import's records and raw bytes handed to storage as they come, in pieces of about 1 MiB
+// each (a chunk's raw bytes and records need not match: raw chunks are read back in order and
+// records are counted wherever they are), so an import of any size holds about two pieces.
+class ImportPieces : public protocol::RecordSink {
+  public:
+    explicit ImportPieces(daemon::SessionImport& stored) : stored_(stored) {
+        records_.reserve(kRecordsPerPiece);
+    }
+    void on_records(std::span<const protocol::Record> batch) override {
+        for (const auto& r : batch) {
+            records_.push_back(r);
+            if (records_.size() == kRecordsPerPiece) append({});
+        }
+    }
+    void on_raw(std::span<const std::uint8_t> bytes) {
+        so_far_.bytes_in += bytes.size();
+        append({bytes.begin(), bytes.end()});
+    }
+    void finish() {
+        if (!records_.empty()) append({});
+    }
+
+  private:
+    static constexpr std::size_t kRecordsPerPiece = 64 * 1024;  // 1 MiB of records
+
+    void append(std::vector<std::uint8_t> raw) {
+        std::vector<protocol::Record> records;
+        records.reserve(kRecordsPerPiece);
+        records.swap(records_);
+        stored_.append(std::move(raw), std::move(records), so_far_);
+    }
+
+    daemon::SessionImport& stored_;
+    std::vector<protocol::Record> records_;
+    storage::SessionCounters so_far_;  // what the session shows while the import goes on
+};
+
+}  // namespace
+
+json LocalRack::import_capture(const std::filesystem::path& file, const ingest::ImportSpec& import,
+                               storage::NewSession spec) {
+    spec.wire_options = ingest::wire_options_json(import.wire);
+    const auto stored = capture_.begin_import(spec);
+    ImportPieces pieces(*stored);
+    const ingest::Imported imported =
+        ingest::import_file(file, import, pieces, {},
+                            [&](std::span<const std::uint8_t> bytes) { pieces.on_raw(bytes); });
+    if (imported.stats.records() == 0)
+        fail(Failure::kNoRecords, "no records found: check format, protocol and addr_bytes");
+    pieces.finish();
+    storage::SessionCounters counters;
+    storage::set_decoder_counters(counters, imported.stats);
+    return session_json(stored_session(stored->complete(counters)), storage_error());
 }
 
 std::optional<LiveView> LocalRack::live(std::int64_t id) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "daemon/capture/capture_service.h"
+#include "daemon/ingest/capture_import.h"
 #include "daemon/service/rack_service.h"
 #include "gmon/export.h"
 #include "gmon/symbolizer.h"
@@ -56,9 +57,9 @@ class LocalRack : public RackService {
                            const ProfileOptions& options) override;
     Export open_export(std::int64_t id, const std::string& format,
                        const TimeWindow& window) override;
-    Stored put_firmware(std::string_view elf) override;
+    Stored put_firmware(const std::filesystem::path& elf) override;
     nlohmann::json attach_firmware(std::int64_t session, const std::string& firmware_id) override;
-    nlohmann::json import_session(std::string_view bytes,
+    nlohmann::json import_session(const std::filesystem::path& file,
                                   const ImportParameters& parameters) override;
     std::optional<LiveView> live(std::int64_t id) override;
 
@@ -68,6 +69,10 @@ class LocalRack : public RackService {
     std::filesystem::path firmware_dir() const;
     daemon::BoardConfig board_from_body(nlohmann::json body, const std::string& name);
     void check_api_board(const daemon::BoardConfig& board) const;
+    nlohmann::json import_gmon(const std::filesystem::path& file, const ingest::ImportSpec& import,
+                               storage::NewSession spec);
+    nlohmann::json import_capture(const std::filesystem::path& file,
+                                  const ingest::ImportSpec& import, storage::NewSession spec);
     std::shared_ptr<gmon::ExportInput> session_input(const storage::SessionInfo& info,
                                                      const TimeWindow& window);
 

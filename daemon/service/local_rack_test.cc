@@ -110,10 +110,18 @@ TEST_CASE("an empty rack: views, refusals as failures") {
     CHECK(failure_of([&] {
               rack.add_board({{"name", "x"}, {"link", "usb://x"}});
           }) == Failure::kInvalid);
-    CHECK(failure_of([&] { rack.put_firmware("junk"); }) == Failure::kNotAnElf);
+    std::ofstream(dir.path / "junk") << "junk";
+    CHECK(failure_of([&] { rack.put_firmware(dir.path / "junk"); }) == Failure::kNotAnElf);
     CHECK(failure_of([&] {
-              rack.import_session("x", {{"format", "tar"}});
+              rack.import_session(dir.path / "junk", {{"format", "tar"}});
           }) == Failure::kBadRequest);
+    CHECK(failure_of([&] {
+              rack.import_session(dir.path / "junk", {{"format", "gmon"}});
+          }) == Failure::kBadGmon);
+    CHECK(failure_of([&] {
+              rack.import_session(dir.path / "junk", {{"format", "bin"}});
+          }) == Failure::kNoRecords);
+    CHECK(rack.sessions({}) == nlohmann::json::array());  // a failed import leaves nothing
     CHECK(failure_of([&] { rack.attach_firmware(1, "ab"); }) == Failure::kNotFound);
     CHECK_FALSE(rack.live(1));
     capture.shutdown();

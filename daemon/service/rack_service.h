@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
@@ -128,12 +129,14 @@ class RackService {
     virtual Export open_export(std::int64_t id, const std::string& format,
                                const TimeWindow& window) = 0;
 
-    // An ELF image, stored once under its build-id.
-    virtual Stored put_firmware(std::string_view elf) = 0;
+    // An ELF image in a file (an upload's), stored once under its build-id; the file may be
+    // moved into the store.
+    virtual Stored put_firmware(const std::filesystem::path& elf) = 0;
     virtual nlohmann::json attach_firmware(std::int64_t session,
                                            const std::string& firmware_id) = 0;
-    // A capture (bin, hex) or a gmon.out stored as a completed session; returns its view.
-    virtual nlohmann::json import_session(std::string_view bytes,
+    // A capture (bin, hex) or a gmon.out in a file (an upload's), stored as a completed
+    // session; returns its view. Read a piece at a time: never whole in memory.
+    virtual nlohmann::json import_session(const std::filesystem::path& file,
                                           const ImportParameters& parameters) = 0;
 
     // The board capturing this stored session, now; nothing if none is.

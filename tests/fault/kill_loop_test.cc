@@ -84,6 +84,12 @@ TEST_CASE("kill -9 twenty times: every session a byte-exact prefix, loss only th
         CHECK(check.column_text(0) == "ok");
     }
     const auto sessions = store.sessions();
+    std::string listed;
+    for (const auto& s : sessions) {
+        listed += "session " + std::to_string(s.id) + " " + s.state + " " +
+                  std::to_string(s.counters.bytes_in) + " bytes\n";
+    }
+    INFO(listed << testing::read_text(dir / "serve.log"));
     REQUIRE(sessions.size() == kKills + 1);
     std::int64_t worst_window_ns = 0;
     std::uint64_t bytes_kept = 0;

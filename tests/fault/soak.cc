@@ -132,9 +132,14 @@ class FeedClient : public std::enable_shared_from_this<FeedClient> {
     FeedClient(asio::io_context& io, std::string port, std::string path, bool steady)
         : steady_(steady), ws_(io), port_(std::move(port)), path_(std::move(path)) {}
 
-    void start() {
-        tcp::resolver resolver(ws_.get_executor());
-        asio::connect(ws_.next_layer(), resolver.resolve("127.0.0.1", port_));
+    // From its own loopback address (127.0.1.N): like dashboards on many hosts, each within the
+    // server's per-client connection limit.
+    void start(int n) {
+        auto& socket = ws_.next_layer();
+        socket.open(tcp::v4());
+        socket.bind({asio::ip::make_address_v4("127.0.1." + std::to_string(1 + n % 250)), 0});
+        socket.connect({asio::ip::make_address_v4("127.0.0.1"),
+                        static_cast<unsigned short>(std::stoi(port_))});
         ws_.handshake("127.0.0.1", path_);
         read();
     }
@@ -244,7 +249,7 @@ int run(const Options& o) {
                       std::to_string(sessions[static_cast<std::size_t>(i) % sessions.size()]) +
                       "/live";
         feeds.push_back(std::make_shared<FeedClient>(feeds_io, port, path, i % 10 != 9));
-        feeds.back()->start();
+        feeds.back()->start(i);
     }
     auto feeds_work = asio::make_work_guard(feeds_io);
     std::thread feeds_thread([&] { feeds_io.run(); });

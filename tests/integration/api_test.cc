@@ -24,15 +24,16 @@ using namespace std::chrono_literals;
 
 class ApiDaemon {
   public:
+    // `server_extra`: more lines of the [server] table (e.g. "token_for_reads = true\n").
     explicit ApiDaemon(const std::string& listen = "127.0.0.1:0",
                        const std::vector<std::string>& env = {},
-                       const std::string& server_keys = "") {
+                       const std::string& server_extra = "") {
         REQUIRE(testing::rackprof({"simulate", "--model", "deterministic", "--iterations", "1",
                                    "--write-elf", (dir_ / "model.elf").string()})
                     .exit_code == 0);
         std::ofstream(dir_ / "rack.toml")
             << "[server]\nlisten = \"" << listen << "\"\n"
-            << server_keys << "[storage]\npath = \"" << (dir_ / "rack.db").string()
+            << server_extra << "[storage]\npath = \"" << (dir_ / "rack.db").string()
             << "\"\n[[boards]]\nname = \"det\"\n"
             << "link = \"sim://deterministic?rate=40000\"\nelf = \""
             << (dir_ / "model.elf").string() << "\"\n";
@@ -76,6 +77,7 @@ class ApiDaemon {
     }
     std::string url(const std::string& path) const { return "http://127.0.0.1:" + port_ + path; }
     int port() const { return std::stoi(port_); }
+    pid_t pid() const { return daemon_->pid(); }
     const testing::TempDir& dir() const { return dir_; }
 
     // curl: returns {status, body}.
@@ -601,6 +603,116 @@ TEST_CASE("/metrics of a real daemon passes promtool check metrics") {
         {"sh", "-c", "promtool check metrics < " + (d.dir() / "metrics.txt").string()});
     INFO(check.out << check.err);
     CHECK(check.exit_code == 0);
+}
+
+TEST_CASE("the token: any case of the scheme (RFC 7235); /healthz and /readyz never need it") {
+    ApiDaemon d("127.0.0.1:0", {"RACKPROF_API_TOKEN=s3cret"}, "token_for_reads = true\n");
+    CHECK(d.call("GET", "/api/v1/boards").first == 401);
+    CHECK(d.call("GET", "/api/v1/boards", {"-H", "Authorization: Bearer wrong"}).first == 401);
+    CHECK(d.call("GET", "/api/v1/boards", {"-H", "Authorization: Bearer s3cre"}).first == 401);
+    CHECK(d.call("GET", "/api/v1/boards", {"-H", "Authorization: Bearer s3cret!"}).first == 401);
+    for (const char* scheme : {"Bearer", "bearer", "BEARER", "bEaReR"}) {
+        CAPTURE(scheme);
+        CHECK(d.call("GET", "/api/v1/boards",
+                     {"-H", std::string("Authorization: ") + scheme + " s3cret"})
+                  .first == 200);
+    }
+    CHECK(d.call("GET", "/api/v1/boards", {"-H", "Authorization: Basic s3cret"}).first == 401);
+    CHECK(d.call("GET", "/healthz").first == 200);
+    CHECK(d.call("HEAD", "/healthz", {"-I"}).first == 200);
+    CHECK(d.call("GET", "/healthz", {"-H", "Authorization: Bearer wrong"}).first == 200);
+    CHECK(d.call("GET", "/readyz").first == 200);
+}
+
+TEST_CASE("query values are percent-decoded; a bad escape is a 400") {
+    ApiDaemon d;
+    auto ids = [&](const std::string& query) {  // the counters of a capturing session move
+        std::vector<std::int64_t> out;
+        for (const auto& s : json::parse(d.call("GET", "/api/v1/sessions" + query).second))
+            out.push_back(s["id"]);
+        return out;
+    };
+    const auto plain = ids("?board=det");
+    REQUIRE_FALSE(plain.empty());
+    CHECK(ids("?board=d%65t") == plain);
+    CHECK(ids("?bo%61rd=det") == plain);
+    CHECK(json::parse(d.call("GET", "/api/v1/sessions?board=d+et").second).empty());
+    const auto bad = d.call("GET", "/api/v1/sessions?board=de%zzt");
+    CHECK(bad.first == 400);
+    CHECK(json::parse(bad.second)["error"]["code"] == "bad_query");
+    CHECK(d.call("GET", "/api/v1/sessions?board=det%").first == 400);
+}
+
+// The daemon's peak resident memory (VmHWM), in bytes.
+std::uint64_t peak_memory(pid_t pid) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(status, line);) {
+        if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+    }
+    return 0;
+}
+
+TEST_CASE("a 40 MiB import goes through a file: the daemon's peak memory grows by < 16 MiB") {
+    ApiDaemon d;
+    const auto capture = d.dir() / "big.bin";
+    REQUIRE(testing::rackprof(
+                {"simulate", "--model", "deterministic", "--bytes", "40M", "-o", capture.string()})
+                .exit_code == 0);
+    const std::uint64_t before = peak_memory(d.pid());
+    REQUIRE(before > 0);
+    const auto imported =
+        d.call("POST", "/api/v1/sessions/import?format=bin",
+               {"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + capture.string()});
+    REQUIRE(imported.first == 201);
+    const auto session = json::parse(imported.second);
+    CHECK(session["counters"]["bytes_in"] == std::filesystem::file_size(capture));
+    const std::uint64_t after = peak_memory(d.pid());
+    MESSAGE("peak memory " << before / 1024 << " kB before, " << after / 1024 << " kB after");
+    CHECK(after - before < (16u << 20));
+    // The raw bytes come back exactly as sent.
+    const auto raw = d.call(
+        "GET", "/api/v1/sessions/" + std::to_string(session["id"].get<std::int64_t>()) + "/raw");
+    CHECK(raw.second == testing::read_text(capture));
+    // No upload file is left behind.
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(d.dir().path()))
+        CHECK(entry.path().filename().string().find("upload") == std::string::npos);
+}
+
+TEST_CASE("uploads above 1 MiB sent with Content-Length are taken; above 64 MiB, 413") {
+    ApiDaemon d;
+    const auto capture = d.dir() / "big.bin";
+    REQUIRE(testing::rackprof(
+                {"simulate", "--model", "deterministic", "--bytes", "3M", "-o", capture.string()})
+                .exit_code == 0);
+    REQUIRE(std::filesystem::file_size(capture) > (2u << 20));
+    const auto length = d.call("POST", "/api/v1/sessions/import?format=bin",
+                               {"--data-binary", "@" + capture.string()});  // Content-Length
+    CHECK(length.first == 201);
+    const auto put = d.call("PUT", "/api/v1/firmware", {"-T", capture.string()});
+    CHECK(put.first == 422);  // read whole, then found not to be an ELF
+    const auto chunked =
+        d.call("POST", "/api/v1/sessions/import?format=bin",
+               {"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + capture.string()});
+    CHECK(chunked.first == 201);
+    // Above the upload limit: refused from the header alone, with a message naming the limit.
+    std::filesystem::resize_file(capture, (64u << 20) + 1);
+    const auto huge = d.call("POST", "/api/v1/sessions/import?format=bin",
+                             {"--data-binary", "@" + capture.string()});
+    CHECK(huge.first == 413);
+    CHECK(huge.second.find(std::to_string(64u << 20)) != std::string::npos);
+    // Other requests keep the small limit.
+    std::filesystem::resize_file(capture, (1u << 20) + 1);
+    CHECK(d.call("POST", "/api/v1/boards",
+                 {"-H", "Content-Type: application/json", "--data-binary", "@" + capture.string()})
+              .first == 413);
+    // Chunked above the limit: refused on the way, its file removed like every other upload's.
+    std::filesystem::resize_file(capture, (64u << 20) + 1);
+    CHECK(d.call("PUT", "/api/v1/firmware",
+                 {"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + capture.string()})
+              .first == 413);
+    CHECK(d.call("GET", "/healthz").first == 200);
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(d.dir().path()))
+        CHECK(entry.path().filename().string().find(".upload") == std::string::npos);
 }
 
 }  // namespace

@@ -31,19 +31,22 @@ struct FeedDaemon {
     std::string port;
 
     // A board on the deterministic model, with the given protocol and extra link parameters.
-    explicit FeedDaemon(const std::string& protocol = "legacy",
-                        const std::string& link_extra = "") {
+    // `server_extra`: more lines of the [server] table; `env`: the daemon's extra environment.
+    explicit FeedDaemon(const std::string& protocol = "legacy", const std::string& link_extra = "",
+                        const std::string& server_extra = "",
+                        const std::vector<std::string>& env = {}) {
         REQUIRE(testing::rackprof({"simulate", "--model", "deterministic", "--iterations", "1",
                                    "--write-elf", (dir / "model.elf").string()})
                     .exit_code == 0);
         std::ofstream(dir / "rack.toml")
-            << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
-            << (dir / "rack.db").string() << "\"\n[[boards]]\nname = \"det\"\n"
+            << "[server]\nlisten = \"127.0.0.1:0\"\n"
+            << server_extra << "[storage]\npath = \"" << (dir / "rack.db").string()
+            << "\"\n[[boards]]\nname = \"det\"\n"
             << "link = \"sim://deterministic?rate=40000" << link_extra << "\"\nprotocol = \""
             << protocol << "\"\nelf = \"" << (dir / "model.elf").string() << "\"\n";
         daemon = std::make_unique<testing::Process>(
             testing::rackprof_argv({"serve", "--config", (dir / "rack.toml").string()}),
-            dir / "serve.log");
+            dir / "serve.log", std::filesystem::path(), env);
         REQUIRE(testing::eventually(
             [&] {
                 const std::string log = testing::read_text(dir / "serve.log");
@@ -60,10 +63,13 @@ struct FeedDaemon {
         const auto r = testing::run({"curl", "-s", "http://127.0.0.1:" + port + "/api/v1/boards"});
         return json::parse(r.out)[0]["session"].get<std::int64_t>();
     }
-    int post(const std::string& path) const {
-        const auto r = testing::run({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X",
-                                     "POST", "http://127.0.0.1:" + port + path});
-        return std::stoi(r.out);
+    int post(const std::string& path) const { return std::stoi(post_body(path, "%{http_code}")); }
+    // The reply's body, or what `write_out` asks curl for.
+    std::string post_body(const std::string& path, const std::string& write_out = "") const {
+        std::vector<std::string> argv = {"curl", "-s", "-X", "POST"};
+        if (!write_out.empty()) argv.insert(argv.end(), {"-o", "/dev/null", "-w", write_out});
+        argv.push_back("http://127.0.0.1:" + port + path);
+        return testing::run(argv).out;
     }
 };
 
@@ -218,15 +224,67 @@ TEST_CASE("events feed: session stops and starts are announced") {
     Feed events(d.port, "/api/v1/events");
     std::this_thread::sleep_for(200ms);  // subscribed before the changes
     REQUIRE(d.post("/api/v1/sessions/" + std::to_string(id) + "/stop") == 200);
-    REQUIRE(d.post("/api/v1/boards/det/sessions") == 201);
+    const json started = json::parse(d.post_body("/api/v1/boards/det/sessions"));
+    REQUIRE(started["id"].is_number());
     std::vector<std::string> kinds;
     while (kinds.size() < 2) {
         const json e = events.next();
+        // The first session's start is announced once its row is committed, maybe just now.
+        if (e["kind"] == "session_started" && e["session"] == id) continue;
         CHECK(e["board"] == "det");
         kinds.push_back(e["kind"]);
         if (e["kind"] == "session_stopped") CHECK(e["session"] == id);
+        if (e["kind"] == "session_started") CHECK(e["session"] == started["id"]);
     }
     CHECK(kinds == std::vector<std::string>{"session_stopped", "session_started"});
+}
+
+TEST_CASE("a message larger than 4 KiB from a feed client closes it (1009)") {
+    FeedDaemon d;
+    Feed feed(d.port, "/api/v1/sessions/" + std::to_string(d.session()) + "/live");
+    feed.next();
+    feed.ws.text(true);
+    feed.ws.write(asio::buffer(std::string(64 * 1024, 'x')));
+    // Snapshots until the server's close frame (our reply to it may find the socket gone).
+    const auto start = std::chrono::steady_clock::now();
+    beast::error_code ec;
+    while (!ec && std::chrono::steady_clock::now() - start < 3s) {
+        beast::flat_buffer buffer;
+        feed.ws.read(buffer, ec);
+    }
+    REQUIRE(ec);
+    CHECK(feed.ws.reason().code == websocket::close_code::too_big);
+    // A small control message is fine.
+    Feed other(d.port, "/api/v1/events");
+    other.ws.write(asio::buffer(std::string("{\"hello\":1}")));
+    CHECK(d.post("/api/v1/boards/det/sessions") == 201);
+    json e = other.next();  // (the first session's start may come first: see the events test)
+    while (e["kind"] == "session_started") e = other.next();
+    CHECK(e["kind"] == "session_stopped");
+}
+
+TEST_CASE("with token_for_reads the feeds need the token: ?token= or Authorization") {
+    FeedDaemon d("legacy", "", "token_for_reads = true\n", {"RACKPROF_API_TOKEN=s3/cr+t"});
+    const std::string live = "/api/v1/sessions/1/live";
+    CHECK_THROWS(Feed(d.port, "/api/v1/events"));
+    CHECK_THROWS(Feed(d.port, live));
+    CHECK_THROWS(Feed(d.port, live + "?token=wrong"));
+    CHECK_THROWS(Feed(d.port, live + "?token=s3/cr+t"));  // '+' is a space in a query
+    CHECK(Feed(d.port, live + "?token=s3%2Fcr%2Bt").next()["session"] == 1);
+    CHECK_NOTHROW(Feed(d.port, "/api/v1/events?token=s3%2fcr%2bt"));
+    // Clients that can set headers may use them.
+    asio::io_context io;
+    websocket::stream<asio::ip::tcp::socket> ws{io};
+    asio::ip::tcp::resolver resolver(io);
+    asio::connect(ws.next_layer(), resolver.resolve("127.0.0.1", d.port));
+    ws.set_option(websocket::stream_base::decorator([](websocket::request_type& r) {
+        r.set(beast::http::field::authorization, "bearer s3/cr+t");
+    }));
+    CHECK_NOTHROW(ws.handshake("127.0.0.1", live));
+    // /healthz never needs it.
+    const auto health = testing::run({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                                      "http://127.0.0.1:" + d.port + "/healthz"});
+    CHECK(health.out == "200");
 }
 
 TEST_CASE("a WebSocket upgrade anywhere else is refused") {

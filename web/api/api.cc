@@ -39,10 +39,10 @@ bool Api::is_upload(const http::request_header<>& header) const {
 }
 
 // Every answer is counted by route pattern (the dashboard's files as one route), with its time.
-Reply Api::handle(const Request& request) {
+Reply Api::handle(const Request& request, const std::filesystem::path& body_file) {
     const auto started = std::chrono::steady_clock::now();
     std::string route = "(none)";
-    Reply reply = answer(request, route);
+    Reply reply = answer(request, body_file, route);
     const unsigned status = std::visit(
         [](const auto& r) {
             if constexpr (std::is_same_v<std::decay_t<decltype(r)>, Response>)
@@ -56,9 +56,10 @@ Reply Api::handle(const Request& request) {
     return reply;
 }
 
-Reply Api::answer(const Request& request, std::string& route) {
+Reply Api::answer(const Request& request, const std::filesystem::path& body_file,
+                  std::string& route) {
     try {
-        return dispatch(request, route);
+        return dispatch(request, body_file, route);
     } catch (const HttpError& e) {
         return error_response(e.status, e.code, e.message, request.version(), request.keep_alive());
     } catch (const service::ServiceError& e) {
@@ -66,15 +67,19 @@ Reply Api::answer(const Request& request, std::string& route) {
         return error_response(http_error.status, http_error.code, http_error.message,
                               request.version(), request.keep_alive());
     } catch (const std::exception& e) {
-        // The details (paths, SQL) go to the log, not to the client.
-        if (options_.log_error) options_.log_error(std::string(request.target()) + ": " + e.what());
+        // The details (paths, SQL) go to the log, not to the client; the query stays out of it,
+        // as it may hold a token.
+        const std::string_view target = request.target();
+        if (options_.log_error)
+            options_.log_error(std::string(target.substr(0, target.find('?'))) + ": " + e.what());
         return error_response(http::status::internal_server_error, "internal",
                               "internal error; the daemon's log has the details", request.version(),
                               request.keep_alive());
     }
 }
 
-Reply Api::dispatch(const Request& request, std::string& route) {
+Reply Api::dispatch(const Request& request, const std::filesystem::path& body_file,
+                    std::string& route) {
     const auto method = request.method();
     const bool read = method == http::verb::get || method == http::verb::head;
     const auto match = routes_.match(method, request.target());
@@ -103,7 +108,8 @@ Reply Api::dispatch(const Request& request, std::string& route) {
                         "method not allowed here"};
     route = match.route->pattern;
     const auto query = query_of(request.target());
-    return match.route->handler(Call{request, match.path, query, rack_, &server_metrics_});
+    return match.route->handler(
+        Call{request, match.path, query, rack_, body_file, &server_metrics_});
 }
 
 }  // namespace rackprof::web

@@ -37,13 +37,17 @@ class Api : public RequestHandler {
     Api(const Api&) = delete;
     Api& operator=(const Api&) = delete;
 
-    Reply handle(const Request& request) override;
+    Reply handle(const Request& request, const std::filesystem::path& body_file) override;
+    // A request without an upload.
+    Reply handle(const Request& request) { return handle(request, {}); }
     bool is_upload(const http::request_header<>& header) const override;
     const RouteTable& routes() const { return routes_; }
 
   private:
-    Reply dispatch(const Request& request, std::string& route);
-    Reply answer(const Request& request, std::string& route);
+    Reply answer(const Request& request, const std::filesystem::path& body_file,
+                 std::string& route);
+    Reply dispatch(const Request& request, const std::filesystem::path& body_file,
+                   std::string& route);
 
     service::RackService& rack_;
     ApiOptions options_;

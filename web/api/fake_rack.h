@@ -1,6 +1,9 @@
 // A rack service for the API's unit tests: canned views, recorded calls, chosen failures.
 #pragma once
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -97,7 +100,9 @@ class FakeRack : public service::RackService {
             return {"text/csv", "det-7.csv", false, pieces({"a,b\n", "1,2\n"})};
         throw ServiceError(Failure::kUnknownFormat, "unknown format '" + format + "'");
     }
-    service::Stored put_firmware(std::string_view elf) override {
+    // Uploads are files: the calls record their contents' sizes.
+    service::Stored put_firmware(const std::filesystem::path& file) override {
+        const std::string elf = contents(file);
         calls.push_back("put_firmware " + std::to_string(elf.size()));
         if (elf == "junk") throw ServiceError(Failure::kNotAnElf, "not an ELF");
         return {{{"id", "ab"}}, elf == "new"};
@@ -107,8 +112,9 @@ class FakeRack : public service::RackService {
         if (id.empty()) throw ServiceError(Failure::kBadFirmwareId, "\"id\" must be a firmware id");
         return session_view;
     }
-    json import_session(std::string_view bytes, const service::ImportParameters& query) override {
-        calls.push_back("import_session " + std::to_string(bytes.size()) + " " +
+    json import_session(const std::filesystem::path& file,
+                        const service::ImportParameters& query) override {
+        calls.push_back("import_session " + std::to_string(contents(file).size()) + " " +
                         (query.count("format") ? query.at("format") : "-"));
         return session_view;
     }
@@ -117,6 +123,10 @@ class FakeRack : public service::RackService {
     bool ready = true;
 
   private:
+    static std::string contents(const std::filesystem::path& file) {
+        std::ifstream in(file, std::ios::binary);
+        return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    }
     static std::function<std::optional<std::string>()> pieces(std::vector<std::string> parts) {
         return
             [parts = std::move(parts), i = std::size_t{0}]() mutable -> std::optional<std::string> {

@@ -7,7 +7,7 @@ namespace rackprof::web {
 void add_firmware_routes(RouteTable& routes) {
     routes.add({http::verb::put, "/api/v1/firmware", Access::kWrite,
                 [](const Call& c) {
-                    const auto stored = c.rack.put_firmware(c.request.body());
+                    const auto stored = c.rack.put_firmware(c.upload());
                     return json_reply(c.request,
                                       stored.created ? http::status::created : http::status::ok,
                                       stored.view);

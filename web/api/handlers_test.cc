@@ -1,6 +1,10 @@
 // The API against a fake rack: status codes, bodies and the calls made, with no socket and
 // no daemon.
 #include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "web/api/api.h"
 #include "web/api/fake_rack.h"
@@ -37,6 +41,15 @@ struct Fixture {
     Response call(http::verb method, const std::string& target, const std::string& body = "",
                   const std::string& content_type = "application/json") {
         return whole(api.handle(request(method, target, body, content_type)));
+    }
+    // An upload: the server hands the body over as a file.
+    Response upload(http::verb method, const std::string& target, const std::string& body) {
+        const auto file = std::filesystem::temp_directory_path() /
+                          ("rackprof-upload-test-" + std::to_string(::getpid()));
+        std::ofstream(file, std::ios::binary) << body;
+        Response r = whole(api.handle(request(method, target), file));
+        std::filesystem::remove(file);
+        return r;
     }
 };
 
@@ -152,11 +165,9 @@ TEST_CASE_FIXTURE(Fixture, "exports: the format route and its aliases, whole or 
 }
 
 TEST_CASE_FIXTURE(Fixture, "firmware and imports") {
-    CHECK(call(http::verb::put, "/api/v1/firmware", "new", "application/octet-stream").result() ==
-          http::status::created);
-    CHECK(call(http::verb::put, "/api/v1/firmware", "old", "application/octet-stream").result() ==
-          http::status::ok);
-    const auto junk = call(http::verb::put, "/api/v1/firmware", "junk", "application/octet-stream");
+    CHECK(upload(http::verb::put, "/api/v1/firmware", "new").result() == http::status::created);
+    CHECK(upload(http::verb::put, "/api/v1/firmware", "old").result() == http::status::ok);
+    const auto junk = upload(http::verb::put, "/api/v1/firmware", "junk");
     CHECK(junk.result() == http::status::unprocessable_entity);
     CHECK(error_code(junk) == "not_an_elf");
     CHECK(call(http::verb::put, "/api/v1/sessions/7/firmware", R"({"id":"ab"})").result() ==
@@ -166,10 +177,11 @@ TEST_CASE_FIXTURE(Fixture, "firmware and imports") {
           "bad_firmware_id");
     CHECK(call(http::verb::put, "/api/v1/sessions/7/firmware", "x", "text/plain").result() ==
           http::status::unsupported_media_type);
-    CHECK(call(http::verb::post, "/api/v1/sessions/import?format=gmon", "bytes",
-               "application/octet-stream")
-              .result() == http::status::created);
+    CHECK(upload(http::verb::post, "/api/v1/sessions/import?format=gmon", "bytes").result() ==
+          http::status::created);
     CHECK(rack.calls.back() == "import_session 5 gmon");
+    const auto no_file = call(http::verb::post, "/api/v1/sessions/import", "bytes");
+    CHECK(no_file.result() == http::status::bad_request);  // not received as an upload
     CHECK(api.is_upload(request(http::verb::put, "/api/v1/firmware")));
     CHECK(api.is_upload(request(http::verb::post, "/api/v1/sessions/import?format=bin")));
     CHECK_FALSE(api.is_upload(request(http::verb::post, "/api/v1/boards")));

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "web/api/replies.h"
+#include "web/server/request_target.h"
 
 namespace rackprof::web {
 
@@ -47,20 +48,17 @@ std::vector<std::string> split_path(std::string_view target) {
 }
 
 std::map<std::string, std::string> query_of(std::string_view target) {
-    std::map<std::string, std::string> out;
-    const auto q = target.find('?');
-    if (q == std::string_view::npos) return out;
-    std::string_view query = target.substr(q + 1);
-    while (!query.empty()) {
-        const auto amp = query.find('&');
-        const std::string_view pair = query.substr(0, amp);
-        const auto eq = pair.find('=');
-        out[std::string(pair.substr(0, eq))] =
-            eq == std::string_view::npos ? "" : std::string(pair.substr(eq + 1));
-        if (amp == std::string_view::npos) break;
-        query = query.substr(amp + 1);
-    }
-    return out;
+    auto values = query_values(target);
+    if (!values)
+        throw HttpError{http::status::bad_request, "bad_query",
+                        "the query has a bad %-escape (% must be followed by two hex digits)"};
+    return std::move(*values);
+}
+
+const std::filesystem::path& Call::upload() const {
+    if (body_file.empty())
+        throw HttpError{http::status::bad_request, "no_body", "this request needs a body"};
+    return body_file;
 }
 
 void RouteTable::add(Route route) {
@@ -112,23 +110,6 @@ std::set<std::pair<std::string, std::string>> RouteTable::endpoints() const {
         out.emplace(method, r.pattern);
     }
     return out;
-}
-
-bool TokenRule::needs_token(Access access) const {
-    switch (access) {
-        case Access::kPublic:
-            return false;
-        case Access::kRead:
-            return require_token && token_for_reads;
-        case Access::kWrite:
-            return require_token;
-    }
-    return true;
-}
-
-bool TokenRule::admits(Access access, std::string_view authorization) const {
-    if (!needs_token(access)) return true;
-    return !token.empty() && authorization == "Bearer " + token;
 }
 
 }  // namespace rackprof::web

@@ -3,6 +3,7 @@
 // rack service. Patterns are paths with {name} segments: /api/v1/sessions/{id}/profile.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -14,23 +15,24 @@
 
 #include "daemon/service/rack_service.h"
 #include "web/server/http_message.h"
+#include "web/server/token_rule.h"  // Access, TokenRule
 
 namespace rackprof::web {
 
-// Who may call a route: anyone (health probes), readers (a token only with token_for_reads),
-// writers (a token whenever one is required).
-enum class Access { kPublic, kRead, kWrite };
-
 class MetricsText;
 
-// What a handler is given: the request, the path's {name} values, the query, the rack.
+// What a handler is given: the request, the path's {name} values, the query, the rack, and for
+// an upload route the file holding the body.
 struct Call {
     const Request& request;
     const std::map<std::string, std::string>& path;
     const std::map<std::string, std::string>& query;
     service::RackService& rack;
+    const std::filesystem::path& body_file;
     // What the server itself reports on /metrics (requests, feeds), beside the rack's.
     const std::function<void(MetricsText&)>* server_metrics = nullptr;
+    // The upload's file; HttpError 400 when the request came without one.
+    const std::filesystem::path& upload() const;
 };
 using Handler = std::function<Reply(const Call&)>;
 // What most handlers compute: the JSON body of the reply.
@@ -70,18 +72,10 @@ class RouteTable {
     std::vector<Route> routes_;
 };
 
-// Who holds a token and when it is needed.
-struct TokenRule {
-    std::string token;             // "" : no token configured
-    bool require_token = false;    // write routes need "Authorization: Bearer <token>"
-    bool token_for_reads = false;  // with require_token: read routes need it too
-    bool needs_token(Access access) const;
-    bool admits(Access access, std::string_view authorization) const;
-};
-
 // "/a//b/" -> {"a", "b"}; the query is not part of the path.
 std::vector<std::string> split_path(std::string_view target);
-// "?a=1&b" -> {a: "1", b: ""}, as given (no %-decoding).
+// "?a=1&b&c=x%20y" -> {a: "1", b: "", c: "x y"}: names and values %-decoded, '+' a space.
+// A bad escape is HttpError 400 "bad_query".
 std::map<std::string, std::string> query_of(std::string_view target);
 
 }  // namespace rackprof::web

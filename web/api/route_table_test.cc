@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "web/api/api.h"
+#include "web/api/replies.h"
 
 namespace rackprof::web {
 namespace {
@@ -61,10 +62,22 @@ TEST_CASE("a literal segment wins over a {name}; a known path without the method
     CHECK(m.route == nullptr);
 }
 
-TEST_CASE("the query is read as given") {
-    CHECK(query_of("/x?a=1&b&c=x%20y") ==
-          std::map<std::string, std::string>{{"a", "1"}, {"b", ""}, {"c", "x%20y"}});
+TEST_CASE("query names and values are percent-decoded, '+' is a space; bad escapes are a 400") {
+    CHECK(query_of("/x?a=1&b&c=x%20y&d=a+b&e%3D=%2B%26%3d") ==
+          std::map<std::string, std::string>{
+              {"a", "1"}, {"b", ""}, {"c", "x y"}, {"d", "a b"}, {"e=", "+&="}});
     CHECK(query_of("/x").empty());
+    CHECK(query_of("/x?board=caf%C3%A9")["board"] == "caf\xC3\xA9");
+    for (const char* bad : {"/x?a=%zz", "/x?a=%4", "/x?a=%", "/x?%g1=1"}) {
+        CAPTURE(bad);
+        try {
+            query_of(bad);
+            FAIL("no error");
+        } catch (const HttpError& e) {
+            CHECK(e.status == http::status::bad_request);
+            CHECK(e.code == "bad_query");
+        }
+    }
     CHECK(split_path("/a//b/?c=/d") == std::vector<std::string>{"a", "b"});
 }
 
@@ -80,6 +93,15 @@ TEST_CASE("the token rule: writes need it when required, reads only with token_f
     CHECK_FALSE(closed.admits(Access::kRead, ""));
     CHECK(closed.admits(Access::kRead, "Bearer secret"));
     CHECK(closed.admits(Access::kPublic, ""));
+    for (const char* scheme : {"bearer ", "BEARER ", "bEaReR ", "Bearer   "}) {
+        CAPTURE(scheme);
+        CHECK(closed.admits(Access::kRead, std::string(scheme) + "secret"));
+    }
+    for (const char* wrong : {"Bearer secre", "Bearer secrets", "Bearer", "Bearersecret",
+                              "Basic secret", "secret", "Bearer  secret x"}) {
+        CAPTURE(wrong);
+        CHECK_FALSE(closed.admits(Access::kRead, wrong));
+    }
     TokenRule no_token{"", true, false};  // required but none configured: writes are refused
     CHECK_FALSE(no_token.admits(Access::kWrite, "Bearer "));
 }

@@ -31,7 +31,7 @@ void add_session_routes(RouteTable& routes) {
         "stored sessions, filtered by board, tag, state and start time");
     routes.add_json(
         verb::post, "/api/v1/sessions/import", Access::kWrite, status::created,
-        [](const Call& c) { return c.rack.import_session(c.request.body(), c.query); },
+        [](const Call& c) { return c.rack.import_session(c.upload(), c.query); },
         "stores a capture or gmon.out made elsewhere", true);
     routes.add_json(
         verb::get, "/api/v1/sessions/{id}", Access::kRead, status::ok,

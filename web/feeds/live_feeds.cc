@@ -6,10 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <deque>
 
 #include "gmon/profile_pipeline.h"
 #include "gmon/report.h"
 #include "storage/counters_json.h"
+#include "web/server/request_target.h"
 
 namespace rackprof::web {
 
@@ -20,22 +22,30 @@ using nlohmann::json;
 
 namespace {
 constexpr auto kStallLimit = std::chrono::seconds(10);
-}
+// Clients send nothing the feeds read; a larger message closes the connection (1009) rather
+// than being buffered (Beast's default would hold up to 16 MiB per client).
+constexpr std::size_t kLargestIncoming = 4096;
+// Events waiting for a slow events client; beyond, the oldest go (its stall closes it soon).
+constexpr std::size_t kEventBacklog = 256;
+}  // namespace
 
-// One subscriber. Everything runs on its strand; at most one write is in flight, and only the
-// newest message waits behind it.
+// One subscriber. Everything runs on its strand; at most one write is in flight, and at most
+// `backlog` messages wait behind it, the oldest dropped first: a live feed keeps only the
+// newest snapshot (1), the events feed every event of a burst.
 class FeedClient : public std::enable_shared_from_this<FeedClient> {
   public:
-    explicit FeedClient(beast::tcp_stream stream) : ws_(std::move(stream)) {}
+    FeedClient(beast::tcp_stream stream, std::shared_ptr<const void> slot, std::size_t backlog)
+        : ws_(std::move(stream)), slot_(std::move(slot)), backlog_(backlog) {}
 
     void start(const Request& request) {
         beast::get_lowest_layer(ws_).expires_never();
         ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+        ws_.read_message_max(kLargestIncoming);
         ws_.async_accept(request, [self = shared_from_this()](beast::error_code ec) {
             if (ec) return;
             self->open_ = true;
             self->read();
-            if (self->pending_) self->write_next();
+            if (!self->pending_.empty()) self->write_next();
         });
     }
 
@@ -46,7 +56,8 @@ class FeedClient : public std::enable_shared_from_this<FeedClient> {
                 std::chrono::steady_clock::now() - self->write_started_ > kStallLimit) {
                 return self->close("client too slow: no write completed for 10 s");
             }
-            self->pending_ = message;  // an older unsent one is simply replaced
+            if (self->pending_.size() == self->backlog_) self->pending_.pop_front();
+            self->pending_.push_back(message);
             if (self->open_ && !self->writing_) self->write_next();
         });
     }
@@ -55,9 +66,9 @@ class FeedClient : public std::enable_shared_from_this<FeedClient> {
 
   private:
     void write_next() {
-        if (!pending_) return;
-        current_ = std::move(pending_);
-        pending_.reset();
+        if (pending_.empty()) return;
+        current_ = std::move(pending_.front());
+        pending_.pop_front();
         writing_ = true;
         write_started_ = std::chrono::steady_clock::now();
         ws_.text(true);
@@ -91,8 +102,10 @@ class FeedClient : public std::enable_shared_from_this<FeedClient> {
     }
 
     websocket::stream<beast::tcp_stream> ws_;
+    std::shared_ptr<const void> slot_;  // the connection's place under the server's limits
     beast::flat_buffer in_;
-    std::shared_ptr<const std::string> pending_;
+    std::size_t backlog_;
+    std::deque<std::shared_ptr<const std::string>> pending_;
     std::shared_ptr<const std::string> current_;
     bool open_ = false;
     bool writing_ = false;
@@ -100,9 +113,9 @@ class FeedClient : public std::enable_shared_from_this<FeedClient> {
     std::chrono::steady_clock::time_point write_started_;
 };
 
-LiveFeeds::LiveFeeds(asio::io_context& io, service::RackService& rack,
+LiveFeeds::LiveFeeds(asio::io_context& io, service::RackService& rack, TokenRule token,
                      std::chrono::milliseconds tick)
-    : io_(io), rack_(rack), tick_(tick), timer_(io) {}
+    : io_(io), rack_(rack), token_(std::move(token)), tick_(tick), timer_(io) {}
 
 LiveFeeds::~LiveFeeds() {
     stop();
@@ -134,30 +147,57 @@ LiveFeeds::ClientCounts LiveFeeds::clients() {
     return counts;
 }
 
-bool LiveFeeds::accept(beast::tcp_stream& stream, const Request& request) {
-    const std::string target(request.target());
-    std::shared_ptr<FeedClient> client;
-    std::int64_t session = 0;
-    if (target == "/api/v1/events") {
-        client = std::make_shared<FeedClient>(std::move(stream));
+namespace {
+
+// The feed's session id in "/api/v1/sessions/{id}/live"; 0 if the path is not that.
+std::int64_t live_session_of(std::string_view path) {
+    constexpr std::string_view kPrefix = "/api/v1/sessions/", kSuffix = "/live";
+    if (path.size() <= kPrefix.size() + kSuffix.size() || !path.starts_with(kPrefix) ||
+        !path.ends_with(kSuffix))
+        return 0;
+    const std::string id(
+        path.substr(kPrefix.size(), path.size() - kPrefix.size() - kSuffix.size()));
+    if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos || id.size() > 15)
+        return 0;
+    return std::stoll(id);
+}
+
+// Browsers cannot set headers on a WebSocket, so the token may come as ?token= as well.
+bool carries_token(const TokenRule& rule, const Request& request) {
+    if (!rule.needs_token(Access::kRead)) return true;
+    if (rule.admits(Access::kRead, request[http::field::authorization])) return true;
+    const auto query = query_values(request.target());
+    return query && query->count("token") && rule.admits_token(Access::kRead, query->at("token"));
+}
+
+}  // namespace
+
+std::optional<Response> LiveFeeds::accept(beast::tcp_stream& stream, const Request& request,
+                                          std::shared_ptr<const void> slot) {
+    const std::string_view target = request.target();
+    const std::string_view path = target.substr(0, target.find('?'));
+    const std::int64_t session = live_session_of(path);
+    if (path != "/api/v1/events" && session == 0)
+        return error_response(http::status::not_found, "not_found", "no WebSocket feed here",
+                              request.version(), false);
+    if (!carries_token(token_, request))
+        return error_response(http::status::unauthorized, "unauthorized",
+                              "this feed needs ?token=<token> or Authorization: Bearer <token>",
+                              request.version(), false);
+    auto client = std::make_shared<FeedClient>(std::move(stream), std::move(slot),
+                                               session ? 1 : kEventBacklog);
+    {
         std::lock_guard lock(mutex_);
-        events_.push_back(client);
-    } else if (target.rfind("/api/v1/sessions/", 0) == 0 && target.size() > 22 &&
-               target.compare(target.size() - 5, 5, "/live") == 0) {
-        const std::string id = target.substr(17, target.size() - 17 - 5);
-        if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos || id.size() > 15)
-            return false;
-        session = std::stoll(id);
-        client = std::make_shared<FeedClient>(std::move(stream));
-        std::lock_guard lock(mutex_);
-        live_[session].push_back(client);
-    } else {
-        return false;
+        if (session) {
+            live_[session].push_back(client);
+        } else {
+            events_.push_back(client);
+        }
     }
     client->start(request);
     if (session)
         client->send(std::make_shared<const std::string>(snapshot(session)));  // something at once
-    return true;
+    return std::nullopt;
 }
 
 void LiveFeeds::publish_event(const std::string& event) {

@@ -1,7 +1,8 @@
 // WebSocket feeds: /api/v1/sessions/{id}/live (snapshots of a capturing session, several per
 // second) and /api/v1/events (board and session state changes). A snapshot is built once per
-// session per tick and shared by every subscriber; a slow client keeps only the newest one,
-// and a client whose writes stall for long is closed with a reason. Capture never waits.
+// session per tick and shared by every subscriber; a slow live client keeps only the newest
+// one (an events client every event), and a client whose writes stall for long is closed
+// with a reason. Capture never waits.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -17,6 +18,7 @@
 
 #include "daemon/service/rack_service.h"
 #include "web/server/http_message.h"
+#include "web/server/token_rule.h"
 
 namespace rackprof::web {
 
@@ -24,14 +26,17 @@ class FeedClient;
 
 class LiveFeeds : public UpgradeHandler {
   public:
-    LiveFeeds(boost::asio::io_context& io, service::RackService& rack,
+    // `token`: the API's rule; the feeds are reads (a token only with token_for_reads).
+    LiveFeeds(boost::asio::io_context& io, service::RackService& rack, TokenRule token = {},
               std::chrono::milliseconds tick = std::chrono::milliseconds(250));
     ~LiveFeeds() override;
 
     void start();
     void stop();
-    // Takes over an upgrade request for one of the feed paths; false if it is not one.
-    bool accept(boost::beast::tcp_stream& stream, const Request& request) override;
+    // Takes over an upgrade request for one of the feed paths; else a 404, or a 401 when the
+    // token is needed and neither `?token=` nor `Authorization: Bearer` carries it.
+    std::optional<Response> accept(boost::beast::tcp_stream& stream, const Request& request,
+                                   std::shared_ptr<const void> slot) override;
     // Queues an event for every /api/v1/events client (any thread).
     void publish_event(const std::string& json);
     // Connected clients, for /metrics.
@@ -61,6 +66,7 @@ class LiveFeeds : public UpgradeHandler {
 
     boost::asio::io_context& io_;
     service::RackService& rack_;
+    TokenRule token_;
     std::chrono::milliseconds tick_;
     boost::asio::steady_timer timer_;
     std::mutex mutex_;

@@ -6,7 +6,9 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 
+#include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -33,8 +35,12 @@ Response error_response(http::status status, const std::string& code, const std:
 class RequestHandler {
   public:
     virtual ~RequestHandler() = default;
-    virtual Reply handle(const Request& request) = 0;
-    // Requests whose bodies may be as large as ServerLimits::upload_bytes.
+    // `body_file`: for an upload (is_upload), the file the server wrote the body to (the
+    // request's own body is empty; the file is removed after the reply, unless the handler
+    // moved it); "" for every other request.
+    virtual Reply handle(const Request& request, const std::filesystem::path& body_file) = 0;
+    // Requests whose bodies may be as large as ServerLimits::upload_bytes, received into a
+    // file rather than memory.
     virtual bool is_upload(const http::request_header<>& header) const = 0;
 };
 
@@ -42,8 +48,11 @@ class RequestHandler {
 class UpgradeHandler {
   public:
     virtual ~UpgradeHandler() = default;
-    // Takes over an upgrade request; false if it is not one of its paths.
-    virtual bool accept(boost::beast::tcp_stream& stream, const Request& request) = 0;
+    // Takes over an upgrade request (nothing returned: the stream is its own now, and it keeps
+    // `slot`, the connection's place under the server's limits, while the connection lives),
+    // or answers why not: 404 when it is not one of its paths, 401 without the token it needs.
+    virtual std::optional<Response> accept(boost::beast::tcp_stream& stream, const Request& request,
+                                           std::shared_ptr<const void> slot) = 0;
 };
 
 }  // namespace rackprof::web

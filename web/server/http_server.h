@@ -6,8 +6,10 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -15,16 +17,26 @@
 
 #include <spdlog/logger.h>
 
+#include "web/server/connection_table.h"
 #include "web/server/http_message.h"
 
 namespace rackprof::web {
 
+struct ServerContext;
+
 struct ServerLimits {
     std::size_t header_bytes = 8 * 1024;
     std::size_t body_bytes = 1 << 20;
-    std::size_t upload_bytes = 64u << 20;   // PUT /api/v1/firmware, POST /api/v1/sessions/import
+    // Uploads (RequestHandler::is_upload: PUT /api/v1/firmware, POST /api/v1/sessions/import)
+    // are received into a file, never held in memory.
+    std::size_t upload_bytes = 64u << 20;
     std::chrono::seconds request_time{30};  // a request must arrive whole within this (slowloris)
+    // Connections, WebSockets included (see connection_table.h): in all, per client (remote
+    // address), and reserved above `connections` for one request each, one per client (a
+    // health probe, the dashboard), when nothing idle can be reclaimed.
     std::size_t connections = 256;
+    std::size_t connections_per_client = 32;
+    std::size_t reserved_connections = 2;
 };
 
 class HttpServer {
@@ -43,18 +55,29 @@ class HttpServer {
     boost::asio::io_context& io() { return io_; }
     // WebSocket upgrades go here (set before start()).
     void set_feeds(UpgradeHandler* feeds) { feeds_ = feeds; }
+    // Where uploads are received (set before start(); default: $TMPDIR). Beside the database,
+    // a stored firmware image is a rename away.
+    void set_upload_dir(std::filesystem::path dir);
 
   private:
     void accept();
+    void admit(boost::asio::ip::tcp::socket socket);
+    void note_limit(bool refused, const boost::asio::ip::address& client);
+    void watch_episode();
+
+    static constexpr std::chrono::seconds kEpisodeQuiet{10};
 
     RequestHandler& handler_;
     UpgradeHandler* feeds_ = nullptr;
     std::shared_ptr<spdlog::logger> log_;
     ServerLimits limits_;
+    std::filesystem::path upload_dir_;
+    std::unique_ptr<ServerContext> context_;
     boost::asio::io_context io_;
+    std::shared_ptr<ConnectionTable> connections_;  // shared with the connections' slots
     boost::asio::ip::tcp::acceptor acceptor_;
-    std::shared_ptr<std::atomic<std::size_t>> open_connections_ =
-        std::make_shared<std::atomic<std::size_t>>(0);
+    boost::asio::steady_timer episode_timer_;  // on the acceptor's strand
+    LimitEpisode episode_{kEpisodeQuiet};
     std::vector<std::thread> threads_;
 };
 

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <utility>
 
+#include "web/server/request_target.h"
+
 namespace rackprof::web {
 
 namespace fs = std::filesystem;
@@ -38,13 +40,6 @@ constexpr const char* kContentSecurityPolicy =
     "'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self' ws: wss:; "
     "frame-ancestors 'none'";
 
-int hex_digit(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 Response not_found(const Request& request, const std::string& message) {
     return error_response(http::status::not_found, "not_found", message, request.version(),
                           request.keep_alive());
@@ -70,19 +65,9 @@ std::string_view content_type_for(const fs::path& file) {
 
 std::optional<fs::path> site_relative_path(std::string_view target) {
     const std::string_view path = target.substr(0, target.find_first_of("?#"));
-    std::string decoded;
-    for (std::size_t i = 0; i < path.size(); ++i) {
-        if (path[i] != '%') {
-            decoded += path[i];
-            continue;
-        }
-        if (i + 2 >= path.size()) return std::nullopt;
-        const int hi = hex_digit(path[i + 1]);
-        const int lo = hex_digit(path[i + 2]);
-        if (hi < 0 || lo < 0) return std::nullopt;
-        decoded += static_cast<char>(hi * 16 + lo);
-        i += 2;
-    }
+    const auto decoded_or = percent_decode(path, false);
+    if (!decoded_or) return std::nullopt;
+    const std::string& decoded = *decoded_or;
     fs::path out;
     std::size_t start = 0;
     while (start <= decoded.size()) {

@@ -173,13 +173,16 @@ export const downloads = (id: number) => [
   { label: "raw", href: `/api/v1/sessions/${id}/raw` },
 ];
 
-// A WebSocket feed that reconnects until closed; each message is parsed JSON.
+// A WebSocket feed that reconnects until closed; each message is parsed JSON. Browsers cannot
+// set headers on a WebSocket, so the token (needed with server.token_for_reads) goes as ?token=.
 export function feed<T>(path: string, onMessage: (m: T) => void, onState: (open: boolean) => void) {
   let socket: WebSocket | null = null;
   let closed = false;
   let retry: number | undefined;
   const connect = () => {
-    const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}${path}`;
+    const token = apiToken.get();
+    const query = token ? `?token=${encodeURIComponent(token)}` : "";
+    const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}${path}${query}`;
     socket = new WebSocket(url);
     socket.onopen = () => onState(true);
     socket.onmessage = (e) => onMessage(JSON.parse(String(e.data)) as T);

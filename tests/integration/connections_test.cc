@@ -1,0 +1,195 @@
+// Connection limits of a real daemon over loopback, clients told apart by their source address
+// (127.0.0.0/8 is all loopback): idle connections cannot lock anyone out, WebSockets count
+// against the limits, a health probe always gets in, and refusals are logged once.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <doctest/doctest.h>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <thread>
+
+#include "tests/integration/test_support.h"
+
+namespace rackprof {
+namespace {
+
+namespace asio = boost::asio;
+namespace websocket = boost::beast::websocket;
+using namespace std::chrono_literals;
+
+struct ServedDaemon {
+    testing::TempDir dir;
+    std::unique_ptr<testing::Process> daemon;
+    std::string port;
+
+    ServedDaemon() {
+        std::ofstream(dir / "rack.toml")
+            << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
+            << (dir / "rack.db").string()
+            << "\"\n[[boards]]\nname = \"det\"\nlink = \"sim://deterministic?rate=2000\"\n";
+        daemon = std::make_unique<testing::Process>(
+            testing::rackprof_argv({"serve", "--config", (dir / "rack.toml").string()}),
+            dir / "serve.log");
+        port = testing::wait_for_api_port(dir / "serve.log");
+    }
+    ~ServedDaemon() {
+        daemon->signal(SIGTERM);
+        daemon->wait(5s);
+    }
+    std::string log() const { return testing::read_text(dir / "serve.log"); }
+    // GET /healthz from `source` on a fresh connection: "200 0.001234" (status, seconds).
+    std::string health_from(const std::string& source) const {
+        return testing::run({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code} %{time_total}",
+                             "--max-time", "10", "--interface", source,
+                             "http://127.0.0.1:" + port + "/healthz"})
+            .out;
+    }
+};
+
+// A TCP connection from `source` that sends nothing; -1 if connect failed.
+int idle_connection(const std::string& source, const std::string& port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    ::inet_pton(AF_INET, source.c_str(), &from.sin_addr);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) == 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(static_cast<std::uint16_t>(std::stoi(port)));
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+// True when the server has closed the connection (end of stream or reset).
+bool closed_by_server(int fd) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return false;
+    char byte;
+    return ::recv(fd, &byte, 1, MSG_DONTWAIT) <= 0;
+}
+
+struct Sockets {
+    std::vector<int> fds;
+    ~Sockets() {
+        for (const int fd : fds) ::close(fd);
+    }
+};
+
+// A WebSocket from `source`; null if the server refused it.
+struct SourcedFeed {
+    asio::io_context io;
+    websocket::stream<asio::ip::tcp::socket> ws{io};
+};
+std::unique_ptr<SourcedFeed> feed_from(const std::string& source, const std::string& port) {
+    auto feed = std::make_unique<SourcedFeed>();
+    boost::system::error_code ec;
+    auto& socket = feed->ws.next_layer();
+    socket.open(asio::ip::tcp::v4());
+    socket.bind({asio::ip::make_address(source), 0});
+    socket.connect(
+        {asio::ip::make_address("127.0.0.1"), static_cast<std::uint16_t>(std::stoi(port))}, ec);
+    if (!ec) feed->ws.handshake("127.0.0.1", "/api/v1/events", ec);
+    return ec ? nullptr : std::move(feed);
+}
+
+double seconds_of(const std::string& health) {
+    return std::stod(health.substr(health.find(' ') + 1));
+}
+
+std::size_t refusal_lines(const std::string& log) {
+    std::size_t n = 0;
+    for (std::size_t at = log.find("refus"); at != std::string::npos;
+         at = log.find("refus", at + 1))
+        ++n;
+    return n;
+}
+
+TEST_CASE("300 idle connections from one client: a fresh GET /healthz answers at once") {
+    ServedDaemon d;
+    Sockets idle;
+    for (int i = 0; i < 300; ++i) idle.fds.push_back(idle_connection("127.0.0.1", d.port));
+    std::this_thread::sleep_for(300ms);  // all accepted (or not) by now
+    const std::string health = d.health_from("127.0.0.1");
+    MESSAGE("GET /healthz beside 300 idle connections: " << health);
+    REQUIRE(health.rfind("200 ", 0) == 0);
+    CHECK(seconds_of(health) < 1.0);
+    // The client holds at most its own limit: its oldest idle connections were closed.
+    std::size_t open = 0;
+    for (const int fd : idle.fds) open += fd >= 0 && !closed_by_server(fd);
+    CHECK(open <= 32);
+    CHECK(!closed_by_server(idle.fds.back()));                // the newest stay
+    CHECK(d.health_from("127.0.0.2").rfind("200 ", 0) == 0);  // another client, too
+    CHECK(refusal_lines(d.log()) <= 1);
+}
+
+TEST_CASE("WebSockets count against the per-client limit; a probe still gets in") {
+    ServedDaemon d;
+    std::vector<std::unique_ptr<SourcedFeed>> feeds;
+    std::size_t refused = 0;
+    for (int i = 0; i < 100; ++i) {
+        auto feed = feed_from("127.0.0.1", d.port);
+        if (feed) {
+            feeds.push_back(std::move(feed));
+        } else {
+            ++refused;
+        }
+    }
+    CHECK(feeds.size() == 32);
+    CHECK(refused == 68);
+    const std::string health = d.health_from("127.0.0.1");  // a reserved slot
+    MESSAGE("GET /healthz beside 32 feeds and 68 refused: " << health);
+    CHECK(health.rfind("200 ", 0) == 0);
+    CHECK(d.health_from("127.0.0.3").rfind("200 ", 0) == 0);
+    CHECK(refusal_lines(d.log()) <= 1);  // once per episode, not per connection
+}
+
+TEST_CASE(
+    "at the global limit idle connections are reclaimed oldest first; busy ones leave "
+    "the reserved slots to probes") {
+    ServedDaemon d;
+    Sockets idle;
+    for (int client = 0; client < 10; ++client) {  // 300 idle from 10 clients: 256 fit
+        for (int i = 0; i < 30; ++i)
+            idle.fds.push_back(idle_connection("127.0.1." + std::to_string(client + 1), d.port));
+        std::this_thread::sleep_for(20ms);  // in order of age
+    }
+    std::this_thread::sleep_for(300ms);
+    CHECK(closed_by_server(idle.fds.front()));
+    CHECK(!closed_by_server(idle.fds.back()));
+    std::size_t open = 0;
+    for (const int fd : idle.fds) open += fd >= 0 && !closed_by_server(fd);
+    CHECK(open <= 256);
+    CHECK(d.health_from("127.0.2.1").rfind("200 ", 0) == 0);
+
+    // Busy connections (feeds) are never reclaimed: at the limit, new ones are refused but a
+    // probe gets a reserved slot.
+    std::vector<std::unique_ptr<SourcedFeed>> feeds;
+    for (int client = 0; client < 9; ++client) {
+        for (int i = 0; i < 30; ++i) {
+            if (auto f = feed_from("127.0.3." + std::to_string(client + 1), d.port))
+                feeds.push_back(std::move(f));
+        }
+    }
+    CHECK(feeds.size() == 256);
+    const std::string health = d.health_from("127.0.4.1");
+    MESSAGE("GET /healthz with 256 feeds open: " << health);
+    CHECK(health.rfind("200 ", 0) == 0);
+}
+
+}  // namespace
+}  // namespace rackprof
