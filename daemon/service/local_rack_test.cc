@@ -111,6 +111,9 @@ TEST_CASE("an empty rack: views, refusals as failures") {
     CHECK(failure_of([&] {
               rack.import_session("x", {{"format", "tar"}});
           }) == Failure::kBadRequest);
+    CHECK(failure_of([&] {  // was a double-to-int cast out of range (tests/fuzz api, UBSan)
+              rack.import_session("x", {{"addr_bytes", "3.1e100"}});
+          }) == Failure::kBadRequest);
     CHECK(failure_of([&] { rack.attach_firmware(1, "ab"); }) == Failure::kNotFound);
     CHECK_FALSE(rack.live(1));
     capture.shutdown();
