@@ -151,7 +151,7 @@ daemon::BoardConfig import_wire(const ImportParameters& query, const std::string
     if (query.count("protocol")) board["protocol"] = query.at("protocol");
     for (const char* key :
          {"addr_bytes", "tpiu_stream", "framed_port", "orbstat_port", "console_port"}) {
-        if (query.count(key)) board[key] = static_cast<int>(parse_non_negative(query.at(key), key));
+        if (query.count(key)) board[key] = parse_count<int>(query.at(key), key);
     }
     if (query.count("tpiu")) board["tpiu"] = query.at("tpiu") == "true" || query.at("tpiu") == "1";
     try {

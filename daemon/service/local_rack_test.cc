@@ -122,6 +122,9 @@ TEST_CASE("an empty rack: views, refusals as failures") {
               rack.import_session(dir.path / "junk", {{"format", "bin"}});
           }) == Failure::kNoRecords);
     CHECK(rack.sessions({}) == nlohmann::json::array());  // a failed import leaves nothing
+    CHECK(failure_of([&] {  // was a double-to-int cast out of range (tests/fuzz api, UBSan)
+              rack.import_session(dir.path / "junk", {{"addr_bytes", "3.1e100"}});
+          }) == Failure::kBadRequest);
     CHECK(failure_of([&] { rack.attach_firmware(1, "ab"); }) == Failure::kNotFound);
     CHECK_FALSE(rack.live(1));
     capture.shutdown();

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -55,6 +56,15 @@ inline double parse_non_negative(const std::string& text, const char* what) {
     } catch (const std::exception&) {
     }
     throw ServiceError(Failure::kBadRequest, std::string(what) + " must be a non-negative number");
+}
+
+// The same as a whole number of type Int: the fraction dropped, values past Int's range
+// become its maximum (casting such a double is undefined behaviour).
+template <typename Int>
+Int parse_count(const std::string& text, const char* what) {
+    const double v = parse_non_negative(text, what);
+    constexpr auto max = std::numeric_limits<Int>::max();
+    return v >= static_cast<double>(max) ? max : static_cast<Int>(v);
 }
 
 // GET /sessions' filters; unset ones match everything.

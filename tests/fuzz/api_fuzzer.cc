@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <sstream>
 
 #include "daemon/capture/capture_service.h"
@@ -73,6 +74,12 @@ void check_parses_back(Message message, bool head) {
     if (ec == http::error::need_more) parser.put_eof(ec);
     FUZZ_CHECK(!ec);
     FUZZ_CHECK(parser.is_header_done());
+    // The same fields come back: none was split by a line break in a value (a file name
+    // made from a board name, say).
+    const auto& back = parser.get();
+    FUZZ_CHECK(std::distance(back.begin(), back.end()) ==
+               std::distance(message.begin(), message.end()));
+    for (const auto& field : message) FUZZ_CHECK(back[field.name_string()] == field.value());
 }
 
 void check_response(const web::Response& r, bool head) {

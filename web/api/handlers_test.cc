@@ -142,6 +142,23 @@ TEST_CASE_FIXTURE(Fixture, "profiles: window and options read here, refusals map
     CHECK(error_code(no_elf) == "no_elf");
 }
 
+// Found by tests/fuzz (api, UBSan): ?tail=1e300 was cast from double to int, undefined
+// behaviour (on x86 a negative tail); the same for ?top= and the import's numeric settings.
+TEST_CASE_FIXTURE(Fixture, "numbers past the range of their type are clamped, not cast") {
+    CHECK(call(http::verb::get, "/api/v1/sessions/7/console?tail=1e300").result() ==
+          http::status::ok);
+    CHECK(rack.calls.back() == "console 7 2147483647");
+    CHECK(call(http::verb::get, "/api/v1/sessions/7/console?tail=inf").result() ==
+          http::status::ok);
+    CHECK(rack.calls.back() == "console 7 2147483647");
+    CHECK(call(http::verb::get, "/api/v1/sessions/7/profile?top=1e300").result() ==
+          http::status::ok);
+    CHECK(rack.calls.back() == "profile 7 -1 -1 18446744073709551615");
+    CHECK(call(http::verb::get, "/api/v1/sessions/7/console?tail=2.9").result() ==
+          http::status::ok);
+    CHECK(rack.calls.back() == "console 7 2");
+}
+
 TEST_CASE_FIXTURE(Fixture, "exports: the format route and its aliases, whole or streamed") {
     const auto gmon = call(http::verb::get, "/api/v1/sessions/7/export/gmon");
     CHECK(gmon.body() == "gmon");

@@ -48,10 +48,9 @@ void add_session_routes(RouteTable& routes) {
         "stops a capturing session");
     routes.add({verb::get, "/api/v1/sessions/{id}/console", Access::kRead,
                 [](const Call& c) {
-                    const int tail =
-                        c.query.count("tail")
-                            ? static_cast<int>(parse_number(c.query.at("tail"), "tail"))
-                            : 0;
+                    const int tail = c.query.count("tail")
+                                         ? service::parse_count<int>(c.query.at("tail"), "tail")
+                                         : 0;
                     return text_reply(c.request, c.rack.console(session_id(c), tail));
                 },
                 "the console text the target printed"});
@@ -62,7 +61,7 @@ void add_session_routes(RouteTable& routes) {
             const auto window = window_of(c.query);
             service::ProfileOptions options;
             if (c.query.count("top"))
-                options.top = static_cast<std::size_t>(parse_number(c.query.at("top"), "top"));
+                options.top = service::parse_count<std::size_t>(c.query.at("top"), "top");
             if (c.query.count("min_percent"))
                 options.min_percent = parse_number(c.query.at("min_percent"), "min_percent");
             return c.rack.profile(id, window, options);
