@@ -17,3 +17,6 @@ cmake --build "$top/build-asan" -j "$jobs"
 echo "== tests under ASan + UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$top/build-asan" --output-on-failure -j "$jobs"
+
+echo "== fuzzing: every target 10 s (tests/fuzz/README.md; hours: tests/fuzz/run.sh 3600)"
+"$top/tests/fuzz/run.sh" 10
