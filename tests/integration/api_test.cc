@@ -668,7 +668,9 @@ TEST_CASE("a 40 MiB import goes through a file: the daemon's peak memory grows b
     CHECK(session["counters"]["bytes_in"] == std::filesystem::file_size(capture));
     const std::uint64_t after = peak_memory(d.pid());
     MESSAGE("peak memory " << before / 1024 << " kB before, " << after / 1024 << " kB after");
+#ifndef __SANITIZE_ADDRESS__  // ASan keeps freed memory in quarantine: its peak says nothing
     CHECK(after - before < (16u << 20));
+#endif
     // The raw bytes come back exactly as sent.
     const auto raw = d.call(
         "GET", "/api/v1/sessions/" + std::to_string(session["id"].get<std::int64_t>()) + "/raw");
