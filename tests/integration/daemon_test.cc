@@ -263,7 +263,9 @@ TEST_CASE(
     MESSAGE("20 unplugs: descriptors " << fds_before << " -> " << fds_after << ", RSS "
                                        << rss_before << " -> " << rss_after << " KiB");
     // Twenty reconnects hold nothing: growth within 5 % (and the allocator's 1 MiB of slack).
+#ifndef __SANITIZE_ADDRESS__  // ASan keeps freed memory in quarantine: its RSS says nothing
     CHECK(rss_after <= rss_before + rss_before / 20 + 1024);
+#endif
     rack.stop_daemon();
 
     storage::SessionStore store(rack.db(), storage::Database::Mode::kReadOnly);
