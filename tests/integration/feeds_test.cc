@@ -244,16 +244,23 @@ TEST_CASE("a message larger than 4 KiB from a feed client closes it (1009)") {
     Feed feed(d.port, "/api/v1/sessions/" + std::to_string(d.session()) + "/live");
     feed.next();
     feed.ws.text(true);
-    feed.ws.write(asio::buffer(std::string(64 * 1024, 'x')));
-    // Snapshots until the server's close frame (our reply to it may find the socket gone).
-    const auto start = std::chrono::steady_clock::now();
-    beast::error_code ec;
-    while (!ec && std::chrono::steady_clock::now() - start < 3s) {
-        beast::flat_buffer buffer;
-        feed.ws.read(buffer, ec);
+    beast::error_code write_ec;
+    feed.ws.write(asio::buffer(std::string(64 * 1024, 'x')), write_ec);
+    if (write_ec) {
+        // The server closed the connection before all 64 KiB were written (a race it may win):
+        // the client is closed, which is what this test is about.
+        CHECK((write_ec == asio::error::broken_pipe || write_ec == asio::error::connection_reset));
+    } else {
+        // Snapshots until the server's close frame (our reply to it may find the socket gone).
+        const auto start = std::chrono::steady_clock::now();
+        beast::error_code ec;
+        while (!ec && std::chrono::steady_clock::now() - start < 3s) {
+            beast::flat_buffer buffer;
+            feed.ws.read(buffer, ec);
+        }
+        REQUIRE(ec);
+        CHECK(feed.ws.reason().code == websocket::close_code::too_big);
     }
-    REQUIRE(ec);
-    CHECK(feed.ws.reason().code == websocket::close_code::too_big);
     // A small control message is fine.
     Feed other(d.port, "/api/v1/events");
     other.ws.write(asio::buffer(std::string("{\"hello\":1}")));
