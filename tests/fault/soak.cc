@@ -70,24 +70,6 @@ Options parse(int argc, char** argv) {
     return o;
 }
 
-// The daemon's memory and descriptors, from /proc.
-long rss_kib(pid_t pid) {
-    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-    std::string line;
-    while (std::getline(status, line)) {
-        if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-    }
-    return 0;
-}
-
-int fd_count(pid_t pid) {
-    int n = 0;
-    for ([[maybe_unused]] const auto& e :
-         std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd"))
-        ++n;
-    return n;
-}
-
 // One keep-alive HTTP connection; reconnects after an error.
 class HttpClient {
   public:
@@ -294,16 +276,16 @@ int run(const Options& o) {
     while (Clock::now() - began < std::chrono::seconds(o.seconds)) {
         std::this_thread::sleep_for(1s);
         if (!daemon.running()) break;
-        const long rss = rss_kib(daemon.pid());
-        const int fds = fd_count(daemon.pid());
+        const long rss = daemon.rss_kib();
+        const int fds = daemon.open_fds();
         if (Clock::now() - began >= warmup) {
             if (!rss_warm) rss_warm = rss, fds_warm = fds;
             rss_peak = std::max(rss_peak, rss);
             fds_max = std::max(fds_max, fds);
         }
     }
-    const long rss_end = daemon.running() ? rss_kib(daemon.pid()) : 0;
-    const int fds_end = daemon.running() ? fd_count(daemon.pid()) : 0;
+    const long rss_end = daemon.running() ? daemon.rss_kib() : 0;
+    const int fds_end = daemon.running() ? daemon.open_fds() : 0;
     stop = true;
     for (auto& t : load) t.join();
     int feeds_failed = 0;

@@ -132,29 +132,33 @@ void write_rack_metrics(MetricsText& out, const service::RackMetrics& rack) {
             out.sample(name, {{"board", b.name}}, static_cast<double>(b.counters.*counter.member));
         }
     }
-    out.family("rackprof_storage_queue_operations", "gauge",
-               "Operations waiting for the storage writer.");
-    out.sample("rackprof_storage_queue_operations", static_cast<double>(rack.writer.queued_ops));
-    out.family("rackprof_storage_queue_bytes", "gauge", "Bytes waiting for the storage writer.");
-    out.sample("rackprof_storage_queue_bytes", static_cast<double>(rack.writer.queued_bytes));
-    out.family("rackprof_storage_committed_operations_total", "counter",
-               "Operations the storage writer has committed.");
-    out.sample("rackprof_storage_committed_operations_total",
-               static_cast<double>(rack.writer.committed_ops));
-    out.family("rackprof_storage_errors_total", "counter",
-               "Failed storage transactions (disk full, I/O errors).");
-    out.sample("rackprof_storage_errors_total",
-               static_cast<double>(rack.writer.failed_transactions));
-    out.family("rackprof_storage_failing", "gauge",
-               "1 while storage's commits fail (an episode of storage_error).");
-    out.sample("rackprof_storage_failing", rack.writer.failing ? 1 : 0);
-    out.family("rackprof_storage_records_lost_total", "counter",
-               "Loss: records that storage failures cost this run.");
-    out.sample("rackprof_storage_records_lost_total",
-               static_cast<double>(rack.writer.records_lost));
-    out.family("rackprof_storage_bytes_lost_total", "counter",
-               "Loss: raw bytes that storage failures cost this run.");
-    out.sample("rackprof_storage_bytes_lost_total", static_cast<double>(rack.writer.bytes_lost));
+    const auto& w = rack.writer;
+    const struct {
+        const char* name;
+        const char* type;
+        const char* help;
+        double value;
+    } writer[] = {
+        {"rackprof_storage_queue_operations", "gauge", "Operations waiting for the storage writer.",
+         static_cast<double>(w.queued_ops)},
+        {"rackprof_storage_queue_bytes", "gauge", "Bytes waiting for the storage writer.",
+         static_cast<double>(w.queued_bytes)},
+        {"rackprof_storage_committed_operations_total", "counter",
+         "Operations the storage writer has committed.", static_cast<double>(w.committed_ops)},
+        {"rackprof_storage_errors_total", "counter",
+         "Failed storage transactions (disk full, I/O errors).",
+         static_cast<double>(w.failed_transactions)},
+        {"rackprof_storage_failing", "gauge",
+         "1 while storage's commits fail (an episode of storage_error).", w.failing ? 1.0 : 0.0},
+        {"rackprof_storage_records_lost_total", "counter",
+         "Loss: records that storage failures cost this run.", static_cast<double>(w.records_lost)},
+        {"rackprof_storage_bytes_lost_total", "counter",
+         "Loss: raw bytes that storage failures cost this run.", static_cast<double>(w.bytes_lost)},
+    };
+    for (const auto& m : writer) {
+        out.family(m.name, m.type, m.help);
+        out.sample(m.name, m.value);
+    }
 }
 
 }  // namespace rackprof::web
