@@ -46,7 +46,12 @@ ChunkStream open_text(const Input& input) {
 }
 
 ChunkStream open_json(const Input& input) {
-    return once([input] { return report_json(*input).dump(2) + "\n"; });
+    // The summary names the board as stored (an import's query may hold any bytes): bytes
+    // that are not UTF-8 become U+FFFD rather than an exception mid-export.
+    return once([input] {
+        return report_json(*input).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+               "\n";
+    });
 }
 
 // The aggregate in the thesis' validation columns.

@@ -139,6 +139,15 @@ TEST_CASE("every export format is registered once and opens") {
     CHECK_THROWS_AS(open_export("svg", input), std::invalid_argument);
 }
 
+// Found with the api fuzz target (a hand-written input): an import's ?board= with a byte
+// 0xB5 was stored, and the JSON export threw on it: a 500 for that session for ever.
+TEST_CASE("the JSON export replaces bytes that are not UTF-8") {
+    auto input = std::make_shared<ExportInput>();
+    input->source.aggregate = some_aggregate();
+    input->summary = {{"board", "b\xB5"}};
+    CHECK(nlohmann::json::parse(all_of("json", input))["source"]["board"] == "b\xEF\xBF\xBD");
+}
+
 TEST_CASE("exports say what a source lacks") {
     auto input = std::make_shared<ExportInput>();
     input->source.aggregate = some_aggregate();
