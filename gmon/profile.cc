@@ -36,7 +36,6 @@ class Engine {
   private:
     static constexpr int kDfnNan = 0;
     static constexpr int kDfnBusy = -1;
-    static constexpr std::size_t kNoCycle = kNone;
 
     std::optional<std::size_t> lookup(std::uint64_t address) const;
     void add_arc(std::size_t parent, std::size_t child, std::uint64_t count);

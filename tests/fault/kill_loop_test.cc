@@ -73,6 +73,19 @@ TEST_CASE("kill -9 twenty times: every session a byte-exact prefix, loss only th
                        std::string::npos;
             },
             10s));
+        // Its own session must have started before it is stopped (a slow host can take a while
+        // to open the link after the repair).
+        CHECK(testing::eventually(
+            [&] {
+                try {
+                    storage::SessionStore store(dir / "rack.db",
+                                                storage::Database::Mode::kReadOnly);
+                    return store.sessions().size() > static_cast<std::size_t>(kKills);
+                } catch (const std::exception&) {
+                    return false;
+                }
+            },
+            10s));
         daemon.signal(SIGTERM);
         REQUIRE(daemon.wait(5s) == 0);
     }

@@ -115,7 +115,7 @@ class FeedClient : public std::enable_shared_from_this<FeedClient> {
 
 LiveFeeds::LiveFeeds(asio::io_context& io, service::RackService& rack, TokenRule token,
                      std::chrono::milliseconds tick)
-    : io_(io), rack_(rack), token_(std::move(token)), tick_(tick), timer_(io) {}
+    : rack_(rack), token_(std::move(token)), tick_(tick), timer_(io) {}
 
 LiveFeeds::~LiveFeeds() {
     stop();

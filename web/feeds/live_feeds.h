@@ -64,7 +64,6 @@ class LiveFeeds : public UpgradeHandler {
         nlohmann::json busiest_arcs;
     };
 
-    boost::asio::io_context& io_;
     service::RackService& rack_;
     TokenRule token_;
     std::chrono::milliseconds tick_;
