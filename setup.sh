@@ -7,6 +7,7 @@ packages=(
     build-essential cmake ninja-build pkg-config
     libboost1.81-dev nlohmann-json3-dev libsqlite3-dev libspdlog-dev libtomlplusplus-dev
     doctest-dev libelf-dev libdw-dev libssl-dev libsystemd-dev
+    libzstd-dev                 # storage: raw chunks and record batches are kept compressed
     binutils-arm-none-eabi      # arm-none-eabi-gprof: the oracle the tests compare against
     gcc-arm-none-eabi           # target-fw: the Cortex-M runtime and example firmware
     qemu-system-arm             # target-fw: the examples run on emulated boards in the e2e tests

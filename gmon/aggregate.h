@@ -39,6 +39,8 @@ class Aggregate {
     std::uint64_t total_calls() const { return total_calls_; }
     std::uint64_t total_samples() const { return total_samples_; }
     std::size_t distinct_arcs() const { return arcs_.size(); }
+    std::size_t distinct_pcs() const { return pcs_.size(); }
+    bool empty() const { return arcs_.size() == 0 && pcs_.size() == 0 && wide_arcs_.empty(); }
 
     friend bool operator==(const Aggregate& a, const Aggregate& b) {
         return a.arcs() == b.arcs() && a.pc_samples() == b.pc_samples();

@@ -8,9 +8,6 @@ namespace {
 constexpr std::uint8_t kKindMask = 0x7F;
 constexpr std::uint8_t kHasCount = 0x80;
 
-void put32(std::vector<std::uint8_t>& out, std::uint32_t v) {
-    for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
-}
 std::uint32_t get32(const std::uint8_t* p) {
     return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
            static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
@@ -20,19 +17,35 @@ std::uint32_t get32(const std::uint8_t* p) {
 
 std::vector<std::uint8_t> pack_records(std::span<const protocol::Record> records) {
     std::vector<std::uint8_t> out;
-    out.reserve(records.size() * 9);
-    for (const auto& r : records) {
-        out.push_back(static_cast<std::uint8_t>(static_cast<std::uint8_t>(r.kind) |
-                                                (r.count != 1 ? kHasCount : 0)));
-        if (r.count != 1) put32(out, r.count);
-        if (r.kind == protocol::RecordKind::kArc) put32(out, r.from_pc);
-        put32(out, r.self_pc);
-    }
+    pack_records_into(out, records);
     return out;
+}
+
+void pack_records_into(std::vector<std::uint8_t>& out, std::span<const protocol::Record> records) {
+    // Sized for the worst case and cut back: a byte-wise push_back costs more than the packing.
+    const std::size_t start = out.size();
+    out.resize(start + records.size() * 13);
+    std::uint8_t* p = out.data() + start;
+    auto put = [&p](std::uint32_t v) {
+        p[0] = static_cast<std::uint8_t>(v);
+        p[1] = static_cast<std::uint8_t>(v >> 8);
+        p[2] = static_cast<std::uint8_t>(v >> 16);
+        p[3] = static_cast<std::uint8_t>(v >> 24);
+        p += 4;
+    };
+    for (const auto& r : records) {
+        *p++ = static_cast<std::uint8_t>(static_cast<std::uint8_t>(r.kind) |
+                                         (r.count != 1 ? kHasCount : 0));
+        if (r.count != 1) put(r.count);
+        if (r.kind == protocol::RecordKind::kArc) put(r.from_pc);
+        put(r.self_pc);
+    }
+    out.resize(static_cast<std::size_t>(p - out.data()));
 }
 
 std::vector<protocol::Record> unpack_records(std::span<const std::uint8_t> blob) {
     std::vector<protocol::Record> out;
+    out.reserve(blob.size() / 5);
     std::size_t i = 0;
     auto need = [&](std::size_t n) {
         if (i + n > blob.size()) throw StorageError("corrupt record batch: truncated");

@@ -15,6 +15,8 @@
 namespace rackprof::storage {
 
 std::vector<std::uint8_t> pack_records(std::span<const protocol::Record> records);
+// The same, appended to `out`.
+void pack_records_into(std::vector<std::uint8_t>& out, std::span<const protocol::Record> records);
 // Throws StorageError for a blob cut short or holding an unknown kind.
 std::vector<protocol::Record> unpack_records(std::span<const std::uint8_t> blob);
 

@@ -144,6 +144,19 @@ const char* const kMigrations[] = {
     ALTER TABLE sessions ADD COLUMN records_lost_storage INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE sessions ADD COLUMN bytes_lost_storage INTEGER NOT NULL DEFAULT 0;
     )sql",
+    // 8: a row of raw_chunks / record_batches may be a zstd block of several chunks
+    // (chunk_blocks.h): `seq`..`last_seq` are its chunks, `received_ns`..`last_ns` their
+    // times. Older rows stay as they are (encoding 0, one chunk). `aggregate_version` counts
+    // the commits that changed a session's aggregate, so a cached copy knows what it holds.
+    R"sql(
+    ALTER TABLE raw_chunks ADD COLUMN encoding INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE raw_chunks ADD COLUMN last_seq INTEGER;
+    ALTER TABLE raw_chunks ADD COLUMN last_ns INTEGER;
+    ALTER TABLE record_batches ADD COLUMN encoding INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE record_batches ADD COLUMN last_seq INTEGER;
+    ALTER TABLE record_batches ADD COLUMN last_ns INTEGER;
+    ALTER TABLE sessions ADD COLUMN aggregate_version INTEGER NOT NULL DEFAULT 0;
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

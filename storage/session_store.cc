@@ -82,6 +82,22 @@ std::optional<std::vector<gmon::HistogramSpec>> histograms_of(const std::string&
     return shapes;
 }
 
+// Whether a raw_chunks / record_batches row is one plain chunk (written before v8) or a block.
+bool plain_row(const Statement& row, int encoding_column) {
+    const std::int64_t encoding = row.column_int(encoding_column);
+    if (encoding == static_cast<std::int64_t>(BlockEncoding::kPlainChunk)) return true;
+    if (encoding == static_cast<std::int64_t>(BlockEncoding::kZstdBlock)) return false;
+    throw StorageError("a stored chunk has an unknown encoding " + std::to_string(encoding));
+}
+
+// A record_batches row's chunks; the row's columns are received_ns, records, encoding.
+std::vector<DecodedRecordChunk> record_chunks_of(const Statement& row) {
+    if (!plain_row(row, 2)) return decode_record_block(row.column_blob(1), row.column_int(0));
+    std::vector<DecodedRecordChunk> one;
+    one.push_back({row.column_int(0), unpack_records(row.column_blob(1))});
+    return one;
+}
+
 const std::string& select_sessions_sql() {
     static const std::string sql =
         std::string("SELECT ") + kSessionInfoColumns + ", " + counter_columns() + " FROM sessions";
@@ -124,31 +140,72 @@ std::int64_t SessionStore::max_session_id() {
     return st.column_int(0);
 }
 
-void SessionStore::append_chunk(std::int64_t session, std::int64_t seq, std::int64_t received_ns,
-                                std::span<const std::uint8_t> raw,
-                                std::span<const std::uint8_t> packed_records,
-                                std::uint64_t record_count) {
-    if (!raw.empty()) {  // empty: records flushed at a break or the end; their bytes came earlier
-        Statement& raw_st = cached(
-            insert_raw_,
-            "INSERT INTO raw_chunks (session_id, seq, received_ns, bytes) VALUES (?, ?, ?, ?)");
-        raw_st.bind(1, session).bind(2, seq).bind(3, received_ns).bind_blob(4, raw);
-        raw_st.run();
+namespace {
+
+// Cuts `chunks` into runs that `fits` in one block, and hands each run to `write`.
+template <class Chunk, class Size>
+void for_each_block(std::span<const Chunk> chunks, std::size_t cap, Size size_of,
+                    const std::function<void(std::span<const Chunk>)>& write) {
+    std::size_t first = 0, size = 0;
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+        const std::size_t n = size_of(chunks[i]);
+        if (i > first && size + n > cap) {
+            write(chunks.subspan(first, i - first));
+            first = i;
+            size = 0;
+        }
+        size += n;
     }
-    if (record_count == 0) return;
-    Statement& rec_st = cached(
-        insert_records_,
-        "INSERT INTO record_batches (session_id, seq, received_ns, count, records) VALUES (?, ?, "
-        "?, ?, ?)");
-    rec_st.bind(1, session)
-        .bind(2, seq)
-        .bind(3, received_ns)
-        .bind(4, record_count)
-        .bind_blob(5, packed_records);
-    rec_st.run();
+    if (first < chunks.size()) write(chunks.subspan(first));
 }
 
-void SessionStore::add_to_aggregate(std::int64_t session, const gmon::Aggregate& delta) {
+}  // namespace
+
+void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToStore> chunks) {
+    std::vector<ChunkToStore> raw, records;
+    for (const auto& c : chunks) {
+        if (!c.raw.empty()) raw.push_back(c);
+        if (!c.records.empty()) records.push_back(c);
+    }
+    Statement& raw_st =
+        cached(insert_raw_,
+               "INSERT INTO raw_chunks (session_id, seq, received_ns, bytes, encoding, last_seq, "
+               "last_ns) VALUES (?, ?, ?, ?, 1, ?, ?)");
+    for_each_block<ChunkToStore>(
+        raw, kBlockRawBytes, [](const ChunkToStore& c) { return c.raw.size(); },
+        [&](std::span<const ChunkToStore> block) {
+            std::vector<RawChunkView> views;
+            views.reserve(block.size());
+            for (const auto& c : block) views.push_back({c.received_ns, c.raw});
+            const auto blob = encode_raw_block(views);  // bound, not copied: alive until run()
+            raw_st.bind(1, session).bind(2, block.front().seq).bind(3, block.front().received_ns);
+            raw_st.bind_blob(4, blob);
+            raw_st.bind(5, block.back().seq).bind(6, block.back().received_ns);
+            raw_st.run();
+        });
+    Statement& rec_st = cached(
+        insert_records_,
+        "INSERT INTO record_batches (session_id, seq, received_ns, count, records, encoding, "
+        "last_seq, last_ns) VALUES (?, ?, ?, ?, ?, 1, ?, ?)");
+    for_each_block<ChunkToStore>(
+        records, kBlockRecords, [](const ChunkToStore& c) { return c.records.size(); },
+        [&](std::span<const ChunkToStore> block) {
+            std::vector<RecordChunkView> views;
+            views.reserve(block.size());
+            std::uint64_t count = 0;
+            for (const auto& c : block) {
+                views.push_back({c.received_ns, c.records});
+                count += c.records.size();
+            }
+            rec_st.bind(1, session).bind(2, block.front().seq).bind(3, block.front().received_ns);
+            const auto blob = encode_record_block(views);  // bound, not copied: alive until run()
+            rec_st.bind(4, count).bind_blob(5, blob);
+            rec_st.bind(6, block.back().seq).bind(7, block.back().received_ns);
+            rec_st.run();
+        });
+}
+
+std::int64_t SessionStore::add_to_aggregate(std::int64_t session, const gmon::Aggregate& delta) {
     Statement& arcs = cached(
         upsert_arc_,
         "INSERT INTO session_arcs (session_id, from_pc, self_pc, count) VALUES (?, ?, ?, ?) "
@@ -165,6 +222,14 @@ void SessionStore::add_to_aggregate(std::int64_t session, const gmon::Aggregate&
         pcs.bind(1, session).bind(2, p.pc).bind(3, p.count);
         pcs.run();
     }
+    Statement& version = cached(
+        bump_aggregate_version_,
+        "UPDATE sessions SET aggregate_version = aggregate_version + 1 WHERE id = ? RETURNING "
+        "aggregate_version");
+    version.bind(1, session);
+    const std::int64_t now = version.step() ? version.column_int(0) : 0;
+    version.reset();
+    return now;
 }
 
 void SessionStore::update_counters(std::int64_t session, const SessionCounters& counters) {
@@ -267,7 +332,9 @@ void SessionStore::delete_session(std::int64_t session) {
 int SessionStore::interrupt_unfinished(std::int64_t now_ns) {
     Statement st = db_.prepare(
         "UPDATE sessions SET state = 'interrupted', ended_ns = COALESCE("
-        "(SELECT MAX(received_ns) FROM raw_chunks WHERE session_id = sessions.id), ?) WHERE state "
+        "(SELECT MAX(COALESCE(last_ns, received_ns)) FROM raw_chunks WHERE session_id = "
+        "sessions.id), "
+        "?) WHERE state "
         "= 'capturing'");
     st.bind(1, now_ns);
     st.run();
@@ -318,6 +385,27 @@ std::optional<SessionInfo> SessionStore::session(std::int64_t id) {
     return info;
 }
 
+std::optional<SessionStore::VersionedAggregate> SessionStore::versioned_aggregate(
+    std::int64_t session) {
+    // The version and the rows from one snapshot: a deferred read transaction (readers'
+    // connections are read-only, so not Transaction's BEGIN IMMEDIATE).
+    db_.exec("BEGIN");
+    struct End {
+        Database& db;
+        ~End() {
+            try {
+                db.exec("COMMIT");
+            } catch (const StorageError&) {  // a read transaction has nothing to lose
+            }
+        }
+    } end{db_};
+    Statement version = db_.prepare("SELECT aggregate_version FROM sessions WHERE id = ?");
+    version.bind(1, session);
+    if (!version.step()) return std::nullopt;
+    const std::int64_t at = version.column_int(0);
+    return VersionedAggregate{aggregate(session), at};
+}
+
 gmon::Aggregate SessionStore::aggregate(std::int64_t session) {
     gmon::Aggregate a;
     Statement arcs =
@@ -340,10 +428,14 @@ gmon::Aggregate SessionStore::aggregate_between(std::int64_t session, std::int64
                                                 std::int64_t to_ns) {
     gmon::Aggregate a;
     Statement st = db_.prepare(
-        "SELECT records FROM record_batches WHERE session_id = ? AND received_ns BETWEEN ? AND ? "
-        "ORDER BY seq");
-    st.bind(1, session).bind(2, from_ns).bind(3, to_ns);
-    while (st.step()) a.add(unpack_records(st.column_blob(0)));
+        "SELECT received_ns, records, encoding FROM record_batches WHERE session_id = ? AND "
+        "received_ns <= ? AND COALESCE(last_ns, received_ns) >= ? ORDER BY seq");
+    st.bind(1, session).bind(2, to_ns).bind(3, from_ns);
+    while (st.step()) {
+        for (const auto& chunk : record_chunks_of(st)) {
+            if (chunk.received_ns >= from_ns && chunk.received_ns <= to_ns) a.add(chunk.records);
+        }
+    }
     return a;
 }
 
@@ -386,44 +478,63 @@ std::vector<Gap> SessionStore::gaps(std::int64_t session) {
 void SessionStore::for_each_chunk(
     std::int64_t session,
     const std::function<void(std::int64_t, std::span<const std::uint8_t>)>& f) {
-    Statement st =
-        db_.prepare("SELECT received_ns, bytes FROM raw_chunks WHERE session_id = ? ORDER BY seq");
+    Statement st = db_.prepare(
+        "SELECT received_ns, bytes, encoding FROM raw_chunks WHERE session_id = ? ORDER BY seq");
     st.bind(1, session);
-    while (st.step()) f(st.column_int(0), st.column_blob(1));
+    while (st.step()) {
+        if (plain_row(st, 2)) {
+            f(st.column_int(0), st.column_blob(1));
+            continue;
+        }
+        for (const auto& chunk : decode_raw_block(st.column_blob(1), st.column_int(0)))
+            f(chunk.received_ns, chunk.bytes);
+    }
 }
 
 std::vector<SessionStore::ChunkRow> SessionStore::chunk_page(std::int64_t session,
                                                              std::int64_t after_seq, int limit) {
     Statement st = db_.prepare(
-        "SELECT seq, received_ns, bytes FROM raw_chunks WHERE session_id = ? AND seq > ? ORDER BY "
-        "seq LIMIT ?");
+        "SELECT COALESCE(last_seq, seq), received_ns, bytes, encoding FROM raw_chunks WHERE "
+        "session_id = ? AND seq > ? ORDER BY seq LIMIT ?");
     st.bind(1, session).bind(2, after_seq).bind(3, limit);
-    return rows_of<ChunkRow>(st, [](const Statement& row) -> ChunkRow {
-        const auto blob = row.column_blob(2);
-        return {row.column_int(0), row.column_int(1), {blob.begin(), blob.end()}};
-    });
+    std::vector<ChunkRow> out;
+    while (st.step()) {
+        const std::int64_t seq = st.column_int(0);
+        if (plain_row(st, 3)) {
+            const auto blob = st.column_blob(2);
+            out.push_back({seq, st.column_int(1), {blob.begin(), blob.end()}});
+            continue;
+        }
+        for (auto& chunk : decode_raw_block(st.column_blob(2), st.column_int(1)))
+            out.push_back({seq, chunk.received_ns, std::move(chunk.bytes)});
+    }
+    return out;
 }
 
 std::vector<SessionStore::BatchRow> SessionStore::batch_page(std::int64_t session,
                                                              std::int64_t after_seq, int limit) {
     Statement st = db_.prepare(
-        "SELECT seq, received_ns, records FROM record_batches WHERE session_id = ? AND seq > ? "
-        "ORDER BY seq LIMIT ?");
+        "SELECT received_ns, records, encoding, COALESCE(last_seq, seq) FROM record_batches "
+        "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?");
     st.bind(1, session).bind(2, after_seq).bind(3, limit);
-    return rows_of<BatchRow>(st, [](const Statement& row) -> BatchRow {
-        return {row.column_int(0), row.column_int(1), unpack_records(row.column_blob(2))};
-    });
+    std::vector<BatchRow> out;
+    while (st.step()) {
+        const std::int64_t seq = st.column_int(3);
+        for (auto& chunk : record_chunks_of(st))
+            out.push_back({seq, chunk.received_ns, std::move(chunk.records)});
+    }
+    return out;
 }
 
 void SessionStore::for_each_record_batch(
     std::int64_t session,
     const std::function<void(std::int64_t, std::span<const protocol::Record>)>& f) {
     Statement st = db_.prepare(
-        "SELECT received_ns, records FROM record_batches WHERE session_id = ? ORDER BY seq");
+        "SELECT received_ns, records, encoding FROM record_batches WHERE session_id = ? ORDER BY "
+        "seq");
     st.bind(1, session);
     while (st.step()) {
-        const auto records = unpack_records(st.column_blob(1));
-        f(st.column_int(0), records);
+        for (const auto& chunk : record_chunks_of(st)) f(chunk.received_ns, chunk.records);
     }
 }
 

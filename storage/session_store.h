@@ -18,6 +18,7 @@
 #include "gmon/gmon_data.h"
 #include "protocol/decoder_stats.h"
 #include "protocol/record.h"
+#include "storage/chunk_blocks.h"
 #include "storage/counters.h"
 #include "storage/record_codec.h"
 #include "storage/schema.h"
@@ -94,10 +95,25 @@ class SessionStore {
     // Writes (the storage writer's thread).
     // `id` 0: the next free row id; else this id (the storage writer reserves them).
     std::int64_t create_session(const NewSession& spec, std::int64_t id = 0);
+    // One chunk as the writer hands it over: its order in the session, receive time, raw bytes
+    // (empty: records flushed at a break or the end; their bytes came earlier) and records.
+    struct ChunkToStore {
+        std::int64_t seq = 0;
+        std::int64_t received_ns = 0;
+        std::span<const std::uint8_t> raw;
+        std::span<const protocol::Record> records;
+    };
+    // Stores chunks of one session, in order, as zstd blocks (chunk_blocks.h): consecutive
+    // chunks share a row up to kBlockRawBytes raw bytes / kBlockRecords records.
+    void append_chunks(std::int64_t session, std::span<const ChunkToStore> chunks);
     void append_chunk(std::int64_t session, std::int64_t seq, std::int64_t received_ns,
                       std::span<const std::uint8_t> raw,
-                      std::span<const std::uint8_t> packed_records, std::uint64_t record_count);
-    void add_to_aggregate(std::int64_t session, const gmon::Aggregate& delta);
+                      std::span<const protocol::Record> records) {
+        const ChunkToStore one{seq, received_ns, raw, records};
+        append_chunks(session, std::span(&one, 1));
+    }
+    // Adds to the stored aggregate and counts one more aggregate_version; returns it.
+    std::int64_t add_to_aggregate(std::int64_t session, const gmon::Aggregate& delta);
     void update_counters(std::int64_t session, const SessionCounters& counters);
     void add_gap(std::int64_t session, const Gap& gap);
     void end_session(std::int64_t session, const std::string& state, std::int64_t ended_ns);
@@ -124,6 +140,12 @@ class SessionStore {
     std::vector<SessionInfo> sessions();
     std::optional<SessionInfo> session(std::int64_t id);
     gmon::Aggregate aggregate(std::int64_t session);
+    // The aggregate with its aggregate_version, read in one transaction (a consistent pair).
+    struct VersionedAggregate {
+        gmon::Aggregate aggregate;
+        std::int64_t version = 0;
+    };
+    std::optional<VersionedAggregate> versioned_aggregate(std::int64_t session);
     // The records received within [from_ns, to_ns], summed from the record batches.
     gmon::Aggregate aggregate_between(std::int64_t session, std::int64_t from_ns,
                                       std::int64_t to_ns);
@@ -134,7 +156,8 @@ class SessionStore {
     void for_each_chunk(
         std::int64_t session,
         const std::function<void(std::int64_t received_ns, std::span<const std::uint8_t> raw)>& f);
-    // Pages for streaming exports: rows with seq > after_seq, in order, at most `limit`.
+    // Pages for streaming exports: the chunks of rows with seq > after_seq, in order, at most
+    // `limit` rows. A chunk's `seq` is its row's last, what the next page's after_seq takes.
     struct ChunkRow {
         std::int64_t seq = 0;
         std::int64_t received_ns = 0;
@@ -160,6 +183,7 @@ class SessionStore {
     Database db_;
     std::optional<Statement> insert_raw_;
     std::optional<Statement> insert_records_;
+    std::optional<Statement> bump_aggregate_version_;
     std::optional<Statement> upsert_arc_;
     std::optional<Statement> upsert_pc_;
     std::optional<Statement> update_counters_;

@@ -36,8 +36,8 @@ TEST_CASE("a session round trip: chunks, batches, aggregates, gaps, counters") {
         id = store.create_session(spec);
         const std::vector<std::uint8_t> raw = {0x50, 0x00, 0x14, 0xB4};
         const std::vector<Record> records = {Record::pc_sample(0x14B4)};
-        store.append_chunk(id, 0, 2000, raw, pack_records(records), 1);
-        store.append_chunk(id, 1, 3000, raw, pack_records(records), 1);
+        store.append_chunk(id, 0, 2000, raw, records);
+        store.append_chunk(id, 1, 3000, raw, records);
         gmon::Aggregate delta;
         delta.add(records);
         delta.add(records);
@@ -154,9 +154,8 @@ TEST_CASE("a version-1 database migrates forward with its data") {
         1, [&](std::int64_t t, std::span<const std::uint8_t>) { times.push_back(t); });
     CHECK(times == std::vector<std::int64_t>{10, 20});
     const std::vector<std::uint8_t> raw = {0x50, 0, 0, 0xCC};
-    store.append_chunk(1, 2, 30, raw, pack_records(std::vector<Record>{Record::pc_sample(0xCC)}),
-                       1);
-    CHECK_THROWS_AS(store.append_chunk(1, 2, 30, raw, {}, 0),
+    store.append_chunk(1, 2, 30, raw, std::vector<Record>{Record::pc_sample(0xCC)});
+    CHECK_THROWS_AS(store.append_chunk(1, 2, 30, raw, {}),
                     StorageError);  // (session, seq) stays unique
     // Version 4: the old session has zero frame counters and no target; both can be written.
     auto info = store.session(1);
@@ -268,7 +267,7 @@ TEST_CASE("deleting a session takes its chunks, batches, aggregates and gaps wit
     gmon::Aggregate delta;
     delta.add(records);
     for (auto id : {keep, gone}) {
-        store.append_chunk(id, 0, 1, raw, pack_records(records), 1);
+        store.append_chunk(id, 0, 1, raw, records);
         store.add_to_aggregate(id, delta);
         store.add_gap(id, {1, 2, "unplugged"});
     }

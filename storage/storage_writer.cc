@@ -86,6 +86,9 @@ struct StorageWriter::Attempt {
         gmon::Aggregate delta;
         SessionCounters counters;
         bool counters_changed = false;
+        // Chunks wait here to be stored together, as blocks (they point into the ops).
+        std::vector<SessionStore::ChunkToStore> chunks;
+        std::int64_t aggregate_version = 0;  // after this commit; 0: unchanged
     };
     std::int64_t now = 0;
     std::map<SessionId, Pending> pending;
@@ -154,6 +157,11 @@ bool StorageWriter::submit(WriteOp op) {
     }
     wake_.notify_one();
     return true;
+}
+
+bool StorageWriter::has_room() {
+    std::lock_guard lock(mutex_);
+    return queued_bytes_ + kRoomFor <= options_.queue_budget_bytes;
 }
 
 void StorageWriter::flush() {
@@ -277,7 +285,8 @@ void StorageWriter::apply_in_transaction(std::span<WriteOp> ops, std::int64_t no
     for (WriteOp& op : ops) write_op(op, attempt);
     write_storage_gaps(attempt);
     for (auto& [id, p] : attempt.pending) {
-        store_.add_to_aggregate(id, p.delta);
+        store_.append_chunks(id, p.chunks);
+        if (!p.delta.empty()) p.aggregate_version = store_.add_to_aggregate(id, p.delta);
         if (p.counters_changed) {
             SessionCounters counters = p.counters;
             if (const auto it = ledgers_.find(id); it != ledgers_.end()) {
@@ -290,6 +299,13 @@ void StorageWriter::apply_in_transaction(std::span<WriteOp> ops, std::int64_t no
     }
     t.commit();
     // Committed: from here on nothing throws.
+    if (options_.aggregates) {
+        for (const auto& [id, p] : attempt.pending) {
+            if (p.aggregate_version > 0)
+                options_.aggregates->committed(id, p.aggregate_version, p.delta);
+        }
+        for (const SessionId id : attempt.deleted) options_.aggregates->erase(id);
+    }
     next_seq_ = std::move(attempt.next_seq);
     open_sessions_.insert(attempt.opened.begin(), attempt.opened.end());
     for (const SessionId id : attempt.gaps_written) ledgers_[id].gap_since_ns.reset();
@@ -323,6 +339,7 @@ void StorageWriter::write_op(WriteOp& op, Attempt& a) {
         return;
     }
     if (auto* del = std::get_if<DeleteSessionOp>(&op)) {
+        a.pending.erase(del->session);  // nothing of it is written after it is gone
         store_.delete_session(del->session);
         a.deleted.insert(del->session);
         return;
@@ -345,13 +362,12 @@ void StorageWriter::write_op(WriteOp& op, Attempt& a) {
                            ", which is not open");
     if (auto* chunk = std::get_if<ChunkOp>(&op)) {
         const std::int64_t seq = a.next_seq[id]++;  // chunk order within the session
-        const auto packed = pack_records(chunk->records);
-        store_.append_chunk(id, seq, chunk->received_ns, chunk->raw, packed, chunk->records.size());
+        auto& p = a.pending[id];
+        p.chunks.push_back({seq, chunk->received_ns, chunk->raw, chunk->records});
         for (std::size_t i = 0; i < chunk->console.size(); ++i) {
             store_.append_console(id, seq, static_cast<std::int64_t>(i), chunk->console[i]);
         }
         if (!chunk->exceptions.empty()) store_.set_exceptions(id, chunk->exceptions);
-        auto& p = a.pending[id];
         p.delta.add(chunk->records);
         p.counters = chunk->counters;
         p.counters_changed = true;

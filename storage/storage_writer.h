@@ -34,6 +34,7 @@
 #include <variant>
 #include <vector>
 
+#include "storage/aggregate_cache.h"
 #include "storage/integrity.h"
 #include "storage/session_store.h"
 
@@ -93,12 +94,16 @@ using WriteOp = std::variant<OpenSessionOp, ChunkOp, GapOp, CloseSessionOp, Dele
 
 struct StorageWriterOptions {
     std::chrono::milliseconds commit_interval{100};
-    std::size_t queue_budget_bytes = 256u << 20;
+    // What may wait in the queue; the transaction being written holds at most as much again,
+    // so the writer's memory stays under twice this whatever the input rate.
+    std::size_t queue_budget_bytes = 32u << 20;
     // While storage keeps failing, a reminder at most this often.
     std::chrono::milliseconds report_interval{60'000};
     // A cap on the database file (PRAGMA max_page_count; 0: none). Reaching it is a storage
     // failure like a full disk; pages freed by deleting sessions are used again.
     std::uint64_t max_database_bytes = 0;
+    // Sessions' aggregates in memory, kept current with every commit (not owned; may be null).
+    AggregateCache* aggregates = nullptr;
     // Refuse a damaged database at start (integrity.h's check_at_start), before writing to it.
     bool check_at_start = true;
 };
@@ -165,6 +170,10 @@ class StorageWriter {
     // Queues an operation. Open, gap and close operations are always accepted (they are
     // small and carry state); a chunk is refused when the queue is over budget.
     bool submit(WriteOp op);
+    // Whether a chunk of a typical read (kRoomFor bytes with its records) would be accepted
+    // now: sources that can wait (files) read only then. Any thread.
+    bool has_room();
+    static constexpr std::size_t kRoomFor = 1u << 20;
     // Blocks until everything submitted so far was applied: committed or, while storage fails,
     // counted lost (chunks) or held for a retry (the rest).
     void flush();

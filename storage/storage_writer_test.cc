@@ -42,13 +42,13 @@ class Sender {
         counters_.bytes_in += kRaw;
         counters_.pc_samples += records.size();
         sent_ += records.size();
-        REQUIRE(writer_.submit(ChunkOp{id_,
-                                       t_,
-                                       std::vector<std::uint8_t>(kRaw, 0x5A),
-                                       std::move(records),
-                                       counters_,
-                                       {},
-                                       {}}));
+        // Noise, so the database grows by what is sent (blocks are compressed) and fills up.
+        std::vector<std::uint8_t> raw(kRaw);
+        for (auto& b : raw)
+            b = static_cast<std::uint8_t>(
+                (noise_ = noise_ * 6364136223846793005u + 1442695040888963407u) >> 56);
+        REQUIRE(writer_.submit(
+            ChunkOp{id_, t_, std::move(raw), std::move(records), counters_, {}, {}}));
     }
     std::uint64_t sent() const { return sent_; }
     std::int64_t now() const { return t_; }
@@ -57,6 +57,7 @@ class Sender {
 
   private:
     static constexpr std::size_t kRaw = 8 << 10;
+    std::uint64_t noise_ = 1;
     StorageWriter& writer_;
     SessionId id_;
     std::int64_t t_ = 0;

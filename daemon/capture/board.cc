@@ -73,6 +73,7 @@ void Board::start() {
     } else {
         link_ = make_link(io_, uri_);
     }
+    link_->set_backpressure([this] { return writer_.has_room(); });
     log_->info("[{}] link {}", config_.name, config_.link);
     connect();
 }

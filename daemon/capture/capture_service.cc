@@ -31,7 +31,9 @@ CaptureService::CaptureService(DaemonConfig config, std::shared_ptr<spdlog::logg
     : config_(std::move(config)), log_(std::move(log)) {
     if (config_.storage_path.has_parent_path())
         std::filesystem::create_directories(config_.storage_path.parent_path());
-    writer_ = std::make_unique<storage::StorageWriter>(config_.storage_path);
+    storage::StorageWriterOptions options;
+    options.aggregates = &aggregates_;
+    writer_ = std::make_unique<storage::StorageWriter>(config_.storage_path, options);
     writer_->on_event([log = log_](const storage::StorageEvent& e) { log_storage_event(*log, e); });
     if (!writer_->checked_whole_file_at_start()) {
         log_->info(

@@ -104,6 +104,8 @@ class CaptureService {
     storage::StorageHealth storage_health() { return writer_->health(); }
     // What storage failures cost this run; complete once shutdown() returned.
     storage::StorageLossTotals storage_losses() { return writer_->loss_totals(); }
+    // Stored sessions' aggregates in memory, kept current by the writer (any thread).
+    storage::AggregateCache& aggregates() { return aggregates_; }
 
   private:
     template <typename F>
@@ -114,6 +116,7 @@ class CaptureService {
     DaemonConfig config_;
     std::shared_ptr<spdlog::logger> log_;
     boost::asio::io_context io_;
+    storage::AggregateCache aggregates_;  // before writer_, which updates it until it stops
     std::unique_ptr<storage::StorageWriter> writer_;
     LiveSnapshots live_;  // before boards_: boards publish into it
     std::unique_ptr<boost::asio::steady_timer> publish_timer_;

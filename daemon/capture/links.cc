@@ -173,11 +173,25 @@ class FileLink : public Link {
         timer_.cancel();
         file_.close();
     }
+    void set_backpressure(std::function<bool()> has_room) override {
+        has_room_ = std::move(has_room);
+    }
 
   private:
     void schedule() {
-        const auto delay = realtime_ ? std::chrono::microseconds(chunk_size() * 1'000'000 / rate_)
-                                     : std::chrono::microseconds(0);
+        // Storage behind: look again shortly instead of reading bytes it would have to drop.
+        const bool wait = has_room_ && !has_room_();
+        const auto delay = wait        ? std::chrono::microseconds(2000)
+                           : realtime_ ? std::chrono::microseconds(chunk_size() * 1'000'000 / rate_)
+                                       : std::chrono::microseconds(0);
+        if (wait) {
+            timer_.expires_after(delay);
+            timer_.async_wait(
+                [this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
+                    if (!ec && !alive.expired() && open_) schedule();
+                });
+            return;
+        }
         timer_.expires_after(delay);
         timer_.async_wait(
             [this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
@@ -209,6 +223,7 @@ class FileLink : public Link {
     bool open_ = false;
     DataHandler on_data_;
     ClosedHandler on_closed_;
+    std::function<bool()> has_room_;
     std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 

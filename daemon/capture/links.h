@@ -29,6 +29,10 @@ class Link {
     virtual void open(DataHandler on_data, ClosedHandler on_closed) = 0;
     // Stops reading and releases the device; no callback runs afterwards.
     virtual void close() = 0;
+    // A source that can wait (a file) reads on only while `has_room` says the bytes will be
+    // kept; live links cannot hold the target back and ignore it (a full queue is counted
+    // loss there).
+    virtual void set_backpressure(std::function<bool()> has_room) { (void)has_room; }
 };
 
 // Throws std::invalid_argument for a URI this build cannot serve.

@@ -126,8 +126,8 @@ void place_file(const std::filesystem::path& from, const std::filesystem::path& 
     std::filesystem::rename(from, to, ec);
     if (!ec) return;
     static std::atomic<std::uint64_t> copies{0};  // a name no other copy in flight has
-    const auto beside = to.parent_path() / (".upload-" + std::to_string(::getpid()) + "-" +
-                                            std::to_string(copies++));
+    const auto beside = to.parent_path() /
+                        (".upload-" + std::to_string(::getpid()) + "-" + std::to_string(copies++));
     try {
         std::filesystem::copy_file(from, beside);
         std::filesystem::rename(beside, to);
@@ -177,12 +177,7 @@ std::shared_ptr<gmon::ExportInput> LocalRack::session_input(const storage::Sessi
             source.elf = nullptr;  // moved or deleted since: profile by address only
         }
     }
-    auto store = readers_.lease();
-    source.aggregate = std::make_shared<const gmon::Aggregate>(
-        window.bounded() ? store->aggregate_between(
-                               info.id, window.from_ns.value_or(0),
-                               window.to_ns.value_or(std::numeric_limits<std::int64_t>::max()))
-                         : store->aggregate(info.id));
+    source.aggregate = window.bounded() ? aggregate_between(info.id, window) : aggregate(info.id);
     source.announced_range = ingest::announced_range(info.target);
     source.histograms = info.spec.histograms;
     // A connection leased per page: a slow client holds none between pages.
@@ -191,6 +186,22 @@ std::shared_ptr<gmon::ExportInput> LocalRack::session_input(const storage::Sessi
     input->records = storage::record_pages(lease, info.id);
     input->summary = {{"session", info.id}, {"board", info.spec.board}};
     return input;
+}
+
+// The whole session's aggregate: from memory when cached, else loaded once and offered.
+std::shared_ptr<const gmon::Aggregate> LocalRack::aggregate(std::int64_t id) {
+    auto& cache = capture_.aggregates();
+    if (auto hit = cache.find(id)) return hit;
+    auto loaded = readers_.lease()->versioned_aggregate(id);
+    if (!loaded) return std::make_shared<const gmon::Aggregate>();
+    return cache.offer(id, loaded->version, std::move(loaded->aggregate));
+}
+
+std::shared_ptr<const gmon::Aggregate> LocalRack::aggregate_between(std::int64_t id,
+                                                                    const TimeWindow& window) {
+    return std::make_shared<const gmon::Aggregate>(readers_.lease()->aggregate_between(
+        id, window.from_ns.value_or(0),
+        window.to_ns.value_or(std::numeric_limits<std::int64_t>::max())));
 }
 
 namespace {

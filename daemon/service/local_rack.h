@@ -75,6 +75,9 @@ class LocalRack : public RackService {
                                   const ingest::ImportSpec& import, storage::NewSession spec);
     std::shared_ptr<gmon::ExportInput> session_input(const storage::SessionInfo& info,
                                                      const TimeWindow& window);
+    std::shared_ptr<const gmon::Aggregate> aggregate(std::int64_t id);
+    std::shared_ptr<const gmon::Aggregate> aggregate_between(std::int64_t id,
+                                                             const TimeWindow& window);
 
     daemon::CaptureService& capture_;
     std::filesystem::path storage_path_;

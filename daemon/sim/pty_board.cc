@@ -119,9 +119,14 @@ void PtyBoard::write_piece(const std::uint8_t* data, std::size_t size) {
 }
 
 void PtyBoard::wait_until_read() {
-    while (!stop_) {
+    // Bytes written to the master reach the slave's queue through the kernel's flip buffer a
+    // moment later (later still on a busy host), so one empty look proves nothing: the queue
+    // must stay empty for 100 ms.
+    int empty_looks = 0;
+    while (!stop_ && empty_looks < 10) {
         int unread = 0;
-        if (::ioctl(keeper_, FIONREAD, &unread) != 0 || unread == 0) break;
+        if (::ioctl(keeper_, FIONREAD, &unread) != 0) break;
+        empty_looks = unread == 0 ? empty_looks + 1 : 0;
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     // The reader may still be between its read and handing the bytes on.

@@ -1,6 +1,7 @@
 // The soak: a real `rackprof serve` with many simulated boards, many WebSocket clients and a
 // steady HTTP load, for a bounded time. It fails (exit 1) on any loss, on RSS growth of 5 % or
-// more after warm-up, on descriptors that do not stay flat, on a feed client dropped; it prints
+// more (and 4 MiB or more: the allocator keeps a busy moment's queue) after warm-up (half the
+// run), on descriptors that do not stay flat, on a feed client dropped; it prints
 // the figures (p50/p99 latency by route, RSS, descriptors, bytes captured) either way.
 //
 //   rackprof_soak [--boards 64] [--ws 100] [--seconds 45] [--rps 50]
@@ -269,7 +270,9 @@ int run(const Options& o) {
         });
     }
 
-    const auto warmup = std::chrono::seconds(std::max(10, o.seconds / 4));
+    // A leak keeps growing; queues and tables sized by a busy host's moment do not. Half the run
+    // is warm-up, so a short CI run judges the steady half.
+    const auto warmup = std::chrono::seconds(std::max(10, o.seconds / 2));
     const auto began = Clock::now();
     long rss_warm = 0, rss_peak = 0;
     int fds_warm = 0, fds_max = 0;
@@ -347,7 +350,8 @@ int run(const Options& o) {
     if (!alive) failures.push_back("the daemon died");
     if (exit_code != 0) failures.push_back("the daemon exited " + std::to_string(exit_code));
     if (lost) failures.push_back("loss counters are not zero");
-    if (growth >= 5.0) failures.push_back("RSS grew 5 % or more after warm-up");
+    if (growth >= 5.0 && rss_end - rss_warm >= 4096)
+        failures.push_back("RSS grew 5 % (and 4 MiB) or more after warm-up");
     if (fds_end > fds_warm + 2) failures.push_back("descriptors grew after warm-up");
     if (feeds_failed || feeds_silent) failures.push_back("feed clients failed or got nothing");
     if (http_errors) failures.push_back("HTTP requests failed");

@@ -1,0 +1,67 @@
+// Blocks: how raw chunks and record batches sit on disk since schema v8. The storage writer
+// puts every chunk one transaction brings for a session into one block row (two: one for the raw
+// bytes, one for the records), compressed together with zstd, so the database grows by a
+// fraction of the wire bytes instead of twice them.
+//
+// A block's blob is one zstd frame holding:
+//   varint chunk count
+//   per chunk: zigzag varint of (received_ns - the previous chunk's; the first: - the row's
+//              received_ns), then varint length (raw blocks: bytes; record blocks: records)
+//   the chunks' payloads back to back (raw bytes as received; records as record_codec packs
+//   them)
+// Rows written before v8 (encoding 0) are one chunk each, uncompressed; readers take both.
+// The bytes are the database's: change them only with a schema migration.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "protocol/record.h"
+
+namespace rackprof::storage {
+
+// The `encoding` column of raw_chunks and record_batches.
+enum class BlockEncoding : std::int64_t {
+    kPlainChunk = 0,  // v7 and before: one chunk, raw bytes or packed records as they are
+    kZstdBlock = 1,   // v8: a block as above
+};
+
+// Bounds on one block: the writer starts a new row past them; a reader refuses a blob whose
+// frame claims more (a damaged database must not make a reader allocate gigabytes).
+inline constexpr std::size_t kBlockRawBytes = 256u << 10;
+inline constexpr std::size_t kBlockRecords = 32u << 10;
+inline constexpr std::size_t kMaxBlockPayload = 16u << 20;
+
+struct RawChunkView {
+    std::int64_t received_ns = 0;
+    std::span<const std::uint8_t> bytes;
+};
+struct RecordChunkView {
+    std::int64_t received_ns = 0;
+    std::span<const protocol::Record> records;
+};
+
+struct DecodedRawChunk {
+    std::int64_t received_ns = 0;
+    std::vector<std::uint8_t> bytes;
+};
+struct DecodedRecordChunk {
+    std::int64_t received_ns = 0;
+    std::vector<protocol::Record> records;
+};
+
+// Both take the row's received_ns (the first chunk's) as the base of the times. zstd level:
+// kBlockLevel (fast; the ratio comes from the wire's repetition, not from effort).
+inline constexpr int kBlockLevel = 1;
+std::vector<std::uint8_t> encode_raw_block(std::span<const RawChunkView> chunks);
+std::vector<std::uint8_t> encode_record_block(std::span<const RecordChunkView> chunks);
+
+// Throw StorageError for a blob that is not a block (damaged, cut short, too large).
+std::vector<DecodedRawChunk> decode_raw_block(std::span<const std::uint8_t> blob,
+                                              std::int64_t row_received_ns);
+std::vector<DecodedRecordChunk> decode_record_block(std::span<const std::uint8_t> blob,
+                                                    std::int64_t row_received_ns);
+
+}  // namespace rackprof::storage
