@@ -252,8 +252,11 @@ void bench_profile(const std::filesystem::path& dir, std::size_t arcs) {
     std::string text;
     const double text_s = best_seconds(repeats, [&] { text = gmon::render_gprof_text(profile); });
     std::string json;
-    const double json_s =
-        best_seconds(repeats, [&] { json = gmon::profile_json(profile).dump(2); });
+    const double json_s = best_seconds(repeats, [&] {
+        json.clear();
+        gmon::JsonStream out(json, 2);
+        gmon::write_profile_json(out, profile);
+    });
     std::printf(
         "%zu distinct arcs (%zu profile arcs, %zu functions, %zu cycles): gmon.out %.3f s; "
         "profile %.3f s; text report %.3f s (%zu bytes) = %.2fx profile; JSON report %.3f s "
