@@ -6,6 +6,8 @@
 //   tests/bench/run.sh            (builds Release, runs this with a 200 MB capture)
 //   core_bench [--mb N] [--dir DIR] [--thesis blink1hex.txt] [--arcs N[,N...]]
 //              [--only profile]   (the profile and report lines alone)
+//   CORE_BENCH_SAVE=PREFIX writes the last reports to PREFIX.txt and PREFIX.json (to compare
+//   two builds' output byte for byte)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -257,6 +259,10 @@ void bench_profile(const std::filesystem::path& dir, std::size_t arcs) {
         gmon::JsonStream out(json, 2);
         gmon::write_profile_json(out, profile);
     });
+    if (const char* save = std::getenv("CORE_BENCH_SAVE")) {
+        std::ofstream(std::string(save) + ".txt") << text;
+        std::ofstream(std::string(save) + ".json") << json;
+    }
     std::printf(
         "%zu distinct arcs (%zu profile arcs, %zu functions, %zu cycles): gmon.out %.3f s; "
         "profile %.3f s; text report %.3f s (%zu bytes) = %.2fx profile; JSON report %.3f s "
