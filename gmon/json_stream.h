@@ -41,6 +41,11 @@ class JsonStream {
     // A document built elsewhere, dumped in place at this depth.
     JsonStream& value(const nlohmann::json& document);
 
+    // Room for `bytes` more, so a large document is not copied (and its pages faulted in)
+    // again at each doubling of the string.
+    int indent() const { return indent_; }
+    void reserve(std::size_t bytes) { out_.reserve(out_.size() + bytes); }
+
     // key(name).value(v) in one call.
     template <class T>
     JsonStream& field(std::string_view name, const T& v) {

@@ -130,10 +130,24 @@ void write_call_graph(JsonStream& out, const Profile& p) {
     out.end_array();
 }
 
+// A little more than the object will take: per arc, two objects of six members at depth 4
+// (some 200 bytes indented by 2) and the name; per symbol, its entry and flat row.
+std::size_t expected_size(const Profile& p, int indent) {
+    const std::size_t per_level = indent > 0 ? static_cast<std::size_t>(indent) : 0;
+    std::size_t bytes = 4096;
+    for (std::size_t s = 0; s < p.symbols.size(); ++s) {
+        const std::size_t name = p.symbols[s].name.size() + p.symbols[s].file.size();
+        const std::size_t arcs = p.nodes[s].parents.size() + p.nodes[s].children.size();
+        bytes += arcs * (name + 140 + 30 * per_level) + 2 * (name + 400 + 40 * per_level);
+    }
+    return bytes;
+}
+
 }  // namespace
 
 void write_profile_json(JsonStream& out, const Profile& p, const JsonReportOptions& options) {
     const double hz = p.prof_rate;
+    out.reserve(expected_size(p, out.indent()));
     out.begin_object();
     write_call_graph(out.key("call_graph"), p);
     write_flat(out.key("flat"), p, options);
