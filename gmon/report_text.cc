@@ -221,14 +221,15 @@ int compare_arcs(const Profile& p, const ProfileArc& l, const ProfileArc& r) {
 
 // gprof insertion-sorts its prepend-ordered lists (newest arc first), each arc going before
 // the first one it does not follow: equal arcs end up in the order `arcs` holds them. That is
-// a stable sort of `arcs`, in O(n log n) rather than gprof's O(n^2) (a function with 500
-// callers took most of the report's time).
+// a stable sort of `arcs`, in O(n log n) rather than gprof's O(n^2) (10^6 arcs among 2000
+// functions: some 450 callers and callees each).
 std::vector<std::size_t> sorted_arcs(const Profile& p, const std::vector<std::size_t>& arcs,
                                      bool ascending) {
     std::vector<std::size_t> sorted = arcs;
     const int before = ascending ? -1 : 1;
+    // compare_arcs has a self arc precede even itself; a sort's order must not.
     std::stable_sort(sorted.begin(), sorted.end(), [&](std::size_t l, std::size_t r) {
-        return compare_arcs(p, p.arcs[l], p.arcs[r]) == before;
+        return l != r && compare_arcs(p, p.arcs[l], p.arcs[r]) == before;
     });
     return sorted;
 }
