@@ -49,8 +49,10 @@ ChunkStream open_json(const Input& input) {
     // The summary names the board as stored (an import's query may hold any bytes): bytes
     // that are not UTF-8 become U+FFFD rather than an exception mid-export.
     return once([input] {
-        return report_json(*input).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
-               "\n";
+        std::string text;
+        JsonStream out(text, 2, 0, JsonStream::ErrorHandler::replace);
+        write_report_json(out, *input);
+        return text + "\n";
     });
 }
 
@@ -128,23 +130,27 @@ const std::array<ExportFormat, 6> kFormats = {{
     {"raw", "application/octet-stream", ".raw", "the wire bytes as received", true, open_raw},
 }};
 
-nlohmann::json raw_json(const GmonData& data, std::uint64_t samples_outside) {
-    nlohmann::json arcs = nlohmann::json::array();
+// The report's "raw" object: what gmon.out holds, by address.
+void write_raw_json(JsonStream& out, const GmonData& data, std::uint64_t samples_outside) {
+    out.begin_object().key("arcs").begin_array();
     for (const auto& a : data.arcs) {
-        arcs.push_back({{"from", hex_address(a.from_pc)},
-                        {"self", hex_address(a.self_pc)},
-                        {"count", a.count}});
+        out.begin_object()
+            .field("count", a.count)
+            .field("from", hex_address(a.from_pc))
+            .field("self", hex_address(a.self_pc))
+            .end_object();
     }
-    nlohmann::json histograms = nlohmann::json::array();
+    out.end_array().key("histograms").begin_array();
     for (const auto& h : data.histograms) {
-        histograms.push_back({{"low_pc", hex_address(h.low_pc)},
-                              {"high_pc", hex_address(h.high_pc)},
-                              {"bins", h.bins.size()},
-                              {"prof_rate", h.prof_rate},
-                              {"samples", h.total()}});
+        out.begin_object()
+            .field("bins", h.bins.size())
+            .field("high_pc", hex_address(h.high_pc))
+            .field("low_pc", hex_address(h.low_pc))
+            .field("prof_rate", h.prof_rate)
+            .field("samples", h.total())
+            .end_object();
     }
-    return {
-        {"arcs", arcs}, {"histograms", histograms}, {"samples_outside_histogram", samples_outside}};
+    out.end_array().field("samples_outside_histogram", samples_outside).end_object();
 }
 
 }  // namespace
@@ -175,17 +181,18 @@ void export_to(std::string_view format, const std::shared_ptr<const ExportInput>
     while (auto chunk = stream()) out(*chunk);
 }
 
-nlohmann::json report_json(const ExportInput& input) {
+// Members in nlohmann's key order, as dump() printed the document this was built as.
+void write_report_json(JsonStream& out, const ExportInput& input) {
     const auto binned = gmon_data_of(input.source);
-    nlohmann::json out = {{"schema", "rackprof.report/1"},
-                          {"source", input.summary},
-                          {"raw", raw_json(binned.data, binned.samples_outside)}};
-    out["profile"] =
-        input.source.elf
-            ? profile_json(profile_of(input.source, binned.data, input.profile_options),
-                           input.json_options)
-            : nlohmann::json(nullptr);
-    return out;
+    out.begin_object().key("profile");
+    if (input.source.elf) {
+        write_profile_json(out, profile_of(input.source, binned.data, input.profile_options),
+                           input.json_options);
+    } else {
+        out.value(nullptr);
+    }
+    write_raw_json(out.key("raw"), binned.data, binned.samples_outside);
+    out.field("schema", "rackprof.report/1").field("source", input.summary).end_object();
 }
 
 }  // namespace rackprof::gmon

@@ -66,6 +66,6 @@ void export_to(std::string_view format, const std::shared_ptr<const ExportInput>
                const std::function<void(std::string_view chunk)>& out);
 
 // The JSON report (schema rackprof.report/1), whole: what --report json prints.
-nlohmann::json report_json(const ExportInput& input);
+void write_report_json(JsonStream& out, const ExportInput& input);
 
 }  // namespace rackprof::gmon

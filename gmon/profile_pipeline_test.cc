@@ -139,6 +139,52 @@ TEST_CASE("every export format is registered once and opens") {
     CHECK_THROWS_AS(open_export("svg", input), std::invalid_argument);
 }
 
+// The JSON export is streamed; it prints what dump(2) printed of the report as a document.
+TEST_CASE("the JSON export equals the report document it replaced, byte for byte") {
+    TempElf elf;
+    auto aggregate = std::make_shared<Aggregate>();
+    for (std::uint64_t i = 0; i < 200; ++i) {
+        aggregate->add_arc(0x100 + 2 * (i * 7 % 0x40) + 1, (i % 3 ? 0x140 : 0x100) + 1, 1 + i);
+        aggregate->add_pc(0x100 + 2 * (i * 13 % 0x40), 1 + i % 9);
+    }
+    for (const bool with_elf : {true, false}) {
+        CAPTURE(with_elf);
+        auto input = std::make_shared<ExportInput>();
+        input->source.aggregate = aggregate;
+        if (with_elf) input->source.elf = Symbolizer::load(elf.path);
+        input->summary = {{"input", "capture.bin"},
+                          {"decoder", {{"arcs", 200}, {"resyncs", 0}}},
+                          {"board", "b\xB5"}};
+        input->json_options = {5, 0.0};
+        const auto binned = gmon_data_of(input->source);
+        nlohmann::json arcs = nlohmann::json::array();
+        for (const auto& a : binned.data.arcs) {
+            arcs.push_back({{"from", hex_address(a.from_pc)},
+                            {"self", hex_address(a.self_pc)},
+                            {"count", a.count}});
+        }
+        nlohmann::json histograms = nlohmann::json::array();
+        for (const auto& h : binned.data.histograms) {
+            histograms.push_back({{"low_pc", hex_address(h.low_pc)},
+                                  {"high_pc", hex_address(h.high_pc)},
+                                  {"bins", h.bins.size()},
+                                  {"prof_rate", h.prof_rate},
+                                  {"samples", h.total()}});
+        }
+        const nlohmann::json reference = {
+            {"schema", "rackprof.report/1"},
+            {"source", input->summary},
+            {"raw",
+             {{"arcs", arcs},
+              {"histograms", histograms},
+              {"samples_outside_histogram", binned.samples_outside}}},
+            {"profile", with_elf ? profile_json(profile_of(input->source), input->json_options)
+                                 : nlohmann::json(nullptr)}};
+        CHECK(all_of("json", input) ==
+              reference.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    }
+}
+
 // Found with the api fuzz target (a hand-written input): an import's ?board= with a byte
 // 0xB5 was stored, and the JSON export threw on it: a 500 for that session for ever.
 TEST_CASE("the JSON export replaces bytes that are not UTF-8") {

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gmon/json_stream.h"
 #include "gmon/profile.h"
 
 namespace rackprof::gmon {
@@ -17,7 +18,10 @@ struct JsonReportOptions {
     double min_percent = 0.0;  // leave out flat rows below this % time
 };
 
-// The "profile" object of the JSON report.
+// The "profile" object of the JSON report, written as it is made (what --report json prints).
+void write_profile_json(JsonStream& out, const Profile& profile,
+                        const JsonReportOptions& options = {});
+// The same object as a document, for callers that add to it or pick from it.
 nlohmann::json profile_json(const Profile& profile, const JsonReportOptions& options = {});
 
 std::string hex_address(std::uint64_t addr);

@@ -1,5 +1,8 @@
 // The JSON view of a profile: the schema `rackprof convert --report json` prints and the REST
 // API serves. Times are in seconds; addresses are hex strings. Documented in gmon/README.md.
+//
+// Written straight to text (a report with 10^5 arcs as a DOM costs more than the profile
+// itself), members in nlohmann's key order so the text equals what dump() printed of the DOM.
 #include <algorithm>
 
 #include "gmon/report.h"
@@ -8,96 +11,161 @@ namespace rackprof::gmon {
 
 namespace {
 
-nlohmann::json nullable_ratio(double numerator, std::uint64_t calls) {
-    return calls ? nlohmann::json(numerator / static_cast<double>(calls)) : nlohmann::json(nullptr);
+JsonStream& nullable_ratio(JsonStream& out, double numerator, std::uint64_t calls) {
+    return calls ? out.value(numerator / static_cast<double>(calls)) : out.value(nullptr);
 }
 
-nlohmann::json arc_json(const Profile& p, const ProfileArc& a, std::size_t other, double hz) {
-    const ProfileNode& o = p.nodes[other];
+// An arc as a parent or child line; `of` is the callee's (or its cycle's) calls from outside.
+void write_arc(JsonStream& out, const Profile& p, const ProfileArc& a, std::size_t other,
+               double hz) {
     const ProfileNode& callee = p.nodes[a.child];
     const std::uint64_t of =
         callee.cycle_head == kNone ? callee.ncalls : p.cycles[callee.cycle_head].ncalls;
-    return {
-        {"name", p.symbols[other].name},         {"index", o.index}, {"self_seconds", a.time / hz},
-        {"children_seconds", a.child_time / hz}, {"count", a.count}, {"of", of}};
+    out.begin_object()
+        .field("children_seconds", a.child_time / hz)
+        .field("count", a.count)
+        .field("index", p.nodes[other].index)
+        .field("name", p.symbols[other].name)
+        .field("of", of)
+        .field("self_seconds", a.time / hz)
+        .end_object();
 }
 
-}  // namespace
-
-nlohmann::json profile_json(const Profile& p, const JsonReportOptions& options) {
+void write_flat_row(JsonStream& out, const Profile& p, std::size_t s, double percent,
+                    double cumulative) {
     const double hz = p.prof_rate;
-    const double total = p.total_time > 0 ? p.total_time : 1.0;
-    const double print_time = p.print_time > 0 ? p.print_time : 1.0;
+    const ProfileNode& n = p.nodes[s];
+    const ProfileSymbol& sym = p.symbols[s];
+    out.begin_object().field("address", hex_address(sym.addr)).key("calls");
+    n.ncalls ? out.value(n.ncalls) : out.value(nullptr);
+    out.field("cumulative_seconds", cumulative / hz)
+        .field("name", sym.name)
+        .field("percent", percent)
+        .field("samples", n.self_time)
+        .key("self_ms_per_call");
+    nullable_ratio(out, 1000 * n.self_time / hz, n.ncalls).field("self_seconds", n.self_time / hz);
+    if (!sym.file.empty()) {
+        out.key("source")
+            .begin_object()
+            .field("file", sym.file)
+            .field("line", sym.line)
+            .end_object();
+    }
+    out.key("total_ms_per_call");
+    nullable_ratio(out, 1000 * (n.self_time + n.child_time) / hz, n.ncalls).end_object();
+}
 
-    nlohmann::json flat = nlohmann::json::array();
+// Flat rows in gprof's order, less those without time or calls, trimmed by the options.
+void write_flat(JsonStream& out, const Profile& p, const JsonReportOptions& options) {
+    const double total = p.total_time > 0 ? p.total_time : 1.0;
+    out.begin_array();
     double cumulative = 0;
+    std::size_t rows = 0;
     for (std::size_t s : p.flat_order) {
         const ProfileNode& n = p.nodes[s];
         if (n.ncalls == 0 && n.self_time == 0) continue;
         cumulative += n.self_time;
         const double percent = 100 * n.self_time / total;
         if (percent < options.min_percent) continue;
-        if (options.top && flat.size() >= options.top) break;
-        const ProfileSymbol& sym = p.symbols[s];
-        nlohmann::json row = {
-            {"name", sym.name},
-            {"address", hex_address(sym.addr)},
-            {"percent", percent},
-            {"cumulative_seconds", cumulative / hz},
-            {"self_seconds", n.self_time / hz},
-            {"samples", n.self_time},
-            {"calls", n.ncalls ? nlohmann::json(n.ncalls) : nlohmann::json(nullptr)},
-            {"self_ms_per_call", nullable_ratio(1000 * n.self_time / hz, n.ncalls)},
-            {"total_ms_per_call",
-             nullable_ratio(1000 * (n.self_time + n.child_time) / hz, n.ncalls)}};
-        if (!sym.file.empty()) row["source"] = {{"file", sym.file}, {"line", sym.line}};
-        flat.push_back(std::move(row));
+        if (options.top && rows >= options.top) break;
+        write_flat_row(out, p, s, percent, cumulative);
+        ++rows;
     }
+    out.end_array();
+}
 
-    nlohmann::json graph = nlohmann::json::array();
+void write_arcs(JsonStream& out, const Profile& p, const std::vector<std::size_t>& arcs,
+                bool parents) {
+    const double hz = p.prof_rate;
+    out.begin_array();
+    for (std::size_t ai : arcs) {
+        const ProfileArc& a = p.arcs[ai];
+        write_arc(out, p, a, parents ? a.parent : a.child, hz);
+    }
+    out.end_array();
+}
+
+// The members shared by function and cycle entries sort around the ones that differ, so the
+// entry is written in three calls: before "cycle", from "index" to "name", after "name".
+void write_graph_entry(JsonStream& out, const Profile& p, std::size_t entry) {
+    const double hz = p.prof_rate;
+    const double print_time = p.print_time > 0 ? p.print_time : 1.0;
+    const bool cycle = entry >= Profile::kCycleBase;
+    const ProfileNode& n = cycle ? p.cycles[entry - Profile::kCycleBase] : p.nodes[entry];
+    out.begin_object().field("called", n.ncalls);
+    if (!cycle) write_arcs(out.key("children"), p, n.children, false);
+    out.field("children_seconds", n.prop_child / hz).key("cycle");
+    cycle || n.cycle ? out.value(n.cycle) : out.value(nullptr);
+    out.field("index", n.index);
+    if (cycle) {
+        out.key("members").begin_array();
+        for (std::size_t m : n.members) {
+            out.begin_object()
+                .field("index", p.nodes[m].index)
+                .field("name", p.symbols[m].name)
+                .end_object();
+        }
+        out.end_array().field("name", "<cycle " + std::to_string(n.cycle) + " as a whole>");
+    } else {
+        out.field("name", p.symbols[entry].name);
+        write_arcs(out.key("parents"), p, n.parents, true);
+    }
+    out.field("percent", 100 * (n.prop_self + n.prop_child) / print_time)
+        .field("self_calls", n.self_calls)
+        .field("self_seconds", n.prop_self / hz);
+    if (!cycle) out.field("spontaneous", n.parents.empty());
+    out.end_object();
+}
+
+void write_call_graph(JsonStream& out, const Profile& p) {
+    out.begin_array();
     for (std::size_t entry : p.graph_order) {
         const bool cycle = entry >= Profile::kCycleBase;
         const ProfileNode& n = cycle ? p.cycles[entry - Profile::kCycleBase] : p.nodes[entry];
         if ((n.ncalls == 0 && n.self_calls == 0 && n.prop_self == 0 && n.prop_child == 0) ||
             !n.print_flag)
             continue;
-        nlohmann::json e = {{"index", n.index},
-                            {"percent", 100 * (n.prop_self + n.prop_child) / print_time},
-                            {"self_seconds", n.prop_self / hz},
-                            {"children_seconds", n.prop_child / hz},
-                            {"called", n.ncalls},
-                            {"self_calls", n.self_calls}};
-        if (cycle) {
-            e["name"] = "<cycle " + std::to_string(n.cycle) + " as a whole>";
-            e["cycle"] = n.cycle;
-            nlohmann::json members = nlohmann::json::array();
-            for (std::size_t m : n.members)
-                members.push_back({{"name", p.symbols[m].name}, {"index", p.nodes[m].index}});
-            e["members"] = members;
-        } else {
-            e["name"] = p.symbols[entry].name;
-            e["cycle"] = n.cycle ? nlohmann::json(n.cycle) : nlohmann::json(nullptr);
-            e["spontaneous"] = n.parents.empty();
-            nlohmann::json parents = nlohmann::json::array();
-            for (std::size_t ai : n.parents)
-                parents.push_back(arc_json(p, p.arcs[ai], p.arcs[ai].parent, hz));
-            nlohmann::json children = nlohmann::json::array();
-            for (std::size_t ai : n.children)
-                children.push_back(arc_json(p, p.arcs[ai], p.arcs[ai].child, hz));
-            e["parents"] = parents;
-            e["children"] = children;
-        }
-        graph.push_back(std::move(e));
+        write_graph_entry(out, p, entry);
     }
+    out.end_array();
+}
 
-    return {{"seconds_per_sample", p.seconds_per_sample()},
-            {"prof_rate", p.prof_rate},
-            {"total_seconds", p.total_time / hz},
-            {"total_samples", p.total_samples},
-            {"propagated_seconds", p.print_time / hz},
-            {"granularity_bytes", p.bin_bytes},
-            {"flat", flat},
-            {"call_graph", graph}};
+// A little more than the object will take: per arc, two objects of six members at depth 4
+// (some 200 bytes indented by 2) and the name; per symbol, its entry and flat row.
+std::size_t expected_size(const Profile& p, int indent) {
+    const std::size_t per_level = indent > 0 ? static_cast<std::size_t>(indent) : 0;
+    std::size_t bytes = 4096;
+    for (std::size_t s = 0; s < p.symbols.size(); ++s) {
+        const std::size_t name = p.symbols[s].name.size() + p.symbols[s].file.size();
+        const std::size_t arcs = p.nodes[s].parents.size() + p.nodes[s].children.size();
+        bytes += arcs * (name + 140 + 30 * per_level) + 2 * (name + 400 + 40 * per_level);
+    }
+    return bytes;
+}
+
+}  // namespace
+
+void write_profile_json(JsonStream& out, const Profile& p, const JsonReportOptions& options) {
+    const double hz = p.prof_rate;
+    out.reserve(expected_size(p, out.indent()));
+    out.begin_object();
+    write_call_graph(out.key("call_graph"), p);
+    write_flat(out.key("flat"), p, options);
+    out.field("granularity_bytes", p.bin_bytes)
+        .field("prof_rate", p.prof_rate)
+        .field("propagated_seconds", p.print_time / hz)
+        .field("seconds_per_sample", p.seconds_per_sample())
+        .field("total_samples", p.total_samples)
+        .field("total_seconds", p.total_time / hz)
+        .end_object();
+}
+
+nlohmann::json profile_json(const Profile& p, const JsonReportOptions& options) {
+    // Names that are not UTF-8 become U+FFFD here: the parser would reject them.
+    std::string text;
+    JsonStream out(text, -1, 0, JsonStream::ErrorHandler::replace);
+    write_profile_json(out, p, options);
+    return nlohmann::json::parse(text);
 }
 
 }  // namespace rackprof::gmon

@@ -1,10 +1,14 @@
 // Benchmark of the core (not a pass/fail test): decode + aggregate throughput on simulator
 // captures (legacy binary and hex, framed with and without the arc cache), against md5sum on
 // the same file as a same-machine baseline; wire bytes per call of legacy vs framed; and
-// gmon.out + profile time for 10^5 distinct arcs. Prints figures only.
+// gmon.out, profile and report (text, JSON) times for 10^5 distinct arcs. Prints figures only.
 //
 //   tests/bench/run.sh            (builds Release, runs this with a 200 MB capture)
-//   core_bench [--mb N] [--dir DIR] [--thesis blink1hex.txt]
+//   core_bench [--mb N] [--dir DIR] [--thesis blink1hex.txt] [--arcs N[,N...]]
+//              [--only profile]   (the profile and report lines alone)
+//   CORE_BENCH_SAVE=PREFIX writes the last reports to PREFIX.txt and PREFIX.json (to compare
+//   two builds' output byte for byte)
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +18,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "daemon/ingest/capture_import.h"
 #include "daemon/sim/board_simulator.h"
@@ -200,8 +205,23 @@ void bench_thesis_wire(const std::filesystem::path& capture) {
     }
 }
 
-void bench_profile(const std::filesystem::path& dir) {
-    // 2000 functions, 10^5 distinct arcs among them, 10^5 sampled PCs.
+// The best of `repeats` runs of `work`, in seconds.
+template <class Work>
+double best_seconds(int repeats, Work work) {
+    double best = 1e9;
+    for (int i = 0; i < repeats; ++i) {
+        const auto start = Clock::now();
+        work();
+        best = std::min(best, seconds_since(start));
+    }
+    return best;
+}
+
+// 2000 functions, `arcs` distinct arcs among them (call sites anywhere in the caller), 10^5
+// sampled PCs: gmon.out, the profile, and its two reports (gprof's text and the JSON report's
+// profile as --report json prints it), each timed on its own. Report time is compared with the
+// profile computation it formats, measured in the same run.
+void bench_profile(const std::filesystem::path& dir, std::size_t arcs) {
     std::mt19937_64 rng(1);
     std::vector<gmon::SyntheticFunction> functions;
     std::uint32_t addr = 0x1000;
@@ -214,7 +234,7 @@ void bench_profile(const std::filesystem::path& dir) {
     gmon::write_synthetic_elf(elf_path, functions, 0x1000, addr);
     const auto elf = gmon::Symbolizer::load(elf_path);
     gmon::Aggregate aggregate;
-    while (aggregate.distinct_arcs() < 100000) {
+    while (aggregate.distinct_arcs() < arcs) {
         const auto& from = functions[rng() % functions.size()];
         const auto& to = functions[rng() % functions.size()];
         aggregate.add_arc((from.addr + 2 * static_cast<std::uint32_t>(rng() % (from.size / 2))) | 1,
@@ -223,24 +243,46 @@ void bench_profile(const std::filesystem::path& dir) {
     for (int i = 0; i < 100000; ++i)
         aggregate.add_pc(0x1000 + 2 * (rng() % ((addr - 0x1000) / 2)), 1 + rng() % 50);
 
-    auto start = Clock::now();
+    const auto start = Clock::now();
     const auto binned = gmon::to_gmon_data(aggregate, {0x1000, addr, 2, 1000}, elf->layout());
     gmon::write_file_atomically(dir / "bench.gmon", gmon::serialize_gmon(binned.data));
     const double write_s = seconds_since(start);
-    start = Clock::now();
-    const gmon::Profile profile = gmon::compute_profile(binned.data, *elf);
-    const double profile_s = seconds_since(start);
-    start = Clock::now();
-    const std::string text = gmon::render_gprof_text(profile);
-    const std::string json = gmon::profile_json(profile).dump();
-    const double render_s = seconds_since(start);
+    const int repeats = arcs > 200000 ? 1 : 3;
+    gmon::Profile profile;
+    const double profile_s =
+        best_seconds(repeats, [&] { profile = gmon::compute_profile(binned.data, *elf); });
+    std::string text;
+    const double text_s = best_seconds(repeats, [&] { text = gmon::render_gprof_text(profile); });
+    std::string json;
+    const double json_s = best_seconds(repeats, [&] {
+        json.clear();
+        gmon::JsonStream out(json, 2);
+        gmon::write_profile_json(out, profile);
+    });
+    if (const char* save = std::getenv("CORE_BENCH_SAVE")) {
+        std::ofstream(std::string(save) + ".txt") << text;
+        std::ofstream(std::string(save) + ".json") << json;
+    }
     std::printf(
-        "gmon.out for %zu distinct arcs: %.3f s; profile (%zu functions, %zu cycles): %.3f s; "
-        "text + JSON reports (%zu + %zu bytes): %.3f s\n",
-        aggregate.distinct_arcs(), write_s, profile.symbols.size(), profile.cycles.size(),
-        profile_s, text.size(), json.size(), render_s);
+        "%zu distinct arcs (%zu profile arcs, %zu functions, %zu cycles): gmon.out %.3f s; "
+        "profile %.3f s; text report %.3f s (%zu bytes) = %.2fx profile; JSON report %.3f s "
+        "(%zu bytes) = %.2fx profile\n",
+        aggregate.distinct_arcs(), profile.arcs.size(), profile.symbols.size(),
+        profile.cycles.size(), write_s, profile_s, text_s, text.size(), text_s / profile_s, json_s,
+        json.size(), json_s / profile_s);
     std::filesystem::remove(elf_path);
     std::filesystem::remove(dir / "bench.gmon");
+}
+
+// "10000,100000" -> {10000, 100000}.
+std::vector<std::size_t> size_list(const std::string& text) {
+    std::vector<std::size_t> sizes;
+    for (std::size_t at = 0; at < text.size();) {
+        const auto comma = std::min(text.find(',', at), text.size());
+        sizes.push_back(std::strtoull(text.substr(at, comma - at).c_str(), nullptr, 10));
+        at = comma + 1;
+    }
+    return sizes;
 }
 
 }  // namespace
@@ -249,11 +291,19 @@ int main(int argc, char** argv) {
     std::uint64_t mb = 200;
     std::filesystem::path dir = std::filesystem::temp_directory_path();
     std::filesystem::path thesis_capture = RACKPROF_SHARED_DATA "/blink1hex.txt";
+    std::vector<std::size_t> arc_counts = {100000};
+    std::string only;  // "profile": the profile and report line(s) alone
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string arg = argv[i];
         if (arg == "--mb") mb = std::strtoull(argv[i + 1], nullptr, 10);
         if (arg == "--dir") dir = argv[i + 1];
         if (arg == "--thesis") thesis_capture = argv[i + 1];
+        if (arg == "--arcs") arc_counts = size_list(argv[i + 1]);
+        if (arg == "--only") only = argv[i + 1];
+    }
+    if (only == "profile") {
+        for (std::size_t arcs : arc_counts) bench_profile(dir, arcs);
+        return 0;
     }
     std::printf(
         "rackprof core benchmark: captures of %llu MB from the simulator (blinky model), best of "
@@ -268,6 +318,6 @@ int main(int argc, char** argv) {
     for (const Wire& wire : wires) bench_decode(dir, wire, mb << 20);
     bench_wire_size();
     bench_thesis_wire(thesis_capture);
-    bench_profile(dir);
+    for (std::size_t arcs : arc_counts) bench_profile(dir, arcs);
     return 0;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds rackprof in Release and runs the benchmarks; figures only, no pass/fail.
 #   tests/bench/run.sh [core|swo|ingest|all] [options for that benchmark]
-#   core:   [--mb N]                                     decode, gmon.out and profile speed
+#   core:   [--mb N] [--arcs N,...] [--only profile]    decode, gmon.out, profile and report speed
 #   swo:    [--mb N]                                     SWO (ITM, ITM+TPIU) decode speed
 #   ingest: [--boards N] [--seconds D] [--file-mb M]     the daemon: a rack, and one fast file
 set -euo pipefail

@@ -117,5 +117,50 @@ TEST_CASE("random profiles: rackprof's report equals gprof's, byte for byte") {
     CHECK(compared == cases);
 }
 
+// The report sorts each function's callers and callees; gprof insertion-sorts them, rackprof
+// stable-sorts them. Lists of hundreds of arcs with many ties (equal counts within the cycle,
+// equal times outside it) must come out in gprof's order.
+TEST_CASE("a profile with hundreds of callers per function: rackprof's report equals gprof's") {
+    testing::TempDir dir;
+    std::mt19937_64 rng(7);
+    RandomCase c;
+    c.low = 0x1000;
+    std::uint32_t addr = c.low;
+    for (int i = 0; i < 400; ++i) {
+        const auto size = 2 * static_cast<std::uint32_t>(4 + rng() % 40);
+        c.functions.push_back({"fn" + std::to_string(i), addr, size, rng() % 5 != 0});
+        addr += size;
+    }
+    c.high = addr;
+    for (int i = 0; i < 12000; ++i) {
+        const auto& from = c.functions[rng() % c.functions.size()];
+        // A few popular callees (long parent lists), and callers among the first 100 only,
+        // so the rest have callers but no callees: arcs in and out of one big cycle.
+        const auto& to = c.functions[rng() % (i % 3 ? 25 : c.functions.size())];
+        const auto& caller = i % 5 ? from : c.functions[rng() % 100];
+        c.aggregate.add_arc(
+            (caller.addr + 2 * static_cast<std::uint32_t>(rng() % (caller.size / 2))) | 1,
+            to.addr | 1, 1 + rng() % 6);
+    }
+    for (int i = 0; i < 4000; ++i)
+        c.aggregate.add_pc(c.low + 2 * static_cast<std::uint32_t>(rng() % ((addr - c.low) / 2)),
+                           1 + rng() % 4);
+    c.spec = {c.low, c.high, 2, 1000};
+    const auto elf_path = dir / "wide.elf";
+    const auto gmon_path = dir / "wide.gmon";
+    gmon::write_synthetic_elf(elf_path, c.functions, c.low, c.high);
+    const auto elf = gmon::Symbolizer::load(elf_path);
+    const auto binned = gmon::to_gmon_data(c.aggregate, c.spec, elf->layout());
+    gmon::write_file_atomically(gmon_path, gmon::serialize_gmon(binned.data));
+    const auto data = gmon::merge_duplicates(gmon::read_gmon_file(gmon_path, elf->layout()));
+    const gmon::Profile profile = gmon::compute_profile(data, *elf);
+    CHECK(profile.arcs.size() > 5000);
+    CHECK_FALSE(profile.cycles.empty());
+    const std::string ours = gmon::render_gprof_text(profile);
+    const std::string theirs = testing::gprof_brief(elf_path, gmon_path);
+    CHECK(ours.size() > 500000);
+    CHECK(ours == theirs);
+}
+
 }  // namespace
 }  // namespace rackprof

@@ -1,0 +1,156 @@
+#include "gmon/json_stream.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+
+namespace rackprof::gmon {
+
+JsonStream::JsonStream(std::string& out, int indent, int depth, ErrorHandler on_bad_utf8)
+    : out_(out),
+      indent_(indent),
+      on_bad_utf8_(on_bad_utf8),
+      base_depth_(static_cast<std::size_t>(depth)) {}
+
+JsonStream& JsonStream::begin_object() {
+    begin('{');
+    return *this;
+}
+
+JsonStream& JsonStream::end_object() {
+    end('}');
+    return *this;
+}
+
+JsonStream& JsonStream::begin_array() {
+    begin('[');
+    return *this;
+}
+
+JsonStream& JsonStream::end_array() {
+    end(']');
+    return *this;
+}
+
+JsonStream& JsonStream::key(std::string_view name) {
+    before_value();
+    string(name);
+    out_ += indent_ >= 0 ? ": " : ":";
+    after_key_ = true;
+    return *this;
+}
+
+JsonStream& JsonStream::value(std::string_view s) {
+    before_value();
+    string(s);
+    return *this;
+}
+
+JsonStream& JsonStream::value(double x) {
+    before_value();
+    if (!std::isfinite(x)) {
+        out_ += "null";
+        return *this;
+    }
+    // nlohmann's own shortest round-trip formatting (Grisu2, "1.0" for whole numbers), called
+    // directly: std::to_chars differs on whole numbers and may pick other digits.
+    std::array<char, 64> buffer;
+    const char* end = nlohmann::detail::to_chars(buffer.data(), buffer.data() + buffer.size(), x);
+    out_.append(buffer.data(), static_cast<std::size_t>(end - buffer.data()));
+    return *this;
+}
+
+JsonStream& JsonStream::value(std::uint64_t n) {
+    before_value();
+    std::array<char, 24> buffer;
+    const char* end = std::to_chars(buffer.data(), buffer.data() + buffer.size(), n).ptr;
+    out_.append(buffer.data(), static_cast<std::size_t>(end - buffer.data()));
+    return *this;
+}
+
+JsonStream& JsonStream::value(std::int64_t n) {
+    before_value();
+    std::array<char, 24> buffer;
+    const char* end = std::to_chars(buffer.data(), buffer.data() + buffer.size(), n).ptr;
+    out_.append(buffer.data(), static_cast<std::size_t>(end - buffer.data()));
+    return *this;
+}
+
+JsonStream& JsonStream::value(bool b) {
+    before_value();
+    out_ += b ? "true" : "false";
+    return *this;
+}
+
+JsonStream& JsonStream::value(std::nullptr_t) {
+    before_value();
+    out_ += "null";
+    return *this;
+}
+
+JsonStream& JsonStream::value(const nlohmann::json& document) {
+    before_value();
+    const std::string text = document.dump(indent_, ' ', false, on_bad_utf8_);
+    if (indent_ <= 0) {
+        out_ += text;
+        return *this;
+    }
+    // dump() indents from column 0; every line after the first moves to this depth. (A newline
+    // inside a JSON string is always escaped, so every '\n' is a line break.)
+    const std::string margin(
+        static_cast<std::size_t>(indent_) * (base_depth_ + has_element_.size()), ' ');
+    for (char c : text) {
+        out_ += c;
+        if (c == '\n') out_ += margin;
+    }
+    return *this;
+}
+
+void JsonStream::begin(char bracket) {
+    before_value();
+    out_ += bracket;
+    has_element_.push_back(false);
+}
+
+void JsonStream::end(char bracket) {
+    // An empty container is "{}" / "[]" even when indenting, as dump() prints it.
+    if (has_element_.back() && indent_ >= 0)
+        newline_and_indent(base_depth_ + has_element_.size() - 1);
+    out_ += bracket;
+    has_element_.pop_back();
+}
+
+void JsonStream::before_value() {
+    if (after_key_) {  // an object member: key() placed it
+        after_key_ = false;
+        return;
+    }
+    if (has_element_.empty()) return;  // the document itself
+    if (has_element_.back()) out_ += ',';
+    has_element_.back() = true;
+    if (indent_ >= 0) newline_and_indent(base_depth_ + has_element_.size());
+}
+
+void JsonStream::newline_and_indent(std::size_t depth) {
+    out_ += '\n';
+    out_.append(static_cast<std::size_t>(indent_) * depth, ' ');
+}
+
+void JsonStream::string(std::string_view s) {
+    // Printable ASCII without quote or backslash is written as is; anything else (escapes,
+    // UTF-8, bytes that are not UTF-8) goes through nlohmann so its rules stay the only ones.
+    const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return u >= 0x20 && u < 0x80 && c != '"' && c != '\\';
+    });
+    if (plain) {
+        out_ += '"';
+        out_ += s;
+        out_ += '"';
+        return;
+    }
+    out_ += nlohmann::json(std::string(s)).dump(-1, ' ', false, on_bad_utf8_);
+}
+
+}  // namespace rackprof::gmon
