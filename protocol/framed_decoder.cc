@@ -14,6 +14,16 @@ std::uint32_t read_le(const std::uint8_t* p, int width) {
     return v;
 }
 
+// Four bytes, little-endian, whatever the host's byte order.
+inline std::uint32_t load_le32(const std::uint8_t* p) {
+    return std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 | std::uint32_t{p[2]} << 16 |
+           std::uint32_t{p[3]} << 24;
+}
+
+constexpr std::uint32_t address_mask(int width) {
+    return width == 4 ? 0xFFFFFFFF : 0xFFFFFF;
+}
+
 // Reads the LEB128 count at body[pos]: 1 to 2^32-1 in at most 5 bytes. False if malformed.
 bool read_count(std::span<const std::uint8_t> body, std::size_t& pos, std::uint32_t& count) {
     std::uint64_t value = 0;
@@ -39,7 +49,6 @@ FramedDecoder::FramedDecoder(FramedOptions options) : addr_bytes_(options.addr_b
         throw std::invalid_argument("address width must be 3 or 4 bytes, not " +
                                     std::to_string(addr_bytes_));
     }
-    body_.reserve(kMaxEncoded);
 }
 
 void FramedDecoder::feed(std::span<const std::uint8_t> data, RecordSink& sink) {
@@ -51,6 +60,12 @@ void FramedDecoder::feed(std::span<const std::uint8_t> data, RecordSink& sink) {
             static_cast<const std::uint8_t*>(std::memchr(p, kFrameDelimiter, end - p));
         const std::uint8_t* stop = delimiter ? delimiter : end;
         const auto n = static_cast<std::size_t>(stop - p);
+        if (delimiter && frame_len_ == 0 && overlong_bytes_ == 0) {
+            // The whole frame is in this chunk (the common case): decoded where it lies.
+            end_frame({p, n}, sink);
+            p = delimiter + 1;
+            continue;
+        }
         if (overlong_bytes_ == 0 && n <= kMaxEncoded - frame_len_) {
             std::memcpy(frame_.data() + frame_len_, p, n);
             frame_len_ += n;
@@ -75,35 +90,47 @@ void FramedDecoder::finish(RecordSink& sink) {
     flush(sink);
 }
 
+// The frame held back across chunks has met its delimiter.
 void FramedDecoder::end_frame(RecordSink& sink) {
     if (overlong_bytes_ > 0) {
-        bad_frame(overlong_bytes_ + 1);
+        const std::uint64_t wire_bytes = overlong_bytes_ + 1;
         overlong_bytes_ = 0;
+        bad_frame(wire_bytes);
         return;
     }
-    if (frame_len_ == 0) {
+    const std::size_t len = frame_len_;
+    frame_len_ = 0;
+    end_frame({frame_.data(), len}, sink);
+}
+
+// `encoded`: the bytes between two delimiters (none of them zero), the second one not included.
+void FramedDecoder::end_frame(std::span<const std::uint8_t> encoded, RecordSink& sink) {
+    if (encoded.empty()) {
         // A lone delimiter (a sender flushing the line) is no frame; its byte carried nothing.
         ++stats_.bytes_discarded;
         return;
     }
-    const std::size_t wire_bytes = frame_len_ + 1;
-    frame_len_ = 0;
-    if (!cobs_decode(std::span<const std::uint8_t>(frame_.data(), wire_bytes - 1), body_) ||
-        body_.size() < kMinFrameBody || body_.size() > kMaxFrameBody) {
+    const std::size_t wire_bytes = encoded.size() + 1;
+    if (encoded.size() > kMaxEncoded) {
+        bad_frame(wire_bytes);
+        return;
+    }
+    const auto n = cobs_decode_unchecked(encoded, body_.data());
+    if (!n || *n < kMinFrameBody || *n > kMaxFrameBody) {
         bad_frame(wire_bytes);
         return;
     }
     if (kBatchSize - batch_len_ < kMaxFrameRecords) flush(sink);  // room to stage the frame
-    const std::size_t n = body_.size();
-    const auto crc = static_cast<std::uint16_t>(body_[n - 2] | (body_[n - 1] << 8));
-    const std::span<const std::uint8_t> checked(body_.data(), n - 2);
+    const std::uint8_t* body = body_.data();
+    const auto crc = static_cast<std::uint16_t>(body[*n - 2] | (body[*n - 1] << 8));
+    const std::span<const std::uint8_t> checked(body, *n - 2);
     if (crc16_ccitt_false(checked) != crc || !parse_body(checked.subspan(2))) {
         bad_frame(wire_bytes);
         return;
     }
     ++stats_.frames;
     in_sync_ = true;
-    deliver(static_cast<std::uint16_t>(body_[0] | (body_[1] << 8)), sink);
+    deliver(static_cast<std::uint16_t>(body[0] | (body[1] << 8)), sink);
 }
 
 // Parses every item of a frame (after its sequence number): records are staged in the batch
@@ -113,12 +140,16 @@ bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
     items_.clear();
     hellos_.clear();
     staged_ = 0;
+    staged_arcs_ = 0;
     Record* const staging = batch_.data() + batch_len_;
     int width = addr_bytes_;
+    std::uint32_t mask = address_mask(width);
     std::size_t pos = 0;
     auto have = [&](std::size_t bytes) { return body.size() - pos >= bytes; };
+    // A 3-byte address is read as four bytes, masked: `body` lies in body_, followed by the
+    // CRC and the slack, so the fourth byte is always there to read.
     auto address = [&] {
-        const std::uint32_t a = read_le(body.data() + pos, width);
+        const std::uint32_t a = load_le32(body.data() + pos) & mask;
         pos += static_cast<std::size_t>(width);
         return a;
     };
@@ -147,6 +178,7 @@ bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
                 hello.build_id.assign(body.data() + pos, body.data() + pos + id_len);
                 pos += id_len;
                 width = hello.addr_bytes;
+                mask = address_mask(width);
                 item.hello = hellos_.size();
                 hellos_.push_back(std::move(hello));
                 break;
@@ -155,6 +187,7 @@ bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
             case FramedTag::kArcN: {
                 if (!have(2 * w)) return false;
                 Record& r = staging[staged_++];
+                ++staged_arcs_;
                 const std::uint32_t from = address();
                 r = Record::arc(from, address());
                 if (item.tag == FramedTag::kArcN && !read_count(body, pos, r.count)) return false;
@@ -196,7 +229,14 @@ void FramedDecoder::deliver(std::uint16_t seq, RecordSink& sink) {
     have_seq_ = true;
     expected_seq_ = static_cast<std::uint16_t>(seq + 1);
     if (reset) dropped_total_ = 0;  // the target's DROPPED total counts since its reset
-    std::size_t committed = 0;      // of the staged records
+    if (items_.empty()) {           // records only (the common case): all of them at once
+        batch_len_ += staged_;
+        stats_.arcs += staged_arcs_;
+        stats_.pc_samples += staged_ - staged_arcs_;
+        addr_bytes_ = frame_addr_bytes_;
+        return;
+    }
+    std::size_t committed = 0;  // of the staged records
     auto commit_until = [&](std::size_t end) {
         for (; committed < end; ++committed) {
             if (batch_[batch_len_].kind == RecordKind::kArc) {

@@ -48,6 +48,7 @@ class FramedDecoder final : public StreamDecoder {
         std::size_t hello = 0;  // index into hellos_ for a HELLO
     };
     void end_frame(RecordSink& sink);
+    void end_frame(std::span<const std::uint8_t> encoded, RecordSink& sink);
     bool parse_body(std::span<const std::uint8_t> body);
     void deliver(std::uint16_t seq, RecordSink& sink);
     void bad_frame(std::uint64_t wire_bytes);
@@ -64,9 +65,10 @@ class FramedDecoder final : public StreamDecoder {
     std::size_t frame_len_ = 0;
     std::uint64_t overlong_bytes_ = 0;
 
-    std::vector<std::uint8_t> body_;
+    std::array<std::uint8_t, kMaxEncoded + kCobsSlack> body_{};  // the decoded frame
     std::vector<Item> items_;
-    std::size_t staged_ = 0;  // records of the frame being parsed, behind batch_len_
+    std::size_t staged_ = 0;       // records of the frame being parsed, behind batch_len_
+    std::size_t staged_arcs_ = 0;  // arcs among them
     std::vector<TargetHello> hellos_;
 
     bool have_seq_ = false;

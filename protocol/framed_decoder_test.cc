@@ -63,7 +63,8 @@ TEST_CASE("CRC-16/CCITT-FALSE has its check value") {
     const std::string check = "123456789";
     CHECK(crc16_ccitt_false(Bytes(check.begin(), check.end())) == 0x29B1);
     CHECK(crc16_ccitt_false({}) == 0xFFFF);
-    // Table-driven, four bytes a step: equal to the bit-by-bit definition at every length.
+    // Table-driven, sixteen and eight bytes a step: equal to the bit-by-bit definition at
+    // every length.
     auto bitwise = [](const Bytes& data) {
         std::uint16_t crc = 0xFFFF;
         for (std::uint8_t b : data) {
@@ -74,7 +75,7 @@ TEST_CASE("CRC-16/CCITT-FALSE has its check value") {
         return crc;
     };
     std::mt19937 rng(5);
-    for (std::size_t size = 0; size < 64; ++size) {
+    for (std::size_t size = 0; size < 300; ++size) {
         Bytes data(size);
         for (auto& b : data) b = static_cast<std::uint8_t>(rng());
         CHECK(crc16_ccitt_false(data) == bitwise(data));
@@ -110,6 +111,23 @@ TEST_CASE("COBS matches the published examples and round-trips") {
     Bytes back;
     CHECK_FALSE(cobs_decode(hex("05 11 22 "), back));  // the code points past the end
     CHECK_FALSE(cobs_decode(hex("03 11 00 "), back));  // a zero inside
+}
+
+TEST_CASE("COBS without the zero check agrees with the checked decoder, valid or not") {
+    // The decoder's in-place path uses the unchecked form (16-byte moves into slack): it must
+    // give the same bytes, and refuse the same encodings, at every length and run pattern.
+    std::mt19937 rng(9);
+    for (int round = 0; round < 3000; ++round) {
+        Bytes encoded(1 + rng() % 300);
+        for (auto& b : encoded) b = static_cast<std::uint8_t>(1 + rng() % (rng() % 2 ? 20 : 255));
+        Bytes checked;
+        const bool ok = cobs_decode(encoded, checked);
+        Bytes out(encoded.size() + kCobsSlack);
+        const auto n = cobs_decode_unchecked(encoded, out.data());
+        REQUIRE(n.has_value() == ok);
+        if (ok)
+            REQUIRE(Bytes(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(*n)) == checked);
+    }
 }
 
 TEST_CASE("the spec's example vectors, byte for byte, both ways") {
@@ -364,6 +382,45 @@ TEST_CASE("random garbage never crashes, and every byte is accounted for") {
         REQUIRE(split.records == whole.records);
         REQUIRE(split.stats == whole.stats);
         if (whole.stats.frames == 0) REQUIRE(whole.stats.bytes_discarded == wire.size());
+    }
+}
+
+TEST_CASE("frames decoded where they lie equal frames held back across chunks") {
+    // Whole frames in a chunk are decoded in place, frames cut by a chunk end are copied
+    // first: damaged, overlong and truncated frames must come out the same both ways.
+    std::mt19937 rng(77);
+    for (int round = 0; round < 200; ++round) {
+        FramedEncoder encoder(rng() % 2 ? 3 : 4);
+        Bytes wire;
+        for (std::size_t f = 0, frames = 1 + rng() % 40; f < frames; ++f) {
+            if (rng() % 10 == 0) encoder.hello(sample_hello(rng() % 2 ? 3 : 4));
+            for (std::size_t i = 0, n = 1 + rng() % 60; i < n; ++i) {
+                const auto addr = static_cast<std::uint32_t>(rng() % 3 ? rng() % 0x10000 : rng());
+                const auto count = static_cast<std::uint32_t>(rng() % 4 ? 1 : 1 + rng() % 1000);
+                encoder.record(rng() % 2 ? Record::arc(addr, addr + 4, count)
+                                         : Record::pc_sample(addr, count));
+            }
+            if (rng() % 8 == 0) encoder.marker(ProfilingMarker{rng() % 2 == 0});
+            encoder.flush();
+            Bytes frame = encoder.take_wire();
+            const auto fault = rng() % 10;
+            if (fault == 0) frame[rng() % (frame.size() - 1)] ^= 0x01;  // damaged (or a cut)
+            if (fault == 1) frame.insert(frame.begin(), 300, 0x42);     // overlong
+            if (fault == 2) frame.resize(rng() % frame.size());         // runs into the next
+            wire.insert(wire.end(), frame.begin(), frame.end());
+        }
+        const auto whole = decode(wire, {}, 3);
+        std::vector<std::size_t> bytes, chunks;
+        for (std::size_t i = 1; i < wire.size(); ++i) bytes.push_back(i);
+        for (std::size_t i = rng() % 40; i < wire.size(); i += 1 + rng() % 400) chunks.push_back(i);
+        if (!chunks.empty() && chunks.front() == 0) chunks.erase(chunks.begin());
+        for (const auto& cuts : {bytes, chunks}) {
+            const auto split = decode(wire, cuts, 3);
+            REQUIRE(split.records == whole.records);
+            REQUIRE(split.events == whole.events);
+            REQUIRE(split.stats == whole.stats);
+        }
+        REQUIRE(whole.stats.bytes_in == wire.size());
     }
 }
 

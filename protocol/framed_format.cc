@@ -10,10 +10,11 @@ namespace rackprof::protocol {
 namespace {
 
 // kCrcTables[k][x]: the CRC register after shifting byte x and then k zero bytes through it
-// (from zero). The CRC is linear, so four bytes b0..b3 advance the register c to
-// kCrcTables[3][hi(c) ^ b0] ^ kCrcTables[2][lo(c) ^ b1] ^ kCrcTables[1][b2] ^ kCrcTables[0][b3]:
-// four independent look-ups instead of a chain of four ("slicing by 4").
-using CrcTables = std::array<std::array<std::uint16_t, 256>, 4>;
+// (from zero). The CRC is linear, so sixteen bytes b0..b15 advance the register c to
+// kCrcTables[15][hi(c) ^ b0] ^ kCrcTables[14][lo(c) ^ b1] ^ kCrcTables[13][b2] ^ ... ^
+// kCrcTables[0][b15]: independent look-ups instead of a chain of sixteen ("slicing by 16",
+// 8 KiB of tables), which keeps the check of a frame well below the cost of reading it.
+using CrcTables = std::array<std::array<std::uint16_t, 256>, 16>;
 
 constexpr CrcTables make_crc_tables() {
     CrcTables t{};
@@ -42,15 +43,24 @@ void put_le(std::uint32_t value, int width, std::vector<std::uint8_t>& out) {
 
 std::uint16_t crc16_ccitt_false(std::span<const std::uint8_t> data) {
     const auto& t = kCrcTables;
+    const std::uint8_t* p = data.data();
     std::uint16_t crc = 0xFFFF;
     std::size_t i = 0;
-    for (; i + 4 <= data.size(); i += 4) {
-        crc = static_cast<std::uint16_t>(t[3][(crc >> 8) ^ data[i]] ^
-                                         t[2][(crc & 0xFF) ^ data[i + 1]] ^ t[1][data[i + 2]] ^
-                                         t[0][data[i + 3]]);
+    for (; i + 16 <= data.size(); i += 16) {
+        crc = static_cast<std::uint16_t>(
+            t[15][(crc >> 8) ^ p[i]] ^ t[14][(crc & 0xFF) ^ p[i + 1]] ^ t[13][p[i + 2]] ^
+            t[12][p[i + 3]] ^ t[11][p[i + 4]] ^ t[10][p[i + 5]] ^ t[9][p[i + 6]] ^ t[8][p[i + 7]] ^
+            t[7][p[i + 8]] ^ t[6][p[i + 9]] ^ t[5][p[i + 10]] ^ t[4][p[i + 11]] ^ t[3][p[i + 12]] ^
+            t[2][p[i + 13]] ^ t[1][p[i + 14]] ^ t[0][p[i + 15]]);
+    }
+    if (i + 8 <= data.size()) {
+        crc = static_cast<std::uint16_t>(t[7][(crc >> 8) ^ p[i]] ^ t[6][(crc & 0xFF) ^ p[i + 1]] ^
+                                         t[5][p[i + 2]] ^ t[4][p[i + 3]] ^ t[3][p[i + 4]] ^
+                                         t[2][p[i + 5]] ^ t[1][p[i + 6]] ^ t[0][p[i + 7]]);
+        i += 8;
     }
     for (; i < data.size(); ++i) {
-        crc = static_cast<std::uint16_t>((crc << 8) ^ t[0][((crc >> 8) ^ data[i]) & 0xFF]);
+        crc = static_cast<std::uint16_t>((crc << 8) ^ t[0][((crc >> 8) ^ p[i]) & 0xFF]);
     }
     return crc;
 }
@@ -77,25 +87,55 @@ void cobs_encode(std::span<const std::uint8_t> data, std::vector<std::uint8_t>& 
 bool cobs_decode(std::span<const std::uint8_t> encoded, std::vector<std::uint8_t>& out) {
     out.clear();
     if (std::memchr(encoded.data(), 0, encoded.size()) != nullptr) return false;
-    out.resize(encoded.size());  // never longer than its encoding
-    std::uint8_t* dst = out.data();
+    out.resize(encoded.size() + kCobsSlack);  // never longer than its encoding
+    const auto size = cobs_decode_unchecked(encoded, out.data());
+    out.resize(size.value_or(0));
+    return size.has_value();
+}
+
+namespace {
+
+// Block by block, for encodings with a full block (code 0xFF) before their end.
+std::optional<std::size_t> cobs_decode_blocks(std::span<const std::uint8_t> encoded,
+                                              std::uint8_t* out) {
+    const std::uint8_t* const src = encoded.data();
+    const std::size_t n = encoded.size();
     std::size_t pos = 0;
-    while (pos < encoded.size()) {
-        const std::uint8_t code = encoded[pos++];
+    std::size_t len = 0;
+    while (pos < n) {
+        const std::uint8_t code = src[pos++];
         const std::size_t run = code - 1u;
-        if (run > encoded.size() - pos) {
-            out.clear();
-            return false;
-        }
-        // Runs are short (addresses hold zeros): a plain loop beats a memcpy call.
-        for (const std::uint8_t* src = encoded.data() + pos; src != encoded.data() + pos + run;)
-            *dst++ = *src++;
+        if (code == 0 || run > n - pos) return std::nullopt;
+        std::memcpy(out + len, src + pos, run);
+        len += run;
         pos += run;
         // A block shorter than 254 bytes stood for a zero, unless it ends the frame.
-        if (code != 0xFF && pos < encoded.size()) *dst++ = 0;
+        if (code != 0xFF && pos < n) out[len++] = 0;
     }
-    out.resize(static_cast<std::size_t>(dst - out.data()));
-    return true;
+    return len;
+}
+
+}  // namespace
+
+std::optional<std::size_t> cobs_decode_unchecked(std::span<const std::uint8_t> encoded,
+                                                 std::uint8_t* out) {
+    const std::uint8_t* const src = encoded.data();
+    const std::size_t n = encoded.size();
+    if (n == 0) return 0;
+    // Without full blocks every code byte after the first stands for a zero in its own place,
+    // one byte earlier in the output: one copy of everything, then the zeros put in along the
+    // chain of codes. Runs are short (addresses hold zeros), so this beats a copy per run.
+    std::memcpy(out, src + 1, n - 1);
+    std::size_t pos = 0;
+    for (;;) {
+        const std::uint8_t code = src[pos];
+        const std::size_t next = pos + code;
+        if (code == 0 || next > n) return std::nullopt;
+        if (next == n) return n - 1;
+        if (code == 0xFF) return cobs_decode_blocks(encoded, out);  // no zero: the rest shifts
+        out[next - 1] = 0;
+        pos = next;
+    }
 }
 
 void put_leb128(std::uint32_t value, std::vector<std::uint8_t>& out) {

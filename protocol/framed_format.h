@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -39,6 +40,12 @@ void cobs_encode(std::span<const std::uint8_t> data, std::vector<std::uint8_t>& 
 // Decodes one COBS-encoded frame (without its delimiter) into `out` (replacing its content).
 // False when it is not valid COBS (a zero byte, or a code pointing past the end).
 bool cobs_decode(std::span<const std::uint8_t> encoded, std::vector<std::uint8_t>& out);
+// The same for an encoding already known to hold no zero byte (split at delimiters), into
+// `out`, which must have room for encoded.size() + kCobsSlack bytes.
+// The decoded length, or nothing when a code points past the end.
+inline constexpr std::size_t kCobsSlack = 16;
+std::optional<std::size_t> cobs_decode_unchecked(std::span<const std::uint8_t> encoded,
+                                                 std::uint8_t* out);
 
 // Unsigned LEB128, as the counts of ARC_N and PC_N are sent.
 void put_leb128(std::uint32_t value, std::vector<std::uint8_t>& out);

@@ -31,6 +31,10 @@ struct ItmStats {
 class ItmDecoder {
   public:
     void feed(std::span<const std::uint8_t> data, ItmPacketSink& sink);
+    // The same for any sink with an on_packet(const ItmPacket&) the compiler can see (defined
+    // in itm_decoder_inline.h): the sink's handling is inlined into the decoding loop.
+    template <class Sink>
+    void feed_inline(std::span<const std::uint8_t> data, Sink& sink);
     // End of stream or a break in it: a packet in progress is discarded; the zero-bit run of a
     // sync must start again. Decoding may go on afterwards.
     void finish();
@@ -45,11 +49,16 @@ class ItmDecoder {
         kContinued,  // 7-bit groups with a continuation bit (timestamps, extension)
     };
 
-    void step(std::uint8_t byte, ItmPacketSink& sink);
-    void start(std::uint8_t header, ItmPacketSink& sink);
-    void end_source(ItmPacketSink& sink);
-    void end_continued(ItmPacketSink& sink);
-    void emit(const ItmPacket& packet, ItmPacketSink& sink);
+    template <class Sink>
+    void step(std::uint8_t byte, Sink& sink);
+    template <class Sink>
+    void start(std::uint8_t header, Sink& sink);
+    template <class Sink>
+    void end_source(Sink& sink);
+    template <class Sink>
+    void end_continued(Sink& sink);
+    template <class Sink>
+    void emit(const ItmPacket& packet, Sink& sink);
     void decoded();
     void discard_pending();
 

@@ -1,5 +1,7 @@
 #include "protocol/swo_decoder.h"
 
+#include "protocol/itm_decoder_inline.h"
+
 #include <algorithm>
 #include <stdexcept>
 #include <utility>
@@ -38,17 +40,21 @@ SwoDecoder::SwoDecoder(SwoOptions options, std::unique_ptr<StreamDecoder> framed
     if (options_.framed_port.has_value() != (framed_ != nullptr)) {
         throw std::invalid_argument("framed_port needs a decoder for its bytes, and vice versa");
     }
+    if (options_.framed_port) port_use_[*options_.framed_port] = PortUse::kFramed;
+    if (options_.orbstat_port) port_use_[*options_.orbstat_port] = PortUse::kOrbstat;
+    if (options_.console_port) port_use_[*options_.console_port] = PortUse::kConsole;
 }
 
 void SwoDecoder::feed(std::span<const std::uint8_t> data, RecordSink& sink) {
     sink_ = &sink;
     own_.bytes_in += data.size();
+    PacketHandler handler{*this};
     if (options_.tpiu) {
         itm_bytes_.clear();
         tpiu_.feed(data, itm_bytes_);
-        itm_.feed(itm_bytes_, *this);
+        itm_.feed_inline(itm_bytes_, handler);
     } else {
-        itm_.feed(data, *this);
+        itm_.feed_inline(data, handler);
     }
     flush();
     feed_framed();
@@ -72,7 +78,7 @@ void SwoDecoder::finish(RecordSink& sink) {
     sink_ = nullptr;
 }
 
-void SwoDecoder::on_packet(const ItmPacket& packet) {
+inline void SwoDecoder::on_packet(const ItmPacket& packet) {
     ++swo_.packets[static_cast<std::size_t>(packet.kind)];
     switch (packet.kind) {
         case ItmPacketKind::kPcSample: {
@@ -104,23 +110,28 @@ void SwoDecoder::on_packet(const ItmPacket& packet) {
     }
 }
 
-void SwoDecoder::on_software(const ItmPacket& packet) {
-    const std::uint16_t port = packet.channel;
-    if (port == options_.framed_port) {
-        for (unsigned i = 0; i < packet.size; ++i) {
-            framed_bytes_.push_back(static_cast<std::uint8_t>(packet.value >> (8 * i)));
-        }
-        swo_.framed_bytes += packet.size;
-    } else if (port == options_.orbstat_port) {
-        on_orbstat(packet);
-    } else if (port == options_.console_port) {
-        on_console(packet);
-    } else {
-        ++swo_.software_ignored;
+inline void SwoDecoder::on_software(const ItmPacket& packet) {
+    // Pages from long extension packets reach past port 255, where nothing is configured.
+    const PortUse use =
+        packet.channel < port_use_.size() ? port_use_[packet.channel] : PortUse::kIgnored;
+    switch (use) {
+        case PortUse::kFramed:
+            for (unsigned i = 0; i < packet.size; ++i) {
+                framed_bytes_.push_back(static_cast<std::uint8_t>(packet.value >> (8 * i)));
+            }
+            swo_.framed_bytes += packet.size;
+            return;
+        case PortUse::kOrbstat:
+            return on_orbstat(packet);
+        case PortUse::kConsole:
+            return on_console(packet);
+        case PortUse::kIgnored:
+            ++swo_.software_ignored;
+            return;
     }
 }
 
-void SwoDecoder::on_console(const ItmPacket& packet) {
+inline void SwoDecoder::on_console(const ItmPacket& packet) {
     for (unsigned i = 0; i < packet.size; ++i) {
         const char c = static_cast<char>(packet.value >> (8 * i));
         console_line_.push_back(c);
@@ -134,7 +145,7 @@ void SwoDecoder::on_console(const ItmPacket& packet) {
 
 // orbstat: three words per event, the first marking entry or exit; anything out of step is
 // dropped word by word until a word that can start an event.
-void SwoDecoder::on_orbstat(const ItmPacket& packet) {
+inline void SwoDecoder::on_orbstat(const ItmPacket& packet) {
     if (packet.size != 4) {
         drop_orbstat_words(orbstat_count_);
         own_.bytes_discarded += 1U + packet.size;

@@ -69,7 +69,7 @@ struct ExceptionStats {
     friend bool operator==(const ExceptionStats&, const ExceptionStats&) = default;
 };
 
-class SwoDecoder final : public StreamDecoder, private ItmPacketSink {
+class SwoDecoder final : public StreamDecoder {
   public:
     // `framed` decodes the bytes of options.framed_port; give both or neither.
     // Throws std::invalid_argument for invalid options.
@@ -89,7 +89,17 @@ class SwoDecoder final : public StreamDecoder, private ItmPacketSink {
     static constexpr std::size_t kBatchSize = 4096;
     static constexpr std::size_t kMaxLine = 4096;  // console text longer than this is split
 
-    void on_packet(const ItmPacket& packet) override;
+    // What a stimulus port is used for: one look-up per software packet instead of a chain
+    // of comparisons with the optional ports.
+    enum class PortUse : std::uint8_t { kIgnored, kFramed, kOrbstat, kConsole };
+
+    // What ItmDecoder::feed_inline calls per packet: SwoDecoder's handling, inlined there.
+    struct PacketHandler {
+        SwoDecoder& decoder;
+        void on_packet(const ItmPacket& packet) { decoder.on_packet(packet); }
+    };
+
+    void on_packet(const ItmPacket& packet);
     void on_software(const ItmPacket& packet);
     void on_orbstat(const ItmPacket& packet);
     void on_exception(const ItmPacket& packet);
@@ -110,6 +120,7 @@ class SwoDecoder final : public StreamDecoder, private ItmPacketSink {
     DecoderStats own_;  // what this layer itself counted
     SwoStats swo_;
     std::map<std::uint16_t, ExceptionStats> exceptions_;
+    std::array<PortUse, 256> port_use_{};
 
     RecordSink* sink_ = nullptr;              // during feed() and finish()
     std::vector<std::uint8_t> itm_bytes_;     // TPIU output

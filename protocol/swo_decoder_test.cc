@@ -356,6 +356,52 @@ TEST_CASE(
     }
 }
 
+TEST_CASE("a stimulus port past 255 (a page from a long extension packet) has no use") {
+    // Port uses are looked up in a 256-entry table; port 256 must not alias port 0.
+    SwoOptions options;
+    options.console_port = 0;
+    const Bytes wire = {0x88, 0x01,   // long extension: page 0 | 1 << 3 = 8
+                        0x01, 'x',    // port 8 * 32 + 0 = 256, one byte
+                        0x08,         // page 0 again
+                        0x01, '\n'};  // port 0: a console line
+    const auto d = decode(wire, options);
+    CHECK(d.swo.software_ignored == 1);
+    CHECK(d.swo.console_bytes == 1);
+    REQUIRE(d.events.size() == 1);
+    CHECK(std::get<ConsoleText>(d.events[0]).text == "\n");
+}
+
+TEST_CASE("SWO's inlined packet handling sees the packets ItmDecoder reports to any sink") {
+    // SwoDecoder runs ItmDecoder::feed_inline with its own handler, tests and other sinks the
+    // virtual feed: on random bytes and on real streams both must see the same packets.
+    std::mt19937_64 rng(33);
+    for (int round = 0; round < 40; ++round) {
+        Bytes wire;
+        if (round % 2 == 0) {
+            wire.resize(1 + rng() % 20000);
+            for (auto& b : wire) b = static_cast<std::uint8_t>(rng() % 3 ? rng() : rng() % 8);
+        } else {
+            wire = random_scenario(rng, 1 + static_cast<int>(rng() % 300)).itm;
+        }
+        ItmDecoder itm;
+        testing::PacketCollector packets;
+        for (const auto chunk : testing::random_chunks(wire, rng, 1 + rng() % 64))
+            itm.feed(chunk, packets);
+        itm.finish();
+        std::array<std::uint64_t, 13> per_kind{};
+        for (const ItmPacket& p : packets.packets) ++per_kind[static_cast<std::size_t>(p.kind)];
+
+        const auto swo = decode(wire, all_ports(false), true);
+        CHECK(swo.swo.packets == per_kind);
+        const auto bytes =
+            decode_chunks(testing::random_chunks(wire, rng, 1), all_ports(false), true);
+        CHECK(bytes.stats == swo.stats);
+        CHECK(bytes.swo == swo.swo);
+        CHECK(bytes.records == swo.records);
+        CHECK(bytes.events == swo.events);
+    }
+}
+
 TEST_CASE("every split point of a vector gives identical output") {
     std::mt19937_64 rng(4);
     const Scenario s = random_scenario(rng, 12);

@@ -1,6 +1,7 @@
 #include "protocol/tpiu_deframer.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 namespace rackprof::protocol {
@@ -13,30 +14,62 @@ constexpr std::uint8_t kSyncEnd = 0x7F;
 constexpr unsigned kFrameSize = 16;
 constexpr unsigned kAuxByte = 15;
 
+// Eight bytes, little-endian, whatever the host's byte order.
+inline std::uint64_t load_le64(const std::uint8_t* p) {
+    std::uint64_t v;
+    std::memcpy(&v, p, sizeof v);
+    if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
+    return v;
+}
+
+inline void store_le64(std::uint8_t* p, std::uint64_t v) {
+    if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
+    std::memcpy(p, &v, sizeof v);
+}
+
+// In a little-endian 64-bit word of frame bytes, the low bit of each even byte.
+constexpr std::uint64_t kEvenLowBits = 0x0001000100010001;
+constexpr std::uint64_t kEvenBytes = 0x00FF00FF00FF00FF;
+
+// Whether any even byte of the word is 0xFF: the even bytes as 16-bit lanes, where adding one
+// carries into bit 8 only from 0xFF.
+constexpr bool even_byte_ff(std::uint64_t word) {
+    return (((word & kEvenBytes) + kEvenLowBits) & (kEvenLowBits << 8)) != 0;
+}
+
+// Four aux bits moved to bit 0 of the even bytes of a word.
+constexpr std::uint64_t spread_aux(unsigned bits) {
+    return (bits & 1ULL) | (bits & 2ULL) << 15 | (bits & 4ULL) << 30 | (bits & 8ULL) << 45;
+}
+
 }  // namespace
 
 // Whether the 16 bytes at `p` are a whole frame with no sync in or around it: no even byte is
 // 0xFF (every full sync or half-sync needs one) and no full sync ends in its first byte.
 inline bool TpiuDeframer::plain_frame(const std::uint8_t* p) const {
     if ((monitor_ & 0xFFFFFF) == 0xFFFFFF) return false;
-    for (unsigned k = 0; k < kFrameSize; k += 2) {
-        if (p[k] == kSyncFill) return false;
-    }
-    return true;
+    return !even_byte_ff(load_le64(p)) && !even_byte_ff(load_le64(p + 8));
 }
 
 void TpiuDeframer::feed(std::span<const std::uint8_t> data, std::vector<std::uint8_t>& out) {
     stats_.bytes_in += data.size();
+    // Never more bytes out than in, plus a frame held from the last chunk, plus the slack of
+    // the 16-byte stores: written through a pointer, trimmed at the end.
+    const std::size_t at = out.size();
+    out.resize(at + data.size() + 2 * kFrameSize);
+    out_ = out.data() + at;
     const std::uint8_t* p = data.data();
     const std::size_t n = data.size();
     for (std::size_t i = 0; i < n;) {
-        if (aligned_ && count_ == 0 && n - i >= kFrameSize && plain_frame(p + i)) {
-            std::memcpy(frame_.data(), p + i, kFrameSize);
-            monitor_ = std::uint32_t{p[i + 12]} << 24 | std::uint32_t{p[i + 13]} << 16 |
-                       std::uint32_t{p[i + 14]} << 8 | p[i + 15];
-            i += kFrameSize;
-            decode_frame(out);
-            continue;
+        if (aligned_ && count_ == 0 && n - i >= kFrameSize) {
+            i += our_frames(p + i, n - i);
+            if (n - i >= kFrameSize && plain_frame(p + i)) {
+                monitor_ = last_four(p + i);
+                decode_frame(p + i);
+                i += kFrameSize;
+                continue;
+            }
+            if (i == n) break;
         }
         const std::uint8_t byte = p[i++];
         monitor_ = monitor_ << 8 | byte;
@@ -56,9 +89,42 @@ void TpiuDeframer::feed(std::span<const std::uint8_t> data, std::vector<std::uin
             stats_.bytes_sync += 2;
             ++stats_.half_syncs;
         } else if (count_ == kFrameSize) {
-            decode_frame(out);
+            decode_frame(frame_.data());
         }
     }
+    out.resize(static_cast<std::size_t>(out_ - out.data()));
+    out_ = nullptr;
+}
+
+inline std::uint32_t TpiuDeframer::last_four(const std::uint8_t* frame) {
+    return std::uint32_t{frame[12]} << 24 | std::uint32_t{frame[13]} << 16 |
+           std::uint32_t{frame[14]} << 8 | frame[15];
+}
+
+// The common run: whole plain frames of our stream with no ID change, 16 bytes a step with
+// word operations. Returns the bytes consumed (whole frames); stops at anything else.
+std::size_t TpiuDeframer::our_frames(const std::uint8_t* p, std::size_t n) {
+    if (current_ != stream_id_) return 0;
+    std::size_t i = 0;
+    for (; n - i >= kFrameSize; i += kFrameSize) {
+        const std::uint8_t* f = p + i;
+        if ((monitor_ & 0xFFFFFF) == 0xFFFFFF) break;
+        std::uint64_t lo = load_le64(f);
+        std::uint64_t hi = load_le64(f + 8);
+        if (even_byte_ff(lo) || even_byte_ff(hi) || ((lo | hi) & kEvenLowBits) != 0) break;
+        const unsigned aux = f[kAuxByte];
+        lo |= spread_aux(aux & 0xF);
+        hi |= spread_aux(aux >> 4);
+        store_le64(out_, lo);
+        store_le64(out_ + 8, hi);  // its last byte, the aux byte, is overwritten or trimmed
+        out_ += kAuxByte;
+        monitor_ = last_four(f);
+    }
+    const std::size_t frames = i / kFrameSize;
+    stats_.frames += frames;
+    stats_.bytes_format += frames;  // the aux bytes
+    stats_.bytes_out += frames * kAuxByte;
+    return i;
 }
 
 void TpiuDeframer::finish() {
@@ -111,10 +177,10 @@ void TpiuDeframer::full_sync() {
     count_ = 0;
 }
 
-void TpiuDeframer::lose_alignment() {
+void TpiuDeframer::lose_alignment(const std::uint8_t* frame) {
     // The frame's trailing FF bytes may be the start of the full sync that realigns.
     unsigned trailing = 0;
-    while (trailing < 3 && frame_[kFrameSize - 1 - trailing] == kSyncFill) ++trailing;
+    while (trailing < 3 && frame[kFrameSize - 1 - trailing] == kSyncFill) ++trailing;
     stats_.bytes_discarded += kFrameSize - trailing;
     ++stats_.frames_bad;
     ++stats_.resyncs;
@@ -124,31 +190,30 @@ void TpiuDeframer::lose_alignment() {
     current_ = kUnknownId;
 }
 
-void TpiuDeframer::decode_frame(std::vector<std::uint8_t>& out) {
+void TpiuDeframer::decode_frame(const std::uint8_t* frame) {
     for (unsigned i = 0; i < kAuxByte; i += 2) {
-        if (frame_[i] == kSyncFill) return lose_alignment();  // ID 0x7F is reserved
+        if (frame[i] == kSyncFill) return lose_alignment(frame);  // ID 0x7F is reserved
     }
     count_ = 0;
     ++stats_.frames;
     ++stats_.bytes_format;  // the aux byte
     unsigned id_bits = 0;
-    for (unsigned i = 0; i < kAuxByte; i += 2) id_bits |= frame_[i];
+    for (unsigned i = 0; i < kAuxByte; i += 2) id_bits |= frame[i];
     if ((id_bits & 1) == 0 && current_ == stream_id_) {
         // The common case: 15 data bytes of our stream, no ID change.
-        const std::size_t at = out.size();
-        out.resize(at + kAuxByte);
-        std::uint8_t* o = out.data() + at;
-        const unsigned aux = frame_[kAuxByte];
+        std::uint8_t* o = out_;
+        const unsigned aux = frame[kAuxByte];
         for (unsigned i = 0; i < kAuxByte; i += 2) {
-            o[i] = static_cast<std::uint8_t>(frame_[i] | ((aux >> (i / 2)) & 1));
-            if (i + 1 < kAuxByte) o[i + 1] = frame_[i + 1];
+            o[i] = static_cast<std::uint8_t>(frame[i] | ((aux >> (i / 2)) & 1));
+            if (i + 1 < kAuxByte) o[i + 1] = frame[i + 1];
         }
+        out_ += kAuxByte;
         stats_.bytes_out += kAuxByte;
         return;
     }
     const auto deliver = [&](std::uint8_t byte) {
         if (current_ == stream_id_) {
-            out.push_back(byte);
+            *out_++ = byte;
             ++stats_.bytes_out;
         } else if (current_ == 0) {
             ++stats_.bytes_padding;
@@ -158,9 +223,9 @@ void TpiuDeframer::decode_frame(std::vector<std::uint8_t>& out) {
             ++stats_.bytes_skipped;
         }
     };
-    unsigned aux = frame_[kAuxByte];
+    unsigned aux = frame[kAuxByte];
     for (unsigned i = 0; i < kAuxByte; i += 2, aux >>= 1) {
-        const std::uint8_t even = frame_[i];
+        const std::uint8_t even = frame[i];
         int after_odd = kUnknownId - 1;  // none
         if ((even & 1) != 0) {
             ++stats_.bytes_format;
@@ -172,7 +237,7 @@ void TpiuDeframer::decode_frame(std::vector<std::uint8_t>& out) {
         } else {
             deliver(static_cast<std::uint8_t>(even | (aux & 1)));
         }
-        if (i + 1 < kAuxByte) deliver(frame_[i + 1]);
+        if (i + 1 < kAuxByte) deliver(frame[i + 1]);
         if (after_odd != kUnknownId - 1) current_ = after_odd;
     }
 }

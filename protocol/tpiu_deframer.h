@@ -50,10 +50,12 @@ class TpiuDeframer {
     static constexpr int kUnknownId = -1;
 
     bool plain_frame(const std::uint8_t* p) const;
+    static std::uint32_t last_four(const std::uint8_t* frame);
+    std::size_t our_frames(const std::uint8_t* p, std::size_t n);
     void unaligned_byte(std::uint8_t byte);
     void full_sync();
-    void decode_frame(std::vector<std::uint8_t>& out);
-    void lose_alignment();
+    void decode_frame(const std::uint8_t* frame);
+    void lose_alignment(const std::uint8_t* frame);
 
     std::uint8_t stream_id_;
     TpiuStats stats_;
@@ -63,6 +65,7 @@ class TpiuDeframer {
     int current_ = kUnknownId;   // the stream ID the next data byte belongs to
     std::array<std::uint8_t, 16> frame_{};
     unsigned count_ = 0;
+    std::uint8_t* out_ = nullptr;  // during feed(): where the next output byte goes
 };
 
 }  // namespace rackprof::protocol

@@ -261,6 +261,44 @@ TEST_CASE("property: random streams -> framer with syncs -> random chunks -> def
     }
 }
 
+TEST_CASE("long runs of one stream: frames decoded 16 bytes a step equal byte-at-a-time") {
+    // Whole frames of our stream with no ID change take a word-at-a-time path; syncs, other
+    // IDs, 0xFF data and damage must stop it exactly where the byte path would decide.
+    std::mt19937_64 rng(12);
+    for (int round = 0; round < 60; ++round) {
+        Bytes wire;
+        TpiuFramer framer(wire);
+        framer.full_sync();
+        for (int i = 0, n = 1 + static_cast<int>(rng() % 200); i < n; ++i) {
+            const auto action = rng() % 40;
+            if (action == 0) {
+                framer.full_sync();
+            } else if (action == 1) {
+                framer.half_sync();
+            } else {
+                const auto id = static_cast<std::uint8_t>(action == 2 ? 2 + rng() % 3 : 1);
+                Bytes data(1 + rng() % 400);
+                for (auto& b : data) b = static_cast<std::uint8_t>(rng() % 16 ? rng() : 0xFF);
+                framer.write(id, data);
+            }
+        }
+        framer.flush();
+        for (int damage = static_cast<int>(rng() % 4); damage > 0; --damage)
+            wire[rng() % wire.size()] = static_cast<std::uint8_t>(rng() % 2 ? 0xFF : rng());
+        const auto whole = deframe(wire);
+        Bytes tail = wire;  // the stream joined mid-frame
+        tail.erase(tail.begin(), tail.begin() + static_cast<std::ptrdiff_t>(rng() % 16));
+        for (const Bytes& w : {wire, tail}) {
+            const auto fast = deframe(w);
+            const auto bytes = deframe_chunks(testing::random_chunks(w, rng, 1));
+            REQUIRE(bytes.out == fast.out);
+            REQUIRE(bytes.stats == fast.stats);
+            check_accounting(fast.stats);
+        }
+        CHECK(whole.stats.bytes_out > 0);
+    }
+}
+
 TEST_CASE("millions of random bytes: never a crash, every byte accounted, chunking invariant") {
     std::mt19937_64 rng(9);
     Bytes wire(3'000'000);

@@ -1,16 +1,19 @@
 // Benchmark of the SWO decoders (not a pass/fail test): SwoDecoder throughput on one core over
 // a realistic SWO capture (DWT PC samples with local timestamps, orbstat call events, console
 // text, exception trace, the odd overflow), raw ITM and inside TPIU frames, read from a file in
-// 1 MiB chunks; against md5sum on the same file as a same-machine baseline. Figures only.
+// 1 MiB chunks; against md5sum on the same file as a same-machine baseline. With --rackprof,
+// also `rackprof convert` of the raw ITM file with and without a console port (its lines go to
+// stderr, here /dev/null). Figures only.
 //
 //   tests/bench/run.sh swo       (builds Release, runs this with a 200 MB capture)
-//   swo_bench [--mb N] [--dir DIR]
+//   swo_bench [--mb N] [--dir DIR] [--rackprof PATH]
 #include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -128,20 +131,48 @@ DecoderStats decode_file(const std::filesystem::path& path, const SwoOptions& op
     return decoder.stats();
 }
 
-Timing md5sum_time(const std::filesystem::path& path) {
+// Best of three runs of a shell command, in wall and CPU time; nothing if it fails.
+std::optional<Timing> command_time(const std::string& cmd) {
     Timing best;
     for (int i = 0; i < 3; ++i) {
         const auto start = Clock::now();
         const double cpu_start = cpu_seconds(RUSAGE_CHILDREN);
-        const std::string cmd = "md5sum " + path.string() + " > /dev/null";
-        if (std::system(cmd.c_str()) != 0) return {};
+        if (std::system(cmd.c_str()) != 0) return std::nullopt;
         best.wall = std::min(best.wall, seconds_since(start));
         best.cpu = std::min(best.cpu, cpu_seconds(RUSAGE_CHILDREN) - cpu_start);
     }
     return best;
 }
 
-void bench(const std::filesystem::path& dir, bool tpiu, std::uint64_t bytes) {
+Timing md5sum_time(const std::filesystem::path& path) {
+    return command_time("md5sum " + path.string() + " > /dev/null").value_or(Timing{});
+}
+
+// `rackprof convert` of the same file with and without the console port: what printing the
+// console lines costs on top of decoding, profiling and writing gmon.out.
+void bench_convert(const std::filesystem::path& rackprof, const std::filesystem::path& capture,
+                   double mb) {
+    const auto gmon_out = capture.parent_path() / "swo-bench.gmon";
+    const std::string base = rackprof.string() + " convert " + capture.string() +
+                             " --protocol itm --orbstat-port 30 --report none -o " +
+                             gmon_out.string();
+    const auto plain = command_time(base + " 2> /dev/null");
+    const auto console = command_time(base + " --console-port 0 2> /dev/null");
+    std::filesystem::remove(gmon_out);
+    if (!plain || !console) {
+        std::printf("convert ITM: rackprof convert failed\n");
+        return;
+    }
+    std::printf(
+        "convert ITM: %.1f MB without a console port %.3f s = %.1f MB/s (%.1f MB/s per CPU s); "
+        "with --console-port 0 %.3f s = %.1f MB/s (%.1f MB/s per CPU s); console costs %.2fx "
+        "wall, %.2fx CPU\n",
+        mb, plain->wall, mb / plain->wall, mb / plain->cpu, console->wall, mb / console->wall,
+        mb / console->cpu, console->wall / plain->wall, console->cpu / plain->cpu);
+}
+
+void bench(const std::filesystem::path& dir, bool tpiu, std::uint64_t bytes,
+           const std::optional<std::filesystem::path>& rackprof) {
     const auto path = make_capture(dir, tpiu, bytes);
     const double mb = static_cast<double>(std::filesystem::file_size(path)) / 1e6;
     SwoOptions options;
@@ -166,6 +197,7 @@ void bench(const std::filesystem::path& dir, bool tpiu, std::uint64_t bytes) {
         static_cast<unsigned long long>(stats.bytes_discarded), best.wall, mb / best.wall,
         mb / best.cpu, md5.wall, mb / md5.wall, mb / md5.cpu, md5.wall / best.wall,
         md5.cpu / best.cpu);
+    if (rackprof && !tpiu) bench_convert(*rackprof, path, mb);
     std::filesystem::remove(path);
 }
 
@@ -174,16 +206,18 @@ void bench(const std::filesystem::path& dir, bool tpiu, std::uint64_t bytes) {
 int main(int argc, char** argv) {
     std::uint64_t mb = 200;
     std::filesystem::path dir = std::filesystem::temp_directory_path();
+    std::optional<std::filesystem::path> rackprof;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string arg = argv[i];
         if (arg == "--mb") mb = std::strtoull(argv[i + 1], nullptr, 10);
         if (arg == "--dir") dir = argv[i + 1];
+        if (arg == "--rackprof") rackprof = argv[i + 1];
     }
     std::printf(
         "rackprof SWO benchmark: %llu MB captures (PC samples + timestamps, orbstat, console, "
         "exceptions), best of 3, one core\n",
         static_cast<unsigned long long>(mb));
-    bench(dir, false, mb << 20);
-    bench(dir, true, mb << 20);
+    bench(dir, false, mb << 20, rackprof);
+    bench(dir, true, mb << 20, rackprof);
     return 0;
 }

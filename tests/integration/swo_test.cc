@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -327,6 +328,43 @@ TEST_CASE("SWO over TCP, raw and TPIU-formatted: stored exactly, through the ser
         });
         CHECK(raw == bytes[0] + bytes[1]);
         CHECK(last_received > gaps[0].ended_ns);
+    }
+}
+
+TEST_CASE("convert --console-port: many lines, all of them, in order, before the summary") {
+    // Console output is buffered: lines beyond any buffer size must all arrive, in order, and
+    // before what convert prints after decoding (the summary, or the error).
+    testing::TempDir dir;
+    std::vector<std::uint8_t> itm;
+    protocol::ItmEncoder enc(itm);
+    enc.sync();
+    std::vector<std::string> lines;
+    for (int i = 0; i < 20000; ++i) {
+        lines.push_back("line " + std::to_string(i) + " \x01 of the console");
+        for (const char c : lines.back() + "\n") enc.software(0, static_cast<std::uint8_t>(c), 1);
+    }
+    const auto no_records = dir / "console.itm";
+    std::ofstream(no_records, std::ios::binary) << text_of(itm);
+    enc.pc_sample(0x1000);
+    const auto with_record = dir / "console-pc.itm";
+    std::ofstream(with_record, std::ios::binary) << text_of(itm);
+
+    for (const auto& [file, ok] : {std::pair{with_record, true}, std::pair{no_records, false}}) {
+        CAPTURE(ok);
+        const auto conv =
+            testing::rackprof({"convert", file.string(), "--protocol", "itm", "--console-port", "0",
+                               "-o", (dir / "gmon.out").string(), "--report", "none"});
+        CHECK((conv.exit_code == 0) == ok);
+        std::size_t at = 0;
+        for (const auto& line : lines) {
+            std::string shown = line;
+            std::replace(shown.begin(), shown.end(), '\x01', '.');
+            at = conv.err.find("console: " + shown + "\n", at);
+            REQUIRE(at != std::string::npos);
+        }
+        const auto after = conv.err.find(ok ? "rackprof: decoded" : "no records found");
+        REQUIRE(after != std::string::npos);
+        CHECK(after > at);
     }
 }
 

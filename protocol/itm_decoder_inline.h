@@ -1,0 +1,294 @@
+// The body of ItmDecoder's decoding loop, as templates over the packet sink: included by
+// itm_decoder.cc (for any ItmPacketSink) and by decoders that want their packet handling
+// inlined into the loop (SwoDecoder), so each packet kind is handled where it is decoded,
+// with no call and no second dispatch on the kind.
+#pragma once
+
+#include <array>
+
+#include "protocol/itm_decoder.h"
+
+namespace rackprof::protocol {
+
+// end_source, end_continued, emit and decoded are forced inline: in the loop each call site
+// knows the packet's kind, so the sink's dispatch on it folds away.
+
+namespace itm_detail {
+
+enum class HeaderType : std::uint8_t {
+    kInvalid,
+    kZero,
+    kOverflow,
+    kSource,
+    kLocalShort,
+    kLocalLong,
+    kGlobal1,
+    kGlobal2,
+    kExtension,      // one byte: the page is in the header
+    kExtensionLong,  // continuation bytes follow
+};
+
+struct HeaderInfo {
+    HeaderType type = HeaderType::kInvalid;
+    std::uint8_t size = 0;  // source packets: payload bytes; continued packets: at most
+};
+
+inline constexpr std::uint8_t kSyncEnd = 0x80;
+inline constexpr std::uint64_t kSyncZeroBytes = 5;  // 5 * 8 + 7 zero bits of 0x80 = 47
+inline constexpr std::size_t kLongestPacket = 7;    // GTS2 with 6 payload bytes
+
+// Which sizes a DWT packet with this discriminator may have (appendix D4.3).
+constexpr bool hardware_size_valid(unsigned disc, unsigned size) {
+    if (disc == 0) return size == 1;                                   // event counter
+    if (disc == 1) return size == 2;                                   // exception trace
+    if (disc == 2) return size == 4 || size == 1;                      // PC sample, sleep
+    if (disc >= 8 && disc <= 15) return size == (disc % 2 ? 2U : 4U);  // PC / address
+    return disc >= 16 && disc <= 23;                                   // data value, any size
+}
+
+constexpr HeaderInfo classify(unsigned h) {
+    if (h == 0) return {HeaderType::kZero, 0};
+    if (h == 0x70) return {HeaderType::kOverflow, 0};
+    if ((h & 3) != 0) {
+        const auto size = static_cast<std::uint8_t>((h & 3) == 3 ? 4 : (h & 3));
+        if ((h & 4) != 0 && !hardware_size_valid(h >> 3, size)) return {};
+        return {HeaderType::kSource, size};
+    }
+    if ((h & 0x0F) == 0) {
+        if ((h & 0x80) == 0) return {HeaderType::kLocalShort, 0};  // 0TTT0000, TTT 1..6
+        if ((h & 0xC0) == 0xC0) return {HeaderType::kLocalLong, 4};
+        return {};  // 10xx0000 is reserved
+    }
+    if ((h & 0x08) != 0) {
+        return (h & 0x80) != 0 ? HeaderInfo{HeaderType::kExtensionLong, 4}
+                               : HeaderInfo{HeaderType::kExtension, 0};
+    }
+    if (h == 0x94) return {HeaderType::kGlobal1, 4};
+    if (h == 0xB4) return {HeaderType::kGlobal2, 6};
+    return {};
+}
+
+inline constexpr std::array<HeaderInfo, 256> make_header_table() {
+    std::array<HeaderInfo, 256> table{};
+    for (unsigned h = 0; h < 256; ++h) table[h] = classify(h);
+    return table;
+}
+inline constexpr auto kHeaders = make_header_table();
+
+// Four bytes, little-endian, whatever the host's byte order.
+inline std::uint32_t load_le32(const std::uint8_t* p) {
+    return std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 | std::uint32_t{p[2]} << 16 |
+           std::uint32_t{p[3]} << 24;
+}
+inline constexpr std::array<std::uint32_t, 5> kSizeMask = {0, 0xFF, 0xFFFF, 0, 0xFFFFFFFF};
+
+}  // namespace itm_detail
+
+template <class Sink>
+inline void ItmDecoder::feed_inline(std::span<const std::uint8_t> data, Sink& sink) {
+    stats_.bytes_in += data.size();
+    const std::uint8_t* p = data.data();
+    const std::size_t n = data.size();
+    std::size_t i = 0;
+    while (i < n) {
+        // Fast path: a whole packet in this chunk, decoded in place. A header is never zero,
+        // so only a packet's trailing zero bytes can be the start of a sync.
+        if (state_ == State::kHeader && n - i >= itm_detail::kLongestPacket) {
+            const itm_detail::HeaderInfo info = itm_detail::kHeaders[p[i]];
+            if (info.type == itm_detail::HeaderType::kSource) {
+                header_ = p[i];
+                need_ = info.size;
+                value_ = itm_detail::load_le32(p + i + 1) & itm_detail::kSizeMask[info.size];
+                pending_ = 1U + info.size;
+                zero_run_ = 0;
+                if (p[i + info.size] == 0) [[unlikely]] {
+                    for (unsigned k = info.size; k > 0 && p[i + k] == 0; --k) ++zero_run_;
+                }
+                i += pending_;
+                end_source(sink);
+                continue;
+            }
+            if (info.size > 0) {  // continued: timestamps, long extension packets
+                std::uint64_t value = 0;
+                unsigned len = 0;
+                std::uint8_t byte = 0x80;
+                while (len < info.size && (byte & 0x80) != 0) {
+                    byte = p[i + 1 + len];
+                    value |= std::uint64_t{byte & 0x7FU} << (7 * len);
+                    ++len;
+                }
+                if ((byte & 0x80) == 0) {
+                    header_ = p[i];
+                    value_ = value;
+                    got_ = static_cast<std::uint8_t>(len);
+                    last_ = byte;
+                    pending_ = 1U + len;
+                    zero_run_ = byte == 0 ? 1 : 0;
+                    i += pending_;
+                    end_continued(sink);
+                    continue;
+                }
+                // Too long: the byte-by-byte path below discards it.
+            }
+        }
+        step(p[i++], sink);
+    }
+}
+
+template <class Sink>
+inline void ItmDecoder::step(std::uint8_t byte, Sink& sink) {
+    if (byte == itm_detail::kSyncEnd && zero_run_ >= itm_detail::kSyncZeroBytes) [[unlikely]] {
+        // Whatever swallowed some of these zero bits was garbage; the sync is certain.
+        if (state_ != State::kZeros && pending_ > 0) discard_pending();
+        ++pending_;
+        zero_run_ = 0;
+        page_ = 0;
+        ++stats_.syncs;
+        emit(ItmPacket{ItmPacketKind::kSync}, sink);
+        return;
+    }
+    zero_run_ = byte == 0 ? zero_run_ + 1 : 0;
+    switch (state_) {
+        case State::kHeader:
+            start(byte, sink);
+            return;
+        case State::kZeros:
+            if (byte == 0) {
+                ++pending_;
+                return;
+            }
+            discard_pending();  // zeros that did not end in a sync
+            start(byte, sink);
+            return;
+        case State::kPayload:
+            value_ |= std::uint64_t{byte} << (8 * got_);
+            ++pending_;
+            if (++got_ == need_) end_source(sink);
+            return;
+        case State::kContinued:
+            value_ |= std::uint64_t{byte & 0x7FU} << (7 * got_);
+            ++pending_;
+            ++got_;
+            if ((byte & 0x80) == 0) {
+                last_ = byte;
+                end_continued(sink);
+            } else if (got_ == need_) {
+                discard_pending();  // longer than the format allows
+            }
+            return;
+    }
+}
+
+template <class Sink>
+inline void ItmDecoder::start(std::uint8_t header, Sink& sink) {
+    const itm_detail::HeaderInfo info = itm_detail::kHeaders[header];
+    header_ = header;
+    pending_ = 1;
+    got_ = 0;
+    value_ = 0;
+    need_ = info.size;
+    switch (info.type) {
+        case itm_detail::HeaderType::kInvalid:
+            discard_pending();
+            return;
+        case itm_detail::HeaderType::kZero:
+            state_ = State::kZeros;
+            return;
+        case itm_detail::HeaderType::kOverflow:
+            emit(ItmPacket{ItmPacketKind::kOverflow}, sink);
+            return;
+        case itm_detail::HeaderType::kSource:
+            state_ = State::kPayload;
+            return;
+        case itm_detail::HeaderType::kLocalShort:
+            emit(ItmPacket{ItmPacketKind::kLocalTimestamp, 0, 0, 0, (header >> 4) & 7U}, sink);
+            return;
+        case itm_detail::HeaderType::kExtension:
+            if ((header & 4) == 0) page_ = (header >> 4) & 7;  // S = 1 (DWT) carries nothing here
+            decoded();
+            return;
+        case itm_detail::HeaderType::kLocalLong:
+        case itm_detail::HeaderType::kGlobal1:
+        case itm_detail::HeaderType::kGlobal2:
+        case itm_detail::HeaderType::kExtensionLong:
+            state_ = State::kContinued;
+            return;
+    }
+}
+
+template <class Sink>
+[[gnu::always_inline]] inline void ItmDecoder::end_source(Sink& sink) {
+    const unsigned a = header_ >> 3;
+    const auto size = need_;
+    if ((header_ & 4) == 0) {
+        const auto port = static_cast<std::uint16_t>(page_ * 32U + a);
+        emit(ItmPacket{ItmPacketKind::kSoftware, size, 0, port, value_}, sink);
+        return;
+    }
+    if (a == 0) {
+        emit(ItmPacket{ItmPacketKind::kEventCounter, 0, static_cast<std::uint8_t>(value_), 0, 0},
+             sink);
+    } else if (a == 1) {
+        const auto number = static_cast<std::uint16_t>(value_ & 0x1FF);
+        const auto fn = static_cast<std::uint8_t>((value_ >> 12) & 3);
+        if (fn == 0) return discard_pending();  // FN 00 is reserved
+        emit(ItmPacket{ItmPacketKind::kException, 0, fn, number, 0}, sink);
+    } else if (a == 2) {
+        if (size == 4) {
+            emit(ItmPacket{ItmPacketKind::kPcSample, 0, 0, 0, value_}, sink);
+        } else if (value_ == 0) {
+            emit(ItmPacket{ItmPacketKind::kPcSleep}, sink);
+        } else {
+            discard_pending();  // the one-byte form only says "asleep"
+        }
+    } else if (a < 16) {
+        const auto comparator = static_cast<std::uint16_t>((a >> 1) & 3);
+        const auto kind = a % 2 ? ItmPacketKind::kDataTraceAddress : ItmPacketKind::kDataTracePc;
+        emit(ItmPacket{kind, 0, 0, comparator, value_}, sink);
+    } else {
+        const auto comparator = static_cast<std::uint16_t>((a >> 1) & 3);
+        const auto write = static_cast<std::uint8_t>(a & 1);
+        emit(ItmPacket{ItmPacketKind::kDataTraceValue, size, write, comparator, value_}, sink);
+    }
+}
+
+template <class Sink>
+[[gnu::always_inline]] inline void ItmDecoder::end_continued(Sink& sink) {
+    const itm_detail::HeaderType type = itm_detail::kHeaders[header_].type;
+    if (type == itm_detail::HeaderType::kLocalLong) {
+        const auto tc = static_cast<std::uint8_t>((header_ >> 4) & 3);
+        emit(ItmPacket{ItmPacketKind::kLocalTimestamp, 0, tc, 0, value_}, sink);
+    } else if (type == itm_detail::HeaderType::kGlobal1) {
+        // Only a full four-byte GTS1 carries ClkCh and Wrap, in bits 5 and 6 of its last byte.
+        std::uint8_t flags = 0;
+        if (got_ == 4) {
+            flags = static_cast<std::uint8_t>((last_ >> 5) & 3);
+            value_ &= 0x3FFFFFF;
+        }
+        emit(ItmPacket{ItmPacketKind::kGlobalTimestamp1, 0, flags, 0, value_}, sink);
+    } else if (type == itm_detail::HeaderType::kGlobal2) {
+        if (got_ != 4 && got_ != 6) return discard_pending();
+        emit(ItmPacket{ItmPacketKind::kGlobalTimestamp2, 0, 0, 0, value_}, sink);
+    } else {
+        // A long extension packet: EX[2:0] in the header, the rest in the continuation bytes.
+        if ((header_ & 4) == 0)
+            page_ = static_cast<std::uint16_t>(((header_ >> 4) & 7) | value_ << 3);
+        decoded();
+    }
+}
+
+template <class Sink>
+[[gnu::always_inline]] inline void ItmDecoder::emit(const ItmPacket& packet, Sink& sink) {
+    ++stats_.packets;
+    decoded();
+    sink.on_packet(packet);
+}
+
+[[gnu::always_inline]] inline void ItmDecoder::decoded() {
+    stats_.bytes_decoded += pending_;
+    pending_ = 0;
+    in_sync_ = true;
+    state_ = State::kHeader;
+}
+
+}  // namespace rackprof::protocol
