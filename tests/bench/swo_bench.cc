@@ -1,7 +1,8 @@
 // Benchmark of the SWO decoders (not a pass/fail test): SwoDecoder throughput on one core over
 // a realistic SWO capture (DWT PC samples with local timestamps, orbstat call events, console
 // text, exception trace, the odd overflow), raw ITM and inside TPIU frames, read from a file in
-// 1 MiB chunks; against md5sum on the same file as a same-machine baseline. Figures only.
+// 1 MiB chunks; against md5sum on the same file as a same-machine baseline. Figures only, and
+// TABLE| rows for run.sh's summary (tests/bench/table.h).
 //
 //   tests/bench/run.sh swo       (builds Release, runs this with a 200 MB capture)
 //   swo_bench [--mb N] [--dir DIR]
@@ -17,6 +18,7 @@
 
 #include "protocol/swo_decoder.h"
 #include "protocol/swo_encoder.h"
+#include "tests/bench/table.h"
 
 using namespace rackprof::protocol;
 using Clock = std::chrono::steady_clock;
@@ -166,6 +168,11 @@ void bench(const std::filesystem::path& dir, bool tpiu, std::uint64_t bytes) {
         static_cast<unsigned long long>(stats.bytes_discarded), best.wall, mb / best.wall,
         mb / best.cpu, md5.wall, mb / md5.wall, mb / md5.cpu, md5.wall / best.wall,
         md5.cpu / best.cpu);
+    // CPU time, not wall: on a shared machine it is what one core does.
+    rackprof::bench::table_row(
+        "SWO decode", rackprof::bench::cell("%s capture, %.0f MB", tpiu ? "ITM+TPIU" : "ITM", mb),
+        rackprof::bench::cell("%.1f MB/s per CPU s", mb / best.cpu),
+        rackprof::bench::cell("md5sum %.1f MB/s per CPU s", mb / md5.cpu), md5.cpu / best.cpu);
     std::filesystem::remove(path);
 }
 
