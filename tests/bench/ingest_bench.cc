@@ -61,6 +61,13 @@ ProcStat proc_stat(pid_t pid) {
     return s;
 }
 
+// Not "b" + std::to_string(i): GCC 12 at -O3 warns about it (a false -Wrestrict).
+std::string board_name(int i) {
+    std::string name = "b";
+    name += std::to_string(i);
+    return name;
+}
+
 // The rack's boards, as the daemon's configuration names them.
 std::filesystem::path write_rack_config(const std::filesystem::path& dir, const std::string& tag,
                                         int boards) {
@@ -70,8 +77,7 @@ std::filesystem::path write_rack_config(const std::filesystem::path& dir, const 
            << (dir / (tag + ".db")).string() << "\"\n[logging]\nlevel = \"warn\"\n";
     for (int i = 0; i < boards; ++i) {
         config << "[[boards]]\nname = \"b" << i << "\"\nlink = \"serial://"
-               << (dir / (tag + "-ptys") / ("b" + std::to_string(i))).string()
-               << "?baud=1500000\"\n";
+               << (dir / (tag + "-ptys") / board_name(i)).string() << "?baud=1500000\"\n";
     }
     return path;
 }
@@ -131,8 +137,8 @@ RackRun run_rack(const std::string& daemon_binary, const std::string& feeder_bin
          "--model", "deterministic,blinky", "--seed", "1", "--bytes",
          std::to_string(rate * seconds), "--rate", std::to_string(rate)},
         dir / (tag + "-feeder.log"));
-    testing::eventually(
-        [&] { return std::filesystem::exists(ptys / ("b" + std::to_string(boards - 1))); }, 60s);
+    testing::eventually([&] { return std::filesystem::exists(ptys / board_name(boards - 1)); },
+                        60s);
     testing::Process daemon({daemon_binary, "serve", "--config", config.string()},
                             dir / (tag + "-serve.log"));
     std::this_thread::sleep_for(2s);  // warm up: every board connected
@@ -162,13 +168,15 @@ void print_rack(const RackRun& r, const std::string& who, int boards, std::uint6
     std::printf(
         "rack (%s): %d boards x %llu B/s, one feeder process: sent %.1f MB in %.1f s (%.1f%% of "
         "the boards' rate; largest backlog %.0f bytes); daemon CPU %.2f s in %.1f s = %.1f%% of "
-        "one core (%.3f%% per board); feeder CPU %.2f s = %.1f%% of one core; %llu sessions "
+        "one core (%.3f%% per board; %.1f ms per MB over its run); feeder CPU %.2f s = %.1f%% of "
+        "one core; %llu sessions "
         "took %.1f MB (%.4f of sent), %llu bytes discarded, %llu records lost (%llu bytes); "
         "daemon RSS %ld -> %ld kB (peak %ld kB)\n",
         who.c_str(), boards, static_cast<unsigned long long>(rate), r.feeder.bytes_sent / 1e6,
         r.feeder.seconds, 100 * r.feeder.bytes_sent / r.feeder.seconds / target,
         r.feeder.max_backlog, r.daemon_cpu, r.wall, percent_of_core(r.daemon_cpu, r.wall),
-        percent_of_core(r.daemon_cpu, r.wall) / boards, r.feeder.cpu_seconds,
+        percent_of_core(r.daemon_cpu, r.wall) / boards,
+        1e3 * r.end.cpu_seconds / (static_cast<double>(r.bytes_in) / 1e6), r.feeder.cpu_seconds,
         percent_of_core(r.feeder.cpu_seconds, r.feeder.seconds),
         static_cast<unsigned long long>(r.sessions), static_cast<double>(r.bytes_in) / 1e6,
         static_cast<double>(r.bytes_in) / r.feeder.bytes_sent,
@@ -192,6 +200,12 @@ void rack_table(const RackRun& r, const RackRun* baseline, int boards, std::uint
         bench::table_row("rack: daemon CPU", input,
                          cell("%.1f%% of one core (%.3f%%/board)", cpu, cpu / boards));
     }
+    // Whatever pace the machine allowed: the daemon's CPU for each MB, over its whole run,
+    // and what that comes to at the boards' full rate.
+    const double ms_per_mb = 1e3 * r.end.cpu_seconds / (static_cast<double>(r.bytes_in) / 1e6);
+    bench::table_row("rack: daemon CPU per MB taken in", input,
+                     cell("%.1f ms/MB = %.0f%% of one core at the boards' full rate", ms_per_mb,
+                          ms_per_mb / 10 * boards * static_cast<double>(rate) / 1e6));
     bench::table_row("rack: bytes taken in / sent", input,
                      cell("%.1f MB", static_cast<double>(r.bytes_in) / 1e6),
                      cell("feeder sent %.1f MB", r.feeder.bytes_sent / 1e6),
