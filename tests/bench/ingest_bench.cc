@@ -192,13 +192,17 @@ void rack_table(const RackRun& r, const RackRun* baseline, int boards, std::uint
     const std::string input = cell("%d boards x %llu B/s (1.5 Mbaud), %d s", boards,
                                    static_cast<unsigned long long>(rate), seconds);
     const double cpu = percent_of_core(r.daemon_cpu, r.wall);
+    // The pace a loaded machine allowed: the share of a core means little without it.
+    const double pace = 100 * r.feeder.bytes_sent / r.feeder.seconds /
+                        (static_cast<double>(boards) * static_cast<double>(rate));
     if (baseline) {
         const double base = percent_of_core(baseline->daemon_cpu, baseline->wall);
         bench::table_row("rack: daemon CPU", input, cell("%.1f%% of one core", cpu),
                          cell("--baseline daemon %.1f%%", base), base > 0 ? cpu / base : 0);
     } else {
         bench::table_row("rack: daemon CPU", input,
-                         cell("%.1f%% of one core (%.3f%%/board)", cpu, cpu / boards));
+                         cell("%.1f%% of one core (%.3f%%/board) at %.0f%% of the boards' rate",
+                              cpu, cpu / boards, pace));
     }
     // Whatever pace the machine allowed: the daemon's CPU for each MB, over its whole run,
     // and what that comes to at the boards' full rate.
@@ -214,11 +218,10 @@ void rack_table(const RackRun& r, const RackRun* baseline, int boards, std::uint
         "rack: losses", input,
         cell("%llu B discarded, %llu records lost", static_cast<unsigned long long>(r.discarded),
              static_cast<unsigned long long>(r.records_lost)));
-    bench::table_row("rack: feeder (simulate --boards)", input,
-                     cell("%.1f%% of one core, %.1f%% of the boards' rate",
-                          percent_of_core(r.feeder.cpu_seconds, r.feeder.seconds),
-                          100 * r.feeder.bytes_sent / r.feeder.seconds /
-                              (static_cast<double>(boards) * static_cast<double>(rate))));
+    bench::table_row(
+        "rack: feeder (simulate --boards)", input,
+        cell("%.1f%% of one core, %.1f%% of the boards' rate, backlog <= %.0f B",
+             percent_of_core(r.feeder.cpu_seconds, r.feeder.seconds), pace, r.feeder.max_backlog));
     bench::table_row("rack: daemon RSS", input, cell("peak %ld kB", r.peak.rss_kb),
                      cell("after warm-up %ld kB", r.start.rss_kb),
                      r.start.rss_kb > 0
