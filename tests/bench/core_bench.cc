@@ -6,6 +6,8 @@
 //
 //   tests/bench/run.sh            (builds Release, runs this with a 200 MB capture)
 //   core_bench [--mb N] [--dir DIR] [--thesis blink1hex.txt]
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -279,7 +281,11 @@ void bench_profile(const std::filesystem::path& dir) {
 
 int main(int argc, char** argv) {
     std::uint64_t mb = 200;
-    std::filesystem::path dir = std::filesystem::temp_directory_path();
+    // A folder of this run's own: benchmarks run side by side on a shared machine must not
+    // replace each other's captures (fixed names in /tmp did).
+    std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("core_bench." + std::to_string(::getpid()));
+    const std::filesystem::path own_dir = dir;
     std::filesystem::path thesis_capture = RACKPROF_SHARED_DATA "/blink1hex.txt";
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string arg = argv[i];
@@ -287,6 +293,7 @@ int main(int argc, char** argv) {
         if (arg == "--dir") dir = argv[i + 1];
         if (arg == "--thesis") thesis_capture = argv[i + 1];
     }
+    std::filesystem::create_directories(dir);
     std::printf(
         "rackprof core benchmark: captures of %llu MB from the simulator (blinky model), best of "
         "3, one core\n",
@@ -305,5 +312,7 @@ int main(int argc, char** argv) {
     bench_wire_size();
     bench_thesis_wire(thesis_capture);
     bench_profile(dir);
+    std::error_code ec;
+    std::filesystem::remove_all(own_dir, ec);
     return 0;
 }

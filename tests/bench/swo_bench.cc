@@ -8,6 +8,8 @@
 //   swo_bench [--mb N] [--dir DIR]
 #include <sys/resource.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -180,17 +182,24 @@ void bench(const std::filesystem::path& dir, bool tpiu, std::uint64_t bytes) {
 
 int main(int argc, char** argv) {
     std::uint64_t mb = 200;
-    std::filesystem::path dir = std::filesystem::temp_directory_path();
+    // A folder of this run's own: benchmarks run side by side on a shared machine must not
+    // replace each other's captures (fixed names in /tmp did).
+    std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("swo_bench." + std::to_string(::getpid()));
+    const std::filesystem::path own_dir = dir;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string arg = argv[i];
         if (arg == "--mb") mb = std::strtoull(argv[i + 1], nullptr, 10);
         if (arg == "--dir") dir = argv[i + 1];
     }
+    std::filesystem::create_directories(dir);
     std::printf(
         "rackprof SWO benchmark: %llu MB captures (PC samples + timestamps, orbstat, console, "
         "exceptions), best of 3, one core\n",
         static_cast<unsigned long long>(mb));
     bench(dir, false, mb << 20);
     bench(dir, true, mb << 20);
+    std::error_code ec;
+    std::filesystem::remove_all(own_dir, ec);
     return 0;
 }
