@@ -1,4 +1,5 @@
 // `rackprof simulate`: a virtual board writing the exact bytes a profiled target would send.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -14,6 +15,7 @@
 #include "daemon/app/commands.h"
 #include "daemon/sim/board_simulator.h"
 #include "daemon/sim/pty_board.h"
+#include "daemon/sim/pty_rack.h"
 #include "gmon/gmon_writer.h"
 #include "gmon/report.h"
 
@@ -57,6 +59,19 @@ as a board on a pseudo-terminal (the daemon opens it like a USB serial adapter):
   --unplug-every MS  unplug the board this often: the pty vanishes, PATH disappears
   --unplug-for MS    how long it stays unplugged (default: 500)
   --unplugs N        at most N unplugs (default: no limit)
+
+as a rack of boards on pseudo-terminals, all fed by this one process (one event loop, each
+board paced to --rate on its own):
+  --boards N         simulate N boards; board i uses seed (--seed + i) and, with
+                     --model A,B,..., the (i mod count)-th model of the list
+  --pty-dir DIR      create DIR/b0 .. DIR/b{N-1}, symlinks to the boards' ptys
+  --rate BYTES/S     wire speed of each board (default: 20000)
+  --tick-ms MS       write every board this often (default: 10; a USB serial adapter hands
+                     its bytes on every 1 to 16 ms)
+  --truth FILE       {"boards": [...]}: one ground truth per board, in order
+  When every board has sent its bytes and they were read, a last line on standard error
+  says "rack summary" with bytes_sent, seconds, cpu_seconds (of this process) and
+  max_backlog (the most bytes a board had due that its pty had no room for).
 )";
 
 class OutputFile {
@@ -149,6 +164,78 @@ std::map<std::string, std::uint32_t> parse_work_factors(const std::string& text)
     return factors;
 }
 
+// Not "b" + std::to_string(i): GCC 12 at -O3 warns about it (a false -Wrestrict).
+std::string board_name(std::uint64_t i) {
+    std::string name = "b";
+    name += std::to_string(i);
+    return name;
+}
+
+// Descriptors for two per board: a large rack would pass the usual soft limit of 1024.
+void raise_descriptor_limit() {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &limit);
+    }
+}
+
+double cpu_seconds() {
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+    std::vector<std::string> items;
+    std::stringstream in(text);
+    for (std::string item; std::getline(in, item, ',');) items.push_back(item);
+    if (items.empty()) items.push_back(text);
+    return items;
+}
+
+// --boards N --pty-dir DIR: the whole rack in this process.
+int run_rack(const CommandLine& cl, const SimulatorOptions& options) {
+    const auto dir = cl.get("--pty-dir");
+    if (!dir) throw UsageError("--boards needs --pty-dir DIR");
+    if (cl.has("-o") || cl.has("--pty") || cl.has("--write-elf") || cl.has("--unplug-every"))
+        throw UsageError("--boards excludes -o, --pty, --write-elf and --unplug-every");
+    const std::uint64_t count = cl.get_uint("--boards", 1);
+    if (count == 0 || count > 4096) throw UsageError("--boards takes 1..4096");
+    PtyRackOptions rack;
+    rack.rate = cl.get_uint("--rate", 20000);
+    if (rack.rate == 0) throw UsageError("--rate must be above 0");
+    rack.tick = std::chrono::milliseconds(cl.get_uint("--tick-ms", 10));
+    if (rack.tick.count() == 0 || rack.tick.count() > 1000)
+        throw UsageError("--tick-ms takes 1..1000");
+    const auto models = split_list(options.model);
+    std::filesystem::create_directories(*dir);
+    for (std::uint64_t i = 0; i < count; ++i) {
+        SimulatorOptions board = options;
+        board.model = models[i % models.size()];
+        board.seed = options.seed + i;
+        rack.boards.push_back(board);
+        rack.links.push_back(std::filesystem::path(*dir) / board_name(i));
+    }
+    raise_descriptor_limit();
+    PtyRack feeder(rack);
+    std::cerr << "rackprof: " << count << " boards on " << *dir << "/b0.. at " << rack.rate
+              << " bytes/s each\n";
+    const PtyRackStats stats = feeder.run();
+    if (const auto path = cl.get("--truth")) {
+        nlohmann::json boards = nlohmann::json::array();
+        for (std::size_t i = 0; i < feeder.size(); ++i)
+            boards.push_back(truth_json(feeder.truth(i), rack.boards[i], 0));
+        const std::string text = nlohmann::json{{"boards", boards}}.dump(2) + "\n";
+        gmon::write_file_atomically(*path, std::vector<std::uint8_t>(text.begin(), text.end()));
+    }
+    std::cerr << "rackprof: rack summary boards=" << count << " rate=" << rack.rate
+              << " bytes_sent=" << stats.bytes_sent << " seconds=" << stats.seconds
+              << " cpu_seconds=" << cpu_seconds() << " max_backlog=" << stats.max_backlog << "\n";
+    return 0;
+}
+
 }  // namespace
 
 int run_simulate(const std::vector<std::string>& args) {
@@ -157,7 +244,8 @@ int run_simulate(const std::vector<std::string>& args) {
                                 "--flip",        "--insert",       "-o",           "--truth",
                                 "--write-elf",   "--protocol",     "--arc-cache",  "--cache-flush",
                                 "--drop-frames", "--pc-cache",     "--slower",     "--pty",
-                                "--rate",        "--unplug-every", "--unplug-for", "--unplugs"},
+                                "--rate",        "--unplug-every", "--unplug-for", "--unplugs",
+                                "--boards",      "--pty-dir",      "--tick-ms"},
                          {"--help", "-h", "--list-models"});
     if (cl.has("--help") || cl.has("-h")) {
         std::cout << kUsage;
@@ -196,6 +284,8 @@ int run_simulate(const std::vector<std::string>& args) {
     if (const auto slower = cl.get("--slower")) options.work_factor = parse_work_factors(*slower);
     options.max_bytes = cl.get_uint("--bytes", 0);
     options.max_iterations = cl.get_uint("--iterations", options.max_bytes ? 0 : 100);
+
+    if (cl.has("--boards") || cl.has("--pty-dir")) return run_rack(cl, options);
 
     GroundTruth truth;
     std::uint64_t unplugs = 0;

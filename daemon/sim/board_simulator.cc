@@ -391,7 +391,9 @@ std::vector<std::pair<std::string, std::string>> builtin_models() {
     };
 }
 
-GroundTruth simulate_board(const SimulatorOptions& options, const WireOutput& out) {
+namespace {
+
+void validate(const SimulatorOptions& options) {
     protocol::validate(protocol::LegacyOptions{options.addr_bytes, options.encoding, {}});
     const bool framed = options.protocol == WireProtocol::kFramed;
     if (framed && options.encoding != protocol::LegacyEncoding::kBinary)
@@ -401,44 +403,90 @@ GroundTruth simulate_board(const SimulatorOptions& options, const WireOutput& ou
     if (options.max_bytes == 0 && options.max_iterations == 0 && !options.stop) {
         throw std::invalid_argument("the simulation needs a limit: iterations or bytes");
     }
-    GroundTruth truth;
-    truth.model = options.model;
-    WireWriter wire(options, out, truth);
-    Board board(options, wire, truth);
+}
 
-    Iteration iteration;
-    if (options.model == "blinky") {
-        iteration = blinky(board);
-    } else if (options.model == "conflation") {
-        iteration = conflation(board);
-    } else if (options.model == "deterministic") {
-        iteration = deterministic(board);
-    } else if (options.model == "elf") {
+Iteration model_iteration(const SimulatorOptions& options, Board& board) {
+    if (options.model == "blinky") return blinky(board);
+    if (options.model == "conflation") return conflation(board);
+    if (options.model == "deterministic") return deterministic(board);
+    if (options.model == "elf") {
         if (!options.elf) throw std::invalid_argument("the elf model needs --elf FILE");
-        iteration = from_elf(board, *options.elf);
-    } else {
-        throw std::invalid_argument("unknown model '" + options.model +
-                                    "' (built in: blinky, conflation, deterministic, elf)");
+        return from_elf(board, *options.elf);
     }
+    throw std::invalid_argument("unknown model '" + options.model +
+                                "' (built in: blinky, conflation, deterministic, elf)");
+}
 
+}  // namespace
+
+// Heap-allocated as a whole: the writer, the board and the model's closures point at each
+// other and at `options`, `out` and `truth`.
+struct BoardSimulation::State {
+    State(SimulatorOptions o, WireOutput w)
+        : options(std::move(o)),
+          out(std::move(w)),
+          wire(options, out, truth),
+          board(options, wire, truth) {}
+    SimulatorOptions options;
+    WireOutput out;
+    GroundTruth truth;
+    WireWriter wire;
+    Board board;
+    Iteration iteration;
+    bool done = false;
+
+    bool limit_reached() const {
+        return (options.max_iterations > 0 && truth.iterations >= options.max_iterations) ||
+               (options.max_bytes > 0 && wire.binary_bytes() >= options.max_bytes) ||
+               (options.stop && options.stop->load(std::memory_order_relaxed));
+    }
+};
+
+BoardSimulation::BoardSimulation(SimulatorOptions options, WireOutput out) {
+    validate(options);
+    state_ = std::make_unique<State>(std::move(options), std::move(out));
+    State& s = *state_;
+    s.truth.model = s.options.model;
+    s.iteration = model_iteration(s.options, s.board);
     std::uint32_t low = ~0u, high = 0;
-    for (const auto& f : truth.functions) {
+    for (const auto& f : s.truth.functions) {
         low = std::min(low, f.addr);
         high = std::max(high, f.addr + f.size);
     }
-    truth.code_range = {low, high};
-    wire.start(truth.code_range);
+    s.truth.code_range = {low, high};
+    s.wire.start(s.truth.code_range);
+}
 
-    while ((options.max_iterations == 0 || truth.iterations < options.max_iterations) &&
-           (options.max_bytes == 0 || wire.binary_bytes() < options.max_bytes) &&
-           !(options.stop && options.stop->load(std::memory_order_relaxed))) {
-        iteration();
-        ++truth.iterations;
-        if (options.arc_cache_flush > 0 && truth.iterations % options.arc_cache_flush == 0)
-            wire.flush_cache();
+BoardSimulation::~BoardSimulation() = default;
+
+bool BoardSimulation::done() const {
+    return state_->done;
+}
+
+const GroundTruth& BoardSimulation::truth() const {
+    return state_->truth;
+}
+
+void BoardSimulation::step() {
+    State& s = *state_;
+    if (s.done) return;
+    if (!s.limit_reached()) {
+        s.iteration();
+        ++s.truth.iterations;
+        if (s.options.arc_cache_flush > 0 && s.truth.iterations % s.options.arc_cache_flush == 0)
+            s.wire.flush_cache();
     }
-    wire.finish();
-    return truth;
+    // Finished as soon as a limit is reached, so done() turns true with the last bytes out.
+    if (s.limit_reached()) {
+        s.wire.finish();
+        s.done = true;
+    }
+}
+
+GroundTruth simulate_board(const SimulatorOptions& options, const WireOutput& out) {
+    BoardSimulation simulation(options, out);
+    while (!simulation.done()) simulation.step();
+    return simulation.truth();
 }
 
 void write_model_elf(const std::filesystem::path& path, const GroundTruth& truth) {

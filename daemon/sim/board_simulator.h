@@ -105,6 +105,28 @@ std::vector<std::pair<std::string, std::string>> builtin_models();
 // unknown model or invalid options.
 GroundTruth simulate_board(const SimulatorOptions& options, const WireOutput& out);
 
+// The same simulation one pass of the model's main loop at a time, so that one thread can
+// interleave many boards and generate each one's bytes only when its wire has room for them.
+// The bytes are exactly those simulate_board() sends for the same options.
+class BoardSimulation {
+  public:
+    // Validates (std::invalid_argument) and sends what the target says first (framed: HELLO).
+    BoardSimulation(SimulatorOptions options, WireOutput out);
+    ~BoardSimulation();
+    BoardSimulation(const BoardSimulation&) = delete;
+    BoardSimulation& operator=(const BoardSimulation&) = delete;
+
+    // One pass of the main loop; the pass that reaches a limit also sends the end of the run
+    // (cache flush, framed STOP) and everything still held back.
+    void step();
+    bool done() const;
+    const GroundTruth& truth() const;
+
+  private:
+    struct State;
+    std::unique_ptr<State> state_;
+};
+
 // Writes an ELF holding the model's functions, so its captures symbolize like real firmware.
 void write_model_elf(const std::filesystem::path& path, const GroundTruth& truth);
 

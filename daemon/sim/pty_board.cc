@@ -6,6 +6,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -32,27 +33,50 @@ PtyBoard::~PtyBoard() {
 }
 
 std::filesystem::path PtyBoard::device() const {
-    return options_.link_path.empty() ? std::filesystem::path(slave_path_) : options_.link_path;
+    return options_.link_path.empty() ? std::filesystem::path(pty_.slave_path) : options_.link_path;
+}
+
+RawPty open_raw_pty() {
+    RawPty pty;
+    pty.master = ::posix_openpt(O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (pty.master < 0) fail("posix_openpt");
+    try {
+        if (::grantpt(pty.master) != 0 || ::unlockpt(pty.master) != 0) fail("grantpt/unlockpt");
+        char name[128];
+        if (::ptsname_r(pty.master, name, sizeof name) != 0) fail("ptsname");
+        pty.slave_path = name;
+        pty.keeper = ::open(name, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+        if (pty.keeper < 0) fail(std::string("open ") + name);
+        // Raw from the first byte: no line discipline may touch the wire bytes.
+        termios tio{};
+        if (::tcgetattr(pty.keeper, &tio) != 0) fail("tcgetattr");
+        ::cfmakeraw(&tio);
+        if (::tcsetattr(pty.keeper, TCSANOW, &tio) != 0) fail("tcsetattr");
+    } catch (...) {
+        close_raw_pty(pty);
+        throw;
+    }
+    return pty;
+}
+
+void close_raw_pty(RawPty& pty) {
+    if (pty.keeper >= 0) ::close(pty.keeper);
+    if (pty.master >= 0) ::close(pty.master);
+    pty.keeper = pty.master = -1;
+}
+
+std::size_t unread_bytes(const RawPty& pty) {
+    int unread = 0;
+    if (pty.keeper < 0 || ::ioctl(pty.keeper, FIONREAD, &unread) != 0) return 0;
+    return static_cast<std::size_t>(std::max(unread, 0));
 }
 
 void PtyBoard::plug() {
-    master_ = ::posix_openpt(O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-    if (master_ < 0) fail("posix_openpt");
-    if (::grantpt(master_) != 0 || ::unlockpt(master_) != 0) fail("grantpt/unlockpt");
-    char name[128];
-    if (::ptsname_r(master_, name, sizeof name) != 0) fail("ptsname");
-    slave_path_ = name;
-    keeper_ = ::open(name, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-    if (keeper_ < 0) fail(std::string("open ") + name);
-    // Raw from the first byte: no line discipline may touch the wire bytes.
-    termios tio{};
-    if (::tcgetattr(keeper_, &tio) != 0) fail("tcgetattr");
-    ::cfmakeraw(&tio);
-    if (::tcsetattr(keeper_, TCSANOW, &tio) != 0) fail("tcsetattr");
+    pty_ = open_raw_pty();
     if (!options_.link_path.empty()) {
         std::error_code ec;
         std::filesystem::remove(options_.link_path, ec);
-        std::filesystem::create_symlink(slave_path_, options_.link_path);
+        std::filesystem::create_symlink(pty_.slave_path, options_.link_path);
     }
 }
 
@@ -61,9 +85,7 @@ void PtyBoard::unplug() {
         std::error_code ec;
         std::filesystem::remove(options_.link_path, ec);
     }
-    if (keeper_ >= 0) ::close(keeper_);
-    if (master_ >= 0) ::close(master_);
-    keeper_ = master_ = -1;
+    close_raw_pty(pty_);
 }
 
 void PtyBoard::start() {
@@ -101,13 +123,13 @@ void PtyBoard::write_piece(const std::uint8_t* data, std::size_t size) {
     const auto start = Clock::now();
     std::size_t done = 0;
     while (done < size && !stop_) {
-        const ssize_t n = ::write(master_, data + done, size - done);
+        const ssize_t n = ::write(pty_.master, data + done, size - done);
         if (n > 0) {
             done += static_cast<std::size_t>(n);
             continue;
         }
         if (n < 0 && errno != EAGAIN && errno != EINTR) fail("write to pty");
-        pollfd p{master_, POLLOUT, 0};
+        pollfd p{pty_.master, POLLOUT, 0};
         ::poll(&p, 1, 50);
     }
     // Pace: this piece may take size / rate seconds on the wire.
@@ -124,9 +146,7 @@ void PtyBoard::wait_until_read() {
     // must stay empty for 100 ms.
     int empty_looks = 0;
     while (!stop_ && empty_looks < 10) {
-        int unread = 0;
-        if (::ioctl(keeper_, FIONREAD, &unread) != 0) break;
-        empty_looks = unread == 0 ? empty_looks + 1 : 0;
+        empty_looks = unread_bytes(pty_) == 0 ? empty_looks + 1 : 0;
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     // The reader may still be between its read and handing the bytes on.

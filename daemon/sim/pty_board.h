@@ -15,6 +15,20 @@
 
 namespace rackprof::daemon {
 
+// A raw-mode pseudo-terminal, as a board's wire: bytes written to `master` arrive at
+// `slave_path`. `keeper` is our own slave descriptor: it keeps the pty alive while no reader
+// has it open and tells (FIONREAD) how much is still unread.
+struct RawPty {
+    int master = -1;  // non-blocking
+    int keeper = -1;
+    std::string slave_path;
+};
+// Throws std::runtime_error.
+RawPty open_raw_pty();
+void close_raw_pty(RawPty& pty);
+// Bytes written to the pty that no reader has taken yet.
+std::size_t unread_bytes(const RawPty& pty);
+
 struct PtyBoardOptions {
     SimulatorOptions simulator;
     std::uint64_t rate = 20000;       // wire bytes per second
@@ -52,9 +66,7 @@ class PtyBoard {
     void wait_until_read();
 
     PtyBoardOptions options_;
-    int master_ = -1;
-    int keeper_ = -1;  // our own slave descriptor: keeps the pty alive and tells how much is unread
-    std::string slave_path_;
+    RawPty pty_;
     std::atomic<bool> stop_{false};
     std::atomic<std::uint64_t> unplugs_{0};
     std::optional<GroundTruth> truth_;

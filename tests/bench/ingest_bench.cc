@@ -1,9 +1,14 @@
 // Benchmark of the capture daemon (not a pass/fail test), on this machine:
-//  1. a rack: N simulated boards on ptys at 150 kB/s each (1.5 Mbaud), for D seconds; the
-//     daemon's CPU per board, losses (discards, records lost to backpressure), RSS growth;
-//  2. one file source replayed flat out (file://...?pace=fast) into SQLite with aggregates.
+//  1. a rack: N simulated boards on ptys at 150 kB/s each (1.5 Mbaud), all fed by one
+//     `rackprof simulate --boards N` process, for D seconds; the daemon's CPU per board, the
+//     feeder's CPU, bytes taken in vs sent, losses (discards, records lost to backpressure),
+//     RSS. With --baseline OLD_RACKPROF the same rack is read first by OLD_RACKPROF's daemon;
+//  2. one file source replayed flat out (file://...?pace=fast) into SQLite with aggregates,
+//     against an offline `rackprof convert` of the same file.
+// TABLE| rows feed run.sh's summary (tests/bench/table.h).
 //
 //   ingest_bench RACKPROF_BINARY [--boards N] [--seconds D] [--file-mb M] [--dir DIR]
+//                [--baseline OLD_RACKPROF]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -15,12 +20,14 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "storage/session_store.h"
+#include "tests/bench/table.h"
 #include "tests/support/process.h"
 
 using namespace rackprof;
@@ -54,67 +61,185 @@ ProcStat proc_stat(pid_t pid) {
     return s;
 }
 
-void rack(const std::string& binary, const std::filesystem::path& dir, int boards, int seconds) {
-    const std::uint64_t rate = 150000;
-    {
-        std::ofstream config(dir / "rack.toml");
-        config << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
-               << (dir / "rack.db").string() << "\"\n[logging]\nlevel = \"warn\"\n";
-        for (int i = 0; i < boards; ++i) {
-            config << "[[boards]]\nname = \"b" << i << "\"\nlink = \"serial://"
-                   << (dir / ("b" + std::to_string(i))).string() << "?baud=1500000\"\n";
-        }
-    }
-    std::vector<std::unique_ptr<testing::Process>> sims;
-    for (int i = 0; i < boards; ++i) {
-        const std::string name = "b" + std::to_string(i);
-        sims.push_back(std::make_unique<testing::Process>(
-            std::vector<std::string>{
-                binary, "simulate", "--model", i % 2 ? "blinky" : "deterministic", "--seed",
-                std::to_string(i + 1), "--bytes", std::to_string(rate * seconds), "--rate",
-                std::to_string(rate), "--pty", (dir / name).string()},
-            dir / (name + ".log")));
-    }
-    for (int i = 0; i < boards; ++i)
-        testing::eventually(
-            [&] { return std::filesystem::exists(dir / ("b" + std::to_string(i))); }, 20s);
-    testing::Process daemon({binary, "serve", "--config", (dir / "rack.toml").string()},
-                            dir / "serve.log");
-    std::this_thread::sleep_for(2s);  // warm up: every board connected
-    const ProcStat start = proc_stat(daemon.pid());
-    const auto t0 = Clock::now();
-    ProcStat peak = start;
-    for (auto& sim : sims) {
-        while (sim->running()) {
-            std::this_thread::sleep_for(200ms);
-            const auto now = proc_stat(daemon.pid());
-            peak.rss_kb = std::max(peak.rss_kb, now.rss_kb);
-        }
-    }
-    const ProcStat end = proc_stat(daemon.pid());
-    const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-    daemon.signal(SIGTERM);
-    daemon.wait(10s);
+// Not "b" + std::to_string(i): GCC 12 at -O3 warns about it (a false -Wrestrict).
+std::string board_name(int i) {
+    std::string name = "b";
+    name += std::to_string(i);
+    return name;
+}
 
-    // Read-write: a database an older rackprof wrote is migrated first (the benchmark compares).
-    storage::SessionStore store(dir / "rack.db", storage::Database::Mode::kReadWrite);
-    std::uint64_t bytes = 0, discarded = 0, lost = 0;
-    for (const auto& s : store.sessions()) {
-        bytes += s.counters.bytes_in;
-        discarded += s.counters.bytes_discarded;
-        lost += s.counters.records_lost;
+// The rack's boards, as the daemon's configuration names them.
+std::filesystem::path write_rack_config(const std::filesystem::path& dir, const std::string& tag,
+                                        int boards) {
+    const auto path = dir / (tag + ".toml");
+    std::ofstream config(path);
+    config << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
+           << (dir / (tag + ".db")).string() << "\"\n[logging]\nlevel = \"warn\"\n";
+    for (int i = 0; i < boards; ++i) {
+        config << "[[boards]]\nname = \"b" << i << "\"\nlink = \"serial://"
+               << (dir / (tag + "-ptys") / board_name(i)).string() << "?baud=1500000\"\n";
     }
-    const double cpu = end.cpu_seconds - start.cpu_seconds;
+    return path;
+}
+
+// The feeder's last line: "rack summary boards=N ... bytes_sent=B seconds=S cpu_seconds=C
+// max_backlog=M".
+struct FeederSummary {
+    double bytes_sent = 0;
+    double seconds = 0;
+    double cpu_seconds = 0;
+    double max_backlog = 0;
+};
+
+double summary_field(const std::string& log, const std::string& key) {
+    const auto line = log.rfind("rack summary");
+    const auto at = line == std::string::npos ? line : log.find(" " + key + "=", line);
+    return at == std::string::npos ? -1 : std::atof(log.c_str() + at + key.size() + 2);
+}
+
+FeederSummary feeder_summary(const std::filesystem::path& log_path) {
+    const std::string log = testing::read_text(log_path);
+    return {summary_field(log, "bytes_sent"), summary_field(log, "seconds"),
+            summary_field(log, "cpu_seconds"), summary_field(log, "max_backlog")};
+}
+
+struct RackRun {
+    FeederSummary feeder;
+    double wall = 0;        // the measured window: warm-up done to the feeder's end
+    double daemon_cpu = 0;  // CPU seconds of the daemon in that window
+    ProcStat start, end, peak;
+    std::uint64_t sessions = 0, bytes_in = 0, discarded = 0, records_lost = 0, bytes_lost = 0;
+};
+
+// The stored sessions' counters. Read-write: a database an older rackprof (--baseline) wrote
+// is migrated first.
+void read_counters(const std::filesystem::path& db, RackRun& run) {
+    storage::SessionStore store(db, storage::Database::Mode::kReadWrite);
+    for (const auto& s : store.sessions()) {
+        ++run.sessions;
+        run.bytes_in += s.counters.bytes_in;
+        run.discarded += s.counters.bytes_discarded;
+        run.records_lost += s.counters.records_lost;
+        run.bytes_lost += s.counters.bytes_lost;
+    }
+}
+
+// One rack: `feeder_binary simulate --boards` feeds every pty from one process (so the
+// boards cost little CPU of their own), `daemon_binary serve` reads them all.
+RackRun run_rack(const std::string& daemon_binary, const std::string& feeder_binary,
+                 const std::filesystem::path& dir, const std::string& tag, int boards,
+                 std::uint64_t rate, int seconds) {
+    const auto config = write_rack_config(dir, tag, boards);
+    const auto ptys = dir / (tag + "-ptys");
+    // Board i: deterministic or blinky in turn, seed i + 1 (as one process per board had it).
+    testing::Process feeder(
+        {feeder_binary, "simulate", "--boards", std::to_string(boards), "--pty-dir", ptys.string(),
+         "--model", "deterministic,blinky", "--seed", "1", "--bytes",
+         std::to_string(rate * seconds), "--rate", std::to_string(rate)},
+        dir / (tag + "-feeder.log"));
+    testing::eventually([&] { return std::filesystem::exists(ptys / board_name(boards - 1)); },
+                        60s);
+    testing::Process daemon({daemon_binary, "serve", "--config", config.string()},
+                            dir / (tag + "-serve.log"));
+    std::this_thread::sleep_for(2s);  // warm up: every board connected
+    RackRun run;
+    run.start = run.peak = proc_stat(daemon.pid());
+    const auto t0 = Clock::now();
+    while (feeder.running()) {
+        std::this_thread::sleep_for(200ms);
+        run.peak.rss_kb = std::max(run.peak.rss_kb, proc_stat(daemon.pid()).rss_kb);
+    }
+    run.end = proc_stat(daemon.pid());
+    run.wall = std::chrono::duration<double>(Clock::now() - t0).count();
+    run.daemon_cpu = run.end.cpu_seconds - run.start.cpu_seconds;
+    daemon.signal(SIGTERM);
+    daemon.wait(30s);
+    run.feeder = feeder_summary(dir / (tag + "-feeder.log"));
+    read_counters(dir / (tag + ".db"), run);
+    return run;
+}
+
+double percent_of_core(double cpu, double wall) {
+    return wall > 0 ? 100 * cpu / wall : 0;
+}
+
+void print_rack(const RackRun& r, const std::string& who, int boards, std::uint64_t rate) {
+    const double target = static_cast<double>(boards) * static_cast<double>(rate);
     std::printf(
-        "rack: %d boards x %llu B/s for %.1f s: daemon CPU %.2f s = %.1f%% of one core (%.2f%% per "
-        "board); "
-        "stored %.1f MB, %llu bytes discarded, %llu records lost; RSS %ld -> %ld kB (peak %ld kB, "
-        "%+.1f%%)\n",
-        boards, static_cast<unsigned long long>(rate), wall, cpu, 100 * cpu / wall,
-        100 * cpu / wall / boards, static_cast<double>(bytes) / 1e6,
-        static_cast<unsigned long long>(discarded), static_cast<unsigned long long>(lost),
-        start.rss_kb, end.rss_kb, peak.rss_kb,
-        100.0 * static_cast<double>(end.rss_kb - start.rss_kb) / static_cast<double>(start.rss_kb));
+        "rack (%s): %d boards x %llu B/s, one feeder process: sent %.1f MB in %.1f s (%.1f%% of "
+        "the boards' rate; largest backlog %.0f bytes); daemon CPU %.2f s in %.1f s = %.1f%% of "
+        "one core (%.3f%% per board; %.1f ms per MB over its run); feeder CPU %.2f s = %.1f%% of "
+        "one core; %llu sessions "
+        "took %.1f MB (%.4f of sent), %llu bytes discarded, %llu records lost (%llu bytes); "
+        "daemon RSS %ld -> %ld kB (peak %ld kB)\n",
+        who.c_str(), boards, static_cast<unsigned long long>(rate), r.feeder.bytes_sent / 1e6,
+        r.feeder.seconds, 100 * r.feeder.bytes_sent / r.feeder.seconds / target,
+        r.feeder.max_backlog, r.daemon_cpu, r.wall, percent_of_core(r.daemon_cpu, r.wall),
+        percent_of_core(r.daemon_cpu, r.wall) / boards,
+        1e3 * r.end.cpu_seconds / (static_cast<double>(r.bytes_in) / 1e6), r.feeder.cpu_seconds,
+        percent_of_core(r.feeder.cpu_seconds, r.feeder.seconds),
+        static_cast<unsigned long long>(r.sessions), static_cast<double>(r.bytes_in) / 1e6,
+        static_cast<double>(r.bytes_in) / r.feeder.bytes_sent,
+        static_cast<unsigned long long>(r.discarded),
+        static_cast<unsigned long long>(r.records_lost),
+        static_cast<unsigned long long>(r.bytes_lost), r.start.rss_kb, r.end.rss_kb, r.peak.rss_kb);
+}
+
+// The rack's rows of the summary table; `baseline`: the same rack read by --baseline's daemon.
+void rack_table(const RackRun& r, const RackRun* baseline, int boards, std::uint64_t rate,
+                int seconds) {
+    using bench::cell;
+    const std::string input = cell("%d boards x %llu B/s (1.5 Mbaud), %d s", boards,
+                                   static_cast<unsigned long long>(rate), seconds);
+    const double cpu = percent_of_core(r.daemon_cpu, r.wall);
+    // The pace a loaded machine allowed: the share of a core means little without it.
+    const double pace = 100 * r.feeder.bytes_sent / r.feeder.seconds /
+                        (static_cast<double>(boards) * static_cast<double>(rate));
+    if (baseline) {
+        const double base = percent_of_core(baseline->daemon_cpu, baseline->wall);
+        bench::table_row("rack: daemon CPU", input, cell("%.1f%% of one core", cpu),
+                         cell("--baseline daemon %.1f%%", base), base > 0 ? cpu / base : 0);
+    } else {
+        bench::table_row("rack: daemon CPU", input,
+                         cell("%.1f%% of one core (%.3f%%/board) at %.0f%% of the boards' rate",
+                              cpu, cpu / boards, pace));
+    }
+    // Whatever pace the machine allowed: the daemon's CPU for each MB, over its whole run,
+    // and what that comes to at the boards' full rate.
+    const double ms_per_mb = 1e3 * r.end.cpu_seconds / (static_cast<double>(r.bytes_in) / 1e6);
+    bench::table_row("rack: daemon CPU per MB taken in", input,
+                     cell("%.1f ms/MB = %.0f%% of one core at the boards' full rate", ms_per_mb,
+                          ms_per_mb / 10 * boards * static_cast<double>(rate) / 1e6));
+    bench::table_row("rack: bytes taken in / sent", input,
+                     cell("%.1f MB", static_cast<double>(r.bytes_in) / 1e6),
+                     cell("feeder sent %.1f MB", r.feeder.bytes_sent / 1e6),
+                     static_cast<double>(r.bytes_in) / r.feeder.bytes_sent);
+    bench::table_row(
+        "rack: losses", input,
+        cell("%llu B discarded, %llu records lost", static_cast<unsigned long long>(r.discarded),
+             static_cast<unsigned long long>(r.records_lost)));
+    bench::table_row(
+        "rack: feeder (simulate --boards)", input,
+        cell("%.1f%% of one core, %.1f%% of the boards' rate, backlog <= %.0f B",
+             percent_of_core(r.feeder.cpu_seconds, r.feeder.seconds), pace, r.feeder.max_backlog));
+    bench::table_row("rack: daemon RSS", input, cell("peak %ld kB", r.peak.rss_kb),
+                     cell("after warm-up %ld kB", r.start.rss_kb),
+                     r.start.rss_kb > 0
+                         ? static_cast<double>(r.peak.rss_kb) / static_cast<double>(r.start.rss_kb)
+                         : 0);
+}
+
+void rack(const std::string& binary, const std::string& baseline_binary,
+          const std::filesystem::path& dir, int boards, int seconds) {
+    const std::uint64_t rate = 150000;  // 1.5 Mbaud, the thesis' UART
+    std::optional<RackRun> baseline;
+    if (!baseline_binary.empty()) {
+        baseline = run_rack(baseline_binary, binary, dir, "rack-baseline", boards, rate, seconds);
+        print_rack(*baseline, "baseline " + baseline_binary, boards, rate);
+    }
+    const RackRun run = run_rack(binary, binary, dir, "rack", boards, rate, seconds);
+    print_rack(run, binary, boards, rate);
+    rack_table(run, baseline ? &*baseline : nullptr, boards, rate, seconds);
 }
 
 // One GET over a fresh loopback connection, read to the end (Connection: close); seconds taken,
@@ -167,6 +292,24 @@ int listening_port(const std::filesystem::path& log) {
     return at == std::string::npos ? 0 : std::atoi(text.c_str() + at + marker.size());
 }
 
+// The file source's row: the daemon's end-to-end speed against an offline `rackprof convert`
+// of the same capture in the same run (decode and aggregate, no database).
+void file_source_table(const std::string& binary, const std::filesystem::path& dir,
+                       const std::filesystem::path& capture, double size_mb, double daemon_s) {
+    const auto t0 = Clock::now();
+    const auto convert =
+        testing::run({binary, "convert", capture.string(), "--elf", (dir / "fast.elf").string(),
+                      "-o", (dir / "fast.gmon").string(), "--report", "none"});
+    const double convert_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    bench::table_row("daemon ingest, file://?pace=fast to SQLite",
+                     bench::cell("blinky capture, %.0f MB", size_mb),
+                     bench::cell("%.1f MB/s", size_mb / daemon_s),
+                     convert.exit_code == 0
+                         ? bench::cell("rackprof convert %.1f MB/s", size_mb / convert_s)
+                         : "rackprof convert failed",
+                     convert.exit_code == 0 ? convert_s / daemon_s : 0.0);
+}
+
 void file_source(const std::string& binary, const std::filesystem::path& dir, int mb) {
     const auto capture = dir / "fast.bin";
     testing::run({binary, "simulate", "--model", "blinky", "--bytes", std::to_string(mb) + "M",
@@ -198,6 +341,7 @@ void file_source(const std::string& binary, const std::filesystem::path& dir, in
         "batches, "
         "aggregates; %.0f MB database) after %.2f s = %.1f MB/s end to end; daemon CPU %.2f s\n",
         size_mb, read_s, db_mb, total_s, size_mb / total_s, stat.cpu_seconds);
+    file_source_table(binary, dir, capture, size_mb, total_s);
 
     // Profile latency of the stored session over HTTP: the daemon again on the same database,
     // with no boards (nothing else running).
@@ -227,23 +371,25 @@ int main(int argc, char** argv) {
     if (argc < 2) {
         std::fprintf(stderr,
                      "usage: ingest_bench RACKPROF_BINARY [--boards N] [--seconds D] [--file-mb M] "
-                     "[--dir DIR]\n");
+                     "[--dir DIR] [--baseline OLD_RACKPROF]\n");
         return 2;
     }
     const std::string binary = argv[1];
-    int boards = 64, seconds = 30, file_mb = 200;
+    int boards = 256, seconds = 30, file_mb = 200;
     std::filesystem::path dir;
+    std::string baseline;
     for (int i = 2; i + 1 < argc; i += 2) {
         const std::string arg = argv[i];
         if (arg == "--boards") boards = std::atoi(argv[i + 1]);
         if (arg == "--seconds") seconds = std::atoi(argv[i + 1]);
         if (arg == "--file-mb") file_mb = std::atoi(argv[i + 1]);
         if (arg == "--dir") dir = argv[i + 1];
+        if (arg == "--baseline") baseline = argv[i + 1];
     }
     testing::TempDir temp;
     if (dir.empty()) dir = temp.path();
     std::filesystem::create_directories(dir);
-    if (boards > 0) rack(binary, dir, boards, seconds);
+    if (boards > 0) rack(binary, baseline, dir, boards, seconds);
     if (file_mb > 0) file_source(binary, dir, file_mb);
     return 0;
 }

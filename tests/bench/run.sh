@@ -4,21 +4,55 @@
 #   core:   [--mb N] [--arcs N,...] [--only profile]    decode, gmon.out, profile and report speed
 #   swo:    [--mb N]                                     SWO (ITM, ITM+TPIU) decode speed, and
 #                                                        convert with and without a console port
-#   ingest: [--boards N] [--seconds D] [--file-mb M]     the daemon: a rack, and one fast file
+#   ingest: [--boards N] [--seconds D] [--file-mb M] [--baseline OLD_RACKPROF]
+#                                                        the daemon: a rack, and one fast file
+#   all:    every benchmark; each takes the options it knows (e.g. --mb 50 --seconds 20)
+# Each benchmark also prints TABLE|benchmark|input|figure|baseline|ratio rows
+# (tests/bench/table.h); they are held back from the live output and printed at the end as
+# one summary table (Markdown), with the date and the machine.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 which=${1:-all}
 [ $# -gt 0 ] && shift
-cmake -S "$top" -B "$top/build-bench" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRACKPROF_TESTS=OFF >/dev/null
-cmake --build "$top/build-bench" --target core_bench swo_bench ingest_bench rackprof >/dev/null
+bin=$top/build-bench
+cmake -S "$top" -B "$bin" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRACKPROF_TESTS=OFF >/dev/null
+cmake --build "$bin" --target core_bench swo_bench ingest_bench rackprof >/dev/null
+
+rows=$(mktemp)
+trap 'rm -f "$rows"' EXIT
+
+# Runs one benchmark: its figures go to the terminal as they come, its TABLE rows to $rows.
+run() {
+    stdbuf -oL "$@" | while IFS= read -r line; do
+        case "$line" in
+            TABLE\|*) printf '%s\n' "${line#TABLE|}" >>"$rows" ;;
+            *) printf '%s\n' "$line" ;;
+        esac
+    done
+}
+
+summary() {
+    [ -s "$rows" ] || return 0
+    echo
+    echo "Summary ($(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores, $(uname -m)," \
+        "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1);" \
+        "load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)."
+    echo "Ratio = figure / baseline, both measured in this run on the same input."
+    echo
+    echo "| benchmark | input | figure | baseline (same run) | ratio |"
+    echo "|---|---|---|---|---|"
+    sed 's/|/ | /g; s/^/| /; s/$/ |/' "$rows"
+}
+
 case "$which" in
-    core) "$top/build-bench/tests/bench/core_bench" "$@" ;;
-    swo) "$top/build-bench/tests/bench/swo_bench" --rackprof "$top/build-bench/rackprof" "$@" ;;
-    ingest) "$top/build-bench/tests/bench/ingest_bench" "$top/build-bench/rackprof" "$@" ;;
+    core) run "$bin/tests/bench/core_bench" "$@" ;;
+    swo) run "$bin/tests/bench/swo_bench" --rackprof "$bin/rackprof" "$@" ;;
+    ingest) run "$bin/tests/bench/ingest_bench" "$bin/rackprof" "$@" ;;
     all)
-        "$top/build-bench/tests/bench/core_bench"
-        "$top/build-bench/tests/bench/swo_bench" --rackprof "$top/build-bench/rackprof"
-        "$top/build-bench/tests/bench/ingest_bench" "$top/build-bench/rackprof"
+        run "$bin/tests/bench/core_bench" "$@"
+        run "$bin/tests/bench/swo_bench" --rackprof "$bin/rackprof" "$@"
+        run "$bin/tests/bench/ingest_bench" "$bin/rackprof" "$@"
         ;;
     *) echo "usage: $0 [core|swo|ingest|all] [options]" >&2; exit 2 ;;
 esac
+summary

@@ -3,11 +3,14 @@
 // text, exception trace, the odd overflow), raw ITM and inside TPIU frames, read from a file in
 // 1 MiB chunks; against md5sum on the same file as a same-machine baseline. With --rackprof,
 // also `rackprof convert` of the raw ITM file with and without a console port (its lines go to
-// stderr, here /dev/null). Figures only.
+// stderr, here /dev/null). Figures only, and TABLE| rows for run.sh's summary
+// (tests/bench/table.h).
 //
 //   tests/bench/run.sh swo       (builds Release, runs this with a 200 MB capture)
 //   swo_bench [--mb N] [--dir DIR] [--rackprof PATH]
 #include <sys/resource.h>
+
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -20,6 +23,7 @@
 
 #include "protocol/swo_decoder.h"
 #include "protocol/swo_encoder.h"
+#include "tests/bench/table.h"
 
 using namespace rackprof::protocol;
 using Clock = std::chrono::steady_clock;
@@ -197,6 +201,11 @@ void bench(const std::filesystem::path& dir, bool tpiu, std::uint64_t bytes,
         static_cast<unsigned long long>(stats.bytes_discarded), best.wall, mb / best.wall,
         mb / best.cpu, md5.wall, mb / md5.wall, mb / md5.cpu, md5.wall / best.wall,
         md5.cpu / best.cpu);
+    // CPU time, not wall: on a shared machine it is what one core does.
+    rackprof::bench::table_row(
+        "SWO decode", rackprof::bench::cell("%s capture, %.0f MB", tpiu ? "ITM+TPIU" : "ITM", mb),
+        rackprof::bench::cell("%.1f MB/s per CPU s", mb / best.cpu),
+        rackprof::bench::cell("md5sum %.1f MB/s per CPU s", mb / md5.cpu), md5.cpu / best.cpu);
     if (rackprof && !tpiu) bench_convert(*rackprof, path, mb);
     std::filesystem::remove(path);
 }
@@ -205,7 +214,11 @@ void bench(const std::filesystem::path& dir, bool tpiu, std::uint64_t bytes,
 
 int main(int argc, char** argv) {
     std::uint64_t mb = 200;
-    std::filesystem::path dir = std::filesystem::temp_directory_path();
+    // A folder of this run's own: benchmarks run side by side on a shared machine must not
+    // replace each other's captures (fixed names in /tmp did).
+    std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("swo_bench." + std::to_string(::getpid()));
+    const std::filesystem::path own_dir = dir;
     std::optional<std::filesystem::path> rackprof;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string arg = argv[i];
@@ -213,11 +226,14 @@ int main(int argc, char** argv) {
         if (arg == "--dir") dir = argv[i + 1];
         if (arg == "--rackprof") rackprof = argv[i + 1];
     }
+    std::filesystem::create_directories(dir);
     std::printf(
         "rackprof SWO benchmark: %llu MB captures (PC samples + timestamps, orbstat, console, "
         "exceptions), best of 3, one core\n",
         static_cast<unsigned long long>(mb));
     bench(dir, false, mb << 20, rackprof);
     bench(dir, true, mb << 20, rackprof);
+    std::error_code ec;
+    std::filesystem::remove_all(own_dir, ec);
     return 0;
 }

@@ -435,6 +435,54 @@ TEST_CASE(
     CHECK(log.find("everything captured is committed") == std::string::npos);
 }
 
+TEST_CASE("simulate --boards: one process feeds a rack of ptys; each board stored exactly") {
+    testing::TempDir dir;
+    const int count = 4;
+    {
+        std::ofstream config(dir / "rack.toml");
+        config << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
+               << (dir / "rack.db").string()
+               << "\"\n[links]\nreconnect_min_ms = 20\nreconnect_max_ms = 100\n";
+        for (int i = 0; i < count; ++i) {
+            config << "[[boards]]\nname = \"b" << i << "\"\nlink = \"serial://"
+                   << (dir / "ptys" / ("b" + std::to_string(i))).string() << "\"\n";
+        }
+    }
+    testing::Process feeder(
+        testing::rackprof_argv({"simulate", "--boards", std::to_string(count), "--pty-dir",
+                                (dir / "ptys").string(), "--model", "blinky,deterministic",
+                                "--bytes", "40000", "--rate", "60000", "--truth",
+                                (dir / "truth.json").string()}),
+        dir / "feeder.log");
+    REQUIRE_MESSAGE(
+        testing::eventually([&] { return std::filesystem::exists(dir / "ptys" / "b3"); }, 10s),
+        testing::read_text(dir / "feeder.log"));
+    testing::Process daemon(
+        testing::rackprof_argv({"serve", "--config", (dir / "rack.toml").string()}),
+        dir / "serve.log");
+    REQUIRE(feeder.wait(60s) == 0);
+    daemon.signal(SIGTERM);
+    REQUIRE(daemon.wait(5s) == 0);
+    CHECK(testing::read_text(dir / "feeder.log").find("rack summary boards=4") !=
+          std::string::npos);
+
+    const json truth = json::parse(testing::read_text(dir / "truth.json"));
+    REQUIRE(truth["boards"].size() == count);
+    storage::SessionStore store(dir / "rack.db", storage::Database::Mode::kReadOnly);
+    const auto sessions = store.sessions();
+    for (int i = 0; i < count; ++i) {
+        CAPTURE(i);
+        const json& t = truth["boards"][static_cast<std::size_t>(i)];
+        CHECK(t["model"] == (i % 2 ? "deterministic" : "blinky"));
+        CHECK(t["seed"] == 1 + i);
+        const auto& s = only_session_of(sessions, "b" + std::to_string(i));
+        CHECK(s.counters.bytes_in == t["wire_bytes"].get<std::uint64_t>());
+        CHECK(s.counters.bytes_discarded == 0);
+        CHECK(s.counters.records_lost == 0);
+        CHECK(store.aggregate(s.id) == aggregate_of(t));
+    }
+}
+
 TEST_CASE("kill -9: on restart the session is interrupted, what was committed is intact") {
     const std::vector<SimBoard> boards = {
         {"victim", {"--model", "deterministic", "--iterations", "100000", "--rate", "40000"}}};
