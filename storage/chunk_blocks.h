@@ -7,8 +7,10 @@
 //   varint chunk count
 //   per chunk: zigzag varint of (received_ns - the previous chunk's; the first: - the row's
 //              received_ns), then varint length (raw blocks: bytes; record blocks: records)
-//   the chunks' payloads back to back (raw bytes as received; records as record_codec packs
-//   them)
+//   the chunks' payloads back to back: raw bytes as received; records as a head byte each
+//   (kind, bit 7: a count follows) for all of them, then varints: an arc's zigzag deltas of
+//   from_pc and self_pc to the block's previous arc, a PC sample's to the previous sample, and
+//   the count where the head says
 // Rows written before v8 (encoding 0) are one chunk each, uncompressed; readers take both.
 // The bytes are the database's: change them only with a schema migration.
 #pragma once

@@ -74,13 +74,13 @@ TEST_CASE("the writer batches, commits, and marks crashed sessions interrupted o
         CHECK(id == 1);  // the first in a new database
         writer.submit(OpenSessionOp{id, spec});
         for (int i = 0; i < 100; ++i) {
-            ChunkOp chunk{id, i, {0x50, 0, 0, 2}, {Record::pc_sample(2)}, {}, {}, {}};
+            ChunkOp chunk{id, i, {0x50, 0, 0, 2}, {Record::pc_sample(2)}, {}, {}, {}, {}};
             chunk.counters.pc_samples = static_cast<std::uint64_t>(i) + 1;
             REQUIRE(writer.submit(std::move(chunk)));
         }
         writer.flush();
         // A chunk bigger than the whole budget is refused, for the caller to count.
-        ChunkOp huge{id, 0, std::vector<std::uint8_t>(2 << 20), {}, {}, {}, {}};
+        ChunkOp huge{id, 0, std::vector<std::uint8_t>(2 << 20), {}, {}, {}, {}, {}};
         CHECK_FALSE(writer.submit(std::move(huge)));
         writer.stop();  // no close op: as if the daemon died
     }
@@ -201,10 +201,12 @@ TEST_CASE("the writer stores console lines in order and the newest exception tot
         spec.wire_options = R"({"console_port":0})";
         id = writer.reserve_session_id();
         writer.submit(OpenSessionOp{id, spec});
-        ChunkOp first{id, 10, {1, 2}, {}, {}, {{10, 0, "one\n"}, {10, 0, "two\n"}}, {{15, 1, 7}}};
+        ChunkOp first{id,           10, {1, 2}, {}, {}, {{10, 0, "one\n"}, {10, 0, "two\n"}},
+                      {{15, 1, 7}}, {}};
         writer.submit(std::move(first));
-        writer.submit(ChunkOp{id, 20, {3}, {}, {}, {{20, 0, "three\n"}}, {}});  // totals unchanged
-        writer.submit(ChunkOp{id, 30, {4}, {}, {}, {}, {{11, 1, 0}, {15, 2, 14}}});
+        writer.submit(
+            ChunkOp{id, 20, {3}, {}, {}, {{20, 0, "three\n"}}, {}, {}});  // totals unchanged
+        writer.submit(ChunkOp{id, 30, {4}, {}, {}, {}, {{11, 1, 0}, {15, 2, 14}}, {}});
         writer.submit(CloseSessionOp{id, "completed", 40, {}});
         writer.flush();
     }

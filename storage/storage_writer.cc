@@ -19,7 +19,9 @@ std::size_t op_bytes(const WriteOp& op) {
     if (const auto* chunk = std::get_if<ChunkOp>(&op)) {
         std::size_t text = 0;
         for (const auto& line : chunk->console) text += line.text.size();
-        return chunk->raw.size() + chunk->records.size() * sizeof(protocol::Record) + text +
+        const std::size_t delta =
+            chunk->delta ? (chunk->delta->distinct_arcs() + chunk->delta->distinct_pcs()) * 24 : 0;
+        return chunk->raw.size() + chunk->records.size() * sizeof(protocol::Record) + text + delta +
                sizeof(ChunkOp);
     }
     return sizeof(WriteOp);
@@ -368,7 +370,11 @@ void StorageWriter::write_op(WriteOp& op, Attempt& a) {
             store_.append_console(id, seq, static_cast<std::int64_t>(i), chunk->console[i]);
         }
         if (!chunk->exceptions.empty()) store_.set_exceptions(id, chunk->exceptions);
-        p.delta.add(chunk->records);
+        if (chunk->delta) {
+            p.delta.merge(*chunk->delta);
+        } else {
+            p.delta.add(chunk->records);
+        }
         p.counters = chunk->counters;
         p.counters_changed = true;
     } else if (auto* gap = std::get_if<GapOp>(&op)) {

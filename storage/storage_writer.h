@@ -56,6 +56,9 @@ struct ChunkOp {
     SessionCounters counters;                // the session's counters after this chunk
     std::vector<ConsoleLine> console;        // lines completed by this chunk
     std::vector<ExceptionCount> exceptions;  // the totals, when they changed; else empty
+    // The records summed, when the sender has them anyway (the capture side does, for its live
+    // view): the writer then adds this instead of going through every record again.
+    std::optional<gmon::Aggregate> delta;
 };
 struct GapOp {
     SessionId session;

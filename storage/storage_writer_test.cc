@@ -48,7 +48,7 @@ class Sender {
             b = static_cast<std::uint8_t>(
                 (noise_ = noise_ * 6364136223846793005u + 1442695040888963407u) >> 56);
         REQUIRE(writer_.submit(
-            ChunkOp{id_, t_, std::move(raw), std::move(records), counters_, {}, {}}));
+            ChunkOp{id_, t_, std::move(raw), std::move(records), counters_, {}, {}, {}}));
     }
     std::uint64_t sent() const { return sent_; }
     std::int64_t now() const { return t_; }

@@ -342,7 +342,7 @@ void SessionImport::append(std::vector<std::uint8_t> raw, std::vector<protocol::
     if (writer_.health().failing)
         throw std::runtime_error("storage is failing: " + writer_.health().error);
     if (!writer_.submit(storage::ChunkOp{
-            id_, received_ns_, std::move(raw), std::move(records), counters, {}, {}})) {
+            id_, received_ns_, std::move(raw), std::move(records), counters, {}, {}, {}})) {
         throw std::runtime_error("storage is too busy to take the import now; try again");
     }
 }

@@ -451,6 +451,7 @@ void write_database(const std::filesystem::path& path) {
                                        std::move(records),
                                        counters,
                                        {},
+                                       {},
                                        {}});
     }
     writer.submit(storage::CloseSessionOp{id, "completed", 401, counters});
