@@ -273,18 +273,6 @@ double http_get_seconds(int port, const std::string& path) {
     return head.rfind("HTTP/1.1 200", 0) == 0 ? s : -1;
 }
 
-// The median of `n` requests' latency, in milliseconds (negative: a request failed).
-double median_ms(int port, const std::string& path, int n) {
-    std::vector<double> times;
-    for (int i = 0; i < n; ++i) {
-        const double s = http_get_seconds(port, path);
-        if (s < 0) return -1;
-        times.push_back(s * 1e3);
-    }
-    std::sort(times.begin(), times.end());
-    return times[times.size() / 2];
-}
-
 int listening_port(const std::filesystem::path& log) {
     const std::string text = testing::read_text(log);
     const std::string marker = "HTTP API listening on 127.0.0.1:";
@@ -292,77 +280,146 @@ int listening_port(const std::filesystem::path& log) {
     return at == std::string::npos ? 0 : std::atoi(text.c_str() + at + marker.size());
 }
 
-// The file source's row: the daemon's end-to-end speed against an offline `rackprof convert`
-// of the same capture in the same run (decode and aggregate, no database).
-void file_source_table(const std::string& binary, const std::filesystem::path& dir,
-                       const std::filesystem::path& capture, double size_mb, double daemon_s) {
+// The database's bytes on disk: the file and its WAL and shared-memory files.
+double database_mb(const std::filesystem::path& db) {
+    double bytes = 0;
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+        std::error_code ec;
+        const auto n = std::filesystem::file_size(db.string() + suffix, ec);
+        if (!ec) bytes += static_cast<double>(n);
+    }
+    return bytes / 1e6;
+}
+
+// Latency of `n` requests in milliseconds, sorted (empty: a request failed).
+std::vector<double> latencies_ms(int port, const std::string& path, int n) {
+    std::vector<double> times;
+    for (int i = 0; i < n; ++i) {
+        const double s = http_get_seconds(port, path);
+        if (s < 0) return {};
+        times.push_back(s * 1e3);
+    }
+    std::sort(times.begin(), times.end());
+    return times;
+}
+
+struct FileRun {
+    double seconds = 0;      // start to every byte committed (the daemon's clean exit)
+    double database_mb = 0;  // what the session left on disk
+    double cpu_seconds = 0;
+    double profile_p50 = -1, profile_p99 = -1, gmon_p50 = -1, gmon_p99 = -1;
+};
+
+// One daemon replays the capture flat out into a new database, then a daemon with no boards
+// serves the stored session: 100 profile and gmon.out requests each.
+FileRun run_file_source(const std::string& binary, const std::filesystem::path& dir,
+                        const std::string& name, const std::filesystem::path& capture) {
+    const auto db = dir / (name + ".db");
+    {
+        std::ofstream config(dir / (name + ".toml"));
+        config << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \"" << db.string()
+               << "\"\n[logging]\nlevel = \"info\"\n"
+               << "[[boards]]\nname = \"replay\"\nlink = \"file://" << capture.string()
+               << "?pace=fast\"\nelf = \"" << (dir / "fast.elf").string() << "\"\n";
+    }
+    FileRun run;
+    const auto t0 = Clock::now();
+    testing::Process daemon({binary, "serve", "--config", (dir / (name + ".toml")).string()},
+                            dir / (name + ".log"));
+    testing::eventually(
+        [&] {
+            return testing::read_text(dir / (name + ".log")).find("link finished") !=
+                   std::string::npos;
+        },
+        600s);
+    run.cpu_seconds = proc_stat(daemon.pid()).cpu_seconds;
+    daemon.signal(SIGTERM);
+    daemon.wait(600s);
+    run.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    run.database_mb = database_mb(db);
+
+    {
+        std::ofstream config(dir / (name + "-idle.toml"));
+        config << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \"" << db.string()
+               << "\"\n[logging]\nlevel = \"info\"\n";
+    }
+    const auto log = dir / (name + "-idle.log");
+    testing::Process idle({binary, "serve", "--config", (dir / (name + "-idle.toml")).string()},
+                          log);
+    testing::eventually([&] { return listening_port(log) != 0; }, 30s);
+    if (const int port = listening_port(log)) {
+        const auto profile = latencies_ms(port, "/api/v1/sessions/1/profile", 100);
+        const auto gmon = latencies_ms(port, "/api/v1/sessions/1/gmon.out", 100);
+        if (!profile.empty()) run.profile_p50 = profile[50], run.profile_p99 = profile[98];
+        if (!gmon.empty()) run.gmon_p50 = gmon[50], run.gmon_p99 = gmon[98];
+    }
+    idle.signal(SIGTERM);
+    idle.wait(30s);
+    return run;
+}
+
+void print_file_run(const FileRun& r, const std::string& who, double size_mb) {
+    std::printf(
+        "file source flat out (%s): %.1f MB committed to SQLite in %.2f s = %.1f MB/s end to end "
+        "(daemon CPU %.2f s); database %.1f MB = %.3fx the wire bytes; stored session served: "
+        "profile p50 %.1f / p99 %.1f ms, gmon.out p50 %.1f / p99 %.1f ms (100 requests each)\n",
+        who.c_str(), size_mb, r.seconds, size_mb / r.seconds, r.cpu_seconds, r.database_mb,
+        r.database_mb / size_mb, r.profile_p50, r.profile_p99, r.gmon_p50, r.gmon_p99);
+}
+
+void file_source(const std::string& binary, const std::string& baseline_binary,
+                 const std::filesystem::path& dir, int mb) {
+    using bench::cell;
+    const auto capture = dir / "fast.bin";
+    testing::run({binary, "simulate", "--model", "blinky", "--bytes", std::to_string(mb) + "M",
+                  "-o", capture.string(), "--write-elf", (dir / "fast.elf").string()});
+    const double size_mb = static_cast<double>(std::filesystem::file_size(capture)) / 1e6;
+    std::optional<FileRun> base;
+    if (!baseline_binary.empty()) {
+        base = run_file_source(baseline_binary, dir, "file-baseline", capture);
+        print_file_run(*base, "baseline " + baseline_binary, size_mb);
+    }
+    const FileRun run = run_file_source(binary, dir, "file", capture);
+    print_file_run(run, "this build", size_mb);
+
+    // Offline convert of the same capture in the same run: decode and aggregate, no database.
     const auto t0 = Clock::now();
     const auto convert =
         testing::run({binary, "convert", capture.string(), "--elf", (dir / "fast.elf").string(),
                       "-o", (dir / "fast.gmon").string(), "--report", "none"});
     const double convert_s = std::chrono::duration<double>(Clock::now() - t0).count();
-    bench::table_row("daemon ingest, file://?pace=fast to SQLite",
-                     bench::cell("blinky capture, %.0f MB", size_mb),
-                     bench::cell("%.1f MB/s", size_mb / daemon_s),
+    const std::string input = cell("blinky capture (legacy), %.0f MB", size_mb);
+    bench::table_row("daemon ingest, file://?pace=fast to SQLite", input,
+                     cell("%.1f MB/s", size_mb / run.seconds),
                      convert.exit_code == 0
-                         ? bench::cell("rackprof convert %.1f MB/s", size_mb / convert_s)
+                         ? cell("rackprof convert %.1f MB/s", size_mb / convert_s)
                          : "rackprof convert failed",
-                     convert.exit_code == 0 ? convert_s / daemon_s : 0.0);
-}
-
-void file_source(const std::string& binary, const std::filesystem::path& dir, int mb) {
-    const auto capture = dir / "fast.bin";
-    testing::run({binary, "simulate", "--model", "blinky", "--bytes", std::to_string(mb) + "M",
-                  "-o", capture.string(), "--write-elf", (dir / "fast.elf").string()});
-    {
-        std::ofstream config(dir / "file.toml");
-        config << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
-               << (dir / "file.db").string() << "\"\n[logging]\nlevel = \"info\"\n"
-               << "[[boards]]\nname = \"replay\"\nlink = \"file://" << capture.string()
-               << "?pace=fast\"\nelf = \"" << (dir / "fast.elf").string() << "\"\n";
+                     convert.exit_code == 0 ? convert_s / run.seconds : 0.0);
+    bench::table_row("database size / wire bytes", input,
+                     cell("%.1f MB (%.3fx)", run.database_mb, run.database_mb / size_mb),
+                     cell("wire %.1f MB", size_mb), run.database_mb / size_mb);
+    // Derived from the ratio above, not measured on a rack: 64 boards x 150 kB/s for an hour.
+    bench::table_row("database growth, 64-board rack (derived)", "64 x 150 kB/s for 1 h",
+                     cell("%.1f GB/h", run.database_mb / size_mb * 64 * 150e3 * 3600 / 1e9),
+                     cell("wire %.1f GB/h", 64 * 150e3 * 3600 / 1e9), run.database_mb / size_mb);
+    const auto latency_row = [&](const char* what, double p99, double base_p99) {
+        if (base)
+            bench::table_row(what, input, cell("p99 %.1f ms", p99),
+                             cell("--baseline p99 %.1f ms", base_p99),
+                             base_p99 > 0 ? p99 / base_p99 : 0.0);
+        else
+            bench::table_row(what, input, cell("p99 %.1f ms", p99));
+    };
+    latency_row("stored session: GET profile", run.profile_p99, base ? base->profile_p99 : 0);
+    latency_row("stored session: GET gmon.out", run.gmon_p99, base ? base->gmon_p99 : 0);
+    if (base) {
+        bench::table_row(
+            "daemon ingest vs --baseline", input, cell("%.1f MB/s", size_mb / run.seconds),
+            cell("--baseline %.1f MB/s", size_mb / base->seconds), base->seconds / run.seconds);
+        bench::table_row("database size vs --baseline", input, cell("%.1f MB", run.database_mb),
+                         cell("--baseline %.1f MB", base->database_mb),
+                         run.database_mb / base->database_mb);
     }
-    const auto t0 = Clock::now();
-    testing::Process daemon({binary, "serve", "--config", (dir / "file.toml").string()},
-                            dir / "file.log");
-    testing::eventually(
-        [&] {
-            return testing::read_text(dir / "file.log").find("link finished") != std::string::npos;
-        },
-        600s);
-    const double read_s = std::chrono::duration<double>(Clock::now() - t0).count();
-    const ProcStat stat = proc_stat(daemon.pid());
-    daemon.signal(SIGTERM);
-    daemon.wait(600s);
-    const double total_s = std::chrono::duration<double>(Clock::now() - t0).count();
-    const double size_mb = static_cast<double>(std::filesystem::file_size(capture)) / 1e6;
-    const double db_mb = static_cast<double>(std::filesystem::file_size(dir / "file.db")) / 1e6;
-    std::printf(
-        "file source flat out: %.1f MB decoded in %.2f s; committed to SQLite (raw chunks, record "
-        "batches, "
-        "aggregates; %.0f MB database) after %.2f s = %.1f MB/s end to end; daemon CPU %.2f s\n",
-        size_mb, read_s, db_mb, total_s, size_mb / total_s, stat.cpu_seconds);
-    file_source_table(binary, dir, capture, size_mb, total_s);
-
-    // Profile latency of the stored session over HTTP: the daemon again on the same database,
-    // with no boards (nothing else running).
-    {
-        std::ofstream config(dir / "idle.toml");
-        config << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
-               << (dir / "file.db").string() << "\"\n[logging]\nlevel = \"info\"\n";
-    }
-    testing::Process idle({binary, "serve", "--config", (dir / "idle.toml").string()},
-                          dir / "idle.log");
-    testing::eventually([&] { return listening_port(dir / "idle.log") != 0; }, 30s);
-    if (const int port = listening_port(dir / "idle.log")) {
-        std::printf(
-            "profile latency (median of 20, loopback, %.0f MB session): GET profile %.1f ms, "
-            "GET profile?top=10 %.1f ms, GET gmon.out %.1f ms\n",
-            size_mb, median_ms(port, "/api/v1/sessions/1/profile", 20),
-            median_ms(port, "/api/v1/sessions/1/profile?top=10", 20),
-            median_ms(port, "/api/v1/sessions/1/gmon.out", 20));
-    }
-    idle.signal(SIGTERM);
-    idle.wait(30s);
 }
 
 }  // namespace
@@ -390,6 +447,6 @@ int main(int argc, char** argv) {
     if (dir.empty()) dir = temp.path();
     std::filesystem::create_directories(dir);
     if (boards > 0) rack(binary, baseline, dir, boards, seconds);
-    if (file_mb > 0) file_source(binary, dir, file_mb);
+    if (file_mb > 0) file_source(binary, baseline, dir, file_mb);
     return 0;
 }
