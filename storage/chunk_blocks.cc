@@ -25,6 +25,15 @@ std::int64_t unzigzag(std::uint64_t v) {
     return static_cast<std::int64_t>(v >> 1) ^ -static_cast<std::int64_t>(v & 1);
 }
 
+// Time steps wrap (two's complement) instead of overflowing: a damaged block gives wrong times,
+// never undefined behaviour (found by the storage_blocks fuzz target).
+std::int64_t wrapping_add(std::int64_t a, std::int64_t b) {
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+}
+std::int64_t wrapping_sub(std::int64_t a, std::int64_t b) {
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
+}
+
 // Reads the uncompressed payload front to back; every read is bounds-checked.
 class PayloadReader {
   public:
@@ -95,7 +104,7 @@ std::vector<std::uint8_t> index_of(const Chunks& chunks, LengthOf length_of) {
     put_varint(out, chunks.size());
     std::int64_t previous = chunks.empty() ? 0 : chunks.front().received_ns;
     for (const auto& c : chunks) {
-        put_varint(out, zigzag(c.received_ns - previous));
+        put_varint(out, zigzag(wrapping_sub(c.received_ns, previous)));
         previous = c.received_ns;
         put_varint(out, length_of(c));
     }
@@ -115,7 +124,7 @@ std::vector<IndexEntry> read_index(PayloadReader& in, std::int64_t row_received_
     index.reserve(count);
     std::int64_t t = row_received_ns;
     for (std::uint64_t i = 0; i < count; ++i) {
-        t += unzigzag(in.varint());
+        t = wrapping_add(t, unzigzag(in.varint()));
         index.push_back({t, in.varint()});
     }
     return index;
@@ -157,12 +166,12 @@ class RecordDeltas {
         protocol::Record r;
         r.kind = static_cast<protocol::RecordKind>(head & 0x7F);
         if (r.kind == protocol::RecordKind::kArc) {
-            from_ = address(from_ + unzigzag(values.varint()));
-            self_ = address(self_ + unzigzag(values.varint()));
+            from_ = address(from_, unzigzag(values.varint()));
+            self_ = address(self_, unzigzag(values.varint()));
             r.from_pc = static_cast<std::uint32_t>(from_);
             r.self_pc = static_cast<std::uint32_t>(self_);
         } else if (r.kind == protocol::RecordKind::kPcSample) {
-            pc_ = address(pc_ + unzigzag(values.varint()));
+            pc_ = address(pc_, unzigzag(values.varint()));
             r.self_pc = static_cast<std::uint32_t>(pc_);
         } else {
             throw StorageError("corrupt block: unknown record kind");
@@ -176,9 +185,13 @@ class RecordDeltas {
     }
 
   private:
-    static std::int64_t address(std::int64_t v) {
-        if (v < 0 || v > 0xFFFFFFFF) throw StorageError("corrupt block: address out of range");
-        return v;
+    // The previous address plus a stored delta; both stay within 32 bits, checked before the
+    // sum so a damaged delta cannot overflow it.
+    static std::int64_t address(std::int64_t previous, std::int64_t delta) {
+        constexpr std::int64_t kMax = 0xFFFFFFFF;
+        if (delta < -kMax || delta > kMax || previous + delta < 0 || previous + delta > kMax)
+            throw StorageError("corrupt block: address out of range");
+        return previous + delta;
     }
     std::int64_t from_ = 0, self_ = 0, pc_ = 0;
 };
@@ -220,8 +233,9 @@ std::vector<DecodedRecordChunk> decode_record_block(std::span<const std::uint8_t
     const auto index = read_index(in, row_received_ns, payload.size());
     std::uint64_t total = 0;
     for (const auto& e : index) {
+        if (e.length > payload.size() || total + e.length > payload.size())  // no wrap-around
+            throw StorageError("corrupt block: record count too large");
         total += e.length;
-        if (total > payload.size()) throw StorageError("corrupt block: record count too large");
     }
     const auto heads = in.take(total);  // one head byte per record
     PayloadReader values(in.rest());
