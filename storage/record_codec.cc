@@ -16,16 +16,9 @@ std::uint32_t get32(const std::uint8_t* p) {
 }  // namespace
 
 std::vector<std::uint8_t> pack_records(std::span<const protocol::Record> records) {
-    std::vector<std::uint8_t> out;
-    pack_records_into(out, records);
-    return out;
-}
-
-void pack_records_into(std::vector<std::uint8_t>& out, std::span<const protocol::Record> records) {
     // Sized for the worst case and cut back: a byte-wise push_back costs more than the packing.
-    const std::size_t start = out.size();
-    out.resize(start + records.size() * 13);
-    std::uint8_t* p = out.data() + start;
+    std::vector<std::uint8_t> out(records.size() * 13);
+    std::uint8_t* p = out.data();
     auto put = [&p](std::uint32_t v) {
         p[0] = static_cast<std::uint8_t>(v);
         p[1] = static_cast<std::uint8_t>(v >> 8);
@@ -41,6 +34,7 @@ void pack_records_into(std::vector<std::uint8_t>& out, std::span<const protocol:
         put(r.self_pc);
     }
     out.resize(static_cast<std::size_t>(p - out.data()));
+    return out;
 }
 
 std::vector<protocol::Record> unpack_records(std::span<const std::uint8_t> blob) {

@@ -1,4 +1,5 @@
-// The packed record blob of record_batches.records: how a chunk's decoded records sit on disk.
+// The packed record blob of record_batches.records in rows written before schema v8 (one chunk
+// each; later rows are chunk_blocks.h blocks): how a chunk's decoded records sat on disk.
 //
 // Each record is a kind byte (bit 7: an explicit count follows; absent, the count is 1), the
 // 32-bit little-endian count when present, then the addresses, 32-bit little-endian: an arc's
@@ -15,8 +16,6 @@
 namespace rackprof::storage {
 
 std::vector<std::uint8_t> pack_records(std::span<const protocol::Record> records);
-// The same, appended to `out`.
-void pack_records_into(std::vector<std::uint8_t>& out, std::span<const protocol::Record> records);
 // Throws StorageError for a blob cut short or holding an unknown kind.
 std::vector<protocol::Record> unpack_records(std::span<const std::uint8_t> blob);
 

@@ -36,9 +36,10 @@
 #include "protocol/framed_format.h"
 #include "protocol/record_sink.h"
 #include "tests/bench/table.h"
+#include "tests/bench/timing.h"
 
 using namespace rackprof;
-using Clock = std::chrono::steady_clock;
+using namespace rackprof::bench;
 
 namespace {
 
@@ -48,10 +49,6 @@ constexpr const char* kThesis =
 constexpr const char* kThesisWire =
     "boards send over a UART at 1.5 Mbaud (sections 4.3.5, 5.1), about 150 kB/s per board; no "
     "host-side throughput is published";
-
-double seconds_since(Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // One wire to benchmark: how the simulator writes it and how the decoder reads it.
 struct Wire {
@@ -95,34 +92,6 @@ std::filesystem::path make_capture(const std::filesystem::path& dir, const Wire&
         o, [&](const std::uint8_t* data, std::size_t size) { std::fwrite(data, 1, size, f); });
     std::fclose(f);
     return path;
-}
-
-// CPU seconds of this process or of its finished children.
-double cpu_seconds(int who) {
-    rusage usage{};
-    getrusage(who, &usage);
-    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
-
-struct Timing {
-    double wall = 1e9;
-    double cpu = 1e9;
-};
-
-// md5sum over the same file: what "reading the file and doing a little work per byte" costs
-// on this machine right now.
-Timing md5sum_time(const std::filesystem::path& path) {
-    Timing best;
-    for (int i = 0; i < 3; ++i) {
-        const auto start = Clock::now();
-        const double cpu_start = cpu_seconds(RUSAGE_CHILDREN);
-        const std::string cmd = "md5sum " + path.string() + " > /dev/null";
-        if (std::system(cmd.c_str()) != 0) return {};
-        best.wall = std::min(best.wall, seconds_since(start));
-        best.cpu = std::min(best.cpu, cpu_seconds(RUSAGE_CHILDREN) - cpu_start);
-    }
-    return best;
 }
 
 void bench_decode(const std::filesystem::path& dir, const Wire& wire, std::uint64_t bytes) {
@@ -323,9 +292,8 @@ void bench_profile(const std::filesystem::path& dir, std::size_t arcs) {
         aggregate.distinct_arcs(), profile.arcs.size(), profile.symbols.size(),
         profile.cycles.size(), write_s, profile_s, text_s, text.size(), text_s / profile_s, json_s,
         json.size(), json_s / profile_s);
-    const std::string input =
-        bench::cell("%zu distinct arcs, %zu functions", aggregate.distinct_arcs(),
-                    profile.symbols.size());
+    const std::string input = bench::cell("%zu distinct arcs, %zu functions",
+                                          aggregate.distinct_arcs(), profile.symbols.size());
     bench::table_row("gmon.out written", input, bench::cell("%.3f s", write_s));
     bench::table_row("profile computed", input, bench::cell("%.3f s", profile_s));
     bench::table_row("gprof text report", input, bench::cell("%.3f s", text_s),

@@ -24,29 +24,12 @@
 #include "protocol/swo_decoder.h"
 #include "protocol/swo_encoder.h"
 #include "tests/bench/table.h"
+#include "tests/bench/timing.h"
 
 using namespace rackprof::protocol;
-using Clock = std::chrono::steady_clock;
+using namespace rackprof::bench;
 
 namespace {
-
-double seconds_since(Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// CPU seconds of this process or of its finished children: on a machine shared with other
-// work, wall time says little about what one core can do.
-double cpu_seconds(int who) {
-    rusage usage{};
-    getrusage(who, &usage);
-    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
-
-struct Timing {
-    double wall = 1e9;
-    double cpu = 1e9;
-};
 
 // What a Cortex-M with PC sampling, -finstrument-functions over orbstat and printf on port 0
 // sends, in a mix of roughly: 70% PC-sample packets, 10% call events, 5% exceptions.
@@ -133,23 +116,6 @@ DecoderStats decode_file(const std::filesystem::path& path, const SwoOptions& op
     decoder.finish(sink);
     std::fclose(f);
     return decoder.stats();
-}
-
-// Best of three runs of a shell command, in wall and CPU time; nothing if it fails.
-std::optional<Timing> command_time(const std::string& cmd) {
-    Timing best;
-    for (int i = 0; i < 3; ++i) {
-        const auto start = Clock::now();
-        const double cpu_start = cpu_seconds(RUSAGE_CHILDREN);
-        if (std::system(cmd.c_str()) != 0) return std::nullopt;
-        best.wall = std::min(best.wall, seconds_since(start));
-        best.cpu = std::min(best.cpu, cpu_seconds(RUSAGE_CHILDREN) - cpu_start);
-    }
-    return best;
-}
-
-Timing md5sum_time(const std::filesystem::path& path) {
-    return command_time("md5sum " + path.string() + " > /dev/null").value_or(Timing{});
 }
 
 // `rackprof convert` of the same file with and without the console port: what printing the
