@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace rackprof::gmon {
 
@@ -29,6 +30,7 @@ class Engine {
         : p_(profile), excluded_(std::move(excluded)) {}
 
     void assign_samples(const Histogram& h, double hist_scale);
+    void reserve_arcs(std::size_t n) { arc_index_.reserve(n); }
     void tally(std::uint64_t from_pc, std::uint64_t self_pc, std::uint64_t count);
     void assemble();
     void order_flat();
@@ -40,6 +42,9 @@ class Engine {
     std::optional<std::size_t> lookup(std::uint64_t address) const;
     void add_arc(std::size_t parent, std::size_t child, std::uint64_t count);
     std::optional<std::size_t> find_arc(std::size_t parent, std::size_t child) const;
+    static std::uint64_t arc_key(std::size_t parent, std::size_t child) {
+        return (static_cast<std::uint64_t>(parent) << 32) | static_cast<std::uint64_t>(child);
+    }
 
     // Depth-first numbering with cycle detection (cg_dfn.c), iterative so that deep call
     // chains cannot exhaust the stack.
@@ -63,11 +68,20 @@ class Engine {
     std::vector<bool> excluded_;
     std::vector<std::size_t> heads_;  // cyc.head of each symbol (or cycle)
     std::vector<std::size_t> next_;   // cyc.next of each symbol (or cycle): kNone ends the list
+    std::vector<std::size_t> tail_;   // the last member of each head's list
+    // One arc per (parent, child): gprof searches the parent's list; a map keeps tallying
+    // linear when functions have thousands of callees.
+    std::unordered_map<std::uint64_t, std::size_t> arc_index_;
     struct Frame {
         std::size_t sym;
-        std::size_t cycle_top;
+        // Frames (run_low, this one] were glommed into one cycle by an earlier find_cycle and
+        // share a head; equal to the frame's own index until then.
+        std::size_t run_low;
     };
-    std::vector<Frame> dfn_stack_;  // index 0 unused, as in gprof
+    std::vector<Frame> dfn_stack_;       // index 0 unused, as in gprof
+    std::vector<std::size_t> on_stack_;  // each symbol's frame index while busy, else kNone
+    std::vector<std::size_t> to_glom_;   // find_cycle's scratch lists
+    std::vector<std::size_t> glommed_;
     int dfn_counter_ = kDfnNan;
 };
 
@@ -153,11 +167,9 @@ void Engine::tally(std::uint64_t from_pc, std::uint64_t self_pc, std::uint64_t c
 }
 
 std::optional<std::size_t> Engine::find_arc(std::size_t parent, std::size_t child) const {
-    const auto& children = p_.nodes[parent].children;
-    for (auto it = children.rbegin(); it != children.rend(); ++it) {  // newest first, as gprof
-        if (p_.arcs[*it].child == child) return *it;
-    }
-    return std::nullopt;
+    const auto it = arc_index_.find(arc_key(parent, child));
+    if (it == arc_index_.end()) return std::nullopt;
+    return it->second;
 }
 
 void Engine::add_arc(std::size_t parent, std::size_t child, std::uint64_t count) {
@@ -166,6 +178,7 @@ void Engine::add_arc(std::size_t parent, std::size_t child, std::uint64_t count)
         return;
     }
     p_.arcs.push_back({parent, child, count, 0.0, 0.0});
+    arc_index_.emplace(arc_key(parent, child), p_.arcs.size() - 1);
     p_.nodes[parent].children.push_back(p_.arcs.size() - 1);
     p_.nodes[child].parents.push_back(p_.arcs.size() - 1);
 }
@@ -184,6 +197,7 @@ void Engine::dfn(std::size_t root) {
             find_cycle(s);
             return;
         }
+        on_stack_[s] = dfn_stack_.size();
         dfn_stack_.push_back({s, dfn_stack_.size()});
         n.top_order = kDfnBusy;
         work.push_back({s, 0});
@@ -205,30 +219,44 @@ void Engine::dfn(std::size_t root) {
     }
 }
 
+// gprof walks down the stack to the child (or its cycle's head) and then over every frame
+// above it; on one big cycle that is quadratic. Here the frame is found by position, frames
+// glommed by an earlier call are skipped a run at a time, and each head knows its list's tail.
+// Heads are glommed in the same (stack) order as gprof's, so the lists come out identical.
 void Engine::find_cycle(std::size_t child) {
     const std::size_t depth = dfn_stack_.size() - 1;
-    std::size_t cycle_top = depth;
-    std::size_t top = kNone;
-    for (; cycle_top > 0; --cycle_top) {
-        top = dfn_stack_[cycle_top].sym;
-        if (child == top) break;
-        if (head(child) != child && head(child) == top) break;
-    }
+    std::size_t cycle_top = on_stack_[child] == kNone ? 0 : on_stack_[child];
+    if (head(child) != child && on_stack_[head(child)] != kNone)
+        cycle_top = std::max(cycle_top, on_stack_[head(child)]);
     if (cycle_top == 0) throw std::logic_error("call graph: could not find the head of a cycle");
     if (cycle_top == depth) return;  // a self-call: handled elsewhere
-    std::size_t tail = top;
-    while (next_[tail] != kNone) tail = next_[tail];
-    if (head(top) != top) top = head(top);
-    for (std::size_t index = cycle_top + 1; index <= depth; ++index) {
-        const std::size_t member = dfn_stack_[index].sym;
-        if (head(member) == member) {
-            // Not yet glommed anywhere: glom it, and whatever it had glommed.
-            next_[tail] = member;
-            heads_[member] = top;
-            for (tail = member; next_[tail] != kNone; tail = next_[tail]) heads_[next_[tail]] = top;
-        } else if (head(member) != top) {
-            throw std::logic_error("call graph: cycle member glommed, but not to the head");
+    const std::size_t top = head(dfn_stack_[cycle_top].sym);
+    to_glom_.clear();
+    glommed_.clear();
+    for (std::size_t index = depth; index > cycle_top;) {
+        Frame& frame = dfn_stack_[index];
+        const std::size_t below =
+            frame.run_low < index ? std::max(frame.run_low, cycle_top) : index - 1;
+        if (head(frame.sym) == frame.sym) {
+            to_glom_.push_back(frame.sym);
+        } else {
+            glommed_.push_back(frame.sym);
         }
+        frame.run_low = cycle_top;
+        index = below;
+    }
+    std::size_t tail = tail_[top];
+    for (auto it = to_glom_.rbegin(); it != to_glom_.rend(); ++it) {
+        // Not yet glommed anywhere: glom it, and whatever it had glommed.
+        const std::size_t member = *it;
+        next_[tail] = member;
+        heads_[member] = top;
+        for (tail = member; next_[tail] != kNone; tail = next_[tail]) heads_[next_[tail]] = top;
+    }
+    tail_[top] = tail;
+    for (const std::size_t member : glommed_) {
+        if (head(member) != top)
+            throw std::logic_error("call graph: cycle member glommed, but not to the head");
     }
 }
 
@@ -237,6 +265,7 @@ void Engine::post_visit(std::size_t parent) {
         ++dfn_counter_;
         for (std::size_t m = parent; m != kNone; m = next_[m]) p_.nodes[m].top_order = dfn_counter_;
     }
+    on_stack_[dfn_stack_.back().sym] = kNone;
     dfn_stack_.pop_back();
 }
 
@@ -386,6 +415,8 @@ void Engine::assemble() {
     const std::size_t n = p_.symbols.size();
     heads_.resize(n);
     next_.assign(n, kNone);
+    tail_.resize(n);
+    on_stack_.assign(n, kNone);
     for (std::size_t s = 0; s < n; ++s) {
         ProfileNode& node_s = p_.nodes[s];
         node_s.child_time = 0.0;
@@ -395,6 +426,7 @@ void Engine::assemble() {
         }
         node_s.top_order = kDfnNan;
         heads_[s] = s;
+        tail_[s] = s;
     }
     dfn_stack_.assign(1, Frame{kNone, 0});
     for (std::size_t s = 0; s < n; ++s) {
@@ -493,6 +525,7 @@ Profile compute_profile(const GmonData& data, const Symbolizer& elf,
     if (options.prof_rate_override) p.prof_rate = options.prof_rate_override;
     if (p.prof_rate == 0)
         p.prof_rate = 1000;  // no histogram or an old BSD file: rackprof's default
+    engine.reserve_arcs(data.arcs.size());
     for (const ArcCount& a : data.arcs) engine.tally(a.from_pc, a.self_pc, a.count);
     engine.assemble();
     engine.order_flat();
