@@ -35,6 +35,7 @@
 #include "gmon/synthetic_elf.h"
 #include "protocol/framed_format.h"
 #include "protocol/record_sink.h"
+#include "tests/bench/synthetic_profile.h"
 #include "tests/bench/table.h"
 #include "tests/bench/timing.h"
 
@@ -239,31 +240,16 @@ double best_seconds(int repeats, Work work) {
     return best;
 }
 
-// 2000 functions, `arcs` distinct arcs among them (call sites anywhere in the caller), 10^5
-// sampled PCs: gmon.out, the profile, and its two reports (gprof's text and the JSON report's
-// profile as --report json prints it), each timed on its own. Report time is compared with the
-// profile computation it formats, measured in the same run.
+// gmon.out, the profile, and its two reports (gprof's text and the JSON report's profile as
+// --report json prints it) of a synthetic profile with `arcs` distinct arcs, each timed on its
+// own. Report time is compared with the profile computation it formats, measured in the same run.
 void bench_profile(const std::filesystem::path& dir, std::size_t arcs) {
-    std::mt19937_64 rng(1);
-    std::vector<gmon::SyntheticFunction> functions;
-    std::uint32_t addr = 0x1000;
-    for (int i = 0; i < 2000; ++i) {
-        const auto size = 2 * static_cast<std::uint32_t>(16 + rng() % 200);
-        functions.push_back({"function_" + std::to_string(i), addr, size});
-        addr += size;
-    }
+    const SyntheticProfile synthetic = synthetic_profile(arcs);
     const auto elf_path = dir / "bench.elf";
-    gmon::write_synthetic_elf(elf_path, functions, 0x1000, addr);
+    synthetic.write_elf(elf_path);
     const auto elf = gmon::Symbolizer::load(elf_path);
-    gmon::Aggregate aggregate;
-    while (aggregate.distinct_arcs() < arcs) {
-        const auto& from = functions[rng() % functions.size()];
-        const auto& to = functions[rng() % functions.size()];
-        aggregate.add_arc((from.addr + 2 * static_cast<std::uint32_t>(rng() % (from.size / 2))) | 1,
-                          to.addr | 1, 1 + rng() % 1000);
-    }
-    for (int i = 0; i < 100000; ++i)
-        aggregate.add_pc(0x1000 + 2 * (rng() % ((addr - 0x1000) / 2)), 1 + rng() % 50);
+    const gmon::Aggregate& aggregate = synthetic.aggregate;
+    const std::uint32_t addr = synthetic.high;
 
     const auto start = Clock::now();
     const auto binned = gmon::to_gmon_data(aggregate, {0x1000, addr, 2, 1000}, elf->layout());

@@ -27,10 +27,12 @@
 #include <vector>
 
 #include "storage/session_store.h"
+#include "tests/bench/loopback_http.h"
 #include "tests/bench/table.h"
 #include "tests/support/process.h"
 
 using namespace rackprof;
+using namespace rackprof::bench;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
@@ -242,44 +244,6 @@ void rack(const std::string& binary, const std::string& baseline_binary,
     rack_table(run, baseline ? &*baseline : nullptr, boards, rate, seconds);
 }
 
-// One GET over a fresh loopback connection, read to the end (Connection: close); seconds taken,
-// or a negative number when the answer is not 200.
-double http_get_seconds(int port, const std::string& path) {
-    const auto t0 = Clock::now();
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<std::uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-        ::close(fd);
-        return -1;
-    }
-    const std::string request =
-        "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-    if (::write(fd, request.data(), request.size()) < 0) {
-        ::close(fd);
-        return -1;
-    }
-    std::string head;
-    char buffer[65536];
-    ssize_t n = 0;
-    while ((n = ::read(fd, buffer, sizeof buffer)) > 0) {
-        if (head.size() < 16)
-            head.append(buffer, static_cast<std::size_t>(std::min<ssize_t>(n, 16)));
-    }
-    ::close(fd);
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    return head.rfind("HTTP/1.1 200", 0) == 0 ? s : -1;
-}
-
-int listening_port(const std::filesystem::path& log) {
-    const std::string text = testing::read_text(log);
-    const std::string marker = "HTTP API listening on 127.0.0.1:";
-    const auto at = text.find(marker);
-    return at == std::string::npos ? 0 : std::atoi(text.c_str() + at + marker.size());
-}
-
 // The database's bytes on disk: the file and its WAL and shared-memory files.
 double database_mb(const std::filesystem::path& db) {
     double bytes = 0;
@@ -289,18 +253,6 @@ double database_mb(const std::filesystem::path& db) {
         if (!ec) bytes += static_cast<double>(n);
     }
     return bytes / 1e6;
-}
-
-// Latency of `n` requests in milliseconds, sorted (empty: a request failed).
-std::vector<double> latencies_ms(int port, const std::string& path, int n) {
-    std::vector<double> times;
-    for (int i = 0; i < n; ++i) {
-        const double s = http_get_seconds(port, path);
-        if (s < 0) return {};
-        times.push_back(s * 1e3);
-    }
-    std::sort(times.begin(), times.end());
-    return times;
 }
 
 struct FileRun {

@@ -1,0 +1,75 @@
+// What the daemon benchmarks ask a running `rackprof serve` over loopback: the port it logged,
+// and the time one GET takes to be answered in full.
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tests/support/process.h"
+
+namespace rackprof::bench {
+
+// One GET over a fresh loopback connection, read to the end (Connection: close); seconds taken,
+// or a negative number when the answer is not 200. `bytes` receives the answer's size.
+inline double http_get_seconds(int port, const std::string& path, std::size_t* bytes = nullptr) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    const std::string request =
+        "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    if (::write(fd, request.data(), request.size()) < 0) {
+        ::close(fd);
+        return -1;
+    }
+    std::string head;
+    std::size_t total = 0;
+    char buffer[65536];
+    ssize_t n = 0;
+    while ((n = ::read(fd, buffer, sizeof buffer)) > 0) {
+        total += static_cast<std::size_t>(n);
+        if (head.size() < 16)
+            head.append(buffer, static_cast<std::size_t>(std::min<ssize_t>(n, 16)));
+    }
+    ::close(fd);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (bytes) *bytes = total;
+    return head.rfind("HTTP/1.1 200", 0) == 0 ? s : -1;
+}
+
+// Latency of `n` requests in milliseconds, sorted (empty: a request failed).
+inline std::vector<double> latencies_ms(int port, const std::string& path, int n) {
+    std::vector<double> times;
+    for (int i = 0; i < n; ++i) {
+        const double s = http_get_seconds(port, path);
+        if (s < 0) return {};
+        times.push_back(s * 1e3);
+    }
+    std::sort(times.begin(), times.end());
+    return times;
+}
+
+// The port `rackprof serve` logged it listens on; 0 until it did.
+inline int listening_port(const std::filesystem::path& log) {
+    const std::string text = testing::read_text(log);
+    const std::string marker = "HTTP API listening on 127.0.0.1:";
+    const auto at = text.find(marker);
+    return at == std::string::npos ? 0 : std::atoi(text.c_str() + at + marker.size());
+}
+
+}  // namespace rackprof::bench

@@ -1,0 +1,246 @@
+// Benchmark of serving (not a pass/fail test): how long a real `rackprof serve` takes to answer
+// profile, gmon.out and time-window requests over loopback, against stored sessions of 10^4 to
+// 10^6 distinct arcs and one of 10^7 records. Each request is timed from connect to the last
+// byte; the first request after the daemon starts (nothing in memory yet) is reported apart from
+// the p50/p99 of the next 100. With --baseline OLD_RACKPROF the same database is served by
+// OLD_RACKPROF in the same run (the database must be of a schema it reads). Figures only, and
+// TABLE| rows for run.sh's summary (tests/bench/table.h).
+//
+//   serving_bench RACKPROF [--arcs 10000,100000,1000000] [--records 10000000] [--dir DIR]
+//                 [--baseline OLD_RACKPROF]
+#include <signal.h>
+
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "storage/session_store.h"
+#include "tests/bench/loopback_http.h"
+#include "tests/bench/synthetic_profile.h"
+#include "tests/bench/table.h"
+#include "tests/bench/timing.h"
+#include "tests/support/process.h"
+
+using namespace rackprof;
+using namespace rackprof::bench;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::int64_t kStartNs = 1'700'000'000'000'000'000;
+
+struct Latency {
+    double first_ms = -1;  // the first request after start
+    double p50_ms = -1, p99_ms = -1;
+    std::size_t bytes = 0;
+};
+
+// One completed session holding `aggregate`, profiled with `elf`.
+void store_session(storage::SessionStore& store, const gmon::Aggregate& aggregate,
+                   const std::filesystem::path& elf, std::int64_t end_ns) {
+    storage::NewSession spec;
+    spec.board = "bench";
+    spec.link = "file:///bench";
+    spec.elf_path = elf.string();
+    spec.started_ns = kStartNs;
+    const auto id = store.create_session(spec);
+    store.add_to_aggregate(id, aggregate);
+    store.end_session(id, "completed", end_ns);
+}
+
+// A session of `records` records, 4096 per chunk, chunks 1 ms apart: arcs among the synthetic
+// profile's 10^4 and PCs anywhere in its text, so a window's answer has 10^4 arcs at most.
+void store_record_session(storage::SessionStore& store, const SyntheticProfile& synthetic,
+                          const std::filesystem::path& elf, std::size_t records) {
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> arcs;
+    for (const auto& a : synthetic.aggregate.arcs())
+        arcs.emplace_back(static_cast<std::uint32_t>(a.from_pc),
+                          static_cast<std::uint32_t>(a.self_pc));
+    std::mt19937_64 rng(2);
+    storage::NewSession spec;
+    spec.board = "bench-records";
+    spec.link = "file:///bench";
+    spec.elf_path = elf.string();
+    spec.started_ns = kStartNs;
+    const auto id = store.create_session(spec);
+    constexpr std::size_t kPerChunk = 4096;
+    constexpr std::size_t kChunksPerTransaction = 64;
+    std::vector<protocol::Record> chunk(kPerChunk);
+    std::vector<std::vector<protocol::Record>> pending;
+    std::int64_t seq = 0;
+    for (std::size_t done = 0; done < records;) {
+        storage::Transaction t(store.db());
+        gmon::Aggregate delta;
+        std::vector<storage::SessionStore::ChunkToStore> chunks;
+        pending.clear();
+        for (std::size_t c = 0; c < kChunksPerTransaction && done < records; ++c) {
+            const std::size_t n = std::min(kPerChunk, records - done);
+            std::vector<protocol::Record> recs(n);
+            for (auto& r : recs) {
+                if (rng() % 4 == 0) {
+                    const auto& a = arcs[rng() % arcs.size()];
+                    r = protocol::Record::arc(a.first, a.second);
+                } else {
+                    r = protocol::Record::pc_sample(static_cast<std::uint32_t>(
+                        synthetic.low + 2 * (rng() % ((synthetic.high - synthetic.low) / 2))));
+                }
+            }
+            delta.add(recs);
+            pending.push_back(std::move(recs));
+            done += n;
+            ++seq;
+        }
+        for (std::size_t c = 0; c < pending.size(); ++c) {
+            const std::int64_t s = seq - static_cast<std::int64_t>(pending.size() - c);
+            chunks.push_back({s, kStartNs + s * 1'000'000, {}, pending[c]});
+        }
+        store.append_chunks(id, chunks);
+        store.add_to_aggregate(id, delta);
+        t.commit();
+    }
+    store.end_session(id, "completed", kStartNs + seq * 1'000'000);
+}
+
+Latency measure(int port, const std::string& path) {
+    Latency l;
+    l.first_ms = http_get_seconds(port, path, &l.bytes) * 1e3;
+    if (l.first_ms < 0) return l;
+    const auto times = latencies_ms(port, path, 100);
+    if (!times.empty()) l.p50_ms = times[50], l.p99_ms = times[98];
+    return l;
+}
+
+struct Request {
+    std::string what;   // the table's benchmark column
+    std::string input;  // the table's input column
+    std::string path;
+};
+
+// Serves the database with `binary` (no boards) and times every request.
+std::vector<Latency> serve_and_measure(const std::string& binary, const std::filesystem::path& dir,
+                                       const std::filesystem::path& db,
+                                       const std::vector<Request>& requests) {
+    const auto config = dir / "serve.toml";
+    std::ofstream(config) << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
+                          << db.string() << "\"\n[logging]\nlevel = \"info\"\n";
+    const auto log = dir / "serve.log";
+    std::filesystem::remove(log);
+    testing::Process daemon({binary, "serve", "--config", config.string()}, log);
+    testing::eventually([&] { return listening_port(log) != 0; }, 30s);
+    std::vector<Latency> out;
+    const int port = listening_port(log);
+    for (const auto& r : requests) out.push_back(port ? measure(port, r.path) : Latency{});
+    daemon.signal(SIGTERM);
+    daemon.wait(60s);
+    return out;
+}
+
+std::string latency_cell(const Latency& l) {
+    if (l.p99_ms < 0) return "failed";
+    return cell("p99 %.1f ms (p50 %.1f, first %.1f; %.1f MB)", l.p99_ms, l.p50_ms, l.first_ms,
+                static_cast<double>(l.bytes) / 1e6);
+}
+
+void report(const std::vector<Request>& requests, const std::vector<Latency>& now,
+            const std::vector<Latency>& before, const std::string& baseline) {
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        const Latency& l = now[i];
+        std::printf("%s, %s: %s\n", requests[i].what.c_str(), requests[i].input.c_str(),
+                    latency_cell(l).c_str());
+        if (before.empty() || before[i].p99_ms <= 0 || l.p99_ms <= 0) {
+            table_row(requests[i].what, requests[i].input, latency_cell(l));
+        } else {
+            std::printf("  %s: %s\n", baseline.c_str(), latency_cell(before[i]).c_str());
+            table_row(requests[i].what, requests[i].input, latency_cell(l),
+                      "--baseline " + latency_cell(before[i]), l.p99_ms / before[i].p99_ms);
+        }
+    }
+}
+
+std::vector<std::size_t> size_list(const std::string& text) {
+    std::vector<std::size_t> sizes;
+    for (std::size_t at = 0; at < text.size();) {
+        const auto comma = text.find(',', at);
+        sizes.push_back(std::stoull(text.substr(at, comma - at)));
+        at = comma == std::string::npos ? text.size() : comma + 1;
+    }
+    return sizes;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        std::fprintf(stderr,
+                     "usage: serving_bench RACKPROF [--arcs N,...] [--records N] [--dir DIR] "
+                     "[--baseline OLD_RACKPROF]\n");
+        return 2;
+    }
+    const std::string binary = argv[1];
+    std::vector<std::size_t> arc_counts = {10000, 100000, 1000000};
+    std::size_t records = 10'000'000;
+    std::filesystem::path dir = std::filesystem::temp_directory_path() / "rackprof-serving-bench";
+    std::string baseline;
+    for (int i = 2; i + 1 < argc; i += 2) {
+        const std::string arg = argv[i];
+        if (arg == "--arcs") arc_counts = size_list(argv[i + 1]);
+        if (arg == "--records") records = std::stoull(argv[i + 1]);
+        if (arg == "--dir") dir = argv[i + 1];
+        if (arg == "--baseline") baseline = argv[i + 1];
+    }
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const auto db = dir / "serving.db";
+    std::vector<Request> requests;
+    {
+        storage::SessionStore store(db);
+        std::int64_t id = 0;
+        for (const std::size_t arcs : arc_counts) {
+            const auto start = Clock::now();
+            const SyntheticProfile synthetic = synthetic_profile(arcs);
+            const auto elf = dir / ("arcs-" + std::to_string(arcs) + ".elf");
+            synthetic.write_elf(elf);
+            store_session(store, synthetic.aggregate, elf, kStartNs + 60'000'000'000);
+            ++id;
+            const std::string input = cell("%zu distinct arcs", arcs);
+            const std::string base = "/api/v1/sessions/" + std::to_string(id);
+            requests.push_back({"profile (dashboard: all of it)", input, base + "/profile"});
+            requests.push_back({"profile ?top=50", input, base + "/profile?top=50"});
+            requests.push_back({"gmon.out", input, base + "/gmon.out"});
+            std::printf("session %lld: %zu distinct arcs stored in %.1f s\n",
+                        static_cast<long long>(id), arcs, seconds_since(start));
+        }
+        if (records > 0) {
+            const auto start = Clock::now();
+            const SyntheticProfile synthetic = synthetic_profile(10000, 0);
+            const auto elf = dir / "records.elf";
+            synthetic.write_elf(elf);
+            store_record_session(store, synthetic, elf, records);
+            ++id;
+            const std::int64_t span_ns = static_cast<std::int64_t>(records / 4096) * 1'000'000;
+            const std::string input = cell("%zu records", records);
+            const std::string base = "/api/v1/sessions/" + std::to_string(id) + "/profile";
+            const auto window = [&](std::int64_t from, std::int64_t to) {
+                return base + "?top=50&from=" + std::to_string(kStartNs + from) +
+                       "&to=" + std::to_string(kStartNs + to);
+            };
+            requests.push_back({"profile ?top=50, whole session", input, base + "?top=50"});
+            requests.push_back(
+                {"window profile, middle half", input, window(span_ns / 4, 3 * span_ns / 4)});
+            requests.push_back(
+                {"window profile, 1 s", input, window(span_ns / 2, span_ns / 2 + 1'000'000'000)});
+            std::printf("session %lld: %zu records stored in %.1f s\n", static_cast<long long>(id),
+                        records, seconds_since(start));
+        }
+    }
+    const auto now = serve_and_measure(binary, dir, db, requests);
+    std::vector<Latency> before;
+    if (!baseline.empty()) before = serve_and_measure(baseline, dir, db, requests);
+    report(requests, now, before, baseline);
+    std::filesystem::remove_all(dir);
+    return 0;
+}
