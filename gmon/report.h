@@ -1,6 +1,7 @@
 // Views of a Profile: gprof's text layout and rackprof's JSON schema (docs: gmon/README.md).
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -14,8 +15,12 @@ namespace rackprof::gmon {
 std::string render_gprof_text(const Profile& profile);
 
 struct JsonReportOptions {
-    std::size_t top = 0;       // at most this many flat rows; 0: all
+    // At most this many flat rows and call-graph entries (the graph's are its first, by total
+    // time); 0: all. A large firmware's whole call graph is tens of megabytes of JSON.
+    std::size_t top = 0;
     double min_percent = 0.0;  // leave out flat rows below this % time
+    // Writes further members into the profile object (the service's counters beside it).
+    std::function<void(JsonStream&)> more_fields;
 };
 
 // The "profile" object of the JSON report, written as it is made (what --report json prints).

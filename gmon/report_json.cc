@@ -117,15 +117,18 @@ void write_graph_entry(JsonStream& out, const Profile& p, std::size_t entry) {
     out.end_object();
 }
 
-void write_call_graph(JsonStream& out, const Profile& p) {
+void write_call_graph(JsonStream& out, const Profile& p, std::size_t top) {
     out.begin_array();
+    std::size_t entries = 0;
     for (std::size_t entry : p.graph_order) {
+        if (top && entries >= top) break;
         const bool cycle = entry >= Profile::kCycleBase;
         const ProfileNode& n = cycle ? p.cycles[entry - Profile::kCycleBase] : p.nodes[entry];
         if ((n.ncalls == 0 && n.self_calls == 0 && n.prop_self == 0 && n.prop_child == 0) ||
             !n.print_flag)
             continue;
         write_graph_entry(out, p, entry);
+        ++entries;
     }
     out.end_array();
 }
@@ -147,17 +150,18 @@ std::size_t expected_size(const Profile& p, int indent) {
 
 void write_profile_json(JsonStream& out, const Profile& p, const JsonReportOptions& options) {
     const double hz = p.prof_rate;
-    out.reserve(expected_size(p, out.indent()));
+    if (!options.top) out.reserve(expected_size(p, out.indent()));
     out.begin_object();
-    write_call_graph(out.key("call_graph"), p);
+    write_call_graph(out.key("call_graph"), p, options.top);
     write_flat(out.key("flat"), p, options);
     out.field("granularity_bytes", p.bin_bytes)
         .field("prof_rate", p.prof_rate)
         .field("propagated_seconds", p.print_time / hz)
         .field("seconds_per_sample", p.seconds_per_sample())
         .field("total_samples", p.total_samples)
-        .field("total_seconds", p.total_time / hz)
-        .end_object();
+        .field("total_seconds", p.total_time / hz);
+    if (options.more_fields) options.more_fields(out);
+    out.end_object();
 }
 
 nlohmann::json profile_json(const Profile& p, const JsonReportOptions& options) {

@@ -103,6 +103,7 @@ json reference_profile_json(const Profile& p, const JsonReportOptions& options) 
         if ((n.ncalls == 0 && n.self_calls == 0 && n.prop_self == 0 && n.prop_child == 0) ||
             !n.print_flag)
             continue;
+        if (options.top && graph.size() >= options.top) break;  // top trims the graph too
         graph.push_back(reference_graph_entry(p, entry));
     }
     return {{"seconds_per_sample", p.seconds_per_sample()}, {"prof_rate", p.prof_rate},
@@ -157,7 +158,7 @@ TEST_CASE("the streamed JSON report equals the document it replaced, byte for by
         const Profile p = random_profile(seed);
         REQUIRE(p.arcs.size() > 3000);
         CHECK_FALSE(p.cycles.empty());
-        const JsonReportOptions kOptions[] = {{}, {10, 0.0}, {0, 0.5}, {3, 0.2}};
+        const JsonReportOptions kOptions[] = {{}, {10, 0.0, {}}, {0, 0.5, {}}, {3, 0.2, {}}};
         for (const JsonReportOptions& options : kOptions) {
             CAPTURE(options.top);
             CAPTURE(options.min_percent);
@@ -170,6 +171,7 @@ TEST_CASE("the streamed JSON report equals the document it replaced, byte for by
                 CHECK(text == reference.dump(indent, ' ', false, replace));
             }
             CHECK(profile_json(p, options).dump() == reference.dump(-1, ' ', false, replace));
+            if (options.top) CHECK(reference["call_graph"].size() == options.top);
         }
     }
 }

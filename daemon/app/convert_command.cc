@@ -60,7 +60,7 @@ options:
                         gmon (gmon.out), text (gprof -b), json (the JSON report), csv (the
                         aggregate), ndjson (every record with its receive time; 0 for a
                         capture file), raw (the wire bytes)
-  --top N               JSON: at most N flat-profile rows
+  --top N               JSON: at most N flat-profile rows and call-graph entries
   --min-percent P       JSON: leave out flat-profile rows below P % time
 )";
 

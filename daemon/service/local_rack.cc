@@ -215,6 +215,36 @@ void require_elf(const gmon::ExportInput& input, std::int64_t id) {
 
 }  // namespace
 
+// ---- ProfileCache -----------------------------------------------------------------------
+
+bool ProfileCache::Entry::serves(std::int64_t id, const gmon::ProfileSource& source) const {
+    // Pointers compared only while alive: a freed aggregate's address may be reused.
+    const auto a = aggregate.lock();
+    const auto e = elf.lock();
+    return session == id && a && a == source.aggregate && e && e == source.elf &&
+           announced_range == source.announced_range;
+}
+
+std::shared_ptr<const gmon::Profile> ProfileCache::get(std::int64_t session,
+                                                       const gmon::ProfileSource& source) {
+    {
+        std::lock_guard lock(mutex_);
+        for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+            if (!it->serves(session, source)) continue;
+            std::rotate(entries_.begin(), it, it + 1);
+            return entries_.front().profile;
+        }
+    }
+    // Computed outside the lock: two requests may both compute it, none waits on the other.
+    auto profile = std::make_shared<const gmon::Profile>(gmon::profile_of(source));
+    std::lock_guard lock(mutex_);
+    std::erase_if(entries_, [&](const Entry& e) { return e.session == session; });
+    entries_.insert(entries_.begin(),
+                    Entry{session, source.aggregate, source.elf, source.announced_range, profile});
+    if (entries_.size() > capacity_) entries_.pop_back();
+    return profile;
+}
+
 // ---- SymbolizerCache --------------------------------------------------------------------
 
 std::shared_ptr<const gmon::Symbolizer> SymbolizerCache::get(const std::string& path) {
@@ -411,16 +441,29 @@ std::string LocalRack::console(std::int64_t id, int tail) {
     return text;
 }
 
-json LocalRack::profile(std::int64_t id, const TimeWindow& window, const ProfileOptions& options) {
+std::string LocalRack::profile(std::int64_t id, const TimeWindow& window,
+                               const ProfileOptions& options) {
     const auto info = stored_session(id);
     const auto input = session_input(info, window);
     require_elf(*input, id);
-    json profile =
-        gmon::profile_json(gmon::profile_of(input->source), {options.top, options.min_percent});
+    const auto computed =
+        window.bounded() ? std::make_shared<const gmon::Profile>(gmon::profile_of(input->source))
+                         : profiles_.get(id, input->source);
+    gmon::JsonReportOptions json_options{options.top, options.min_percent, {}};
     // DWT samples taken while the core slept: a count beside the functions, never one of them
     // (the record batches do not carry them, so a window has none).
-    profile["sleeping"] = window.bounded() ? json(nullptr) : json(info.counters.sleep_samples);
-    return profile;
+    json_options.more_fields = [&](gmon::JsonStream& out) {
+        if (window.bounded()) {
+            out.field("sleeping", nullptr);
+        } else {
+            out.field("sleeping", info.counters.sleep_samples);
+        }
+    };
+    std::string text;
+    // Names that are not UTF-8 become U+FFFD: a view never fails to serialize.
+    gmon::JsonStream out(text, -1, 0, gmon::JsonStream::ErrorHandler::replace);
+    gmon::write_profile_json(out, *computed, json_options);
+    return text;
 }
 
 Export LocalRack::open_export(std::int64_t id, const std::string& format,

@@ -5,12 +5,14 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "daemon/capture/capture_service.h"
 #include "daemon/ingest/capture_import.h"
 #include "daemon/service/rack_service.h"
 #include "gmon/export.h"
+#include "gmon/profile_pipeline.h"
 #include "gmon/symbolizer.h"
 #include "storage/reader_pool.h"
 
@@ -35,6 +37,31 @@ class SymbolizerCache {
     std::vector<Entry> entries_;  // most recently used first
 };
 
+// Profiles of whole sessions, kept while the aggregate they were computed from is still the one
+// served (a commit replaces it, which ends the entry) and the ELF is the same; the 8 most recently
+// used. Computing a profile of 10^5 arcs takes tens of milliseconds, serving a kept one nothing.
+class ProfileCache {
+  public:
+    explicit ProfileCache(std::size_t capacity = 8) : capacity_(capacity) {}
+    // Throws what gmon::profile_of throws.
+    std::shared_ptr<const gmon::Profile> get(std::int64_t session,
+                                             const gmon::ProfileSource& source);
+
+  private:
+    struct Entry {
+        std::int64_t session = 0;
+        std::weak_ptr<const gmon::Aggregate> aggregate;
+        std::weak_ptr<const gmon::Symbolizer> elf;
+        std::optional<gmon::CodeRange> announced_range;
+        std::shared_ptr<const gmon::Profile> profile;
+
+        bool serves(std::int64_t id, const gmon::ProfileSource& source) const;
+    };
+    std::size_t capacity_;
+    std::mutex mutex_;
+    std::vector<Entry> entries_;  // most recently used first
+};
+
 class LocalRack : public RackService {
   public:
     LocalRack(daemon::CaptureService& capture, std::filesystem::path storage_path,
@@ -53,8 +80,8 @@ class LocalRack : public RackService {
     nlohmann::json sessions(const SessionFilter& filter) override;
     nlohmann::json session(std::int64_t id) override;
     std::string console(std::int64_t id, int tail) override;
-    nlohmann::json profile(std::int64_t id, const TimeWindow& window,
-                           const ProfileOptions& options) override;
+    std::string profile(std::int64_t id, const TimeWindow& window,
+                        const ProfileOptions& options) override;
     Export open_export(std::int64_t id, const std::string& format,
                        const TimeWindow& window) override;
     Stored put_firmware(const std::filesystem::path& elf) override;
@@ -83,6 +110,7 @@ class LocalRack : public RackService {
     std::filesystem::path storage_path_;
     storage::ReaderPool readers_;
     SymbolizerCache elves_;
+    ProfileCache profiles_;
 };
 
 }  // namespace rackprof::service

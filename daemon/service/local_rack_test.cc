@@ -90,6 +90,37 @@ TEST_CASE("the symbolizer cache keeps images until their file changes, and only 
     CHECK_THROWS(cache.get((dir.path / "missing.elf").string()));
 }
 
+TEST_CASE("the profile cache serves a profile while its aggregate and ELF are the ones served") {
+    ScratchDir dir;
+    const auto elf = dir.path / "fw.elf";
+    gmon::write_synthetic_elf(elf, {{"main", 0x100, 0x20}, {"work", 0x120, 0x20}}, 0x100, 0x200);
+    gmon::ProfileSource source;
+    source.elf = gmon::Symbolizer::load(elf);
+    auto counts = std::make_shared<gmon::Aggregate>();
+    counts->add_arc(0x105, 0x121, 7);
+    counts->add_pc(0x124, 3);
+    source.aggregate = counts;
+    ProfileCache cache(2);
+    const auto first = cache.get(1, source);
+    CHECK(first->nodes[1].ncalls == 7);
+    CHECK(cache.get(1, source) == first);
+    CHECK(cache.get(2, source) != first);  // another session's entry
+
+    auto more = std::make_shared<gmon::Aggregate>(*counts);  // a commit: a new aggregate
+    more->add_arc(0x105, 0x121, 1);
+    source.aggregate = more;
+    const auto after_commit = cache.get(1, source);
+    CHECK(after_commit != first);
+    CHECK(after_commit->nodes[1].ncalls == 8);
+
+    source.elf = gmon::Symbolizer::load(elf);  // the firmware loaded again
+    CHECK(cache.get(1, source) != after_commit);
+    cache.get(3, source);
+    cache.get(4, source);
+    const auto evicted_for = cache.get(1, source);  // two newer sessions pushed it out
+    CHECK(evicted_for->nodes[1].ncalls == 8);
+}
+
 TEST_CASE("an empty rack: views, refusals as failures") {
     ScratchDir dir;
     daemon::DaemonConfig config;

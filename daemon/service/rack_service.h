@@ -84,7 +84,7 @@ struct TimeWindow {
 };
 
 struct ProfileOptions {
-    std::size_t top = 0;       // at most this many flat rows; 0: all
+    std::size_t top = 0;       // at most this many flat rows and call-graph entries; 0: all
     double min_percent = 0.0;  // leave out flat rows below this % time
 };
 
@@ -132,8 +132,10 @@ class RackService {
     virtual nlohmann::json session(std::int64_t id) = 0;
     // The console text the target printed, lines as received; the newest `tail` only (0: all).
     virtual std::string console(std::int64_t id, int tail) = 0;
-    virtual nlohmann::json profile(std::int64_t id, const TimeWindow& window,
-                                   const ProfileOptions& options) = 0;
+    // The profile as JSON text, written once (a large call graph is tens of megabytes: no
+    // document is built for it).
+    virtual std::string profile(std::int64_t id, const TimeWindow& window,
+                                const ProfileOptions& options) = 0;
     // `format`: gmon, text, json, csv, ndjson, raw; kUnknownFormat otherwise. The window
     // applies to the profile formats (gmon, text, json).
     virtual Export open_export(std::int64_t id, const std::string& format,

@@ -83,13 +83,13 @@ class FakeRack : public service::RackService {
         calls.push_back("console " + std::to_string(id) + " " + std::to_string(tail));
         return "hello\n";
     }
-    json profile(std::int64_t id, const service::TimeWindow& window,
-                 const service::ProfileOptions& options) override {
+    std::string profile(std::int64_t id, const service::TimeWindow& window,
+                        const service::ProfileOptions& options) override {
         calls.push_back(
             "profile " + std::to_string(id) + " " + std::to_string(window.from_ns.value_or(-1)) +
             " " + std::to_string(window.to_ns.value_or(-1)) + " " + std::to_string(options.top));
         if (id == 8) throw ServiceError(Failure::kNoElf, "session 8 has no usable ELF");
-        return {{"flat", json::array()}};
+        return R"({"flat":[]})";
     }
     service::Export open_export(std::int64_t id, const std::string& format,
                                 const service::TimeWindow&) override {

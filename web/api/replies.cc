@@ -32,6 +32,15 @@ Response text_reply(const Request& request, std::string text) {
     return r;
 }
 
+Response json_text_reply(const Request& request, std::string json_text) {
+    Response r{http::status::ok, request.version()};
+    r.set(http::field::content_type, "application/json");
+    r.keep_alive(request.keep_alive());
+    r.body() = std::move(json_text);
+    r.body() += '\n';
+    return r;
+}
+
 namespace {
 
 struct FailureReply {

@@ -24,6 +24,8 @@ struct HttpError {
 Response json_reply(const Request& request, http::status status, const nlohmann::json& body);
 Response empty_reply(const Request& request, http::status status);
 Response text_reply(const Request& request, std::string text);
+// JSON a view wrote as text itself (valid UTF-8 JSON, the view's promise).
+Response json_text_reply(const Request& request, std::string json_text);
 
 // The status and error code for each of the service's failures: the only such table.
 HttpError http_error_of(const service::ServiceError& error);
