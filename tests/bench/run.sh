@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Builds rackprof in Release and runs the benchmarks; figures only, no pass/fail.
-#   tests/bench/run.sh [core|swo|ingest|all] [options for that benchmark]
+#   tests/bench/run.sh [core|swo|ingest|serving|all] [options for that benchmark]
 #   core:   [--mb N] [--arcs N,...] [--only profile]    decode, gmon.out, profile and report speed
 #   swo:    [--mb N]                                     SWO (ITM, ITM+TPIU) decode speed, and
 #                                                        convert with and without a console port
 #   ingest: [--boards N] [--seconds D] [--file-mb M] [--baseline OLD_RACKPROF]
 #                                                        the daemon: a rack, and one fast file
+#   serving: [--arcs N,...] [--records N] [--baseline OLD_RACKPROF]
+#                                                        profile, gmon.out and window requests
+#                                                        to a daemon: first, p50 and p99
 #   all:    every benchmark; each takes the options it knows (e.g. --mb 50 --seconds 20)
 # Each benchmark also prints TABLE|benchmark|input|figure|baseline|ratio rows
 # (tests/bench/table.h); they are held back from the live output and printed at the end as
@@ -16,7 +19,7 @@ which=${1:-all}
 [ $# -gt 0 ] && shift
 bin=$top/build-bench
 cmake -S "$top" -B "$bin" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRACKPROF_TESTS=OFF >/dev/null
-cmake --build "$bin" --target core_bench swo_bench ingest_bench rackprof >/dev/null
+cmake --build "$bin" --target core_bench swo_bench ingest_bench serving_bench rackprof >/dev/null
 
 rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
@@ -48,11 +51,13 @@ case "$which" in
     core) run "$bin/tests/bench/core_bench" "$@" ;;
     swo) run "$bin/tests/bench/swo_bench" --rackprof "$bin/rackprof" "$@" ;;
     ingest) run "$bin/tests/bench/ingest_bench" "$bin/rackprof" "$@" ;;
+    serving) run "$bin/tests/bench/serving_bench" "$bin/rackprof" "$@" ;;
     all)
         run "$bin/tests/bench/core_bench" "$@"
         run "$bin/tests/bench/swo_bench" --rackprof "$bin/rackprof" "$@"
         run "$bin/tests/bench/ingest_bench" "$bin/rackprof" "$@"
+        run "$bin/tests/bench/serving_bench" "$bin/rackprof" "$@"
         ;;
-    *) echo "usage: $0 [core|swo|ingest|all] [options]" >&2; exit 2 ;;
+    *) echo "usage: $0 [core|swo|ingest|serving|all] [options]" >&2; exit 2 ;;
 esac
 summary
