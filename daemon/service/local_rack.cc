@@ -238,7 +238,11 @@ std::shared_ptr<const gmon::Profile> ProfileCache::get(std::int64_t session,
     // Computed outside the lock: two requests may both compute it, none waits on the other.
     auto profile = std::make_shared<const gmon::Profile>(gmon::profile_of(source));
     std::lock_guard lock(mutex_);
-    std::erase_if(entries_, [&](const Entry& e) { return e.session == session; });
+    // The session's older profile, and any whose aggregate is gone (evicted or replaced): they
+    // can never be served again, and a large firmware's profile is tens of megabytes.
+    std::erase_if(entries_, [&](const Entry& e) {
+        return e.session == session || e.aggregate.expired() || e.elf.expired();
+    });
     entries_.insert(entries_.begin(),
                     Entry{session, source.aggregate, source.elf, source.announced_range, profile});
     if (entries_.size() > capacity_) entries_.pop_back();

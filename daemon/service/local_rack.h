@@ -38,11 +38,11 @@ class SymbolizerCache {
 };
 
 // Profiles of whole sessions, kept while the aggregate they were computed from is still the one
-// served (a commit replaces it, which ends the entry) and the ELF is the same; the 8 most recently
+// served (a commit replaces it, which ends the entry) and the ELF is the same; the 4 most recently
 // used. Computing a profile of 10^5 arcs takes tens of milliseconds, serving a kept one nothing.
 class ProfileCache {
   public:
-    explicit ProfileCache(std::size_t capacity = 8) : capacity_(capacity) {}
+    explicit ProfileCache(std::size_t capacity = 4) : capacity_(capacity) {}
     // Throws what gmon::profile_of throws.
     std::shared_ptr<const gmon::Profile> get(std::int64_t session,
                                              const gmon::ProfileSource& source);
