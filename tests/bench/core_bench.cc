@@ -290,17 +290,6 @@ void bench_profile(const std::filesystem::path& dir, std::size_t arcs) {
     std::filesystem::remove(dir / "bench.gmon");
 }
 
-// "10000,100000" -> {10000, 100000}.
-std::vector<std::size_t> size_list(const std::string& text) {
-    std::vector<std::size_t> sizes;
-    for (std::size_t at = 0; at < text.size();) {
-        const auto comma = std::min(text.find(',', at), text.size());
-        sizes.push_back(std::strtoull(text.substr(at, comma - at).c_str(), nullptr, 10));
-        at = comma + 1;
-    }
-    return sizes;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -40,15 +40,21 @@ struct Latency {
     int requests = 0;  // timed after the first
 };
 
-// One completed session holding `aggregate`, profiled with `elf`.
-void store_session(storage::SessionStore& store, const gmon::Aggregate& aggregate,
-                   const std::filesystem::path& elf, std::int64_t end_ns) {
+// A new session of the benchmark's board, profiled with `elf`; its id.
+std::int64_t new_session(storage::SessionStore& store, const std::string& board,
+                         const std::filesystem::path& elf) {
     storage::NewSession spec;
-    spec.board = "bench";
+    spec.board = board;
     spec.link = "file:///bench";
     spec.elf_path = elf.string();
     spec.started_ns = kStartNs;
-    const auto id = store.create_session(spec);
+    return store.create_session(spec);
+}
+
+// One completed session holding `aggregate`.
+void store_session(storage::SessionStore& store, const gmon::Aggregate& aggregate,
+                   const std::filesystem::path& elf, std::int64_t end_ns) {
+    const auto id = new_session(store, "bench", elf);
     store.add_to_aggregate(id, aggregate);
     store.end_session(id, "completed", end_ns);
 }
@@ -57,47 +63,33 @@ void store_session(storage::SessionStore& store, const gmon::Aggregate& aggregat
 // profile's 10^4 and PCs anywhere in its text, so a window's answer has 10^4 arcs at most.
 void store_record_session(storage::SessionStore& store, const SyntheticProfile& synthetic,
                           const std::filesystem::path& elf, std::size_t records) {
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> arcs;
-    for (const auto& a : synthetic.aggregate.arcs())
-        arcs.emplace_back(static_cast<std::uint32_t>(a.from_pc),
-                          static_cast<std::uint32_t>(a.self_pc));
+    const auto arcs = synthetic.aggregate.arcs();
     std::mt19937_64 rng(2);
-    storage::NewSession spec;
-    spec.board = "bench-records";
-    spec.link = "file:///bench";
-    spec.elf_path = elf.string();
-    spec.started_ns = kStartNs;
-    const auto id = store.create_session(spec);
+    auto random_record = [&] {
+        if (rng() % 4 == 0) {
+            const auto& a = arcs[rng() % arcs.size()];
+            return protocol::Record::arc(static_cast<std::uint32_t>(a.from_pc),
+                                         static_cast<std::uint32_t>(a.self_pc));
+        }
+        return protocol::Record::pc_sample(static_cast<std::uint32_t>(
+            synthetic.low + 2 * (rng() % ((synthetic.high - synthetic.low) / 2))));
+    };
+    const auto id = new_session(store, "bench-records", elf);
     constexpr std::size_t kPerChunk = 4096;
     constexpr std::size_t kChunksPerTransaction = 64;
-    std::vector<protocol::Record> chunk(kPerChunk);
-    std::vector<std::vector<protocol::Record>> pending;
     std::int64_t seq = 0;
     for (std::size_t done = 0; done < records;) {
         storage::Transaction t(store.db());
         gmon::Aggregate delta;
+        std::vector<std::vector<protocol::Record>> pending;
         std::vector<storage::SessionStore::ChunkToStore> chunks;
-        pending.clear();
-        for (std::size_t c = 0; c < kChunksPerTransaction && done < records; ++c) {
-            const std::size_t n = std::min(kPerChunk, records - done);
-            std::vector<protocol::Record> recs(n);
-            for (auto& r : recs) {
-                if (rng() % 4 == 0) {
-                    const auto& a = arcs[rng() % arcs.size()];
-                    r = protocol::Record::arc(a.first, a.second);
-                } else {
-                    r = protocol::Record::pc_sample(static_cast<std::uint32_t>(
-                        synthetic.low + 2 * (rng() % ((synthetic.high - synthetic.low) / 2))));
-                }
-            }
+        pending.reserve(kChunksPerTransaction);  // the chunks' spans point into it
+        for (std::size_t c = 0; c < kChunksPerTransaction && done < records; ++c, ++seq) {
+            auto& recs = pending.emplace_back(std::min(kPerChunk, records - done));
+            for (auto& r : recs) r = random_record();
             delta.add(recs);
-            pending.push_back(std::move(recs));
-            done += n;
-            ++seq;
-        }
-        for (std::size_t c = 0; c < pending.size(); ++c) {
-            const std::int64_t s = seq - static_cast<std::int64_t>(pending.size() - c);
-            chunks.push_back({s, kStartNs + s * 1'000'000, {}, pending[c]});
+            done += recs.size();
+            chunks.push_back({seq, kStartNs + seq * 1'000'000, {}, recs});
         }
         store.append_chunks(id, chunks);
         store.add_to_aggregate(id, delta);
@@ -165,16 +157,6 @@ void report(const std::vector<Request>& requests, const std::vector<Latency>& no
                       "--baseline " + latency_cell(before[i]), l.p99_ms / before[i].p99_ms);
         }
     }
-}
-
-std::vector<std::size_t> size_list(const std::string& text) {
-    std::vector<std::size_t> sizes;
-    for (std::size_t at = 0; at < text.size();) {
-        const auto comma = text.find(',', at);
-        sizes.push_back(std::stoull(text.substr(at, comma - at)));
-        at = comma == std::string::npos ? text.size() : comma + 1;
-    }
-    return sizes;
 }
 
 }  // namespace

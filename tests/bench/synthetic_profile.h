@@ -3,7 +3,9 @@
 // firmware image run for a long time looks like to the profile pipeline.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -46,6 +48,17 @@ inline SyntheticProfile synthetic_profile(std::size_t arcs, std::size_t pcs = 10
     for (std::size_t i = 0; i < pcs; ++i)
         p.aggregate.add_pc(p.low + 2 * (rng() % ((p.high - p.low) / 2)), 1 + rng() % 50);
     return p;
+}
+
+// The sizes an --arcs option lists: "10000,100000" -> {10000, 100000}.
+inline std::vector<std::size_t> size_list(const std::string& text) {
+    std::vector<std::size_t> sizes;
+    for (std::size_t at = 0; at < text.size();) {
+        const auto comma = std::min(text.find(',', at), text.size());
+        sizes.push_back(std::strtoull(text.substr(at, comma - at).c_str(), nullptr, 10));
+        at = comma + 1;
+    }
+    return sizes;
 }
 
 }  // namespace rackprof::bench
