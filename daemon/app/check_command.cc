@@ -1,9 +1,11 @@
 // `rackprof check --db FILE`: the whole PRAGMA integrity_check of a database, read-only.
+// `rackprof check --config FILE`: the configuration as `serve` would read it, boards listed.
 #include <filesystem>
 #include <iostream>
 
 #include "daemon/app/command_line.h"
 #include "daemon/app/commands.h"
+#include "daemon/config/config.h"
 #include "storage/integrity.h"
 
 namespace rackprof::daemon {
@@ -11,22 +13,72 @@ namespace rackprof::daemon {
 namespace {
 
 constexpr const char* kUsage = R"(usage: rackprof check --db FILE
+       rackprof check --config FILE
 
-Checks a rackprof database for damage: every page, index and constraint (SQLite's
+--db: checks a rackprof database for damage: every page, index and constraint (SQLite's
 PRAGMA integrity_check), without writing to it. Prints "ok" and exits 0 for a sound file;
 lists the problems found and exits 1 for a damaged one. It reads the whole file (about
 1 s per GB from the page cache). The daemon refuses a damaged database at start.
+
+--config: reads a configuration as `rackprof serve --config FILE` would, without starting
+anything: prints the address, the database and every board, and exits 0; a configuration
+serve would refuse prints the same error and exits 1. A board's ELF that cannot be found is
+a warning (serve captures without it).
 )";
+
+std::string yes_no(bool b) {
+    return b ? "yes" : "no";
+}
+
+int check_config(const std::filesystem::path& file) {
+    DaemonConfig config;
+    try {
+        config = load_config(file);
+    } catch (const ConfigError& e) {
+        std::cout << "invalid configuration: " << e.what() << "\n";
+        return 1;
+    }
+    make_paths_absolute(config);
+    std::cout << file.string() << ": ok\n"
+              << "  listen   " << config.listen
+              << (config.token_file.empty() ? "" : ", token file ")
+              << (config.token_file.empty() ? "" : config.token_file.string()) << "\n"
+              << "  storage  " << config.storage_path.string() << "\n"
+              << "  logging  " << config.log_level << "\n"
+              << "  " << config.boards.size() << " board(s)\n";
+    int missing_elves = 0;
+    for (const BoardConfig& b : config.boards) {
+        std::cout << "  - " << b.name << ": " << b.link << ", " << b.protocol;
+        if (b.protocol == "legacy") std::cout << " " << b.format;
+        std::cout << ", " << b.addr_bytes << "-byte addresses, autostart " << yes_no(b.autostart);
+        if (!b.tags.empty()) {
+            std::cout << ", tags";
+            for (const auto& tag : b.tags) std::cout << " " << tag;
+        }
+        std::cout << "\n";
+        if (b.elf.empty()) continue;
+        std::cout << "      elf " << b.elf << "\n";
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(b.elf, ec)) {
+            std::cout << "      warning: no such file; serve captures this board without symbols\n";
+            ++missing_elves;
+        }
+    }
+    if (missing_elves > 0) std::cout << missing_elves << " warning(s)\n";
+    return 0;
+}
 
 }  // namespace
 
 int run_check(const std::vector<std::string>& args) {
-    const CommandLine cl(args, {"--db"}, {"--help", "-h"});
+    const CommandLine cl(args, {"--db", "--config"}, {"--help", "-h"});
     if (cl.has("--help") || cl.has("-h")) {
         std::cout << kUsage;
         return 0;
     }
-    if (!cl.has("--db") || !cl.positionals().empty()) throw UsageError("check needs --db FILE");
+    if (cl.has("--db") == cl.has("--config") || !cl.positionals().empty())
+        throw UsageError("check needs --db FILE or --config FILE");
+    if (cl.has("--config")) return check_config(cl.get("--config", ""));
     const std::filesystem::path db = cl.get("--db", "");
     if (!std::filesystem::is_regular_file(db))
         throw std::runtime_error("no such database: " + db.string());

@@ -12,10 +12,12 @@
 
 #include "daemon/app/command_line.h"
 #include "daemon/app/commands.h"
+#include "daemon/app/decode_summary.h"
 #include "daemon/capture/capture_session.h"
 #include "daemon/ingest/capture_import.h"
 #include "daemon/ingest/wire_settings.h"
 #include "gmon/export.h"
+#include "gmon/gmon_reader.h"
 #include "gmon/gmon_writer.h"
 #include "gmon/profile_pipeline.h"
 #include "gmon/symbolizer.h"
@@ -79,24 +81,6 @@ void print_progress(std::uint64_t done, std::uint64_t total) {
     if (done >= total) std::fputs("\r\033[K", stderr);
 }
 
-std::string summary_line(const protocol::DecoderStats& s) {
-    std::string line = "decoded " + std::to_string(s.records()) + " records (" +
-                       std::to_string(s.arcs) + " arcs, " + std::to_string(s.pc_samples) +
-                       " PC samples) from " + std::to_string(s.bytes_in) + " bytes; " +
-                       std::to_string(s.bytes_discarded) + " bytes discarded in " +
-                       std::to_string(s.resyncs) + " resyncs";
-    if (s.frames + s.frames_bad > 0) {
-        line += "; frames: " + std::to_string(s.frames) + " good, " + std::to_string(s.frames_bad) +
-                " bad, " + std::to_string(s.frames_lost) + " lost; " +
-                std::to_string(s.target_dropped) + " records dropped on the target";
-    }
-    if (s.overflows + s.sleep_samples > 0) {
-        line += "; " + std::to_string(s.overflows) + " ITM overflows (trace lost on the target), " +
-                std::to_string(s.sleep_samples) + " sleep samples";
-    }
-    return line;
-}
-
 nlohmann::json exceptions_json(const std::map<std::uint16_t, protocol::ExceptionStats>& e) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& [number, stats] : e) {
@@ -155,6 +139,7 @@ struct ConvertOptions {
     std::uint32_t bin_bytes = 2;
     gmon::JsonReportOptions json;
     std::shared_ptr<const gmon::Symbolizer> elf;
+    bool elf_missing_reported = false;  // a stored session's ELF is gone: said once, not twice
 };
 
 struct Converted {
@@ -164,6 +149,16 @@ struct Converted {
 
 gmon::TargetLayout layout_of(const ConvertOptions& o) {
     return o.elf ? o.elf->layout() : gmon::TargetLayout{};
+}
+
+// Whether `file` parses as a gmon.out (the BSD layouts carry no magic number).
+bool reads_as_gmon(const std::filesystem::path& file, const gmon::TargetLayout& layout) {
+    try {
+        const gmon::GmonData data = gmon::read_gmon_file(file, layout);
+        return !data.histograms.empty() || !data.arcs.empty();
+    } catch (const std::exception&) {
+        return false;
+    }
 }
 
 // Checks that the records are plausible: a capture that mostly fails to decode against the
@@ -300,11 +295,18 @@ Converted from_file(const std::filesystem::path& input, const ConvertOptions& o)
         in.summary = {{"input", input.string()}, {"format", "gmon"}};
         return c;
     }
-    std::cerr << "rackprof: " << summary_line(imported.stats) << "\n";
+    std::cerr << "rackprof: " << summary_line(imported.stats, aggregate) << "\n";
     const auto target =
         imported.hello ? ingest::target_info_of(*imported.hello) : storage::TargetInfo{};
     warn_on_build_id_mismatch(o, target);
-    check_decoded(imported.stats, o, input.string());
+    try {
+        check_decoded(imported.stats, o, input.string());
+    } catch (const std::runtime_error& e) {
+        if (o.format != "auto" || !reads_as_gmon(input, layout_of(o))) throw;
+        // A BSD gmon.out has no magic to detect it by; say what it is instead of blaming the ELF.
+        throw std::runtime_error(std::string(e.what()) + "\n" + input.string() +
+                                 " reads as a BSD gmon.out: give --format gmon to profile it");
+    }
     in.source = source_of(std::move(aggregate), o, target);
     in.summary["decoder"] = storage::decoder_stats_json(imported.stats);
     in.summary["input"] = input.string();
@@ -322,6 +324,24 @@ Converted from_file(const std::filesystem::path& input, const ConvertOptions& o)
     return c;
 }
 
+// The ELF a stored session names. Older databases stored it relative to the daemon's
+// working directory (the embedded default: var/firmware/x.elf beside var/rackprof.db), so a
+// relative path is also tried against the database's folder and the one above it.
+std::optional<std::filesystem::path> stored_elf(const std::filesystem::path& stored,
+                                                const std::filesystem::path& db) {
+    std::vector<std::filesystem::path> candidates = {stored};
+    if (stored.is_relative()) {
+        const auto db_dir = std::filesystem::absolute(db).parent_path();
+        candidates.push_back(db_dir / stored);
+        candidates.push_back(db_dir.parent_path() / stored);
+    }
+    for (const auto& path : candidates) {
+        std::error_code ec;
+        if (std::filesystem::is_regular_file(path, ec)) return path;
+    }
+    return std::nullopt;
+}
+
 // A session the daemon stored: its aggregates as captured, or its raw bytes decoded again.
 Converted from_session(const std::filesystem::path& db, std::int64_t id, bool redecode,
                        ConvertOptions& o, const CommandLine& cl) {
@@ -329,8 +349,15 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
     auto store = std::make_shared<storage::SessionStore>(db, storage::Database::Mode::kReadOnly);
     const auto info = store->session(id);
     if (!info) throw std::runtime_error("no session " + std::to_string(id) + " in " + db.string());
-    if (!o.elf && !info->spec.elf_path.empty() && std::filesystem::exists(info->spec.elf_path)) {
-        o.elf = gmon::Symbolizer::load(info->spec.elf_path);
+    if (!o.elf && !info->spec.elf_path.empty()) {
+        if (const auto found = stored_elf(info->spec.elf_path, db)) {
+            o.elf = gmon::Symbolizer::load(*found);
+        } else {
+            std::cerr << "rackprof: warning: session " << id << " was captured with the ELF "
+                      << info->spec.elf_path
+                      << ", which is not there from here; give --elf FILE for function names\n";
+            o.elf_missing_reported = true;
+        }
     }
     const std::string what = "session " + std::to_string(id);
     Converted c;
@@ -351,8 +378,8 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
                                          [&](const protocol::ConsoleText& l) { console.line(l); });
         const auto imported = ingest::redecode_session(*store, id, wire, sink);
         console.flush();
-        std::cerr << "rackprof: re-decoded " << what << ": " << summary_line(imported.stats)
-                  << "\n";
+        std::cerr << "rackprof: re-decoded " << what << ": "
+                  << summary_line(imported.stats, aggregate) << "\n";
         check_decoded(imported.stats, o, what);
         in.source =
             source_of(std::move(aggregate), o,
@@ -363,11 +390,12 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
     } else {
         const auto& k = info->counters;
         const protocol::DecoderStats stats = storage::decoder_counters(k);
+        gmon::Aggregate aggregate = store->aggregate(id);
         std::cerr << "rackprof: " << what << " (" << info->spec.board << ", " << info->state
-                  << "): " << summary_line(stats) << "; " << k.gaps << " gaps, " << k.records_lost
-                  << " records lost\n";
+                  << "): " << summary_line(stats, aggregate) << "; " << k.gaps << " gaps, "
+                  << k.records_lost << " records lost\n";
         check_decoded(stats, o, what);
-        in.source = source_of(store->aggregate(id), o, info->target);
+        in.source = source_of(std::move(aggregate), o, info->target);
         in.summary["decoder"] = storage::decoder_stats_json(stats);
     }
     in.summary["session"] = {{"id", id},
@@ -525,7 +553,7 @@ int run_convert(const std::vector<std::string>& args) {
     if (o.elf) {
         in.summary["elf"] = o.elf->path().string();
         in.summary["build_id"] = o.elf->build_id();
-    } else if (o.report != "none") {
+    } else if (o.report != "none" && !o.elf_missing_reported) {
         std::cerr
             << "rackprof: no --elf given: the report lists addresses only; give the firmware's ELF "
                "for function names\n";

@@ -16,6 +16,7 @@
 
 #include "daemon/app/command_line.h"
 #include "daemon/app/commands.h"
+#include "daemon/app/decode_summary.h"
 #include "daemon/ingest/capture_import.h"
 #include "daemon/ingest/wire_settings.h"
 #include "daemon/sim/board_simulator.h"
@@ -75,10 +76,8 @@ int simulated_demo(const CommandLine& cl, const std::filesystem::path& dir) {
 
     const auto elf_path = dir / (options.model + ".elf");
     write_model_elf(elf_path.string(), truth);
-    const auto& s = decoder->stats();
-    std::cout << "rackprof demo: simulated board '" << options.model << "' sent " << s.bytes_in
-              << " bytes; decoded " << s.arcs << " arcs and " << s.pc_samples << " PC samples ("
-              << s.bytes_discarded << " bytes discarded)\n";
+    std::cout << "rackprof demo: simulated board '" << options.model
+              << "': " << summary_line(decoder->stats(), aggregate) << "\n";
     const bool exact = truth.aggregate == aggregate;
     write_and_print(std::move(aggregate), elf_path, dir);
     return exact ? 0 : 1;
@@ -155,9 +154,7 @@ int qemu_demo(const CommandLine& cl, const std::filesystem::path& dir) {
         protocol::WireSpec{std::string(wire.name), "bin", wire.default_addr_bytes, std::nullopt};
     const auto decoded = ingest::import_file(capture, spec, sink);
     const auto& s = decoded.stats;
-    std::cout << "rackprof demo: the board sent " << s.bytes_in << " bytes; decoded " << s.arcs
-              << " arcs and " << s.pc_samples << " PC samples (" << s.bytes_discarded
-              << " bytes discarded, " << s.frames_lost << " frames lost)\n";
+    std::cout << "rackprof demo: the board's UART: " << summary_line(s, aggregate) << "\n";
     write_and_print(std::move(aggregate), elf, dir);
     return rc == 0 && s.bytes_discarded == 0 && s.frames_lost == 0 ? 0 : 1;
 }

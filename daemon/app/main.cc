@@ -16,9 +16,9 @@ commands:
   convert    decode a capture into gmon.out and print the profile
   simulate   run a virtual board: write the wire bytes it sends, and its ground truth
   demo       simulate a board, convert its capture and print the profile (no hardware needed)
-  check      check a database file's integrity (every page, index and constraint)
+  check      check a configuration (--config FILE) or a database's integrity (--db FILE)
 
-`rackprof COMMAND --help` describes a command's options.
+`rackprof COMMAND --help` describes a command's options; `rackprof --version` prints the version.
 )";
 
 }  // namespace

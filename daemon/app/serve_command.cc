@@ -29,13 +29,19 @@ namespace rackprof::daemon {
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: rackprof serve [--config FILE] [--log-level LEVEL]
+constexpr const char* kUsage =
+    R"(usage: rackprof serve [--config FILE] [--listen ADDR] [--log-level LEVEL]
 
 Runs the capture daemon: opens every board's link, captures sessions into SQLite, and keeps
 going through unplugs and reconnects. Without --config it runs on the embedded default: a
 database under ./var and a small simulated rack. SIGTERM or SIGINT stops it cleanly; SIGHUP
 reloads the configuration file (boards added, removed or changed; the others keep running).
 Under systemd it speaks the notify protocol (Type=notify, WatchdogSec=).
+
+  --config FILE      the configuration (TOML; `rackprof check --config FILE` validates one)
+  --listen ADDR      the HTTP API's address, over server.listen: 127.0.0.1:8081, [::1]:8080,
+                     0.0.0.0:8080; port 0 takes any free port (the log says which)
+  --log-level LEVEL  trace | debug | info | warn | error, over logging.level
 )";
 
 std::shared_ptr<spdlog::logger> make_logger(const std::string& level) {
@@ -83,6 +89,20 @@ void give_simulated_boards_firmware(DaemonConfig& config) {
     }
 }
 
+// Where a browser on this machine finds the dashboard: a wildcard address is reached through
+// loopback; IPv6 addresses go in brackets.
+std::string dashboard_url(const boost::asio::ip::tcp::endpoint& bound) {
+    auto address = bound.address();
+    if (address.is_unspecified()) {
+        address = address.is_v6()
+                      ? boost::asio::ip::address(boost::asio::ip::address_v6::loopback())
+                      : boost::asio::ip::address(boost::asio::ip::address_v4::loopback());
+    }
+    const std::string host =
+        address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
+    return "http://" + host + ":" + std::to_string(bound.port()) + "/";
+}
+
 // The last line: everything committed, or what storage failures cost this run.
 void log_what_was_committed(spdlog::logger& log, const storage::StorageLossTotals& losses) {
     if (losses.all_committed()) {
@@ -101,7 +121,7 @@ void log_what_was_committed(spdlog::logger& log, const storage::StorageLossTotal
 }  // namespace
 
 int run_serve(const std::vector<std::string>& args) {
-    const CommandLine cl(args, {"--config", "--log-level"}, {"--help", "-h"});
+    const CommandLine cl(args, {"--config", "--listen", "--log-level"}, {"--help", "-h"});
     if (cl.has("--help") || cl.has("-h")) {
         std::cout << kUsage;
         return 0;
@@ -116,8 +136,15 @@ int run_serve(const std::vector<std::string>& args) {
         std::cerr << "rackprof serve: invalid configuration: " << e.what() << "\n";
         return 2;
     }
-    if (!cl.has("--config")) give_simulated_boards_firmware(config);
+    if (const auto listen = cl.get("--listen")) config.listen = *listen;
     const std::string level = cl.get("--log-level", config.log_level);
+    try {
+        check_log_level(level);
+    } catch (const ConfigError& e) {
+        throw UsageError(std::string("--log-level: ") + e.what());
+    }
+    make_paths_absolute(config);
+    if (!cl.has("--config")) give_simulated_boards_firmware(config);
     auto log = make_logger(level);
 
     // Signals are taken by this thread alone, with sigwait: block them before any thread starts.
@@ -133,7 +160,7 @@ int run_serve(const std::vector<std::string>& args) {
         endpoint = web::parse_listen_address(config.listen);
         api_options.token = api_token(config);
     } catch (const std::invalid_argument& e) {
-        log->error("server.listen: {}", e.what());
+        log->error("{}: {}", cl.has("--listen") ? "--listen" : "server.listen", e.what());
         return 2;
     } catch (const ConfigError& e) {
         log->error("{}", e.what());
@@ -141,6 +168,10 @@ int run_serve(const std::vector<std::string>& args) {
     }
     log->info("rackprof serve {}: configuration {}, storage {}, {} board(s)", RACKPROF_VERSION,
               config.source, config.storage_path.string(), config.boards.size());
+    if (!cl.has("--config") && !config.boards.empty()) {
+        log->info("embedded default: simulated boards' firmware written to {}",
+                  std::filesystem::path(config.boards.front().elf).parent_path().string());
+    }
     CaptureService service(config, log);  // storage is open from here on
 
     rackprof::service::LocalRack rack(service,
@@ -202,6 +233,7 @@ int run_serve(const std::vector<std::string>& args) {
     try {
         const auto bound = server.start(config.listen);
         log->info("HTTP API listening on {}:{}", bound.address().to_string(), bound.port());
+        log->info("open the dashboard at {}", dashboard_url(bound));
         feeds.start();
     } catch (const std::exception& e) {
         log->error("{}", e.what());
@@ -229,7 +261,8 @@ int run_serve(const std::vector<std::string>& args) {
         }
         systemd.reloading();
         try {
-            const DaemonConfig next = load_config(cl.get("--config", ""));
+            DaemonConfig next = load_config(cl.get("--config", ""));
+            make_paths_absolute(next);
             service.reload(next);
             log->info("SIGHUP: configuration reloaded, {} board(s)", next.boards.size());
         } catch (const ConfigError& e) {

@@ -371,10 +371,11 @@ DaemonConfig parse_config(const std::string& text, const std::string& source) {
         if (!t) fail(source, *node, "logging", "must be a table");
         reject_unknown(source, *t, "logging.", {"level"});
         c.log_level = get_string(source, *t, "logging.", "level", c.log_level);
-        static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};
-        if (!kLevels.count(c.log_level))
-            fail(source, *t->get("level"), "logging.level",
-                 "must be trace, debug, info, warn or error");
+        try {
+            check_log_level(c.log_level);
+        } catch (const ConfigError& e) {
+            fail(source, *t->get("level"), "logging.level", e.what());
+        }
     }
     if (const toml::node* node = root.get("links")) {
         const toml::table* t = node->as_table();
@@ -414,6 +415,27 @@ DaemonConfig load_config(const std::filesystem::path& path) {
     std::stringstream text;
     text << f.rdbuf();
     return parse_config(text.str(), path.string());
+}
+
+void check_log_level(const std::string& level) {
+    static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};
+    if (!kLevels.count(level))
+        throw ConfigError("log level '" + printable(level) +
+                          "': must be trace, debug, info, warn or error");
+}
+
+void make_paths_absolute(DaemonConfig& config) {
+    const auto absolute = [](std::filesystem::path& path) {
+        if (!path.empty()) path = std::filesystem::absolute(path).lexically_normal();
+    };
+    absolute(config.storage_path);
+    absolute(config.token_file);
+    absolute(config.web_root);
+    for (BoardConfig& board : config.boards) {
+        std::filesystem::path elf = board.elf;
+        absolute(elf);
+        board.elf = elf.string();
+    }
 }
 
 DaemonConfig embedded_default_config() {

@@ -68,6 +68,9 @@ std::string printable(std::string_view text);
 // "127.0.0.1:8080", "[::1]:8080": an IP address (no host names) and a port. Throws
 // std::invalid_argument.
 void check_listen_address(const std::string& listen);
+// trace | debug | info | warn | error. Throws ConfigError naming them: a typo must not turn
+// logging off (spdlog reads any unknown word as "off").
+void check_log_level(const std::string& level);
 
 // Boards as JSON (the API's and the database's form). board_from_json validates.
 nlohmann::json board_to_json(const BoardConfig& board);
@@ -91,5 +94,9 @@ struct DaemonConfig {
 DaemonConfig load_config(const std::filesystem::path& path);
 DaemonConfig parse_config(const std::string& text, const std::string& source_name);
 DaemonConfig embedded_default_config();
+// The storage path, the token file, the web root and every board's ELF made absolute against
+// the working directory now: sessions record the ELF path, and `convert --db` run from another
+// folder must still find it.
+void make_paths_absolute(DaemonConfig& config);
 
 }  // namespace rackprof::daemon

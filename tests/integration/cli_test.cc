@@ -12,8 +12,10 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <thread>
 
+#include "gmon/gmon_reader.h"
 #include "storage/storage_writer.h"
 #include "tests/integration/test_support.h"
 
@@ -282,7 +284,22 @@ TEST_CASE("demo --qemu: example firmware in QEMU, profiled as gprof profiles it"
         testing::TempDir dir;
         const auto r = rackprof({"demo", "--qemu", "--board", board, "--dir", dir.path().string()});
         REQUIRE(r.exit_code == 0);
-        CHECK(r.out.find("0 bytes discarded, 0 frames lost") != std::string::npos);
+        CHECK(r.out.find("0 bytes discarded in 0 resyncs; frames: ") != std::string::npos);
+        CHECK(r.out.find(" bad, 0 lost") != std::string::npos);
+        // The arc cache sends one record per eviction: the summary says the calls they carry,
+        // exactly the calls in the gmon.out written.
+        std::smatch m;
+        REQUIRE(std::regex_search(r.out, m,
+                                  std::regex("\\(([0-9]+) arcs, [0-9]+ PC samples; counted on "
+                                             "the target: ([0-9]+) calls, ([0-9]+) samples\\)")));
+        const auto written = gmon::read_gmon_file(dir / "gmon.out", gmon::TargetLayout{});
+        std::uint64_t calls = 0;
+        for (const auto& arc : written.arcs) calls += arc.count;
+        std::uint64_t samples = 0;
+        for (const auto& h : written.histograms) samples += h.total();
+        CHECK(std::stoull(m[2].str()) == calls);
+        CHECK(std::stoull(m[3].str()) == samples);
+        CHECK(std::stoull(m[1].str()) < calls);
         // The profile printed is what gprof prints from the gmon.out written beside it.
         const auto elf = firmware / ("deterministic-" + board + "-framed.elf");
         const std::string theirs = testing::gprof_brief(elf, dir / "gmon.out");

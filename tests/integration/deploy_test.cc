@@ -144,9 +144,10 @@ TEST_CASE("cmake --install lays out the tree; the .deb holds it with its maintai
                                       {"DESTDIR=" + (dir / "root").string()});
     INFO(install.err);
     REQUIRE(install.exit_code == 0);
-    for (const char* path : {"usr/bin/rackprof", "usr/lib/systemd/system/rackprof.service",
-                             "usr/lib/udev/rules.d/99-rackprof.rules", "etc/rackprof/rackprof.toml",
-                             "usr/share/doc/rackprof/README.md"}) {
+    for (const char* path :
+         {"usr/bin/rackprof", "usr/lib/systemd/system/rackprof.service",
+          "usr/lib/udev/rules.d/99-rackprof.rules", "etc/rackprof/rackprof.toml",
+          "usr/share/doc/rackprof/README.md", "usr/share/doc/rackprof/LICENSE"}) {
         CAPTURE(path);
         CHECK(std::filesystem::exists(dir / "root" / path));
     }
@@ -197,6 +198,11 @@ TEST_CASE("the example configuration shipped in deploy/ is valid") {
                                 (dir / "rack.db").string());
     config = std::regex_replace(config, std::regex("/etc/rackprof/api-token"),
                                 (dir / "api-token").string());
+    // As shipped it listens on 8080, which a user's own daemon may hold: no test takes a fixed
+    // port.
+    const auto listen = std::regex("listen = \"127\\.0\\.0\\.1:8080\"");
+    REQUIRE(std::regex_search(config, listen));
+    config = std::regex_replace(config, listen, "listen = \"127.0.0.1:0\"");
     std::ofstream(dir / "api-token") << "0123abcd\n";
     std::ofstream(dir / "rackprof.toml") << config;
     testing::Process daemon(

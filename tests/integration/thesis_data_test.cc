@@ -32,6 +32,12 @@ TEST_CASE("thesis gmon.out files: rackprof's report equals gprof's") {
             {"convert", gmon_path.string(), "--format", "gmon", "--elf", elf_path.string()});
         REQUIRE(r.exit_code == 0);
         CHECK(r.out == testing::gprof_brief(elf_path, gmon_path));
+        // Without --format a BSD gmon.out (no magic number) is tried as a capture; the error
+        // must say what the file is instead of blaming the ELF alone.
+        const auto guessed =
+            testing::rackprof({"convert", gmon_path.string(), "--elf", elf_path.string()});
+        CHECK(guessed.exit_code == 1);
+        CHECK(guessed.err.find("reads as a BSD gmon.out: give --format gmon") != std::string::npos);
     }
 }
 
