@@ -76,6 +76,7 @@ json session_json(const storage::SessionInfo& s, const std::string& storage_erro
                                : json{{"build_id", s.target.build_id},
                                       {"text_lo", gmon::hex_address(s.target.text_lo)},
                                       {"text_hi", gmon::hex_address(s.target.text_hi)}}},
+                {"build_id", build_id_of(s).empty() ? json(nullptr) : json(build_id_of(s))},
                 {"state", s.state},
                 {"started_ns", s.spec.started_ns},
                 {"ended_ns", s.ended_ns ? json(s.ended_ns) : json(nullptr)},
@@ -185,6 +186,45 @@ std::shared_ptr<gmon::ExportInput> LocalRack::session_input(const storage::Sessi
     input->raw = storage::raw_pages(lease, info.id);
     input->records = storage::record_pages(lease, info.id);
     input->summary = {{"session", info.id}, {"board", info.spec.board}};
+    return input;
+}
+
+std::shared_ptr<gmon::ExportInput> LocalRack::selection_input(const Selection& selection) {
+    std::map<std::string, std::vector<std::string>> boards_by_tag;
+    for (const auto& b : capture_.board_configs()) {
+        for (const auto& tag : b.tags) boards_by_tag[tag].push_back(b.name);
+    }
+    const auto chosen = select_sessions(selection, readers_.lease()->sessions(), boards_by_tag);
+    const std::string build_id = common_build_id(chosen);
+    auto input = std::make_shared<gmon::ExportInput>();
+    auto& source = input->source;
+    // Merging is adding the stored aggregates: nothing is decoded again.
+    auto merged = std::make_shared<gmon::Aggregate>();
+    json ids = json::array();
+    std::set<std::string> boards;
+    for (const auto& s : chosen) {
+        merged->merge(*aggregate(s.id));
+        ids.push_back(s.id);
+        boards.insert(s.spec.board);
+        if (s.spec.histograms != chosen.front().spec.histograms) {
+            fail(Failure::kConflict, "sessions " + std::to_string(chosen.front().id) + " and " +
+                                         std::to_string(s.id) +
+                                         " were imported with different histogram shapes");
+        }
+        if (!source.elf && !s.spec.elf_path.empty()) {
+            try {
+                source.elf = elves_.get(s.spec.elf_path);
+            } catch (const std::exception&) {
+                // moved or deleted since: the next session's copy may still be there
+            }
+        }
+    }
+    source.aggregate = std::move(merged);
+    source.announced_range = ingest::announced_range(chosen.front().target);
+    source.histograms = chosen.front().spec.histograms;
+    input->summary = {{"sessions", ids},
+                      {"boards", boards},
+                      {"build_id", build_id.empty() ? json(nullptr) : json(build_id)}};
     return input;
 }
 
@@ -468,6 +508,39 @@ std::string LocalRack::profile(std::int64_t id, const TimeWindow& window,
     gmon::JsonStream out(text, -1, 0, gmon::JsonStream::ErrorHandler::replace);
     gmon::write_profile_json(out, *computed, json_options);
     return text;
+}
+
+std::string LocalRack::selection_profile(const Selection& selection,
+                                         const ProfileOptions& options) {
+    const auto input = selection_input(selection);
+    if (!input->source.elf) {
+        fail(Failure::kNoElf,
+             "no session of the selection has a usable ELF, so functions cannot be named");
+    }
+    const gmon::Profile computed = gmon::profile_of(input->source);
+    gmon::JsonReportOptions json_options{options.top, options.min_percent, {}};
+    json_options.more_fields = [&](gmon::JsonStream& out) {
+        out.field("selection", input->summary);
+    };
+    std::string text;
+    gmon::JsonStream out(text, -1, 0, gmon::JsonStream::ErrorHandler::replace);
+    gmon::write_profile_json(out, computed, json_options);
+    return text;
+}
+
+Export LocalRack::open_selection_export(const Selection& selection, const std::string& format) {
+    const auto* exporter = gmon::find_export_format(format);
+    if (!exporter || exporter->paged)
+        fail(Failure::kUnknownFormat, "a selection exports as gmon, text, json or csv, not '" +
+                                          format +
+                                          "' (raw bytes and records belong to one session)");
+    const auto input = selection_input(selection);
+    const std::string build_id = input->summary["build_id"].is_string()
+                                     ? input->summary["build_id"].get<std::string>()
+                                     : "unknown";
+    return {std::string(exporter->content_type),
+            "selection-" + build_id.substr(0, 12) + std::string(exporter->file_suffix), true,
+            exporter->open(input)};
 }
 
 Export LocalRack::open_export(std::int64_t id, const std::string& format,

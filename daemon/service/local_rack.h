@@ -82,6 +82,9 @@ class LocalRack : public RackService {
     std::string console(std::int64_t id, int tail) override;
     std::string profile(std::int64_t id, const TimeWindow& window,
                         const ProfileOptions& options) override;
+    std::string selection_profile(const Selection& selection,
+                                  const ProfileOptions& options) override;
+    Export open_selection_export(const Selection& selection, const std::string& format) override;
     Export open_export(std::int64_t id, const std::string& format,
                        const TimeWindow& window) override;
     Stored put_firmware(const std::filesystem::path& elf) override;
@@ -100,6 +103,8 @@ class LocalRack : public RackService {
                                storage::NewSession spec);
     nlohmann::json import_capture(const std::filesystem::path& file,
                                   const ingest::ImportSpec& import, storage::NewSession spec);
+    // The sessions a selection names, merged into one input (no raw bytes, no records).
+    std::shared_ptr<gmon::ExportInput> selection_input(const Selection& selection);
     std::shared_ptr<gmon::ExportInput> session_input(const storage::SessionInfo& info,
                                                      const TimeWindow& window);
     std::shared_ptr<const gmon::Aggregate> aggregate(std::int64_t id);

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/service/rack_types.h"
+#include "daemon/service/selection.h"
 
 namespace rackprof::service {
 
@@ -141,6 +142,14 @@ class RackService {
     virtual Export open_export(std::int64_t id, const std::string& format,
                                const TimeWindow& window) = 0;
 
+    // A selection's sessions merged (their aggregates added; see selection.h): the profile as
+    // JSON text, with the selection's sessions, boards and build-id. kConflict when the sessions
+    // are of different builds.
+    virtual std::string selection_profile(const Selection& selection,
+                                          const ProfileOptions& options) = 0;
+    // The same merged profile in a profile format (gmon, text, json, csv); kUnknownFormat for
+    // the others (raw bytes and records belong to one session).
+    virtual Export open_selection_export(const Selection& selection, const std::string& format) = 0;
     // An ELF image in a file (an upload's), stored once under its build-id; the file may be
     // moved into the store.
     virtual Stored put_firmware(const std::filesystem::path& elf) = 0;

@@ -49,15 +49,6 @@ std::vector<std::string> readme_api_examples() {
     return commands;
 }
 
-// GET through curl: {HTTP status, body}.
-std::pair<int, std::string> get(const std::string& port, const std::string& path) {
-    const auto r =
-        testing::run({"curl", "-sS", "-w", "\n%{http_code}", "http://127.0.0.1:" + port + path});
-    const auto cut = r.out.rfind('\n');
-    if (r.exit_code != 0 || cut == std::string::npos) return {0, r.err};
-    return {std::stoi(r.out.substr(cut + 1)), r.out.substr(0, cut)};
-}
-
 TEST_CASE(
     "quick start: the embedded default on --listen, the README's API lines, convert --db "
     "from another folder") {
@@ -74,8 +65,8 @@ TEST_CASE(
           std::string::npos);
     REQUIRE(testing::eventually(
         [&] {
-            const auto [status, body] = get(port, "/api/v1/sessions/1/profile?top=10");
-            return status == 200 && body.find("WAIT1_") != std::string::npos;
+            const auto reply = testing::http_get(port, "/api/v1/sessions/1/profile?top=10");
+            return reply.status == 200 && reply.body.find("WAIT1_") != std::string::npos;
         },
         10s));
     CHECK(testing::read_text(log_path).find("[sim-blinky] session 1 capturing") !=

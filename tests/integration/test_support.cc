@@ -57,6 +57,17 @@ std::string wait_for_api_port(const std::filesystem::path& log_path) {
     return port;
 }
 
+HttpReply http_get(const std::string& port, const std::string& path,
+                   const std::filesystem::path& to_file) {
+    std::vector<std::string> argv = {"curl", "-sS", "-w", "\n%{http_code}"};
+    if (!to_file.empty()) argv.insert(argv.end(), {"-o", to_file.string()});
+    argv.push_back("http://127.0.0.1:" + port + path);
+    const auto r = run(argv);
+    const auto cut = r.out.rfind('\n');
+    if (r.exit_code != 0 || cut == std::string::npos) return {0, r.err};
+    return {std::stoi(r.out.substr(cut + 1)), r.out.substr(0, cut)};
+}
+
 LoopbackListener listen_loopback(int port) {
     LoopbackListener listener;
     listener.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

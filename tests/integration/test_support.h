@@ -31,6 +31,15 @@ std::string api_port_in(const std::string& log);
 // Waits up to 10 s for the log file at `log_path` to announce the port; fails the test if not.
 std::string wait_for_api_port(const std::filesystem::path& log_path);
 
+// GET http://127.0.0.1:PORT/PATH with curl: {HTTP status (0 when curl failed), body}. With
+// `to_file` the body goes there instead (a download) and the returned body is empty.
+struct HttpReply {
+    int status = 0;
+    std::string body;
+};
+HttpReply http_get(const std::string& port, const std::string& path,
+                   const std::filesystem::path& to_file = {});
+
 // A TCP socket listening on 127.0.0.1 (backlog 1), as a board's TCP server or a probe's SWO
 // server is played. Port 0 takes a free port; SO_REUSEADDR lets a test listen again on a port
 // it has just closed (a server restarting).

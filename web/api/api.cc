@@ -17,6 +17,7 @@ RouteTable api_routes() {
     add_session_routes(routes);
     add_firmware_routes(routes);
     add_export_routes(routes);
+    add_selection_routes(routes);
     return routes;
 }
 

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "daemon/service/rack_service.h"
@@ -90,6 +91,33 @@ class FakeRack : public service::RackService {
             " " + std::to_string(window.to_ns.value_or(-1)) + " " + std::to_string(options.top));
         if (id == 8) throw ServiceError(Failure::kNoElf, "session 8 has no usable ELF");
         return R"({"flat":[]})";
+    }
+    std::string selection_profile(const service::Selection& selection,
+                                  const service::ProfileOptions& options) override {
+        calls.push_back("selection_profile " + join(selection) + " " + std::to_string(options.top));
+        return R"({"flat":[],"selection":{}})";
+    }
+    service::Export open_selection_export(const service::Selection& selection,
+                                          const std::string& format) override {
+        calls.push_back("open_selection_export " + join(selection) + " " + format);
+        return {"application/octet-stream", "selection-3f2a.gmon.out", true, pieces({"gmon"})};
+    }
+    // "sessions=1,2 boards=a tags=x build_ids=ab from=0 to=0"
+    static std::string join(const service::Selection& s) {
+        const auto list = [](const auto& values) {
+            std::string out;
+            for (const auto& v : values) {
+                if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>) {
+                    out += (out.empty() ? "" : ",") + v;
+                } else {
+                    out += (out.empty() ? "" : ",") + std::to_string(v);
+                }
+            }
+            return out;
+        };
+        return "sessions=" + list(s.sessions) + " boards=" + list(s.boards) +
+               " tags=" + list(s.tags) + " build_ids=" + list(s.build_ids) +
+               " from=" + std::to_string(s.from_ns) + " to=" + std::to_string(s.to_ns);
     }
     service::Export open_export(std::int64_t id, const std::string& format,
                                 const service::TimeWindow&) override {

@@ -18,6 +18,8 @@ void add_session_routes(RouteTable& routes);
 void add_firmware_routes(RouteTable& routes);
 // /api/v1/sessions/{id}/export/{format} and its older aliases (exports.cc).
 void add_export_routes(RouteTable& routes);
+// /api/v1/profile: a selection of sessions merged (fleet profiles).
+void add_selection_routes(RouteTable& routes);
 
 // The OpenAPI document (web/api/openapi.json, embedded at build time).
 const std::string& openapi_document();

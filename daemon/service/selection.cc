@@ -1,0 +1,166 @@
+#include "daemon/service/selection.h"
+
+#include <algorithm>
+#include <set>
+
+#include "daemon/service/rack_service.h"
+
+namespace rackprof::service {
+
+namespace {
+
+[[noreturn]] void bad(const std::string& why) {
+    throw ServiceError(Failure::kBadRequest, why);
+}
+
+std::vector<std::string> split_commas(const std::string& text, const char* key) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const auto end = std::min(text.find(',', start), text.size());
+        const std::string value = text.substr(start, end - start);
+        if (value.empty()) bad(std::string(key) + ": an empty value");
+        out.push_back(value);
+        start = end + 1;
+    }
+    return out;
+}
+
+std::int64_t time_ns(const std::map<std::string, std::string>& p, const char* key) {
+    const auto it = p.find(key);
+    return it == p.end() ? 0 : parse_count<std::int64_t>(it->second, key);
+}
+
+int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+std::string percent_decoded(std::string_view text) {
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '+') {
+            out += ' ';
+        } else if (text[i] == '%') {
+            if (i + 2 >= text.size() || hex_value(text[i + 1]) < 0 || hex_value(text[i + 2]) < 0)
+                bad("a '%' not followed by two hex digits");
+            out += static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2]));
+            i += 2;
+        } else {
+            out += text[i];
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+Selection parse_selection(const std::map<std::string, std::string>& p) {
+    Selection s;
+    if (const auto it = p.find("session"); it != p.end()) {
+        for (const auto& id : split_commas(it->second, "session"))
+            s.sessions.push_back(parse_count<std::int64_t>(id, "session"));
+    }
+    if (const auto it = p.find("board"); it != p.end())
+        s.boards = split_commas(it->second, "board");
+    if (const auto it = p.find("tag"); it != p.end()) s.tags = split_commas(it->second, "tag");
+    if (const auto it = p.find("build_id"); it != p.end()) {
+        s.build_ids = split_commas(it->second, "build_id");
+        for (auto& id : s.build_ids) {
+            std::transform(id.begin(), id.end(), id.begin(),
+                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+            if (!std::all_of(id.begin(), id.end(), [](char c) { return hex_value(c) >= 0; }))
+                bad("build_id: hex digits only");
+        }
+    }
+    s.from_ns = time_ns(p, "from");
+    s.to_ns = time_ns(p, "to");
+    if (s.sessions.empty() && s.boards.empty() && s.tags.empty() && s.build_ids.empty() &&
+        s.from_ns == 0 && s.to_ns == 0) {
+        bad("a selection names sessions by at least one of session, board, tag, build_id, from, "
+            "to");
+    }
+    return s;
+}
+
+std::map<std::string, std::string> parse_query_string(std::string_view text) {
+    std::map<std::string, std::string> out;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        const auto end = std::min(text.find('&', start), text.size());
+        const std::string_view pair = text.substr(start, end - start);
+        start = end + 1;
+        if (pair.empty()) continue;
+        const auto eq = pair.find('=');
+        if (eq == std::string_view::npos) bad("'" + std::string(pair) + "' is not key=value");
+        const std::string key = percent_decoded(pair.substr(0, eq));
+        if (out.count(key)) bad(key + ": given twice (join values with commas)");
+        out[key] = percent_decoded(pair.substr(eq + 1));
+    }
+    return out;
+}
+
+std::string build_id_of(const storage::SessionInfo& s) {
+    if (!s.spec.elf_build_id.empty()) return s.spec.elf_build_id;
+    if (!s.spec.elf_sha256.empty()) return s.spec.elf_sha256;
+    return s.target.build_id;
+}
+
+std::vector<storage::SessionInfo> select_sessions(
+    const Selection& selection, std::vector<storage::SessionInfo> all,
+    const std::map<std::string, std::vector<std::string>>& boards_by_tag) {
+    const auto has = [](const auto& list, const auto& value) {
+        return std::find(list.begin(), list.end(), value) != list.end();
+    };
+    std::set<std::string> tagged;
+    for (const auto& tag : selection.tags) {
+        if (const auto it = boards_by_tag.find(tag); it != boards_by_tag.end())
+            tagged.insert(it->second.begin(), it->second.end());
+    }
+    for (const auto id : selection.sessions) {
+        if (std::none_of(all.begin(), all.end(), [id](const auto& s) { return s.id == id; }))
+            throw ServiceError(Failure::kNotFound, "no session " + std::to_string(id));
+    }
+    std::vector<storage::SessionInfo> out;
+    for (auto& s : all) {
+        if (!selection.sessions.empty() && !has(selection.sessions, s.id)) continue;
+        if (!selection.boards.empty() && !has(selection.boards, s.spec.board)) continue;
+        if (!selection.tags.empty() && !tagged.count(s.spec.board)) continue;
+        if (!selection.build_ids.empty() && !has(selection.build_ids, build_id_of(s))) continue;
+        if (selection.from_ns && s.spec.started_ns < selection.from_ns) continue;
+        if (selection.to_ns && s.spec.started_ns > selection.to_ns) continue;
+        out.push_back(std::move(s));
+    }
+    if (out.empty()) throw ServiceError(Failure::kNotFound, "the selection names no session");
+    if (out.size() > kMaxSelectedSessions) {
+        throw ServiceError(Failure::kBadRequest,
+                           "the selection names " + std::to_string(out.size()) +
+                               " sessions; at most " + std::to_string(kMaxSelectedSessions) +
+                               " at once (narrow it with from/to, board or tag)");
+    }
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+    return out;
+}
+
+std::string common_build_id(const std::vector<storage::SessionInfo>& sessions) {
+    std::map<std::string, std::vector<std::int64_t>> by_build;
+    for (const auto& s : sessions) by_build[build_id_of(s)].push_back(s.id);
+    if (by_build.size() == 1) return by_build.begin()->first;
+    std::string builds;
+    for (const auto& [id, members] : by_build) {
+        builds += (builds.empty() ? "" : "; ") + (id.empty() ? std::string("no build-id") : id) +
+                  ": session(s)";
+        for (std::size_t i = 0; i < members.size() && i < 5; ++i)
+            builds += " " + std::to_string(members[i]);
+        if (members.size() > 5) builds += " …";
+    }
+    throw ServiceError(Failure::kConflict,
+                       "the selection holds sessions of " + std::to_string(by_build.size()) +
+                           " different builds (" + builds +
+                           "); sessions of different firmware are never merged: add build_id= "
+                           "to the selection");
+}
+
+}  // namespace rackprof::service

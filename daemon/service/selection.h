@@ -1,0 +1,55 @@
+// A selection: a set of stored sessions named by what they are (ids, boards, tags, the
+// firmware's build-id, when they started). One syntax everywhere: the API's query string and
+// the CLI's `--select` take the same key=value pairs joined by '&', e.g.
+//   build_id=3f2a…&tag=bench-a&from=1700000000000000000
+// A key's comma-separated values are alternatives; different keys must all hold.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/session_store.h"
+
+namespace rackprof::service {
+
+struct Selection {
+    std::vector<std::int64_t> sessions;  // session=1,2
+    std::vector<std::string> boards;     // board=a,b
+    std::vector<std::string> tags;       // tag=x,y: boards carrying one of them, as configured now
+    std::vector<std::string> build_ids;  // build_id=…: the session's build_id (see build_id_of)
+    std::int64_t from_ns = 0;            // from=: started at or after (Unix ns); 0: no bound
+    std::int64_t to_ns = 0;              // to=: started at or before; 0: no bound
+};
+
+// The keys a selection takes, in the order the API documents them.
+inline constexpr const char* kSelectionKeys[] = {"session",  "board", "tag",
+                                                 "build_id", "from",  "to"};
+// More sessions than this in one selection is refused (a request must stay bounded).
+inline constexpr std::size_t kMaxSelectedSessions = 10000;
+
+// From parameters by name; other names are left to the caller. Throws ServiceError
+// (kBadRequest) for a malformed value or a selection naming nothing at all.
+Selection parse_selection(const std::map<std::string, std::string>& parameters);
+// "a=1&b=x%20y" -> {a: 1, b: "x y"}; the CLI's --select. Throws ServiceError (kBadRequest).
+std::map<std::string, std::string> parse_query_string(std::string_view text);
+
+// What fleets are keyed on: the ELF's GNU build-id, else the ELF file's SHA-256 (as the
+// firmware store names uploads), else the build-id the target announced; "" when none is known.
+std::string build_id_of(const storage::SessionInfo& session);
+
+// The sessions of `all` that `selection` names, in id order. `tagged`: the boards carrying each
+// of the selection's tags. Throws ServiceError: kNotFound for an id that does not exist or an
+// empty result, kBadRequest above kMaxSelectedSessions.
+std::vector<storage::SessionInfo> select_sessions(
+    const Selection& selection, std::vector<storage::SessionInfo> all,
+    const std::map<std::string, std::vector<std::string>>& boards_by_tag);
+
+// The selected sessions' one build-id. Throws ServiceError (kConflict) naming the builds when
+// they differ: sessions of different builds are never merged silently.
+std::string common_build_id(const std::vector<storage::SessionInfo>& sessions);
+
+}  // namespace rackprof::service

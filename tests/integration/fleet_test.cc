@@ -1,0 +1,157 @@
+// Fleet profiles over HTTP from a real daemon: boards of one build merged into one profile
+// whose counts are exactly the sum of what the simulated boards sent, and boards of another
+// build refused rather than merged.
+#include <signal.h>
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "gmon/gmon_reader.h"
+#include "tests/integration/test_support.h"
+
+namespace rackprof {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+using ArcKey = std::pair<std::uint64_t, std::uint64_t>;
+
+struct Counts {
+    std::map<ArcKey, std::uint64_t> arcs;
+    std::uint64_t samples = 0;
+};
+
+void add_truth(Counts& counts, const std::filesystem::path& truth_file) {
+    const json truth = json::parse(testing::read_text(truth_file));
+    for (const auto& arc : truth["arcs"]) {
+        counts.arcs[{std::stoull(arc["from"].get<std::string>(), nullptr, 16),
+                     std::stoull(arc["self"].get<std::string>(), nullptr, 16)}] +=
+            arc["count"].get<std::uint64_t>();
+    }
+    for (const auto& pc : truth["pc_samples"]) counts.samples += pc["count"].get<std::uint64_t>();
+}
+
+Counts counts_in(const std::filesystem::path& gmon_file) {
+    Counts counts;
+    const auto data = gmon::read_gmon_file(gmon_file, gmon::TargetLayout{});
+    for (const auto& arc : data.arcs) counts.arcs[{arc.from_pc, arc.self_pc}] += arc.count;
+    for (const auto& h : data.histograms) counts.samples += h.total();
+    return counts;
+}
+
+TEST_CASE("fleet profile: one build's boards merged exactly; another build refused, not mixed") {
+    testing::TempDir dir;
+    // Three boards of one build, each running its own number of iterations, and a fourth of
+    // another firmware; all tagged "fleet".
+    Counts truth;
+    const int iterations[] = {3, 5, 8};
+    for (int i = 0; i < 3; ++i) {
+        const auto n = std::to_string(i);
+        REQUIRE(testing::rackprof({"simulate", "--model", "deterministic", "--iterations",
+                                   std::to_string(iterations[i]), "-o",
+                                   (dir / ("det" + n + ".bin")).string(), "--truth",
+                                   (dir / ("det" + n + ".json")).string(), "--write-elf",
+                                   (dir / "det.elf").string()})
+                    .exit_code == 0);
+        add_truth(truth, dir / ("det" + n + ".json"));
+    }
+    REQUIRE(testing::rackprof({"simulate", "--model", "blinky", "--iterations", "2", "-o",
+                               (dir / "blinky.bin").string(), "--write-elf",
+                               (dir / "blinky.elf").string()})
+                .exit_code == 0);
+    {
+        std::ofstream config(dir / "rack.toml");
+        config << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
+               << (dir / "rack.db").string() << "\"\n";
+        for (int i = 0; i < 3; ++i) {
+            config << "[[boards]]\nname = \"det-" << i << "\"\nlink = \"file://"
+                   << (dir / ("det" + std::to_string(i) + ".bin")).string()
+                   << "?pace=fast\"\nelf = \"" << (dir / "det.elf").string()
+                   << "\"\ntags = [\"fleet\"]\n";
+        }
+        config << "[[boards]]\nname = \"blinky\"\nlink = \"file://" << (dir / "blinky.bin").string()
+               << "?pace=fast\"\nelf = \"" << (dir / "blinky.elf").string()
+               << "\"\ntags = [\"fleet\"]\n";
+    }
+    testing::Process daemon(
+        testing::rackprof_argv({"serve", "--config", (dir / "rack.toml").string()}),
+        dir / "serve.log");
+    const std::string port = testing::wait_for_api_port(dir / "serve.log");
+    json sessions;
+    REQUIRE(testing::eventually(
+        [&] {
+            const auto reply = testing::http_get(port, "/api/v1/sessions");
+            if (reply.status != 200) return false;
+            sessions = json::parse(reply.body);
+            return sessions.size() == 4 &&
+                   std::all_of(sessions.begin(), sessions.end(),
+                               [](const json& s) { return s["state"] == "completed"; });
+        },
+        20s));
+    std::string build_id;
+    for (const auto& s : sessions) {
+        REQUIRE(s["build_id"].is_string());
+        if (s["board"] == "det-0") build_id = s["build_id"];
+    }
+    for (const auto& s : sessions) {
+        CAPTURE(s["board"]);
+        CHECK((s["build_id"] == build_id) == (s["board"] != "blinky"));
+    }
+
+    // The tag alone spans two builds: refused, naming them.
+    const auto mixed = testing::http_get(port, "/api/v1/profile?tag=fleet");
+    CHECK(mixed.status == 409);
+    CHECK(mixed.body.find("2 different builds") != std::string::npos);
+
+    // One build: merged, and the selection says what was merged.
+    const auto merged = testing::http_get(port, "/api/v1/profile?tag=fleet&build_id=" + build_id);
+    REQUIRE(merged.status == 200);
+    const json profile = json::parse(merged.body);
+    CHECK(profile["selection"]["sessions"].size() == 3);
+    CHECK(profile["selection"]["build_id"] == build_id);
+    CHECK(profile["selection"]["boards"] == json({"det-0", "det-1", "det-2"}));
+
+    // Its gmon.out holds exactly the sum of what the three boards sent, and gprof reads it as
+    // rackprof profiles it.
+    const auto file = dir / "fleet.gmon.out";
+    REQUIRE(
+        testing::http_get(port, "/api/v1/profile/export/gmon?tag=fleet&build_id=" + build_id, file)
+            .status == 200);
+    const Counts served = counts_in(file);
+    CHECK(served.arcs == truth.arcs);
+    CHECK(served.samples == truth.samples);
+    const auto report = testing::rackprof(
+        {"convert", file.string(), "--format", "gmon", "--elf", (dir / "det.elf").string()});
+    REQUIRE(report.exit_code == 0);
+    CHECK(report.out == testing::gprof_brief(dir / "det.elf", file));
+
+    // The same sessions named by id, or by board, give the same profile.
+    std::string ids;
+    for (const auto& s : sessions) {
+        if (s["board"] != "blinky")
+            ids += (ids.empty() ? "" : ",") + std::to_string(s["id"].get<std::int64_t>());
+    }
+    CHECK(json::parse(testing::http_get(port, "/api/v1/profile?session=" + ids).body)["flat"] ==
+          profile["flat"]);
+    CHECK(json::parse(
+              testing::http_get(port, "/api/v1/profile?board=det-0,det-1,det-2").body)["flat"] ==
+          profile["flat"]);
+
+    // Bad selections: clear 4xx, nothing partial.
+    CHECK(testing::http_get(port, "/api/v1/profile").status == 400);
+    CHECK(testing::http_get(port, "/api/v1/profile?bulid_id=" + build_id).status == 400);
+    CHECK(testing::http_get(port, "/api/v1/profile?board=nowhere").status == 404);
+    CHECK(testing::http_get(port, "/api/v1/profile?session=999").status == 404);
+    CHECK(testing::http_get(port, "/api/v1/profile?build_id=00ff").status == 404);
+    CHECK(testing::http_get(port, "/api/v1/profile/export/raw?tag=fleet&build_id=" + build_id)
+              .status == 404);
+    daemon.signal(SIGTERM);
+    CHECK(daemon.wait(5s) == 0);
+}
+
+}  // namespace
+}  // namespace rackprof
