@@ -156,6 +156,22 @@ test("live: the view changes within 2 s, and stop stops the session", async () =
   await close();
 });
 
+// A simulated board samples in real time, at the 1000 Hz its profile assumes, whatever its
+// wire's byte rate: the seconds a profile shows as sampled are the seconds the capture took.
+test("simulated board: the seconds sampled are the seconds captured", async () => {
+  const session = await api("GET", `/api/v1/sessions/${sessions.live}`);
+  assert.notEqual(session.ended_ns, null, "the live test stopped the session");
+  const wall = (session.ended_ns - session.started_ns) / 1e9;
+  const { page, errors, close } = await open(`/sessions/${sessions.live}`);
+  await page.waitForSelector("#flat tbody tr");
+  const sampled = Number(/([0-9.]+) s sampled/.exec(await page.textContent("main"))?.[1]);
+  assert.ok(wall > 1, `the capture ran ${wall} s`);
+  assert.ok(sampled <= wall * 1.05 + 0.1, `${sampled} s sampled in a ${wall.toFixed(2)} s capture`);
+  assert.ok(sampled >= wall * 0.5, `${sampled} s sampled in a ${wall.toFixed(2)} s capture`);
+  assert.deepEqual(errors, []);
+  await close();
+});
+
 test("profile: sorting (mouse and keyboard), search, call graph and its navigation, gprof table", async () => {
   const { page, errors, close } = await open(`/sessions/${sessions.a}`);
   await page.waitForSelector("#call-graph svg g.node");
