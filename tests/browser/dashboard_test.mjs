@@ -49,9 +49,13 @@ function truthProfile(file) {
   const owner = (pc) => t.functions.find((f) => parseInt(f.addr, 16) <= parseInt(pc, 16) && parseInt(pc, 16) < parseInt(f.addr, 16) + f.size)?.name;
   const total = t.pc_samples.reduce((n, s) => n + s.count, 0);
   const out = {};
-  for (const f of t.functions) out[f.name] = { self: 0, calls: 0 };
+  // calls: all calls of the function; recursive: those from itself.
+  for (const f of t.functions) out[f.name] = { self: 0, calls: 0, recursive: 0 };
   for (const s of t.pc_samples) out[owner(s.pc)].self += (100 * s.count) / total;
-  for (const a of t.arcs) out[owner(a.self)].calls += a.count;
+  for (const a of t.arcs) {
+    out[owner(a.self)].calls += a.count;
+    if (owner(a.from) === owner(a.self)) out[owner(a.self)].recursive += a.count;
+  }
   return out;
 }
 
@@ -206,6 +210,18 @@ test("profile: sorting (mouse and keyboard), search, call graph and its navigati
   // The graph: one node per function, edges labeled with exact call counts.
   const labels = await page.$$eval("#call-graph svg g.edge text", (t) => t.map((x) => x.textContent));
   assert.ok(labels.includes(String(truth.a.gamma.calls)), `edge labels ${labels}`);
+  // A recursive function's calls as gprof counts them: from elsewhere + from itself, the first
+  // number the flat profile's; never their sum.
+  const fact = truth.a.factorial;
+  assert.ok(fact.recursive > 0);
+  const outside = (fact.calls - fact.recursive).toLocaleString("en-US");
+  const factNode = await page.$$eval("#call-graph svg g.node", (nodes) =>
+    nodes.filter((n) => n.querySelector("title")?.textContent === "factorial").map((n) => [...n.querySelectorAll("text")].map((t) => t.textContent).join(" ")),
+  );
+  assert.equal(factNode.length, 1);
+  assert.match(factNode[0], new RegExp(`\\b${outside}\\+${fact.recursive.toLocaleString("en-US")} calls`), factNode[0]);
+  assert.equal((await page.locator('#flat tbody tr:has(button.fn:text-is("factorial")) td').nth(3).textContent()).trim(), outside);
+  assert.match(await page.textContent('#call-graph-table tr.primary:has-text("factorial [")'), new RegExp(`${outside}\\+${fact.recursive}`));
   // Navigation: select gamma, then its caller.
   await page.click('#flat button.fn:text-is("gamma")');
   await page.waitForSelector('#focus h3:has-text("gamma")');
