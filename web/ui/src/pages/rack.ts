@@ -147,16 +147,16 @@ const totalsOf: Record<string, string[]> = {
 const losses = new Set(["bytes_discarded", "resyncs", "gaps", "records_lost", "bytes_lost", "frames_bad", "frames_lost", "target_dropped", "overflows", "records_lost_storage", "bytes_lost_storage"]);
 const isLoss = (k: string) => losses.has(k) || /discard|lost|resync|gap|drop|overflow|bad/.test(k);
 
-// A board's counters: the totals that matter for its protocol, then every loss that is not
-// zero (any protocol's, and any counter the daemon adds later), or "no losses". With the
-// protocol unknown, every counter.
+// A board's counters: the totals that matter for its protocol, then every other counter that
+// is not zero (losses of any protocol, TPIU frames of an itm board, any counter the daemon adds
+// later), and "losses: none" when no loss is shown. With the protocol unknown, every counter.
 export function counterList(counters: Record<string, number> | null | undefined, protocol?: string) {
   if (!counters) return h("span", { class: "muted" }, "no session");
   const totals = protocol ? totalsOf[protocol] : undefined;
   const shown = totals
     ? [
         ...totals.filter((k) => k in counters).map((k) => [k, counters[k]] as const),
-        ...Object.entries(counters).filter(([k, v]) => v > 0 && !totals.includes(k) && (isLoss(k) || !Object.values(totalsOf).flat().includes(k))),
+        ...Object.entries(counters).filter(([k, v]) => v > 0 && !totals.includes(k)),
       ]
     : Object.entries(counters);
   const lossFree = totals !== undefined && !shown.some(([k]) => isLoss(k));
