@@ -65,6 +65,9 @@ void Board::start() {
             o.simulator.pc_cache = uri_.number("pc_cache", 0);
         }
         o.rate = uri_.number("rate", 20000);
+        // In real time: PC samples at the rate the profile assumes, so a session's sampled
+        // seconds are the seconds it ran (a faster wire does not make the target run faster).
+        o.sample_hz = o.simulator.sample_hz;
         // 20 ms of bytes per piece, within bounds whatever the rate (parse_link_uri bounds it).
         o.simulator.piece_bytes = std::clamp<std::size_t>(o.rate / 50, 64, 256u << 10);
         simulated_ = std::make_unique<PtyBoard>(o);

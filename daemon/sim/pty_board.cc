@@ -102,7 +102,13 @@ void PtyBoard::start() {
 
 void PtyBoard::run() {
     auto last_plug = Clock::now();
-    truth_ = simulate_board(options_.simulator, [&](const std::uint8_t* data, std::size_t size) {
+    // The samples each piece carries: what the ground truth counted since the last piece
+    // (records enter it as they are encoded, and a piece holds whole records).
+    const GroundTruth* sent = nullptr;
+    std::uint64_t samples_before = 0;
+    BoardSimulation simulation(options_.simulator, [&](const std::uint8_t* data,
+                                                       std::size_t size) {
+        const std::uint64_t samples = sent ? sent->aggregate.total_samples() : 0;
         if (options_.unplug_every.count() > 0 &&
             Clock::now() - last_plug >= options_.unplug_every &&
             (options_.max_unplugs == 0 || unplugs_ < options_.max_unplugs)) {
@@ -114,12 +120,16 @@ void PtyBoard::run() {
             plug();
             last_plug = Clock::now();
         }
-        write_piece(data, size);
+        write_piece(data, size, samples - samples_before);
+        samples_before = samples;
     });
+    sent = &simulation.truth();
+    while (!simulation.done()) simulation.step();
+    truth_ = simulation.truth();
     wait_until_read();
 }
 
-void PtyBoard::write_piece(const std::uint8_t* data, std::size_t size) {
+void PtyBoard::write_piece(const std::uint8_t* data, std::size_t size, std::uint64_t samples) {
     const auto start = Clock::now();
     std::size_t done = 0;
     while (done < size && !stop_) {
@@ -132,12 +142,20 @@ void PtyBoard::write_piece(const std::uint8_t* data, std::size_t size) {
         pollfd p{pty_.master, POLLOUT, 0};
         ::poll(&p, 1, 50);
     }
-    // Pace: this piece may take size / rate seconds on the wire.
-    const auto due = start + std::chrono::microseconds(size * 1'000'000 /
-                                                       std::max<std::uint64_t>(1, options_.rate));
-    while (!stop_ && Clock::now() < due)
+    // Pace: this piece may take size / rate seconds on the wire, and, in real time, the
+    // target's timer needs samples / sample_hz seconds to take its samples. The clock runs on
+    // from the last due time while the board keeps up, so sleeps that oversleep a little do not
+    // add up; after a stall (a full pty, an unplug) it restarts from now.
+    auto needed = std::chrono::microseconds(size * 1'000'000 /
+                                            std::max<std::uint64_t>(1, options_.rate));
+    if (options_.sample_hz > 0)
+        needed = std::max(needed, std::chrono::microseconds(samples * 1'000'000 /
+                                                            options_.sample_hz));
+    const auto from = start - due_ < std::chrono::milliseconds(50) ? due_ : start;
+    due_ = from + needed;
+    while (!stop_ && Clock::now() < due_)
         std::this_thread::sleep_for(
-            std::min<Clock::duration>(due - Clock::now(), std::chrono::milliseconds(20)));
+            std::min<Clock::duration>(due_ - Clock::now(), std::chrono::milliseconds(20)));
 }
 
 void PtyBoard::wait_until_read() {

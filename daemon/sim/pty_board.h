@@ -32,6 +32,10 @@ std::size_t unread_bytes(const RawPty& pty);
 struct PtyBoardOptions {
     SimulatorOptions simulator;
     std::uint64_t rate = 20000;       // wire bytes per second
+    // Above 0: the board also runs in real time, its PC samples leaving at most this many per
+    // second of wall time (the rate a profile of them assumes: simulator.sample_hz), so that a
+    // capture's sampled seconds match the time it took. 0: only `rate` paces (a test feeder).
+    std::uint32_t sample_hz = 0;
     std::filesystem::path link_path;  // optional: a symlink to the slave, stable across replugs
     std::chrono::milliseconds unplug_every{0};  // 0: never unplug
     std::chrono::milliseconds unplug_for{500};
@@ -62,7 +66,7 @@ class PtyBoard {
     void run();
     void plug();
     void unplug();
-    void write_piece(const std::uint8_t* data, std::size_t size);
+    void write_piece(const std::uint8_t* data, std::size_t size, std::uint64_t samples);
     void wait_until_read();
 
     PtyBoardOptions options_;
@@ -70,6 +74,7 @@ class PtyBoard {
     std::atomic<bool> stop_{false};
     std::atomic<std::uint64_t> unplugs_{0};
     std::optional<GroundTruth> truth_;
+    std::chrono::steady_clock::time_point due_{};  // when the last piece was due to be out
     std::string error_;
     std::thread thread_;
 };

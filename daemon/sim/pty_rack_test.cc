@@ -1,5 +1,7 @@
 #include "daemon/sim/pty_rack.h"
 
+#include "daemon/sim/pty_board.h"
+
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -115,6 +117,46 @@ TEST_CASE("a pty rack's symlinks name the boards' ptys and vanish with the rack"
     }
     CHECK_FALSE(std::filesystem::exists(dir / "b0"));
     std::filesystem::remove_all(dir);
+}
+
+// A sim:// board runs in real time: its PC samples leave no faster than the rate the profile
+// assumes (1000 Hz), however fast its wire, so a capture's sampled seconds are the seconds it
+// took; without sample_hz only the byte rate paces it (a test feeder).
+TEST_CASE("a simulated board in real time sends its samples at its sampling rate") {
+    for (const std::uint32_t hz : {1000u, 0u}) {
+        CAPTURE(hz);
+        PtyBoardOptions o;
+        o.simulator.model = "deterministic";
+        o.simulator.max_iterations = 7;  // 7 x 148 samples: 1.036 s at 1000 Hz
+        o.simulator.piece_bytes = 64;
+        o.rate = 1'000'000;  // a wire that would carry all of it in a few milliseconds
+        o.sample_hz = hz;
+        const std::size_t size = single_board_bytes(o.simulator).size();
+        PtyBoard board(o);
+        const int fd = ::open(board.device().c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        REQUIRE(fd >= 0);
+        const auto start = std::chrono::steady_clock::now();
+        board.start();
+        std::size_t got = 0;
+        std::uint8_t buffer[4096];
+        while (got < size && std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
+            pollfd p{fd, POLLIN, 0};
+            ::poll(&p, 1, 20);
+            ssize_t n = 0;
+            while ((n = ::read(fd, buffer, sizeof buffer)) > 0) got += static_cast<std::size_t>(n);
+        }
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const GroundTruth truth = board.wait();
+        ::close(fd);
+        REQUIRE(got == size);
+        REQUIRE(truth.aggregate.total_samples() == 7 * 148);
+        if (hz) {
+            CHECK(seconds >= 0.95 * 7 * 148 / 1000.0);
+        } else {
+            CHECK(seconds < 0.5);
+        }
+    }
 }
 
 }  // namespace

@@ -49,9 +49,13 @@ function truthProfile(file) {
   const owner = (pc) => t.functions.find((f) => parseInt(f.addr, 16) <= parseInt(pc, 16) && parseInt(pc, 16) < parseInt(f.addr, 16) + f.size)?.name;
   const total = t.pc_samples.reduce((n, s) => n + s.count, 0);
   const out = {};
-  for (const f of t.functions) out[f.name] = { self: 0, calls: 0 };
+  // calls: all calls of the function; recursive: those from itself.
+  for (const f of t.functions) out[f.name] = { self: 0, calls: 0, recursive: 0 };
   for (const s of t.pc_samples) out[owner(s.pc)].self += (100 * s.count) / total;
-  for (const a of t.arcs) out[owner(a.self)].calls += a.count;
+  for (const a of t.arcs) {
+    out[owner(a.self)].calls += a.count;
+    if (owner(a.from) === owner(a.self)) out[owner(a.self)].recursive += a.count;
+  }
   return out;
 }
 
@@ -122,6 +126,12 @@ test("rack: every board with its link state, a moving records/s, live events, st
   assert.equal(await page.textContent('tr[data-board="blinky"] .state'), "connected");
   await page.waitForFunction(() => /^[1-9][0-9,]*$/.test(document.querySelector('tr[data-board="det"] [data-col="rate"]')?.textContent ?? ""), null, { timeout: 5000 });
   assert.match(await page.textContent('tr[data-board="det"]'), /bytes in/);
+  // A legacy board's counters: its totals and its losses, not the framed or SWO ones' zeros.
+  await page.waitForSelector('tr[data-board="det"] dl.counters[data-protocol="legacy"]');
+  const shown = await page.$$eval('tr[data-board="det"] dl.counters dt', (d) => d.map((x) => x.textContent));
+  assert.deepEqual(shown.slice(0, 3), ["bytes in", "arcs", "pc samples"]);
+  for (const irrelevant of ["frames", "frames lost", "target dropped", "overflows", "sleep samples"]) assert.ok(!shown.includes(irrelevant), `${irrelevant} in ${shown}`);
+  assert.ok(shown.length <= 5, `${shown}`);
   // A change elsewhere (blinky's session stopped through the API) shows up by itself.
   const blinky = (await api("GET", "/api/v1/boards")).find((b) => b.name === "blinky").session;
   await page.waitForSelector("h2 .pill.ok");
@@ -135,6 +145,27 @@ test("rack: every board with its link state, a moving records/s, live events, st
   assert.notEqual((await api("GET", "/api/v1/boards")).find((b) => b.name === "blinky").session, null);
   assert.deepEqual(errors, []);
   await close();
+});
+
+test("rack: a board added from the page, and the API's refusal shown as it says it", async () => {
+  const { page, errors, close } = await open("/");
+  await page.waitForSelector("#add-board");
+  await page.fill('#add-board input[name="name"]', "added");
+  await page.fill('#add-board input[name="link"]', "sim://conflation?rate=20000");
+  await page.click('#add-board button[type="submit"]');
+  await page.waitForSelector('#boards tr[data-board="added"]', { timeout: 3000 });
+  assert.match(await page.textContent("#add-board-result"), /Added board added/);
+  assert.ok((await api("GET", "/api/v1/boards")).some((b) => b.name === "added"));
+  // A link server.api_links does not allow: the API's 403, with what it allows.
+  await page.fill('#add-board input[name="name"]', "outside");
+  await page.fill('#add-board input[name="link"]', "file:///etc/passwd");
+  await page.click('#add-board button[type="submit"]');
+  await page.waitForSelector("#add-board-result .error");
+  assert.match(await page.textContent("#add-board-result"), /Cannot add the board: link: 'file:\/\/\/etc\/passwd' is not allowed over the API \(server\.api_links allows: .*sim:\/\/\*/);
+  assert.ok(!(await api("GET", "/api/v1/boards")).some((b) => b.name === "outside"));
+  assert.deepEqual(errors.filter((e) => !/status of 403/.test(e)), []);
+  await close();
+  assert.equal((await fetch(`${base}/api/v1/boards/added`, { method: "DELETE" })).status, 204);
 });
 
 test("live: the view changes within 2 s, and stop stops the session", async () => {
@@ -152,6 +183,22 @@ test("live: the view changes within 2 s, and stop stops the session", async () =
   await page.waitForFunction(() => document.querySelector("#capture-state")?.textContent === "not_capturing", null, { timeout: 3000 });
   const stopped = await api("GET", `/api/v1/sessions/${sessions.live}`);
   assert.equal(stopped.state, "completed");
+  assert.deepEqual(errors, []);
+  await close();
+});
+
+// A simulated board samples in real time, at the 1000 Hz its profile assumes, whatever its
+// wire's byte rate: the seconds a profile shows as sampled are the seconds the capture took.
+test("simulated board: the seconds sampled are the seconds captured", async () => {
+  const session = await api("GET", `/api/v1/sessions/${sessions.live}`);
+  assert.notEqual(session.ended_ns, null, "the live test stopped the session");
+  const wall = (session.ended_ns - session.started_ns) / 1e9;
+  const { page, errors, close } = await open(`/sessions/${sessions.live}`);
+  await page.waitForSelector("#flat tbody tr");
+  const sampled = Number(/([0-9.]+) s sampled/.exec(await page.textContent("main"))?.[1]);
+  assert.ok(wall > 1, `the capture ran ${wall} s`);
+  assert.ok(sampled <= wall * 1.05 + 0.1, `${sampled} s sampled in a ${wall.toFixed(2)} s capture`);
+  assert.ok(sampled >= wall * 0.5, `${sampled} s sampled in a ${wall.toFixed(2)} s capture`);
   assert.deepEqual(errors, []);
   await close();
 });
@@ -190,6 +237,18 @@ test("profile: sorting (mouse and keyboard), search, call graph and its navigati
   // The graph: one node per function, edges labeled with exact call counts.
   const labels = await page.$$eval("#call-graph svg g.edge text", (t) => t.map((x) => x.textContent));
   assert.ok(labels.includes(String(truth.a.gamma.calls)), `edge labels ${labels}`);
+  // A recursive function's calls as gprof counts them: from elsewhere + from itself, the first
+  // number the flat profile's; never their sum.
+  const fact = truth.a.factorial;
+  assert.ok(fact.recursive > 0);
+  const outside = (fact.calls - fact.recursive).toLocaleString("en-US");
+  const factNode = await page.$$eval("#call-graph svg g.node", (nodes) =>
+    nodes.filter((n) => n.querySelector("title")?.textContent === "factorial").map((n) => [...n.querySelectorAll("text")].map((t) => t.textContent).join(" ")),
+  );
+  assert.equal(factNode.length, 1);
+  assert.match(factNode[0], new RegExp(`\\b${outside}\\+${fact.recursive.toLocaleString("en-US")} calls`), factNode[0]);
+  assert.equal((await page.locator('#flat tbody tr:has(button.fn:text-is("factorial")) td').nth(3).textContent()).trim(), outside);
+  assert.match(await page.textContent('#call-graph-table tr.primary:has-text("factorial [")'), new RegExp(`${outside}\\+${fact.recursive}`));
   // Navigation: select gamma, then its caller.
   await page.click('#flat button.fn:text-is("gamma")');
   await page.waitForSelector('#focus h3:has-text("gamma")');
@@ -198,7 +257,20 @@ test("profile: sorting (mouse and keyboard), search, call graph and its navigati
   await page.click(`#focus .pair > div:first-child button.fn >> nth=0`);
   await page.waitForSelector(`#focus h3:has-text("${callers[0]}")`);
   assert.match(await page.textContent("#call-graph-table"), /\[1\]/);
+  // The flat profile is part of the page, not a box of its own that scrolls (and cuts it).
+  const scroller = await page.$eval("#flat", (el) => {
+    for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+      if (/auto|scroll/.test(getComputedStyle(p).overflowY)) return p.outerHTML.slice(0, 80);
+    }
+    return null;
+  });
+  assert.equal(scroller, null);
   await screenshot(page, "profile");
+  // The picture in README.md's quick start (docs/dashboard.png): the page as it opens.
+  await page.click('#flat button.fn:text-is("gamma")');
+  await page.waitForSelector('#focus h3:has-text("gamma")');
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: path.join(artifacts, "dashboard-profile-1280x800.png") });
   assert.deepEqual(errors, []);
   await close();
 });
@@ -215,6 +287,20 @@ test("the gmon.out button downloads a file arm-none-eabi-gprof reads", async () 
   assert.match(gammaLine, new RegExp(`\\s${truth.a.gamma.calls}\\s`));
   assert.deepEqual(errors, []);
   await close();
+});
+
+test("profile of a capture without its ELF: the firmware is attached on that page", async () => {
+  const bare = (await api("POST", "/api/v1/sessions/import?format=bin&board=no-elf", fs.readFileSync(path.join(dir, "a.bin")))).id;
+  const { page, errors, close } = await open(`/sessions/${bare}`);
+  await page.waitForSelector("main .error");
+  assert.match(await page.textContent("main .error"), /no usable ELF/);
+  await page.setInputFiles("#attach-elf", path.join(dir, "model.elf"));
+  await page.click('#attach-form button[type="submit"]');
+  await page.waitForSelector('#flat button.fn:text-is("gamma")', { timeout: 5000 });
+  assert.match((await api("GET", `/api/v1/sessions/${bare}`)).elf.sha256, /^[0-9a-f]{64}$/);
+  assert.deepEqual(errors.filter((e) => !/status of 422/.test(e)), []);
+  await close();
+  assert.equal((await fetch(`${base}/api/v1/sessions/${bare}`, { method: "DELETE" })).status, 204);
 });
 
 test("sessions: list, filter, downloads", async () => {
@@ -250,10 +336,33 @@ test("compare: the known difference between two builds", async () => {
     assert.equal(cells[5], `+${expectCalls.toLocaleString("en-US")}`);
     const selfDiff = Number(cells[2].replace("−", "-").replace("±", ""));
     assert.ok(Math.abs(selfDiff - (truth.b[fn].self - truth.a[fn].self)) < 0.011, `${fn}: ${cells[2]} vs truth ${truth.b[fn].self - truth.a[fn].self}`);
+    // More calls are neither better nor worse: only time is coloured.
+    assert.doesNotMatch(await row.locator('[data-col="calls-diff"]').getAttribute("class"), /worse|better/, fn);
   }
+  assert.match(await page.locator('tr[data-function="gamma"] [data-col="self-diff"]').getAttribute("class"), /worse/);
+  // Both builds ran the same firmware (one ELF): no warning.
+  assert.equal(await page.locator("#firmware-warning").count(), 0);
   await screenshot(page, "compare");
   assert.deepEqual(errors, []);
   await close();
+});
+
+test("compare: in the navigation, and a warning when the firmware differs", async () => {
+  const blinky = await api("PUT", "/api/v1/firmware", fs.readFileSync(path.join(dir, "blinky.elf")));
+  const other = (await api("POST", `/api/v1/sessions/import?format=bin&board=other-fw&firmware=${blinky.id}`, fs.readFileSync(path.join(dir, "blinky.bin")))).id;
+  const { page, errors, close } = await open("/");
+  await page.click('nav a[data-nav="compare"]');
+  await page.waitForSelector("#compare #compare-a");
+  assert.equal(new URL(page.url()).pathname, "/compare");
+  assert.equal(await page.getAttribute('nav a[data-nav="compare"]', "aria-current"), "page");
+  await page.selectOption("#compare-a", String(sessions.a));
+  await page.selectOption("#compare-b", String(other));
+  await page.click('#compare button[type="submit"]');
+  await page.waitForSelector("#compare-table tbody tr");
+  assert.match(await page.textContent("#firmware-warning"), /Different firmware \((build-id|ELF SHA-256) [0-9a-f]+ vs [0-9a-f]+\)/);
+  assert.deepEqual(errors, []);
+  await close();
+  assert.equal((await fetch(`${base}/api/v1/sessions/${other}`, { method: "DELETE" })).status, 204);
 });
 
 test("firmware: an ELF uploads and a capture imports into a session", async () => {

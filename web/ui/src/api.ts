@@ -24,9 +24,11 @@ export interface Session {
   id: number;
   board: string;
   link: string;
+  protocol: string;
   format: string;
   addr_bytes: number;
   elf: { path: string; build_id: string; sha256: string };
+  target: { build_id: string; text_lo: string; text_hi: string } | null; // from a framed HELLO
   state: string;
   started_ns: number;
   ended_ns: number | null;
@@ -147,6 +149,7 @@ export const api = {
     request<Session[]>("GET", "/api/v1/sessions?" + new URLSearchParams(filter)),
   session: (id: number) => request<Session>("GET", `/api/v1/sessions/${id}`),
   profile: (id: number) => request<Profile>("GET", `/api/v1/sessions/${id}/profile`),
+  addBoard: (board: Record<string, unknown>) => request<Board>("POST", "/api/v1/boards", JSON.stringify(board), "application/json"),
   startSession: (board: string) =>
     request<Session>("POST", `/api/v1/boards/${encodeURIComponent(board)}/sessions`),
   stopSession: (id: number) => request<Session>("POST", `/api/v1/sessions/${id}/stop`),
@@ -157,6 +160,8 @@ export const api = {
       file,
       "application/octet-stream",
     ),
+  attachFirmware: (session: number, firmware: string) =>
+    request<Session>("PUT", `/api/v1/sessions/${session}/firmware`, JSON.stringify({ id: firmware }), "application/json"),
   importSession: (file: Blob, query: Record<string, string>) =>
     request<Session>(
       "POST",

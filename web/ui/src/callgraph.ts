@@ -1,7 +1,7 @@
 // The call graph drawn by Graphviz (its WebAssembly build, loaded on first use): one node per
 // function, sized by total time and colored by self time, edges labeled with call counts.
 import type { GraphEntry } from "./api";
-import { isOverhead } from "./format";
+import { count, isOverhead } from "./format";
 
 const kMaxNodes = 40; // the busiest functions; a larger graph is unreadable at 1280 px
 
@@ -13,6 +13,10 @@ function heat(fraction: number): string {
   const hue = 55 - 55 * f;
   return `${(hue / 360).toFixed(3)} ${(0.25 + 0.6 * f).toFixed(3)} 1.000`;
 }
+
+// Calls as gprof's call graph counts them: from elsewhere, "+" the function's calls of itself
+// (a sum would disagree with the flat profile, which counts only the first).
+const calls = (e: GraphEntry) => count(e.called) + (e.self_calls ? "+" + count(e.self_calls) : "");
 
 export function callGraphDot(entries: GraphEntry[], totalSeconds: number, selected?: string): string {
   const functions = entries.filter((e) => e.cycle === null || !e.members);
@@ -33,7 +37,7 @@ export function callGraphDot(entries: GraphEntry[], totalSeconds: number, select
     const overhead = isOverhead(e.name);
     lines.push(
       `  ${quote(e.name)} [id=${quote("fn-" + e.index)}, label=${quote(
-        `${e.name}\n${e.percent.toFixed(1)} % total, ${(self * 100).toFixed(1)} % self\n${e.called + e.self_calls} calls`,
+        `${e.name}\n${e.percent.toFixed(1)} % total, ${(self * 100).toFixed(1)} % self\n${calls(e)} calls`,
       )}, fontsize=${size}, fillcolor=${quote(overhead ? "0.0 0.0 0.88" : heat(self))}${
         overhead ? ', style="rounded,filled,dashed"' : ""
       }${e.name === selected ? ", penwidth=3, color=\"#1d4ed8\"" : ""}, tooltip=${quote(e.name)}];`,

@@ -19,7 +19,7 @@ const routes: { pattern: RegExp; nav: string; page: Page }[] = [
   { pattern: /^\/live(?:\/(\d+))?$/, nav: "live", page: livePage },
   { pattern: /^\/sessions$/, nav: "sessions", page: sessionsPage },
   { pattern: /^\/sessions\/(\d+)$/, nav: "sessions", page: profilePage },
-  { pattern: /^\/compare$/, nav: "sessions", page: comparePage },
+  { pattern: /^\/compare$/, nav: "compare", page: comparePage },
   { pattern: /^\/firmware$/, nav: "firmware", page: firmwarePage },
 ];
 

@@ -56,7 +56,7 @@ export async function firmwarePage(main: HTMLElement) {
   replace(
     main,
     h("h1", {}, "Firmware & import"),
-    h("section", { "aria-labelledby": "h-elf" }, h("h2", { id: "h-elf" }, "Upload firmware (ELF)"), h("p", { class: "muted" }, "Stored once under its build-id; boards and sessions name their functions with it."), elfForm, elfResult),
+    h("section", { "aria-labelledby": "h-elf" }, h("h2", { id: "h-elf" }, "Upload firmware (ELF)"), h("p", { class: "muted" }, "Stored once under its build-id. Name it when you import a capture below or add a board on the Rack page; a session captured without it gets it on its profile page."), elfForm, elfResult),
     h("section", { "aria-labelledby": "h-import" }, h("h2", { id: "h-import" }, "Import a capture or gmon.out"), h("p", { class: "muted" }, "Stored as a completed session."), importForm, importResult),
   );
 }

@@ -1,6 +1,6 @@
 // Profile of one session: the flat profile (sortable, searchable), the call graph drawn with
 // caller/callee navigation, and the call-graph table laid out as gprof prints it.
-import { api, downloads, type FlatRow, type GraphEntry, type GraphLine, type Profile } from "../api";
+import { api, ApiError, downloads, type FlatRow, type GraphEntry, type GraphLine, type Profile } from "../api";
 import { count, duration, isOverhead, percent, seconds, time } from "../format";
 import { h, link, replace } from "../dom";
 import { callGraphDot, renderCallGraph } from "../callgraph";
@@ -34,7 +34,8 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
   try {
     profile = await api.profile(sid);
   } catch (e) {
-    replace(main, ...header, h("p", { class: "error", role: "alert" }, (e as Error).message), h("p", {}, "Attach firmware on the ", link("/firmware", "Firmware & import"), " page to name functions."));
+    const noElf = e instanceof ApiError && e.code === "no_elf";
+    replace(main, ...header, h("p", { class: "error", role: "alert" }, (e as Error).message), noElf ? attachForm(sid, () => profilePage(main, _params, id)) : null);
     return;
   }
 
@@ -141,7 +142,7 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
       { "aria-labelledby": "h-flat" },
       h("h2", { id: "h-flat" }, "Flat profile"),
       search,
-      h("div", { class: "scroll" }, h("table", { class: "data", id: "flat" }, h("thead", {}, headRow), flatBody)),
+      h("table", { class: "data", id: "flat" }, h("thead", {}, headRow), flatBody),
     ),
     h("section", { "aria-labelledby": "h-graph" }, h("h2", { id: "h-graph" }, "Call graph"), h("div", { class: "grid graph-pair" }, graph, focus)),
     h("section", { "aria-labelledby": "h-cg" }, h("h2", { id: "h-cg" }, "Call graph table (as gprof prints it)"), gprofTable(profile.call_graph)),
@@ -149,6 +150,41 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
   renderFlat();
   renderFocus();
   await renderGraph();
+}
+
+// A session captured without its ELF: upload the ELF here (or name one uploaded before) and
+// attach it to the session, then the profile is drawn again with the functions named.
+function attachForm(sid: number, reload: () => Promise<unknown>) {
+  const result = h("div", { role: "status", id: "attach-result" });
+  const form = h(
+    "form",
+    { id: "attach-form", onsubmit: async (e: Event) => {
+      e.preventDefault();
+      const data = new FormData(e.target as HTMLFormElement);
+      const file = data.get("elf") as File | null;
+      let firmware = String(data.get("firmware") ?? "").trim();
+      if ((!file || !file.size) && !firmware) return replace(result, h("p", { class: "error" }, "Choose the session's ELF file, or give the id of firmware uploaded before."));
+      replace(result, h("p", { class: "muted" }, "Attaching…"));
+      try {
+        if (file && file.size) firmware = (await api.uploadFirmware(file)).id;
+        await api.attachFirmware(sid, firmware);
+        await reload();
+      } catch (err) {
+        replace(result, h("p", { class: "error", role: "alert" }, (err as Error).message));
+      }
+    } },
+    h("label", {}, "ELF file ", h("input", { type: "file", name: "elf", id: "attach-elf" })),
+    h("label", {}, "or uploaded firmware id ", h("input", { name: "firmware", id: "attach-id", size: 44, pattern: "[0-9a-f]*" })),
+    h("button", { type: "submit" }, "Attach"),
+  );
+  return h(
+    "section",
+    { "aria-labelledby": "h-attach" },
+    h("h2", { id: "h-attach" }, "Attach firmware"),
+    h("p", { class: "muted" }, "The ELF the board ran names the session's functions: upload it here, or give the id of firmware uploaded before (on the ", link("/firmware", "Firmware & import"), " page)."),
+    form,
+    result,
+  );
 }
 
 function compare(a: unknown, b: unknown): number {

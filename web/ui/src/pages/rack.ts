@@ -11,6 +11,8 @@ export async function rackPage(main: HTMLElement) {
   const events = h("ol", { class: "events", "aria-live": "polite" }, h("li", { class: "muted" }, "No link or session change since this page opened."));
   const feedState = h("span", { class: "pill" }, "connecting");
   const status = h("p", { class: "error", role: "alert" });
+  // The protocol of each board's session (its counters depend on it), asked once per session.
+  const protocols = new Map<number, string>();
   replace(
     main,
     h("h1", {}, "Rack"),
@@ -26,6 +28,7 @@ export async function rackPage(main: HTMLElement) {
       table,
     ),
     status,
+    addBoardForm(() => refresh()),
     h("h2", {}, "Events ", feedState),
     events,
   );
@@ -40,6 +43,16 @@ export async function rackPage(main: HTMLElement) {
       status.textContent = `Cannot read the boards: ${(e as Error).message}`;
       return;
     }
+    await Promise.all(
+      boards
+        .filter((b) => b.session !== null && !protocols.has(b.session))
+        .map((b) =>
+          api.session(b.session as number).then(
+            (s) => protocols.set(s.id, s.protocol),
+            () => undefined, // shown with every counter until it can be read
+          ),
+        ),
+    );
     const now = performance.now();
     const next = new Map<string, { at: number; records: number; session: number | null }>();
     replace(
@@ -64,7 +77,7 @@ export async function rackPage(main: HTMLElement) {
           ),
           h("td", { class: "num", "data-col": "rate" }, rate === null ? "—" : count(rate)),
           h("td", {}, b.session ? link(`/live/${b.session}`, `#${b.session}`) : "—"),
-          h("td", {}, counterList(b.counters)),
+          h("td", {}, counterList(b.counters, b.session === null ? undefined : protocols.get(b.session))),
           h("td", { class: b.last_error || b.storage_error ? "error" : "muted" }, b.storage_error ?? (b.last_error || "none")),
           h(
             "td",
@@ -124,16 +137,84 @@ export function storageBadge(state: string | undefined, error: string | null | u
   return h("span", { class: "state state-storage_error", title: error ?? "", "data-storage": "storage_error" }, " · storage error: data is being lost");
 }
 
-// Whatever counters the daemon reports, losses highlighted when not zero.
-export function counterList(counters: Record<string, number> | null | undefined) {
+// The counters that tell how a board of each protocol is doing; the others stay 0 for it.
+const totalsOf: Record<string, string[]> = {
+  legacy: ["bytes_in", "arcs", "pc_samples"],
+  framed: ["bytes_in", "frames", "arcs", "pc_samples"],
+  itm: ["bytes_in", "arcs", "pc_samples", "sleep_samples"],
+};
+// Data received or sent that never became a record (storage/counters.h marks them).
+const losses = new Set(["bytes_discarded", "resyncs", "gaps", "records_lost", "bytes_lost", "frames_bad", "frames_lost", "target_dropped", "overflows", "records_lost_storage", "bytes_lost_storage"]);
+const isLoss = (k: string) => losses.has(k) || /discard|lost|resync|gap|drop|overflow|bad/.test(k);
+
+// A board's counters: the totals that matter for its protocol, then every other counter that
+// is not zero (losses of any protocol, TPIU frames of an itm board, any counter the daemon adds
+// later), and "losses: none" when no loss is shown. With the protocol unknown, every counter.
+export function counterList(counters: Record<string, number> | null | undefined, protocol?: string) {
   if (!counters) return h("span", { class: "muted" }, "no session");
-  const lossy = /discard|lost|resync|gap|drop/;
+  const totals = protocol ? totalsOf[protocol] : undefined;
+  const shown = totals
+    ? [
+        ...totals.filter((k) => k in counters).map((k) => [k, counters[k]] as const),
+        ...Object.entries(counters).filter(([k, v]) => v > 0 && !totals.includes(k)),
+      ]
+    : Object.entries(counters);
+  const lossFree = totals !== undefined && !shown.some(([k]) => isLoss(k));
   return h(
     "dl",
-    { class: "counters" },
-    Object.entries(counters).map(([k, v]) => [
+    { class: "counters", "data-protocol": protocol },
+    shown.map(([k, v]) => [
       h("dt", {}, label(k)),
-      h("dd", { class: lossy.test(k) && v > 0 ? "warn" : "" }, count(v)),
+      h("dd", { class: isLoss(k) && v > 0 ? "warn" : "", "data-counter": k }, count(v)),
     ]),
+    lossFree ? [h("dt", {}, "losses"), h("dd", { class: "ok", "data-counter": "losses" }, "none")] : null,
+  );
+}
+
+// A board added through the API (POST /api/v1/boards), kept in the daemon's database. Over
+// HTTP a board may link only where the configuration's server.api_links allows, and name
+// firmware uploaded before; the API's refusal is shown as it says it.
+function addBoardForm(refresh: () => Promise<void>) {
+  const result = h("div", { role: "status", id: "add-board-result" });
+  const form = h(
+    "form",
+    { id: "add-board", onsubmit: async (e: Event) => {
+      e.preventDefault();
+      const data = new FormData(e.target as HTMLFormElement);
+      const board: Record<string, string | number | boolean> = {
+        name: String(data.get("name") ?? "").trim(),
+        link: String(data.get("link") ?? "").trim(),
+        protocol: String(data.get("protocol")),
+        autostart: data.get("autostart") === "on",
+      };
+      if (board.protocol === "legacy") board.format = String(data.get("format"));
+      if (data.get("addr_bytes")) board.addr_bytes = Number(data.get("addr_bytes"));
+      if (String(data.get("firmware") ?? "").trim()) board.firmware = String(data.get("firmware")).trim();
+      replace(result, h("p", { class: "muted" }, "Adding…"));
+      try {
+        await api.addBoard(board);
+        replace(result, h("p", {}, `Added board ${board.name}.`));
+        (e.target as HTMLFormElement).reset();
+        await refresh();
+      } catch (err) {
+        replace(result, h("p", { class: "error", role: "alert" }, `Cannot add the board: ${(err as Error).message}`));
+      }
+    } },
+    h("label", {}, "Name ", h("input", { name: "name", required: true, size: 14, placeholder: "m4-2" })),
+    h("label", {}, "Link ", h("input", { name: "link", required: true, size: 36, placeholder: "serial:///dev/ttyUSB0?baud=1500000", class: "mono" })),
+    h("label", {}, "Protocol ", h("select", { name: "protocol" }, ["legacy", "framed", "itm"].map((p) => h("option", { value: p }, p)))),
+    h("label", {}, "Format ", h("select", { name: "format" }, h("option", { value: "bin" }, "bin"), h("option", { value: "hex" }, "hex"))),
+    h("label", {}, "Address bytes ", h("select", { name: "addr_bytes" }, h("option", { value: "" }, "default"), h("option", { value: "3" }, "3"), h("option", { value: "4" }, "4"))),
+    h("label", {}, "Firmware ", h("input", { name: "firmware", size: 20, pattern: "[0-9a-f]*", placeholder: "optional: uploaded id" })),
+    h("label", {}, h("input", { type: "checkbox", name: "autostart", checked: true }), " start capturing when the link is up"),
+    h("button", { type: "submit" }, "Add board"),
+  );
+  return h(
+    "section",
+    { "aria-labelledby": "h-add-board" },
+    h("h2", { id: "h-add-board" }, "Add a board"),
+    h("p", { class: "muted" }, "Kept in the daemon's database. Over the API a board may link only where the configuration's ", h("code", {}, "server.api_links"), " allows (by default /dev/rackprof/*, /dev/ttyUSB*, /dev/ttyACM*, TCP on loopback and sim://); firmware comes from the ", link("/firmware", "uploaded images"), "."),
+    form,
+    result,
   );
 }

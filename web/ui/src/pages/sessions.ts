@@ -4,6 +4,7 @@ import { count, duration, time } from "../format";
 import { h, link, replace } from "../dom";
 import { storageBadge } from "./rack";
 import { navigate } from "../router";
+import { compareForm } from "./compare";
 
 export async function sessionsPage(main: HTMLElement, params: URLSearchParams) {
   const [sessions, boards] = await Promise.all([api.sessions(filterOf(params)), api.boards()]);
@@ -25,20 +26,6 @@ export async function sessionsPage(main: HTMLElement, params: URLSearchParams) {
     h("button", { type: "submit" }, "Filter"),
   );
 
-  const pick = (name: "a" | "b", label: string) =>
-    h("label", {}, label, " ", h("select", { name, id: `compare-${name}` }, sessions.map((s) => h("option", { value: s.id }, `#${s.id} ${s.board}`))));
-  const compare = h(
-    "form",
-    { class: "filters", id: "compare", onsubmit: (e: Event) => {
-      e.preventDefault();
-      const data = new FormData(e.target as HTMLFormElement);
-      navigate(`/compare?a=${data.get("a")}&b=${data.get("b")}`);
-    } },
-    pick("a", "Compare"),
-    pick("b", "with"),
-    h("button", { type: "submit", disabled: sessions.length < 2 }, "Compare"),
-  );
-
   replace(
     main,
     h("h1", {}, "Sessions"),
@@ -50,14 +37,8 @@ export async function sessionsPage(main: HTMLElement, params: URLSearchParams) {
       h("tbody", {}, sessions.length ? [...sessions].reverse().map(row) : h("tr", {}, h("td", { colspan: 9, class: "muted" }, "No sessions match."))),
     ),
     h("h2", {}, "Compare two sessions"),
-    compare,
+    compareForm(sessions),
   );
-  // Newest two preselected: "this build against the previous one".
-  const ids = sessions.map((s) => String(s.id));
-  if (ids.length >= 2) {
-    (main.querySelector("#compare-a") as HTMLSelectElement).value = ids[ids.length - 2];
-    (main.querySelector("#compare-b") as HTMLSelectElement).value = ids[ids.length - 1];
-  }
 }
 
 function filterOf(params: URLSearchParams): Record<string, string> {
