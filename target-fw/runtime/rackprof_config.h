@@ -36,6 +36,14 @@
 #define RACKPROF_SAMPLE_HZ 1000
 #endif
 
+/* Tests only: the stack the PC sampler reads the stacked PC from. 0 (default): the one
+ * EXC_RETURN names (MSP or PSP); 1: always MSP; 2: always PSP. 1 and 2 are wrong by design:
+ * the e2e test runs the psp example with them to show that its check of where the samples
+ * land catches a sampler that reads the wrong stack. */
+#ifndef RACKPROF_SAMPLER_STACK
+#define RACKPROF_SAMPLER_STACK 0
+#endif
+
 /* Transmit queue size in bytes: a power of two from 16 to 128 (8-bit free-running indices). */
 #ifndef RACKPROF_RING_BYTES
 #if RACKPROF_FRAMED

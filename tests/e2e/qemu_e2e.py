@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """End to end on emulated boards: target-fw's example firmware runs under QEMU
-(mps2-an385 = Cortex-M3, microbit = Cortex-M0), its UART goes to a file, and the capture is
-profiled by the real `rackprof convert`; GNU gprof reads the gmon.out it writes.
+(mps2-an385 = Cortex-M3, mps2-an386 = Cortex-M4 with FPU, hard-float, microbit = Cortex-M0),
+its UART goes to a file, and the capture is profiled by the real `rackprof convert`; GNU gprof
+reads the gmon.out it writes.
 
 Checked, per board:
-  compat  deterministic, conflation and nested (a -pg timer interrupt preempting -pg calls;
-          also built with the blocking queue option, and with 4-byte addresses): every arc's call count exactly as the program makes
-          them (caller/callee named from the ELF's symbols, counts from the program's
-          structure: the table below times the ROUNDS/TICKS the source defines), no byte
-          discarded, and arm-none-eabi-gprof's flat profile led by the known hot function.
+  compat  deterministic, conflation, nested (a -pg timer interrupt preempting -pg calls) and
+          psp (the thread on the process stack, a -pg timer interrupt on the main stack);
+          also built with the blocking queue option, and with 4-byte addresses: every arc's
+          call count exactly as the program makes them (caller/callee named from the ELF's
+          symbols, counts from the program's structure: the table below times the
+          ROUNDS/TICKS the source defines), no byte discarded, and arm-none-eabi-gprof's flat profile led by the known hot function.
   framed  the same programs: each frame checked against protocol/framed-protocol.md (COBS,
           CRC, sequence, HELLO text range and build-id equal to the ELF's), exact per-arc
           counts, nothing lost or dropped; then frames cut out of the capture are counted as
@@ -18,8 +20,8 @@ Checked, per board:
           `rackprof serve` captures into SQLite: the stored session, converted, has the exact
           per-arc counts and gprof's hot function; compat, and framed (protocol = "framed",
           frames_lost 0) once rackprof speaks it.
-  itm     (mps2-an385, ARMv7-M) the itm-uart builds: the ITM packets a real ITM would send,
-          through the UART. Read by the test's own ITM reader (itm_wire.py): one sync first, no
+  itm     (mps2-an385 and mps2-an386, ARMv7-M) the itm-uart builds: the ITM packets a real
+          ITM would send, through the UART. Read by the test's own ITM reader (itm_wire.py): one sync first, no
           overflow, software packets on ports 1 and 0 only and mostly 4 bytes wide; port 1's
           bytes checked as framed frames (HELLO build-id, START/STOP, exact per-arc counts, no
           PC item); every PC sample a DWT packet inside the code; blinky's WFIs as sleep
@@ -28,6 +30,12 @@ Checked, per board:
           --console-port 0): exact counts, every PC sample in gmon.out, gprof's hot function,
           overflows 0, sleep samples, and the `console: ` line on stderr; deterministic captured
           live by `rackprof serve` with protocol = "itm" (each a visible SKIP until then).
+  psp     in every mode above, besides the exact counts: the PC samples, read from the wire
+          by this test, where the stack EXC_RETURN names puts them: all inside functions, none
+          in main/run_on_psp/the reset handler/a handler SysTick cannot preempt, >= 50 % in the
+          PSP thread's functions, >= 10 % in the MSP handler's isr_spin, and gprof's shares on
+          rackprof's gmon.out the same. The builds whose sampler is forced to MSP or to PSP
+          (compat-msp, compat-psp) must fail that check (no thread sample, or no handler one).
   blinky  also every mode above with exact counts; compat, framed (and itm-uart) captures of
           the same run: their sizes (framed must be >= 5x smaller than compat).
 
@@ -36,6 +44,7 @@ usage: qemu_e2e.py --rackprof BIN --fw-dir DIR --source-dir DIR
 """
 
 import argparse
+import collections
 import json
 import math
 import pathlib
@@ -51,8 +60,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import framed_wire  # noqa: E402
 import itm_wire  # noqa: E402
 
-BOARDS = ("mps2-an385", "microbit")
-ITM_BOARDS = ("mps2-an385",)  # ARMv7-M: the ITM builds exist for these only
+BOARDS = ("mps2-an385", "mps2-an386", "microbit")
+ITM_BOARDS = ("mps2-an385", "mps2-an386")  # ARMv7-M: the ITM builds exist for these only
 ITM_FRAMED_PORT, ITM_CONSOLE_PORT = 1, 0
 QEMU_TIMEOUT_S = 120
 
@@ -72,13 +81,31 @@ CALLS = {
                ("app_timer_isr", "tick"): (1, "TICKS")},
     "blinky": {("main", "led_toggle"): (1, "BLINKS"), ("led_toggle", "led_set"): (1, "BLINKS"),
                ("main", "wait_ms"): (1, "BLINKS"), ("wait_ms", "wait_us"): (1, "BLINKS*WAIT_MS")},
+    # The thread on the process stack (PSP), a -pg timer interrupt on the main stack (MSP).
+    "psp": {("psp_thread", "psp_work"): (1, "ROUNDS"), ("psp_work", "psp_leaf"): (3, "ROUNDS"),
+            ("timer0_handler", "app_timer_isr"): (1, "TICKS"),
+            ("app_timer_isr", "isr_spin"): (1, "TICKS")},
 }
 # nested is mostly profiler overhead by design (it maximises -pg calls per second): no hot check.
 HOT = {"deterministic": "crunch", "conflation": "doSomething", "nested": None,
-       "blinky": "wait_us"}
+       "blinky": "wait_us", "psp": "psp_work"}
 # The console line each example prints after profiling (nested prints none).
 CONSOLE = {"deterministic": "deterministic: done", "conflation": "conflation: done",
-           "blinky": "blinky: done", "nested": None}
+           "blinky": "blinky: done", "nested": None, "psp": None}
+# psp: where its PC samples must land. The application's functions on each stack; the code
+# that runs in thread mode on MSP (a sampler reading MSP for a PSP thread finds its stale
+# frames there, or no code at all); the handlers SysTick cannot preempt (the UART's is above
+# it). At least PSP_MIN_SHARE of the samples in the thread's functions, ISR_MIN_SHARE in
+# isr_spin (the source makes them about 70-80 % and 15-20 %): a sampler that always read MSP
+# puts none in the thread, one that always read PSP none in the handler.
+PSP_THREAD = ("psp_thread", "psp_work", "psp_leaf")
+MSP_HANDLER = ("timer0_handler", "app_timer_isr", "isr_spin")
+NEVER_SAMPLED = ("main", "run_on_psp", "Reset_Handler", "SysTick_Handler", "rp_sample",
+                 "uart0_tx_handler", "uart0_handler", "rackprof_uart_isr")
+PSP_MIN_SHARE, ISR_MIN_SHARE = 0.5, 0.1
+# Builds of psp whose sampler is forced to one stack (RACKPROF_SAMPLER_STACK): the check above
+# must fail for each.
+FORCED_SAMPLER_MODES = ("compat-msp", "compat-psp")
 
 failures = []
 
@@ -121,6 +148,11 @@ class Symbols:
                 self.functions.append((start, start + size, parts[3]))
             if len(parts) >= 3:
                 self.by_name[parts[-1]] = int(parts[0], 16)
+        # Code, as opposed to data placed among it (the vector tables): FUNC symbols.
+        out = subprocess.run(["arm-none-eabi-readelf", "-sW", str(elf)], check=True,
+                             capture_output=True, text=True).stdout
+        self.code = {parts[7] for parts in map(str.split, out.splitlines())
+                     if len(parts) >= 8 and parts[3] == "FUNC"}
 
     def name_of(self, address):
         address &= ~1  # the Thumb bit of a return address
@@ -144,7 +176,7 @@ def build_id(elf):
     return bytes.fromhex(match.group(1)) if match else b""
 
 
-def run_qemu(board, elf, capture):
+def run_qemu(board, elf, capture, must_finish=True):
     capture.unlink(missing_ok=True)
     # -icount: the instruction count drives the virtual clock, so SysTick and the run are
     # deterministic (sleep=off: a WFI jumps to the next timer deadline instead of waiting for
@@ -154,9 +186,11 @@ def run_qemu(board, elf, capture):
            "-serial", f"file:{capture}", "-semihosting-config", "enable=on,target=native",
            "-icount", "shift=5,sleep=off", "-kernel", str(elf)]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=QEMU_TIMEOUT_S)
-    check(result.returncode == 0, f"{elf.name} runs to completion under QEMU "
-          f"(exit {result.returncode}{': ' + result.stderr.strip() if result.stderr else ''})")
-    return capture.read_bytes() if capture.exists() else b""
+    if must_finish:
+        check(result.returncode == 0, f"{elf.name} runs to completion under QEMU "
+              f"(exit {result.returncode}{': ' + result.stderr.strip() if result.stderr else ''})")
+    data = capture.read_bytes() if capture.exists() else b""
+    return data if must_finish else (data, result.returncode)
 
 
 def convert_with_log(rackprof, capture, elf, gmon, extra=()):
@@ -174,27 +208,39 @@ def convert(rackprof, capture, elf, gmon, extra=()):
     return convert_with_log(rackprof, capture, elf, gmon, extra)[0]
 
 
-def legacy_samples(data, addr_bytes=3):
-    """PC records in a clean compat capture ('A' from self, 'P' pc), counted independently."""
-    samples = i = 0
+def legacy_pcs(data, addr_bytes=3):
+    """PC records in a clean compat capture ('A' from self, 'P' pc), read independently:
+    pc -> count (a record cut off at the end is left out)."""
+    pcs = collections.Counter()
+    i = 0
     while i < len(data):
-        if data[i] == ord("P"):
-            samples += 1
-        elif data[i] != ord("A"):
+        if data[i] == ord("P") and i + 1 + addr_bytes <= len(data):
+            pcs[int.from_bytes(data[i + 1:i + 1 + addr_bytes], "big")] += 1
+        elif data[i] not in b"AP":
             raise ValueError(f"byte {i}: {data[i]:#x} is not a record tag")
         i += 1 + (2 if data[i] == ord("A") else 1) * addr_bytes
-    return samples
+    return pcs
+
+
+def legacy_samples(data, addr_bytes=3):
+    return sum(legacy_pcs(data, addr_bytes).values())
 
 
 def raw_arcs(report):
     return {(int(a["from"], 16), int(a["self"], 16)): a["count"] for a in report["raw"]["arcs"]}
 
 
-def gprof_hot(elf, gmon):
+def gprof_flat(elf, gmon):
+    """gprof's flat profile: (% time, function) rows, hottest first."""
     out = subprocess.run(["arm-none-eabi-gprof", "-b", "-p", str(elf), str(gmon)], check=True,
                          capture_output=True, text=True).stdout
     rows = [line.split() for line in out.splitlines() if re.match(r"\s*\d+\.\d+\s", line)]
-    return rows[0][-1] if rows else None
+    return [(float(row[0]), row[-1]) for row in rows]
+
+
+def gprof_hot(elf, gmon):
+    rows = gprof_flat(elf, gmon)
+    return rows[0][1] if rows else None
 
 
 def check_profile(tag, example, elf, report, gmon, source_dir, samples_sent):
@@ -212,10 +258,74 @@ def check_profile(tag, example, elf, report, gmon, source_dir, samples_sent):
     in_gmon = sum(h["samples"] for h in raw["histograms"]) + raw["samples_outside_histogram"]
     check(in_gmon == samples_sent > 0,
           f"{tag}: every PC sample sent is in gmon.out ({in_gmon} of {samples_sent})")
+    if example == "psp":
+        # rackprof's profile of psp: the thread's and the handler's shares as gprof sees them.
+        time = collections.Counter()
+        for percent, name in gprof_flat(elf, gmon):
+            time[name] += percent
+        thread = sum(time[name] for name in PSP_THREAD)
+        check(thread >= 100 * PSP_MIN_SHARE and time["isr_spin"] >= 100 * ISR_MIN_SHARE,
+              f"{tag}: gprof: {thread:.1f} % in the PSP thread's functions, "
+              f"{time['isr_spin']:.1f} % in isr_spin")
     if HOT[example] is None:
         return
     hot = gprof_hot(elf, gmon)
     check(hot == HOT[example], f"{tag}: gprof's hottest function is {HOT[example]} (got {hot})")
+
+
+def stack_checks(elf, pcs):
+    """Where psp's PC samples (pc -> count, read from the wire by this test) land: (ok, what)
+    pairs, and the samples per function. See PSP_THREAD above."""
+    symbols = Symbols(elf)
+    where = collections.Counter()
+    for pc, n in pcs.items():
+        where[symbols.name_of(pc)] += n
+    total = sum(where.values())
+    outside = {name: n for name, n in where.items() if name not in symbols.code}
+    never = {name: n for name, n in where.items() if name in NEVER_SAMPLED}
+    thread = sum(where[name] for name in PSP_THREAD)
+    isr = where["isr_spin"]
+    return [
+        (total > 0 and not outside,
+         f"{total} PC samples, all inside functions" + (f" (not: {outside})" if outside else "")),
+        (not never, "none in main, run_on_psp or a handler SysTick cannot preempt"
+         + (f" (got {never})" if never else "")),
+        (total > 0 and thread >= PSP_MIN_SHARE * total,
+         f"{thread} in the PSP thread's functions (>= {PSP_MIN_SHARE:.0%})"),
+        (total > 0 and isr >= ISR_MIN_SHARE * total,
+         f"{isr} in the MSP handler's isr_spin (>= {ISR_MIN_SHARE:.0%})"),
+    ], where
+
+
+def check_stacks(tag, elf, pcs):
+    """psp: each PC sample read from the stack the interrupted code was using."""
+    results, where = stack_checks(elf, pcs)
+    for ok, what in results:
+        check(ok, f"{tag}: {what}")
+    thread = sum(where[name] for name in PSP_THREAD)
+    handler = sum(where[name] for name in MSP_HANDLER)
+    print(f"figure: {tag}: {sum(where.values())} PC samples: {thread} in the PSP thread "
+          f"({', '.join(f'{n} {where[n]}' for n in PSP_THREAD)}), {handler} in the MSP "
+          f"handler (isr_spin {where['isr_spin']}), "
+          f"{sum(where.values()) - thread - handler} in the runtime")
+
+
+def check_forced_sampler(board, mode, fw_dir, work):
+    """psp built with its sampler forced to one stack: the stack check must fail, in the way
+    that stack predicts (MSP: no sample in the PSP thread; PSP: none in the MSP handler)."""
+    tag = f"psp/{board}/{mode}"
+    elf = fw_dir / f"psp-{board}-{mode}.elf"
+    data, rc = run_qemu(board, elf, work / f"psp-{board}-{mode}.bin", must_finish=False)
+    try:
+        pcs = legacy_pcs(data)
+    except ValueError:
+        pcs = {}
+    results, where = stack_checks(elf, pcs)
+    failed = [what for ok, what in results if not ok]
+    forced = mode.rsplit("-", 1)[1]
+    must_fail = results[2] if forced == "msp" else results[3]
+    check(not must_fail[0], f"{tag}: the sampler forced to {forced.upper()} fails the stack "
+          f"check (exit {rc}; failed: {'; '.join(failed) or 'nothing'})")
 
 
 def check_framed_wire(tag, example, elf, data, source_dir):
@@ -244,7 +354,7 @@ def check_framed_wire(tag, example, elf, data, source_dir):
     degraded = b"".join(f + b"\x00" for i, f in enumerate(frames) if i not in cut)
     check(framed_wire.read(degraded).frames_lost == len(cut),
           f"{tag}: {len(cut)} frames cut out are counted as {len(cut)} lost")
-    return degraded, len(cut), sum(cap.pcs.values())
+    return degraded, len(cut), cap.pcs
 
 
 def check_itm_wire(tag, example, elf, data, source_dir):
@@ -420,13 +530,18 @@ def main():
                     gmon = work / f"{example}-{board}-{mode}.gmon.out"
                     if mode.startswith("compat"):
                         addr_bytes = 4 if mode == "compat-a4" else 3
+                        if example == "psp":
+                            check_stacks(tag, elf, legacy_pcs(data, addr_bytes))
                         report = convert(args.rackprof, capture, elf, gmon,
                                          ("--format", "bin", "--addr-bytes", str(addr_bytes)))
                         if report:
                             check_profile(tag, example, elf, report, gmon, args.source_dir,
                                           legacy_samples(data, addr_bytes))
                         continue
-                    degraded, cut, samples = check_framed_wire(tag, example, elf, data, args.source_dir)
+                    degraded, cut, pcs = check_framed_wire(tag, example, elf, data, args.source_dir)
+                    samples = sum(pcs.values())
+                    if example == "psp":
+                        check_stacks(tag, elf, pcs)
                     if not has_framed:
                         print(f"SKIP: {tag} through rackprof: `rackprof convert --protocol "
                               "framed` does not exist yet")
@@ -441,6 +556,9 @@ def main():
                         lost = report["source"]["decoder"].get("frames_lost")
                         check(lost == cut, f"{tag}: rackprof counts {cut} cut frames as lost "
                               f"(got {lost})")
+
+            for mode in FORCED_SAMPLER_MODES:
+                check_forced_sampler(board, mode, args.fw_dir, work)
 
             for mode in ("compat", "framed"):
                 if mode == "framed" and not has_framed:
@@ -473,6 +591,8 @@ def main():
                                      args.source_dir)
                 if itm is None:
                     continue
+                if example == "psp":
+                    check_stacks(tag, elf, itm.pcs)
                 if not has_itm:
                     print(f"SKIP: {tag} through rackprof: `rackprof convert --protocol itm` "
                           "does not exist yet")

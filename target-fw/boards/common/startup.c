@@ -10,6 +10,12 @@ int main(void);
 void SysTick_Handler(void);
 
 void Reset_Handler(void) {
+#if defined(__ARM_FP)
+    /* CPACR: CP10 and CP11 (the FPU) fully accessible before any FP instruction runs (hard-float
+     * builds; the runtime itself is built with -mgeneral-regs-only). */
+    *(volatile uint32_t*)0xE000ED88u |= 0xFu << 20;
+    __asm volatile("dsb\n\tisb" ::: "memory");
+#endif
     for (uint32_t *src = __data_load, *dst = __data_start; dst < __data_end;) *dst++ = *src++;
     for (uint32_t* dst = __bss_start; dst < __bss_end;) *dst++ = 0;
     board_exit(main());

@@ -1,5 +1,6 @@
 /* ARM MPS2 AN385 (Cortex-M3, 25 MHz): UART0 is a CMSDK APB UART at 0x40004000, its TX
- * interrupt is IRQ 1. QEMU: -M mps2-an385, UART0 = the first -serial. */
+ * interrupt is IRQ 1. QEMU: -M mps2-an385, UART0 = the first -serial. Also the board code of
+ * mps2-an386 (the same FPGA image with a Cortex-M4: -M mps2-an386). */
 #include <stdint.h>
 
 #include "board.h"
