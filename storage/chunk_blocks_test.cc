@@ -1,6 +1,7 @@
 #include "storage/chunk_blocks.h"
 
 #include <doctest/doctest.h>
+#include <zstd.h>
 
 #include <random>
 
@@ -77,6 +78,50 @@ TEST_CASE("a damaged block is a StorageError, never a crash or a huge allocation
     Bytes bomb = {0x28, 0xB5, 0x2F, 0xFD, 0x24, 0x00};  // magic, content size field follows
     CHECK_THROWS_AS(decode_raw_block(bomb, 0), StorageError);
     CHECK_THROWS_AS(decode_record_block(Bytes{1, 2, 3}, 0), StorageError);
+}
+
+// Found by tests/fuzz (storage_blocks, UBSan), commit 10e9bf2: a damaged block's time steps
+// overflowed a signed sum (undefined behaviour), and so could address deltas and the record
+// count. The input is tests/fuzz/corpus/storage_blocks/regression-time-delta-overflow, tried as
+// the fuzz target tries it: as a block itself, and as the payload of a valid zstd frame. The
+// promise: a StorageError or chunks, and chunks that encode and decode to themselves; the
+// sanitizer run (tests/run.sh) catches the undefined behaviour itself.
+TEST_CASE(
+    "a block whose time steps overflow: a StorageError or chunks, never undefined "
+    "behaviour (fuzz regression)") {
+    const Bytes input = {0x04, 0x00, 0x00, 0xfd, 0xff, 0xff, 0xff, 0xff, 0xff,
+                         0xff, 0xff, 0xff, 0x01, 0x82, 0xca, 0xff, 0xf2, 0x01,
+                         0xff, 0xff, 0xff, 0xfa, 0x00, 0x00, 0x01, 0x00};
+    Bytes framed(ZSTD_compressBound(input.size()));
+    const std::size_t n =
+        ZSTD_compress(framed.data(), framed.size(), input.data(), input.size(), 1);
+    REQUIRE_FALSE(ZSTD_isError(n));
+    framed.resize(n);
+    int decoded = 0;
+    for (const Bytes& blob : {input, framed}) {
+        try {
+            const auto raw = decode_raw_block(blob, 1000);
+            ++decoded;
+            for (const auto& c : raw) CHECK(c.bytes.size() <= input.size());
+        } catch (const StorageError&) {
+        }
+        try {
+            const auto chunks = decode_record_block(blob, 1000);
+            ++decoded;
+            std::vector<RecordChunkView> views;
+            for (const auto& c : chunks) views.push_back({c.received_ns, c.records});
+            if (views.empty()) continue;
+            const auto again =
+                decode_record_block(encode_record_block(views), views.front().received_ns);
+            REQUIRE(again.size() == chunks.size());
+            for (std::size_t i = 0; i < chunks.size(); ++i) {
+                CHECK(again[i].received_ns == chunks[i].received_ns);
+                CHECK(again[i].records == chunks[i].records);
+            }
+        } catch (const StorageError&) {
+        }
+    }
+    MESSAGE(decoded << " of 4 decodings gave chunks");
 }
 
 }  // namespace

@@ -553,6 +553,27 @@ TEST_CASE("API security: a stored board an older rackprof accepted is skipped at
           std::string::npos);
 }
 
+TEST_CASE(
+    "API security: a stored session whose board an older rackprof accepted downloads "
+    "under a safe name") {
+    ApiDaemon d;
+    const auto boards = json::parse(d.call("GET", "/api/v1/boards").second);
+    const auto sid = std::to_string(boards[0]["session"].get<std::int64_t>());
+    d.stop();
+    // What an older rackprof stored for a board named "x\r\nSet-Cookie: a=b".
+    const std::string update =
+        "UPDATE sessions SET board = 'x' || char(13, 10) || 'Set-Cookie: a=b' WHERE id = " + sid;
+    storage::Database(d.dir() / "rack.db").exec(update.c_str());
+    d.launch();
+    const auto raw = d.call("GET", "/api/v1/sessions/" + sid + "/export/raw",
+                            {"-D", (d.dir() / "headers").string()});
+    CHECK(raw.first == 200);
+    const std::string headers = testing::read_text(d.dir() / "headers");
+    CHECK(headers.find("\nSet-Cookie") == std::string::npos);
+    CHECK(headers.find("Content-Disposition: attachment; filename=\"x__Set-Cookie:_a_b-" + sid +
+                       ".raw\"\r\n") != std::string::npos);
+}
+
 TEST_CASE("API on loopback: a configured token guards every mutation") {
     ApiDaemon d("127.0.0.1:0", {"RACKPROF_API_TOKEN=s3cret"});
     const auto boards = json::parse(d.call("GET", "/api/v1/boards").second);

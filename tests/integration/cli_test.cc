@@ -448,6 +448,16 @@ TEST_CASE("convert -o onto a FIFO or device writes into it and leaves it one") {
     // Nothing left beside it either.
     for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
         CHECK(entry.path().filename().string().find(".tmp-") == std::string::npos);
+
+    // A character device: /dev/null takes the file and is still /dev/null after (as root, an
+    // atomic rename would have put a regular file in its place for the whole machine).
+    REQUIRE(std::filesystem::is_character_file("/dev/null"));
+    const auto null = rackprof({"convert", capture.string(), "--elf", elf.string(), "--report",
+                                "none", "-o", "/dev/null"});
+    CHECK_MESSAGE(null.exit_code == 0, null.err);
+    CHECK(std::filesystem::is_character_file("/dev/null"));
+    for (const auto& entry : std::filesystem::directory_iterator("/dev"))
+        CHECK(entry.path().filename().string().rfind("null.tmp-", 0) == std::string::npos);
 }
 
 // A database of a few MiB written by the storage writer, as the daemon writes one.

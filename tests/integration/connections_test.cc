@@ -1,6 +1,7 @@
 // Connection limits of a real daemon over loopback, clients told apart by their source address
 // (127.0.0.0/8 is all loopback): idle connections cannot lock anyone out, WebSockets count
-// against the limits, a health probe always gets in, and refusals are logged once.
+// against the limits and have a share of their own below them (128 in all, 16 per client), a
+// health probe always gets in, and refusals are logged once.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -34,9 +35,12 @@ struct ServedDaemon {
     std::string port;
 
     ServedDaemon() {
+        // The dashboard: a page of its own, whether or not web/dist is built.
+        std::filesystem::create_directories(dir / "web");
+        std::ofstream(dir / "web/index.html") << "<!doctype html><title>rackprof</title>\n";
         std::ofstream(dir / "rack.toml")
-            << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
-            << (dir / "rack.db").string()
+            << "[server]\nlisten = \"127.0.0.1:0\"\nweb_root = \"" << (dir / "web").string()
+            << "\"\n[storage]\npath = \"" << (dir / "rack.db").string()
             << "\"\n[[boards]]\nname = \"det\"\nlink = \"sim://deterministic?rate=2000\"\n";
         daemon = std::make_unique<testing::Process>(
             testing::rackprof_argv({"serve", "--config", (dir / "rack.toml").string()}),
@@ -137,7 +141,7 @@ TEST_CASE("300 idle connections from one client: a fresh GET /healthz answers at
     CHECK(refusal_lines(d.log()) <= 1);
 }
 
-TEST_CASE("WebSockets count against the per-client limit; a probe still gets in") {
+TEST_CASE("WebSockets: 16 per client, counted against its limit; a probe still gets in") {
     ServedDaemon d;
     std::vector<std::unique_ptr<SourcedFeed>> feeds;
     std::size_t refused = 0;
@@ -149,10 +153,19 @@ TEST_CASE("WebSockets count against the per-client limit; a probe still gets in"
             ++refused;
         }
     }
-    CHECK(feeds.size() == 32);
-    CHECK(refused == 68);
-    const std::string health = d.health_from("127.0.0.1");  // a reserved slot
-    MESSAGE("GET /healthz beside 32 feeds and 68 refused: " << health);
+    CHECK(feeds.size() == 16);
+    CHECK(refused == 84);
+    // The feeds hold 16 of the client's 32 connections: of 30 idle ones, only 16 stay open
+    // (the client's own oldest idle ones make room for the newer).
+    std::this_thread::sleep_for(300ms);  // the refused ones closed by now
+    Sockets idle;
+    for (int i = 0; i < 30; ++i) idle.fds.push_back(idle_connection("127.0.0.1", d.port));
+    std::this_thread::sleep_for(300ms);
+    std::size_t open = 0;
+    for (const int fd : idle.fds) open += fd >= 0 && !closed_by_server(fd);
+    CHECK(open == 16);
+    const std::string health = d.health_from("127.0.0.1");
+    MESSAGE("GET /healthz beside 16 feeds, 84 refused and 30 idle: " << health);
     CHECK(health.rfind("200 ", 0) == 0);
     CHECK(d.health_from("127.0.0.3").rfind("200 ", 0) == 0);
     CHECK(refusal_lines(d.log()) <= 1);  // once per episode, not per connection
@@ -176,8 +189,8 @@ TEST_CASE(
     CHECK(open <= 256);
     CHECK(d.health_from("127.0.2.1").rfind("200 ", 0) == 0);
 
-    // Busy connections (feeds) are never reclaimed: at the limit, new ones are refused but a
-    // probe gets a reserved slot.
+    // Feeds are never reclaimed, and they have a share of 128 (16 per client): 270 asked for
+    // from 9 clients take 128 slots, reclaiming idle ones; the other 128 stay ordinary.
     std::vector<std::unique_ptr<SourcedFeed>> feeds;
     for (int client = 0; client < 9; ++client) {
         for (int i = 0; i < 30; ++i) {
@@ -185,10 +198,44 @@ TEST_CASE(
                 feeds.push_back(std::move(f));
         }
     }
-    CHECK(feeds.size() == 256);
+    CHECK(feeds.size() == 128);
     const std::string health = d.health_from("127.0.4.1");
-    MESSAGE("GET /healthz with 256 feeds open: " << health);
+    MESSAGE("GET /healthz with 128 feeds open: " << health);
     CHECK(health.rfind("200 ", 0) == 0);
+}
+
+// Two requests on one curl connection: "200 1 200 0" when the second reused the connection,
+// which only an ordinary (keep-alive) slot allows; a reserved slot serves one request.
+std::string two_requests_from(const ServedDaemon& d, const std::string& source,
+                              const std::string& first, const std::string& second) {
+    const auto r =
+        testing::run({"curl", "-s", "-o", "/dev/null", "-o", "/dev/null", "-w",
+                      "%{http_code} %{num_connects} ", "--max-time", "10", "--interface", source,
+                      "http://127.0.0.1:" + d.port + first, "http://127.0.0.1:" + d.port + second});
+    return r.out;
+}
+
+TEST_CASE("with the feeds' share full, HTTP requests and the dashboard's page get ordinary slots") {
+    ServedDaemon d;
+    std::vector<std::unique_ptr<SourcedFeed>> feeds;
+    for (int client = 0; client < 10; ++client) {  // 200 asked for: 128 fit, 16 per client
+        for (int i = 0; i < 20; ++i) {
+            if (auto f = feed_from("127.0.5." + std::to_string(client + 1), d.port))
+                feeds.push_back(std::move(f));
+        }
+    }
+    CHECK(feeds.size() == 128);
+    CHECK(!feed_from("127.0.6.1", d.port));  // a new client's feed: the share is full
+    // The dashboard's page and an API request, both on a kept-alive connection.
+    CHECK(two_requests_from(d, "127.0.6.2", "/", "/api/v1/boards") == "200 1 200 0 ");
+    CHECK(two_requests_from(d, "127.0.5.1", "/healthz", "/") == "200 1 200 0 ");
+    // 127 feeds end: a new feed gets in again.
+    feeds.resize(1);
+    CHECK(testing::eventually([&] { return feed_from("127.0.6.1", d.port) != nullptr; }, 5s));
+    // The refusals were told once, as feeds, not once each.
+    const std::string log = d.log();
+    CHECK(log.find("WebSocket limits reached") != std::string::npos);
+    CHECK(refusal_lines(log) <= 1);
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // Running on a bench: the systemd unit verifies, the notify protocol is spoken (READY after
 // storage opens, WATCHDOG pings, STOPPING on SIGTERM), SIGHUP reloads boards without
 // dropping the others, and the install tree and the .deb hold what they should.
+#include <grp.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -81,6 +83,66 @@ TEST_CASE("systemd-analyze verifies the unit") {
     CHECK(unit.find("Type=notify") != std::string::npos);
 }
 
+// The figure RELIABILITY.md and deploy/README.md give: `systemd-analyze security --offline`
+// scores the unit 1.5 ("OK"); hardening taken away later fails here.
+TEST_CASE("the unit's exposure (systemd-analyze security --offline) is at most 1.5") {
+    const auto unit = std::filesystem::path(RACKPROF_SOURCE_DIR) / "deploy/rackprof.service";
+    const auto r = testing::run({"systemd-analyze", "security", "--offline=true", unit.string()});
+    std::smatch m;
+    const std::regex overall("Overall exposure level for rackprof\\.service: ([0-9]+\\.[0-9]+)");
+    if (r.exit_code != 0 || !std::regex_search(r.out, m, overall)) {
+        MESSAGE("SKIP: systemd-analyze security --offline=true gave no exposure here (exit "
+                << r.exit_code << "; systemd 252 or later is needed): " << r.err);
+        return;
+    }
+    const double exposure = std::stod(m[1].str());
+    MESSAGE("exposure of deploy/rackprof.service: " << exposure);
+    CHECK(exposure <= 1.5);
+}
+
+// What postinst runs: the API token the package creates at install.
+TEST_CASE("the package's API token: 64 hex characters, mode 0640, the service's group, kept") {
+    testing::TempDir dir;
+    const auto script = std::filesystem::path(RACKPROF_SOURCE_DIR) / "deploy/debian/make-api-token";
+    const std::string postinst =
+        testing::read_text(std::filesystem::path(RACKPROF_SOURCE_DIR) / "deploy/debian/postinst");
+    CHECK(postinst.find("/usr/lib/rackprof/make-api-token /etc/rackprof/api-token rackprof\n") !=
+          std::string::npos);
+    // As root any group will do (dialout stands in for rackprof); otherwise one's own.
+    const ::group* own = ::getgrgid(::getgid());
+    REQUIRE(own);
+    std::string group = own->gr_name;
+    if (::geteuid() == 0 && ::getgrnam("dialout")) group = "dialout";
+    const ::gid_t gid = ::getgrnam(group.c_str())->gr_gid;
+
+    const auto token = dir / "etc/rackprof/api-token";
+    REQUIRE(testing::run({script.string(), token.string(), group}).exit_code == 0);
+    const std::string first = testing::read_text(token);
+    CHECK(std::regex_match(first, std::regex("[0-9a-f]{64}")));
+    struct ::stat st {};
+    REQUIRE(::stat(token.c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0640);
+    CHECK(st.st_gid == gid);
+    // A second run (an upgrade) keeps it; an empty one is replaced; nothing is left beside it.
+    REQUIRE(testing::run({script.string(), token.string(), group}).exit_code == 0);
+    CHECK(testing::read_text(token) == first);
+    std::ofstream(token, std::ios::trunc).flush();
+    REQUIRE(testing::run({script.string(), token.string(), group}).exit_code == 0);
+    const std::string second = testing::read_text(token);
+    CHECK(std::regex_match(second, std::regex("[0-9a-f]{64}")));
+    CHECK(second != first);
+    std::size_t files = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(token.parent_path()))
+        ++files;
+    CHECK(files == 1);
+    // A group that does not exist: an error, and no token.
+    const auto missing = dir / "other/api-token";
+    CHECK(testing::run({script.string(), missing.string(), "no-such-group-rackprof"}).exit_code !=
+          0);
+    CHECK_FALSE(std::filesystem::exists(missing));
+    CHECK(testing::run({script.string(), missing.string()}).exit_code == 2);
+}
+
 TEST_CASE("the notify protocol: READY once capturing, WATCHDOG pings, STOPPING on SIGTERM") {
     testing::TempDir dir;
     NotifySocket notify(dir / "notify");
@@ -146,8 +208,9 @@ TEST_CASE("cmake --install lays out the tree; the .deb holds it with its maintai
     REQUIRE(install.exit_code == 0);
     for (const char* path :
          {"usr/bin/rackprof", "usr/lib/systemd/system/rackprof.service",
-          "usr/lib/udev/rules.d/99-rackprof.rules", "etc/rackprof/rackprof.toml",
-          "usr/share/doc/rackprof/README.md", "usr/share/doc/rackprof/LICENSE"}) {
+          "usr/lib/rackprof/make-api-token", "usr/lib/udev/rules.d/99-rackprof.rules",
+          "etc/rackprof/rackprof.toml", "usr/share/doc/rackprof/README.md",
+          "usr/share/doc/rackprof/LICENSE"}) {
         CAPTURE(path);
         CHECK(std::filesystem::exists(dir / "root" / path));
     }
@@ -176,7 +239,8 @@ TEST_CASE("cmake --install lays out the tree; the .deb holds it with its maintai
     const auto contents = testing::run({"dpkg-deb", "-c", deb.string()});
     for (const char* path :
          {"./usr/bin/rackprof", "./usr/lib/systemd/system/rackprof.service",
-          "./usr/lib/udev/rules.d/99-rackprof.rules", "./etc/rackprof/rackprof.toml"}) {
+          "./usr/lib/rackprof/make-api-token", "./usr/lib/udev/rules.d/99-rackprof.rules",
+          "./etc/rackprof/rackprof.toml"}) {
         CAPTURE(path);
         CHECK(contents.out.find(path) != std::string::npos);
     }

@@ -6,12 +6,85 @@
 #include "web/api/handlers.h"
 #include "web/api/replies.h"
 
+#include <cstdint>
+#include <string>
+
 namespace rackprof::web {
 
 namespace {
 
+// A byte a download's file name may carry as it is: a board name's characters
+// (daemon::validate_board_name), which need no quoting in either form below.
+bool plain_name_byte(unsigned char b) {
+    return (b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z') || (b >= '0' && b <= '9') || b == '.' ||
+           b == '_' || b == ':' || b == '+' || b == '@' || b == '-';
+}
+
+// The length of the UTF-8 sequence at `s[i]`, or 0 when it is not one (overlong, surrogate,
+// past U+10FFFF or cut short).
+std::size_t utf8_sequence(const std::string& s, std::size_t i) {
+    const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+    const unsigned char lead = b(i);
+    if (lead < 0xC2 || lead > 0xF4) return 0;  // ASCII, a continuation byte, C0/C1, F5..FF
+    const std::size_t n = lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+    std::uint32_t cp = lead & (n == 2 ? 0x1F : n == 3 ? 0x0F : 0x07);
+    if (i + n > s.size()) return 0;
+    for (std::size_t k = 1; k < n; ++k) {
+        if ((b(i + k) & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (b(i + k) & 0x3F);
+    }
+    const bool overlong = (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
+    const bool surrogate = cp >= 0xD800 && cp <= 0xDFFF;
+    return overlong || surrogate || cp > 0x10FFFF ? 0 : n;
+}
+
+}  // namespace
+
+// Sessions stored before board names were validated may carry CR, LF, NUL, quotes or other
+// bytes in their board, and Beast does not check field values: the name goes into the header
+// only as safe characters. filename= keeps [A-Za-z0-9._:+@-] and writes '_' for anything else;
+// a name with UTF-8 letters also gets filename*=UTF-8''... (RFC 6266, RFC 8187), with its
+// control characters, invalid bytes and separators as '_' and the rest percent-encoded.
+std::string content_disposition(const std::string& filename) {
+    std::string ascii;
+    std::string extended;
+    bool has_utf8 = false;
+    const auto percent = [&extended](unsigned char byte) {
+        static constexpr char kHex[] = "0123456789ABCDEF";
+        extended += '%';
+        extended += kHex[byte >> 4];
+        extended += kHex[byte & 0x0F];
+    };
+    for (std::size_t i = 0; i < filename.size();) {
+        const auto b = static_cast<unsigned char>(filename[i]);
+        if (plain_name_byte(b)) {
+            ascii += static_cast<char>(b);
+            if (b == ':' || b == '@')
+                percent(b);  // not attr-chars in RFC 8187
+            else
+                extended += static_cast<char>(b);
+            ++i;
+            continue;
+        }
+        const std::size_t n = b >= 0x80 ? utf8_sequence(filename, i) : 0;
+        ascii += '_';
+        if (n == 0) {
+            extended += '_';
+            ++i;
+            continue;
+        }
+        has_utf8 = true;
+        for (std::size_t k = 0; k < n; ++k, ++i) percent(static_cast<unsigned char>(filename[i]));
+    }
+    std::string header = "attachment; filename=\"" + ascii + "\"";
+    if (has_utf8) header += "; filename*=UTF-8''" + extended;
+    return header;
+}
+
+namespace {
+
 Reply download_reply(const Call& c, service::Export out) {
-    const auto disposition = "attachment; filename=\"" + out.filename + "\"";
+    const auto disposition = content_disposition(out.filename);
     if (out.whole) {
         Response r{http::status::ok, c.request.version()};
         r.set(http::field::content_type, out.content_type);

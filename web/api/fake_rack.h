@@ -122,10 +122,13 @@ class FakeRack : public service::RackService {
     service::Export open_export(std::int64_t id, const std::string& format,
                                 const service::TimeWindow&) override {
         calls.push_back("open_export " + std::to_string(id) + " " + format);
+        // Named as LocalRack names them: the stored session's board and its id.
+        const std::string name =
+            session_view["board"].get<std::string>() + "-" + std::to_string(id);
         if (format == "gmon")
-            return {"application/octet-stream", "det-7.gmon.out", true, pieces({"gmon"})};
+            return {"application/octet-stream", name + ".gmon.out", true, pieces({"gmon"})};
         if (format == "csv" || format == "raw" || format == "ndjson")
-            return {"text/csv", "det-7.csv", false, pieces({"a,b\n", "1,2\n"})};
+            return {"text/csv", name + ".csv", false, pieces({"a,b\n", "1,2\n"})};
         throw ServiceError(Failure::kUnknownFormat, "unknown format '" + format + "'");
     }
     // Uploads are files: the calls record their contents' sizes.

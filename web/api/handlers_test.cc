@@ -5,9 +5,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 
 #include "web/api/api.h"
 #include "web/api/fake_rack.h"
+#include "web/api/handlers.h"
 
 namespace rackprof::web {
 namespace {
@@ -179,6 +182,49 @@ TEST_CASE_FIXTURE(Fixture, "exports: the format route and its aliases, whole or 
     const auto unknown = call(http::verb::get, "/api/v1/sessions/7/export/pprof");
     CHECK(unknown.result() == http::status::not_found);
     CHECK(error_code(unknown) == "unknown_format");
+}
+
+// A session stored before board names were validated may hold any bytes in its board, and
+// Beast writes field values as they are: the download's name must not inject a header.
+TEST_CASE_FIXTURE(Fixture,
+                  "exports: a stored board name with CR, LF, NUL or quotes stays in "
+                  "its Content-Disposition") {
+    rack.session_view["board"] = "x\r\nSet-Cookie: a=b";
+    const auto gmon = call(http::verb::get, "/api/v1/sessions/7/export/gmon");
+    CHECK(gmon[http::field::content_disposition] ==
+          "attachment; filename=\"x__Set-Cookie:_a_b-7.gmon.out\"");
+    // What goes on the wire parses back to the same fields, one for one.
+    std::ostringstream wire;
+    wire << gmon;
+    http::response_parser<http::string_body> parser;
+    parser.eager(true);
+    boost::beast::error_code ec;
+    const std::string text = wire.str();
+    parser.put(boost::asio::buffer(text), ec);
+    REQUIRE_FALSE(ec);
+    REQUIRE(parser.is_header_done());
+    const auto& parsed = parser.get();
+    CHECK(parsed.count(http::field::set_cookie) == 0);
+    CHECK(parsed.count(http::field::content_disposition) == 1);
+    CHECK(std::distance(parsed.begin(), parsed.end()) == std::distance(gmon.begin(), gmon.end()));
+
+    auto reply = api.handle(request(http::verb::get, "/api/v1/sessions/7/records.csv"));
+    REQUIRE(std::holds_alternative<StreamedResponse>(reply));
+    CHECK(std::get<StreamedResponse>(reply).header[http::field::content_disposition] ==
+          "attachment; filename=\"x__Set-Cookie:_a_b-7.csv\"");
+}
+
+TEST_CASE("content_disposition: only safe bytes in filename=, UTF-8 letters in filename*") {
+    CHECK(content_disposition("det-7.gmon.out") == "attachment; filename=\"det-7.gmon.out\"");
+    CHECK(content_disposition(std::string("a\"b\0c\\d;e f", 11) + ".raw") ==
+          "attachment; filename=\"a_b_c_d_e_f.raw\"");
+    CHECK(content_disposition("\x7f\t%/..") == "attachment; filename=\"____..\"");
+    CHECK(content_disposition("h\xc3\xa9llo@1:2.csv") ==
+          "attachment; filename=\"h_llo@1:2.csv\"; filename*=UTF-8''h%C3%A9llo%401%3A2.csv");
+    // Bytes that are not UTF-8 (a lone continuation, an overlong '/', a cut-short sequence,
+    // a surrogate) are '_' in both forms.
+    CHECK(content_disposition("\xe2\x82\xac\x80\xc0\xaf\xed\xa0\x80\xe2\x82") ==
+          "attachment; filename=\"_________\"; filename*=UTF-8''%E2%82%AC________");
 }
 
 TEST_CASE_FIXTURE(Fixture, "firmware and imports") {

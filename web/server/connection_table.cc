@@ -31,7 +31,7 @@ ConnectionTable::Admission ConnectionTable::add(const boost::asio::ip::address& 
                                                 std::function<void()> close,
                                                 Clock::time_point now) {
     const Id id = next_id_++;
-    entries_.emplace(id, Entry{client, slot, true, now, std::move(close)});
+    entries_.emplace(id, Entry{client, slot, true, false, now, std::move(close)});
     ++per_client_[client];
     ++(slot == Slot::kReserved ? reserved_ : ordinary_);
     Admission out;
@@ -66,8 +66,25 @@ bool ConnectionTable::set_idle(Id id, bool idle, Clock::time_point now) {
     std::lock_guard lock(mutex_);
     const auto it = entries_.find(id);
     if (it == entries_.end()) return false;
+    if (it->second.feed) return true;  // a WebSocket is busy while it lives
     if (idle && !it->second.idle) it->second.idle_since = now;
     it->second.idle = idle;
+    return true;
+}
+
+bool ConnectionTable::open_feed(Id id) {
+    std::lock_guard lock(mutex_);
+    const auto it = entries_.find(id);
+    if (it == entries_.end()) return false;
+    Entry& e = it->second;
+    if (e.feed) return true;
+    if (feeds_ >= limits_.feeds) return false;
+    const auto held = feeds_per_client_.find(e.client);
+    if (held != feeds_per_client_.end() && held->second >= limits_.feeds_per_client) return false;
+    e.feed = true;
+    e.idle = false;
+    ++feeds_;
+    ++feeds_per_client_[e.client];
     return true;
 }
 
@@ -82,6 +99,11 @@ void ConnectionTable::erase_entry(Id id) {
     const auto client = per_client_.find(it->second.client);
     if (--client->second == 0) per_client_.erase(client);
     --(it->second.slot == Slot::kReserved ? reserved_ : ordinary_);
+    if (it->second.feed) {
+        --feeds_;
+        const auto feeds = feeds_per_client_.find(it->second.client);
+        if (--feeds->second == 0) feeds_per_client_.erase(feeds);
+    }
     entries_.erase(it);
 }
 
@@ -94,6 +116,11 @@ std::size_t ConnectionTable::open_by(const boost::asio::ip::address& client) con
     std::lock_guard lock(mutex_);
     const auto it = per_client_.find(client);
     return it == per_client_.end() ? 0 : it->second;
+}
+
+std::size_t ConnectionTable::feeds() const {
+    std::lock_guard lock(mutex_);
+    return feeds_;
 }
 
 bool LimitEpisode::note(bool refused, Clock::time_point now) {

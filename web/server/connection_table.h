@@ -3,7 +3,9 @@
 // reached, the oldest idle connection (waiting for its next request) is closed to make room;
 // when nothing idle is left, a few reserved slots take one request each, at most one per
 // client (a health probe, the dashboard's first page), so a client that fills its own limit
-// cannot also fill them. WebSockets hold their slot while they live and are never idle.
+// cannot also fill them. WebSockets hold their slot while they live and are never idle, so they
+// have a share of their own below the global limit (in all and per client): feeds can never
+// take every slot, and an ordinary request or the dashboard's page still gets in.
 #pragma once
 
 #include <boost/asio/ip/address.hpp>
@@ -21,6 +23,9 @@ struct ConnectionLimits {
     std::size_t total = 256;
     std::size_t per_client = 32;
     std::size_t reserved = 2;  // above `total`, one request each, one per client
+    // WebSockets, within `total` and `per_client`: in all, and per client.
+    std::size_t feeds = 128;
+    std::size_t feeds_per_client = 16;
 };
 
 class ConnectionTable {
@@ -47,15 +52,20 @@ class ConnectionTable {
     // the connection was reclaimed meanwhile: it must close.
     bool set_idle(Id id, bool idle, Clock::time_point now = Clock::now());
     void release(Id id);
+    // Connection `id` becomes a WebSocket (busy for good): false when the feeds' share, in all
+    // or of its client, is full (refuse the upgrade), or when it was reclaimed meanwhile.
+    bool open_feed(Id id);
 
     std::size_t open() const;
     std::size_t open_by(const boost::asio::ip::address& client) const;
+    std::size_t feeds() const;
 
   private:
     struct Entry {
         boost::asio::ip::address client;
         Slot slot;
         bool idle = true;
+        bool feed = false;
         Clock::time_point idle_since;
         std::function<void()> close;
     };
@@ -71,6 +81,8 @@ class ConnectionTable {
     mutable std::mutex mutex_;
     std::map<Id, Entry> entries_;
     std::map<boost::asio::ip::address, std::size_t> per_client_;
+    std::map<boost::asio::ip::address, std::size_t> feeds_per_client_;
+    std::size_t feeds_ = 0;
     std::size_t ordinary_ = 0;
     std::size_t reserved_ = 0;
     Id next_id_ = 1;

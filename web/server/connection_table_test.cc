@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,37 @@ TEST_CASE("released connections free their slots") {
     t.table.release(a.id);  // twice: no harm
     CHECK(t.admit(2).slot == Slot::kOrdinary);
     CHECK(t.table.open_by(client(1)) == 1);
+}
+
+TEST_CASE("feeds have a share below the global limit, in all and per client; never reclaimed") {
+    Table t({8, 4, 1, 5, 2});
+    std::vector<ConnectionTable::Id> feeds;
+    for (int who : {1, 1, 2, 2, 3}) {
+        const auto a = t.admit(who);
+        REQUIRE(a.slot == Slot::kOrdinary);
+        CHECK(t.table.open_feed(a.id));
+        feeds.push_back(a.id);
+    }
+    CHECK(t.table.feeds() == 5);
+    const auto third = t.admit(1);  // a third from client 1: over its share of feeds
+    CHECK(third.slot == Slot::kOrdinary);
+    CHECK_FALSE(t.table.open_feed(third.id));
+    const auto sixth = t.admit(4);  // a new client, but the share in all is full
+    CHECK_FALSE(t.table.open_feed(sixth.id));
+    CHECK(t.table.feeds() == 5);
+    // Feeds are busy for good: set_idle does not make them reclaimable.
+    CHECK(t.table.set_idle(feeds[0], true, t.now));
+    // The table is full (8): the ordinary ones make room, the feeds never do.
+    for (int who : {5, 6, 7, 8, 9}) CHECK(t.admit(who).slot == Slot::kOrdinary);
+    for (const auto id : feeds)
+        CHECK(std::find(t.closed.begin(), t.closed.end(), id) == t.closed.end());
+    CHECK(t.table.open() == 8);
+    // A feed that ends gives its share back.
+    t.table.release(feeds[0]);
+    CHECK(t.table.feeds() == 4);
+    const auto again = t.admit(1);
+    CHECK(t.table.open_feed(again.id));
+    CHECK_FALSE(t.table.open_feed(99999));  // gone (reclaimed or released): no feed
 }
 
 TEST_CASE("an episode of refusals and reclaims is told once, then counted when it is quiet") {

@@ -26,6 +26,8 @@ struct ServerContext {
     const ServerLimits& limits;
     std::filesystem::path upload_dir;
     spdlog::logger& log;
+    // A WebSocket refused for the feeds' share: told with the other refusals (any thread).
+    std::function<void(const boost::asio::ip::address&)> feed_refused;
 };
 
 namespace {
@@ -46,6 +48,8 @@ class ConnectionSlot {
     // False when the connection was reclaimed meanwhile: it must close.
     bool set_idle(bool idle) { return table_->set_idle(id_, idle); }
     bool reserved() const { return reserved_; }
+    // False when the feeds' share is full: the upgrade is refused.
+    bool open_feed() { return table_->open_feed(id_); }
 
   private:
     std::shared_ptr<ConnectionTable> table_;
@@ -229,6 +233,17 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
             if (slot_->reserved())
                 return send(error_response(http::status::service_unavailable, "server_busy",
                                            "the server is at its connection limit", 11, false));
+            if (!slot_->open_feed()) {
+                beast::error_code ignored;
+                const auto remote = stream_.socket().remote_endpoint(ignored);
+                if (!ignored) context_.feed_refused(remote.address());
+                return send(error_response(
+                    http::status::service_unavailable, "too_many_feeds",
+                    "the server has as many WebSocket feeds open as it allows (" +
+                        std::to_string(context_.limits.feeds) + " in all, " +
+                        std::to_string(context_.limits.feeds_per_client) + " per client)",
+                    11, false));
+            }
             auto refusal = context_.feeds->accept(stream_, parser_->get(), slot_);
             if (!refusal) return;  // the feed owns the connection (and its slot) now
             refusal->keep_alive(false);
@@ -357,8 +372,9 @@ HttpServer::HttpServer(RequestHandler& handler, std::shared_ptr<spdlog::logger> 
     : handler_(handler),
       log_(std::move(log)),
       limits_(limits),
-      connections_(std::make_shared<ConnectionTable>(ConnectionLimits{
-          limits.connections, limits.connections_per_client, limits.reserved_connections})),
+      connections_(std::make_shared<ConnectionTable>(
+          ConnectionLimits{limits.connections, limits.connections_per_client,
+                           limits.reserved_connections, limits.feeds, limits.feeds_per_client})),
       acceptor_(asio::make_strand(io_)),
       episode_timer_(acceptor_.get_executor()) {}
 
@@ -378,9 +394,13 @@ tcp::endpoint HttpServer::start(const std::string& listen, int threads) {
     if (!ec) acceptor_.bind(endpoint, ec);
     if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) throw std::runtime_error("cannot listen on " + listen + ": " + ec.message());
-    context_ = std::make_unique<ServerContext>(ServerContext{
-        handler_, feeds_, limits_,
-        upload_dir_.empty() ? std::filesystem::temp_directory_path() : upload_dir_, *log_});
+    context_ = std::make_unique<ServerContext>(
+        ServerContext{handler_, feeds_, limits_,
+                      upload_dir_.empty() ? std::filesystem::temp_directory_path() : upload_dir_,
+                      *log_, [this](const asio::ip::address& client) {
+                          asio::post(acceptor_.get_executor(),
+                                     [this, client] { note_limit(true, client, true); });
+                      }});
     accept();
     for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { io_.run(); });
     return acceptor_.local_endpoint();
@@ -413,13 +433,21 @@ void HttpServer::admit(tcp::socket socket) {
 }
 
 // Refusals are told once per episode, with their count at its end, not once each.
-void HttpServer::note_limit(bool refused, const asio::ip::address& client) {
+void HttpServer::note_limit(bool refused, const asio::ip::address& client, bool feed) {
     if (!episode_.note(refused)) return;
-    log_->warn(
-        "http: connection limits reached ({}: {} of {} per client; {} open, {} in all): closing "
-        "idle connections and refusing the rest; a count follows when it is over",
-        client.to_string(), connections_->open_by(client), limits_.connections_per_client,
-        connections_->open(), limits_.connections);
+    if (feed) {
+        log_->warn(
+            "http: WebSocket limits reached ({}: at most {} feeds per client, {} in all; {} "
+            "open): refusing new feeds; a count follows when it is over",
+            client.to_string(), limits_.feeds_per_client, limits_.feeds, connections_->feeds());
+    } else {
+        log_->warn(
+            "http: connection limits reached ({}: {} of {} per client; {} open, {} in all): "
+            "closing "
+            "idle connections and refusing the rest; a count follows when it is over",
+            client.to_string(), connections_->open_by(client), limits_.connections_per_client,
+            connections_->open(), limits_.connections);
+    }
     watch_episode();
 }
 

@@ -37,6 +37,10 @@ struct ServerLimits {
     std::size_t connections = 256;
     std::size_t connections_per_client = 32;
     std::size_t reserved_connections = 2;
+    // WebSockets (the feeds), within the connections above: in all and per client, so that
+    // feeds never take every slot from ordinary requests.
+    std::size_t feeds = 128;
+    std::size_t feeds_per_client = 16;
 };
 
 class HttpServer {
@@ -62,7 +66,8 @@ class HttpServer {
   private:
     void accept();
     void admit(boost::asio::ip::tcp::socket socket);
-    void note_limit(bool refused, const boost::asio::ip::address& client);
+    // `feed`: a WebSocket refused for the feeds' share (always a refusal).
+    void note_limit(bool refused, const boost::asio::ip::address& client, bool feed = false);
     void watch_episode();
 
     static constexpr std::chrono::seconds kEpisodeQuiet{10};
