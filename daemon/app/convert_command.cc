@@ -14,8 +14,11 @@
 #include "daemon/app/commands.h"
 #include "daemon/app/decode_summary.h"
 #include "daemon/capture/capture_session.h"
+#include "daemon/config/config.h"
 #include "daemon/ingest/capture_import.h"
 #include "daemon/ingest/wire_settings.h"
+#include "daemon/service/rack_service.h"
+#include "daemon/service/selection.h"
 #include "gmon/export.h"
 #include "gmon/gmon_reader.h"
 #include "gmon/gmon_writer.h"
@@ -32,6 +35,7 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: rackprof convert CAPTURE [options]
        rackprof convert --db FILE --session ID [--redecode] [options]
+       rackprof convert --db FILE --select SELECTION [--config FILE] [options]
 
 Decodes a capture (the thesis' legacy wire format, binary or hex-ASCII text, the rackprof
 framed protocol, or SWO: ITM packets, raw or in TPIU frames), writes a gmon.out that GNU gprof reads, and prints the profile. CAPTURE may also be a gmon.out
@@ -39,7 +43,9 @@ framed protocol, or SWO: ITM packets, raw or in TPIU frames), writes a gmon.out 
 
 A stored session (--db, --session) is profiled from its aggregates; --redecode decodes its
 raw bytes again instead (with --protocol/--format/--addr-bytes overriding what was captured
-with).
+with). --select merges the stored aggregates of several sessions of one build, named as the
+API's /api/v1/profile names them: 'build_id=3f2a..&board=a,b&from=NS&to=NS&session=1,2'
+(tag= needs --config FILE: tags are the configuration's).
 
 options:
   --elf FILE            the firmware's ELF: symbols, code range, byte order (recommended;
@@ -342,6 +348,49 @@ std::optional<std::filesystem::path> stored_elf(const std::filesystem::path& sto
     return std::nullopt;
 }
 
+// Sessions the daemon stored, merged: the one merge the API's fleet profile uses.
+Converted from_selection(const std::filesystem::path& db, const std::string& text,
+                         const ConvertOptions& o, const CommandLine& cl) {
+    if (!std::filesystem::exists(db)) throw std::runtime_error("no such database: " + db.string());
+    try {
+        const service::Selection selection =
+            service::parse_selection(service::parse_query_string(text));
+        std::map<std::string, std::vector<std::string>> boards_by_tag;
+        if (!selection.tags.empty()) {
+            if (!cl.has("--config"))
+                throw UsageError(
+                    "--select with tag= needs --config FILE (tags are the "
+                    "configuration's)");
+            for (const auto& b : load_config(cl.get("--config", "")).boards) {
+                for (const auto& tag : b.tags) boards_by_tag[tag].push_back(b.name);
+            }
+        }
+        auto store =
+            std::make_shared<storage::SessionStore>(db, storage::Database::Mode::kReadOnly);
+        Converted c;
+        c.input = service::merged_input(
+            service::select_sessions(selection, store->sessions(), boards_by_tag),
+            [&](std::int64_t id) {
+                return std::make_shared<const gmon::Aggregate>(store->aggregate(id));
+            },
+            [&](const std::string& path) {
+                return gmon::Symbolizer::load(stored_elf(path, db).value_or(path));
+            });
+        if (o.elf) c.input->source.elf = o.elf;
+        const auto& summary = c.input->summary;
+        std::cerr << "rackprof: merged " << summary["sessions"].size() << " session(s) of "
+                  << summary["boards"].size() << " board(s), build "
+                  << (summary["build_id"].is_string() ? summary["build_id"].get<std::string>()
+                                                      : std::string("unknown"))
+                  << "\n";
+        c.default_output = "gmon.out";
+        return c;
+    } catch (const service::ServiceError& e) {
+        if (e.failure() == service::Failure::kBadRequest) throw UsageError(e.what());
+        throw std::runtime_error(e.what());
+    }
+}
+
 // A session the daemon stored: its aggregates as captured, or its raw bytes decoded again.
 Converted from_session(const std::filesystem::path& db, std::int64_t id, bool redecode,
                        ConvertOptions& o, const CommandLine& cl) {
@@ -516,8 +565,8 @@ int run_convert(const std::vector<std::string>& args) {
     const CommandLine cl(
         args,
         {"--elf", "-o", "--protocol", "--format", "--addr-bytes", "--rate", "--bin-bytes",
-         "--report", "--top", "--min-percent", "--db", "--session", "--tpiu-stream",
-         "--framed-port", "--orbstat-port", "--console-port", "--export"},
+         "--report", "--top", "--min-percent", "--db", "--session", "--select", "--config",
+         "--tpiu-stream", "--framed-port", "--orbstat-port", "--console-port", "--export"},
         {"--help", "-h", "--redecode", "--tpiu"});
     if (cl.has("--help") || cl.has("-h")) {
         std::cout << kUsage;
@@ -532,7 +581,11 @@ int run_convert(const std::vector<std::string>& args) {
     if (const auto elf_path = cl.get("--elf")) o.elf = gmon::Symbolizer::load(*elf_path);
 
     Converted c;
-    if (cl.has("--db") || cl.has("--session")) {
+    if (cl.has("--select")) {
+        if (!cl.has("--db") || cl.has("--session") || !cl.positionals().empty())
+            throw UsageError("--select needs --db FILE, and no --session or CAPTURE");
+        c = from_selection(cl.get("--db", ""), cl.get("--select", ""), o, cl);
+    } else if (cl.has("--db") || cl.has("--session")) {
         if (!cl.has("--db") || !cl.has("--session") || !cl.positionals().empty()) {
             throw UsageError("a stored session needs --db FILE and --session ID, and no CAPTURE");
         }

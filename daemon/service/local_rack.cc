@@ -194,38 +194,10 @@ std::shared_ptr<gmon::ExportInput> LocalRack::selection_input(const Selection& s
     for (const auto& b : capture_.board_configs()) {
         for (const auto& tag : b.tags) boards_by_tag[tag].push_back(b.name);
     }
-    const auto chosen = select_sessions(selection, readers_.lease()->sessions(), boards_by_tag);
-    const std::string build_id = common_build_id(chosen);
-    auto input = std::make_shared<gmon::ExportInput>();
-    auto& source = input->source;
-    // Merging is adding the stored aggregates: nothing is decoded again.
-    auto merged = std::make_shared<gmon::Aggregate>();
-    json ids = json::array();
-    std::set<std::string> boards;
-    for (const auto& s : chosen) {
-        merged->merge(*aggregate(s.id));
-        ids.push_back(s.id);
-        boards.insert(s.spec.board);
-        if (s.spec.histograms != chosen.front().spec.histograms) {
-            fail(Failure::kConflict, "sessions " + std::to_string(chosen.front().id) + " and " +
-                                         std::to_string(s.id) +
-                                         " were imported with different histogram shapes");
-        }
-        if (!source.elf && !s.spec.elf_path.empty()) {
-            try {
-                source.elf = elves_.get(s.spec.elf_path);
-            } catch (const std::exception&) {
-                // moved or deleted since: the next session's copy may still be there
-            }
-        }
-    }
-    source.aggregate = std::move(merged);
-    source.announced_range = ingest::announced_range(chosen.front().target);
-    source.histograms = chosen.front().spec.histograms;
-    input->summary = {{"sessions", ids},
-                      {"boards", boards},
-                      {"build_id", build_id.empty() ? json(nullptr) : json(build_id)}};
-    return input;
+    return merged_input(
+        select_sessions(selection, readers_.lease()->sessions(), boards_by_tag),
+        [this](std::int64_t id) { return aggregate(id); },
+        [this](const std::string& path) { return elves_.get(path); });
 }
 
 // The whole session's aggregate: from memory when cached, else loaded once and offered.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "daemon/ingest/wire_settings.h"
 #include "daemon/service/rack_service.h"
 
 namespace rackprof::service {
@@ -161,6 +162,45 @@ std::string common_build_id(const std::vector<storage::SessionInfo>& sessions) {
                            " different builds (" + builds +
                            "); sessions of different firmware are never merged: add build_id= "
                            "to the selection");
+}
+
+std::shared_ptr<gmon::ExportInput> merged_input(
+    const std::vector<storage::SessionInfo>& sessions,
+    const std::function<std::shared_ptr<const gmon::Aggregate>(std::int64_t)>& aggregate_of,
+    const std::function<std::shared_ptr<const gmon::Symbolizer>(const std::string&)>& elf_of) {
+    const std::string build_id = common_build_id(sessions);
+    auto input = std::make_shared<gmon::ExportInput>();
+    auto& source = input->source;
+    auto merged = std::make_shared<gmon::Aggregate>();
+    nlohmann::json ids = nlohmann::json::array();
+    std::set<std::string> boards;
+    const auto& first = sessions.front();
+    for (const auto& s : sessions) {
+        if (s.spec.histograms != first.spec.histograms) {
+            throw ServiceError(Failure::kConflict,
+                               "sessions " + std::to_string(first.id) + " and " +
+                                   std::to_string(s.id) +
+                                   " were imported with different histogram shapes");
+        }
+        merged->merge(*aggregate_of(s.id));
+        ids.push_back(s.id);
+        boards.insert(s.spec.board);
+        if (!source.elf && !s.spec.elf_path.empty()) {
+            try {
+                source.elf = elf_of(s.spec.elf_path);
+            } catch (const std::exception&) {
+                // moved or deleted since: the next session's copy may still be there
+            }
+        }
+    }
+    source.aggregate = std::move(merged);
+    source.announced_range = ingest::announced_range(first.target);
+    source.histograms = first.spec.histograms;
+    input->summary = {
+        {"sessions", ids},
+        {"boards", boards},
+        {"build_id", build_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(build_id)}};
+    return input;
 }
 
 }  // namespace rackprof::service

@@ -6,12 +6,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "gmon/export.h"
 #include "storage/session_store.h"
 
 namespace rackprof::service {
@@ -51,5 +54,16 @@ std::vector<storage::SessionInfo> select_sessions(
 // The selected sessions' one build-id. Throws ServiceError (kConflict) naming the builds when
 // they differ: sessions of different builds are never merged silently.
 std::string common_build_id(const std::vector<storage::SessionInfo>& sessions);
+
+// The selected sessions as one profile input: their aggregates added (nothing is decoded
+// again), the first loadable ELF, the first session's target range and histogram shapes, and a
+// summary naming the sessions, boards and build-id. No raw bytes, no records (they belong to
+// one session). `aggregate_of` gives a session's whole aggregate, `elf_of` loads an ELF by path
+// (and may throw: a moved file is skipped). Throws ServiceError: kConflict for different builds
+// or different imported histogram shapes.
+std::shared_ptr<gmon::ExportInput> merged_input(
+    const std::vector<storage::SessionInfo>& sessions,
+    const std::function<std::shared_ptr<const gmon::Aggregate>(std::int64_t)>& aggregate_of,
+    const std::function<std::shared_ptr<const gmon::Symbolizer>(const std::string&)>& elf_of);
 
 }  // namespace rackprof::service

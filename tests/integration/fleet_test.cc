@@ -151,6 +151,33 @@ TEST_CASE("fleet profile: one build's boards merged exactly; another build refus
               .status == 404);
     daemon.signal(SIGTERM);
     CHECK(daemon.wait(5s) == 0);
+
+    // The CLI names sessions with the same syntax and merges through the same code.
+    const auto db = (dir / "rack.db").string();
+    const auto cli_file = dir / "cli.gmon.out";
+    const auto cli = testing::rackprof({"convert", "--db", db, "--select",
+                                        "board=det-0,det-1,det-2&build_id=" + build_id, "-o",
+                                        cli_file.string(), "--report", "none"});
+    CAPTURE(cli.err);
+    REQUIRE(cli.exit_code == 0);
+    CHECK(cli.err.find("merged 3 session(s) of 3 board(s)") != std::string::npos);
+    const Counts from_cli = counts_in(cli_file);
+    CHECK(from_cli.arcs == truth.arcs);
+    CHECK(from_cli.samples == truth.samples);
+    const auto mixed_cli = testing::rackprof(
+        {"convert", "--db", db, "--select", "board=det-0,blinky", "-o", "/dev/null"});
+    CHECK(mixed_cli.exit_code == 1);
+    CHECK(mixed_cli.err.find("2 different builds") != std::string::npos);
+    const auto tag_cli =
+        testing::rackprof({"convert", "--db", db, "--select", "tag=fleet", "-o", "/dev/null"});
+    CHECK(tag_cli.exit_code == 2);
+    CHECK(tag_cli.err.find("needs --config") != std::string::npos);
+    std::ofstream(dir / "tags.toml") << testing::read_text(dir / "rack.toml");
+    const auto tagged =
+        testing::rackprof({"convert", "--db", db, "--select", "tag=fleet&build_id=" + build_id,
+                           "--config", (dir / "tags.toml").string(), "-o", "/dev/null"});
+    CHECK(tagged.exit_code == 0);
+    CHECK(testing::rackprof({"convert", "--db", db, "--select", "bogus"}).exit_code == 2);
 }
 
 }  // namespace
