@@ -22,7 +22,10 @@ struct Symbolizer::Handles {
 
 namespace {
 
-// How `nm` (BFD's coff_section_type, then the section flags) classifies a section.
+// How `nm` (BFD's coff_section_type, then the section flags) classifies a section. A name
+// matches an entry only when the entry is followed by the end, '.', '$' or a digit: ".text.foo"
+// and ".init" are code, ".init_array" and ".fini_array" are not (they hold data, and a label
+// there must not become a function in gprof's symbol table).
 char section_class(const char* name, const GElf_Shdr& shdr) {
     static const std::pair<const char*, char> kByName[] = {
         {".bss", 'b'},     {"code", 't'},   {".data", 'd'},   {"*DEBUG*", 'N'},  {".debug", 'N'},
@@ -31,7 +34,10 @@ char section_class(const char* name, const GElf_Shdr& shdr) {
         {".sdata", 'g'},   {".text", 't'},  {"vars", 'd'},    {"zerovars", 'b'},
     };
     for (const auto& [prefix, c] : kByName) {
-        if (std::strncmp(name, prefix, std::strlen(prefix)) == 0) return c;
+        const std::size_t n = std::strlen(prefix);
+        if (std::strncmp(name, prefix, n) == 0 &&
+            (name[n] == '\0' || std::strchr(".$0123456789", name[n]) != nullptr))
+            return c;
     }
     if (shdr.sh_flags & SHF_EXECINSTR) return 't';
     return 'd';  // only code ('t') matters to the profile
