@@ -108,6 +108,17 @@ void Symbolizer::read(const std::filesystem::path& path) {
                 throw ElfError(where + "an executable section ends past the address space");
             code_low_ = std::min<std::uint64_t>(code_low_, shdr.sh_addr);
             code_high_ = std::max<std::uint64_t>(code_high_, shdr.sh_addr + shdr.sh_size);
+            if (shdr.sh_type == SHT_PROGBITS) {
+                // Its instructions, for checking a capture against the code (elf_fit.h).
+                Elf_Data* data = elf_getdata(scn, nullptr);
+                if (data && data->d_buf && data->d_size > 0) {
+                    const auto* bytes = static_cast<const std::uint8_t*>(data->d_buf);
+                    code_.push_back(
+                        {shdr.sh_addr,
+                         std::vector<std::uint8_t>(
+                             bytes, bytes + std::min<std::size_t>(data->d_size, shdr.sh_size))});
+                }
+            }
         }
         if (name && std::strcmp(name, ".text") == 0) {
             text_addr_ = shdr.sh_addr;
@@ -184,6 +195,17 @@ void Symbolizer::read(const std::filesystem::path& path) {
     }
 
     handles_->dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nullptr);  // null: no DWARF, fine
+}
+
+std::optional<std::uint16_t> Symbolizer::code_halfword(std::uint64_t addr) const {
+    for (const CodeSection& c : code_) {
+        if (addr < c.addr || addr - c.addr + 2 > c.bytes.size()) continue;
+        const std::size_t i = addr - c.addr;
+        const bool big = layout_.order == ByteOrder::kBig && machine_ != EM_ARM;  // BE8: LE code
+        return big ? static_cast<std::uint16_t>((c.bytes[i] << 8) | c.bytes[i + 1])
+                   : static_cast<std::uint16_t>(c.bytes[i] | (c.bytes[i + 1] << 8));
+    }
+    return std::nullopt;
 }
 
 std::optional<SourceLocation> Symbolizer::source_of(std::uint64_t addr) const {

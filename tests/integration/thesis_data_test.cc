@@ -171,5 +171,48 @@ TEST_CASE("thesis hex capture with lost characters: decoding resynchronises afte
     CHECK(r.err.find("decoded 436") != std::string::npos);
 }
 
+// Issue 16: the blinky capture decoded with shield.elf (same code range, no build-id) gave exit
+// 0 and an entirely wrong profile. Its call targets are checked against the ELF's code now.
+TEST_CASE("thesis capture with the wrong ELF of the same code range: refused with the evidence") {
+    const auto data = testing::shared_data("thesis capture with the wrong ELF");
+    if (data.empty()) return;
+    testing::TempDir dir;
+    const auto capture = (data / "blink1hex.txt").string();
+    const auto out = (dir / "gmon.out").string();
+    const auto wrong =
+        testing::rackprof({"convert", capture, "--elf", (data / "shield.elf").string(), "-o", out,
+                           "--report", "none"});
+    INFO(wrong.err);
+    CHECK(wrong.exit_code == 1);
+    CHECK(wrong.err.find("10 of 10 call targets (26440 of 26440 calls) are not at a function entry "
+                         "in shield.elf") != std::string::npos);
+    CHECK(wrong.err.find("wrong ELF for this capture? (--force profiles it anyway)") !=
+          std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(out));
+
+    const auto forced = testing::rackprof(
+        {"convert", capture, "--elf", (data / "shield.elf").string(), "-o", out, "--force"});
+    CHECK(forced.exit_code == 0);
+    CHECK(forced.err.find("warning: 10 of 10 call targets") != std::string::npos);
+
+    const auto right =
+        testing::rackprof({"convert", capture, "--elf", (data / "blinky.elf").string(), "-o", out,
+                           "--report", "none"});
+    CHECK(right.exit_code == 0);
+    CHECK(right.err.find("call targets") == std::string::npos);
+
+    // The thesis' gmon.out files: each fits its own ELF, not the other.
+    const auto elf = [&](const char* name) { return (data / name).string(); };
+    auto gmon = [&](const char* file, const char* elf_name) {
+        return testing::rackprof({"convert", (data / file).string(), "--format", "gmon", "--elf",
+                                  elf(elf_name), "--report", "none"});
+    };
+    CHECK(gmon("blink1gmon.out", "blinky.elf").exit_code == 0);
+    CHECK(gmon("shield1gmon.out", "shield.elf").exit_code == 0);
+    const auto crossed = gmon("shield1gmon.out", "blinky.elf");
+    CHECK(crossed.exit_code == 1);
+    CHECK(crossed.err.find("18 of 18 call targets") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace rackprof
