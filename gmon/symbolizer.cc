@@ -22,7 +22,10 @@ struct Symbolizer::Handles {
 
 namespace {
 
-// How `nm` (BFD's coff_section_type, then the section flags) classifies a section.
+// How `nm` (BFD's coff_section_type, then the section flags) classifies a section. A name
+// matches an entry only when the entry is followed by the end, '.', '$' or a digit: ".text.foo"
+// and ".init" are code, ".init_array" and ".fini_array" are not (they hold data, and a label
+// there must not become a function in gprof's symbol table).
 char section_class(const char* name, const GElf_Shdr& shdr) {
     static const std::pair<const char*, char> kByName[] = {
         {".bss", 'b'},     {"code", 't'},   {".data", 'd'},   {"*DEBUG*", 'N'},  {".debug", 'N'},
@@ -31,7 +34,10 @@ char section_class(const char* name, const GElf_Shdr& shdr) {
         {".sdata", 'g'},   {".text", 't'},  {"vars", 'd'},    {"zerovars", 'b'},
     };
     for (const auto& [prefix, c] : kByName) {
-        if (std::strncmp(name, prefix, std::strlen(prefix)) == 0) return c;
+        const std::size_t n = std::strlen(prefix);
+        if (std::strncmp(name, prefix, n) == 0 &&
+            (name[n] == '\0' || std::strchr(".$0123456789", name[n]) != nullptr))
+            return c;
     }
     if (shdr.sh_flags & SHF_EXECINSTR) return 't';
     return 'd';  // only code ('t') matters to the profile
@@ -102,6 +108,17 @@ void Symbolizer::read(const std::filesystem::path& path) {
                 throw ElfError(where + "an executable section ends past the address space");
             code_low_ = std::min<std::uint64_t>(code_low_, shdr.sh_addr);
             code_high_ = std::max<std::uint64_t>(code_high_, shdr.sh_addr + shdr.sh_size);
+            if (shdr.sh_type == SHT_PROGBITS) {
+                // Its instructions, for checking a capture against the code (elf_fit.h).
+                Elf_Data* data = elf_getdata(scn, nullptr);
+                if (data && data->d_buf && data->d_size > 0) {
+                    const auto* bytes = static_cast<const std::uint8_t*>(data->d_buf);
+                    code_.push_back(
+                        {shdr.sh_addr,
+                         std::vector<std::uint8_t>(
+                             bytes, bytes + std::min<std::size_t>(data->d_size, shdr.sh_size))});
+                }
+            }
         }
         if (name && std::strcmp(name, ".text") == 0) {
             text_addr_ = shdr.sh_addr;
@@ -178,6 +195,17 @@ void Symbolizer::read(const std::filesystem::path& path) {
     }
 
     handles_->dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nullptr);  // null: no DWARF, fine
+}
+
+std::optional<std::uint16_t> Symbolizer::code_halfword(std::uint64_t addr) const {
+    for (const CodeSection& c : code_) {
+        if (addr < c.addr || addr - c.addr + 2 > c.bytes.size()) continue;
+        const std::size_t i = addr - c.addr;
+        const bool big = layout_.order == ByteOrder::kBig && machine_ != EM_ARM;  // BE8: LE code
+        return big ? static_cast<std::uint16_t>((c.bytes[i] << 8) | c.bytes[i + 1])
+                   : static_cast<std::uint16_t>(c.bytes[i] | (c.bytes[i + 1] << 8));
+    }
+    return std::nullopt;
 }
 
 std::optional<SourceLocation> Symbolizer::source_of(std::uint64_t addr) const {

@@ -64,6 +64,10 @@ class Symbolizer {
     std::uint64_t text_addr() const { return text_addr_; }
     std::uint64_t text_size() const { return text_size_; }
 
+    // The 16-bit unit of code at addr (instruction byte order), where an executable section's
+    // contents hold it; none elsewhere (no contents, data sections, outside every section).
+    std::optional<std::uint16_t> code_halfword(std::uint64_t addr) const;
+
     // The source file and line of an address, where DWARF line tables cover it.
     std::optional<SourceLocation> source_of(std::uint64_t addr) const;
 
@@ -76,6 +80,11 @@ class Symbolizer {
     struct Handles;
     std::unique_ptr<Handles> handles_;
     std::vector<ElfSymbol> symbols_;
+    struct CodeSection {
+        std::uint64_t addr = 0;
+        std::vector<std::uint8_t> bytes;
+    };
+    std::vector<CodeSection> code_;  // executable sections' contents
     std::string string_table_;
     TargetLayout layout_;
     int machine_ = 0;

@@ -5,6 +5,7 @@
 #include <libelf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "gmon/symbolizer.h"
@@ -74,11 +75,18 @@ void write_synthetic_elf(const std::filesystem::path& path,
     const std::uint32_t strtab_name = add_name(shstrtab, ".strtab");
     const std::uint32_t shstrtab_name = add_name(shstrtab, ".shstrtab");
 
-    // Code: 0xBF00 (Thumb NOP) fill, so disassemblers see instructions.
+    // Code: 0xBF00 (Thumb NOP) fill, so disassemblers see instructions; each function of 4
+    // bytes or more starts with a BL (to itself), as a -pg prologue calls mcount, so that
+    // entry + 4 is a return address after a call, as a capture's arcs report (elf_fit.h).
     std::vector<std::uint8_t> text(code_high - code_low);
     for (std::size_t i = 0; i + 1 < text.size(); i += 2) {
         text[i] = 0x00;
         text[i + 1] = 0xBF;
+    }
+    for (const SyntheticFunction& f : functions) {
+        if (!f.function || f.size < 4 || f.addr < code_low || f.addr + 4 > code_high) continue;
+        static constexpr std::uint8_t kBlToSelf[] = {0xFF, 0xF7, 0xFE, 0xFF};  // bl .
+        std::copy(std::begin(kBlToSelf), std::end(kBlToSelf), text.begin() + (f.addr - code_low));
     }
 
     // Local symbols come first in a symbol table; sh_info says where the globals start.

@@ -26,16 +26,9 @@ inline bool is_tag(std::uint8_t b) {
     return b == kLegacyArcTag || b == kLegacyPcTag;
 }
 
-inline std::uint32_t read_be(const std::uint8_t* p, int width) {
-    std::uint32_t v = 0;
-    for (int i = 0; i < width; ++i) v = (v << 8) | p[i];
-    return v;
-}
-
 }  // namespace
 
-LegacyDecoder::LegacyDecoder(LegacyOptions options)
-    : options_(options), wire_bytes_per_byte_(options.encoding == LegacyEncoding::kHex ? 2 : 1) {
+LegacyDecoder::LegacyDecoder(LegacyOptions options) : options_(options) {
     validate(options_);
 }
 
@@ -44,50 +37,42 @@ void LegacyDecoder::feed(std::span<const std::uint8_t> data, RecordSink& sink) {
     if (options_.encoding == LegacyEncoding::kHex) {
         feed_hex(data, sink);
     } else {
-        feed_bytes(data.data(), data.size(), sink);
+        feed_units(data.data(), data.size(), sink);
     }
     flush(sink);
 }
 
+// Hex text becomes a stream of digits (nibbles), decoded in digits: a record may start at any
+// digit, so a lost character (half a byte) costs the records around it, not the rest of the
+// stream. White space carries no data; any other character is discarded, counted as one.
 void LegacyDecoder::feed_hex(std::span<const std::uint8_t> text, RecordSink& sink) {
     constexpr std::size_t kSlice = 64 * 1024;
-    scratch_.resize(kSlice / 2 + 1);
+    scratch_.resize(kSlice);
     std::size_t offset = 0;
     while (offset < text.size()) {
         const std::size_t end = std::min(text.size(), offset + kSlice);
         std::uint8_t* out = scratch_.data();
-        int pending = pending_nibble_;
         for (std::size_t i = offset; i < end; ++i) {
             const std::uint8_t v = kHexTable[text[i]];
             if (v < 16) [[likely]] {
-                if (pending < 0) {
-                    pending = v;
-                } else {
-                    *out++ = static_cast<std::uint8_t>((pending << 4) | v);
-                    pending = -1;
-                }
+                *out++ = v;
             } else if (v == kHexInvalid) {
-                // Not hex: the character and any half-read byte are lost. The record layer
-                // then sees a gap and resynchronises.
-                stats_.bytes_discarded += pending < 0 ? 1 : 2;
-                pending = -1;
+                ++stats_.bytes_discarded;  // the digits around it may still make records
             }
-            // White space and line breaks between digits carry no data.
         }
-        pending_nibble_ = pending;
-        feed_bytes(scratch_.data(), static_cast<std::size_t>(out - scratch_.data()), sink);
+        feed_units(scratch_.data(), static_cast<std::size_t>(out - scratch_.data()), sink);
         offset = end;
     }
 }
 
-void LegacyDecoder::feed_bytes(const std::uint8_t* data, std::size_t size, RecordSink& sink) {
+void LegacyDecoder::feed_units(const std::uint8_t* data, std::size_t size, RecordSink& sink) {
     std::size_t start = 0;
     if (carry_len_ > 0) {
         // Finish what the previous chunk left undecided, using the first bytes of this one.
         const std::size_t take = std::min(size, kCarrySize - carry_len_);
         std::memcpy(carry_.data() + carry_len_, data, take);
         const std::size_t total = carry_len_ + take;
-        const std::size_t pos = decode_run(carry_.data(), total, carry_len_, false, sink);
+        const std::size_t pos = decode(carry_.data(), total, carry_len_, false, sink);
         if (pos < carry_len_) {
             // Still undecided: this chunk was too short to settle it and is all in carry_.
             assert(take == size);
@@ -99,26 +84,53 @@ void LegacyDecoder::feed_bytes(const std::uint8_t* data, std::size_t size, Recor
         carry_len_ = 0;
     }
     if (start >= size) return;
-    const std::size_t pos =
-        start + decode_run(data + start, size - start, size - start, false, sink);
+    const std::size_t pos = start + decode(data + start, size - start, size - start, false, sink);
     carry_len_ = size - pos;
     assert(carry_len_ < kCarrySize);
     std::memcpy(carry_.data(), data + pos, carry_len_);
 }
 
-// Decodes records starting before stop_at. Returns where it stopped: at or past stop_at, or
-// earlier where a record cannot be decided without more bytes (never when at_end).
+std::size_t LegacyDecoder::decode(const std::uint8_t* data, std::size_t size, std::size_t stop_at,
+                                  bool at_end, RecordSink& sink) {
+    return options_.encoding == LegacyEncoding::kHex
+               ? decode_run<true>(data, size, stop_at, at_end, sink)
+               : decode_run<false>(data, size, stop_at, at_end, sink);
+}
+
+// Decodes records starting before stop_at, in units: bytes, or hex digits (two per byte).
+// Returns where it stopped: at or past stop_at, or earlier where a record cannot be decided
+// without more units (never when at_end). Resynchronising steps one unit at a time.
+template <bool kHex>
 std::size_t LegacyDecoder::decode_run(const std::uint8_t* data, std::size_t size,
                                       std::size_t stop_at, bool at_end, RecordSink& sink) {
+    constexpr std::size_t kUnits = kHex ? 2 : 1;  // units per byte
+    const auto byte_at = [data](std::size_t i) -> std::uint8_t {
+        if constexpr (kHex) {
+            return static_cast<std::uint8_t>((data[i] << 4) | data[i + 1]);
+        } else {
+            return data[i];
+        }
+    };
+    const auto read_address = [&](std::size_t i, int width) {
+        std::uint32_t v = 0;
+        for (int k = 0; k < width; ++k) v = (v << 8) | byte_at(i + kUnits * k);
+        return v;
+    };
     const int width = options_.addr_bytes;
-    const std::size_t arc_len = legacy_record_size(kLegacyArcTag, width);
-    const std::size_t pc_len = legacy_record_size(kLegacyPcTag, width);
+    const std::size_t arc_len = kUnits * legacy_record_size(kLegacyArcTag, width);
+    const std::size_t pc_len = kUnits * legacy_record_size(kLegacyPcTag, width);
     const bool check_range = options_.code_range.has_value();
     const AddressRange range = options_.code_range.value_or(AddressRange{});
 
     std::size_t pos = 0;
     while (pos < stop_at) {
-        const std::uint8_t tag = data[pos];
+        if (pos + kUnits > size) {
+            if (!at_end) break;  // half a byte: wait for the other digit
+            discard(1);          // a lone digit at the very end
+            ++pos;
+            continue;
+        }
+        const std::uint8_t tag = byte_at(pos);
         std::size_t len;
         if (tag == kLegacyArcTag) {
             len = arc_len;
@@ -130,23 +142,25 @@ std::size_t LegacyDecoder::decode_run(const std::uint8_t* data, std::size_t size
             continue;
         }
         const std::size_t next = pos + len;
-        if (next > size || (next == size && !at_end)) {
-            if (!at_end) break;  // wait for more bytes
-            discard(1);          // the stream ended inside this record
+        // The record and the first byte after it (whether another record starts there).
+        if (next + kUnits > size && !at_end) break;  // wait for more
+        if (next > size) {
+            discard(1);  // the stream ended inside this record
             ++pos;
             continue;
         }
-        bool plausible = next == size || is_tag(data[next]);
+        // At the end, less than a whole byte after the record is no record: the end.
+        bool plausible = next + kUnits > size || is_tag(byte_at(next));
         Record record;
         if (tag == kLegacyArcTag) {
-            record =
-                Record::arc(read_be(data + pos + 1, width), read_be(data + pos + 1 + width, width));
+            record = Record::arc(read_address(pos + kUnits, width),
+                                 read_address(pos + kUnits * (1 + width), width));
             if (check_range) {
                 plausible =
                     plausible && range.contains(record.from_pc) && range.contains(record.self_pc);
             }
         } else {
-            record = Record::pc_sample(read_be(data + pos + 1, width));
+            record = Record::pc_sample(read_address(pos + kUnits, width));
             if (check_range) plausible = plausible && range.contains(record.self_pc);
         }
         if (plausible) [[likely]] {
@@ -161,12 +175,8 @@ std::size_t LegacyDecoder::decode_run(const std::uint8_t* data, std::size_t size
 }
 
 void LegacyDecoder::finish(RecordSink& sink) {
-    if (pending_nibble_ >= 0) {
-        stats_.bytes_discarded += 1;  // a lone hex digit at the very end
-        pending_nibble_ = -1;
-    }
     if (carry_len_ > 0) {
-        const std::size_t pos = decode_run(carry_.data(), carry_len_, carry_len_, true, sink);
+        const std::size_t pos = decode(carry_.data(), carry_len_, carry_len_, true, sink);
         assert(pos == carry_len_);
         (void)pos;
         carry_len_ = 0;
@@ -174,8 +184,8 @@ void LegacyDecoder::finish(RecordSink& sink) {
     flush(sink);
 }
 
-void LegacyDecoder::discard(std::uint64_t decoded_bytes) {
-    stats_.bytes_discarded += decoded_bytes * wire_bytes_per_byte_;
+void LegacyDecoder::discard(std::uint64_t units) {
+    stats_.bytes_discarded += units;  // a unit is one wire byte or one text character
     if (in_sync_) {
         ++stats_.resyncs;
         in_sync_ = false;

@@ -4,6 +4,8 @@
 // survived by resynchronising: a candidate record is accepted only if its addresses are
 // plausible (inside the code range, when one is known) and the byte after it starts another
 // record (or the stream ends). Every byte that becomes no record is counted as discarded.
+// Hex text is decoded digit by digit (a record may start at any digit), so a lost character
+// (half a byte) is resynchronised like a lost byte; discards are counted in characters.
 #pragma once
 
 #include <array>
@@ -33,26 +35,30 @@ class LegacyDecoder final : public StreamDecoder {
 
   private:
     static constexpr std::size_t kBatchSize = 4096;
-    static constexpr std::size_t kCarrySize = 32;  // > the longest record (9) plus look-ahead
+    // What a chunk leaves undecided is less than one record plus the look-ahead byte, in units
+    // ((9 + 1) bytes, 20 hex digits); deciding it may need as much again: >= 2 * 20 units.
+    static constexpr std::size_t kCarrySize = 64;
 
     void feed_hex(std::span<const std::uint8_t> text, RecordSink& sink);
-    void feed_bytes(const std::uint8_t* data, std::size_t size, RecordSink& sink);
+    // Units are bytes, or hex digits (one per text character, two per byte).
+    void feed_units(const std::uint8_t* data, std::size_t size, RecordSink& sink);
+    std::size_t decode(const std::uint8_t* data, std::size_t size, std::size_t stop_at, bool at_end,
+                       RecordSink& sink);
+    template <bool kHex>
     std::size_t decode_run(const std::uint8_t* data, std::size_t size, std::size_t stop_at,
                            bool at_end, RecordSink& sink);
-    void discard(std::uint64_t decoded_bytes);
+    void discard(std::uint64_t units);
     void emit(const Record& record, RecordSink& sink);
     void flush(RecordSink& sink);
 
     LegacyOptions options_;
-    std::uint64_t wire_bytes_per_byte_;  // 2 for hex text, 1 for binary
     DecoderStats stats_;
     bool in_sync_ = true;
 
     std::array<std::uint8_t, kCarrySize> carry_{};
     std::size_t carry_len_ = 0;
 
-    int pending_nibble_ = -1;            // hex: first digit of a byte not yet complete
-    std::vector<std::uint8_t> scratch_;  // hex: decoded bytes of the current slice
+    std::vector<std::uint8_t> scratch_;  // hex: the digits' values (0-15) of the current slice
 
     std::array<Record, kBatchSize> batch_{};
     std::size_t batch_len_ = 0;

@@ -19,6 +19,7 @@
 #include "daemon/ingest/wire_settings.h"
 #include "daemon/service/rack_service.h"
 #include "daemon/service/selection.h"
+#include "gmon/elf_fit.h"
 #include "gmon/export.h"
 #include "gmon/gmon_reader.h"
 #include "gmon/gmon_writer.h"
@@ -68,6 +69,8 @@ options:
                         gmon (gmon.out), text (gprof -b), json (the JSON report), csv (the
                         aggregate), ndjson (every record with its receive time; 0 for a
                         capture file), raw (the wire bytes)
+  --force               profile even when the capture does not fit the ELF's code (call
+                        targets not at function entries, PC samples on data): wrong ELF?
   --top N               JSON: at most N flat-profile rows and call-graph entries
   --min-percent P       JSON: leave out flat-profile rows below P % time
 )";
@@ -203,6 +206,23 @@ void check_decoded(const protocol::DecoderStats& stats, const ConvertOptions& o,
         std::cerr << "rackprof: warning: most bytes of " << what
                   << " decoded to nothing: check --protocol, --format and --addr-bytes\n";
     }
+}
+
+// Unless the target named this very ELF by its build-id, the capture is checked against the
+// ELF's code (gmon/elf_fit.h): call targets at function entries, PC samples on instructions.
+// A capture that does not fit is refused with the evidence, or with --force profiled anyway.
+void check_fit(const gmon::ExportInput& in, const ConvertOptions& o, bool force) {
+    if (!o.elf || !in.source.aggregate) return;
+    const auto named = in.summary.find("target_build_id");
+    if (named != in.summary.end() && named->is_string() && !named->get<std::string>().empty() &&
+        named->get<std::string>() == o.elf->build_id())
+        return;
+    const gmon::ElfFit fit = gmon::check_elf_fit(*in.source.aggregate, *o.elf);
+    if (!fit.suspicious()) return;
+    const std::string evidence =
+        fit.evidence(o.elf->path().filename().string()) + ": wrong ELF for this capture?";
+    if (!force) throw std::runtime_error(evidence + " (--force profiles it anyway)");
+    std::cerr << "rackprof: warning: " << evidence << " (profiled anyway: --force)\n";
 }
 
 // A capture of a framed target names its firmware: say so when the ELF given is another one.
@@ -567,7 +587,7 @@ int run_convert(const std::vector<std::string>& args) {
         {"--elf", "-o", "--protocol", "--format", "--addr-bytes", "--rate", "--bin-bytes",
          "--report", "--top", "--min-percent", "--db", "--session", "--select", "--config",
          "--tpiu-stream", "--framed-port", "--orbstat-port", "--console-port", "--export"},
-        {"--help", "-h", "--redecode", "--tpiu"});
+        {"--help", "-h", "--redecode", "--tpiu", "--force"});
     if (cl.has("--help") || cl.has("-h")) {
         std::cout << kUsage;
         return 0;
@@ -600,6 +620,7 @@ int run_convert(const std::vector<std::string>& args) {
         c = from_file(input, o);
     }
     auto& in = *c.input;
+    check_fit(in, o, cl.has("--force"));
     // A gmon.out read with --rate is profiled at that rate; its bytes stay as they were.
     if (in.source.histograms && cl.has("--rate")) in.profile_options.prof_rate_override = o.rate;
     in.json_options = o.json;

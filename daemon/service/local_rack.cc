@@ -237,8 +237,14 @@ bool ProfileCache::Entry::serves(std::int64_t id, const gmon::ProfileSource& sou
            announced_range == source.announced_range;
 }
 
-std::shared_ptr<const gmon::Profile> ProfileCache::get(std::int64_t session,
-                                                       const gmon::ProfileSource& source) {
+ProfileCache::Computed ProfileCache::compute(const gmon::ProfileSource& source) {
+    Computed c{gmon::profile_of(source), {}};
+    if (source.elf && source.aggregate) c.fit = gmon::check_elf_fit(*source.aggregate, *source.elf);
+    return c;
+}
+
+std::shared_ptr<const ProfileCache::Computed> ProfileCache::get(std::int64_t session,
+                                                                const gmon::ProfileSource& source) {
     {
         std::lock_guard lock(mutex_);
         for (auto it = entries_.begin(); it != entries_.end(); ++it) {
@@ -248,7 +254,7 @@ std::shared_ptr<const gmon::Profile> ProfileCache::get(std::int64_t session,
         }
     }
     // Computed outside the lock: two requests may both compute it, none waits on the other.
-    auto profile = std::make_shared<const gmon::Profile>(gmon::profile_of(source));
+    auto profile = std::make_shared<const Computed>(compute(source));
     std::lock_guard lock(mutex_);
     // The session's older profile, and any whose aggregate is gone (evicted or replaced): they
     // can never be served again, and a large firmware's profile is tens of megabytes.
@@ -463,8 +469,14 @@ std::string LocalRack::profile(std::int64_t id, const TimeWindow& window,
     const auto input = session_input(info, window);
     require_elf(*input, id);
     const auto computed =
-        window.bounded() ? std::make_shared<const gmon::Profile>(gmon::profile_of(input->source))
-                         : profiles_.get(id, input->source);
+        window.bounded()
+            ? std::make_shared<const ProfileCache::Computed>(ProfileCache::compute(input->source))
+            : profiles_.get(id, input->source);
+    // Unless the target named this ELF by its build-id, does the capture fit its code? The
+    // daemon captures whatever the board sends; a misfit is reported here, never refused.
+    const bool named = !info.target.build_id.empty() && input->source.elf &&
+                       info.target.build_id == input->source.elf->build_id();
+    const gmon::ElfFit& fit = computed->fit;
     gmon::JsonReportOptions json_options{options.top, options.min_percent, {}};
     // DWT samples taken while the core slept: a count beside the functions, never one of them
     // (the record batches do not carry them, so a window has none).
@@ -474,11 +486,25 @@ std::string LocalRack::profile(std::int64_t id, const TimeWindow& window,
         } else {
             out.field("sleeping", info.counters.sleep_samples);
         }
+        // null, or {"warning": evidence, counts}: the capture does not fit the ELF's code.
+        out.key("wrong_elf");
+        if (named || !fit.suspicious()) {
+            out.value(nullptr);
+        } else {
+            out.begin_object()
+                .field("pcs", fit.pcs)
+                .field("pcs_off_code", fit.pcs_off_code)
+                .field("targets", fit.targets)
+                .field("targets_off_entry", fit.targets_off_entry)
+                .field("warning", fit.evidence(input->source.elf->path().filename().string()) +
+                                      ": wrong ELF for this capture?");
+            out.end_object();
+        }
     };
     std::string text;
     // Names that are not UTF-8 become U+FFFD: a view never fails to serialize.
     gmon::JsonStream out(text, -1, 0, gmon::JsonStream::ErrorHandler::replace);
-    gmon::write_profile_json(out, *computed, json_options);
+    gmon::write_profile_json(out, computed->profile, json_options);
     return text;
 }
 

@@ -11,6 +11,7 @@
 #include "daemon/capture/capture_service.h"
 #include "daemon/ingest/capture_import.h"
 #include "daemon/service/rack_service.h"
+#include "gmon/elf_fit.h"
 #include "gmon/export.h"
 #include "gmon/profile_pipeline.h"
 #include "gmon/symbolizer.h"
@@ -43,9 +44,15 @@ class SymbolizerCache {
 class ProfileCache {
   public:
     explicit ProfileCache(std::size_t capacity = 4) : capacity_(capacity) {}
+    // A session's profile, and how its capture fits the ELF's code (gmon/elf_fit.h), both
+    // computed once per aggregate.
+    struct Computed {
+        gmon::Profile profile;
+        gmon::ElfFit fit;
+    };
+    static Computed compute(const gmon::ProfileSource& source);
     // Throws what gmon::profile_of throws.
-    std::shared_ptr<const gmon::Profile> get(std::int64_t session,
-                                             const gmon::ProfileSource& source);
+    std::shared_ptr<const Computed> get(std::int64_t session, const gmon::ProfileSource& source);
 
   private:
     struct Entry {
@@ -53,7 +60,7 @@ class ProfileCache {
         std::weak_ptr<const gmon::Aggregate> aggregate;
         std::weak_ptr<const gmon::Symbolizer> elf;
         std::optional<gmon::CodeRange> announced_range;
-        std::shared_ptr<const gmon::Profile> profile;
+        std::shared_ptr<const Computed> profile;
 
         bool serves(std::int64_t id, const gmon::ProfileSource& source) const;
     };

@@ -271,6 +271,35 @@ TEST_CASE("API: raw bytes, NDJSON records and CSV aggregates, streamed chunked")
     CHECK(csv_arcs == arcs);
 }
 
+// Issue 16: the daemon stores a capture whatever firmware it is paired with; its profile says
+// when the capture does not fit the firmware's code (the blinky capture with shield.elf).
+TEST_CASE("API: a capture imported with the wrong firmware is kept, its profile says so") {
+    const auto data = testing::shared_data("API wrong firmware");
+    if (data.empty()) return;
+    ApiDaemon d;
+    auto import_with = [&](const char* elf) {
+        const auto put =
+            d.call("PUT", "/api/v1/firmware", {"--data-binary", "@" + (data / elf).string()});
+        REQUIRE(put.first / 100 == 2);
+        const std::string fw = json::parse(put.second)["id"];
+        const auto imported =
+            d.call("POST", "/api/v1/sessions/import?format=hex&board=thesis&firmware=" + fw,
+                   {"--data-binary", "@" + (data / "blink1hex.txt").string()});
+        REQUIRE(imported.first == 201);
+        const auto id = std::to_string(json::parse(imported.second)["id"].get<std::int64_t>());
+        const auto profile = d.call("GET", "/api/v1/sessions/" + id + "/profile");
+        REQUIRE(profile.first == 200);
+        return json::parse(profile.second);
+    };
+    const json wrong = import_with("shield.elf");
+    REQUIRE(wrong["wrong_elf"].is_object());
+    CHECK(wrong["wrong_elf"]["targets"] == 10);
+    CHECK(wrong["wrong_elf"]["targets_off_entry"] == 10);
+    CHECK(wrong["wrong_elf"]["warning"].get<std::string>().find(
+              "10 of 10 call targets (26440 of 26440 calls) are not at a function entry in ") == 0);
+    CHECK(import_with("blinky.elf")["wrong_elf"].is_null());
+}
+
 TEST_CASE("API: firmware upload, attach, and imports of a capture and of a gmon.out") {
     ApiDaemon d;
     const auto elf = d.dir() / "model.elf";
