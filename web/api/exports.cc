@@ -110,7 +110,8 @@ Reply export_reply(const Call& c, const std::string& format) {
 
 // The parameters a selection's views take besides the selection's own keys.
 service::Selection selection_of(const Call& c, std::initializer_list<const char*> also) {
-    for (const auto& [key, value] : c.query) {
+    for (const auto& parameter : c.query) {
+        const std::string& key = parameter.first;  // a name lambdas may capture (clang 14)
         const auto is = [&key](const char* k) { return key == k; };
         if (std::none_of(std::begin(service::kSelectionKeys), std::end(service::kSelectionKeys),
                          is) &&
