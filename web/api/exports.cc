@@ -130,15 +130,9 @@ service::Selection selection_of(const Call& c, std::initializer_list<const char*
 void add_selection_routes(RouteTable& routes) {
     routes.add({http::verb::get, "/api/v1/profile", Access::kRead,
                 [](const Call& c) {
-                    service::ProfileOptions options;
-                    if (c.query.count("top"))
-                        options.top = service::parse_count<std::size_t>(c.query.at("top"), "top");
-                    if (c.query.count("min_percent"))
-                        options.min_percent =
-                            parse_number(c.query.at("min_percent"), "min_percent");
                     return json_text_reply(
-                        c.request,
-                        c.rack.selection_profile(selection_of(c, {"top", "min_percent"}), options));
+                        c.request, c.rack.selection_profile(selection_of(c, {"top", "min_percent"}),
+                                                            profile_options_of(c.query)));
                 },
                 "the merged profile of a selection of sessions (one build) as JSON"});
     routes.add({http::verb::get, "/api/v1/profile/export/{format}", Access::kRead,

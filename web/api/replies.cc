@@ -126,4 +126,12 @@ service::TimeWindow window_of(const std::map<std::string, std::string>& query) {
     return window;
 }
 
+service::ProfileOptions profile_options_of(const std::map<std::string, std::string>& query) {
+    service::ProfileOptions options;
+    if (query.count("top")) options.top = service::parse_count<std::size_t>(query.at("top"), "top");
+    if (query.count("min_percent"))
+        options.min_percent = parse_number(query.at("min_percent"), "min_percent");
+    return options;
+}
+
 }  // namespace rackprof::web

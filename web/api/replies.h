@@ -38,5 +38,7 @@ std::int64_t parse_time(const std::string& text, const char* what);
 double parse_number(const std::string& text, const char* what);
 // ?from=&to= (receive times, Unix ns).
 service::TimeWindow window_of(const std::map<std::string, std::string>& query);
+// ?top=&min_percent= of a profile view.
+service::ProfileOptions profile_options_of(const std::map<std::string, std::string>& query);
 
 }  // namespace rackprof::web

@@ -56,15 +56,10 @@ void add_session_routes(RouteTable& routes) {
                 "the console text the target printed"});
     routes.add({verb::get, "/api/v1/sessions/{id}/profile", Access::kRead,
                 [](const Call& c) {
-                    const auto id = session_id(c);
+                    const auto id = session_id(c);  // a bad id is the error named first
                     const auto window = window_of(c.query);
-                    service::ProfileOptions options;
-                    if (c.query.count("top"))
-                        options.top = service::parse_count<std::size_t>(c.query.at("top"), "top");
-                    if (c.query.count("min_percent"))
-                        options.min_percent =
-                            parse_number(c.query.at("min_percent"), "min_percent");
-                    return json_text_reply(c.request, c.rack.profile(id, window, options));
+                    return json_text_reply(c.request,
+                                           c.rack.profile(id, window, profile_options_of(c.query)));
                 },
                 "the gprof profile as JSON"});
 }
