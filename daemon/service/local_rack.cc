@@ -526,11 +526,41 @@ std::string LocalRack::selection_profile(const Selection& selection,
     return text;
 }
 
+namespace {
+
+// The formats a merged selection exports: every one made whole from the profile source (raw
+// bytes and records belong to one session).
+std::string selection_format_names() {
+    std::vector<std::string_view> names;
+    for (const auto& f : gmon::export_formats()) {
+        if (!f.paged) names.push_back(f.name);
+    }
+    std::string out;
+    for (std::size_t i = 0; i < names.size(); ++i)
+        out += std::string(i == 0                  ? ""
+                           : i + 1 == names.size() ? " or "
+                                                   : ", ") +
+               std::string(names[i]);
+    return out;
+}
+
+// Opens a format, a missing ELF answered as the profile views answer it.
+gmon::ChunkStream open_format(const gmon::ExportFormat& exporter,
+                              const std::shared_ptr<gmon::ExportInput>& input) {
+    try {
+        return exporter.open(input);
+    } catch (const gmon::ExportNeedsElf& e) {
+        fail(Failure::kNoElf, e.what());
+    }
+}
+
+}  // namespace
+
 Export LocalRack::open_selection_export(const Selection& selection, const std::string& format) {
     const auto* exporter = gmon::find_export_format(format);
     if (!exporter || exporter->paged)
-        fail(Failure::kUnknownFormat, "a selection exports as gmon, text, json or csv, not '" +
-                                          format +
+        fail(Failure::kUnknownFormat, "a selection exports as " + selection_format_names() +
+                                          ", not '" + format +
                                           "' (raw bytes and records belong to one session)");
     const auto input = selection_input(selection);
     const std::string build_id = input->summary["build_id"].is_string()
@@ -538,7 +568,7 @@ Export LocalRack::open_selection_export(const Selection& selection, const std::s
                                      : "unknown";
     return {std::string(exporter->content_type),
             "selection-" + build_id.substr(0, 12) + std::string(exporter->file_suffix), true,
-            exporter->open(input)};
+            open_format(*exporter, input)};
 }
 
 Export LocalRack::open_export(std::int64_t id, const std::string& format,
@@ -551,7 +581,7 @@ Export LocalRack::open_export(std::int64_t id, const std::string& format,
     const auto input = session_input(info, window);
     return {std::string(exporter->content_type),
             info.spec.board + "-" + std::to_string(id) + std::string(exporter->file_suffix),
-            !exporter->paged, exporter->open(input)};
+            !exporter->paged, open_format(*exporter, input)};
 }
 
 Stored LocalRack::put_firmware(const std::filesystem::path& upload) {
