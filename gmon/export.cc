@@ -141,10 +141,9 @@ const std::array<ExportFormat, 8> kFormats = {{
      open_ndjson},
     {"raw", "application/octet-stream", ".raw", "the wire bytes as received", true, open_raw},
     {"pprof", "application/octet-stream", ".pb.gz",
-     "pprof's profile.proto, gzipped, for go tool pprof: PC samples and call arcs", false,
-     open_pprof},
+     "pprof's profile.proto, gzipped (go tool pprof): PC samples and call arcs", false, open_pprof},
     {"callgrind", "text/plain; charset=utf-8", ".callgrind.out",
-     "for KCachegrind and callgrind_annotate: self samples and gprof's inclusive arc costs", false,
+     "KCachegrind, callgrind_annotate: self samples, gprof's time along each arc", false,
      open_callgrind},
 }};
 
