@@ -50,13 +50,14 @@ TEST_CASE("callgrind: self samples per function, gprof's inclusive cost per arc"
     CHECK(file.find("positions: line\nevents: Samples\n") != std::string::npos);
     // leaf's 6 and the 10 of work's 40 charged through its call from leaf (1 of 4 calls) are
     // what main gets through leaf: 16; through its own 3 calls, 30 of work's 40.
-    CHECK(body_of(file) == "summary: 56\n"
-                           "\nfl=???\nfn=main\n0 10\n"
-                           "cfl=???\ncfn=work\ncalls=3 0\n0 30\n"
-                           "cfl=???\ncfn=leaf\ncalls=1 0\n0 16\n"
-                           "\nfl=???\nfn=work\n0 40\n"
-                           "\nfl=???\nfn=leaf\n0 6\n"
-                           "cfl=???\ncfn=work\ncalls=1 0\n0 10\n");
+    CHECK(body_of(file) ==
+          "summary: 56\n"
+          "\nfl=???\nfn=main\n0 10\n"
+          "cfl=???\ncfn=work\ncalls=3 0\n0 30\n"
+          "cfl=???\ncfn=leaf\ncalls=1 0\n0 16\n"
+          "\nfl=???\nfn=work\n0 40\n"
+          "\nfl=???\nfn=leaf\n0 6\n"
+          "cfl=???\ncfn=work\ncalls=1 0\n0 10\n");
 }
 
 TEST_CASE("callgrind: samples credited to no function are a block of their own") {
@@ -71,8 +72,9 @@ TEST_CASE("callgrind: samples credited to no function are a block of their own")
     with_outside->add_pc(0x90, 2);  // in the histogram, before the first function
     input->source.aggregate = with_outside;
     const std::string file = callgrind_profile(*input);
-    CHECK(body_of(file) == "summary: 5\n\nfl=???\nfn=main\n0 3\n"
-                           "\nfl=???\nfn=(outside every function)\n0 2\n");
+    CHECK(body_of(file) ==
+          "summary: 5\n\nfl=???\nfn=main\n0 3\n"
+          "\nfl=???\nfn=(outside every function)\n0 2\n");
 }
 
 TEST_CASE("callgrind needs the ELF: refused when opened, as ExportNeedsElf") {

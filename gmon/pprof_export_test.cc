@@ -103,13 +103,16 @@ TEST_CASE("pprof: every PC sample and arc comes back exactly, named by the ELF's
     CHECK(p.duration_nanos() == 41 * 2'000'000);
 
     const std::map<std::string, std::string> labels = {{"board", "bench-1"}, {"session", "3"}};
+    // Arcs: callee first, then the call site.
+    // clang-format off
     const std::vector<RawSample> expected = {
         {{0x110}, {10, 0}, labels},
-        {{0x140, 0x104}, {0, 7}, labels},  // callee first
+        {{0x140, 0x104}, {0, 7}, labels},
         {{0x140, 0x144}, {0, 2}, labels},
         {{0x150}, {30, 0}, labels},
         {{0x400}, {1, 0}, labels},
     };
+    // clang-format on
     CHECK(samples_of(p) == expected);
     const std::map<std::uint64_t, std::string> names = {
         {0x104, "main"}, {0x110, "main"}, {0x140, "work"}, {0x144, "work"}, {0x150, "work"}};
