@@ -37,7 +37,7 @@ void header(std::ostringstream& out, const ExportInput& input, const Profile& p)
     out << "desc: Samples: PC samples at " << p.prof_rate << " Hz (one is " << ms << " ms)\n";
     out << "desc: Calls: costs are gprof's propagated time along each arc, in whole samples\n";
     for (const auto& [key, value] : input.summary.items()) {
-        if (value.is_string())
+        if (value.is_string() && !value.get<std::string>().empty())
             out << "desc: " << key << ": " << one_line(value.get<std::string>()) << "\n";
         else if (value.is_number() || value.is_array())
             out << "desc: " << key << ": " << one_line(value.dump()) << "\n";
