@@ -18,6 +18,11 @@ packages=(
     chromium                    # /usr/bin/chromium: the dashboard's browser tests
     prometheus                  # promtool: the tests check /metrics with it
     clang libclang-rt-14-dev    # tests/fuzz: clang++ and libFuzzer with the sanitizer runtimes
+    libprotobuf-dev protobuf-compiler  # the pprof export: profile.proto compiled by protoc
+    golang-github-google-pprof-dev     # pprof's proto/profile.proto, which the build compiles
+    zlib1g-dev                  # the pprof export is gzip-compressed
+    golang-go                   # `go tool pprof`: the oracle the pprof export is tested against
+    valgrind                    # callgrind_annotate: the oracle of the callgrind export
 )
 
 missing=()

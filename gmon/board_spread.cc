@@ -9,18 +9,6 @@
 namespace rackprof::gmon {
 namespace {
 
-std::uint64_t rounded(double samples) {
-    return samples > 0 ? static_cast<std::uint64_t>(std::llround(samples)) : 0;
-}
-
-std::map<std::string, std::uint64_t> self_samples_by_name(const Profile& p) {
-    std::map<std::string, std::uint64_t> out;
-    for (std::size_t i = 0; i < p.symbols.size(); ++i) {
-        if (p.nodes[i].self_time > 0) out[p.symbols[i].name] += rounded(p.nodes[i].self_time);
-    }
-    return out;
-}
-
 // The fleet's flat rows with samples, as the JSON report trims them.
 std::vector<std::string> reported_functions(const Profile& p, const JsonReportOptions& trim) {
     std::vector<std::string> names;
@@ -54,17 +42,17 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-nlohmann::json board_spread_json(const Profile& fleet, const std::vector<BoardProfile>& boards,
+nlohmann::json board_spread_json(const Profile& fleet, const std::vector<BoardSamples>& boards,
                                  const JsonReportOptions& trim, double alpha) {
-    std::vector<std::map<std::string, std::uint64_t>> per_board;
+    std::vector<const std::map<std::string, std::uint64_t>*> per_board;
     std::uint64_t fleet_samples = 0;
     nlohmann::json board_list = nlohmann::json::array();
     for (const auto& b : boards) {
-        per_board.push_back(self_samples_by_name(*b.profile));
-        fleet_samples += b.profile->total_samples;
+        per_board.push_back(&b.function);
+        fleet_samples += b.samples;
         board_list.push_back({{"board", b.board},
                               {"calls", b.calls},
-                              {"samples", b.profile->total_samples},
+                              {"samples", b.samples},
                               {"sessions", b.sessions}});
     }
     const auto names = reported_functions(fleet, trim);
@@ -74,27 +62,27 @@ nlohmann::json board_spread_json(const Profile& fleet, const std::vector<BoardPr
     for (const auto& name : names) {
         std::uint64_t fleet_k = 0;
         for (const auto& counts : per_board) {
-            const auto it = counts.find(name);
-            if (it != counts.end()) fleet_k += it->second;
+            const auto it = counts->find(name);
+            if (it != counts->end()) fleet_k += it->second;
         }
         // The reference is the median board's share, not the pooled rest: one deviating board
         // would otherwise pull the rest's share and make every other board look deviant.
         std::vector<double> shares;
         for (std::size_t i = 0; i < boards.size(); ++i) {
-            const auto it = per_board[i].find(name);
-            const std::uint64_t n = boards[i].profile->total_samples;
+            const auto it = per_board[i]->find(name);
+            const std::uint64_t n = boards[i].samples;
             if (n)
                 shares.push_back(
-                    (it == per_board[i].end() ? 0.0 : static_cast<double>(it->second)) /
+                    (it == per_board[i]->end() ? 0.0 : static_cast<double>(it->second)) /
                     static_cast<double>(n));
         }
         const double reference = median(shares);
         nlohmann::json rows = nlohmann::json::array();
         double sum = 0, low = 100, high = 0;
         for (std::size_t i = 0; i < boards.size(); ++i) {
-            const auto it = per_board[i].find(name);
-            const std::uint64_t k = it == per_board[i].end() ? 0 : it->second;
-            const std::uint64_t n = boards[i].profile->total_samples;
+            const auto it = per_board[i]->find(name);
+            const std::uint64_t k = it == per_board[i]->end() ? 0 : it->second;
+            const std::uint64_t n = boards[i].samples;
             const double share = percent(k, n);
             sum += share;
             low = std::min(low, share);

@@ -3,7 +3,9 @@
 #include <array>
 #include <stdexcept>
 
+#include "gmon/callgrind_export.h"
 #include "gmon/gmon_writer.h"
+#include "gmon/pprof_export.h"
 #include "protocol/named_table.h"
 
 namespace rackprof::gmon {
@@ -117,7 +119,17 @@ ChunkStream open_raw(const Input& input) {
     return paged_chunks([input] { return input->raw(); }, [](std::string page) { return page; });
 }
 
-const std::array<ExportFormat, 6> kFormats = {{
+ChunkStream open_pprof(const Input& input) {
+    return once([input] { return pprof_profile(*input); });
+}
+
+ChunkStream open_callgrind(const Input& input) {
+    if (!input->source.elf)
+        throw ExportNeedsElf("callgrind needs the firmware's ELF to name functions");
+    return once([input] { return callgrind_profile(*input); });
+}
+
+const std::array<ExportFormat, 8> kFormats = {{
     {"gmon", "application/octet-stream", ".gmon.out", "gmon.out (GNU format) for gprof", false,
      open_gmon},
     {"text", "text/plain; charset=utf-8", ".txt",
@@ -128,6 +140,11 @@ const std::array<ExportFormat, 6> kFormats = {{
     {"ndjson", "application/x-ndjson", ".ndjson", "every record with its receive time", true,
      open_ndjson},
     {"raw", "application/octet-stream", ".raw", "the wire bytes as received", true, open_raw},
+    {"pprof", "application/octet-stream", ".pb.gz",
+     "pprof's profile.proto, gzipped (go tool pprof): PC samples and call arcs", false, open_pprof},
+    {"callgrind", "text/plain; charset=utf-8", ".callgrind.out",
+     "KCachegrind, callgrind_annotate: self samples, gprof's time along each arc", false,
+     open_callgrind},
 }};
 
 // The report's "raw" object: what gmon.out holds, by address.

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,13 @@ struct ExportInput {
     JsonReportOptions json_options;
 };
 
+// Thrown when a format that names functions is opened on an input without an ELF (the API
+// answers 422 no_elf).
+class ExportNeedsElf : public std::invalid_argument {
+  public:
+    using std::invalid_argument::invalid_argument;
+};
+
 // The next chunk of an export; nothing at the end.
 using ChunkStream = std::function<std::optional<std::string>()>;
 
@@ -55,11 +63,11 @@ struct ExportFormat {
 // Every registered format, in the order help texts list them.
 std::span<const ExportFormat> export_formats();
 const ExportFormat* find_export_format(std::string_view name);
-// "gmon, text, json, csv, ndjson or raw".
+// "gmon, text, json, csv, ndjson, raw, pprof or callgrind".
 std::string export_format_names();
 
 // Throws std::invalid_argument for an unknown format; a format that needs what the input
-// lacks (records, raw bytes) throws when opened.
+// lacks (records, raw bytes; an ELF: ExportNeedsElf) throws when opened.
 ChunkStream open_export(std::string_view format, const std::shared_ptr<const ExportInput>& input);
 // Pushes every chunk of an export to `out`.
 void export_to(std::string_view format, const std::shared_ptr<const ExportInput>& input,

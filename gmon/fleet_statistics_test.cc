@@ -1,5 +1,6 @@
 // The fleet's statistics: diffs (profile_diff.h) and per-board spread (board_spread.h).
 #include "gmon/board_spread.h"
+#include "gmon/function_index.h"
 #include "gmon/profile_diff.h"
 
 #include <doctest/doctest.h>
@@ -32,15 +33,19 @@ struct FourFunctions {
     ~FourFunctions() { std::filesystem::remove(path); }
 
     // main calls each function `calls` times; each function's samples as given.
-    Profile profile(std::uint64_t calls,
-                    const std::map<std::uint64_t, std::uint64_t>& samples) const {
+    std::shared_ptr<Aggregate> aggregate(
+        std::uint64_t calls, const std::map<std::uint64_t, std::uint64_t>& samples) const {
         auto a = std::make_shared<Aggregate>();
         if (calls) {
             for (const std::uint64_t f : {0x140u, 0x180u, 0x1c0u}) a->add_arc(0x104, f, calls);
         }
         for (const auto& [pc, n] : samples) a->add_pc(pc, n);
+        return a;
+    }
+    Profile profile(std::uint64_t calls,
+                    const std::map<std::uint64_t, std::uint64_t>& samples) const {
         ProfileSource s;
-        s.aggregate = a;
+        s.aggregate = aggregate(calls, samples);
         s.elf = elf;
         return profile_of(s);
     }
@@ -136,20 +141,24 @@ TEST_CASE("gate rules: metric, direction, a percentage; anything else is refused
 
 TEST_CASE("spread: the board spending three times the fleet's share is the one outside") {
     FourFunctions fw;
-    std::vector<BoardProfile> boards;
-    auto fleet = std::make_shared<Aggregate>();
+    std::vector<BoardSamples> boards;
     for (int i = 0; i < 5; ++i) {
         // gamma: 120 of ~1000 samples on four boards (12 %), 310 on board b3 (31 %).
         const std::uint64_t gamma = i == 3 ? 310 : 118 + static_cast<std::uint64_t>(i);
-        const Profile p =
-            fw.profile(10, {{0x150, 500}, {0x190, 1000 - 500 - gamma}, {0x1d0, gamma}});
-        boards.push_back({"b" + std::to_string(i), {i + 1}, 30, std::make_shared<Profile>(p)});
+        const auto a =
+            fw.aggregate(10, {{0x150, 500}, {0x190, 1000 - 500 - gamma}, {0x1d0, gamma}});
+        boards.push_back({"b" + std::to_string(i),
+                          {i + 1},
+                          a->total_calls(),
+                          a->total_samples(),
+                          samples_by_function(*a, *fw.elf)});
     }
     const Profile merged =
         fw.profile(50, {{0x150, 2500}, {0x190, 5000 - 2500 - 789}, {0x1d0, 789}});
     const auto spread = board_spread_json(merged, boards, {});
     REQUIRE(spread["boards"].size() == 5);
     CHECK(spread["boards"][3]["samples"] == 1000);
+    CHECK(spread["boards"][3]["calls"] == 30);
     const nlohmann::json* gamma = nullptr;
     for (const auto& f : spread["functions"])
         if (f["name"] == "gamma") gamma = &f;

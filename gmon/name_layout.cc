@@ -7,29 +7,9 @@
 #include <functional>
 #include <optional>
 
-#include "gmon/profile.h"
+#include "gmon/function_index.h"
 
 namespace rackprof::gmon {
-namespace {
-
-// A build's functions by address, for finding the one holding an address.
-struct AddressIndex {
-    std::vector<ProfileSymbol> symbols;  // sorted by addr
-    explicit AddressIndex(const Symbolizer& elf) : symbols(gprof_symbol_table(elf)) {
-        std::sort(symbols.begin(), symbols.end(),
-                  [](const auto& a, const auto& b) { return a.addr < b.addr; });
-    }
-    const ProfileSymbol* holding(std::uint64_t addr) const {
-        auto it =
-            std::upper_bound(symbols.begin(), symbols.end(), addr,
-                             [](std::uint64_t a, const ProfileSymbol& s) { return a < s.addr; });
-        if (it == symbols.begin()) return nullptr;
-        --it;
-        return addr <= it->end_addr ? &*it : nullptr;
-    }
-};
-
-}  // namespace
 
 std::string NameLayout::fingerprint() const {
     // FNV-1a over names and sizes: a file name, not a security boundary.
@@ -71,7 +51,7 @@ NameLayout name_layout(const std::vector<std::shared_ptr<const Symbolizer>>& elv
 
 void merge_by_name(const Aggregate& from, const Symbolizer& elf, const NameLayout& layout,
                    NameMerge& into) {
-    const AddressIndex build(elf);
+    const FunctionIndex build(elf);
     // The address `addr` of this build in the layout: same function, same offset in it.
     const auto moved = [&](std::uint64_t addr) -> std::optional<std::uint64_t> {
         const ProfileSymbol* s = build.holding(addr & ~std::uint64_t{1});

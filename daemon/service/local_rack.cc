@@ -14,6 +14,7 @@
 #include "daemon/ingest/capture_import.h"
 #include "daemon/ingest/wire_settings.h"
 #include "gmon/board_spread.h"
+#include "gmon/function_index.h"
 #include "gmon/gmon_reader.h"
 #include "gmon/profile_diff.h"
 #include "gmon/profile_pipeline.h"
@@ -200,23 +201,90 @@ std::vector<storage::SessionInfo> LocalRack::selected(const Selection& selection
 }
 
 std::shared_ptr<gmon::ExportInput> LocalRack::merged(
-    const std::vector<storage::SessionInfo>& sessions, bool by_name) {
+    const std::vector<storage::SessionInfo>& sessions, bool by_name,
+    const std::function<std::shared_ptr<const gmon::Aggregate>(std::int64_t)>& aggregate_of) {
     return merged_input(
-        sessions, [this](std::int64_t id) { return aggregate(id); },
-        [this](const std::string& path) { return elves_.get(path); }, by_name,
-        firmware_dir() / "by-name");
+        sessions, aggregate_of, [this](const std::string& path) { return elves_.get(path); },
+        by_name, firmware_dir() / "by-name");
 }
 
-std::shared_ptr<gmon::ExportInput> LocalRack::selection_input(const Selection& selection) {
-    return merged(selected(selection), selection.by_name);
+std::shared_ptr<const LocalRack::MergedSelection> LocalRack::merged_selection(
+    const Selection& selection) {
+    const auto sessions = selected(selection);
+    // What was merged, as far as it can change: finished sessions' merges are kept under it.
+    std::string key = selection.by_name ? "by_name" : "by_build";
+    bool finished = true;
+    for (const auto& s : sessions) {
+        finished = finished && s.state != "capturing";
+        key += ";" + std::to_string(s.id) + ":" + std::to_string(s.counters.arcs) + ":" +
+               std::to_string(s.counters.pc_samples) + ":" + s.spec.elf_path;
+    }
+    if (finished) {
+        const std::lock_guard lock(selections_mutex_);
+        for (auto it = selections_.begin(); it != selections_.end(); ++it) {
+            if (it->first != key) continue;
+            selections_.splice(selections_.begin(), selections_, it);
+            return it->second;
+        }
+    }
+    auto made = merge(sessions, selection.by_name);
+    if (finished) {
+        constexpr std::size_t kKept = 4;
+        const std::lock_guard lock(selections_mutex_);
+        selections_.emplace_front(std::move(key), made);
+        if (selections_.size() > kKept) selections_.pop_back();
+    }
+    return made;
 }
 
-gmon::Profile LocalRack::selection_profile_of(const gmon::ExportInput& input) {
-    if (!input.source.elf) {
+std::shared_ptr<const LocalRack::MergedSelection> LocalRack::merge(
+    const std::vector<storage::SessionInfo>& sessions, bool by_name) {
+    const auto stored = [this](std::int64_t id) { return aggregate(id); };
+    auto made = std::make_shared<MergedSelection>();
+    // Board by board, each session's aggregate loaded once: the boards' sums are the spread's,
+    // and the fleet's is their sum.
+    std::map<std::int64_t, std::shared_ptr<const gmon::Aggregate>> board_sum_at;  // first session
+    for (const auto& [board, own] : sessions_by_board(sessions)) {
+        const auto part = merged(own, by_name, stored);
+        const auto& sum = part->source.aggregate;
+        gmon::BoardSamples b{board, {}, sum->total_calls(), sum->total_samples(), {}};
+        for (const auto& s : own) b.sessions.push_back(s.id);
+        if (part->source.elf) b.function = gmon::samples_by_function(*sum, *part->source.elf);
+        made->boards.push_back(std::move(b));
+        board_sum_at[own.front().id] = sum;
+    }
+    std::shared_ptr<gmon::ExportInput> input;
+    if (by_name) {
+        input = merged(sessions, true, stored);  // builds are moved by name: per session
+    } else {
+        // Each board's sum stands for its first session; its other sessions are in it.
+        static const auto nothing = std::make_shared<const gmon::Aggregate>();
+        input = merged(sessions, false, [&](std::int64_t id) {
+            const auto it = board_sum_at.find(id);
+            return it == board_sum_at.end() ? nothing : it->second;
+        });
+    }
+    if (input->source.elf) {
+        made->profile = std::make_shared<const gmon::Profile>(gmon::profile_of(input->source));
+        // A board whose ELF is gone is counted with the fleet's (the same build).
+        for (std::size_t i = 0; i < made->boards.size(); ++i) {
+            auto& b = made->boards[i];
+            if (b.function.empty() && b.samples > 0 && !by_name) {
+                const auto& sum = board_sum_at.at(b.sessions.front());
+                b.function = gmon::samples_by_function(*sum, *input->source.elf);
+            }
+        }
+    }
+    made->input = std::move(input);
+    return made;
+}
+
+const gmon::Profile& LocalRack::profile_of(const MergedSelection& merged) {
+    if (!merged.profile) {
         fail(Failure::kNoElf,
              "no session of the selection has a usable ELF, so functions cannot be named");
     }
-    return gmon::profile_of(input.source);
+    return *merged.profile;
 }
 
 // The whole session's aggregate: from memory when cached, else loaded once and offered.
@@ -529,26 +597,12 @@ std::string LocalRack::profile(std::int64_t id, const TimeWindow& window,
 
 std::string LocalRack::selection_profile(const Selection& selection,
                                          const ProfileOptions& options) {
-    const auto sessions = selected(selection);
-    const auto input = merged(sessions, selection.by_name);
-    const gmon::Profile computed = selection_profile_of(*input);
+    const auto merged = merged_selection(selection);
+    const gmon::Profile& computed = profile_of(*merged);
     gmon::JsonReportOptions json_options{options.top, options.min_percent, {}};
-    // Each board's sessions merged and profiled with the fleet's ELF: the per-board spread.
-    std::vector<gmon::BoardProfile> boards;
-    for (const auto& [board, own] : sessions_by_board(sessions)) {
-        auto part = merged(own, selection.by_name);
-        // A board whose own ELF is gone is profiled with the fleet's (the same build), unless
-        // the fleet's is a by-name layout, whose addresses are not the board's.
-        if (!part->source.elf && !selection.by_name) part->source.elf = input->source.elf;
-        gmon::BoardProfile b{board, {}, 0, {}};
-        for (const auto& s : own) b.sessions.push_back(s.id);
-        b.calls = part->source.aggregate->total_calls();
-        b.profile = std::make_shared<const gmon::Profile>(gmon::profile_of(part->source));
-        boards.push_back(std::move(b));
-    }
-    const nlohmann::json spread = gmon::board_spread_json(computed, boards, json_options);
+    const nlohmann::json spread = gmon::board_spread_json(computed, merged->boards, json_options);
     json_options.more_fields = [&](gmon::JsonStream& out) {
-        out.field("selection", input->summary);
+        out.field("selection", merged->input->summary);
         out.field("spread", spread);
     };
     std::string text;
@@ -576,6 +630,32 @@ std::string selection_label(const nlohmann::json& summary) {
     return label + ")";
 }
 
+// The formats a merged selection exports: every one made whole from the profile source (raw
+// bytes and records belong to one session).
+std::string selection_format_names() {
+    std::vector<std::string_view> names;
+    for (const auto& f : gmon::export_formats()) {
+        if (!f.paged) names.push_back(f.name);
+    }
+    std::string out;
+    for (std::size_t i = 0; i < names.size(); ++i)
+        out += std::string(i == 0                  ? ""
+                           : i + 1 == names.size() ? " or "
+                                                   : ", ") +
+               std::string(names[i]);
+    return out;
+}
+
+// Opens a format, a missing ELF answered as the profile views answer it.
+gmon::ChunkStream open_format(const gmon::ExportFormat& exporter,
+                              const std::shared_ptr<const gmon::ExportInput>& input) {
+    try {
+        return exporter.open(input);
+    } catch (const gmon::ExportNeedsElf& e) {
+        fail(Failure::kNoElf, e.what());
+    }
+}
+
 }  // namespace
 
 DiffResult LocalRack::diff(const Selection& a, const Selection& b, const DiffRequest& request) {
@@ -590,14 +670,14 @@ DiffResult LocalRack::diff(const Selection& a, const Selection& b, const DiffReq
             fail(Failure::kBadRequest, e.what());
         }
     }
-    const auto input_a = selection_input(a), input_b = selection_input(b);
-    const gmon::Profile profile_a = selection_profile_of(*input_a);
-    const gmon::Profile profile_b = selection_profile_of(*input_b);
+    const auto merged_a = merged_selection(a), merged_b = merged_selection(b);
+    const auto& summary_a = merged_a->input->summary;
+    const auto& summary_b = merged_b->input->summary;
     try {
-        const gmon::ProfileDiff d = gmon::diff_profiles(profile_a, profile_b, options);
-        return {gmon::diff_json(d, input_a->summary, input_b->summary),
-                gmon::render_diff_text(d, selection_label(input_a->summary),
-                                       selection_label(input_b->summary)),
+        const gmon::ProfileDiff d =
+            gmon::diff_profiles(profile_of(*merged_a), profile_of(*merged_b), options);
+        return {gmon::diff_json(d, summary_a, summary_b),
+                gmon::render_diff_text(d, selection_label(summary_a), selection_label(summary_b)),
                 d.failed()};
     } catch (const std::invalid_argument& e) {
         fail(Failure::kInvalid, std::string("cannot compare: ") + e.what());
@@ -607,16 +687,16 @@ DiffResult LocalRack::diff(const Selection& a, const Selection& b, const DiffReq
 Export LocalRack::open_selection_export(const Selection& selection, const std::string& format) {
     const auto* exporter = gmon::find_export_format(format);
     if (!exporter || exporter->paged)
-        fail(Failure::kUnknownFormat, "a selection exports as gmon, text, json or csv, not '" +
-                                          format +
+        fail(Failure::kUnknownFormat, "a selection exports as " + selection_format_names() +
+                                          ", not '" + format +
                                           "' (raw bytes and records belong to one session)");
-    const auto input = selection_input(selection);
+    const auto input = merged_selection(selection)->input;
     const std::string build_id = input->summary["build_id"].is_string()
                                      ? input->summary["build_id"].get<std::string>()
                                      : "unknown";
     return {std::string(exporter->content_type),
             "selection-" + build_id.substr(0, 12) + std::string(exporter->file_suffix), true,
-            exporter->open(input)};
+            open_format(*exporter, input)};
 }
 
 Export LocalRack::open_export(std::int64_t id, const std::string& format,
@@ -629,7 +709,7 @@ Export LocalRack::open_export(std::int64_t id, const std::string& format,
     const auto input = session_input(info, window);
     return {std::string(exporter->content_type),
             info.spec.board + "-" + std::to_string(id) + std::string(exporter->file_suffix),
-            !exporter->paged, exporter->open(input)};
+            !exporter->paged, open_format(*exporter, input)};
 }
 
 Stored LocalRack::put_firmware(const std::filesystem::path& upload) {

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -11,6 +13,7 @@
 #include "daemon/capture/capture_service.h"
 #include "daemon/ingest/capture_import.h"
 #include "daemon/service/rack_service.h"
+#include "gmon/board_spread.h"
 #include "gmon/elf_fit.h"
 #include "gmon/export.h"
 #include "gmon/profile_pipeline.h"
@@ -116,11 +119,23 @@ class LocalRack : public RackService {
     std::vector<storage::SessionInfo> selected(const Selection& selection);
     // `by_name`: sessions of different builds matched by function name (their layout's ELF
     // is kept in the firmware store's folder).
-    std::shared_ptr<gmon::ExportInput> merged(const std::vector<storage::SessionInfo>& sessions,
-                                              bool by_name);
-    std::shared_ptr<gmon::ExportInput> selection_input(const Selection& selection);
-    // The selection's merged profile; kNoElf when no session's ELF loads.
-    gmon::Profile selection_profile_of(const gmon::ExportInput& input);
+    std::shared_ptr<gmon::ExportInput> merged(
+        const std::vector<storage::SessionInfo>& sessions, bool by_name,
+        const std::function<std::shared_ptr<const gmon::Aggregate>(std::int64_t)>& aggregate_of);
+    // A selection merged once: its input, its profile (null when no ELF names functions) and
+    // each board's samples by function (the spread). The last few merges of finished sessions
+    // are kept: they cannot change, and a fleet's sessions are more than the aggregate cache
+    // holds.
+    struct MergedSelection {
+        std::shared_ptr<const gmon::ExportInput> input;
+        std::shared_ptr<const gmon::Profile> profile;
+        std::vector<gmon::BoardSamples> boards;
+    };
+    std::shared_ptr<const MergedSelection> merged_selection(const Selection& selection);
+    std::shared_ptr<const MergedSelection> merge(const std::vector<storage::SessionInfo>& sessions,
+                                                 bool by_name);
+    // The merged profile; kNoElf when no session's ELF loads.
+    static const gmon::Profile& profile_of(const MergedSelection& merged);
     std::shared_ptr<gmon::ExportInput> session_input(const storage::SessionInfo& info,
                                                      const TimeWindow& window);
     std::shared_ptr<const gmon::Aggregate> aggregate(std::int64_t id);
@@ -132,6 +147,8 @@ class LocalRack : public RackService {
     storage::ReaderPool readers_;
     SymbolizerCache elves_;
     ProfileCache profiles_;
+    std::mutex selections_mutex_;
+    std::list<std::pair<std::string, std::shared_ptr<const MergedSelection>>> selections_;
 };
 
 }  // namespace rackprof::service

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gmon/export.h"
 #include "web/api/api.h"
 #include "web/api/handlers.h"
 
@@ -39,6 +40,26 @@ TEST_CASE("the OpenAPI document lists exactly the route table's methods and path
         CHECK(served.count(e));
     }
     CHECK(documented == served);
+}
+
+// The export routes' {format} enums are the registry's names: a session exports every format,
+// a selection those made whole (ndjson and raw pages belong to one session).
+TEST_CASE("the OpenAPI document's export formats are the export registry's") {
+    const json doc = json::parse(openapi_document());
+    const auto format_enum = [&](const char* path) {
+        for (const auto& p : doc["paths"][path]["get"]["parameters"]) {
+            if (p["name"] == "format") return p["schema"]["enum"].get<std::vector<std::string>>();
+        }
+        return std::vector<std::string>{};
+    };
+    std::vector<std::string> all;
+    std::vector<std::string> whole;
+    for (const auto& f : gmon::export_formats()) {
+        all.emplace_back(f.name);
+        if (!f.paged) whole.emplace_back(f.name);
+    }
+    CHECK(format_enum("/api/v1/sessions/{id}/export/{format}") == all);
+    CHECK(format_enum("/api/v1/profile/export/{format}") == whole);
 }
 
 }  // namespace
