@@ -23,6 +23,9 @@ packages=(
     zlib1g-dev                  # the pprof export is gzip-compressed
     golang-go                   # `go tool pprof`: the oracle the pprof export is tested against
     valgrind                    # callgrind_annotate: the oracle of the callgrind export
+    libgraphviz-dev             # gmon/svg_render: the svg export laid out by libgvc
+    graphviz                    # dot: the tests check the dot export with Graphviz itself
+    python3-jsonschema          # tests: the speedscope export against speedscope's JSON schema
 )
 
 missing=()

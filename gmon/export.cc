@@ -4,8 +4,11 @@
 #include <stdexcept>
 
 #include "gmon/callgrind_export.h"
+#include "gmon/dot_export.h"
+#include "gmon/folded_export.h"
 #include "gmon/gmon_writer.h"
 #include "gmon/pprof_export.h"
+#include "gmon/speedscope_export.h"
 #include "protocol/named_table.h"
 
 namespace rackprof::gmon {
@@ -129,7 +132,7 @@ ChunkStream open_callgrind(const Input& input) {
     return once([input] { return callgrind_profile(*input); });
 }
 
-const std::array<ExportFormat, 8> kFormats = {{
+const std::array<ExportFormat, 12> kFormats = {{
     {"gmon", "application/octet-stream", ".gmon.out", "gmon.out (GNU format) for gprof", false,
      open_gmon},
     {"text", "text/plain; charset=utf-8", ".txt",
@@ -145,6 +148,13 @@ const std::array<ExportFormat, 8> kFormats = {{
     {"callgrind", "text/plain; charset=utf-8", ".callgrind.out",
      "KCachegrind, callgrind_annotate: self samples, gprof's time along each arc", false,
      open_callgrind},
+    {"folded", "text/plain; charset=utf-8", ".folded.txt",
+     "folded stacks (flamegraph.pl, Pyroscope) estimated from the call graph", false, open_folded},
+    {"speedscope", "application/json", ".speedscope.json",
+     "speedscope's sampled profile of the stacks, with source lines", false, open_speedscope},
+    {"dot", "text/vnd.graphviz", ".dot",
+     "gprof2dot's call graph in DOT (functions >= 0.5 %, arcs >= 0.1 %)", false, open_dot},
+    {"svg", "image/svg+xml", ".svg", "the dot call graph laid out by Graphviz", false, open_svg},
 }};
 
 // The report's "raw" object: what gmon.out holds, by address.

@@ -67,18 +67,19 @@ options:
   --rate HZ             PC sampling rate of the target (default: 1000)
   --bin-bytes N         bytes per histogram bin, even (default: 2)
   --report R            text | json | none (default: text; none with --export)
-  --export FORMAT       write FORMAT (below) to -o FILE (- for standard output) instead of
-                        gmon.out
+  --export FORMAT       write FORMAT to -o FILE (- for standard output) instead of gmon.out
+                        (the formats are listed below)
   --force               profile even when the capture does not fit the ELF's code (call
                         targets not at function entries, PC samples on data): wrong ELF?
   --top N               JSON: at most N flat-profile rows and call-graph entries
   --min-percent P       JSON: leave out flat-profile rows below P % time
 )";
 
-// The usage and every registered export format with its description.
+// The usage with the export formats as registered (gmon/export.h): a format added there is
+// listed here with no more code. A capture file's records have receive time 0.
 std::string usage() {
     std::string out = kUsage;
-    out += "\nexport formats (--export FORMAT; ndjson's receive times are 0 for a capture file):\n";
+    out += "\nexport formats (--export):\n";
     for (const auto& f : gmon::export_formats()) {
         std::string name(f.name);
         name.resize(std::max<std::size_t>(name.size() + 2, 12), ' ');

@@ -651,8 +651,10 @@ gmon::ChunkStream open_format(const gmon::ExportFormat& exporter,
                               const std::shared_ptr<const gmon::ExportInput>& input) {
     try {
         return exporter.open(input);
-    } catch (const gmon::ExportNeedsElf& e) {
-        fail(Failure::kNoElf, e.what());
+    } catch (const std::invalid_argument& e) {
+        // What the input lacks: the ELF to name functions (ExportNeedsElf), or records and
+        // raw bytes (an imported gmon.out has neither).
+        fail(input->source.elf ? Failure::kInvalid : Failure::kNoElf, e.what());
     }
 }
 
