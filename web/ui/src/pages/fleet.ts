@@ -169,7 +169,7 @@ function spreadPlot(f: SpreadFunction): SVGElement {
   const top = 28;
   const height = top + f.boards.length * row + 30;
   const hi = Math.max(f.fleet_interval[1], ...f.boards.map((b) => b.interval[1])) * 1.08 || 1;
-  const x = (p: number) => left + (p / hi) * (width - left - 16);
+  const x = (p: number) => left + (p / hi) * (width - left - 28);
   const plot = svg("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", id: "spread-plot", "aria-label": `share of ${f.name} per board` });
   plot.append(svg("text", { x: left, y: 16, class: "axis-title" }, `${f.name}: self % per board (95 % interval)`));
   plot.append(svg("rect", { x: x(f.fleet_interval[0]), y: top - 4, width: Math.max(1, x(f.fleet_interval[1]) - x(f.fleet_interval[0])), height: f.boards.length * row + 4, class: "fleet-band" }));
@@ -184,12 +184,18 @@ function spreadPlot(f: SpreadFunction): SVGElement {
     plot.append(g);
   });
   const axisY = top + f.boards.length * row + 8;
-  for (let i = 0; i <= 4; i++) {
-    const p = (hi * i) / 4;
+  const step = niceStep(hi / 4);
+  for (let p = 0; p <= hi; p += step) {
     plot.append(svg("line", { x1: x(p), x2: x(p), y1: axisY - 4, y2: axisY, class: "tick" }));
-    plot.append(svg("text", { x: x(p), y: axisY + 14, "text-anchor": "middle", class: "tick-label" }, `${p.toFixed(1)} %`));
+    plot.append(svg("text", { x: x(p), y: axisY + 14, "text-anchor": "middle", class: "tick-label" }, `${Number(p.toFixed(6))} %`));
   }
   return plot;
+}
+
+// 1, 2 or 5 times a power of ten, at least `raw`.
+function niceStep(raw: number): number {
+  const power = 10 ** Math.floor(Math.log10(raw || 1));
+  return [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw) ?? raw;
 }
 
 function spreadTable(f: SpreadFunction) {
