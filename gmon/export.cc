@@ -3,6 +3,7 @@
 #include <array>
 #include <stdexcept>
 
+#include "gmon/folded_export.h"
 #include "gmon/gmon_writer.h"
 #include "protocol/named_table.h"
 
@@ -117,7 +118,7 @@ ChunkStream open_raw(const Input& input) {
     return paged_chunks([input] { return input->raw(); }, [](std::string page) { return page; });
 }
 
-const std::array<ExportFormat, 6> kFormats = {{
+const std::array<ExportFormat, 7> kFormats = {{
     {"gmon", "application/octet-stream", ".gmon.out", "gmon.out (GNU format) for gprof", false,
      open_gmon},
     {"text", "text/plain; charset=utf-8", ".txt",
@@ -128,6 +129,9 @@ const std::array<ExportFormat, 6> kFormats = {{
     {"ndjson", "application/x-ndjson", ".ndjson", "every record with its receive time", true,
      open_ndjson},
     {"raw", "application/octet-stream", ".raw", "the wire bytes as received", true, open_raw},
+    {"folded", "text/plain; charset=utf-8", ".folded.txt",
+     "folded stacks (flamegraph.pl, Pyroscope), estimated from gprof's call graph", false,
+     open_folded},
 }};
 
 // The report's "raw" object: what gmon.out holds, by address.
