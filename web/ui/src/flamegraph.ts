@@ -2,7 +2,7 @@
 // "root;caller;callee value". The stacks are the server's estimate (gprof's attribution of
 // time along the call graph, gmon's stack builder); they are never rebuilt here from the call
 // graph. Drawn by d3-flame-graph as SVG: one <g class="frame" name="fn"> per frame.
-import flamegraph, { colorMapper, type FrameNode } from "d3-flame-graph";
+import flamegraph, { type FrameNode } from "d3-flame-graph";
 import { select } from "d3-selection";
 import { h, replace } from "./dom";
 
@@ -10,7 +10,7 @@ export interface Frame {
   name: string;
   value: number; // this frame and everything above it (what d3-flame-graph sizes by)
   self: number; // the stacks that end here
-  delta?: number; // differential: b's self minus a's (scaled to b's total)
+  delta?: number; // differential: b's value minus a's (scaled to b's total)
   children: Frame[];
 }
 
@@ -43,27 +43,42 @@ export function parseFolded(text: string): Frame {
   return root;
 }
 
-// Differential: b's stacks, each frame carrying the change of its self value from a to b,
-// with a scaled to b's total (so a run twice as long is not "slower" everywhere). Returns the
-// share of a's total in stacks b does not have (drawn nowhere: b has no frame for them).
-export function differential(a: Frame, b: Frame): { tree: Frame; missing: number } {
+// Differential: b's stacks, each frame carrying the change of its time (with what it calls)
+// from a to b, a scaled to b's total (so a run twice as long is not "slower" everywhere).
+// Returns the share of a's total in stacks b does not have (drawn nowhere: b has no frame for
+// them) and the largest change of a frame below the root (what full colour means).
+export function differential(a: Frame, b: Frame): { tree: Frame; missing: number; largest: number } {
   const scale = a.value > 0 ? b.value / a.value : 0;
   let seen = 0;
-  const walk = (nb: Frame, na: Frame | undefined) => {
-    nb.delta = nb.self - (na?.self ?? 0) * scale;
+  let largest = 0;
+  const walk = (nb: Frame, na: Frame | undefined, depth: number) => {
+    nb.delta = nb.value - (na?.value ?? 0) * scale;
     if (na) seen += na.self;
-    for (const c of nb.children) walk(c, na?.children.find((x) => x.name === c.name));
+    if (depth > 0) largest = Math.max(largest, Math.abs(nb.delta));
+    for (const c of nb.children) walk(c, na?.children.find((x) => x.name === c.name), depth + 1);
   };
-  walk(b, a);
-  return { tree: b, missing: a.value > 0 ? 1 - seen / a.value : 0 };
+  walk(b, a, 0);
+  return { tree: b, missing: a.value > 0 ? 1 - seen / a.value : 0, largest };
+}
+
+// Red for more time in b, blue for less, as strong as the change is against the largest one
+// (a square root, so that half the largest change is still clearly coloured).
+function deltaColor(delta: number, largest: number): string {
+  const strength = largest > 0 ? Math.sqrt(Math.min(1, Math.abs(delta) / largest)) : 0;
+  const fade = Math.round(225 * (1 - strength));
+  if (delta > 0) return `rgb(235,${fade},${fade})`;
+  if (delta < 0) return `rgb(${fade},${fade},235)`;
+  return "rgb(225,225,225)";
 }
 
 const pct = (part: number, whole: number) => (whole > 0 ? ((100 * part) / whole).toFixed(2) : "0.00");
 
 // Draws `tree` into `box` (replacing what was there) at the box's width; `unit` names the
 // folded values ("samples"). Frames a click zooms into; the search box highlights matches.
-export function drawFlameGraph(box: HTMLElement, tree: Frame, unit: string, diff = false): void {
-  const details = h("p", { class: "flame-details muted", "aria-live": "polite" }, diff ? "Red: more of the time in B, blue: less (A scaled to B's total). Click a frame to zoom." : "Click a frame to zoom; hover for its figures.");
+// With `largest` (from differential()), frames are coloured by their change.
+export function drawFlameGraph(box: HTMLElement, tree: Frame, unit: string, largest?: number): void {
+  const diff = largest !== undefined;
+  const details = h("p", { class: "flame-details muted", "aria-live": "polite" }, diff ? "Red: more of the time in B, blue: less (each frame with what it calls; A scaled to B's total). Click a frame to zoom." : "Click a frame to zoom; hover for its figures.");
   const search = h("input", { type: "search", placeholder: "Highlight functions", "aria-label": "Highlight functions in the flame graph" }) as HTMLInputElement;
   const reset = h("button", { type: "button" }, "Reset zoom");
   const canvas = h("div", { class: "flame-canvas" });
@@ -82,11 +97,11 @@ export function drawFlameGraph(box: HTMLElement, tree: Frame, unit: string, diff
     .sort(true)
     .setLabelHandler((d) =>
       diff
-        ? `${d.data.name}: ${pct(d.value, total)} % of B, change ${signedPct(d.delta ?? 0, total)} points`
+        ? `${d.data.name}: ${pct(d.value, total)} % of B, ${signedPct(d.data.delta ?? 0, total)} points from A`
         : `${d.data.name}: ${pct(d.value, total)} % (${Math.round(d.value).toLocaleString("en-US")} ${unit})`,
     )
     .setDetailsElement(details);
-  if (diff) chart.computeDelta(true).setColorMapper((d: FrameNode, original: string) => colorMapper.differentialColorMapper(d, original));
+  if (diff) chart.setColorMapper((d: FrameNode, original: string) => (d.highlight ? original : deltaColor(d.data.delta ?? 0, largest)));
   select(canvas).datum(tree).call(chart);
   // The library takes a regular expression: the user's text is matched literally.
   const literal = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");

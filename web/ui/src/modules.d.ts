@@ -17,7 +17,6 @@ declare module "d3-flame-graph" {
     transitionDuration(ms: number): FlameGraph;
     inverted(on: boolean): FlameGraph;
     sort(on: boolean): FlameGraph;
-    computeDelta(on: boolean): FlameGraph;
     selfValue(on: boolean): FlameGraph;
     setLabelHandler(label: (d: FrameNode) => string): FlameGraph;
     setColorMapper(color: (d: FrameNode, original: string) => string): FlameGraph;
@@ -28,7 +27,6 @@ declare module "d3-flame-graph" {
     destroy(): void;
   }
   export default function flamegraph(): FlameGraph;
-  export const colorMapper: { differentialColorMapper: (d: FrameNode, original: string) => string };
 }
 
 declare module "d3-selection" {

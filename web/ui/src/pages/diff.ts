@@ -48,8 +48,8 @@ export async function diffPage(main: HTMLElement, params: URLSearchParams) {
   );
   try {
     const [fa, fb] = await Promise.all([api.selectionFolded(a), api.selectionFolded(b)]);
-    const { tree, missing } = differential(parseFolded(fa), parseFolded(fb));
-    drawFlameGraph(flame, tree, "samples", true);
+    const { tree, missing, largest } = differential(parseFolded(fa), parseFolded(fb));
+    drawFlameGraph(flame, tree, "samples", largest);
     if (missing > 0.0005) flame.append(h("p", { class: "muted" }, `${(missing * 100).toFixed(2)} % of A's time is in stacks B does not have (not drawn).`));
   } catch (e) {
     replace(flame, h("p", { class: "error", role: "alert" }, `The stacks could not be loaded: ${(e as Error).message}`));
