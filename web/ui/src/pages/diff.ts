@@ -81,7 +81,7 @@ function buildNote(diff: Diff) {
 export function diffForm(sessions: Session[], a = "", b = "") {
   const builds = buildsOf(sessions);
   const field = (name: "a" | "b", value: string) => {
-    const input = h("input", { name, id: `diff-${name}`, value, size: 40, required: true, placeholder: "session=3 or build_id=…&tag=…", class: "mono", "aria-label": `Selection ${name.toUpperCase()}` }) as HTMLInputElement;
+    const input = h("input", { name, id: `diff-${name}`, value, size: 32, required: true, placeholder: "session=3 or build_id=…&tag=…", class: "mono", "aria-label": `Selection ${name.toUpperCase()}` }) as HTMLInputElement;
     return h("label", { class: "side" }, h("span", { class: "side-name" }, name.toUpperCase()), input, selectionPicker(input, sessions, builds));
   };
   return h(
