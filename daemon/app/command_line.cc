@@ -32,6 +32,7 @@ CommandLine::CommandLine(const std::vector<std::string>& args, const std::set<st
                 value = args[++i];
             }
             values_[name] = *value;
+            all_values_[name].push_back(*value);
         } else {
             throw UsageError("unknown option " + name);
         }
@@ -41,6 +42,11 @@ CommandLine::CommandLine(const std::vector<std::string>& args, const std::set<st
 std::string CommandLine::get(const std::string& name, const std::string& fallback) const {
     auto it = values_.find(name);
     return it == values_.end() ? fallback : it->second;
+}
+
+std::vector<std::string> CommandLine::get_all(const std::string& name) const {
+    const auto it = all_values_.find(name);
+    return it == all_values_.end() ? std::vector<std::string>{} : it->second;
 }
 
 std::optional<std::string> CommandLine::get(const std::string& name) const {

@@ -30,10 +30,13 @@ class CommandLine {
     double get_rate(const std::string& name) const;  // a probability in [0, 1]
     std::string choice(const std::string& name, const std::string& fallback,
                        const std::set<std::string>& allowed) const;
+    // Every value a repeatable option was given, in order (get() gives the last).
+    std::vector<std::string> get_all(const std::string& name) const;
     const std::vector<std::string>& positionals() const { return positionals_; }
 
   private:
     std::map<std::string, std::string> values_;
+    std::map<std::string, std::vector<std::string>> all_values_;
     std::vector<std::string> positionals_;
 };
 

@@ -13,6 +13,7 @@
 #include "daemon/app/command_line.h"
 #include "daemon/app/commands.h"
 #include "daemon/app/decode_summary.h"
+#include "daemon/app/profile_inputs.h"
 #include "daemon/capture/capture_session.h"
 #include "daemon/config/config.h"
 #include "daemon/ingest/capture_import.h"
@@ -580,6 +581,37 @@ void write_export(const std::string& format, std::shared_ptr<const gmon::ExportI
 }
 
 }  // namespace
+
+const std::set<std::string> kProfileInputValued = {
+    "--elf", "--protocol", "--format",      "--addr-bytes",  "--rate",         "--bin-bytes",
+    "--db",  "--config",   "--tpiu-stream", "--framed-port", "--orbstat-port", "--console-port"};
+const std::set<std::string> kProfileInputFlags = {"--tpiu", "--force"};
+
+std::shared_ptr<gmon::ExportInput> profile_input_of(const std::string& argument,
+                                                    const CommandLine& cl) {
+    ConvertOptions o = parse_options(cl);
+    if (const auto elf_path = cl.get("--elf")) o.elf = gmon::Symbolizer::load(*elf_path);
+    std::error_code ec;
+    const bool is_file = std::filesystem::exists(argument, ec);
+    Converted c;
+    if (cl.has("--db") && !is_file && argument.find('=') != std::string::npos) {
+        c = from_selection(cl.get("--db", ""), argument, o, cl);
+    } else {
+        if (!is_file) {
+            throw std::runtime_error("no such file: " + argument +
+                                     (cl.has("--db") ? "" : " (a selection needs --db FILE)"));
+        }
+        c = from_file(argument, o);
+    }
+    check_fit(*c.input, o, cl.has("--force"));
+    if (!c.input->source.elf)
+        throw UsageError(argument + ": no ELF to name its functions (give --elf FILE)");
+    if (o.elf) {
+        c.input->summary["elf"] = o.elf->path().string();
+        c.input->summary["build_id"] = o.elf->build_id();
+    }
+    return c.input;
+}
 
 int run_convert(const std::vector<std::string>& args) {
     const CommandLine cl(

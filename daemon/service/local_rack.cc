@@ -13,7 +13,9 @@
 #include "daemon/capture/capture_session.h"
 #include "daemon/ingest/capture_import.h"
 #include "daemon/ingest/wire_settings.h"
+#include "gmon/board_spread.h"
 #include "gmon/gmon_reader.h"
+#include "gmon/profile_diff.h"
 #include "gmon/profile_pipeline.h"
 #include "gmon/report.h"
 #include "protocol/wire_format.h"
@@ -189,15 +191,31 @@ std::shared_ptr<gmon::ExportInput> LocalRack::session_input(const storage::Sessi
     return input;
 }
 
-std::shared_ptr<gmon::ExportInput> LocalRack::selection_input(const Selection& selection) {
+std::vector<storage::SessionInfo> LocalRack::selected(const Selection& selection) {
     std::map<std::string, std::vector<std::string>> boards_by_tag;
     for (const auto& b : capture_.board_configs()) {
         for (const auto& tag : b.tags) boards_by_tag[tag].push_back(b.name);
     }
+    return select_sessions(selection, readers_.lease()->sessions(), boards_by_tag);
+}
+
+std::shared_ptr<gmon::ExportInput> LocalRack::merged(
+    const std::vector<storage::SessionInfo>& sessions) {
     return merged_input(
-        select_sessions(selection, readers_.lease()->sessions(), boards_by_tag),
-        [this](std::int64_t id) { return aggregate(id); },
+        sessions, [this](std::int64_t id) { return aggregate(id); },
         [this](const std::string& path) { return elves_.get(path); });
+}
+
+std::shared_ptr<gmon::ExportInput> LocalRack::selection_input(const Selection& selection) {
+    return merged(selected(selection));
+}
+
+gmon::Profile LocalRack::selection_profile_of(const gmon::ExportInput& input) {
+    if (!input.source.elf) {
+        fail(Failure::kNoElf,
+             "no session of the selection has a usable ELF, so functions cannot be named");
+    }
+    return gmon::profile_of(input.source);
 }
 
 // The whole session's aggregate: from memory when cached, else loaded once and offered.
@@ -510,20 +528,77 @@ std::string LocalRack::profile(std::int64_t id, const TimeWindow& window,
 
 std::string LocalRack::selection_profile(const Selection& selection,
                                          const ProfileOptions& options) {
-    const auto input = selection_input(selection);
-    if (!input->source.elf) {
-        fail(Failure::kNoElf,
-             "no session of the selection has a usable ELF, so functions cannot be named");
-    }
-    const gmon::Profile computed = gmon::profile_of(input->source);
+    const auto sessions = selected(selection);
+    const auto input = merged(sessions);
+    const gmon::Profile computed = selection_profile_of(*input);
     gmon::JsonReportOptions json_options{options.top, options.min_percent, {}};
+    // Each board's sessions merged and profiled with the fleet's ELF: the per-board spread.
+    std::vector<gmon::BoardProfile> boards;
+    for (const auto& [board, own] : sessions_by_board(sessions)) {
+        auto part = merged(own);
+        part->source.elf = input->source.elf;
+        gmon::BoardProfile b{board, {}, 0, {}};
+        for (const auto& s : own) b.sessions.push_back(s.id);
+        b.calls = part->source.aggregate->total_calls();
+        b.profile = std::make_shared<const gmon::Profile>(gmon::profile_of(part->source));
+        boards.push_back(std::move(b));
+    }
+    const nlohmann::json spread = gmon::board_spread_json(computed, boards, json_options);
     json_options.more_fields = [&](gmon::JsonStream& out) {
         out.field("selection", input->summary);
+        out.field("spread", spread);
     };
     std::string text;
     gmon::JsonStream out(text, -1, 0, gmon::JsonStream::ErrorHandler::replace);
     gmon::write_profile_json(out, computed, json_options);
     return text;
+}
+
+namespace {
+
+// "sessions 1, 2 (boards a, b; build 3f2a…)": a diff side's label in the text report.
+std::string selection_label(const nlohmann::json& summary) {
+    const auto list = [](const nlohmann::json& values) {
+        std::string out;
+        for (const auto& v : values) {
+            if (!out.empty()) out += ", ";
+            out += v.is_string() ? v.get<std::string>() : v.dump();
+        }
+        return out;
+    };
+    std::string label = "sessions " + list(summary.value("sessions", nlohmann::json::array())) +
+                        " (boards " + list(summary.value("boards", nlohmann::json::array()));
+    if (summary.contains("build_id") && summary["build_id"].is_string())
+        label += "; build " + summary["build_id"].get<std::string>();
+    return label + ")";
+}
+
+}  // namespace
+
+DiffResult LocalRack::diff(const Selection& a, const Selection& b, const DiffRequest& request) {
+    gmon::DiffOptions options;
+    options.alpha = request.alpha;
+    if (!(options.alpha > 0 && options.alpha < 1))
+        fail(Failure::kBadRequest, "alpha must be between 0 and 1");
+    for (const auto& rule : request.fail_on) {
+        try {
+            options.gates.push_back(gmon::parse_gate_rule(rule));
+        } catch (const std::invalid_argument& e) {
+            fail(Failure::kBadRequest, e.what());
+        }
+    }
+    const auto input_a = selection_input(a), input_b = selection_input(b);
+    const gmon::Profile profile_a = selection_profile_of(*input_a);
+    const gmon::Profile profile_b = selection_profile_of(*input_b);
+    try {
+        const gmon::ProfileDiff d = gmon::diff_profiles(profile_a, profile_b, options);
+        return {gmon::diff_json(d, input_a->summary, input_b->summary),
+                gmon::render_diff_text(d, selection_label(input_a->summary),
+                                       selection_label(input_b->summary)),
+                d.failed()};
+    } catch (const std::invalid_argument& e) {
+        fail(Failure::kInvalid, std::string("cannot compare: ") + e.what());
+    }
 }
 
 Export LocalRack::open_selection_export(const Selection& selection, const std::string& format) {

@@ -92,6 +92,7 @@ class LocalRack : public RackService {
     std::string selection_profile(const Selection& selection,
                                   const ProfileOptions& options) override;
     Export open_selection_export(const Selection& selection, const std::string& format) override;
+    DiffResult diff(const Selection& a, const Selection& b, const DiffRequest& request) override;
     Export open_export(std::int64_t id, const std::string& format,
                        const TimeWindow& window) override;
     Stored put_firmware(const std::filesystem::path& elf) override;
@@ -110,8 +111,13 @@ class LocalRack : public RackService {
                                storage::NewSession spec);
     nlohmann::json import_capture(const std::filesystem::path& file,
                                   const ingest::ImportSpec& import, storage::NewSession spec);
-    // The sessions a selection names, merged into one input (no raw bytes, no records).
+    // The sessions a selection names, and those merged into one input (no raw bytes, no
+    // records).
+    std::vector<storage::SessionInfo> selected(const Selection& selection);
+    std::shared_ptr<gmon::ExportInput> merged(const std::vector<storage::SessionInfo>& sessions);
     std::shared_ptr<gmon::ExportInput> selection_input(const Selection& selection);
+    // The selection's merged profile; kNoElf when no session's ELF loads.
+    gmon::Profile selection_profile_of(const gmon::ExportInput& input);
     std::shared_ptr<gmon::ExportInput> session_input(const storage::SessionInfo& info,
                                                      const TimeWindow& window);
     std::shared_ptr<const gmon::Aggregate> aggregate(std::int64_t id);

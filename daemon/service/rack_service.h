@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -89,6 +90,20 @@ struct ProfileOptions {
     double min_percent = 0.0;  // leave out flat rows below this % time
 };
 
+// GET /diff's settings: the family-wise significance level and the CI gate's rules
+// ("self>+5%", see gmon/profile_diff.h).
+struct DiffRequest {
+    double alpha = 0.01;
+    std::vector<std::string> fail_on;
+};
+
+// A diff as JSON (schema rackprof.diff/1) and as the text report; `failed`: a gate tripped.
+struct DiffResult {
+    nlohmann::json view;
+    std::string text;
+    bool failed = false;
+};
+
 // A view that is either new or was there already (201 or 200 over HTTP).
 struct Stored {
     nlohmann::json view;
@@ -150,6 +165,11 @@ class RackService {
     // The same merged profile in a profile format (gmon, text, json, csv); kUnknownFormat for
     // the others (raw bytes and records belong to one session).
     virtual Export open_selection_export(const Selection& selection, const std::string& format) = 0;
+    // Two selections compared function by function (gmon/profile_diff.h): kBadRequest for a
+    // malformed gate rule, kInvalid when the two cannot be compared (no samples and no calls on
+    // a side), and each selection's own failures (kConflict for mixed builds within one side).
+    // The sides may be of different builds: functions are matched by name.
+    virtual DiffResult diff(const Selection& a, const Selection& b, const DiffRequest& request) = 0;
     // An ELF image in a file (an upload's), stored once under its build-id; the file may be
     // moved into the store.
     virtual Stored put_firmware(const std::filesystem::path& elf) = 0;

@@ -164,6 +164,13 @@ std::string common_build_id(const std::vector<storage::SessionInfo>& sessions) {
                            "to the selection");
 }
 
+std::map<std::string, std::vector<storage::SessionInfo>> sessions_by_board(
+    const std::vector<storage::SessionInfo>& sessions) {
+    std::map<std::string, std::vector<storage::SessionInfo>> out;
+    for (const auto& s : sessions) out[s.spec.board].push_back(s);
+    return out;
+}
+
 std::shared_ptr<gmon::ExportInput> merged_input(
     const std::vector<storage::SessionInfo>& sessions,
     const std::function<std::shared_ptr<const gmon::Aggregate>(std::int64_t)>& aggregate_of,

@@ -51,6 +51,11 @@ std::vector<storage::SessionInfo> select_sessions(
     const Selection& selection, std::vector<storage::SessionInfo> all,
     const std::map<std::string, std::vector<std::string>>& boards_by_tag);
 
+// The sessions grouped by board (boards in name order, sessions as given): a fleet's per-board
+// spread merges each group.
+std::map<std::string, std::vector<storage::SessionInfo>> sessions_by_board(
+    const std::vector<storage::SessionInfo>& sessions);
+
 // The selected sessions' one build-id. Throws ServiceError (kConflict) naming the builds when
 // they differ: sessions of different builds are never merged silently.
 std::string common_build_id(const std::vector<storage::SessionInfo>& sessions);

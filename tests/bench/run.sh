@@ -6,7 +6,8 @@
 #                                                        convert with and without a console port
 #   ingest: [--boards N] [--seconds D] [--file-mb M] [--baseline OLD_RACKPROF]
 #                                                        the daemon: a rack, and one fast file
-#   serving: [--arcs N,...] [--records N] [--baseline OLD_RACKPROF]
+#   serving: [--arcs N,...] [--records N] [--fleet-sessions N] [--fleet-boards N]
+#            [--baseline OLD_RACKPROF]
 #                                                        profile, gmon.out and window requests
 #                                                        to a daemon: first, p50 and p99
 #   all:    every benchmark; each takes the options it knows (e.g. --mb 50 --seconds 20)

@@ -1,13 +1,15 @@
 // Benchmark of serving (not a pass/fail test): how long a real `rackprof serve` takes to answer
 // profile, gmon.out and time-window requests over loopback, against stored sessions of 10^4 to
-// 10^6 distinct arcs and one of 10^7 records. Each request is timed from connect to the last
-// byte; the first request after the daemon starts (nothing in memory yet) is reported apart from
-// the p50/p99 of the next 100 (10 where one takes over a second). With --baseline OLD_RACKPROF the
-// same database is served by OLD_RACKPROF in the same run (the database must be of a schema it
-// reads). Figures only, and TABLE| rows for run.sh's summary (tests/bench/table.h).
+// 10^6 distinct arcs and one of 10^7 records; and fleet requests: the merged profile (with its
+// per-board spread) of 1000 sessions of 10^4 distinct arcs each, and a diff of two halves. Each
+// request is timed from connect to the last byte; the first request after the daemon starts
+// (nothing in memory yet) is reported apart from the p50/p99 of the next 100 (10 where one takes
+// over a second). With --baseline OLD_RACKPROF the same database is served by OLD_RACKPROF in the
+// same run (the database must be of a schema it reads). Figures only, and TABLE| rows for run.sh's
+// summary (tests/bench/table.h).
 //
 //   serving_bench RACKPROF [--arcs 10000,100000,1000000] [--records 10000000] [--dir DIR]
-//                 [--baseline OLD_RACKPROF]
+//                 [--fleet-sessions 1000] [--fleet-boards 50] [--baseline OLD_RACKPROF]
 #include <signal.h>
 
 #include <cstdio>
@@ -53,8 +55,9 @@ std::int64_t new_session(storage::SessionStore& store, const std::string& board,
 
 // One completed session holding `aggregate`.
 void store_session(storage::SessionStore& store, const gmon::Aggregate& aggregate,
-                   const std::filesystem::path& elf, std::int64_t end_ns) {
-    const auto id = new_session(store, "bench", elf);
+                   const std::filesystem::path& elf, std::int64_t end_ns,
+                   const std::string& board = "bench") {
+    const auto id = new_session(store, board, elf);
     store.add_to_aggregate(id, aggregate);
     store.end_session(id, "completed", end_ns);
 }
@@ -165,7 +168,7 @@ int main(int argc, char** argv) {
     if (argc < 2) {
         std::fprintf(stderr,
                      "usage: serving_bench RACKPROF [--arcs N,...] [--records N] [--dir DIR] "
-                     "[--baseline OLD_RACKPROF]\n");
+                     "[--fleet-sessions N] [--fleet-boards N] [--baseline OLD_RACKPROF]\n");
         return 2;
     }
     const std::string binary = argv[1];
@@ -173,7 +176,11 @@ int main(int argc, char** argv) {
     std::size_t records = 10'000'000;
     std::filesystem::path dir = std::filesystem::temp_directory_path() / "rackprof-serving-bench";
     std::string baseline;
+    std::size_t fleet_sessions = 1000, fleet_boards = 50;
     for (int i = 2; i + 1 < argc; i += 2) {
+        if (std::string(argv[i]) == "--fleet-sessions") fleet_sessions = std::stoull(argv[i + 1]);
+        if (std::string(argv[i]) == "--fleet-boards")
+            fleet_boards = std::max<std::size_t>(1, std::stoull(argv[i + 1]));
         const std::string arg = argv[i];
         if (arg == "--arcs") arc_counts = size_list(argv[i + 1]);
         if (arg == "--records") records = std::stoull(argv[i + 1]);
@@ -224,6 +231,49 @@ int main(int argc, char** argv) {
             std::printf("session %lld: %zu records stored in %.1f s\n", static_cast<long long>(id),
                         records, seconds_since(start));
         }
+    }
+    if (fleet_sessions > 0) {
+        // One build on `fleet_boards` boards, `fleet_sessions` sessions in all, each of the
+        // same 10^4 arcs with its own counts; started one after another (1 ns apart).
+        const auto start = Clock::now();
+        const SyntheticProfile synthetic = synthetic_profile(10000, 2000);
+        const auto elf = dir / "fleet.elf";
+        synthetic.write_elf(elf);
+        storage::SessionStore store(db);
+        const std::int64_t first_start = kStartNs + 1'000'000'000;
+        std::mt19937_64 rng(3);
+        std::optional<storage::Transaction> batch;  // 50 sessions a transaction: one fsync each
+        for (std::size_t i = 0; i < fleet_sessions; ++i) {
+            if (i % 50 == 0) {
+                if (batch) batch->commit();
+                batch.emplace(store.db());
+            }
+            gmon::Aggregate a;
+            for (const auto& arc : synthetic.aggregate.arcs())
+                a.add_arc(arc.from_pc, arc.self_pc, 1 + rng() % 1000);
+            for (const auto& pc : synthetic.aggregate.pc_samples()) a.add_pc(pc.pc, 1 + rng() % 50);
+            storage::NewSession spec;
+            spec.board = "fleet-" + std::to_string(i % fleet_boards);
+            spec.link = "file:///bench";
+            spec.elf_path = elf.string();
+            spec.started_ns = first_start + static_cast<std::int64_t>(i);
+            const auto id = store.create_session(spec);
+            store.add_to_aggregate(id, a);
+            store.end_session(id, "completed", first_start + 60'000'000'000);
+        }
+        if (batch) batch->commit();
+        const std::string input =
+            cell("%zu sessions x 10^4 distinct arcs, %zu boards", fleet_sessions, fleet_boards);
+        const std::string all = "from=" + std::to_string(first_start);
+        const std::string half =
+            std::to_string(first_start + static_cast<std::int64_t>(fleet_sessions / 2));
+        requests.push_back(
+            {"fleet profile ?top=50 (with spread)", input, "/api/v1/profile?top=50&" + all});
+        requests.push_back({"fleet gmon.out", input, "/api/v1/profile/export/gmon?" + all});
+        requests.push_back({"diff of two halves", input,
+                            "/api/v1/diff?a=from%3D" + std::to_string(first_start) + "%26to%3D" +
+                                half + "&b=from%3D" + half});
+        std::printf("fleet: %zu sessions stored in %.1f s\n", fleet_sessions, seconds_since(start));
     }
     const auto now = serve_and_measure(binary, dir, db, requests);
     std::vector<Latency> before;

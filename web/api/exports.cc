@@ -125,6 +125,65 @@ service::Selection selection_of(const Call& c, std::initializer_list<const char*
     return service::parse_selection(c.query);
 }
 
+// One side of a diff: ?a=<selection> with the selection's own query string as the value
+// ("build_id=3f2a&board=b1", %-encoded once more inside the URL).
+service::Selection diff_side(const Call& c, const char* side) {
+    const auto it = c.query.find(side);
+    if (it == c.query.end() || it->second.empty()) {
+        throw service::ServiceError(
+            service::Failure::kBadRequest,
+            std::string("missing ?") + side + "=<selection> (e.g. a=build_id%3D3f2a%26board%3Db1)");
+    }
+    try {
+        return service::parse_selection(service::parse_query_string(it->second));
+    } catch (const service::ServiceError& e) {
+        throw service::ServiceError(e.failure(), std::string(side) + ": " + e.what());
+    }
+}
+
+// GET /diff: the two sides, ?alpha=, ?fail_on=RULE,RULE, ?format=json|text. A tripped gate is
+// a 422 with the whole diff in the body, so `curl --fail` fails a CI job on it.
+Reply diff_reply(const Call& c) {
+    for (const auto& parameter : c.query) {
+        const std::string& key = parameter.first;
+        if (key != "a" && key != "b" && key != "alpha" && key != "fail_on" && key != "format") {
+            throw service::ServiceError(
+                service::Failure::kBadRequest,
+                "unknown parameter '" + key + "' (a diff takes a, b, alpha, fail_on and format)");
+        }
+    }
+    const std::string format = c.query.count("format") ? c.query.at("format") : "json";
+    if (format != "json" && format != "text")
+        throw service::ServiceError(service::Failure::kBadRequest, "format is json or text");
+    service::DiffRequest request;
+    if (c.query.count("alpha")) request.alpha = parse_number(c.query.at("alpha"), "alpha");
+    if (c.query.count("fail_on")) {
+        const std::string& rules = c.query.at("fail_on");
+        for (std::size_t start = 0; start <= rules.size();) {
+            const auto comma = std::min(rules.find(',', start), rules.size());
+            if (comma > start) request.fail_on.push_back(rules.substr(start, comma - start));
+            start = comma + 1;
+        }
+    }
+    auto result = c.rack.diff(diff_side(c, "a"), diff_side(c, "b"), request);
+    const auto status = result.failed ? http::status::unprocessable_entity : http::status::ok;
+    if (format == "text") {
+        Response reply = text_reply(c.request, std::move(result.text));
+        reply.result(status);
+        return reply;
+    }
+    if (result.failed) {
+        std::string tripped;
+        for (const auto& gate : result.view.value("gates", nlohmann::json::array())) {
+            if (!gate.value("tripped", false)) continue;
+            tripped += (tripped.empty() ? "" : "; ") + gate.value("rule", std::string()) + ":";
+            for (const auto& name : gate["functions"]) tripped += " " + name.get<std::string>();
+        }
+        result.view["error"] = {{"code", "regression"}, {"message", "gate tripped: " + tripped}};
+    }
+    return json_reply(c.request, status, result.view);
+}
+
 }  // namespace
 
 void add_selection_routes(RouteTable& routes) {
@@ -141,6 +200,8 @@ void add_selection_routes(RouteTable& routes) {
                         c, c.rack.open_selection_export(selection_of(c, {}), c.path.at("format")));
                 },
                 "the merged profile of a selection as gmon, text, json or csv"});
+    routes.add({http::verb::get, "/api/v1/diff", Access::kRead, diff_reply,
+                "two selections compared function by function; 422 when a fail_on gate trips"});
 }
 
 void add_export_routes(RouteTable& routes) {

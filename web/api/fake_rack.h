@@ -102,6 +102,15 @@ class FakeRack : public service::RackService {
         calls.push_back("open_selection_export " + join(selection) + " " + format);
         return {"application/octet-stream", "selection-3f2a.gmon.out", true, pieces({"gmon"})};
     }
+    service::DiffResult diff(const service::Selection& a, const service::Selection& b,
+                             const service::DiffRequest& request) override {
+        std::string rules;
+        for (const auto& r : request.fail_on) rules += " " + r;
+        calls.push_back("diff " + join(a) + " | " + join(b) +
+                        " alpha=" + std::to_string(request.alpha).substr(0, 4) + rules);
+        const bool failed = !request.fail_on.empty() && request.fail_on.front() == "self>+5%";
+        return {{{"schema", "rackprof.diff/1"}, {"failed", failed}}, "diff text\n", failed};
+    }
     // "sessions=1,2 boards=a tags=x build_ids=ab from=0 to=0"
     static std::string join(const service::Selection& s) {
         const auto list = [](const auto& values) {

@@ -145,6 +145,32 @@ TEST_CASE_FIXTURE(Fixture, "profiles: window and options read here, refusals map
     CHECK(error_code(no_elf) == "no_elf");
 }
 
+TEST_CASE_FIXTURE(Fixture, "diff: two selections as values, gates, 422 when one trips") {
+    CHECK(call(http::verb::get,
+               "/api/v1/diff?a=build_id%3Dab%26board%3Dx&b=session%3D7&fail_on=calls%3E%2B0%25")
+              .result() == http::status::ok);
+    CHECK(rack.calls.back() ==
+          "diff sessions= boards=x tags= build_ids=ab from=0 to=0 | sessions=7 boards= tags= "
+          "build_ids= from=0 to=0 alpha=0.01 calls>+0%");
+    const auto tripped = call(http::verb::get,
+                              "/api/v1/diff?a=session%3D1&b=session%3D2&fail_on=self%3E%2B5%25,"
+                              "calls%3E%2B0%25&alpha=0.05");
+    CHECK(tripped.result() == http::status::unprocessable_entity);
+    CHECK(error_code(tripped) == "regression");
+    CHECK(rack.calls.back().find("alpha=0.05 self>+5% calls>+0%") != std::string::npos);
+    const auto text = call(http::verb::get, "/api/v1/diff?a=session%3D1&b=session%3D2&format=text");
+    CHECK(text.result() == http::status::ok);
+    CHECK(text.body() == "diff text\n");
+    for (const char* bad : {"/api/v1/diff?a=session%3D1", "/api/v1/diff?a=session%3D1&b=",
+                            "/api/v1/diff?a=session%3D1&b=nonsense%3D2",
+                            "/api/v1/diff?a=session%3D1&b=session%3D2&format=xml",
+                            "/api/v1/diff?a=session%3D1&b=session%3D2&top=3",
+                            "/api/v1/diff?a=session%3D1&b=session%3D2&alpha=x"}) {
+        CAPTURE(bad);
+        CHECK(call(http::verb::get, bad).result() == http::status::bad_request);
+    }
+}
+
 // Found by tests/fuzz (api, UBSan): ?tail=1e300 was cast from double to int, undefined
 // behaviour (on x86 a negative tail); the same for ?top= and the import's numeric settings.
 TEST_CASE_FIXTURE(Fixture, "numbers past the range of their type are clamped, not cast") {

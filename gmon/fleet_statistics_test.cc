@@ -1,3 +1,5 @@
+// The fleet's statistics: diffs (profile_diff.h) and per-board spread (board_spread.h).
+#include "gmon/board_spread.h"
 #include "gmon/profile_diff.h"
 
 #include <doctest/doctest.h>
@@ -130,6 +132,48 @@ TEST_CASE("gate rules: metric, direction, a percentage; anything else is refused
         CAPTURE(bad);
         CHECK_THROWS_AS(parse_gate_rule(bad), std::invalid_argument);
     }
+}
+
+TEST_CASE("spread: the board spending three times the fleet's share is the one outside") {
+    FourFunctions fw;
+    std::vector<BoardProfile> boards;
+    auto fleet = std::make_shared<Aggregate>();
+    for (int i = 0; i < 5; ++i) {
+        // gamma: 120 of ~1000 samples on four boards (12 %), 310 on board b3 (31 %).
+        const std::uint64_t gamma = i == 3 ? 310 : 118 + static_cast<std::uint64_t>(i);
+        const Profile p =
+            fw.profile(10, {{0x150, 500}, {0x190, 1000 - 500 - gamma}, {0x1d0, gamma}});
+        boards.push_back({"b" + std::to_string(i), {i + 1}, 30, std::make_shared<Profile>(p)});
+    }
+    const Profile merged =
+        fw.profile(50, {{0x150, 2500}, {0x190, 5000 - 2500 - 789}, {0x1d0, 789}});
+    const auto spread = board_spread_json(merged, boards, {});
+    REQUIRE(spread["boards"].size() == 5);
+    CHECK(spread["boards"][3]["samples"] == 1000);
+    const nlohmann::json* gamma = nullptr;
+    for (const auto& f : spread["functions"])
+        if (f["name"] == "gamma") gamma = &f;
+    REQUIRE(gamma != nullptr);
+    CHECK((*gamma)["fleet_percent"].get<double>() == doctest::Approx(15.78));
+    CHECK((*gamma)["max_percent"].get<double>() == doctest::Approx(31.0));
+    CHECK((*gamma)["min_percent"].get<double>() == doctest::Approx(11.8));
+    for (int i = 0; i < 5; ++i) {
+        CAPTURE(i);
+        CHECK((*gamma)["boards"][i]["outside"] == (i == 3));
+        const auto interval = (*gamma)["boards"][i]["interval"];
+        CHECK(interval[0].get<double>() < (*gamma)["boards"][i]["percent"].get<double>());
+        CHECK(interval[1].get<double>() > (*gamma)["boards"][i]["percent"].get<double>());
+    }
+    // alpha: board 3's beta share (100 - 50 - 31 = 19 %, others ~38 %) deviates too; main none.
+    for (const auto& f : spread["functions"]) {
+        if (f["name"] == "alpha") {
+            for (const auto& b : f["boards"]) CHECK(b["outside"] == false);
+        }
+    }
+    // Trimmed as the flat profile: the top row only.
+    JsonReportOptions top1;
+    top1.top = 1;
+    CHECK(board_spread_json(merged, boards, top1)["functions"].size() == 1);
 }
 
 }  // namespace

@@ -1,0 +1,129 @@
+#include "gmon/board_spread.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "gmon/sampling_stats.h"
+
+namespace rackprof::gmon {
+namespace {
+
+std::uint64_t rounded(double samples) {
+    return samples > 0 ? static_cast<std::uint64_t>(std::llround(samples)) : 0;
+}
+
+std::map<std::string, std::uint64_t> self_samples_by_name(const Profile& p) {
+    std::map<std::string, std::uint64_t> out;
+    for (std::size_t i = 0; i < p.symbols.size(); ++i) {
+        if (p.nodes[i].self_time > 0) out[p.symbols[i].name] += rounded(p.nodes[i].self_time);
+    }
+    return out;
+}
+
+// The fleet's flat rows with samples, as the JSON report trims them.
+std::vector<std::string> reported_functions(const Profile& p, const JsonReportOptions& trim) {
+    std::vector<std::string> names;
+    const double total = p.total_time > 0 ? p.total_time : 1.0;
+    for (const std::size_t s : p.flat_order) {
+        const ProfileNode& n = p.nodes[s];
+        if (n.self_time <= 0) continue;
+        if (100 * n.self_time / total < trim.min_percent) continue;
+        if (trim.top && names.size() >= trim.top) break;
+        if (std::find(names.begin(), names.end(), p.symbols[s].name) == names.end())
+            names.push_back(p.symbols[s].name);
+    }
+    return names;
+}
+
+nlohmann::json percent_interval(std::uint64_t k, std::uint64_t n) {
+    const auto [lo, hi] = wilson_interval(k, n);
+    return nlohmann::json::array({100.0 * lo, 100.0 * hi});
+}
+
+double percent(std::uint64_t k, std::uint64_t n) {
+    return n ? 100.0 * static_cast<double>(k) / static_cast<double>(n) : 0.0;
+}
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    const std::size_t mid = v.size() / 2;
+    return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
+
+}  // namespace
+
+nlohmann::json board_spread_json(const Profile& fleet, const std::vector<BoardProfile>& boards,
+                                 const JsonReportOptions& trim, double alpha) {
+    std::vector<std::map<std::string, std::uint64_t>> per_board;
+    std::uint64_t fleet_samples = 0;
+    nlohmann::json board_list = nlohmann::json::array();
+    for (const auto& b : boards) {
+        per_board.push_back(self_samples_by_name(*b.profile));
+        fleet_samples += b.profile->total_samples;
+        board_list.push_back({{"board", b.board},
+                              {"calls", b.calls},
+                              {"samples", b.profile->total_samples},
+                              {"sessions", b.sessions}});
+    }
+    const auto names = reported_functions(fleet, trim);
+    const double per_test =
+        alpha / static_cast<double>(std::max<std::size_t>(1, names.size() * boards.size()));
+    nlohmann::json functions = nlohmann::json::array();
+    for (const auto& name : names) {
+        std::uint64_t fleet_k = 0;
+        for (const auto& counts : per_board) {
+            const auto it = counts.find(name);
+            if (it != counts.end()) fleet_k += it->second;
+        }
+        // The reference is the median board's share, not the pooled rest: one deviating board
+        // would otherwise pull the rest's share and make every other board look deviant.
+        std::vector<double> shares;
+        for (std::size_t i = 0; i < boards.size(); ++i) {
+            const auto it = per_board[i].find(name);
+            const std::uint64_t n = boards[i].profile->total_samples;
+            if (n)
+                shares.push_back(
+                    (it == per_board[i].end() ? 0.0 : static_cast<double>(it->second)) /
+                    static_cast<double>(n));
+        }
+        const double reference = median(shares);
+        nlohmann::json rows = nlohmann::json::array();
+        double sum = 0, low = 100, high = 0;
+        for (std::size_t i = 0; i < boards.size(); ++i) {
+            const auto it = per_board[i].find(name);
+            const std::uint64_t k = it == per_board[i].end() ? 0 : it->second;
+            const std::uint64_t n = boards[i].profile->total_samples;
+            const double share = percent(k, n);
+            sum += share;
+            low = std::min(low, share);
+            high = std::max(high, share);
+            // Is this board's count a plausible draw at the typical board's share?
+            const double p = boards.size() > 1 && n > 0 ? binomial_two_sided(k, n, reference) : 1.0;
+            rows.push_back({{"board", boards[i].board},
+                            {"interval", percent_interval(k, n)},
+                            {"outside", p < per_test},
+                            {"p_value", p},
+                            {"percent", share},
+                            {"samples", k}});
+        }
+        const double count = static_cast<double>(std::max<std::size_t>(1, boards.size()));
+        functions.push_back({{"boards", std::move(rows)},
+                             {"fleet_interval", percent_interval(fleet_k, fleet_samples)},
+                             {"fleet_percent", percent(fleet_k, fleet_samples)},
+                             {"max_percent", boards.empty() ? 0.0 : high},
+                             {"mean_percent", sum / count},
+                             {"min_percent", boards.empty() ? 0.0 : low},
+                             {"name", name}});
+    }
+    return {{"boards", std::move(board_list)},
+            {"functions", std::move(functions)},
+            {"interval", "Wilson score interval, 95 %"},
+            {"test",
+             "exact binomial test of each board's samples against the rest of the "
+             "fleet's share, Bonferroni-corrected over boards x functions, alpha " +
+                 std::to_string(alpha).substr(0, 4)}};
+}
+
+}  // namespace rackprof::gmon
