@@ -3,8 +3,10 @@
 #include <array>
 #include <stdexcept>
 
+#include "gmon/dot_export.h"
 #include "gmon/folded_export.h"
 #include "gmon/gmon_writer.h"
+#include "gmon/speedscope_export.h"
 #include "protocol/named_table.h"
 
 namespace rackprof::gmon {
@@ -118,7 +120,7 @@ ChunkStream open_raw(const Input& input) {
     return paged_chunks([input] { return input->raw(); }, [](std::string page) { return page; });
 }
 
-const std::array<ExportFormat, 7> kFormats = {{
+const std::array<ExportFormat, 10> kFormats = {{
     {"gmon", "application/octet-stream", ".gmon.out", "gmon.out (GNU format) for gprof", false,
      open_gmon},
     {"text", "text/plain; charset=utf-8", ".txt",
@@ -132,6 +134,13 @@ const std::array<ExportFormat, 7> kFormats = {{
     {"folded", "text/plain; charset=utf-8", ".folded.txt",
      "folded stacks (flamegraph.pl, Pyroscope), estimated from gprof's call graph", false,
      open_folded},
+    {"speedscope", "application/json", ".speedscope.json",
+     "a speedscope profile: the estimated stacks, with source files and lines", false,
+     open_speedscope},
+    {"dot", "text/vnd.graphviz", ".dot",
+     "the call graph as gprof2dot draws it (Graphviz DOT; functions >= 0.5 %, arcs >= 0.1 %)",
+     false, open_dot},
+    {"svg", "image/svg+xml", ".svg", "the dot call graph laid out by Graphviz", false, open_svg},
 }};
 
 // The report's "raw" object: what gmon.out holds, by address.

@@ -1,6 +1,7 @@
 // `rackprof convert`: a capture (or a gmon.out) in, gmon.out and a profile report out.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -66,15 +67,26 @@ options:
   --rate HZ             PC sampling rate of the target (default: 1000)
   --bin-bytes N         bytes per histogram bin, even (default: 2)
   --report R            text | json | none (default: text; none with --export)
-  --export FORMAT       write FORMAT to -o FILE (- for standard output) instead of gmon.out:
-                        gmon (gmon.out), text (gprof -b), json (the JSON report), csv (the
-                        aggregate), ndjson (every record with its receive time; 0 for a
-                        capture file), raw (the wire bytes)
+  --export FORMAT       write FORMAT to -o FILE (- for standard output) instead of gmon.out
+                        (the formats are listed below)
   --force               profile even when the capture does not fit the ELF's code (call
                         targets not at function entries, PC samples on data): wrong ELF?
   --top N               JSON: at most N flat-profile rows and call-graph entries
   --min-percent P       JSON: leave out flat-profile rows below P % time
 )";
+
+// The usage with the export formats as registered (gmon/export.h): a format added there is
+// listed here with no more code. A capture file's records have receive time 0.
+std::string usage() {
+    std::string out = kUsage;
+    out += "\nexport formats (--export):\n";
+    for (const auto& f : gmon::export_formats()) {
+        std::string name(f.name);
+        name.resize(std::max<std::size_t>(name.size() + 2, 12), ' ');
+        out += "  " + name + std::string(f.description) + "\n";
+    }
+    return out;
+}
 
 // Captures that mostly fail to decode against the given ELF are the wrong pairing.
 constexpr double kWrongElfDiscardFraction = 0.5;
@@ -621,7 +633,7 @@ int run_convert(const std::vector<std::string>& args) {
          "--tpiu-stream", "--framed-port", "--orbstat-port", "--console-port", "--export"},
         {"--help", "-h", "--redecode", "--tpiu", "--force"});
     if (cl.has("--help") || cl.has("-h")) {
-        std::cout << kUsage;
+        std::cout << usage();
         return 0;
     }
     ConvertOptions o = parse_options(cl);
@@ -645,7 +657,7 @@ int run_convert(const std::vector<std::string>& args) {
                          cl.has("--redecode"), o, cl);
     } else {
         if (cl.positionals().size() != 1)
-            throw UsageError("convert needs exactly one CAPTURE file\n" + std::string(kUsage));
+            throw UsageError("convert needs exactly one CAPTURE file\n" + usage());
         const std::filesystem::path input = cl.positionals()[0];
         if (!std::filesystem::exists(input))
             throw std::runtime_error("no such file: " + input.string());

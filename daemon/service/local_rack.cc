@@ -573,6 +573,27 @@ std::string selection_label(const nlohmann::json& summary) {
     return label + ")";
 }
 
+// The formats a selection exports: the registered profile formats (not the paged ones, whose
+// raw bytes and records belong to one session).
+std::string selection_format_names() {
+    std::string names;
+    for (const auto& f : gmon::export_formats()) {
+        if (!f.paged) names += (names.empty() ? "" : ", ") + std::string(f.name);
+    }
+    return names;
+}
+
+// A format that needs what the input lacks refuses when opened (std::invalid_argument): the
+// ELF, to name functions, or records and raw bytes (an imported gmon.out has neither).
+gmon::ChunkStream opened(const gmon::ExportFormat& exporter,
+                         const std::shared_ptr<const gmon::ExportInput>& input) {
+    try {
+        return exporter.open(input);
+    } catch (const std::invalid_argument& e) {
+        fail(input->source.elf ? Failure::kInvalid : Failure::kNoElf, e.what());
+    }
+}
+
 }  // namespace
 
 DiffResult LocalRack::diff(const Selection& a, const Selection& b, const DiffRequest& request) {
@@ -604,8 +625,8 @@ DiffResult LocalRack::diff(const Selection& a, const Selection& b, const DiffReq
 Export LocalRack::open_selection_export(const Selection& selection, const std::string& format) {
     const auto* exporter = gmon::find_export_format(format);
     if (!exporter || exporter->paged)
-        fail(Failure::kUnknownFormat, "a selection exports as gmon, text, json or csv, not '" +
-                                          format +
+        fail(Failure::kUnknownFormat, "a selection exports as " + selection_format_names() +
+                                          ", not '" + format +
                                           "' (raw bytes and records belong to one session)");
     const auto input = selection_input(selection);
     const std::string build_id = input->summary["build_id"].is_string()
@@ -613,7 +634,7 @@ Export LocalRack::open_selection_export(const Selection& selection, const std::s
                                      : "unknown";
     return {std::string(exporter->content_type),
             "selection-" + build_id.substr(0, 12) + std::string(exporter->file_suffix), true,
-            exporter->open(input)};
+            opened(*exporter, input)};
 }
 
 Export LocalRack::open_export(std::int64_t id, const std::string& format,
@@ -626,7 +647,7 @@ Export LocalRack::open_export(std::int64_t id, const std::string& format,
     const auto input = session_input(info, window);
     return {std::string(exporter->content_type),
             info.spec.board + "-" + std::to_string(id) + std::string(exporter->file_suffix),
-            !exporter->paged, exporter->open(input)};
+            !exporter->paged, opened(*exporter, input)};
 }
 
 Stored LocalRack::put_firmware(const std::filesystem::path& upload) {

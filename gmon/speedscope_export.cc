@@ -1,0 +1,73 @@
+#include "gmon/speedscope_export.h"
+
+#include <map>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "gmon/single_chunk.h"
+
+namespace rackprof::gmon {
+
+namespace {
+
+nlohmann::json frame_json(const Profile& profile, std::size_t frame) {
+    nlohmann::json out = {{"name", frame_name(profile, frame)}};
+    if (frame == kUnknownFrame || frame >= profile.symbols.size()) return out;
+    const ProfileSymbol& s = profile.symbols[frame];
+    if (!s.file.empty()) out["file"] = s.file;
+    if (s.line > 0) out["line"] = s.line;
+    return out;
+}
+
+}  // namespace
+
+std::string speedscope_document(const Profile& profile, const EstimatedStacks& stacks,
+                                const std::string& name) {
+    nlohmann::json frames = nlohmann::json::array();
+    std::map<std::size_t, std::size_t> index_of;  // symbol -> index into frames
+    nlohmann::json samples = nlohmann::json::array();
+    nlohmann::json weights = nlohmann::json::array();
+    for (const EstimatedStack& stack : stacks.stacks) {
+        nlohmann::json indices = nlohmann::json::array();
+        for (const std::size_t frame : stack.frames) {
+            const auto [it, fresh] = index_of.try_emplace(frame, frames.size());
+            if (fresh) frames.push_back(frame_json(profile, frame));
+            indices.push_back(it->second);
+        }
+        samples.push_back(std::move(indices));
+        weights.push_back(stack.samples);
+    }
+    const nlohmann::json document = {
+        {"$schema", "https://www.speedscope.app/file-format-schema.json"},
+        {"exporter", "rackprof"},
+        {"name", name},
+        {"activeProfileIndex", 0},
+        {"shared", {{"frames", std::move(frames)}}},
+        {"profiles",
+         {{{"type", "sampled"},
+           {"name", name},
+           {"unit", "none"},
+           {"startValue", 0},
+           {"endValue", stacks.total_samples},
+           {"samples", std::move(samples)},
+           {"weights", std::move(weights)}}}},
+    };
+    // Names come from the ELF: bytes that are not UTF-8 become U+FFFD, never an exception.
+    return document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+ChunkStream open_speedscope(const std::shared_ptr<const ExportInput>& input) {
+    if (!input->source.elf)
+        throw std::invalid_argument("a speedscope profile needs the ELF (function names)");
+    return single_chunk([input] {
+        const Profile profile = profile_of(input->source, input->profile_options);
+        const std::string name = input->source.elf->path().filename().string() + ": " +
+                                 std::to_string(profile.total_samples) + " samples at " +
+                                 std::to_string(profile.prof_rate) +
+                                 " Hz, stacks estimated from gprof's call graph";
+        return speedscope_document(profile, estimate_stacks(profile), name);
+    });
+}
+
+}  // namespace rackprof::gmon
