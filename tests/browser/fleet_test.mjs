@@ -112,7 +112,11 @@ test("fleet: the build's sessions merged, the outlier board marked in the plot a
   assert.equal(gammaRow[0], `${merged.flat.find((r) => r.name === "gamma").percent.toFixed(2)} %`);
   // Every export of the selection is offered.
   const kinds = await page.$$eval("p.downloads a.download", (as) => as.map((a) => a.getAttribute("href")));
-  for (const f of ["gmon", "text", "json", "csv", "folded"]) assert.ok(kinds.some((k) => k.startsWith(`/api/v1/profile/export/${f}?build_id=${buildId}`)), `${f} in ${kinds}`);
+  for (const f of ["gmon", "text", "json", "csv", "folded", "speedscope", "dot", "svg"]) {
+    const href = kinds.find((k) => k === `/api/v1/profile/export/${f}?build_id=${buildId}`);
+    assert.ok(href, `${f} in ${kinds}`);
+    assert.equal((await fetch(base + href)).status, 200, href);
+  }
   // The spread: gamma is shown first (a board deviates), f4 is outside in the plot and table,
   // the other boards are not.
   await page.waitForSelector("#spread-plot");
@@ -192,7 +196,7 @@ test("flame graph of one session, every export downloadable, and 'compare withâ€
   for (const [root, n] of byRoot) if (n >= total / 100) assert.ok(names.includes(root), `${root} in ${names}`);
   // Every format the export registry has, each a link that answers 200.
   const links = await page.$$eval("p.downloads a.download", (as) => as.map((a) => a.getAttribute("href")));
-  for (const f of ["gmon", "text", "json", "csv", "folded", "ndjson", "raw"]) {
+  for (const f of ["gmon", "text", "json", "csv", "folded", "speedscope", "dot", "svg", "ndjson", "raw"]) {
     const href = links.find((l) => l === `/api/v1/sessions/${sessions.f1}/export/${f}`);
     assert.ok(href, `${f} in ${links}`);
     assert.equal((await fetch(base + href)).status, 200, href);

@@ -278,6 +278,9 @@ export const exportFormats: { name: string; label: string; perSession: boolean }
   { name: "json", label: "JSON", perSession: false },
   { name: "csv", label: "CSV", perSession: false },
   { name: "folded", label: "folded stacks", perSession: false },
+  { name: "speedscope", label: "speedscope", perSession: false },
+  { name: "dot", label: "DOT", perSession: false },
+  { name: "svg", label: "SVG", perSession: false },
   { name: "ndjson", label: "NDJSON", perSession: true },
   { name: "raw", label: "raw", perSession: true },
 ];
