@@ -43,7 +43,14 @@ export async function diffPage(main: HTMLElement, params: URLSearchParams) {
     h("p", { class: "meta", id: "diff-sides" }, "A: ", sideText(diff.a, a), h("br"), "B: ", sideText(diff.b, b)),
     buildNote(diff),
     h("p", { class: "muted small" }, `Normalized ${diff.normalization}. ${diff.test.name} (alpha ${diff.test.alpha}): ${diff.test.description}`),
-    h("section", { "aria-labelledby": "h-diff-table" }, h("h2", { id: "h-diff-table" }, "Functions"), diffTable(diff.functions)),
+    h(
+      "section",
+      { "aria-labelledby": "h-diff-table" },
+      h("h2", { id: "h-diff-table" }, "Functions"),
+      // Self and total seconds are each side's own; the changes compare them normalized.
+      h("p", { class: "meta" }, diff.normalization === "per call" ? `Changes are per call of the whole program (A made ${count(diff.a.total_calls)} calls, B ${count(diff.b.total_calls)}), so a longer run is not slower by itself.` : `Changes are per sample (A has ${count(diff.a.total_samples)} samples, B ${count(diff.b.total_samples)}).`),
+      diffTable(diff.functions),
+    ),
     h("section", { "aria-labelledby": "h-diff-flame" }, h("h2", { id: "h-diff-flame" }, "Differential flame graph (B's stacks, coloured by their change from A)"), flame),
   );
   try {
@@ -104,12 +111,12 @@ export function diffForm(sessions: Session[], a = "", b = "") {
 type Column = { key: string; label: string; value: (f: DiffFunction) => number | string | null; show: (f: DiffFunction) => string; numeric: boolean };
 
 const rel = (x: number | null) => (x === null ? "new" : `${x > 0 ? "+" : x < 0 ? "−" : "±"}${Math.abs(x * 100).toFixed(1)} %`);
-const ms = (s: number) => (s * 1000).toFixed(1);
+const secs = (s: number) => s.toFixed(2);
 
 const columns: Column[] = [
   { key: "name", label: "Function", value: (f) => f.name, show: (f) => f.name, numeric: false },
-  { key: "a_self", label: "A self ms", value: (f) => f.a.self_seconds, show: (f) => ms(f.a.self_seconds), numeric: true },
-  { key: "b_self", label: "B self ms", value: (f) => f.b.self_seconds, show: (f) => ms(f.b.self_seconds), numeric: true },
+  { key: "a_self", label: "A self s", value: (f) => f.a.self_seconds, show: (f) => secs(f.a.self_seconds), numeric: true },
+  { key: "b_self", label: "B self s", value: (f) => f.b.self_seconds, show: (f) => secs(f.b.self_seconds), numeric: true },
   { key: "self_change", label: "Self change", value: (f) => f.self_change, show: (f) => rel(f.self_change), numeric: true },
   { key: "delta", label: "Self % Δ", value: (f) => f.self_percent_delta, show: (f) => `${f.self_percent_delta >= 0 ? "+" : "−"}${Math.abs(f.self_percent_delta).toFixed(2)}`, numeric: true },
   { key: "total_change", label: "Total change", value: (f) => f.total_change, show: (f) => rel(f.total_change), numeric: true },

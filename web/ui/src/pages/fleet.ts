@@ -168,8 +168,13 @@ function spreadPlot(f: SpreadFunction): SVGElement {
   const width = 560;
   const top = 28;
   const height = top + f.boards.length * row + 30;
-  const hi = Math.max(f.fleet_interval[1], ...f.boards.map((b) => b.interval[1])) * 1.08 || 1;
-  const x = (p: number) => left + (p / hi) * (width - left - 28);
+  // The axis spans the intervals (not from 0: shares of 81 % and 93 % would crowd at one end).
+  const top0 = Math.max(f.fleet_interval[1], ...f.boards.map((b) => b.interval[1]));
+  const bottom0 = Math.min(f.fleet_interval[0], ...f.boards.map((b) => b.interval[0]));
+  const step = niceStep(Math.max(top0 - bottom0, 0.01) / 4);
+  const lo = Math.max(0, Math.floor(bottom0 / step) * step - step / 2);
+  const hi = Math.min(100, Math.ceil(top0 / step) * step + step / 2);
+  const x = (p: number) => left + ((p - lo) / (hi - lo || 1)) * (width - left - 28);
   const plot = svg("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", id: "spread-plot", "aria-label": `share of ${f.name} per board` });
   plot.append(svg("text", { x: left, y: 16, class: "axis-title" }, `${f.name}: self % per board (95 % interval)`));
   plot.append(svg("rect", { x: x(f.fleet_interval[0]), y: top - 4, width: Math.max(1, x(f.fleet_interval[1]) - x(f.fleet_interval[0])), height: f.boards.length * row + 4, class: "fleet-band" }));
@@ -184,8 +189,7 @@ function spreadPlot(f: SpreadFunction): SVGElement {
     plot.append(g);
   });
   const axisY = top + f.boards.length * row + 8;
-  const step = niceStep(hi / 4);
-  for (let p = 0; p <= hi; p += step) {
+  for (let p = Math.ceil(lo / step) * step; p <= hi + 1e-9; p += step) {
     plot.append(svg("line", { x1: x(p), x2: x(p), y1: axisY - 4, y2: axisY, class: "tick" }));
     plot.append(svg("text", { x: x(p), y: axisY + 14, "text-anchor": "middle", class: "tick-label" }, `${Number(p.toFixed(6))} %`));
   }
@@ -227,7 +231,8 @@ function spreadTable(f: SpreadFunction) {
   );
 }
 
-export const pValue = (p: number) => (p < 1e-4 ? p.toExponential(1) : p.toFixed(4));
+// A p-value as the table shows it; 0 is an underflow of the double the daemon computed.
+export const pValue = (p: number) => (p === 0 ? "< 1e-300" : p < 1e-4 ? p.toExponential(1) : p.toFixed(4));
 
 function flatTable(profile: SelectionProfile, params: URLSearchParams) {
   const outside = new Map((profile.spread?.functions ?? []).map((f) => [f.name, f.boards.filter((b) => b.outside).map((b) => b.board)]));
