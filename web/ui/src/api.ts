@@ -269,29 +269,52 @@ export const api = {
     ),
 };
 
-// The export formats (gmon/export.cc's registry, kFormats). No endpoint lists them, so this is
-// the one place the dashboard names them; `perSession`: a session's records or bytes, which a
-// merged selection does not export (the registry's `paged`).
-export const exportFormats: { name: string; label: string; perSession: boolean }[] = [
-  { name: "gmon", label: "gmon.out", perSession: false },
-  { name: "text", label: "text", perSession: false },
-  { name: "json", label: "JSON", perSession: false },
-  { name: "csv", label: "CSV", perSession: false },
-  { name: "folded", label: "folded stacks", perSession: false },
-  { name: "speedscope", label: "speedscope", perSession: false },
-  { name: "dot", label: "DOT", perSession: false },
-  { name: "svg", label: "SVG", perSession: false },
-  { name: "ndjson", label: "NDJSON", perSession: true },
-  { name: "raw", label: "raw", perSession: true },
-];
+// The export formats. The daemon's OpenAPI document (GET /api/v1/openapi.json) enumerates
+// them for the session and the selection export routes, checked against gmon/export.cc's
+// registry; a daemon whose document has no enum yet gets `knownFormats`, the registry as this
+// dashboard was written (the selection has those that are not a session's records or bytes).
+export interface ExportFormats {
+  session: string[];
+  selection: string[];
+}
+
+const knownFormats: ExportFormats = {
+  session: ["gmon", "text", "json", "csv", "folded", "speedscope", "dot", "svg", "ndjson", "raw"],
+  selection: ["gmon", "text", "json", "csv", "folded", "speedscope", "dot", "svg"],
+};
+
+// How a format reads on a button; any other is shown by its name.
+const formatLabels: Record<string, string> = { gmon: "gmon.out", json: "JSON", csv: "CSV", folded: "folded stacks", ndjson: "NDJSON", dot: "DOT", svg: "SVG" };
+export const formatLabel = (name: string) => formatLabels[name] ?? name;
+
+let formats: Promise<ExportFormats> | null = null;
+
+export function exportFormats(): Promise<ExportFormats> {
+  formats ??= request<{ paths: Record<string, { get?: { parameters?: { name: string; schema?: { enum?: string[] } }[] } }> }>("GET", "/api/v1/openapi.json")
+    .then((doc) => {
+      const listed = (path: string) => doc.paths[path]?.get?.parameters?.find((p) => p.name === "format")?.schema?.enum;
+      return {
+        session: listed("/api/v1/sessions/{id}/export/{format}") ?? knownFormats.session,
+        selection: listed("/api/v1/profile/export/{format}") ?? knownFormats.selection,
+      };
+    })
+    .catch(() => knownFormats);
+  return formats;
+}
+
+export interface Download {
+  format: string;
+  label: string;
+  href: string;
+}
 
 // Session downloads, named by the daemon (Content-Disposition).
-export const downloads = (id: number) =>
-  exportFormats.map((f) => ({ label: f.label, href: `/api/v1/sessions/${id}/export/${f.name}` }));
+export const downloads = (id: number, names: string[]): Download[] =>
+  names.map((f) => ({ format: f, label: formatLabel(f), href: `/api/v1/sessions/${id}/export/${f}` }));
 
 // A selection's downloads: the merged profile in every format a merge has.
-export const selectionDownloads = (selection: string) =>
-  exportFormats.filter((f) => !f.perSession).map((f) => ({ label: f.label, href: `/api/v1/profile/export/${f.name}?${selection}` }));
+export const selectionDownloads = (selection: string, names: string[]): Download[] =>
+  names.map((f) => ({ format: f, label: formatLabel(f), href: `/api/v1/profile/export/${f}?${selection}` }));
 
 // A WebSocket feed that reconnects until closed; each message is parsed JSON. Browsers cannot
 // set headers on a WebSocket, so the token (needed with server.token_for_reads) goes as ?token=.

@@ -1,9 +1,9 @@
 // Fleet: the sessions of one build (optionally some boards or tags) merged into one profile,
 // its flame graph, and per board its share of a function against the fleet's: boards whose
 // share the test says differs from the rest (spread "outside") are marked in the plot and table.
-import { api, selectionDownloads, type SelectionProfile, type Spread, type SpreadFunction } from "../api";
+import { api, exportFormats, selectionDownloads, type SelectionProfile, type Spread, type SpreadFunction } from "../api";
 import { count, percent, seconds } from "../format";
-import { h, link, replace } from "../dom";
+import { downloadLinks, h, link, replace } from "../dom";
 import { navigate } from "../router";
 import { buildSelection, buildsOf, shortId, type Build } from "../selection";
 import { drawFlameGraph, parseFolded } from "../flamegraph";
@@ -11,7 +11,7 @@ import { drawFlameGraph, parseFolded } from "../flamegraph";
 const list = (v: string | null) => (v ? v.split(",").map((x) => x.trim()).filter(Boolean) : []);
 
 export async function fleetPage(main: HTMLElement, params: URLSearchParams) {
-  const sessions = await api.sessions();
+  const [sessions, formats] = await Promise.all([api.sessions(), exportFormats()]);
   const builds = buildsOf(sessions);
   const build = params.get("build_id") ?? builds[0]?.build_id ?? "";
   const boards = list(params.get("board"));
@@ -47,7 +47,7 @@ export async function fleetPage(main: HTMLElement, params: URLSearchParams) {
       `${profile.selection.sessions.length} sessions from ${profile.selection.boards.length} boards (${profile.selection.boards.join(", ")}) · ${seconds(profile.total_seconds)} s sampled (${count(profile.total_samples)} samples) · `,
       link(`/diff?${new URLSearchParams({ a: selection })}`, "diff against…", { id: "fleet-diff" }),
     ),
-    h("p", { class: "meta downloads" }, "download ", selectionDownloads(selection).map((d, i) => [i ? ", " : "", h("a", { href: d.href, download: "", class: "download", "data-kind": d.label }, d.label)])),
+    h("p", { class: "meta downloads" }, "download ", downloadLinks(selectionDownloads(selection, formats.selection))),
     spreadSection(profile, fn, params),
     h("section", { "aria-labelledby": "h-flame" }, h("h2", { id: "h-flame" }, "Flame graph (icicle) of the merged stacks"), flame),
     h("section", { "aria-labelledby": "h-fleet-flat" }, h("h2", { id: "h-fleet-flat" }, "Flat profile"), flatTable(profile, params)),

@@ -1,8 +1,8 @@
 // Profile of one session: the flat profile (sortable, searchable), the call graph drawn with
 // caller/callee navigation, and the call-graph table laid out as gprof prints it.
-import { api, ApiError, downloads, type FlatRow, type GraphEntry, type GraphLine, type Profile } from "../api";
+import { api, ApiError, downloads, exportFormats, type FlatRow, type GraphEntry, type GraphLine, type Profile } from "../api";
 import { count, duration, isOverhead, percent, seconds, time } from "../format";
-import { h, link, replace } from "../dom";
+import { downloadLinks, h, link, replace } from "../dom";
 import { callGraphDot, renderCallGraph } from "../callgraph";
 import { drawFlameGraph, parseFolded } from "../flamegraph";
 
@@ -19,7 +19,7 @@ const columns: { key: Key; label: string; numeric: boolean }[] = [
 
 export async function profilePage(main: HTMLElement, _params: URLSearchParams, id?: number) {
   const sid = id as number;
-  const session = await api.session(sid);
+  const [session, formats] = await Promise.all([api.session(sid), exportFormats()]);
   const header = [
     h("h1", {}, `Profile: ${session.board} · session ${sid}`),
     h(
@@ -30,7 +30,7 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
       link(`/diff?${new URLSearchParams({ a: `session=${sid}` })}`, "compare with…", { id: "compare-with" }),
       session.build_id ? [" · ", link(`/fleet?build_id=${session.build_id}`, "its build's fleet", { id: "fleet-of-build" })] : "",
     ),
-    h("p", { class: "meta downloads" }, "download ", downloads(sid).map((d, i) => [i ? ", " : "", h("a", { href: d.href, download: "", class: "download", "data-kind": d.label }, d.label)])),
+    h("p", { class: "meta downloads" }, "download ", downloadLinks(downloads(sid, formats.session))),
   ];
   let profile: Profile;
   try {

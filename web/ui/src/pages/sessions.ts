@@ -1,7 +1,7 @@
 // Sessions: the stored sessions with filters, downloads, and two picked for a diff.
 import { api, downloads, type Session } from "../api";
 import { count, duration, time } from "../format";
-import { h, link, replace } from "../dom";
+import { downloadLinks, h, link, replace } from "../dom";
 import { storageBadge } from "./rack";
 import { navigate } from "../router";
 import { diffForm } from "./diff";
@@ -47,8 +47,8 @@ function filterOf(params: URLSearchParams): Record<string, string> {
   return out;
 }
 
-// The list keeps three downloads a row; the profile page has them all.
-const listed = new Set(["gmon.out", "CSV", "raw"]);
+// The list keeps three downloads a row (formats every daemon has); the profile page has them all.
+const listed = ["gmon", "csv", "raw"];
 
 function row(s: Session) {
   const records = (s.counters.arcs ?? 0) + (s.counters.pc_samples ?? 0);
@@ -62,7 +62,7 @@ function row(s: Session) {
     h("td", {}, duration(s.started_ns, s.ended_ns)),
     h("td", { class: "num" }, count(records)),
     h("td", { class: `num ${s.counters.bytes_discarded ? "warn" : ""}` }, count(s.counters.bytes_discarded)),
-    h("td", {}, downloads(s.id).filter((d) => listed.has(d.label)).map((d, i) => [i ? " · " : "", h("a", { href: d.href, download: "", class: "download", "data-kind": d.label }, d.label)])),
+    h("td", {}, downloadLinks(downloads(s.id, listed), " · ")),
     h("td", {}, link(`/sessions/${s.id}`, "Profile"), s.state === "capturing" ? [" · ", link(`/live/${s.id}`, "Live")] : ""),
   );
 }
