@@ -145,6 +145,13 @@ test("fleet: the build's sessions merged, the outlier board marked in the plot a
   assert.ok((await frameNames(page, "#flame-graph")).includes("gamma"));
   assert.match(await page.textContent('#flame-graph svg g.frame[name="gamma"] title'), /^gamma: [0-9.]+ %/);
   await screenshot(page, "fleet");
+  // The outlier's row links to the Diff of the rest of the fleet against it: gamma is slower.
+  await page.click(`#spread-table tr[data-board="${outlier}"] a.diff-board`);
+  await page.waitForSelector('#diff-table tr[data-function="gamma"][data-change="slower"]');
+  assert.equal(await page.inputValue("#diff-a"), `build_id=${buildId}&board=f1,f2,f3`);
+  assert.equal(await page.inputValue("#diff-b"), `build_id=${buildId}&board=${outlier}`);
+  await page.goBack();
+  await page.waitForSelector("#fleet-form");
   // Narrowed to three boards, the outlier is gone and so is its deviation.
   await page.uncheck(`#fleet-form input[value="${outlier}"]`);
   await page.click('#fleet-form button[type="submit"]');

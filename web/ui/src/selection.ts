@@ -28,7 +28,7 @@ export function buildSelection(build_id: string, boards: string[] = [], tags: st
   const q = new URLSearchParams({ build_id });
   if (boards.length) q.set("board", boards.join(","));
   if (tags.length) q.set("tag", tags.join(","));
-  return q.toString();
+  return q.toString().replace(/%2C/g, ","); // commas as people write them (the API reads both)
 }
 
 export const shortId = (id: string | null | undefined) => (id ? id.slice(0, 12) : "unknown build");

@@ -147,7 +147,7 @@ function spreadSection(profile: SelectionProfile, fn: string, params: URLSearchP
         ),
       ),
     ),
-    f ? h("div", { class: "grid spread-pair" }, spreadPlot(f), spreadTable(f)) : h("p", { class: "muted" }, "No function has samples."),
+    f ? h("div", { class: "grid spread-pair" }, spreadPlot(f), spreadTable(f, (board) => againstTheRest(profile, board))) : h("p", { class: "muted" }, "No function has samples."),
     h("p", { class: "muted small" }, `Intervals: ${spread.interval}. Test: ${spread.test}.`),
   );
 }
@@ -202,7 +202,15 @@ function niceStep(raw: number): number {
   return [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw) ?? raw;
 }
 
-function spreadTable(f: SpreadFunction) {
+// The Diff of the rest of the fleet (A) against one board (B), both of this build and tags.
+function againstTheRest(profile: SelectionProfile, board: string): string | null {
+  const build = profile.selection.build_id;
+  const rest = profile.selection.boards.filter((b) => b !== board);
+  if (!build || !rest.length) return null;
+  return `/diff?${new URLSearchParams({ a: buildSelection(build, rest), b: buildSelection(build, [board]) })}`;
+}
+
+function spreadTable(f: SpreadFunction, diffOf: (board: string) => string | null) {
   return h(
     "div",
     {},
@@ -223,7 +231,7 @@ function spreadTable(f: SpreadFunction) {
             h("td", { class: "num" }, percent(b.percent)),
             h("td", { class: "num" }, `${b.interval[0].toFixed(2)} – ${b.interval[1].toFixed(2)}`),
             h("td", { class: "num" }, pValue(b.p_value)),
-            h("td", {}, b.outside ? h("span", { class: "pill bad" }, "outside") : ""),
+            h("td", {}, b.outside ? [h("span", { class: "pill bad" }, "outside"), " ", diffOf(b.board) ? link(diffOf(b.board) as string, "diff vs the rest", { class: "diff-board" }) : ""] : ""),
           ),
         ),
       ),
