@@ -18,6 +18,9 @@ packages=(
     chromium                    # /usr/bin/chromium: the dashboard's browser tests
     prometheus                  # promtool: the tests check /metrics with it
     clang libclang-rt-14-dev    # tests/fuzz: clang++ and libFuzzer with the sanitizer runtimes
+    libgraphviz-dev             # gmon/svg_render: the svg export laid out by libgvc
+    graphviz                    # dot: the tests check the dot export with Graphviz itself
+    python3-jsonschema          # tests: the speedscope export against speedscope's JSON schema
 )
 
 missing=()

@@ -132,14 +132,11 @@ const std::array<ExportFormat, 10> kFormats = {{
      open_ndjson},
     {"raw", "application/octet-stream", ".raw", "the wire bytes as received", true, open_raw},
     {"folded", "text/plain; charset=utf-8", ".folded.txt",
-     "folded stacks (flamegraph.pl, Pyroscope), estimated from gprof's call graph", false,
-     open_folded},
+     "folded stacks (flamegraph.pl, Pyroscope) estimated from the call graph", false, open_folded},
     {"speedscope", "application/json", ".speedscope.json",
-     "a speedscope profile: the estimated stacks, with source files and lines", false,
-     open_speedscope},
+     "speedscope's sampled profile of the stacks, with source lines", false, open_speedscope},
     {"dot", "text/vnd.graphviz", ".dot",
-     "the call graph as gprof2dot draws it (Graphviz DOT; functions >= 0.5 %, arcs >= 0.1 %)",
-     false, open_dot},
+     "gprof2dot's call graph in DOT (functions >= 0.5 %, arcs >= 0.1 %)", false, open_dot},
     {"svg", "image/svg+xml", ".svg", "the dot call graph laid out by Graphviz", false, open_svg},
 }};
 

@@ -6,6 +6,8 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <optional>
+#include <stdexcept>
 #include <unordered_map>
 #include <utility>
 
@@ -27,6 +29,9 @@ struct Sink {
     std::size_t arc = kNone;  // kNone: self time
     double weight = 0;        // samples
 };
+
+// A walk that went past StackOptions::max_frames.
+struct OverBudget {};
 
 // The top-down walk: flows of samples along paths, each ending as self samples of a path.
 class StackWalk {
@@ -138,7 +143,11 @@ class StackWalk {
     }
 
     // Self samples of the path as it stands.
-    void keep(double samples) { flows[path_] += samples; }
+    void keep(double samples) {
+        visited_ += path_.size();
+        if (visited_ > options_.max_frames) throw OverBudget{};
+        flows[path_] += samples;
+    }
     void keep_cut(double samples) {
         keep(samples);
         cut += samples;
@@ -148,6 +157,7 @@ class StackWalk {
     // cycle gprof did not collapse must not loop).
     bool push(std::size_t symbol) {
         if (path_.size() >= options_.max_depth || on_path_[symbol]) return false;
+        if (++visited_ > options_.max_frames) throw OverBudget{};
         path_.push_back(symbol);
         on_path_[symbol] = true;
         return true;
@@ -233,6 +243,7 @@ class StackWalk {
     const Profile& p_;
     StackOptions options_;
     double threshold_;
+    std::size_t visited_ = 0;  // frames pushed and stored so far
     Path path_;
     std::vector<bool> on_path_;
     std::map<std::size_t, std::vector<Sink>> cycle_sinks_;
@@ -284,11 +295,19 @@ EstimatedStacks estimate_stacks(const Profile& profile, const StackOptions& opti
     out.total_samples = profile.total_samples;
     if (profile.total_samples == 0) return out;
 
-    StackWalk walk(profile, options,
-                   options.min_fraction * static_cast<double>(profile.total_samples));
-    walk.walk_roots();
-    out.cut_samples = walk.cut;
-    auto& flows = walk.flows;
+    std::optional<StackWalk> walk;
+    for (double fraction = options.min_fraction;; fraction = std::max(fraction * 10, 1e-6)) {
+        walk.emplace(profile, options, fraction * static_cast<double>(profile.total_samples));
+        try {
+            walk->walk_roots();
+            out.min_fraction = fraction;
+            break;
+        } catch (const OverBudget&) {
+            if (fraction >= 1) throw std::length_error("call stacks: too many roots to walk");
+        }
+    }
+    out.cut_samples = walk->cut;
+    auto& flows = walk->flows;
     // What the call graph leaves out of a function (the share of its time from calls by
     // excluded functions) is a stack of its own.
     for (std::size_t s = 0; s < profile.symbols.size(); ++s) {

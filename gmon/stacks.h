@@ -26,6 +26,9 @@ struct StackOptions {
     // A path carrying less than this fraction of the total samples is not followed further:
     // its samples are kept in its caller's frame (bounds the expansion of wide graphs).
     double min_fraction = 1e-5;
+    // A walk that would visit more frames than this is walked again with a ten times larger
+    // min_fraction, until it fits (a graph whose paths multiply cannot run away).
+    std::size_t max_frames = 2'000'000;
 };
 
 // A frame that stands for samples gprof credits to no function it reports: outside or between
@@ -43,6 +46,7 @@ struct EstimatedStacks {
     // Samples of paths the bounds cut, kept as self samples of the frame where they were cut
     // (estimated, before rounding to integers).
     double cut_samples = 0;
+    double min_fraction = 0;  // the one the walk used (see StackOptions::max_frames)
 };
 
 // Throws nothing for a profile without samples: there are no stacks then.

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -216,6 +217,50 @@ TEST_CASE("random profiles: the stacks' samples sum to the total exactly") {
             }
         }
     }
+}
+
+}  // namespace
+}  // namespace rackprof::gmon
+
+namespace rackprof::gmon {
+namespace {
+
+// Layers of functions, each calling every function of the next layer: paths multiply
+// (3^29 of them), the bounds keep the walk small.
+TEST_CASE("a graph of exponentially many paths is walked within bounds") {
+    std::vector<std::string> names;
+    for (int layer = 0; layer < 30; ++layer) {
+        for (int k = 0; k < 3; ++k)
+            names.push_back("l" + std::to_string(layer) + "_" + std::to_string(k));
+    }
+    const Program prog(names);
+    Aggregate a;
+    for (int layer = 0; layer + 1 < 30; ++layer) {
+        for (int k = 0; k < 3; ++k) {
+            for (int j = 0; j < 3; ++j) {
+                prog.call(a, names[layer * 3 + k], names[(layer + 1) * 3 + j], 1 + k + j,
+                          4 + 2 * static_cast<std::uint32_t>(j));
+            }
+        }
+    }
+    for (const auto& n : names) prog.work(a, n, 1000);
+    const Profile p = prog.profile(a);
+    const auto started = std::chrono::steady_clock::now();
+    const auto stacks = estimate_stacks(p);
+    const auto took = std::chrono::steady_clock::now() - started;
+    MESSAGE(
+        stacks.stacks.size() << " stacks in "
+                             << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                             << " ms");
+    CHECK(sum_of(stacks) == p.total_samples);
+    CHECK(stacks.min_fraction == 1e-5);
+    // A smaller budget: walked again with coarser cuts, every sample still in place.
+    StackOptions tight;
+    tight.max_frames = 5000;
+    const auto coarse = estimate_stacks(p, tight);
+    CHECK(coarse.min_fraction >= 1e-4);
+    CHECK(coarse.stacks.size() < 5000);
+    CHECK(sum_of(coarse) == p.total_samples);
 }
 
 }  // namespace

@@ -152,8 +152,9 @@ class RackService {
     // document is built for it).
     virtual std::string profile(std::int64_t id, const TimeWindow& window,
                                 const ProfileOptions& options) = 0;
-    // `format`: gmon, text, json, csv, ndjson, raw; kUnknownFormat otherwise. The window
-    // applies to the profile formats (gmon, text, json).
+    // `format`: a registered export format (gmon/export.h); kUnknownFormat otherwise; kNoElf
+    // for a format that names functions when the session has no ELF. The window applies to
+    // the profile formats (all but csv, ndjson and raw).
     virtual Export open_export(std::int64_t id, const std::string& format,
                                const TimeWindow& window) = 0;
 
@@ -162,8 +163,8 @@ class RackService {
     // are of different builds.
     virtual std::string selection_profile(const Selection& selection,
                                           const ProfileOptions& options) = 0;
-    // The same merged profile in a profile format (gmon, text, json, csv); kUnknownFormat for
-    // the others (raw bytes and records belong to one session).
+    // The same merged profile in a profile format (every registered format that is not
+    // paged); kUnknownFormat for the others (raw bytes and records belong to one session).
     virtual Export open_selection_export(const Selection& selection, const std::string& format) = 0;
     // Two selections compared function by function (gmon/profile_diff.h): kBadRequest for a
     // malformed gate rule, kInvalid when the two cannot be compared (no samples and no calls on

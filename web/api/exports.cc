@@ -199,7 +199,7 @@ void add_selection_routes(RouteTable& routes) {
                     return download_reply(
                         c, c.rack.open_selection_export(selection_of(c, {}), c.path.at("format")));
                 },
-                "the merged profile of a selection as gmon, text, json or csv"});
+                "the merged profile of a selection in a profile format (not ndjson, raw)"});
     routes.add({http::verb::get, "/api/v1/diff", Access::kRead, diff_reply,
                 "two selections compared function by function; 422 when a fail_on gate trips"});
 }
@@ -207,7 +207,7 @@ void add_selection_routes(RouteTable& routes) {
 void add_export_routes(RouteTable& routes) {
     routes.add({http::verb::get, "/api/v1/sessions/{id}/export/{format}", Access::kRead,
                 [](const Call& c) { return export_reply(c, c.path.at("format")); },
-                "the session as gmon, text, json, csv, ndjson or raw"});
+                "the session in a registered export format (gmon/export.h)"});
     for (const auto& [alias, format] :
          {std::pair{"gmon.out", "gmon"}, std::pair{"records.csv", "csv"},
           std::pair{"records.ndjson", "ndjson"}, std::pair{"raw", "raw"}}) {
