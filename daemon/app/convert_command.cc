@@ -408,7 +408,8 @@ Converted from_selection(const std::filesystem::path& db, const std::string& tex
             },
             [&](const std::string& path) {
                 return gmon::Symbolizer::load(stored_elf(path, db).value_or(path));
-            });
+            },
+            selection.by_name);
         if (o.elf) c.input->source.elf = o.elf;
         const auto& summary = c.input->summary;
         std::cerr << "rackprof: merged " << summary["sessions"].size() << " session(s) of "

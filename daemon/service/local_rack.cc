@@ -200,14 +200,15 @@ std::vector<storage::SessionInfo> LocalRack::selected(const Selection& selection
 }
 
 std::shared_ptr<gmon::ExportInput> LocalRack::merged(
-    const std::vector<storage::SessionInfo>& sessions) {
+    const std::vector<storage::SessionInfo>& sessions, bool by_name) {
     return merged_input(
         sessions, [this](std::int64_t id) { return aggregate(id); },
-        [this](const std::string& path) { return elves_.get(path); });
+        [this](const std::string& path) { return elves_.get(path); }, by_name,
+        firmware_dir() / "by-name");
 }
 
 std::shared_ptr<gmon::ExportInput> LocalRack::selection_input(const Selection& selection) {
-    return merged(selected(selection));
+    return merged(selected(selection), selection.by_name);
 }
 
 gmon::Profile LocalRack::selection_profile_of(const gmon::ExportInput& input) {
@@ -529,14 +530,16 @@ std::string LocalRack::profile(std::int64_t id, const TimeWindow& window,
 std::string LocalRack::selection_profile(const Selection& selection,
                                          const ProfileOptions& options) {
     const auto sessions = selected(selection);
-    const auto input = merged(sessions);
+    const auto input = merged(sessions, selection.by_name);
     const gmon::Profile computed = selection_profile_of(*input);
     gmon::JsonReportOptions json_options{options.top, options.min_percent, {}};
     // Each board's sessions merged and profiled with the fleet's ELF: the per-board spread.
     std::vector<gmon::BoardProfile> boards;
     for (const auto& [board, own] : sessions_by_board(sessions)) {
-        auto part = merged(own);
-        part->source.elf = input->source.elf;
+        auto part = merged(own, selection.by_name);
+        // A board whose own ELF is gone is profiled with the fleet's (the same build), unless
+        // the fleet's is a by-name layout, whose addresses are not the board's.
+        if (!part->source.elf && !selection.by_name) part->source.elf = input->source.elf;
         gmon::BoardProfile b{board, {}, 0, {}};
         for (const auto& s : own) b.sessions.push_back(s.id);
         b.calls = part->source.aggregate->total_calls();

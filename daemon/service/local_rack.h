@@ -114,7 +114,10 @@ class LocalRack : public RackService {
     // The sessions a selection names, and those merged into one input (no raw bytes, no
     // records).
     std::vector<storage::SessionInfo> selected(const Selection& selection);
-    std::shared_ptr<gmon::ExportInput> merged(const std::vector<storage::SessionInfo>& sessions);
+    // `by_name`: sessions of different builds matched by function name (their layout's ELF
+    // is kept in the firmware store's folder).
+    std::shared_ptr<gmon::ExportInput> merged(const std::vector<storage::SessionInfo>& sessions,
+                                              bool by_name);
     std::shared_ptr<gmon::ExportInput> selection_input(const Selection& selection);
     // The selection's merged profile; kNoElf when no session's ELF loads.
     gmon::Profile selection_profile_of(const gmon::ExportInput& input);

@@ -5,6 +5,7 @@
 
 #include "daemon/ingest/wire_settings.h"
 #include "daemon/service/rack_service.h"
+#include "gmon/name_layout.h"
 
 namespace rackprof::service {
 
@@ -78,6 +79,10 @@ Selection parse_selection(const std::map<std::string, std::string>& p) {
     }
     s.from_ns = time_ns(p, "from");
     s.to_ns = time_ns(p, "to");
+    if (const auto it = p.find("merge"); it != p.end()) {
+        if (it->second != "by_name") bad("merge: the only way is by_name");
+        s.by_name = true;
+    }
     if (s.sessions.empty() && s.boards.empty() && s.tags.empty() && s.build_ids.empty() &&
         s.from_ns == 0 && s.to_ns == 0) {
         bad("a selection names sessions by at least one of session, board, tag, build_id, from, "
@@ -157,11 +162,12 @@ std::string common_build_id(const std::vector<storage::SessionInfo>& sessions) {
             builds += " " + std::to_string(members[i]);
         if (members.size() > 5) builds += " …";
     }
-    throw ServiceError(Failure::kConflict,
-                       "the selection holds sessions of " + std::to_string(by_build.size()) +
-                           " different builds (" + builds +
-                           "); sessions of different firmware are never merged: add build_id= "
-                           "to the selection");
+    throw ServiceError(
+        Failure::kConflict,
+        "the selection holds sessions of " + std::to_string(by_build.size()) +
+            " different builds (" + builds +
+            "); sessions of different firmware are never merged silently: add build_id= "
+            "to the selection, or merge=by_name to match functions by name");
 }
 
 std::map<std::string, std::vector<storage::SessionInfo>> sessions_by_board(
@@ -171,10 +177,79 @@ std::map<std::string, std::vector<storage::SessionInfo>> sessions_by_board(
     return out;
 }
 
+namespace {
+
+// Sessions of several builds: each build's aggregates added, then moved by function name into
+// one layout of every build's functions.
+std::shared_ptr<gmon::ExportInput> merged_by_name(
+    const std::vector<storage::SessionInfo>& sessions,
+    const std::function<std::shared_ptr<const gmon::Aggregate>(std::int64_t)>& aggregate_of,
+    const std::function<std::shared_ptr<const gmon::Symbolizer>(const std::string&)>& elf_of,
+    const std::filesystem::path& scratch) {
+    struct Build {
+        gmon::Aggregate aggregate;
+        std::shared_ptr<const gmon::Symbolizer> elf;
+        std::int64_t first_session = 0;
+    };
+    std::map<std::string, Build> builds;
+    nlohmann::json ids = nlohmann::json::array();
+    std::set<std::string> boards;
+    for (const auto& s : sessions) {
+        auto& b = builds[build_id_of(s)];
+        if (b.aggregate.empty() && !b.elf) b.first_session = s.id;
+        b.aggregate.merge(*aggregate_of(s.id));
+        if (!b.elf && !s.spec.elf_path.empty()) {
+            try {
+                b.elf = elf_of(s.spec.elf_path);
+            } catch (const std::exception&) {
+                // moved or deleted since: the next session's copy may still be there
+            }
+        }
+        ids.push_back(s.id);
+        boards.insert(s.spec.board);
+    }
+    std::vector<std::shared_ptr<const gmon::Symbolizer>> elves;
+    nlohmann::json build_list = nlohmann::json::array();
+    for (const auto& [id, b] : builds) {
+        if (!b.elf) {
+            throw ServiceError(Failure::kNoElf,
+                               "build " + (id.empty() ? std::string("(no build-id)") : id) +
+                                   " (session " + std::to_string(b.first_session) +
+                                   ") has no usable ELF: its functions cannot be matched by name");
+        }
+        elves.push_back(b.elf);
+        build_list.push_back(id);
+    }
+    const gmon::NameLayout layout = gmon::name_layout(elves);
+    gmon::NameMerge merge;
+    for (const auto& [id, b] : builds) gmon::merge_by_name(b.aggregate, *b.elf, layout, merge);
+    auto input = std::make_shared<gmon::ExportInput>();
+    input->source.elf = gmon::layout_elf(
+        layout,
+        scratch.empty() ? std::filesystem::temp_directory_path() / "rackprof-by-name" : scratch);
+    input->source.aggregate = std::make_shared<const gmon::Aggregate>(std::move(merge.aggregate));
+    input->summary = {{"sessions", ids},
+                      {"boards", boards},
+                      {"build_id", nullptr},
+                      {"builds", build_list},
+                      {"matched_by_name", true},
+                      {"samples_outside_functions", merge.samples_outside},
+                      {"calls_outside_functions", merge.calls_outside}};
+    return input;
+}
+
+}  // namespace
+
 std::shared_ptr<gmon::ExportInput> merged_input(
     const std::vector<storage::SessionInfo>& sessions,
     const std::function<std::shared_ptr<const gmon::Aggregate>(std::int64_t)>& aggregate_of,
-    const std::function<std::shared_ptr<const gmon::Symbolizer>(const std::string&)>& elf_of) {
+    const std::function<std::shared_ptr<const gmon::Symbolizer>(const std::string&)>& elf_of,
+    bool by_name, const std::filesystem::path& scratch) {
+    if (by_name) {
+        std::set<std::string> builds;
+        for (const auto& s : sessions) builds.insert(build_id_of(s));
+        if (builds.size() > 1) return merged_by_name(sessions, aggregate_of, elf_of, scratch);
+    }
     const std::string build_id = common_build_id(sessions);
     auto input = std::make_shared<gmon::ExportInput>();
     auto& source = input->source;

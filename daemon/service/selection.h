@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -26,11 +27,14 @@ struct Selection {
     std::vector<std::string> build_ids;  // build_id=…: the session's build_id (see build_id_of)
     std::int64_t from_ns = 0;            // from=: started at or after (Unix ns); 0: no bound
     std::int64_t to_ns = 0;              // to=: started at or before; 0: no bound
+    // merge=by_name: sessions of different builds are merged with functions matched by name
+    // (gmon/name_layout.h); without it they are refused.
+    bool by_name = false;
 };
 
 // The keys a selection takes, in the order the API documents them.
-inline constexpr const char* kSelectionKeys[] = {"session",  "board", "tag",
-                                                 "build_id", "from",  "to"};
+inline constexpr const char* kSelectionKeys[] = {"session", "board", "tag",  "build_id",
+                                                 "from",    "to",    "merge"};
 // More sessions than this in one selection is refused (a request must stay bounded).
 inline constexpr std::size_t kMaxSelectedSessions = 10000;
 
@@ -66,9 +70,14 @@ std::string common_build_id(const std::vector<storage::SessionInfo>& sessions);
 // one session). `aggregate_of` gives a session's whole aggregate, `elf_of` loads an ELF by path
 // (and may throw: a moved file is skipped). Throws ServiceError: kConflict for different builds
 // or different imported histogram shapes.
+// With `by_name`, sessions of different builds are merged with functions matched by name: each
+// build's aggregate moved into one layout of all builds' functions, whose ELF is written to
+// `scratch` (kNoElf when a build has no loadable ELF); the summary lists the builds and what
+// fell outside every function.
 std::shared_ptr<gmon::ExportInput> merged_input(
     const std::vector<storage::SessionInfo>& sessions,
     const std::function<std::shared_ptr<const gmon::Aggregate>(std::int64_t)>& aggregate_of,
-    const std::function<std::shared_ptr<const gmon::Symbolizer>(const std::string&)>& elf_of);
+    const std::function<std::shared_ptr<const gmon::Symbolizer>(const std::string&)>& elf_of,
+    bool by_name = false, const std::filesystem::path& scratch = {});
 
 }  // namespace rackprof::service

@@ -2,7 +2,14 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+
 #include "daemon/service/rack_service.h"
+#include "gmon/profile_pipeline.h"
+#include "gmon/synthetic_elf.h"
 
 namespace rackprof::service {
 namespace {
@@ -98,6 +105,62 @@ TEST_CASE("selection: sessions of different builds are never merged silently") {
         CHECK(what.find("aa: session(s) 1") != std::string::npos);
         CHECK(what.find("no build-id: session(s) 3") != std::string::npos);
     }
+}
+
+TEST_CASE("selection: merge=by_name merges two builds with functions matched by name") {
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("rackprof-by-name-test-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    // Build aa: main, work. Build bb: main, pad, then a larger work at another address.
+    gmon::write_synthetic_elf(dir / "aa.elf", {{"main", 0x100, 0x40}, {"work", 0x140, 0x40}}, 0x100,
+                              0x180);
+    gmon::write_synthetic_elf(dir / "bb.elf",
+                              {{"main", 0x200, 0x40}, {"pad", 0x240, 0x40}, {"work", 0x280, 0x60}},
+                              0x200, 0x2e0);
+    auto a = session(1, "x", "aa", 0), b = session(2, "y", "bb", 0);
+    a.spec.elf_path = (dir / "aa.elf").string();
+    b.spec.elf_path = (dir / "bb.elf").string();
+    std::map<std::int64_t, std::shared_ptr<gmon::Aggregate>> aggregates = {
+        {1, std::make_shared<gmon::Aggregate>()}, {2, std::make_shared<gmon::Aggregate>()}};
+    aggregates[1]->add_arc(0x105, 0x145, 7);
+    aggregates[1]->add_pc(0x150, 30);
+    aggregates[2]->add_arc(0x205, 0x285, 5);
+    aggregates[2]->add_pc(0x2d0, 20);  // offset 0x50 in bb's work: past aa's size, kept
+    aggregates[2]->add_pc(0x250, 3);   // pad
+    aggregates[2]->add_pc(0x400, 2);   // in no function
+    const auto aggregate_of = [&](std::int64_t id) {
+        return std::shared_ptr<const gmon::Aggregate>(aggregates.at(id));
+    };
+    const auto elf_of = [](const std::string& path) { return gmon::Symbolizer::load(path); };
+    CHECK(failure_of([&] { merged_input({a, b}, aggregate_of, elf_of); }) == Failure::kConflict);
+    CHECK(parse_selection({{"board", "x"}, {"merge", "by_name"}}).by_name);
+    CHECK(failure_of([] {
+              parse_selection({{"board", "x"}, {"merge", "yes"}});
+          }) == Failure::kBadRequest);
+
+    const auto input = merged_input({a, b}, aggregate_of, elf_of, true, dir / "scratch");
+    CHECK(input->summary["matched_by_name"] == true);
+    CHECK(input->summary["builds"] == nlohmann::json({"aa", "bb"}));
+    CHECK(input->summary["samples_outside_functions"] == 2);
+    CHECK(input->summary["calls_outside_functions"] == 0);
+    const gmon::Profile p = gmon::profile_of(input->source);
+    std::map<std::string, std::pair<double, std::uint64_t>> by_name;  // samples, calls
+    for (std::size_t i = 0; i < p.symbols.size(); ++i)
+        by_name[p.symbols[i].name] = {p.nodes[i].self_time, p.nodes[i].ncalls};
+    CHECK(by_name["work"].first == doctest::Approx(50));
+    CHECK(by_name["work"].second == 12);
+    CHECK(by_name["pad"].first == doctest::Approx(3));
+    CHECK(by_name["main"].first == doctest::Approx(0));
+    // One build alone is merged as before, with its own ELF.
+    const auto one = merged_input({a}, aggregate_of, elf_of, true, dir / "scratch");
+    CHECK(one->summary["build_id"] == "aa");
+    CHECK(one->source.elf->path() == dir / "aa.elf");
+    // A build without an ELF cannot be matched.
+    b.spec.elf_path.clear();
+    CHECK(failure_of([&] {
+              merged_input({a, b}, aggregate_of, elf_of, true, dir / "s");
+          }) == Failure::kNoElf);
+    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("selection: more than the limit is refused, not served partly") {
