@@ -316,50 +316,45 @@ test("sessions: list, filter, downloads", async () => {
   await close();
 });
 
-test("compare: the known difference between two builds", async () => {
+test("diff: the known difference between two builds, gamma marked slower", async () => {
   const { page, errors, close } = await open("/sessions");
-  await page.waitForSelector("#compare-a");
-  await page.selectOption("#compare-a", String(sessions.a));
-  await page.selectOption("#compare-b", String(sessions.b));
-  await page.click('#compare button[type="submit"]');
-  await page.waitForSelector("#compare-table tbody tr");
+  await page.waitForSelector("#diff-form #diff-a");
+  await page.fill("#diff-a", `session=${sessions.a}`);
+  await page.fill("#diff-b", `session=${sessions.b}`);
+  await page.click('#diff-form button[type="submit"]');
+  await page.waitForSelector("#diff-table tbody tr");
+  assert.equal(new URL(page.url()).pathname, "/diff");
   // The known difference is there to be found: gamma's self % grew by well over 5 points.
   assert.ok(truth.b.gamma.self - truth.a.gamma.self > 5, "build B's gamma is slower");
   for (const fn of ["alpha", "beta", "gamma"]) {
-    const row = page.locator(`#compare-table tr[data-function="${fn}"]`);
-    const cells = (await row.locator("td").allTextContents()).map((t) => t.trim());
-    const expectCalls = truth.b[fn].calls - truth.a[fn].calls;
-    assert.equal(cells[0], `${truth.a[fn].self.toFixed(2)} %`);
-    assert.equal(cells[1], `${truth.b[fn].self.toFixed(2)} %`);
-    assert.equal(cells[3], truth.a[fn].calls.toLocaleString("en-US"));
-    assert.equal(cells[4], truth.b[fn].calls.toLocaleString("en-US"));
-    assert.equal(cells[5], `+${expectCalls.toLocaleString("en-US")}`);
-    const selfDiff = Number(cells[2].replace("−", "-").replace("±", ""));
-    assert.ok(Math.abs(selfDiff - (truth.b[fn].self - truth.a[fn].self)) < 0.011, `${fn}: ${cells[2]} vs truth ${truth.b[fn].self - truth.a[fn].self}`);
-    // More calls are neither better nor worse: only time is coloured.
-    assert.doesNotMatch(await row.locator('[data-col="calls-diff"]').getAttribute("class"), /worse|better/, fn);
+    const row = page.locator(`#diff-table tr[data-function="${fn}"]`);
+    const cell = async (col) => (await row.locator(`[data-col="${col}"]`).textContent()).trim();
+    assert.equal(await cell("a_calls"), truth.a[fn].calls.toLocaleString("en-US"));
+    assert.equal(await cell("b_calls"), truth.b[fn].calls.toLocaleString("en-US"));
+    const delta = Number((await cell("delta")).replace("−", "-"));
+    assert.ok(Math.abs(delta - (truth.b[fn].self - truth.a[fn].self)) < 0.011, `${fn}: ${delta} vs truth ${truth.b[fn].self - truth.a[fn].self}`);
   }
-  assert.match(await page.locator('tr[data-function="gamma"] [data-col="self-diff"]').getAttribute("class"), /worse/);
+  assert.equal(await page.getAttribute('#diff-table tr[data-function="gamma"]', "data-change"), "slower");
   // Both builds ran the same firmware (one ELF): no warning.
   assert.equal(await page.locator("#firmware-warning").count(), 0);
-  await screenshot(page, "compare");
+  await screenshot(page, "diff-builds");
   assert.deepEqual(errors, []);
   await close();
 });
 
-test("compare: in the navigation, and a warning when the firmware differs", async () => {
+test("diff: in the navigation, and a warning when the firmware differs", async () => {
   const blinky = await api("PUT", "/api/v1/firmware", fs.readFileSync(path.join(dir, "blinky.elf")));
   const other = (await api("POST", `/api/v1/sessions/import?format=bin&board=other-fw&firmware=${blinky.id}`, fs.readFileSync(path.join(dir, "blinky.bin")))).id;
   const { page, errors, close } = await open("/");
-  await page.click('nav a[data-nav="compare"]');
-  await page.waitForSelector("#compare #compare-a");
-  assert.equal(new URL(page.url()).pathname, "/compare");
-  assert.equal(await page.getAttribute('nav a[data-nav="compare"]', "aria-current"), "page");
-  await page.selectOption("#compare-a", String(sessions.a));
-  await page.selectOption("#compare-b", String(other));
-  await page.click('#compare button[type="submit"]');
-  await page.waitForSelector("#compare-table tbody tr");
-  assert.match(await page.textContent("#firmware-warning"), /Different firmware \((build-id|ELF SHA-256) [0-9a-f]+ vs [0-9a-f]+\)/);
+  await page.click('nav a[data-nav="diff"]');
+  await page.waitForSelector("#diff-form #diff-a");
+  assert.equal(new URL(page.url()).pathname, "/diff");
+  assert.equal(await page.getAttribute('nav a[data-nav="diff"]', "aria-current"), "page");
+  await page.fill("#diff-a", `session=${sessions.a}`);
+  await page.fill("#diff-b", `session=${other}`);
+  await page.click('#diff-form button[type="submit"]');
+  await page.waitForSelector("#diff-table tbody tr");
+  assert.match(await page.textContent("#firmware-warning"), /Different firmware \(build-id [0-9a-f]+ vs [0-9a-f]+\)/);
   assert.deepEqual(errors, []);
   await close();
   assert.equal((await fetch(`${base}/api/v1/sessions/${other}`, { method: "DELETE" })).status, 204);

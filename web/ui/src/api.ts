@@ -29,6 +29,7 @@ export interface Session {
   addr_bytes: number;
   elf: { path: string; build_id: string; sha256: string };
   target: { build_id: string; text_lo: string; text_hi: string } | null; // from a framed HELLO
+  build_id: string | null; // the ELF's build-id (else its SHA-256), or the target's
   state: string;
   started_ns: number;
   ended_ns: number | null;
@@ -81,6 +82,77 @@ export interface Profile {
   call_graph: GraphEntry[];
 }
 
+// A selection's merged profile (GET /api/v1/profile?<selection>): a profile plus what was merged
+// and, per board, its share of each function against the fleet's.
+export interface SelectionSummary {
+  sessions: number[];
+  boards: string[];
+  build_id: string | null;
+}
+
+export interface SpreadBoard {
+  board: string;
+  samples: number;
+  percent: number;
+  interval: [number, number];
+  p_value: number;
+  outside: boolean;
+}
+
+export interface SpreadFunction {
+  name: string;
+  fleet_percent: number;
+  fleet_interval: [number, number];
+  mean_percent: number;
+  min_percent: number;
+  max_percent: number;
+  boards: SpreadBoard[];
+}
+
+export interface Spread {
+  interval: string;
+  test: string;
+  boards: { board: string; sessions: number[]; samples: number; calls: number }[];
+  functions: SpreadFunction[];
+}
+
+export interface SelectionProfile extends Profile {
+  selection: SelectionSummary;
+  spread?: Spread; // absent until the daemon computes it
+}
+
+// GET /api/v1/diff?a=<selection>&b=<selection> (schema rackprof.diff/1).
+export interface DiffSide {
+  self_samples: number;
+  self_seconds: number;
+  self_percent: number;
+  total_seconds: number;
+  total_percent: number;
+  calls: number;
+}
+
+export interface DiffFunction {
+  name: string;
+  a: DiffSide;
+  b: DiffSide;
+  self_change: number | null;
+  total_change: number | null;
+  calls_change: number | null;
+  self_percent_delta: number;
+  p_value: number;
+  significant: boolean;
+  change: "slower" | "faster" | "none";
+}
+
+export interface Diff {
+  schema: string;
+  a: { selection: SelectionSummary; total_samples: number; total_calls: number; seconds_per_sample: number };
+  b: { selection: SelectionSummary; total_samples: number; total_calls: number; seconds_per_sample: number };
+  normalization: string;
+  test: { name: string; alpha: number; description: string };
+  functions: DiffFunction[];
+}
+
 export interface LiveSnapshot {
   session: number;
   state: string;
@@ -121,12 +193,16 @@ export class ApiError extends Error {
   }
 }
 
-async function request<T>(method: string, path: string, body?: BodyInit, type?: string): Promise<T> {
+function send(method: string, path: string, body?: BodyInit, type?: string): Promise<Response> {
   const headers: Record<string, string> = {};
   if (type) headers["Content-Type"] = type;
   const token = apiToken.get();
   if (token) headers.Authorization = `Bearer ${token}`;
-  const reply = await fetch(path, { method, body, headers });
+  return fetch(path, { method, body, headers });
+}
+
+async function request<T>(method: string, path: string, body?: BodyInit, type?: string): Promise<T> {
+  const reply = await send(method, path, body, type);
   if (reply.status === 204) return undefined as T;
   const text = await reply.text();
   let json: unknown = null;
@@ -143,12 +219,34 @@ async function request<T>(method: string, path: string, body?: BodyInit, type?: 
   return json as T;
 }
 
+// A text export (the folded stacks): the body as text, or the API's JSON error.
+async function requestText(path: string): Promise<string> {
+  const reply = await send("GET", path);
+  const text = await reply.text();
+  if (reply.ok) return text;
+  let e: { code?: string; message?: string } | undefined;
+  try {
+    e = (JSON.parse(text) as { error?: { code: string; message: string } }).error;
+  } catch {
+    // not JSON: the status says enough
+  }
+  throw new ApiError(reply.status, e?.code ?? "error", e?.message ?? `GET ${path}: ${reply.status}`);
+}
+
 export const api = {
   boards: () => request<Board[]>("GET", "/api/v1/boards"),
   sessions: (filter: Record<string, string> = {}) =>
     request<Session[]>("GET", "/api/v1/sessions?" + new URLSearchParams(filter)),
   session: (id: number) => request<Session>("GET", `/api/v1/sessions/${id}`),
   profile: (id: number) => request<Profile>("GET", `/api/v1/sessions/${id}/profile`),
+  // A selection is a query string as the API takes it: "build_id=ab12&tag=lab" or "session=3".
+  selectionProfile: (selection: string) => request<SelectionProfile>("GET", `/api/v1/profile?${selection}`),
+  diff: (a: string, b: string) =>
+    request<Diff>("GET", "/api/v1/diff?" + new URLSearchParams({ a, b })),
+  // Stacks as the server estimates them (gprof's attribution of time along the call graph),
+  // one "root;caller;callee value" line each: never rebuilt here from the call graph.
+  sessionFolded: (id: number) => requestText(`/api/v1/sessions/${id}/export/folded`),
+  selectionFolded: (selection: string) => requestText(`/api/v1/profile/export/folded?${selection}`),
   addBoard: (board: Record<string, unknown>) => request<Board>("POST", "/api/v1/boards", JSON.stringify(board), "application/json"),
   startSession: (board: string) =>
     request<Session>("POST", `/api/v1/boards/${encodeURIComponent(board)}/sessions`),
@@ -171,12 +269,52 @@ export const api = {
     ),
 };
 
+// The export formats. The daemon's OpenAPI document (GET /api/v1/openapi.json) enumerates
+// them for the session and the selection export routes, checked against gmon/export.cc's
+// registry; a daemon whose document has no enum yet gets `knownFormats`, the registry as this
+// dashboard was written (the selection has those that are not a session's records or bytes).
+export interface ExportFormats {
+  session: string[];
+  selection: string[];
+}
+
+const knownFormats: ExportFormats = {
+  session: ["gmon", "text", "json", "csv", "folded", "speedscope", "dot", "svg", "ndjson", "raw"],
+  selection: ["gmon", "text", "json", "csv", "folded", "speedscope", "dot", "svg"],
+};
+
+// How a format reads on a button; any other is shown by its name.
+const formatLabels: Record<string, string> = { gmon: "gmon.out", json: "JSON", csv: "CSV", folded: "folded stacks", ndjson: "NDJSON", dot: "DOT", svg: "SVG" };
+export const formatLabel = (name: string) => formatLabels[name] ?? name;
+
+let formats: Promise<ExportFormats> | null = null;
+
+export function exportFormats(): Promise<ExportFormats> {
+  formats ??= request<{ paths: Record<string, { get?: { parameters?: { name: string; schema?: { enum?: string[] } }[] } }> }>("GET", "/api/v1/openapi.json")
+    .then((doc) => {
+      const listed = (path: string) => doc.paths[path]?.get?.parameters?.find((p) => p.name === "format")?.schema?.enum;
+      return {
+        session: listed("/api/v1/sessions/{id}/export/{format}") ?? knownFormats.session,
+        selection: listed("/api/v1/profile/export/{format}") ?? knownFormats.selection,
+      };
+    })
+    .catch(() => knownFormats);
+  return formats;
+}
+
+export interface Download {
+  format: string;
+  label: string;
+  href: string;
+}
+
 // Session downloads, named by the daemon (Content-Disposition).
-export const downloads = (id: number) => [
-  { label: "gmon.out", href: `/api/v1/sessions/${id}/gmon.out` },
-  { label: "CSV", href: `/api/v1/sessions/${id}/records.csv` },
-  { label: "raw", href: `/api/v1/sessions/${id}/raw` },
-];
+export const downloads = (id: number, names: string[]): Download[] =>
+  names.map((f) => ({ format: f, label: formatLabel(f), href: `/api/v1/sessions/${id}/export/${f}` }));
+
+// A selection's downloads: the merged profile in every format a merge has.
+export const selectionDownloads = (selection: string, names: string[]): Download[] =>
+  names.map((f) => ({ format: f, label: formatLabel(f), href: `/api/v1/profile/export/${f}?${selection}` }));
 
 // A WebSocket feed that reconnects until closed; each message is parsed JSON. Browsers cannot
 // set headers on a WebSocket, so the token (needed with server.token_for_reads) goes as ?token=.

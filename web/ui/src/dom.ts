@@ -35,3 +35,8 @@ export function replace(el: Element, ...children: Child[]): void {
 export function link(href: string, text: Child, attrs: Attrs = {}): HTMLElement {
   return h("a", { href, "data-route": "", ...attrs }, text);
 }
+
+// Download links (the daemon names the files, Content-Disposition), `separator` between them.
+export function downloadLinks(items: { format: string; label: string; href: string }[], separator = ", "): Child[] {
+  return items.map((d, i) => [i ? separator : "", h("a", { href: d.href, download: "", class: "download", "data-kind": d.label, "data-format": d.format }, d.label)]);
+}

@@ -6,7 +6,8 @@ import { rackPage } from "./pages/rack";
 import { livePage } from "./pages/live";
 import { profilePage } from "./pages/profile";
 import { sessionsPage } from "./pages/sessions";
-import { comparePage } from "./pages/compare";
+import { compareRedirect, diffPage } from "./pages/diff";
+import { fleetPage } from "./pages/fleet";
 import { firmwarePage } from "./pages/firmware";
 import { navigate } from "./router";
 import { apiToken } from "./api";
@@ -19,7 +20,17 @@ const routes: { pattern: RegExp; nav: string; page: Page }[] = [
   { pattern: /^\/live(?:\/(\d+))?$/, nav: "live", page: livePage },
   { pattern: /^\/sessions$/, nav: "sessions", page: sessionsPage },
   { pattern: /^\/sessions\/(\d+)$/, nav: "sessions", page: profilePage },
-  { pattern: /^\/compare$/, nav: "compare", page: comparePage },
+  { pattern: /^\/fleet$/, nav: "fleet", page: fleetPage },
+  { pattern: /^\/diff$/, nav: "diff", page: diffPage },
+  // The Compare page's old links (two session ids) open the Diff of those sessions.
+  {
+    pattern: /^\/compare$/,
+    nav: "diff",
+    page: async (_main, params) => {
+      history.replaceState(null, "", compareRedirect(params));
+      await render();
+    },
+  },
   { pattern: /^\/firmware$/, nav: "firmware", page: firmwarePage },
 ];
 

@@ -1,9 +1,10 @@
 // Profile of one session: the flat profile (sortable, searchable), the call graph drawn with
 // caller/callee navigation, and the call-graph table laid out as gprof prints it.
-import { api, ApiError, downloads, type FlatRow, type GraphEntry, type GraphLine, type Profile } from "../api";
+import { api, ApiError, downloads, exportFormats, type FlatRow, type GraphEntry, type GraphLine, type Profile } from "../api";
 import { count, duration, isOverhead, percent, seconds, time } from "../format";
-import { h, link, replace } from "../dom";
+import { downloadLinks, h, link, replace } from "../dom";
 import { callGraphDot, renderCallGraph } from "../callgraph";
+import { drawFlameGraph, parseFolded } from "../flamegraph";
 
 type Key = keyof FlatRow;
 const columns: { key: Key; label: string; numeric: boolean }[] = [
@@ -18,7 +19,7 @@ const columns: { key: Key; label: string; numeric: boolean }[] = [
 
 export async function profilePage(main: HTMLElement, _params: URLSearchParams, id?: number) {
   const sid = id as number;
-  const session = await api.session(sid);
+  const [session, formats] = await Promise.all([api.session(sid), exportFormats()]);
   const header = [
     h("h1", {}, `Profile: ${session.board} · session ${sid}`),
     h(
@@ -26,9 +27,10 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
       { class: "meta" },
       `${session.state} · started ${time(session.started_ns)} · ${duration(session.started_ns, session.ended_ns)} · `,
       session.state === "capturing" ? [link(`/live/${sid}`, "live view"), " · "] : "",
-      "download ",
-      downloads(sid).map((d, i) => [i ? ", " : "", h("a", { href: d.href, download: "", class: "download", "data-kind": d.label }, d.label)]),
+      link(`/diff?${new URLSearchParams({ a: `session=${sid}` })}`, "compare with…", { id: "compare-with" }),
+      session.build_id ? [" · ", link(`/fleet?build_id=${session.build_id}`, "its build's fleet", { id: "fleet-of-build" })] : "",
     ),
+    h("p", { class: "meta downloads" }, "download ", downloadLinks(downloads(sid, formats.session))),
   ];
   let profile: Profile;
   try {
@@ -125,6 +127,15 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     }
   };
 
+  const flame = h("div", { class: "flame", id: "flame-graph" }, h("p", { class: "muted" }, "Loading the stacks…"));
+  const renderFlame = async () => {
+    try {
+      drawFlameGraph(flame, parseFolded(await api.sessionFolded(sid)), "samples");
+    } catch (e) {
+      replace(flame, h("p", { class: "error", role: "alert" }, `The stacks could not be loaded: ${(e as Error).message}`));
+    }
+  };
+
   const select = (name: string) => {
     selected = name;
     renderFlat();
@@ -145,11 +156,12 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
       h("table", { class: "data", id: "flat" }, h("thead", {}, headRow), flatBody),
     ),
     h("section", { "aria-labelledby": "h-graph" }, h("h2", { id: "h-graph" }, "Call graph"), h("div", { class: "grid graph-pair" }, graph, focus)),
+    h("section", { "aria-labelledby": "h-flame" }, h("h2", { id: "h-flame" }, "Flame graph (icicle; stacks estimated as gprof attributes time)"), flame),
     h("section", { "aria-labelledby": "h-cg" }, h("h2", { id: "h-cg" }, "Call graph table (as gprof prints it)"), gprofTable(profile.call_graph)),
   );
   renderFlat();
   renderFocus();
-  await renderGraph();
+  await Promise.all([renderGraph(), renderFlame()]);
 }
 
 // A session captured without its ELF: upload the ELF here (or name one uploaded before) and

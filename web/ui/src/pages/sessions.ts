@@ -1,10 +1,10 @@
-// Sessions: the stored sessions with filters, downloads, and two picked for a comparison.
+// Sessions: the stored sessions with filters, downloads, and two picked for a diff.
 import { api, downloads, type Session } from "../api";
 import { count, duration, time } from "../format";
-import { h, link, replace } from "../dom";
+import { downloadLinks, h, link, replace } from "../dom";
 import { storageBadge } from "./rack";
 import { navigate } from "../router";
-import { compareForm } from "./compare";
+import { diffForm } from "./diff";
 
 export async function sessionsPage(main: HTMLElement, params: URLSearchParams) {
   const [sessions, boards] = await Promise.all([api.sessions(filterOf(params)), api.boards()]);
@@ -36,8 +36,8 @@ export async function sessionsPage(main: HTMLElement, params: URLSearchParams) {
       h("thead", {}, h("tr", {}, ...["#", "Board", "State", "Started", "Duration", "Records", "Discarded bytes", "Downloads", ""].map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", {}, sessions.length ? [...sessions].reverse().map(row) : h("tr", {}, h("td", { colspan: 9, class: "muted" }, "No sessions match."))),
     ),
-    h("h2", {}, "Compare two sessions"),
-    compareForm(sessions),
+    h("h2", {}, "Compare two sessions or builds"),
+    diffForm(sessions, sessions.length > 1 ? `session=${sessions[sessions.length - 2].id}` : "", sessions.length ? `session=${sessions[sessions.length - 1].id}` : ""),
   );
 }
 
@@ -46,6 +46,9 @@ function filterOf(params: URLSearchParams): Record<string, string> {
   for (const key of ["board", "state"]) if (params.get(key)) out[key] = params.get(key) as string;
   return out;
 }
+
+// The list keeps three downloads a row (formats every daemon has); the profile page has them all.
+const listed = ["gmon", "csv", "raw"];
 
 function row(s: Session) {
   const records = (s.counters.arcs ?? 0) + (s.counters.pc_samples ?? 0);
@@ -59,7 +62,7 @@ function row(s: Session) {
     h("td", {}, duration(s.started_ns, s.ended_ns)),
     h("td", { class: "num" }, count(records)),
     h("td", { class: `num ${s.counters.bytes_discarded ? "warn" : ""}` }, count(s.counters.bytes_discarded)),
-    h("td", {}, downloads(s.id).map((d, i) => [i ? " · " : "", h("a", { href: d.href, download: "", class: "download", "data-kind": d.label }, d.label)])),
+    h("td", {}, downloadLinks(downloads(s.id, listed), " · ")),
     h("td", {}, link(`/sessions/${s.id}`, "Profile"), s.state === "capturing" ? [" · ", link(`/live/${s.id}`, "Live")] : ""),
   );
 }

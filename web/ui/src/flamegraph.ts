@@ -1,0 +1,115 @@
+// Icicle (top-down flame graph) of the folded stacks the daemon exports: one line per stack,
+// "root;caller;callee value". The stacks are the server's estimate (gprof's attribution of
+// time along the call graph, gmon's stack builder); they are never rebuilt here from the call
+// graph. Drawn by d3-flame-graph as SVG: one <g class="frame" name="fn"> per frame.
+import flamegraph, { type FrameNode } from "d3-flame-graph";
+import { select } from "d3-selection";
+import { h, replace } from "./dom";
+
+export interface Frame {
+  name: string;
+  value: number; // this frame and everything above it (what d3-flame-graph sizes by)
+  self: number; // the stacks that end here
+  delta?: number; // differential: b's value minus a's (scaled to b's total)
+  children: Frame[];
+}
+
+// Folded text into a tree under one root "all". Lines that do not end in a number are skipped
+// (a comment or a blank line).
+export function parseFolded(text: string): Frame {
+  const root: Frame = { name: "all", value: 0, self: 0, children: [] };
+  const index = new Map<Frame, Map<string, Frame>>();
+  for (const line of text.split("\n")) {
+    const m = /^(.*\S)\s+([0-9.eE+-]+)\s*$/.exec(line);
+    if (!m) continue;
+    const value = Number(m[2]);
+    if (!Number.isFinite(value) || value <= 0) continue;
+    let node = root;
+    root.value += value;
+    for (const name of m[1].split(";")) {
+      let children = index.get(node);
+      if (!children) index.set(node, (children = new Map()));
+      let child = children.get(name);
+      if (!child) {
+        child = { name, value: 0, self: 0, children: [] };
+        children.set(name, child);
+        node.children.push(child);
+      }
+      child.value += value;
+      node = child;
+    }
+    node.self += value;
+  }
+  return root;
+}
+
+// Differential: b's stacks, each frame carrying the change of its time (with what it calls)
+// from a to b, a scaled to b's total (so a run twice as long is not "slower" everywhere).
+// Returns the share of a's total in stacks b does not have (drawn nowhere: b has no frame for
+// them) and the largest change of a frame below the root (what full colour means).
+export function differential(a: Frame, b: Frame): { tree: Frame; missing: number; largest: number } {
+  const scale = a.value > 0 ? b.value / a.value : 0;
+  let seen = 0;
+  let largest = 0;
+  const walk = (nb: Frame, na: Frame | undefined, depth: number) => {
+    nb.delta = nb.value - (na?.value ?? 0) * scale;
+    if (na) seen += na.self;
+    if (depth > 0) largest = Math.max(largest, Math.abs(nb.delta));
+    for (const c of nb.children) walk(c, na?.children.find((x) => x.name === c.name), depth + 1);
+  };
+  walk(b, a, 0);
+  return { tree: b, missing: a.value > 0 ? 1 - seen / a.value : 0, largest };
+}
+
+// Red for more time in b, blue for less, as strong as the change is against the largest one
+// (a square root, so that half the largest change is still clearly coloured).
+function deltaColor(delta: number, largest: number): string {
+  const strength = largest > 0 ? Math.sqrt(Math.min(1, Math.abs(delta) / largest)) : 0;
+  const fade = Math.round(225 * (1 - strength));
+  if (delta > 0) return `rgb(235,${fade},${fade})`;
+  if (delta < 0) return `rgb(${fade},${fade},235)`;
+  return "rgb(225,225,225)";
+}
+
+const pct = (part: number, whole: number) => (whole > 0 ? ((100 * part) / whole).toFixed(2) : "0.00");
+
+// Draws `tree` into `box` (replacing what was there) at the box's width; `unit` names the
+// folded values ("samples"). Frames a click zooms into; the search box highlights matches.
+// With `largest` (from differential()), frames are coloured by their change.
+export function drawFlameGraph(box: HTMLElement, tree: Frame, unit: string, largest?: number): void {
+  const diff = largest !== undefined;
+  const details = h("p", { class: "flame-details muted", "aria-live": "polite" }, diff ? "Red: more of the time in B, blue: less (each frame with what it calls; A scaled to B's total). Click a frame to zoom." : "Click a frame to zoom; hover for its figures.");
+  const search = h("input", { type: "search", placeholder: "Highlight functions", "aria-label": "Highlight functions in the flame graph" }) as HTMLInputElement;
+  const reset = h("button", { type: "button" }, "Reset zoom");
+  const canvas = h("div", { class: "flame-canvas" });
+  replace(box, h("div", { class: "flame-tools" }, search, reset), canvas, details);
+  if (tree.value <= 0) {
+    replace(canvas, h("p", { class: "muted" }, "No stacks: the profile has no samples."));
+    return;
+  }
+  const total = tree.value;
+  const chart = flamegraph()
+    .width(Math.max(320, Math.floor(canvas.clientWidth || box.clientWidth || 960)))
+    .cellHeight(18)
+    .minFrameSize(1)
+    .transitionDuration(0)
+    .inverted(true)
+    .sort(true)
+    .setLabelHandler((d) =>
+      diff
+        ? `${d.data.name}: ${pct(d.value, total)} % of B, ${signedPct(d.data.delta ?? 0, total)} points from A`
+        : `${d.data.name}: ${pct(d.value, total)} % (${Math.round(d.value).toLocaleString("en-US")} ${unit})`,
+    )
+    .setDetailsElement(details);
+  if (diff) chart.setColorMapper((d: FrameNode, original: string) => (d.highlight ? original : deltaColor(d.data.delta ?? 0, largest)));
+  select(canvas).datum(tree).call(chart);
+  // The library takes a regular expression: the user's text is matched literally.
+  const literal = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  search.addEventListener("input", () => (search.value.trim() ? chart.search(literal(search.value.trim())) : chart.clear()));
+  reset.addEventListener("click", () => chart.resetZoom());
+  const svg = canvas.querySelector("svg");
+  svg?.setAttribute("role", "img");
+  svg?.setAttribute("aria-label", diff ? "differential flame graph" : "flame graph");
+}
+
+const signedPct = (delta: number, total: number) => (delta >= 0 ? "+" : "−") + pct(Math.abs(delta), total);

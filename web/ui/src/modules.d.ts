@@ -1,0 +1,38 @@
+// The little of d3-flame-graph and d3-selection the dashboard calls: neither ships types.
+declare module "d3-flame-graph" {
+  export interface FrameNode {
+    data: { name: string; value: number; delta?: number; children?: unknown[] };
+    value: number;
+    delta?: number;
+    x0: number;
+    x1: number;
+    depth: number;
+    highlight?: boolean;
+  }
+  export interface FlameGraph {
+    (selection: unknown): void;
+    width(px: number): FlameGraph;
+    cellHeight(px: number): FlameGraph;
+    minFrameSize(px: number): FlameGraph;
+    transitionDuration(ms: number): FlameGraph;
+    inverted(on: boolean): FlameGraph;
+    sort(on: boolean): FlameGraph;
+    selfValue(on: boolean): FlameGraph;
+    setLabelHandler(label: (d: FrameNode) => string): FlameGraph;
+    setColorMapper(color: (d: FrameNode, original: string) => string): FlameGraph;
+    setDetailsElement(el: HTMLElement): FlameGraph;
+    search(term: string): void;
+    clear(): void;
+    resetZoom(): void;
+    destroy(): void;
+  }
+  export default function flamegraph(): FlameGraph;
+}
+
+declare module "d3-selection" {
+  interface Selection {
+    datum(data: unknown): Selection;
+    call(f: (s: Selection) => void): Selection;
+  }
+  export function select(el: Element): Selection;
+}
