@@ -106,6 +106,20 @@ TEST_CASE("fleet profile: one build's boards merged exactly; another build refus
     const auto mixed = testing::http_get(port, "/api/v1/profile?tag=fleet");
     CHECK(mixed.status == 409);
     CHECK(mixed.body.find("2 different builds") != std::string::npos);
+    // Asked for, the two builds merge with functions matched by name: every sample and call
+    // is in it, and the selection says which builds it holds.
+    const auto by_name = testing::http_get(port, "/api/v1/profile?tag=fleet&merge=by_name");
+    REQUIRE(by_name.status == 200);
+    const json named = json::parse(by_name.body);
+    CHECK(named["selection"]["builds"].size() == 2);
+    CHECK(named["selection"]["matched_by_name"] == true);
+    CHECK(named["selection"]["samples_outside_functions"] == 0);
+    std::uint64_t all_samples = 0;
+    for (const auto& s : sessions) all_samples += s["counters"]["pc_samples"].get<std::uint64_t>();
+    CHECK(named["total_samples"] == all_samples);
+    CHECK(testing::http_get(port, "/api/v1/profile/export/gmon?tag=fleet&merge=by_name").status ==
+          200);
+    CHECK(testing::http_get(port, "/api/v1/profile?tag=fleet&merge=yes").status == 400);
 
     // One build: merged, and the selection says what was merged.
     const auto merged = testing::http_get(port, "/api/v1/profile?tag=fleet&build_id=" + build_id);
