@@ -38,8 +38,9 @@ options:
   --protocol, --format, --addr-bytes, --rate, --bin-bytes, --tpiu, --tpiu-stream,
   --framed-port, --orbstat-port, --console-port, --force: as for rackprof convert
 
-exit status: 0 no gate tripped, 1 a gate tripped (the functions are named) or an input could
-not be read, 2 usage errors.
+exit status: 0 no gate tripped, 1 a gate tripped (the functions are named), 2 usage errors and
+inputs that cannot be read or compared (no such file or session, an empty selection, mixed
+builds without merge=by_name), so a CI job tells a regression from a broken job.
 )";
 
 std::vector<gmon::GateRule> gate_rules(const CommandLine& cl) {
@@ -96,16 +97,25 @@ int run_diff(const std::vector<std::string>& args) {
     options.alpha = alpha_of(cl);
     const auto& a = cl.positionals()[0];
     const auto& b = cl.positionals()[1];
-    const auto input_a = profile_input_of(a, cl);
-    const auto input_b = profile_input_of(b, cl);
+    // An input that cannot be read is the job's fault, not a regression: exit 2, not 1.
+    const auto input_of = [&cl](const std::string& argument) {
+        try {
+            return profile_input_of(argument, cl);
+        } catch (const UsageError&) {
+            throw;
+        } catch (const std::exception& e) {
+            throw UsageError(e.what());
+        }
+    };
+    const auto input_a = input_of(a);
+    const auto input_b = input_of(b);
     const gmon::Profile profile_a = gmon::profile_of(input_a->source, input_a->profile_options);
     const gmon::Profile profile_b = gmon::profile_of(input_b->source, input_b->profile_options);
     gmon::ProfileDiff diff;
     try {
         diff = gmon::diff_profiles(profile_a, profile_b, options);
     } catch (const std::invalid_argument& e) {
-        throw std::runtime_error(std::string("cannot compare ") + a + " and " + b + ": " +
-                                 e.what());
+        throw UsageError(std::string("cannot compare ") + a + " and " + b + ": " + e.what());
     }
     if (cl.has("--json")) {
         std::cout << gmon::diff_json(diff, input_a->summary, input_b->summary).dump(2) << "\n";

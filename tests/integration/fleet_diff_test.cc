@@ -162,7 +162,7 @@ TEST_CASE(
     const json from_files = json::parse(files.out);
     CHECK(from_files["gates"][0]["functions"] == json({kSlowed}));
     CHECK(from_files["functions"][0]["name"] == kSlowed);
-    // Usage errors exit 2, unreadable inputs 1.
+    // Usage errors and inputs that cannot be read exit 2: only a regression is 1.
     CHECK(testing::rackprof({"diff", (dir / "s0.bin").string()}).exit_code == 2);
     CHECK(testing::rackprof({"diff", (dir / "s0.bin").string(), (dir / "s1.bin").string(), "--elf",
                              (dir / "blinky.elf").string(), "--fail-on", "speed>1%"})
@@ -171,8 +171,10 @@ TEST_CASE(
               .exit_code == 2);  // no ELF: functions cannot be named
     CHECK(testing::rackprof({"diff", (dir / "s0.bin").string(), (dir / "nothing.bin").string(),
                              "--elf", (dir / "blinky.elf").string()})
-              .exit_code == 1);
-    CHECK(testing::rackprof({"diff", "--db", db, "board=s0", "board=nowhere"}).exit_code == 1);
+              .exit_code == 2);
+    const auto nowhere = testing::rackprof({"diff", "--db", db, "board=s0", "board=nowhere"});
+    CHECK(nowhere.exit_code == 2);
+    CHECK(nowhere.err.find("names no session") != std::string::npos);
 }
 
 }  // namespace
