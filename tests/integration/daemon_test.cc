@@ -388,6 +388,14 @@ TEST_CASE(
     REQUIRE(testing::eventually(
         [&] { return get_json(port, "/api/v1/boards/filling")["storage_state"] == "ok"; }, 10s));
     rack.wait_boards();
+    json api_gaps;  // the session's gaps as the API lists them, once it completed
+    REQUIRE(testing::eventually(
+        [&] {
+            const json session = get_json(port, "/api/v1/sessions/" + id);
+            api_gaps = session["gaps"];
+            return session["state"] == "completed";
+        },
+        10s));
     rack.stop_daemon();
 
     storage::SessionStore store(rack.db(), storage::Database::Mode::kReadOnly);
@@ -419,6 +427,20 @@ TEST_CASE(
     }
     REQUIRE(storage_gaps.size() == 1);
     CHECK(storage_gaps[0].reason.find("full") != std::string::npos);
+    // The gap says what it lost: all the session lost to storage, since it is its only one.
+    CHECK(storage_gaps[0].records_lost == s.counters.records_lost_storage);
+    CHECK(storage_gaps[0].bytes_lost == s.counters.bytes_lost_storage);
+    std::uint64_t api_records_lost = 0;
+    for (const auto& g : api_gaps) {
+        if (g["reason"].get<std::string>().rfind("storage: ", 0) != 0) {
+            CHECK(g["records_lost"].is_null());  // a link's gap: unknown
+            continue;
+        }
+        api_records_lost += g["records_lost"].get<std::uint64_t>();
+        CHECK(g["bytes_lost"] == s.counters.bytes_lost_storage);
+    }
+    CHECK(api_gaps.size() == store.gaps(s.id).size());
+    CHECK(api_records_lost == s.counters.records_lost_storage);
     CHECK(storage_gaps[0].ended_ns > storage_gaps[0].started_ns);
     CHECK(last_batch_ns > storage_gaps[0].ended_ns);
     CHECK(store.gaps(s.id).size() == s.counters.gaps);
