@@ -209,25 +209,33 @@ GmonFile::GmonFile(const std::filesystem::path& path, const gmon::TargetLayout& 
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0)
         throw std::runtime_error("cannot stat " + path.string() + ": " + std::strerror(errno));
-    size_ = static_cast<std::size_t>(st.st_size);
-    if (size_ > 0) {
-        void* at = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+    if (!S_ISREG(st.st_mode))
+        throw std::runtime_error(path.string() + " is not a regular file: it cannot be mapped");
+    if (st.st_size > 0) {
+        const auto size = static_cast<std::size_t>(st.st_size);
+        void* at = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
         if (at == MAP_FAILED)
             throw std::runtime_error("cannot map " + path.string() + ": " + std::strerror(errno));
-        mapped_ = static_cast<const std::uint8_t*>(at);
+        mapped_ = true;
+        bytes_ = {static_cast<const std::uint8_t*>(at), size};
     }
     try {
-        index_ = gmon::index_gmon({mapped_, size_}, layout);
+        index_ = gmon::index_gmon(bytes_, layout);
     } catch (const gmon::GmonFormatError& e) {
-        if (mapped_) ::munmap(const_cast<std::uint8_t*>(mapped_), size_);
+        unmap();
         throw gmon::GmonFormatError(path.string() + ": " + e.what());
     }
-    release(0, size_);  // the headers and arcs were read; the bins are read once more
+    release(0, bytes_.size());  // the headers and arcs were read; the bins are read once more
     for (const auto& h : index_.histograms) shapes_.push_back(shape_of(h));
 }
 
 GmonFile::~GmonFile() {
-    if (mapped_) ::munmap(const_cast<std::uint8_t*>(mapped_), size_);
+    unmap();
+}
+
+void GmonFile::unmap() {
+    if (mapped_) ::munmap(const_cast<std::uint8_t*>(bytes_.data()), bytes_.size());
+    mapped_ = false;
 }
 
 // The pages of [from, to) leave this process's memory (they are the file's: read again if
@@ -236,13 +244,13 @@ void GmonFile::release(std::size_t from, std::size_t to) {
     if (!mapped_ || to <= from) return;
     const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
     const std::size_t start = from / page * page;
-    ::madvise(const_cast<std::uint8_t*>(mapped_) + start, std::min(to, size_) - start,
+    ::madvise(const_cast<std::uint8_t*>(bytes_.data()) + start, std::min(to, bytes_.size()) - start,
               MADV_DONTNEED);
 }
 
 Imported GmonFile::emit(protocol::RecordSink& sink) {
-    const std::span<const std::uint8_t> bytes(mapped_, size_);
-    Imported info = gmon_info(index_, size_);
+    const std::span<const std::uint8_t> bytes = bytes_;
+    Imported info = gmon_info(index_, bytes_.size());
     std::uint64_t released = 0;  // bins of the histogram being read that were let go
     const auto done_with = [&](const gmon::HistogramInPlace& h, std::uint64_t end) {
         for (const auto& copy : h.copies)
@@ -318,7 +326,19 @@ Imported import_file(const std::filesystem::path& path, const ImportSpec& spec,
         got += n;
     }
     const std::span<const std::uint8_t> head(buffer.data(), got);
-    if (wants_gmon(spec, head)) return GmonFile(path, spec.layout).emit(sink);
+    if (wants_gmon(spec, head)) {
+        if (std::filesystem::is_regular_file(path)) return GmonFile(path, spec.layout).emit(sink);
+        // A pipe or a device can be neither mapped nor read twice: read whole, as it comes.
+        std::vector<std::uint8_t> bytes(head.begin(), head.end());
+        while (const std::size_t n = fd.read(buffer.data(), buffer.size(), path))
+            bytes.insert(bytes.end(), buffer.begin(),
+                         buffer.begin() + static_cast<std::ptrdiff_t>(n));
+        try {
+            return import_bytes(bytes, spec, sink);
+        } catch (const gmon::GmonFormatError& e) {
+            throw gmon::GmonFormatError(path.string() + ": " + e.what());
+        }
+    }
     std::error_code ec;
     const std::uint64_t total = std::filesystem::file_size(path, ec);
     const WireSpec wire = decided_wire(spec.wire, head);

@@ -87,7 +87,8 @@ GmonImport import_gmon(std::span<const std::uint8_t> bytes, const gmon::TargetLa
 // about a piece whatever the histogram's size (a 64 MiB file of 2-byte bins is 32 M bins).
 class GmonFile {
   public:
-    // Throws gmon::GmonFormatError (naming the file) or std::runtime_error for I/O errors.
+    // A regular file (import_file reads a pipe whole instead). Throws gmon::GmonFormatError
+    // (naming the file) or std::runtime_error for I/O errors.
     GmonFile(const std::filesystem::path& path, const gmon::TargetLayout& layout);
     ~GmonFile();
     GmonFile(const GmonFile&) = delete;
@@ -100,10 +101,11 @@ class GmonFile {
 
   private:
     void release(std::size_t from, std::size_t to);
+    void unmap();
 
     std::filesystem::path path_;
-    const std::uint8_t* mapped_ = nullptr;
-    std::size_t size_ = 0;
+    std::span<const std::uint8_t> bytes_;  // mapped (empty for an empty file)
+    bool mapped_ = false;
     gmon::GmonIndex index_;
     std::vector<gmon::HistogramSpec> shapes_;
 };

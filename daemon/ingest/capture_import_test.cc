@@ -4,7 +4,10 @@
 
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <fstream>
+#include <thread>
 
 #include "gmon/gmon_reader.h"
 #include "gmon/gmon_writer.h"
@@ -141,9 +144,25 @@ TEST_CASE("a gmon.out file is mapped and streamed: the same records, order and s
     from_records.add(records.records);
     CHECK(aggregate == from_records);
     CHECK(aggregate.total_samples() == imported.stats.pc_samples);
+    // From a pipe (no mapping, no second read): the same records.
+    std::filesystem::remove(path);
+    REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+    std::thread writer([&] {
+        std::ofstream(path, std::ios::binary)
+            .write(reinterpret_cast<const char*>(bytes.data()),
+                   static_cast<std::streamsize>(bytes.size()));
+    });
+    RecordCollector piped;
+    import_file(path, spec, piped);
+    writer.join();
+    CHECK(piped.records == records.records);
+    std::filesystem::remove(path);
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
     // A bad file's error names it.
     std::filesystem::resize_file(path, bytes.size() - 3);
-    CHECK_THROWS_WITH_AS(import_file(path, spec, records), doctest::Contains(path.string()),
+    CHECK_THROWS_WITH_AS(import_file(path, spec, records), doctest::Contains(path.c_str()),
                          gmon::GmonFormatError);
     std::filesystem::resize_file(path, 0);
     CHECK_THROWS_WITH_AS(import_file(path, spec, records), doctest::Contains("empty"),
