@@ -138,6 +138,74 @@ TEST_CASE("partially overlapping histograms are refused, as gprof refuses them")
     CHECK_THROWS_AS(merge_duplicates(d), GmonFormatError);
 }
 
+// index_gmon against parse_gmon + merge_duplicates on the same bytes: the same shapes, arcs
+// and bins (read in place, copies summed).
+void check_index_reads_as_parse(const std::vector<std::uint8_t>& bytes, const TargetLayout& t) {
+    const GmonData merged = merge_duplicates(parse_gmon(bytes, t));
+    const GmonIndex index = index_gmon(bytes, t);
+    CHECK(index.format == merged.format);
+    CHECK(index.arcs == merged.arcs);
+    REQUIRE(index.histograms.size() == merged.histograms.size());
+    for (std::size_t h = 0; h < merged.histograms.size(); ++h) {
+        const Histogram& m = merged.histograms[h];
+        const HistogramInPlace& in = index.histograms[h];
+        CHECK(in.header.low_pc == m.low_pc);
+        CHECK(in.header.high_pc == m.high_pc);
+        CHECK(in.header.prof_rate == m.prof_rate);
+        CHECK(in.header.bins.empty());  // never widened
+        REQUIRE(in.bins == m.bins.size());
+        for (std::uint64_t i = 0; i < in.bins; ++i)
+            CHECK(bin_in_place(bytes, in, i, t.order) == m.bins[i]);
+    }
+}
+
+TEST_CASE("index_gmon reads what parse_gmon and merge_duplicates read, bins left in place") {
+    for (const TargetLayout t :
+         {TargetLayout{4, ByteOrder::kLittle}, TargetLayout{8, ByteOrder::kBig}}) {
+        CAPTURE(t.addr_bytes);
+        GmonData d;
+        d.layout = t;
+        Histogram high;
+        high.low_pc = 0x2000;
+        high.high_pc = 0x2010;
+        high.prof_rate = 5;
+        high.bins = {1, 0, 70000, 3, 0, 0, 9, 65535};  // 70000: two records, summed back
+        Histogram low;
+        low.low_pc = 0x1000;
+        low.high_pc = 0x1006;
+        low.bins = {4, 0, 2};
+        d.histograms = {high, low};
+        d.arcs = {{0x1004, 0x2000, 7}, {0x1002, 0x2000, 1}, {0x1004, 0x2000, 3}};
+        check_index_reads_as_parse(serialize_gmon(d), t);
+    }
+    // A 4.4BSD file: one histogram after the header, pointer-sized arc counts.
+    std::vector<std::uint8_t> f;
+    const ByteOrder le = ByteOrder::kLittle;
+    put_uint(f, 0x410, 4, le);
+    put_uint(f, 0x418, 4, le);
+    put_uint(f, 32 + 8, 4, le);
+    put_uint(f, 0x51879, 4, le);
+    put_uint(f, 5, 4, le);
+    f.insert(f.end(), 12, 0);
+    for (int b : {1, 0, 65535, 2}) put_uint(f, static_cast<std::uint64_t>(b), 2, le);
+    for (std::uint64_t v : {0x520u, 0xF21u, 14u}) put_uint(f, v, 4, le);
+    check_index_reads_as_parse(f, {4, le});
+    // The same refusals.
+    GmonData overlapping;
+    Histogram a;
+    a.low_pc = 0x100;
+    a.high_pc = 0x200;
+    a.bins.assign(128, 1);
+    Histogram b = a;
+    b.low_pc = 0x180;
+    b.high_pc = 0x280;
+    overlapping.histograms = {a, b};
+    CHECK_THROWS_AS(index_gmon(serialize_gmon(overlapping), {}), GmonFormatError);
+    auto cut = serialize_gmon(overlapping);
+    cut.resize(cut.size() - 1);
+    CHECK_THROWS_WITH_AS(index_gmon(cut, {}), doctest::Contains("truncated"), GmonFormatError);
+}
+
 TEST_CASE("PCs spread over the whole address space give wider bins, not a giant histogram") {
     Aggregate a;
     a.add_pc(0x10, 3);

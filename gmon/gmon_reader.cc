@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "gmon/byte_io.h"
@@ -62,13 +64,22 @@ class Cursor {
     std::size_t offset_ = 0;
 };
 
-void read_bins(Cursor& in, std::uint64_t count, Histogram& h) {
+// Where the bins of each histogram read lie (parallel to GmonData::histograms), when they
+// are left in place rather than read.
+using BinsFound = std::vector<BinsInPlace>;
+
+void read_bins(Cursor& in, std::uint64_t count, Histogram& h, BinsFound* in_place) {
     in.need(count * 2, "histogram bins");
+    if (in_place) {
+        in_place->push_back({in.offset(), count});
+        in.seek(in.offset() + count * 2, "histogram bins");
+        return;
+    }
     h.bins.resize(count);
     for (auto& bin : h.bins) bin = in.uint(2, "histogram bin");
 }
 
-GmonData parse_gnu(Cursor& in, const TargetLayout& layout) {
+GmonData parse_gnu(Cursor& in, const TargetLayout& layout, BinsFound* in_place) {
     GmonData data;
     data.layout = layout;
     data.format = GmonFormat::kGnu;
@@ -94,7 +105,7 @@ GmonData parse_gnu(Cursor& in, const TargetLayout& layout) {
                 throw GmonFormatError("histogram at offset " + std::to_string(at) +
                                       " has high_pc below low_pc");
             }
-            read_bins(in, nbins, h);
+            read_bins(in, nbins, h, in_place);
             data.histograms.push_back(std::move(h));
         } else if (tag == 1) {
             ArcCount a;
@@ -116,7 +127,7 @@ GmonData parse_gnu(Cursor& in, const TargetLayout& layout) {
     return data;
 }
 
-GmonData parse_bsd(Cursor& in, const TargetLayout& layout) {
+GmonData parse_bsd(Cursor& in, const TargetLayout& layout, BinsFound* in_place) {
     GmonData data;
     data.layout = layout;
     Histogram h;
@@ -141,7 +152,7 @@ GmonData parse_bsd(Cursor& in, const TargetLayout& layout) {
             std::to_string(ncnt) + ")");
     }
     in.seek(header_size, "BSD header");
-    read_bins(in, (ncnt - header_size) / 2, h);
+    read_bins(in, (ncnt - header_size) / 2, h, in_place);
     in.seek(header_size + (ncnt - header_size) / 2 * 2, "histogram bins");
     data.histograms.push_back(std::move(h));
 
@@ -160,19 +171,95 @@ GmonData parse_bsd(Cursor& in, const TargetLayout& layout) {
     return data;
 }
 
-}  // namespace
-
-GmonData parse_gmon(std::span<const std::uint8_t> bytes, const TargetLayout& layout) {
+GmonData parse(std::span<const std::uint8_t> bytes, const TargetLayout& layout,
+               BinsFound* in_place) {
     if (layout.addr_bytes != 4 && layout.addr_bytes != 8) {
         throw GmonFormatError("address size must be 4 or 8 bytes");
     }
     Cursor in(bytes, layout);
     if (bytes.size() >= 4 && std::memcmp(bytes.data(), "gmon", 4) == 0) {
         in.need(20, "header");
-        return parse_gnu(in, layout);
+        return parse_gnu(in, layout, in_place);
     }
     if (bytes.empty()) throw GmonFormatError("gmon.out is empty");
-    return parse_bsd(in, layout);
+    return parse_bsd(in, layout, in_place);
+}
+
+std::vector<ArcCount> summed_arcs(const std::vector<ArcCount>& arcs) {
+    std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t> sums;
+    for (const ArcCount& a : arcs) sums[{a.from_pc, a.self_pc}] += a.count;
+    std::vector<ArcCount> out;
+    out.reserve(sums.size());
+    for (const auto& [key, count] : sums) out.push_back({key.first, key.second, count});
+    return out;
+}
+
+// Histograms with an identical range are one histogram; partial overlaps are refused (gprof
+// cannot read them). `bins_of(i)` is the i-th histogram's bin count.
+template <typename Merge>
+void merge_by_range(const std::vector<Histogram>& histograms,
+                    const std::function<std::uint64_t(std::size_t)>& bins_of, Merge&& merge) {
+    std::vector<std::size_t> firsts;  // the first histogram of each range
+    for (std::size_t i = 0; i < histograms.size(); ++i) {
+        const Histogram& h = histograms[i];
+        const auto same = std::find_if(firsts.begin(), firsts.end(), [&](std::size_t m) {
+            return histograms[m].low_pc == h.low_pc && histograms[m].high_pc == h.high_pc;
+        });
+        if (same == firsts.end()) {
+            for (const std::size_t m : firsts) {
+                if (h.low_pc < histograms[m].high_pc && histograms[m].low_pc < h.high_pc) {
+                    throw GmonFormatError(
+                        "histogram ranges overlap partially (gprof cannot read this)");
+                }
+            }
+            firsts.push_back(i);
+            merge(i, std::nullopt);
+            continue;
+        }
+        if (bins_of(*same) != bins_of(i)) {
+            throw GmonFormatError("histograms with the same range have different bin counts");
+        }
+        merge(i, *same);
+    }
+}
+
+}  // namespace
+
+GmonData parse_gmon(std::span<const std::uint8_t> bytes, const TargetLayout& layout) {
+    return parse(bytes, layout, nullptr);
+}
+
+GmonIndex index_gmon(std::span<const std::uint8_t> bytes, const TargetLayout& layout) {
+    BinsFound found;
+    GmonData data = parse(bytes, layout, &found);
+    GmonIndex index;
+    index.layout = data.layout;
+    index.format = data.format;
+    index.arcs = summed_arcs(data.arcs);
+    std::map<std::size_t, std::size_t> merged_at;  // first histogram of a range -> its index
+    merge_by_range(
+        data.histograms, [&](std::size_t i) { return found[i].count; },
+        [&](std::size_t i, std::optional<std::size_t> into) {
+            if (!into) {
+                merged_at[i] = index.histograms.size();
+                index.histograms.push_back({data.histograms[i], found[i].count, {found[i]}});
+            } else {
+                index.histograms[merged_at.at(*into)].copies.push_back(found[i]);
+            }
+        });
+    std::sort(index.histograms.begin(), index.histograms.end(),
+              [](const HistogramInPlace& a, const HistogramInPlace& b) {
+                  return a.header.low_pc < b.header.low_pc;
+              });
+    return index;
+}
+
+std::uint64_t bin_in_place(std::span<const std::uint8_t> bytes, const HistogramInPlace& histogram,
+                           std::uint64_t index, ByteOrder order) {
+    std::uint64_t sum = 0;
+    for (const BinsInPlace& copy : histogram.copies)
+        sum += get_uint(bytes.data() + copy.offset + 2 * index, 2, order);
+    return sum;
 }
 
 GmonData read_gmon_file(const std::filesystem::path& path, const TargetLayout& layout) {
@@ -188,31 +275,26 @@ GmonData read_gmon_file(const std::filesystem::path& path, const TargetLayout& l
 }
 
 GmonData merge_duplicates(GmonData data) {
-    std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t> arcs;
-    for (const ArcCount& a : data.arcs) arcs[{a.from_pc, a.self_pc}] += a.count;
-    data.arcs.clear();
-    for (const auto& [key, count] : arcs) data.arcs.push_back({key.first, key.second, count});
-
+    data.arcs = summed_arcs(data.arcs);
     std::vector<Histogram> merged;
-    for (Histogram& h : data.histograms) {
-        auto same = std::find_if(merged.begin(), merged.end(), [&](const Histogram& m) {
-            return m.low_pc == h.low_pc && m.high_pc == h.high_pc;
-        });
-        if (same == merged.end()) {
-            for (const Histogram& m : merged) {
-                if (h.low_pc < m.high_pc && m.low_pc < h.high_pc) {
-                    throw GmonFormatError(
-                        "histogram ranges overlap partially (gprof cannot read this)");
-                }
+    std::map<std::size_t, std::size_t> merged_at;  // first histogram of a range -> its index
+    merge_by_range(
+        data.histograms,
+        [&](std::size_t i) {  // a first histogram's bins have moved into `merged`
+            const auto at = merged_at.find(i);
+            return at == merged_at.end() ? data.histograms[i].bins.size()
+                                         : merged[at->second].bins.size();
+        },
+        [&](std::size_t i, std::optional<std::size_t> into) {
+            if (!into) {
+                merged_at[i] = merged.size();
+                merged.push_back(std::move(data.histograms[i]));  // its range stays behind
+                return;
             }
-            merged.push_back(std::move(h));
-            continue;
-        }
-        if (same->bins.size() != h.bins.size()) {
-            throw GmonFormatError("histograms with the same range have different bin counts");
-        }
-        for (std::size_t i = 0; i < h.bins.size(); ++i) same->bins[i] += h.bins[i];
-    }
+            Histogram& same = merged[merged_at.at(*into)];
+            const Histogram& h = data.histograms[i];
+            for (std::size_t b = 0; b < h.bins.size(); ++b) same.bins[b] += h.bins[b];
+        });
     std::sort(merged.begin(), merged.end(),
               [](const Histogram& a, const Histogram& b) { return a.low_pc < b.low_pc; });
     data.histograms = std::move(merged);

@@ -157,6 +157,12 @@ const char* const kMigrations[] = {
     ALTER TABLE record_batches ADD COLUMN last_ns INTEGER;
     ALTER TABLE sessions ADD COLUMN aggregate_version INTEGER NOT NULL DEFAULT 0;
     )sql",
+    // 9: what each gap lost, where known (a failed commit's records and raw bytes); NULL:
+    // unknown (a link's gap, and every gap written before this version).
+    R"sql(
+    ALTER TABLE session_gaps ADD COLUMN records_lost INTEGER;
+    ALTER TABLE session_gaps ADD COLUMN bytes_lost INTEGER;
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

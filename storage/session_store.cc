@@ -280,8 +280,19 @@ void SessionStore::set_target(std::int64_t session, const TargetInfo& target) {
 
 void SessionStore::add_gap(std::int64_t session, const Gap& gap) {
     Statement st = db_.prepare(
-        "INSERT INTO session_gaps (session_id, started_ns, ended_ns, reason) VALUES (?, ?, ?, ?)");
+        "INSERT INTO session_gaps (session_id, started_ns, ended_ns, reason, records_lost, "
+        "bytes_lost) VALUES (?, ?, ?, ?, ?, ?)");
     st.bind(1, session).bind(2, gap.started_ns).bind(3, gap.ended_ns).bind(4, gap.reason);
+    if (gap.records_lost) {
+        st.bind(5, *gap.records_lost);
+    } else {
+        st.bind_null(5);
+    }
+    if (gap.bytes_lost) {
+        st.bind(6, *gap.bytes_lost);
+    } else {
+        st.bind_null(6);
+    }
     st.run();
 }
 
@@ -467,11 +478,16 @@ std::vector<ExceptionCount> SessionStore::exceptions(std::int64_t session) {
 
 std::vector<Gap> SessionStore::gaps(std::int64_t session) {
     Statement st = db_.prepare(
-        "SELECT started_ns, ended_ns, reason FROM session_gaps WHERE session_id = ? ORDER BY "
-        "rowid");
+        "SELECT started_ns, ended_ns, reason, records_lost, bytes_lost FROM session_gaps WHERE "
+        "session_id = ? ORDER BY rowid");
     st.bind(1, session);
-    return rows_of<Gap>(st, [](const Statement& row) -> Gap {
-        return {row.column_int(0), row.column_int(1), row.column_text(2)};
+    const auto count = [](const Statement& row, int column) -> std::optional<std::uint64_t> {
+        if (row.column_is_null(column)) return std::nullopt;
+        return static_cast<std::uint64_t>(row.column_int(column));
+    };
+    return rows_of<Gap>(st, [&](const Statement& row) -> Gap {
+        return {row.column_int(0), row.column_int(1), row.column_text(2), count(row, 3),
+                count(row, 4)};
     });
 }
 

@@ -77,10 +77,16 @@ struct SessionInfo {
     std::vector<ExceptionCount> exceptions;  // itm sessions' exception trace
 };
 
+// A stretch of a session with data missing, and what it lost where that is known: a failed
+// commit knows its chunks' records and bytes; a link that went away knows only the time
+// (unset: unknown, not zero).
 struct Gap {
     std::int64_t started_ns = 0;
     std::int64_t ended_ns = 0;
     std::string reason;
+    std::optional<std::uint64_t> records_lost;
+    std::optional<std::uint64_t> bytes_lost;
+    friend bool operator==(const Gap&, const Gap&) = default;
 };
 
 class SessionStore {

@@ -43,7 +43,8 @@ TEST_CASE("a session round trip: chunks, batches, aggregates, gaps, counters") {
         delta.add(records);
         store.add_to_aggregate(id, delta);
         store.add_to_aggregate(id, delta);
-        store.add_gap(id, {2500, 2600, "device disappeared"});
+        store.add_gap(id, {2500, 2600, "device disappeared", {}, {}});
+        store.add_gap(id, {2700, 2800, "storage: database or disk is full", 12, 4096});
         store.update_counters(id, {8, 0, 0, 0, 2, 1, 0, 0});
     }
     SessionStore store(db.path, Database::Mode::kReadOnly);
@@ -59,7 +60,9 @@ TEST_CASE("a session round trip: chunks, batches, aggregates, gaps, counters") {
         CHECK(raw.size() == 4);
     });
     CHECK(times == std::vector<std::int64_t>{2000, 3000});
-    CHECK(store.gaps(id).size() == 1);
+    CHECK(store.gaps(id) ==
+          std::vector<Gap>{{2500, 2600, "device disappeared", {}, {}},
+                           {2700, 2800, "storage: database or disk is full", 12, 4096}});
     CHECK_FALSE(store.session(id + 1));
 }
 
@@ -141,6 +144,7 @@ TEST_CASE("a version-1 database migrates forward with its data") {
             INSERT INTO sessions (id, board, link, protocol, format, addr_bytes, state, started_ns)
                 VALUES (1, 'b', 'sim://blinky', 'legacy', 'bin', 3, 'completed', 5);
             INSERT INTO raw_chunks VALUES (1, 0, 10, x'500000AA'), (1, 1, 20, x'500000BB');
+            INSERT INTO session_gaps VALUES (1, 12, 18, 'unplugged');
             PRAGMA user_version = 1;
         )sql");
     }
@@ -188,6 +192,10 @@ TEST_CASE("a version-1 database migrates forward with its data") {
     CHECK(store.session(1)->counters == itm);
     CHECK(store.console(1) == std::vector<ConsoleLine>{{30, 0, "late line\n"}});
     CHECK(store.exceptions(1) == exceptions);
+    // Version 9: the old gap lost an unknown amount (null, not 0); new gaps say what they lost.
+    store.add_gap(1, {40, 50, "storage: disk I/O error", 3, 96});
+    CHECK(store.gaps(1) == std::vector<Gap>{{12, 18, "unplugged", {}, {}},
+                                            {40, 50, "storage: disk I/O error", 3, 96}});
 }
 
 TEST_CASE("the writer stores console lines in order and the newest exception totals") {
@@ -271,7 +279,7 @@ TEST_CASE("deleting a session takes its chunks, batches, aggregates and gaps wit
     for (auto id : {keep, gone}) {
         store.append_chunk(id, 0, 1, raw, records);
         store.add_to_aggregate(id, delta);
-        store.add_gap(id, {1, 2, "unplugged"});
+        store.add_gap(id, {1, 2, "unplugged", {}, {}});
     }
     store.delete_session(gone);
     CHECK_FALSE(store.session(gone));

@@ -310,7 +310,11 @@ void StorageWriter::apply_in_transaction(std::span<WriteOp> ops, std::int64_t no
     }
     next_seq_ = std::move(attempt.next_seq);
     open_sessions_.insert(attempt.opened.begin(), attempt.opened.end());
-    for (const SessionId id : attempt.gaps_written) ledgers_[id].gap_since_ns.reset();
+    for (const SessionId id : attempt.gaps_written) {
+        Ledger& l = ledgers_[id];
+        l.gap_since_ns.reset();
+        l.gap_records = l.gap_bytes = 0;
+    }
     for (const SessionId id : attempt.closed) {
         open_sessions_.erase(id);
         next_seq_.erase(id);
@@ -400,7 +404,8 @@ void StorageWriter::write_storage_gaps(Attempt& a) {
     for (const auto& [id, ledger] : ledgers_) {
         if (!ledger.gap_since_ns) continue;
         if (!open_sessions_.count(id) && !a.opened.count(id)) continue;  // no row to attach to
-        store_.add_gap(id, Gap{*ledger.gap_since_ns, a.now, "storage: " + ledger.gap_reason});
+        store_.add_gap(id, Gap{*ledger.gap_since_ns, a.now, "storage: " + ledger.gap_reason,
+                               ledger.gap_records, ledger.gap_bytes});
         a.gaps_written.insert(id);
         auto& p = a.pending[id];
         // bytes_in only grows: the larger is the newer of the two.
@@ -469,6 +474,8 @@ void StorageWriter::lose_chunk(const ChunkOp& chunk, const std::string& reason, 
         l.gap_reason = reason;
         ++l.gaps;
     }
+    l.gap_records += chunk.records.size();
+    l.gap_bytes += chunk.raw.size();
     if (chunk.counters.bytes_in >= l.last_counters.bytes_in) l.last_counters = chunk.counters;
     episode_records_ += chunk.records.size();
     episode_bytes_ += chunk.raw.size();

@@ -206,6 +206,8 @@ class StorageWriter {
         std::uint64_t gaps = 0;                    // storage gaps, the open one included
         std::optional<std::int64_t> gap_since_ns;  // the open gap: from the first lost chunk
         std::string gap_reason;
+        std::uint64_t gap_records = 0;  // lost in the open gap
+        std::uint64_t gap_bytes = 0;
         SessionCounters last_counters;  // the capture side's, from the newest lost op
     };
     struct Attempt;  // one transaction's bookkeeping (storage_writer.cc)

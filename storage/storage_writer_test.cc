@@ -120,8 +120,8 @@ TEST_CASE(
             writer.flush();
         }
         capture.counters().gaps = 1;
-        writer.submit(
-            GapOp{session, {capture.now(), capture.now() + 1, "unplugged"}, capture.counters()});
+        writer.submit(GapOp{
+            session, {capture.now(), capture.now() + 1, "unplugged", {}, {}}, capture.counters()});
         writer.submit(TargetOp{session, {"beef", 0x1000, 0x2000}, "", "", ""});
         writer.flush();
         lost = writer.with_storage_losses(session, capture.counters()).records_lost_storage;
@@ -172,8 +172,13 @@ TEST_CASE(
             ++storage_gaps;
             CHECK(g.reason.find("full") != std::string::npos);
             CHECK(g.ended_ns > g.started_ns);
+            // The one storage gap lost exactly what the counters say was lost.
+            CHECK(g.records_lost == lost);
+            CHECK(g.bytes_lost == info->counters.bytes_lost_storage);
         } else {
             CHECK(g.reason == "unplugged");
+            CHECK_FALSE(g.records_lost);  // a link's gap knows only its time
+            CHECK_FALSE(g.bytes_lost);
         }
     }
     CHECK(storage_gaps == 1);

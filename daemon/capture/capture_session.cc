@@ -111,7 +111,7 @@ void CaptureSession::gap_started(const std::string& reason, std::int64_t at_ns) 
     decoder_->finish(collector_);  // what was held back across the break
     if (!collector_.empty()) submit_records({}, at_ns);
     refresh_counters();
-    open_gap_ = storage::Gap{at_ns, 0, reason};
+    open_gap_ = storage::Gap{at_ns, 0, reason, {}, {}};  // a link knows only the time
 }
 
 void CaptureSession::gap_ended(std::int64_t at_ns) {

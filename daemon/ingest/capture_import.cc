@@ -1,6 +1,8 @@
 #include "daemon/ingest/capture_import.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -28,6 +30,7 @@ class FileDescriptor {
         }
     }
     ~FileDescriptor() { ::close(fd_); }
+    int get() const { return fd_; }
     FileDescriptor(const FileDescriptor&) = delete;
     FileDescriptor& operator=(const FileDescriptor&) = delete;
 
@@ -83,30 +86,71 @@ Imported finished(protocol::StreamDecoder& decoder, HelloTap& tap, const WireSpe
     return out;
 }
 
-// Wide counts and addresses as 32-bit records (a count above 2^32-1 becomes several).
-void emit_records(const gmon::Aggregate& aggregate, protocol::RecordSink& sink) {
-    if (auto* into = dynamic_cast<gmon::AggregateSink*>(&sink)) {
-        into->add(aggregate);  // as it is: wide counts, 64-bit addresses
-        return;
+// A gmon.out's counts as 32-bit records, in pieces (a count above 2^32-1 becomes several).
+class RecordPieces {
+  public:
+    explicit RecordPieces(protocol::RecordSink& sink) : sink_(sink) { batch_.reserve(kPiece); }
+    void arc(std::uint64_t from_pc, std::uint64_t self_pc, std::uint64_t count) {
+        push(protocol::Record::arc(narrow(from_pc), narrow(self_pc)), count);
     }
-    std::vector<protocol::Record> batch;
-    auto push = [&](protocol::Record r, std::uint64_t count) {
-        for (; count > 0; count -= r.count) {
-            r.count = static_cast<std::uint32_t>(std::min<std::uint64_t>(count, 0xFFFFFFFFu));
-            batch.push_back(r);
-        }
-    };
-    auto narrow = [](std::uint64_t address) {
+    void pc(std::uint64_t pc, std::uint64_t count) {
+        push(protocol::Record::pc_sample(narrow(pc)), count);
+    }
+    void flush() {
+        if (!batch_.empty()) sink_.on_records(batch_);
+        batch_.clear();
+    }
+
+  private:
+    static constexpr std::size_t kPiece = 64 * 1024;
+
+    static std::uint32_t narrow(std::uint64_t address) {
         if (address > 0xFFFFFFFFu)
             throw gmon::GmonFormatError(
                 "addresses above 4 GiB: only a 32-bit target's gmon.out can be stored");
         return static_cast<std::uint32_t>(address);
-    };
-    for (const auto& a : aggregate.arcs())
-        push(protocol::Record::arc(narrow(a.from_pc), narrow(a.self_pc)), a.count);
-    for (const auto& p : aggregate.pc_samples())
-        push(protocol::Record::pc_sample(narrow(p.pc)), p.count);
-    if (!batch.empty()) sink.on_records(batch);
+    }
+    void push(protocol::Record r, std::uint64_t count) {
+        for (; count > 0; count -= r.count) {
+            r.count = static_cast<std::uint32_t>(std::min<std::uint64_t>(count, 0xFFFFFFFFu));
+            batch_.push_back(r);
+            if (batch_.size() == kPiece) flush();
+        }
+    }
+
+    protocol::RecordSink& sink_;
+    std::vector<protocol::Record> batch_;
+};
+
+gmon::HistogramSpec shape_of(const gmon::HistogramInPlace& h) {
+    return {h.header.low_pc, h.header.high_pc, 2, h.header.prof_rate, h.bins};
+}
+
+// Each count of an indexed gmon.out: arcs by address, then every non-zero bin at the address
+// binning puts back into it. `done_with(h, end)`: bins below `end` of histogram h are read.
+template <typename Arc, typename Pc, typename Done>
+void for_each_count(std::span<const std::uint8_t> bytes, const gmon::GmonIndex& index, Arc&& arc,
+                    Pc&& pc, Done&& done_with) {
+    for (const auto& a : index.arcs) arc(a.from_pc, a.self_pc, a.count);
+    for (const auto& h : index.histograms) {
+        const auto shape = shape_of(h);
+        constexpr std::uint64_t kStride = 1 << 19;  // bins read between two done_with calls
+        for (std::uint64_t i = 0; i < h.bins; ++i) {
+            if (const std::uint64_t n = gmon::bin_in_place(bytes, h, i, index.layout.order))
+                pc(gmon::bin_address(shape, i), n);
+            if ((i + 1) % kStride == 0) done_with(h, i + 1);
+        }
+        done_with(h, h.bins);
+    }
+}
+
+Imported gmon_info(const gmon::GmonIndex& index, std::uint64_t bytes_in) {
+    Imported info;
+    info.kind = InputKind::kGmon;
+    info.format = "gmon";
+    info.stats.bytes_in = bytes_in;
+    for (const auto& h : index.histograms) info.histograms.push_back(shape_of(h));
+    return info;
 }
 
 bool wants_gmon(const ImportSpec& spec, std::span<const std::uint8_t> head) {
@@ -142,32 +186,125 @@ bool is_gnu_gmon(std::span<const std::uint8_t> head) {
 }
 
 GmonImport import_gmon(std::span<const std::uint8_t> bytes, const gmon::TargetLayout& layout) {
-    const gmon::GmonData data = gmon::merge_duplicates(gmon::parse_gmon(bytes, layout));
+    const gmon::GmonIndex index = gmon::index_gmon(bytes, layout);
     GmonImport out;
-    out.info.kind = InputKind::kGmon;
-    out.info.format = "gmon";
-    out.info.stats.bytes_in = bytes.size();
-    for (const auto& a : data.arcs) {
-        out.aggregate.add_arc(a.from_pc, a.self_pc, a.count);
-        out.info.stats.arcs += a.count;
-    }
-    for (const auto& h : data.histograms) {
-        const auto shape = gmon::shape_of(h);
-        out.info.histograms.push_back(shape);
-        for (std::size_t i = 0; i < h.bins.size(); ++i) {
-            if (!h.bins[i]) continue;
-            out.aggregate.add_pc(gmon::bin_address(shape, i), h.bins[i]);
-            out.info.stats.pc_samples += h.bins[i];
-        }
-    }
+    out.info = gmon_info(index, bytes.size());
+    for_each_count(
+        bytes, index,
+        [&](std::uint64_t from, std::uint64_t self, std::uint64_t n) {
+            out.aggregate.add_arc(from, self, n);
+            out.info.stats.arcs += n;
+        },
+        [&](std::uint64_t pc, std::uint64_t n) {
+            out.aggregate.add_pc(pc, n);
+            out.info.stats.pc_samples += n;
+        },
+        [](const gmon::HistogramInPlace&, std::uint64_t) {});
     return out;
+}
+
+GmonFile::GmonFile(const std::filesystem::path& path, const gmon::TargetLayout& layout)
+    : path_(path) {
+    FileDescriptor fd(path);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0)
+        throw std::runtime_error("cannot stat " + path.string() + ": " + std::strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        throw std::runtime_error(path.string() + " is not a regular file: it cannot be mapped");
+    if (st.st_size > 0) {
+        const auto size = static_cast<std::size_t>(st.st_size);
+        void* at = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+        if (at == MAP_FAILED)
+            throw std::runtime_error("cannot map " + path.string() + ": " + std::strerror(errno));
+        mapped_ = true;
+        bytes_ = {static_cast<const std::uint8_t*>(at), size};
+    }
+    try {
+        index_ = gmon::index_gmon(bytes_, layout);
+    } catch (const gmon::GmonFormatError& e) {
+        unmap();
+        throw gmon::GmonFormatError(path.string() + ": " + e.what());
+    }
+    release(0, bytes_.size());  // the headers and arcs were read; the bins are read once more
+    for (const auto& h : index_.histograms) shapes_.push_back(shape_of(h));
+}
+
+GmonFile::~GmonFile() {
+    unmap();
+}
+
+void GmonFile::unmap() {
+    if (mapped_) ::munmap(const_cast<std::uint8_t*>(bytes_.data()), bytes_.size());
+    mapped_ = false;
+}
+
+// The pages of [from, to) leave this process's memory (they are the file's: read again if
+// touched again), so reading the file whole never makes it resident whole.
+void GmonFile::release(std::size_t from, std::size_t to) {
+    if (!mapped_ || to <= from) return;
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t start = from / page * page;
+    ::madvise(const_cast<std::uint8_t*>(bytes_.data()) + start, std::min(to, bytes_.size()) - start,
+              MADV_DONTNEED);
+}
+
+Imported GmonFile::emit(protocol::RecordSink& sink) {
+    const std::span<const std::uint8_t> bytes = bytes_;
+    Imported info = gmon_info(index_, bytes_.size());
+    std::uint64_t released = 0;  // bins of the histogram being read that were let go
+    const auto done_with = [&](const gmon::HistogramInPlace& h, std::uint64_t end) {
+        for (const auto& copy : h.copies)
+            release(copy.offset + 2 * released, copy.offset + 2 * end);
+        released = end == h.bins ? 0 : end;
+    };
+    try {
+        if (auto* into = dynamic_cast<gmon::AggregateSink*>(&sink)) {
+            gmon::Aggregate counts;  // kept wide: counts and 64-bit addresses as they are
+            for_each_count(
+                bytes, index_,
+                [&](std::uint64_t from, std::uint64_t self, std::uint64_t n) {
+                    counts.add_arc(from, self, n);
+                    info.stats.arcs += n;
+                },
+                [&](std::uint64_t pc, std::uint64_t n) {
+                    counts.add_pc(pc, n);
+                    info.stats.pc_samples += n;
+                },
+                done_with);
+            into->add(counts);
+            return info;
+        }
+        RecordPieces pieces(sink);
+        for_each_count(
+            bytes, index_,
+            [&](std::uint64_t from, std::uint64_t self, std::uint64_t n) {
+                pieces.arc(from, self, n);
+                info.stats.arcs += n;
+            },
+            [&](std::uint64_t pc, std::uint64_t n) {
+                pieces.pc(pc, n);
+                info.stats.pc_samples += n;
+            },
+            done_with);
+        pieces.flush();
+    } catch (const gmon::GmonFormatError& e) {
+        throw gmon::GmonFormatError(path_.string() + ": " + e.what());
+    }
+    return info;
 }
 
 Imported import_bytes(std::span<const std::uint8_t> bytes, const ImportSpec& spec,
                       protocol::RecordSink& sink) {
     if (wants_gmon(spec, bytes)) {
         auto gmon = import_gmon(bytes, spec.layout);
-        emit_records(gmon.aggregate, sink);
+        if (auto* into = dynamic_cast<gmon::AggregateSink*>(&sink)) {
+            into->add(gmon.aggregate);  // as it is: wide counts, 64-bit addresses
+        } else {
+            RecordPieces pieces(sink);
+            for (const auto& a : gmon.aggregate.arcs()) pieces.arc(a.from_pc, a.self_pc, a.count);
+            for (const auto& p : gmon.aggregate.pc_samples()) pieces.pc(p.pc, p.count);
+            pieces.flush();
+        }
         return std::move(gmon.info);
     }
     const WireSpec wire = decided_wire(spec.wire, bytes);
@@ -190,14 +327,14 @@ Imported import_file(const std::filesystem::path& path, const ImportSpec& spec,
     }
     const std::span<const std::uint8_t> head(buffer.data(), got);
     if (wants_gmon(spec, head)) {
+        if (std::filesystem::is_regular_file(path)) return GmonFile(path, spec.layout).emit(sink);
+        // A pipe or a device can be neither mapped nor read twice: read whole, as it comes.
         std::vector<std::uint8_t> bytes(head.begin(), head.end());
         while (const std::size_t n = fd.read(buffer.data(), buffer.size(), path))
             bytes.insert(bytes.end(), buffer.begin(),
                          buffer.begin() + static_cast<std::ptrdiff_t>(n));
         try {
-            auto gmon = import_gmon(bytes, spec.layout);
-            emit_records(gmon.aggregate, sink);
-            return std::move(gmon.info);
+            return import_bytes(bytes, spec, sink);
         } catch (const gmon::GmonFormatError& e) {
             throw gmon::GmonFormatError(path.string() + ": " + e.what());
         }

@@ -16,6 +16,7 @@
 #include "daemon/ingest/wire_settings.h"
 #include "gmon/aggregate.h"
 #include "gmon/gmon_data.h"
+#include "gmon/gmon_reader.h"
 #include "protocol/decoder_stats.h"
 #include "protocol/legacy_format.h"
 #include "protocol/record_sink.h"
@@ -61,7 +62,8 @@ using ConsoleCallback = std::function<void(const protocol::ConsoleText& line)>;
 // a wire it cannot decode.
 Imported import_bytes(std::span<const std::uint8_t> bytes, const ImportSpec& spec,
                       protocol::RecordSink& sink);
-// The same from a file, read in chunks (a capture is never whole in memory), with progress;
+// The same from a file, read in chunks (a capture is never whole in memory, nor a gmon.out:
+// see GmonFile), with progress;
 // `piece` sees each chunk of a capture's bytes right after its records went to `sink` (what
 // storing the raw bytes beside their records needs; a gmon.out has none). Throws
 // std::runtime_error naming the file on I/O errors.
@@ -78,6 +80,35 @@ struct GmonImport {
     Imported info;
 };
 GmonImport import_gmon(std::span<const std::uint8_t> bytes, const gmon::TargetLayout& layout);
+
+// A gmon.out file mapped read-only and indexed: its histograms' shapes are known first (a
+// stored session needs them before its records), then its arcs and PC samples go to a sink in
+// pieces, each bin read where it lies and pages let go behind the reader, so memory stays at
+// about a piece whatever the histogram's size (a 64 MiB file of 2-byte bins is 32 M bins).
+class GmonFile {
+  public:
+    // A regular file (import_file reads a pipe whole instead). Throws gmon::GmonFormatError
+    // (naming the file) or std::runtime_error for I/O errors.
+    GmonFile(const std::filesystem::path& path, const gmon::TargetLayout& layout);
+    ~GmonFile();
+    GmonFile(const GmonFile&) = delete;
+    GmonFile& operator=(const GmonFile&) = delete;
+
+    const std::vector<gmon::HistogramSpec>& histograms() const { return shapes_; }
+    // Arcs (by address), then PC samples (by address): the records an import of the whole
+    // file gave, in the same order. An AggregateSink gets them as wide counts.
+    Imported emit(protocol::RecordSink& sink);
+
+  private:
+    void release(std::size_t from, std::size_t to);
+    void unmap();
+
+    std::filesystem::path path_;
+    std::span<const std::uint8_t> bytes_;  // mapped (empty for an empty file)
+    bool mapped_ = false;
+    gmon::GmonIndex index_;
+    std::vector<gmon::HistogramSpec> shapes_;
+};
 
 // A HELLO's build-id as the ELF notes spell it: lower-case hex.
 std::string build_id_hex(const std::vector<std::uint8_t>& build_id);

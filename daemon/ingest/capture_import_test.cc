@@ -4,7 +4,10 @@
 
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <fstream>
+#include <thread>
 
 #include "gmon/gmon_reader.h"
 #include "gmon/gmon_writer.h"
@@ -14,15 +17,19 @@
 namespace rackprof::ingest {
 namespace {
 
-// A 5 Hz gmon.out with a histogram of fractional bin width (as the thesis' host program wrote).
-std::vector<std::uint8_t> five_hz_gmon() {
-    gmon::GmonData data;
+// A 5 Hz histogram of fractional bin width (as the thesis' host program wrote).
+gmon::Histogram five_hz_gmon_histogram() {
     gmon::Histogram h;
     h.low_pc = 0x400;
     h.high_pc = 0x400 + 40;
     h.prof_rate = 5;
     h.bins = {0, 4, 0, 0, 9, 1, 0, 0, 2, 0, 3};  // 11 bins over 40 bytes
-    data.histograms.push_back(h);
+    return h;
+}
+
+std::vector<std::uint8_t> five_hz_gmon() {
+    gmon::GmonData data;
+    data.histograms.push_back(five_hz_gmon_histogram());
     data.arcs = {{0x404, 0x420, 5}, {0x410, 0x420, 0x1'0000'0002ull}};
     return gmon::serialize_gmon(data);
 }
@@ -68,6 +75,99 @@ TEST_CASE("into an aggregate a gmon.out keeps 64-bit addresses; as records it is
     CHECK(aggregate.arcs() == std::vector<gmon::ArcCount>{{0x1'0000'0000ull, 0x1'0000'0010ull, 3}});
     RecordCollector records;
     CHECK_THROWS_AS(import_bytes(bytes, spec, records), gmon::GmonFormatError);
+}
+
+// The records a gmon.out gave when it was read whole: its merged counts as an aggregate, arcs
+// then samples by address, counts above 2^32-1 split.
+std::vector<protocol::Record> records_read_whole(const std::vector<std::uint8_t>& bytes) {
+    const gmon::GmonData data = gmon::merge_duplicates(gmon::parse_gmon(bytes, {}));
+    gmon::Aggregate aggregate;
+    for (const auto& a : data.arcs) aggregate.add_arc(a.from_pc, a.self_pc, a.count);
+    for (const auto& h : data.histograms) {
+        for (std::size_t i = 0; i < h.bins.size(); ++i)
+            if (h.bins[i]) aggregate.add_pc(gmon::bin_address(gmon::shape_of(h), i), h.bins[i]);
+    }
+    std::vector<protocol::Record> out;
+    auto push = [&](protocol::Record r, std::uint64_t count) {
+        for (; count > 0; count -= r.count) {
+            r.count = static_cast<std::uint32_t>(std::min<std::uint64_t>(count, 0xFFFFFFFFu));
+            out.push_back(r);
+        }
+    };
+    for (const auto& a : aggregate.arcs())
+        push(protocol::Record::arc(static_cast<std::uint32_t>(a.from_pc),
+                                   static_cast<std::uint32_t>(a.self_pc)),
+             a.count);
+    for (const auto& p : aggregate.pc_samples())
+        push(protocol::Record::pc_sample(static_cast<std::uint32_t>(p.pc)), p.count);
+    return out;
+}
+
+TEST_CASE("a gmon.out file is mapped and streamed: the same records, order and shapes") {
+    // Two histograms with the same range (summed), a second range below them, 150 000 bins
+    // (more than a piece of records), duplicate arcs and a count wider than 32 bits.
+    gmon::GmonData data;
+    gmon::Histogram wide;
+    wide.low_pc = 0x10000;
+    wide.high_pc = 0x10000 + 2 * 150000;
+    wide.bins.resize(150000);
+    for (std::size_t i = 0; i < wide.bins.size(); ++i) wide.bins[i] = (i * 7919) % 5;
+    gmon::Histogram again = wide;
+    for (auto& bin : again.bins) bin = bin == 4 ? 65535 : 0;
+    data.histograms = {wide, again, five_hz_gmon_histogram()};
+    data.arcs = {{0x404, 0x420, 5}, {0x410, 0x420, 0x1'0000'0002ull}, {0x404, 0x420, 1}};
+    const auto bytes = gmon::serialize_gmon(data);
+    char name[] = "/tmp/rackprof-gmon-XXXXXX";
+    const int fd = ::mkstemp(name);
+    REQUIRE(fd >= 0);
+    ::close(fd);
+    const std::filesystem::path path(name);
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
+
+    RecordCollector records;
+    ImportSpec spec;
+    spec.kind = InputKind::kGmon;
+    const Imported imported = import_file(path, spec, records);
+    CHECK(records.records == records_read_whole(bytes));
+    CHECK(imported.stats.bytes_in == bytes.size());
+    const auto merged = gmon::merge_duplicates(gmon::parse_gmon(bytes, {}));
+    REQUIRE(imported.histograms.size() == 2);
+    for (std::size_t h = 0; h < 2; ++h)
+        CHECK(imported.histograms[h] == gmon::shape_of(merged.histograms[h]));
+    // Into an aggregate: the same counts, kept wide.
+    gmon::Aggregate aggregate;
+    AggregateImportSink into(aggregate);
+    import_file(path, spec, into);
+    gmon::Aggregate from_records;
+    from_records.add(records.records);
+    CHECK(aggregate == from_records);
+    CHECK(aggregate.total_samples() == imported.stats.pc_samples);
+    // From a pipe (no mapping, no second read): the same records.
+    std::filesystem::remove(path);
+    REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+    std::thread writer([&] {
+        std::ofstream(path, std::ios::binary)
+            .write(reinterpret_cast<const char*>(bytes.data()),
+                   static_cast<std::streamsize>(bytes.size()));
+    });
+    RecordCollector piped;
+    import_file(path, spec, piped);
+    writer.join();
+    CHECK(piped.records == records.records);
+    std::filesystem::remove(path);
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
+    // A bad file's error names it.
+    std::filesystem::resize_file(path, bytes.size() - 3);
+    CHECK_THROWS_WITH_AS(import_file(path, spec, records), doctest::Contains(path.c_str()),
+                         gmon::GmonFormatError);
+    std::filesystem::resize_file(path, 0);
+    CHECK_THROWS_WITH_AS(import_file(path, spec, records), doctest::Contains("empty"),
+                         gmon::GmonFormatError);
+    std::filesystem::remove(path);
 }
 
 TEST_CASE("a capture: the wire format is detected, and a file imports as its bytes do") {

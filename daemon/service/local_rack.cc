@@ -53,6 +53,22 @@ json board_json(const BoardStatus& b) {
     return out;
 }
 
+// Where a session's data is missing; what each gap lost, or null where that is unknown.
+json gaps_json(const std::vector<storage::Gap>& gaps) {
+    const auto count = [](const std::optional<std::uint64_t>& n) {
+        return n ? json(*n) : json(nullptr);
+    };
+    json out = json::array();
+    for (const auto& g : gaps) {
+        out.push_back({{"started_ns", g.started_ns},
+                       {"ended_ns", g.ended_ns},
+                       {"reason", g.reason},
+                       {"records_lost", count(g.records_lost)},
+                       {"bytes_lost", count(g.bytes_lost)}});
+    }
+    return out;
+}
+
 // ARMv7-M's exception numbers (B1.5.2); 16 and up are external interrupts.
 std::string exception_name(std::uint16_t number) {
     static const char* const kNames[16] = {"Thread",       "Reset",      "NMI",        "HardFault",
@@ -540,7 +556,9 @@ json LocalRack::sessions(const SessionFilter& filter) {
 }
 
 json LocalRack::session(std::int64_t id) {
-    return session_json(stored_session(id), storage_error());
+    json out = session_json(stored_session(id), storage_error());
+    out["gaps"] = gaps_json(readers_.lease()->gaps(id));
+    return out;
 }
 
 std::string LocalRack::console(std::int64_t id, int tail) {
@@ -790,27 +808,6 @@ json LocalRack::import_session(const std::filesystem::path& file, const ImportPa
     return import_capture(file, import, spec);
 }
 
-// A gmon.out is small and its histograms' shapes go with the session's row: read whole, then
-// stored as one piece of records (no raw bytes).
-json LocalRack::import_gmon(const std::filesystem::path& file, const ingest::ImportSpec& import,
-                            storage::NewSession spec) {
-    ingest::RecordCollector records;
-    ingest::Imported imported;
-    try {
-        imported = ingest::import_file(file, import, records);
-    } catch (const gmon::GmonFormatError& e) {
-        std::string why = e.what();  // without the upload's path, which is the daemon's business
-        if (why.starts_with(file.string() + ": ")) why.erase(0, file.string().size() + 2);
-        fail(Failure::kBadGmon, why);
-    }
-    spec.histograms = imported.histograms;  // its own ranges and rate, exactly
-    storage::SessionCounters counters;
-    storage::set_decoder_counters(counters, imported.stats);
-    const auto stored = capture_.begin_import(spec);
-    stored->append({}, std::move(records.records), counters);
-    return session_json(stored_session(stored->complete(counters)), storage_error());
-}
-
 namespace {
 
 // An import's records and raw bytes handed to storage as they come, in pieces of about 1 MiB
@@ -831,8 +828,9 @@ class ImportPieces : public protocol::RecordSink {
         so_far_.bytes_in += bytes.size();
         append({bytes.begin(), bytes.end()});
     }
+    // The last piece; a session with no records at all still gets one (empty) piece.
     void finish() {
-        if (!records_.empty()) append({});
+        if (!records_.empty() || !appended_) append({});
     }
 
   private:
@@ -843,14 +841,46 @@ class ImportPieces : public protocol::RecordSink {
         records.reserve(kRecordsPerPiece);
         records.swap(records_);
         stored_.append(std::move(raw), std::move(records), so_far_);
+        appended_ = true;
     }
 
     daemon::SessionImport& stored_;
     std::vector<protocol::Record> records_;
     storage::SessionCounters so_far_;  // what the session shows while the import goes on
+    bool appended_ = false;
 };
 
 }  // namespace
+
+// A gmon.out is mapped, not read whole: its histograms' shapes go with the session's row,
+// then its records are stored in pieces as its bins are read (no raw bytes).
+json LocalRack::import_gmon(const std::filesystem::path& file, const ingest::ImportSpec& import,
+                            storage::NewSession spec) {
+    const auto bad_gmon = [&](const gmon::GmonFormatError& e) {
+        std::string why = e.what();  // without the upload's path, which is the daemon's business
+        if (why.starts_with(file.string() + ": ")) why.erase(0, file.string().size() + 2);
+        fail(Failure::kBadGmon, why);
+    };
+    std::optional<ingest::GmonFile> gmon_file;
+    try {
+        gmon_file.emplace(file, import.layout);
+    } catch (const gmon::GmonFormatError& e) {
+        bad_gmon(e);
+    }
+    spec.histograms = gmon_file->histograms();  // its own ranges and rate, exactly
+    const auto stored = capture_.begin_import(spec);
+    ImportPieces pieces(*stored);
+    ingest::Imported imported;
+    try {
+        imported = gmon_file->emit(pieces);
+    } catch (const gmon::GmonFormatError& e) {
+        bad_gmon(e);
+    }
+    pieces.finish();
+    storage::SessionCounters counters;
+    storage::set_decoder_counters(counters, imported.stats);
+    return session_json(stored_session(stored->complete(counters)), storage_error());
+}
 
 json LocalRack::import_capture(const std::filesystem::path& file, const ingest::ImportSpec& import,
                                storage::NewSession spec) {

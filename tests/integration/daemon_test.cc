@@ -388,6 +388,18 @@ TEST_CASE(
     REQUIRE(testing::eventually(
         [&] { return get_json(port, "/api/v1/boards/filling")["storage_state"] == "ok"; }, 10s));
     rack.wait_boards();
+    json api_storage_gap;  // the session's storage gap as the API lists it
+    json last_session;
+    INFO(last_session.dump());
+    REQUIRE(testing::eventually(
+        [&] {
+            last_session = get_json(port, "/api/v1/sessions/" + id);
+            for (const auto& g : last_session["gaps"]) {
+                if (g["reason"].get<std::string>().rfind("storage: ", 0) == 0) api_storage_gap = g;
+            }
+            return !api_storage_gap.is_null();
+        },
+        20s));
     rack.stop_daemon();
 
     storage::SessionStore store(rack.db(), storage::Database::Mode::kReadOnly);
@@ -419,6 +431,15 @@ TEST_CASE(
     }
     REQUIRE(storage_gaps.size() == 1);
     CHECK(storage_gaps[0].reason.find("full") != std::string::npos);
+    // The gap says what it lost: all the session lost to storage, since it is its only one.
+    CHECK(storage_gaps[0].records_lost == s.counters.records_lost_storage);
+    CHECK(storage_gaps[0].bytes_lost == s.counters.bytes_lost_storage);
+    CHECK(api_storage_gap["records_lost"] == s.counters.records_lost_storage);
+    CHECK(api_storage_gap["bytes_lost"] == s.counters.bytes_lost_storage);
+    CHECK(api_storage_gap["started_ns"] == storage_gaps[0].started_ns);
+    for (const auto& g : store.gaps(s.id)) {
+        if (g.reason.rfind("storage: ", 0) != 0) CHECK_FALSE(g.records_lost);  // a link's: unknown
+    }
     CHECK(storage_gaps[0].ended_ns > storage_gaps[0].started_ns);
     CHECK(last_batch_ns > storage_gaps[0].ended_ns);
     CHECK(store.gaps(s.id).size() == s.counters.gaps);
