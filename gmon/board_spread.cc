@@ -109,8 +109,9 @@ nlohmann::json board_spread_json(const Profile& fleet, const std::vector<BoardSa
             {"functions", std::move(functions)},
             {"interval", "Wilson score interval, 95 %"},
             {"test",
-             "exact binomial test of each board's samples against the rest of the "
-             "fleet's share, Bonferroni-corrected over boards x functions, alpha " +
+             "exact binomial test of each board's samples against the median board's share "
+             "(one deviating board cannot move it), Bonferroni-corrected over boards x "
+             "functions, alpha " +
                  std::to_string(alpha).substr(0, 4)}};
 }
 

@@ -1,6 +1,6 @@
 // A fleet's per-board spread: for each function of the merged profile, each board's share of
 // its own samples with a binomial interval, and which boards lie outside the sampling error of
-// the rest of the fleet ("board 7 spends 31 % in spi_wait, the fleet 12 ± 1 %").
+// the typical (median) board ("board 7 spends 31 % in spi_wait, the fleet 12 ± 1 %").
 #pragma once
 
 #include <cstdint>

@@ -19,7 +19,7 @@ export async function fleetPage(main: HTMLElement, params: URLSearchParams) {
   const chosen = builds.find((b) => b.build_id === build);
   const intro = [
     h("h1", {}, "Fleet"),
-    h("p", { class: "muted" }, "The sessions of one firmware build merged into one profile, and how each board's share of a function compares with the rest of the fleet."),
+    h("p", { class: "muted" }, "The sessions of one firmware build merged into one profile, and how each board's share of a function compares with the fleet's typical (median) board."),
     buildTable(builds, build),
     chosen ? selectionForm(chosen, boards, tags) : null,
   ];
@@ -131,7 +131,7 @@ function spreadSection(profile: SelectionProfile, fn: string, params: URLSearchP
       { class: deviating.length ? "notice warn" : "muted", id: "deviating", role: deviating.length ? "status" : undefined },
       deviating.length
         ? [`${deviating.length} board × function share${deviating.length > 1 ? "s" : ""} outside the fleet: `, deviating.map((d, i) => [i ? "; " : "", link(withParam(params, "function", d.fn.name), `${d.board.board} in ${d.fn.name}`), ` ${percent(d.board.percent)} vs ${percent(d.fn.fleet_percent)}`])]
-        : "No board's share of any function differs from the rest of the fleet's.",
+        : "No board's share of any function differs from the typical board's beyond sampling error.",
     ),
     h(
       "form",
