@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <limits>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "daemon/capture/board.h"
@@ -404,11 +406,19 @@ std::filesystem::path LocalRack::firmware_dir() const {
 storage::SessionInfo LocalRack::stored_session(std::int64_t id) {
     auto info = readers_.lease()->session(id);
     if (info) return std::move(*info);
-    // Started while storage fails: capturing, its row written once commits succeed again.
-    if (const std::string error = storage_error(); !error.empty() && capture_.live_snapshot(id))
-        fail(Failure::kNotReady, "session " + std::to_string(id) +
-                                     " is capturing, but storage is failing (" + error +
-                                     "): its row is written once commits succeed again");
+    if (capture_.live_snapshot(id)) {
+        // Started while storage fails: capturing, its row written once commits succeed again.
+        if (const std::string error = storage_error(); !error.empty())
+            fail(Failure::kNotReady, "session " + std::to_string(id) +
+                                         " is capturing, but storage is failing (" + error +
+                                         "): its row is written once commits succeed again");
+        // Just started: its id is reserved and already on the board (and in the events), its
+        // row comes with the writer's next commit. Wait for it rather than deny it exists.
+        for (int i = 0; i < 300 && capture_.live_snapshot(id); ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            if (auto later = readers_.lease()->session(id)) return std::move(*later);
+        }
+    }
     fail(Failure::kNotFound, "no session " + std::to_string(id));
 }
 

@@ -82,7 +82,8 @@ after(async () => {
 async function open(url) {
   const page = await browser.newPage();
   const errors = [];
-  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  // With the URL: "Failed to load resource: 404" alone does not say which.
+  page.on("console", (m) => m.type() === "error" && errors.push(`${m.text()} ${m.location()?.url ?? ""}`.trim()));
   page.on("pageerror", (e) => errors.push(String(e)));
   await page.goto(base + url);
   return { page, errors, close: () => page.close() };

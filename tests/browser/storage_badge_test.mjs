@@ -93,7 +93,8 @@ after(async () => {
 test("a full disk shows the storage-error badge on the Rack and the Live view; it goes when space returns", async () => {
   const page = await browser.newPage();
   const errors = [];
-  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  // With the URL: "Failed to load resource: 404" alone does not say which.
+  page.on("console", (m) => m.type() === "error" && errors.push(`${m.text()} ${m.location()?.url ?? ""}`.trim()));
   page.on("pageerror", (e) => errors.push(String(e)));
   await page.goto(daemon.base + "/");
   const row = 'tr[data-board="filling"]';

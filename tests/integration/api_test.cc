@@ -738,7 +738,8 @@ std::uint64_t write_sparse_gmon(const std::filesystem::path& path, std::uint32_t
                                 std::uint32_t bins) {
     std::ofstream out(path, std::ios::binary);
     auto put = [&](std::uint64_t value, int size) {
-        for (int i = 0; i < size; ++i) out.put(static_cast<char>(value >> (8 * i)));
+        // Fields wider than 8 bytes (the 12 reserved ones) are zero past the value's 8.
+        for (int i = 0; i < size; ++i) out.put(i < 8 ? static_cast<char>(value >> (8 * i)) : '\0');
     };
     out.write("gmon", 4);
     put(1, 4);
