@@ -30,6 +30,8 @@ class FunctionIndex {
         return addr <= it->end_addr ? &*it : nullptr;
     }
 
+    bool empty() const { return symbols_.empty(); }
+
   private:
     std::vector<ProfileSymbol> symbols_;
 };

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 
+#include "gmon/function_index.h"
 #include "pprof/profile.pb.h"
 
 namespace rackprof::gmon {
@@ -57,7 +59,7 @@ class PprofBuilder {
   public:
     explicit PprofBuilder(const ExportInput& input)
         : input_(input), strings_(profile_), elf_(input.source.elf.get()) {
-        if (elf_) symbols_ = gprof_symbol_table(*elf_);
+        if (elf_) functions_by_address_.emplace(*elf_);
     }
 
     std::string build() {
@@ -127,12 +129,7 @@ class PprofBuilder {
 
     // The gprof symbol holding `addr`, or none.
     const ProfileSymbol* symbol_at(std::uint64_t addr) const {
-        auto it =
-            std::upper_bound(symbols_.begin(), symbols_.end(), addr,
-                             [](std::uint64_t a, const ProfileSymbol& s) { return a < s.addr; });
-        if (it == symbols_.begin()) return nullptr;
-        --it;
-        return addr <= it->end_addr ? &*it : nullptr;
+        return functions_by_address_ ? functions_by_address_->holding(addr) : nullptr;
     }
 
     std::uint64_t function(const ProfileSymbol& symbol) {
@@ -183,7 +180,7 @@ class PprofBuilder {
             m->set_filename(strings_(elf_->path().string()));
             m->set_build_id(strings_(elf_->build_id()));
         }
-        m->set_has_functions(!symbols_.empty());
+        m->set_has_functions(functions_by_address_ && !functions_by_address_->empty());
         m->set_has_filenames(has_filenames_);
         m->set_has_line_numbers(has_line_numbers_);
     }
@@ -192,7 +189,7 @@ class PprofBuilder {
     pb::Profile profile_;
     StringTable strings_;
     const Symbolizer* elf_;
-    std::vector<ProfileSymbol> symbols_;
+    std::optional<FunctionIndex> functions_by_address_;  // with an ELF
     std::int64_t period_ns_ = 0;
     std::vector<std::pair<std::int64_t, std::int64_t>> labels_;  // key, value (string indices)
     std::map<const ProfileSymbol*, std::uint64_t> functions_;
