@@ -42,7 +42,11 @@ struct FunctionEvent {
     bool enter = true;
     std::uint32_t call_site = 0;  // the return address in the caller
     std::uint32_t callee = 0;     // the function's address
-    std::uint32_t timestamp = 0;  // the target's 24-bit cycle stamp, wrapping
+    std::uint32_t timestamp = 0;  // the target's cycle stamp, wrapping at 2^stamp_bits
+    std::uint8_t stamp_bits = 24;  // orbstat words carry 24 bits; the framed protocol 32
+    // 0 in thread mode; in a handler, the exception number (IPSR): each exception is a root of
+    // its own in the calling-context tree, not a callee of whatever it interrupted.
+    std::uint16_t exception = 0;
     friend bool operator==(const FunctionEvent&, const FunctionEvent&) = default;
 };
 
