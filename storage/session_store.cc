@@ -54,6 +54,30 @@ constexpr const char* kSessionInfoColumns =
     "histograms";
 constexpr int kFirstCounterColumn = 17;
 
+// Whether a raw_chunks / record_batches row is one plain chunk (written before v8) or a block.
+bool plain_row(const Statement& row, int encoding_column) {
+    const std::int64_t encoding = row.column_int(encoding_column);
+    if (encoding == static_cast<std::int64_t>(BlockEncoding::kPlainChunk)) return true;
+    if (encoding == static_cast<std::int64_t>(BlockEncoding::kZstdBlock)) return false;
+    throw StorageError("a stored chunk has an unknown encoding " + std::to_string(encoding));
+}
+
+// A record_batches row's chunks; the row's columns are received_ns, records, encoding.
+std::vector<DecodedRecordChunk> record_chunks_of(const Statement& row) {
+    if (!plain_row(row, 2)) return decode_record_block(row.column_blob(1), row.column_int(0));
+    std::vector<DecodedRecordChunk> one;
+    one.push_back({row.column_int(0), unpack_records(row.column_blob(1))});
+    return one;
+}
+
+const std::string& select_sessions_sql() {
+    static const std::string sql =
+        std::string("SELECT ") + kSessionInfoColumns + ", " + counter_columns() + " FROM sessions";
+    return sql;
+}
+
+}  // namespace
+
 // Histogram shapes as the sessions table keeps them: "" for none given, else a JSON list.
 std::string histograms_text(const std::optional<std::vector<gmon::HistogramSpec>>& shapes) {
     if (!shapes) return "";
@@ -81,30 +105,6 @@ std::optional<std::vector<gmon::HistogramSpec>> histograms_of(const std::string&
     }
     return shapes;
 }
-
-// Whether a raw_chunks / record_batches row is one plain chunk (written before v8) or a block.
-bool plain_row(const Statement& row, int encoding_column) {
-    const std::int64_t encoding = row.column_int(encoding_column);
-    if (encoding == static_cast<std::int64_t>(BlockEncoding::kPlainChunk)) return true;
-    if (encoding == static_cast<std::int64_t>(BlockEncoding::kZstdBlock)) return false;
-    throw StorageError("a stored chunk has an unknown encoding " + std::to_string(encoding));
-}
-
-// A record_batches row's chunks; the row's columns are received_ns, records, encoding.
-std::vector<DecodedRecordChunk> record_chunks_of(const Statement& row) {
-    if (!plain_row(row, 2)) return decode_record_block(row.column_blob(1), row.column_int(0));
-    std::vector<DecodedRecordChunk> one;
-    one.push_back({row.column_int(0), unpack_records(row.column_blob(1))});
-    return one;
-}
-
-const std::string& select_sessions_sql() {
-    static const std::string sql =
-        std::string("SELECT ") + kSessionInfoColumns + ", " + counter_columns() + " FROM sessions";
-    return sql;
-}
-
-}  // namespace
 
 SessionStore::SessionStore(const std::filesystem::path& path, Database::Mode mode)
     : db_(path, mode) {

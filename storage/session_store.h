@@ -42,6 +42,11 @@ struct NewSession {
     std::optional<std::vector<gmon::HistogramSpec>> histograms;
 };
 
+// Histogram shapes as the sessions table keeps them ("" for none given, else a JSON list), also
+// the fleet store's form. histograms_of throws StorageError for text that is not such a list.
+std::string histograms_text(const std::optional<std::vector<gmon::HistogramSpec>>& shapes);
+std::optional<std::vector<gmon::HistogramSpec>> histograms_of(const std::string& text);
+
 // A line of console text the target printed (ITM stimulus port), as received.
 struct ConsoleLine {
     std::int64_t received_ns = 0;

@@ -17,6 +17,7 @@ commands:
   diff       compare two profiles function by function; a CI gate with --fail-on
   simulate   run a virtual board: write the wire bytes it sends, and its ground truth
   demo       simulate a board, convert its capture and print the profile (no hardware needed)
+  fleet      read the shared fleet store (PostgreSQL): sessions, merged profiles, diffs
   check      check a configuration (--config FILE) or a database's integrity (--db FILE)
 
 `rackprof COMMAND --help` describes a command's options; `rackprof --version` prints the version.
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
         if (command == "demo") return rackprof::daemon::run_demo(args);
         if (command == "serve") return rackprof::daemon::run_serve(args);
         if (command == "check") return rackprof::daemon::run_check(args);
+        if (command == "fleet") return rackprof::daemon::run_fleet(args);
         std::cerr << "rackprof: unknown command '" << command << "'\n" << kUsage;
         return 2;
     } catch (const rackprof::daemon::UsageError& e) {

@@ -16,8 +16,10 @@
 #include "daemon/app/systemd_notifier.h"
 #include "daemon/capture/capture_service.h"
 #include "daemon/config/link_uri.h"
+#include "daemon/fleet/fleet_pusher.h"
 #include "daemon/service/local_rack.h"
 #include "daemon/sim/board_simulator.h"
+#include "storage/fleet/fleet_url.h"
 #include "web/api/api.h"
 #include "web/feeds/live_feeds.h"
 #include "web/server/http_server.h"
@@ -143,6 +145,15 @@ int run_serve(const std::vector<std::string>& args) {
     } catch (const ConfigError& e) {
         throw UsageError(std::string("--log-level: ") + e.what());
     }
+    if (const char* url = std::getenv("RACKPROF_FLEET_URL"); url && *url) config.fleet.url = url;
+    if (!config.fleet.url.empty()) {
+        try {
+            fleet::check_fleet_url(config.fleet.url);
+        } catch (const std::invalid_argument& e) {
+            std::cerr << "rackprof serve: invalid configuration: fleet.url: " << e.what() << "\n";
+            return 2;
+        }
+    }
     make_paths_absolute(config);
     if (!cl.has("--config")) give_simulated_boards_firmware(config);
     auto log = make_logger(level);
@@ -176,6 +187,36 @@ int run_serve(const std::vector<std::string>& args) {
 
     rackprof::service::LocalRack rack(service,
                                       config.storage_path);  // what web/ reads and writes through
+    // [fleet]: completed sessions pushed to PostgreSQL in the background; selections served
+    // from it (every bench's sessions).
+    std::unique_ptr<FleetPusher> pusher;
+    if (!config.fleet.url.empty()) {
+        pusher = std::make_unique<FleetPusher>(
+            config.fleet, config.storage_path,
+            [&service] {
+                std::map<std::string, std::vector<std::string>> tags;
+                for (const auto& b : service.board_configs()) tags[b.name] = b.tags;
+                return tags;
+            },
+            log);
+        rack.use_fleet(std::make_shared<rackprof::service::FleetSource>(
+                           fleet_connection(config.fleet),
+                           config.storage_path.parent_path() / "fleet-firmware"),
+                       [&pusher] { return pusher->status_json(); });
+        log->info("fleet: selections are served from {}", fleet::redacted_url(config.fleet.url));
+        api_options.metrics_sources.push_back([&pusher](web::MetricsText& out) {
+            const auto s = pusher->status();
+            out.family("rackprof_fleet_pending_sessions", "gauge",
+                       "Completed sessions not yet in the fleet store.");
+            out.sample("rackprof_fleet_pending_sessions", {}, static_cast<double>(s.pending));
+            out.family("rackprof_fleet_pushed_sessions_total", "counter",
+                       "Sessions pushed to the fleet store by this process.");
+            out.sample("rackprof_fleet_pushed_sessions_total", {}, static_cast<double>(s.pushed));
+            out.family("rackprof_fleet_push_failures_total", "counter",
+                       "Push rounds that failed (and were retried).");
+            out.sample("rackprof_fleet_push_failures_total", {}, static_cast<double>(s.failures));
+        });
+    }
 
     // A configured token guards every mutation, loopback included (a local user who is not the
     // operator is a client too); off loopback one is needed even when none is configured.
@@ -230,6 +271,7 @@ int run_serve(const std::vector<std::string>& args) {
         feeds.publish_event(event.dump());
     });
     service.start();
+    if (pusher) pusher->start();
     try {
         const auto bound = server.start(config.listen);
         log->info("HTTP API listening on {}:{}", bound.address().to_string(), bound.port());
@@ -271,6 +313,7 @@ int run_serve(const std::vector<std::string>& args) {
         systemd.ready("capturing from " + std::to_string(service.boards().size()) + " board(s)");
     }
     systemd.stopping();
+    if (pusher) pusher->stop();
     feeds.stop();
     server.stop();
     service.shutdown();

@@ -342,7 +342,7 @@ DaemonConfig parse_config(const std::string& text, const std::string& source) {
     }
     DaemonConfig c;
     c.source = source;
-    reject_unknown(source, root, "", {"server", "storage", "logging", "links", "boards"});
+    reject_unknown(source, root, "", {"server", "storage", "logging", "links", "boards", "fleet"});
     if (const toml::node* node = root.get("server")) {
         const toml::table* t = node->as_table();
         if (!t) fail(source, *node, "server", "must be a table");
@@ -365,6 +365,44 @@ DaemonConfig parse_config(const std::string& text, const std::string& source) {
         if (!t) fail(source, *node, "storage", "must be a table");
         reject_unknown(source, *t, "storage.", {"path"});
         c.storage_path = get_string(source, *t, "storage.", "path", c.storage_path.string());
+    }
+    if (const toml::node* node = root.get("fleet")) {
+        const toml::table* t = node->as_table();
+        if (!t) fail(source, *node, "fleet", "must be a table");
+        reject_unknown(source, *t, "fleet.",
+                       {"url", "bench", "password_file", "sslmode", "sslrootcert", "sslcert",
+                        "sslkey", "push_interval_ms", "retry_max_ms"});
+        FleetConfig& f = c.fleet;
+        f.url = get_string(source, *t, "fleet.", "url", "");
+        f.bench = get_string(source, *t, "fleet.", "bench", "");
+        f.password_file = get_string(source, *t, "fleet.", "password_file", "");
+        f.sslmode = get_string(source, *t, "fleet.", "sslmode", "");
+        f.sslrootcert = get_string(source, *t, "fleet.", "sslrootcert", "");
+        f.sslcert = get_string(source, *t, "fleet.", "sslcert", "");
+        f.sslkey = get_string(source, *t, "fleet.", "sslkey", "");
+        const std::int64_t interval = get_int(source, *t, "fleet.", "push_interval_ms", 2000);
+        const std::int64_t retry = get_int(source, *t, "fleet.", "retry_max_ms", 300000);
+        if (interval <= 0 || interval > 3'600'000 || retry < interval || retry > 86'400'000) {
+            fail(source, *t, "fleet.push_interval_ms",
+                 "push_interval_ms must be 1..3600000 and retry_max_ms not below it (at most a "
+                 "day)");
+        }
+        f.push_interval = std::chrono::milliseconds(interval);
+        f.retry_max = std::chrono::milliseconds(retry);
+        if (t->get("url")) {
+            try {
+                check_fleet_url_text(f.url);
+            } catch (const std::invalid_argument& e) {
+                fail(source, *t->get("url"), "fleet.url", e.what());
+            }
+        }
+        if (!f.bench.empty()) {
+            try {
+                validate_board_name(f.bench);
+            } catch (const BoardFieldError& e) {
+                fail(source, *t->get("bench"), "fleet.bench", e.what());
+            }
+        }
     }
     if (const toml::node* node = root.get("logging")) {
         const toml::table* t = node->as_table();
@@ -424,6 +462,26 @@ void check_log_level(const std::string& level) {
                           "': must be trace, debug, info, warn or error");
 }
 
+void check_fleet_url_text(const std::string& url) {
+    const bool scheme = url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0;
+    if (!scheme) throw std::invalid_argument("must be a postgresql:// URL");
+    // The authority's user info ("user:password@") or a password= parameter: libpq would take
+    // either, and the configuration would then hold a secret.
+    const std::string rest = url.substr(url.find("://") + 3);
+    const std::string authority = rest.substr(0, rest.find_first_of("/?"));
+    const auto at = authority.rfind('@');
+    const bool in_userinfo =
+        at != std::string::npos && authority.substr(0, at).find(':') != std::string::npos;
+    const auto query = rest.find('?');
+    const bool in_query = query != std::string::npos &&
+                          ("&" + rest.substr(query + 1)).find("&password=") != std::string::npos;
+    if (in_userinfo || in_query) {
+        throw std::invalid_argument(
+            "holds a password: put it in a file named by fleet.password_file (or use PGPASSFILE "
+            "or PGPASSWORD) and remove it from the URL");
+    }
+}
+
 void make_paths_absolute(DaemonConfig& config) {
     const auto absolute = [](std::filesystem::path& path) {
         if (!path.empty()) path = std::filesystem::absolute(path).lexically_normal();
@@ -431,6 +489,7 @@ void make_paths_absolute(DaemonConfig& config) {
     absolute(config.storage_path);
     absolute(config.token_file);
     absolute(config.web_root);
+    absolute(config.fleet.password_file);
     for (BoardConfig& board : config.boards) {
         std::filesystem::path elf = board.elf;
         absolute(elf);

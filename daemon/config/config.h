@@ -76,6 +76,24 @@ void check_log_level(const std::string& level);
 nlohmann::json board_to_json(const BoardConfig& board);
 BoardConfig board_from_json(const nlohmann::json& json);
 
+// [fleet]: the shared fleet store on PostgreSQL (storage/fleet/). Completed sessions are pushed
+// to it in the background; selections are served from it. No url: no fleet.
+struct FleetConfig {
+    std::string url;                      // postgresql://user@host:port/db (never a password)
+    std::string bench;                    // this bench's name in the fleet; "": the host name
+    std::filesystem::path password_file;  // the password (first line); "": libpq's own ways
+    std::string sslmode;                  // passed through to libpq
+    std::string sslrootcert;
+    std::string sslcert;
+    std::string sslkey;
+    std::chrono::milliseconds push_interval{2000};  // how often completed sessions are looked for
+    std::chrono::milliseconds retry_max{300000};    // backoff after a failure doubles up to this
+    friend bool operator==(const FleetConfig&, const FleetConfig&) = default;
+};
+
+// Throws std::invalid_argument when the URL is not postgresql://… or holds a password.
+void check_fleet_url_text(const std::string& url);
+
 struct DaemonConfig {
     std::string listen = "127.0.0.1:8080";  // the HTTP API; port 0: any free port
     // What boards created over HTTP may link to (link_policy.h); the file's boards are free.
@@ -88,6 +106,7 @@ struct DaemonConfig {
     std::chrono::milliseconds reconnect_min{100};
     std::chrono::milliseconds reconnect_max{5000};
     std::vector<BoardConfig> boards;
+    FleetConfig fleet;
     std::string source = "embedded default";
 };
 

@@ -211,6 +211,7 @@ std::shared_ptr<gmon::ExportInput> LocalRack::session_input(const storage::Sessi
 }
 
 std::vector<storage::SessionInfo> LocalRack::selected(const Selection& selection) {
+    if (fleet_) return fleet_->select(selection);
     std::map<std::string, std::vector<std::string>> boards_by_tag;
     for (const auto& b : capture_.board_configs()) {
         for (const auto& tag : b.tags) boards_by_tag[tag].push_back(b.name);
@@ -257,13 +258,27 @@ std::shared_ptr<const LocalRack::MergedSelection> LocalRack::merged_selection(
 
 std::shared_ptr<const LocalRack::MergedSelection> LocalRack::merge(
     const std::vector<storage::SessionInfo>& sessions, bool by_name) {
-    const auto stored = [this](std::int64_t id) { return aggregate(id); };
+    const auto stored = [this](std::int64_t id) {
+        return fleet_ ? fleet_->sum({id}) : aggregate(id);
+    };
     auto made = std::make_shared<MergedSelection>();
     // Board by board, each session's aggregate loaded once: the boards' sums are the spread's,
     // and the fleet's is their sum.
     std::map<std::int64_t, std::shared_ptr<const gmon::Aggregate>> board_sum_at;  // first session
     for (const auto& [board, own] : sessions_by_board(sessions)) {
-        const auto part = merged(own, by_name, stored);
+        std::shared_ptr<gmon::ExportInput> part;
+        if (fleet_ && !by_name) {
+            // The board's sessions summed by PostgreSQL, standing for its first session.
+            std::vector<std::int64_t> ids;
+            for (const auto& s : own) ids.push_back(s.id);
+            const auto board_sum = fleet_->sum(ids);
+            static const auto none = std::make_shared<const gmon::Aggregate>();
+            const std::int64_t first = ids.front();
+            part =
+                merged(own, false, [&](std::int64_t id) { return id == first ? board_sum : none; });
+        } else {
+            part = merged(own, by_name, stored);
+        }
         const auto& sum = part->source.aggregate;
         gmon::BoardSamples b{board, {}, sum->total_calls(), sum->total_samples(), {}};
         for (const auto& s : own) b.sessions.push_back(s.id);
@@ -436,6 +451,8 @@ json LocalRack::readiness() {
     }
     json out = {{"status", "ready"}, {"boards", capture_.boards().size()}};
     add_storage_state(out, storage_error());
+    // The push to the fleet store: pending, pushed, last error, next attempt.
+    if (fleet_status_) out["fleet"] = fleet_status_();
     return out;
 }
 

@@ -12,6 +12,7 @@
 
 #include "daemon/capture/capture_service.h"
 #include "daemon/ingest/capture_import.h"
+#include "daemon/service/fleet_source.h"
 #include "daemon/service/rack_service.h"
 #include "gmon/board_spread.h"
 #include "gmon/elf_fit.h"
@@ -76,6 +77,14 @@ class LocalRack : public RackService {
   public:
     LocalRack(daemon::CaptureService& capture, std::filesystem::path storage_path,
               std::size_t readers = 4);
+
+    // From here on, selections (profiles, exports, diffs) are answered from the fleet store:
+    // every bench's pushed sessions, merged by PostgreSQL. Call before serving.
+    // `status`: the pusher's state, shown in readiness as "fleet".
+    void use_fleet(std::shared_ptr<FleetSource> fleet, std::function<nlohmann::json()> status) {
+        fleet_ = std::move(fleet);
+        fleet_status_ = std::move(status);
+    }
 
     nlohmann::json readiness() override;
     nlohmann::json boards() override;
@@ -149,6 +158,8 @@ class LocalRack : public RackService {
     ProfileCache profiles_;
     std::mutex selections_mutex_;
     std::list<std::pair<std::string, std::shared_ptr<const MergedSelection>>> selections_;
+    std::shared_ptr<FleetSource> fleet_;  // null: selections are this bench's own
+    std::function<nlohmann::json()> fleet_status_;
 };
 
 }  // namespace rackprof::service

@@ -77,6 +77,8 @@ Selection parse_selection(const std::map<std::string, std::string>& p) {
                 bad("build_id: hex digits only");
         }
     }
+    if (const auto it = p.find("bench"); it != p.end())
+        s.benches = split_commas(it->second, "bench");
     s.from_ns = time_ns(p, "from");
     s.to_ns = time_ns(p, "to");
     if (const auto it = p.find("merge"); it != p.end()) {
@@ -84,9 +86,9 @@ Selection parse_selection(const std::map<std::string, std::string>& p) {
         s.by_name = true;
     }
     if (s.sessions.empty() && s.boards.empty() && s.tags.empty() && s.build_ids.empty() &&
-        s.from_ns == 0 && s.to_ns == 0) {
-        bad("a selection names sessions by at least one of session, board, tag, build_id, from, "
-            "to");
+        s.benches.empty() && s.from_ns == 0 && s.to_ns == 0) {
+        bad("a selection names sessions by at least one of session, board, tag, build_id, bench, "
+            "from, to");
     }
     return s;
 }
@@ -120,6 +122,8 @@ std::vector<storage::SessionInfo> select_sessions(
     const auto has = [](const auto& list, const auto& value) {
         return std::find(list.begin(), list.end(), value) != list.end();
     };
+    if (!selection.benches.empty())
+        bad("bench= selects from the fleet store: configure [fleet] url (or RACKPROF_FLEET_URL)");
     std::set<std::string> tagged;
     for (const auto& tag : selection.tags) {
         if (const auto it = boards_by_tag.find(tag); it != boards_by_tag.end())

@@ -25,6 +25,7 @@ struct Selection {
     std::vector<std::string> boards;     // board=a,b
     std::vector<std::string> tags;       // tag=x,y: boards carrying one of them, as configured now
     std::vector<std::string> build_ids;  // build_id=…: the session's build_id (see build_id_of)
+    std::vector<std::string> benches;    // bench=: the fleet store's benches (needs [fleet] url)
     std::int64_t from_ns = 0;            // from=: started at or after (Unix ns); 0: no bound
     std::int64_t to_ns = 0;              // to=: started at or before; 0: no bound
     // merge=by_name: sessions of different builds are merged with functions matched by name
@@ -33,8 +34,8 @@ struct Selection {
 };
 
 // The keys a selection takes, in the order the API documents them.
-inline constexpr const char* kSelectionKeys[] = {"session", "board", "tag",  "build_id",
-                                                 "from",    "to",    "merge"};
+inline constexpr const char* kSelectionKeys[] = {"session", "board", "tag", "build_id",
+                                                 "bench",   "from",  "to",  "merge"};
 // More sessions than this in one selection is refused (a request must stay bounded).
 inline constexpr std::size_t kMaxSelectedSessions = 10000;
 
@@ -50,7 +51,8 @@ std::string build_id_of(const storage::SessionInfo& session);
 
 // The sessions of `all` that `selection` names, in id order. `tagged`: the boards carrying each
 // of the selection's tags. Throws ServiceError: kNotFound for an id that does not exist or an
-// empty result, kBadRequest above kMaxSelectedSessions.
+// empty result, kBadRequest above kMaxSelectedSessions, or for bench= (a bench's own sessions
+// are not labelled by bench: bench= selects from the fleet store).
 std::vector<storage::SessionInfo> select_sessions(
     const Selection& selection, std::vector<storage::SessionInfo> all,
     const std::map<std::string, std::vector<std::string>>& boards_by_tag);

@@ -1,0 +1,82 @@
+// The bench's side of the fleet store: a background thread that pushes every completed session
+// of the local SQLite database to PostgreSQL. Capture never waits on it (it reads the database
+// through its own read-only connection, as any reader does); a push is one transaction keyed by
+// (bench, local id, start time), so retrying after an outage never doubles a session. Failures
+// back off exponentially (push_interval doubling up to retry_max); a bench offline for a day
+// catches up on its next successful round.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <spdlog/logger.h>
+#include <nlohmann/json.hpp>
+
+#include "daemon/config/config.h"
+#include "storage/fleet/fleet_url.h"
+
+namespace rackprof::fleet {
+class FleetStore;
+}
+
+namespace rackprof::daemon {
+
+// The host name: a bench's name in the fleet when [fleet] bench names none.
+std::string host_name();
+// The configuration's TLS and password settings as the fleet store takes them.
+fleet::FleetConnection fleet_connection(const FleetConfig& config);
+
+class FleetPusher {
+  public:
+    struct Status {
+        std::string bench;
+        std::uint64_t pending = 0;  // completed local sessions not in the fleet (last round)
+        std::uint64_t pushed = 0;   // pushed by this process
+        std::uint64_t failures = 0;
+        std::string last_error;            // "" after a successful round
+        std::int64_t next_attempt_ns = 0;  // Unix ns
+        std::int64_t last_success_ns = 0;  // Unix ns; 0: none yet
+        double last_push_seconds = 0;      // the latest session's push
+    };
+    // `tags_of`: the boards' tags now (board name -> tags), labels pushed with each session.
+    FleetPusher(FleetConfig config, std::filesystem::path storage_path,
+                std::function<std::map<std::string, std::vector<std::string>>()> tags_of,
+                std::shared_ptr<spdlog::logger> log);
+    ~FleetPusher();  // stops
+    FleetPusher(const FleetPusher&) = delete;
+    FleetPusher& operator=(const FleetPusher&) = delete;
+
+    void start();
+    void stop();
+    // Look for completed sessions now (a session just ended).
+    void wake();
+    Status status() const;
+    nlohmann::json status_json() const;
+
+  private:
+    void run();
+    void push_round();  // throws on any failure
+
+    FleetConfig config_;
+    std::filesystem::path storage_path_;
+    std::function<std::map<std::string, std::vector<std::string>>()> tags_of_;
+    std::shared_ptr<spdlog::logger> log_;
+    std::unique_ptr<fleet::FleetStore> store_;  // the thread's own; null while disconnected
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stopping_ = false;
+    bool woken_ = false;
+    Status status_;
+    std::thread thread_;
+};
+
+}  // namespace rackprof::daemon

@@ -1,0 +1,89 @@
+#include "daemon/service/fleet_source.h"
+
+#include <algorithm>
+#include <set>
+
+#include "daemon/service/rack_service.h"
+
+namespace rackprof::service {
+
+FleetSource::FleetSource(fleet::FleetConnection connection, std::filesystem::path elf_dir)
+    : connection_(std::move(connection)), elf_dir_(std::move(elf_dir)) {}
+
+template <typename F>
+auto FleetSource::with_store(F&& f) {
+    const std::lock_guard lock(mutex_);
+    // One retry on a fresh connection: a server restarted since the last request.
+    for (int attempt = 0;; ++attempt) {
+        try {
+            if (!store_) store_ = std::make_unique<fleet::FleetStore>(connection_);
+            return f(*store_);
+        } catch (const fleet::PgError& e) {
+            store_.reset();
+            if (attempt == 1) {
+                throw ServiceError(Failure::kNotReady,
+                                   std::string("the fleet store is not available: ") + e.what());
+            }
+        } catch (const std::runtime_error& e) {  // the password file
+            store_.reset();
+            throw ServiceError(Failure::kNotReady, e.what());
+        }
+    }
+}
+
+std::vector<storage::SessionInfo> FleetSource::select(const Selection& selection) {
+    fleet::FleetFilter filter{selection.sessions, selection.benches,   selection.boards,
+                              selection.tags,     selection.build_ids, selection.from_ns,
+                              selection.to_ns};
+    auto sessions = with_store([&](fleet::FleetStore& store) {
+        auto found = store.sessions(filter);
+        std::map<std::string, std::filesystem::path> elves;
+        for (auto& s : found) {
+            const auto& build_id = s.spec.elf_build_id;
+            if (!elves.count(build_id)) elves[build_id] = store.elf_file(build_id, elf_dir_);
+            s.spec.elf_path = elves[build_id].string();
+        }
+        return found;
+    });
+    for (const auto id : selection.sessions) {
+        if (std::none_of(sessions.begin(), sessions.end(),
+                         [id](const auto& s) { return s.id == id; }))
+            throw ServiceError(Failure::kNotFound, "no fleet session " + std::to_string(id));
+    }
+    if (sessions.empty())
+        throw ServiceError(Failure::kNotFound, "the selection names no session in the fleet store");
+    if (sessions.size() > kMaxSelectedSessions) {
+        throw ServiceError(Failure::kBadRequest,
+                           "the selection names " + std::to_string(sessions.size()) +
+                               " sessions, more than " + std::to_string(kMaxSelectedSessions));
+    }
+    return sessions;
+}
+
+std::shared_ptr<const gmon::Aggregate> FleetSource::sum(const std::vector<std::int64_t>& ids) {
+    return with_store([&](fleet::FleetStore& store) {
+        return std::make_shared<const gmon::Aggregate>(store.sum(ids));
+    });
+}
+
+std::shared_ptr<gmon::ExportInput> fleet_input(FleetSource& fleet, const Selection& selection) {
+    const auto sessions = fleet.select(selection);
+    std::vector<std::int64_t> ids;
+    for (const auto& s : sessions) ids.push_back(s.id);
+    if (selection.by_name) {
+        // Each build moved by name on its own: per session, as a bench merges.
+        return merged_input(
+            sessions, [&](std::int64_t id) { return fleet.sum({id}); },
+            [](const std::string& path) { return gmon::Symbolizer::load(path); }, true,
+            std::filesystem::temp_directory_path() / "rackprof-fleet-by-name");
+    }
+    // The SQL sum stands for the first session; the others are in it.
+    const auto total = fleet.sum(ids);
+    static const auto nothing = std::make_shared<const gmon::Aggregate>();
+    const std::int64_t first = ids.front();
+    return merged_input(
+        sessions, [&](std::int64_t id) { return id == first ? total : nothing; },
+        [](const std::string& path) { return gmon::Symbolizer::load(path); });
+}
+
+}  // namespace rackprof::service

@@ -1,0 +1,45 @@
+// The fleet store as a source of selections: the sessions a selection names on every bench
+// that pushed to it, and their aggregates summed by PostgreSQL. LocalRack (with [fleet] url)
+// and `rackprof fleet` feed these into the same merge (merged_input) as local sessions, so
+// every profile view, export format and diff works unchanged.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "daemon/service/selection.h"
+#include "gmon/aggregate.h"
+#include "storage/fleet/fleet_store.h"
+
+namespace rackprof::service {
+
+class FleetSource {
+  public:
+    // `elf_dir`: where firmware images stored in the fleet are written to be symbolized.
+    // Connects on first use (and again after a failure).
+    FleetSource(fleet::FleetConnection connection, std::filesystem::path elf_dir);
+
+    // The selection's sessions in id order, boards named "bench/board", each one's ELF (from
+    // the fleet's firmware table) written to elf_dir and named by spec.elf_path. ServiceError:
+    // kNotFound (no session, an id that does not exist), kBadRequest (too many), kNotReady
+    // (the fleet store cannot be reached).
+    std::vector<storage::SessionInfo> select(const Selection& selection);
+    // The sessions' aggregates added, by the server. kNotReady as above.
+    std::shared_ptr<const gmon::Aggregate> sum(const std::vector<std::int64_t>& session_ids);
+
+  private:
+    template <typename F>
+    auto with_store(F&& f);
+
+    fleet::FleetConnection connection_;
+    std::filesystem::path elf_dir_;
+    std::mutex mutex_;  // one libpq connection: one query at a time
+    std::unique_ptr<fleet::FleetStore> store_;
+};
+
+// The whole selection as one profile input, merged in SQL (the `rackprof fleet` commands').
+std::shared_ptr<gmon::ExportInput> fleet_input(FleetSource& fleet, const Selection& selection);
+
+}  // namespace rackprof::service

@@ -1,0 +1,353 @@
+#include "storage/fleet/fleet_store.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "gmon/profile.h"
+#include "storage/counters_json.h"
+
+namespace rackprof::fleet {
+namespace {
+
+using nlohmann::json;
+
+// The versions' steps, in order: kMigrations[i] takes version i to i + 1. Tables partitioned
+// by the session's start (Unix ns) carry it in every row: arcs and PC counts of one month
+// live in that month's partitions, so a month's queries read only it.
+const char* const kMigrations[] = {
+    R"sql(
+CREATE TABLE firmware (
+    build_id text PRIMARY KEY,
+    elf bytea NOT NULL,
+    elf_sha256 text NOT NULL,
+    stored_at timestamptz NOT NULL DEFAULT now());
+CREATE TABLE functions (
+    build_id text NOT NULL REFERENCES firmware ON DELETE CASCADE,
+    address bigint NOT NULL,
+    size bigint NOT NULL,
+    name text NOT NULL,
+    PRIMARY KEY (build_id, address, name));
+CREATE TABLE sessions (
+    id bigint GENERATED ALWAYS AS IDENTITY,
+    bench text NOT NULL,
+    local_id bigint NOT NULL,
+    board text NOT NULL,
+    tags text[] NOT NULL DEFAULT '{}',
+    build_id text,
+    started_ns bigint NOT NULL,
+    ended_ns bigint,
+    state text NOT NULL,
+    spec jsonb NOT NULL,
+    counters jsonb NOT NULL,
+    pushed_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (id, started_ns),
+    UNIQUE (bench, local_id, started_ns)) PARTITION BY RANGE (started_ns);
+CREATE INDEX sessions_build_id ON sessions (build_id);
+CREATE TABLE arcs (
+    session_id bigint NOT NULL,
+    started_ns bigint NOT NULL,
+    from_pc bigint NOT NULL,
+    self_pc bigint NOT NULL,
+    count bigint NOT NULL) PARTITION BY RANGE (started_ns);
+CREATE INDEX arcs_session ON arcs (session_id);
+CREATE TABLE pc_samples (
+    session_id bigint NOT NULL,
+    started_ns bigint NOT NULL,
+    pc bigint NOT NULL,
+    count bigint NOT NULL) PARTITION BY RANGE (started_ns);
+CREATE INDEX pc_samples_session ON pc_samples (session_id);
+)sql",
+};
+static_assert(std::size(kMigrations) == kFleetSchemaVersion);
+
+// Advisory lock keys: one bench at a time migrates, or creates a month's partitions.
+constexpr const char* kMigrationLock = "SELECT pg_advisory_xact_lock(72010001)";
+constexpr const char* kPartitionLock = "SELECT pg_advisory_xact_lock(72010002)";
+
+// Addresses and counts are unsigned 64-bit; bigint keeps their bits.
+std::string as_bigint(std::uint64_t v) {
+    return std::to_string(static_cast<std::int64_t>(v));
+}
+std::uint64_t as_unsigned(const PgResult& r, int row, int column) {
+    return static_cast<std::uint64_t>(r.integer(row, column));
+}
+
+std::string text_array(const std::vector<std::string>& values) {
+    std::string out = "{";
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        if (i) out += ',';
+        out += '"';
+        for (char c : values[i]) {
+            if (c == '"' || c == '\\') out += '\\';
+            out += c;
+        }
+        out += '"';
+    }
+    return out + "}";
+}
+
+// The UTC month holding `ns`: its first instant and the next month's, in Unix ns.
+std::pair<std::int64_t, std::int64_t> month_of(std::int64_t ns, std::string& name) {
+    using namespace std::chrono;
+    const sys_days day = floor<days>(sys_time<nanoseconds>(nanoseconds(ns)));
+    const year_month_day ymd(day);
+    const year_month month = ymd.year() / ymd.month();
+    const year_month next = month + months(1);
+    const auto start = sys_days(month / 1), end = sys_days(next / 1);
+    name = "y" + std::to_string(static_cast<int>(ymd.year())) + "m" +
+           (static_cast<unsigned>(ymd.month()) < 10 ? "0" : "") +
+           std::to_string(static_cast<unsigned>(ymd.month()));
+    if (ns < 0) name = "before_1970";  // never from a real clock; one partition holds them
+    const auto to_ns = [](sys_days d) {
+        return duration_cast<nanoseconds>(d.time_since_epoch()).count();
+    };
+    return {to_ns(start), to_ns(end)};
+}
+
+json spec_json(const storage::SessionInfo& s) {
+    return {{"protocol", s.spec.protocol},
+            {"format", s.spec.format},
+            {"addr_bytes", s.spec.addr_bytes},
+            {"elf_build_id", s.spec.elf_build_id},
+            {"elf_sha256", s.spec.elf_sha256},
+            {"target",
+             {{"build_id", s.target.build_id},
+              {"text_lo", s.target.text_lo},
+              {"text_hi", s.target.text_hi}}},
+            {"histograms", storage::histograms_text(s.spec.histograms)}};
+}
+
+storage::SessionCounters counters_of(const json& j) {
+    storage::SessionCounters c;
+    for (const auto& counter : storage::kSessionCounters)
+        c.*counter.member = j.value<std::uint64_t>(std::string(counter.name), 0);
+    return c;
+}
+
+std::string file_bytes(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + path.string());
+    std::ostringstream out;
+    out << in.rdbuf();
+    return out.str();
+}
+
+}  // namespace
+
+FleetStore::FleetStore(const FleetConnection& connection) : db_(connection_parameters(connection)) {
+    migrate();
+}
+
+void FleetStore::migrate() {
+    PgTransaction t(db_);
+    db_.exec(kMigrationLock);
+    db_.exec("CREATE TABLE IF NOT EXISTS rackprof_schema (version integer NOT NULL)");
+    const PgResult r = db_.query("SELECT version FROM rackprof_schema");
+    int version = r.rows() ? static_cast<int>(r.integer(0, 0)) : 0;
+    if (version > kFleetSchemaVersion) {
+        throw PgError("the fleet database has schema version " + std::to_string(version) +
+                      ", newer than this rackprof's " + std::to_string(kFleetSchemaVersion));
+    }
+    for (; version < kFleetSchemaVersion; ++version) db_.exec(kMigrations[version]);
+    db_.exec("DELETE FROM rackprof_schema");
+    db_.query("INSERT INTO rackprof_schema (version) VALUES ($1)", {std::to_string(version)});
+    t.commit();
+}
+
+void FleetStore::ensure_month(std::int64_t started_ns) {
+    std::string name;
+    const auto [from, to] = month_of(started_ns, name);
+    if (db_.query("SELECT to_regclass($1)", {"sessions_" + name}).is_null(0, 0) == false) return;
+    db_.exec(kPartitionLock);  // held to the end of the caller's transaction
+    for (const char* table : {"sessions", "arcs", "pc_samples"}) {
+        const std::string bounds = name == "before_1970" ? "FROM (MINVALUE) TO (0)"
+                                                         : "FROM (" + std::to_string(from) +
+                                                               ") TO (" + std::to_string(to) + ")";
+        db_.exec(std::string("CREATE TABLE IF NOT EXISTS ") + table + "_" + name +
+                 " PARTITION OF " + table + " FOR VALUES " + bounds);
+    }
+}
+
+std::set<std::pair<std::int64_t, std::int64_t>> FleetStore::pushed(const std::string& bench) {
+    const PgResult r =
+        db_.query("SELECT local_id, started_ns FROM sessions WHERE bench = $1", {bench});
+    std::set<std::pair<std::int64_t, std::int64_t>> out;
+    for (int i = 0; i < r.rows(); ++i) out.emplace(r.integer(i, 0), r.integer(i, 1));
+    return out;
+}
+
+void FleetStore::store_firmware(const std::string& build_id, const gmon::Symbolizer& elf,
+                                const std::string& sha256) {
+    if (db_.query("SELECT 1 FROM firmware WHERE build_id = $1", {build_id}).rows() > 0) return;
+    std::string bytes;
+    std::vector<gmon::ProfileSymbol> table;
+    try {
+        bytes = file_bytes(elf.path());
+        table = gmon::gprof_symbol_table(elf);
+    } catch (const std::exception&) {
+        return;  // gone or naming no function: the session goes without, as it would locally
+    }
+    db_.query(
+        "INSERT INTO firmware (build_id, elf, elf_sha256) VALUES ($1, $2::bytea, $3) "
+        "ON CONFLICT DO NOTHING",
+        {build_id, pg_bytea(bytes), sha256});
+    std::vector<std::string> names;
+    std::vector<std::int64_t> addresses, sizes;
+    for (const auto& f : table) {
+        names.push_back(f.name);
+        addresses.push_back(static_cast<std::int64_t>(f.addr));
+        sizes.push_back(static_cast<std::int64_t>(f.end_addr + 1 - f.addr));
+    }
+    db_.query(
+        "INSERT INTO functions (build_id, address, size, name) "
+        "SELECT $1, unnest($2::bigint[]), unnest($3::bigint[]), unnest($4::text[]) "
+        "ON CONFLICT DO NOTHING",
+        {build_id, pg_array(addresses), pg_array(sizes), text_array(names)});
+}
+
+bool FleetStore::push_session(const PushedSession& session, const gmon::Aggregate& aggregate,
+                              const std::shared_ptr<const gmon::Symbolizer>& elf) {
+    const auto& info = session.info;
+    const std::string started = std::to_string(info.spec.started_ns);
+    PgTransaction t(db_);
+    ensure_month(info.spec.started_ns);
+    if (elf && !session.build_id.empty())
+        store_firmware(session.build_id, *elf, info.spec.elf_sha256);
+    const PgResult row = db_.query(
+        "INSERT INTO sessions (bench, local_id, board, tags, build_id, started_ns, ended_ns, "
+        "state, spec, counters) VALUES ($1, $2, $3, $4::text[], $5, $6, $7, $8, $9::jsonb, "
+        "$10::jsonb) ON CONFLICT DO NOTHING RETURNING id",
+        {session.bench, std::to_string(info.id), info.spec.board, text_array(session.tags),
+         session.build_id.empty() ? PgParam() : PgParam(session.build_id), started,
+         info.ended_ns ? PgParam(std::to_string(info.ended_ns)) : PgParam(), info.state,
+         spec_json(info).dump(), storage::counters_json(info.counters).dump()});
+    if (row.rows() == 0) return false;  // pushed before: the transaction changes nothing
+    const std::string id = row.text(0, 0);
+    std::vector<std::int64_t> from, self, counts;
+    for (const auto& a : aggregate.arcs()) {
+        from.push_back(static_cast<std::int64_t>(a.from_pc));
+        self.push_back(static_cast<std::int64_t>(a.self_pc));
+        counts.push_back(static_cast<std::int64_t>(a.count));
+    }
+    db_.query(
+        "INSERT INTO arcs (session_id, started_ns, from_pc, self_pc, count) "
+        "SELECT $1, $2, unnest($3::bigint[]), unnest($4::bigint[]), unnest($5::bigint[])",
+        {id, started, pg_array(from), pg_array(self), pg_array(counts)});
+    std::vector<std::int64_t> pcs;
+    counts.clear();
+    for (const auto& p : aggregate.pc_samples()) {
+        pcs.push_back(static_cast<std::int64_t>(p.pc));
+        counts.push_back(static_cast<std::int64_t>(p.count));
+    }
+    db_.query(
+        "INSERT INTO pc_samples (session_id, started_ns, pc, count) "
+        "SELECT $1, $2, unnest($3::bigint[]), unnest($4::bigint[])",
+        {id, started, pg_array(pcs), pg_array(counts)});
+    t.commit();
+    return true;
+}
+
+std::vector<storage::SessionInfo> FleetStore::sessions(const FleetFilter& f) {
+    std::string sql =
+        "SELECT id, bench, local_id, board, build_id, started_ns, ended_ns, state, spec, "
+        "counters FROM sessions WHERE true";
+    std::vector<PgParam> params;
+    const auto add = [&](const std::string& condition, std::string value) {
+        params.emplace_back(std::move(value));
+        std::string c = condition;
+        const auto at = c.find('?');
+        c.replace(at, 1, "$" + std::to_string(params.size()));
+        sql += " AND " + c;
+    };
+    if (!f.sessions.empty()) add("id = ANY(?::bigint[])", pg_array(f.sessions));
+    if (!f.benches.empty()) add("bench = ANY(?::text[])", text_array(f.benches));
+    if (!f.boards.empty()) {
+        add("(board = ANY(?::text[]) OR bench || '/' || board = ANY(board_list.v))",
+            text_array(f.boards));
+        // The same list twice: named once, referenced as board_list.
+        sql.replace(sql.find("board_list.v"), 12, "$" + std::to_string(params.size()) + "::text[]");
+    }
+    if (!f.tags.empty()) add("tags && ?::text[]", text_array(f.tags));
+    if (!f.build_ids.empty()) add("build_id = ANY(?::text[])", text_array(f.build_ids));
+    if (f.from_ns) add("started_ns >= ?", std::to_string(f.from_ns));
+    if (f.to_ns) add("started_ns <= ?", std::to_string(f.to_ns));
+    sql += " ORDER BY id";
+    const PgResult r = db_.query(sql, params);
+    std::vector<storage::SessionInfo> out;
+    out.reserve(static_cast<std::size_t>(r.rows()));
+    for (int i = 0; i < r.rows(); ++i) {
+        storage::SessionInfo s;
+        s.id = r.integer(i, 0);
+        s.spec.board = r.text(i, 1) + "/" + r.text(i, 3);
+        s.spec.elf_build_id = r.is_null(i, 4) ? "" : r.text(i, 4);
+        s.spec.started_ns = r.integer(i, 5);
+        s.ended_ns = r.is_null(i, 6) ? 0 : r.integer(i, 6);
+        s.state = r.text(i, 7);
+        const json spec = json::parse(r.text(i, 8), nullptr, false);
+        if (spec.is_object()) {
+            s.spec.protocol = spec.value("protocol", s.spec.protocol);
+            s.spec.format = spec.value("format", s.spec.format);
+            s.spec.addr_bytes = spec.value("addr_bytes", s.spec.addr_bytes);
+            s.spec.elf_sha256 = spec.value("elf_sha256", "");
+            const json target = spec.value("target", json::object());
+            s.target.build_id = target.value("build_id", "");
+            s.target.text_lo = target.value<std::uint64_t>("text_lo", 0);
+            s.target.text_hi = target.value<std::uint64_t>("text_hi", 0);
+            s.spec.histograms = storage::histograms_of(spec.value("histograms", ""));
+        }
+        s.counters = counters_of(json::parse(r.text(i, 9), nullptr, false));
+        s.spec.link = "fleet://" + r.text(i, 1) + "/" + r.text(i, 2);  // bench, local id
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+gmon::Aggregate FleetStore::sum(const std::vector<std::int64_t>& ids) {
+    gmon::Aggregate out;
+    if (ids.empty()) return out;
+    const std::string list = pg_array(ids);
+    const PgResult arcs = db_.query(
+        "SELECT from_pc, self_pc, sum(count)::bigint FROM arcs WHERE session_id = "
+        "ANY($1::bigint[]) GROUP BY from_pc, self_pc",
+        {list});
+    for (int i = 0; i < arcs.rows(); ++i)
+        out.add_arc(as_unsigned(arcs, i, 0), as_unsigned(arcs, i, 1), as_unsigned(arcs, i, 2));
+    const PgResult pcs = db_.query(
+        "SELECT pc, sum(count)::bigint FROM pc_samples WHERE session_id = ANY($1::bigint[]) "
+        "GROUP BY pc",
+        {list});
+    for (int i = 0; i < pcs.rows(); ++i) out.add_pc(as_unsigned(pcs, i, 0), as_unsigned(pcs, i, 1));
+    return out;
+}
+
+std::filesystem::path FleetStore::elf_file(const std::string& build_id,
+                                           const std::filesystem::path& dir) {
+    if (build_id.empty() || build_id.find_first_not_of("0123456789abcdef") != std::string::npos)
+        return {};
+    const auto path = dir / (build_id + ".elf");
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path, ec)) return path;
+    const PgResult r = db_.query("SELECT elf FROM firmware WHERE build_id = $1", {build_id});
+    if (r.rows() == 0) return {};
+    std::filesystem::create_directories(dir);
+    const auto partial = dir / (build_id + ".elf.part" + std::to_string(::getpid()));
+    {
+        const std::string bytes = r.bytes(0, 0);
+        std::ofstream out(partial, std::ios::binary);
+        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        if (!out) throw std::runtime_error("cannot write " + partial.string());
+    }
+    std::filesystem::rename(partial, path);
+    return path;
+}
+
+std::int64_t FleetStore::count(const std::string& table) {
+    return db_.query("SELECT count(*) FROM " + table).integer(0, 0);
+}
+
+}  // namespace rackprof::fleet

@@ -1,0 +1,81 @@
+// The fleet store: many benches' completed sessions in one PostgreSQL database, shaped like
+// pprof's data (firmware images by build-id with their functions, sessions with labels, arcs
+// and PC-histogram counts as rows), partitioned by month of the session's start.
+//
+// Benches push (push_session: one transaction per session, keyed by (bench, local id, start
+// time), so a push repeated after an outage never doubles anything); any rackprof with the URL
+// reads (sessions, sum: the merge of a selection's aggregates done by the server).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gmon/aggregate.h"
+#include "gmon/symbolizer.h"
+#include "storage/fleet/fleet_url.h"
+#include "storage/fleet/pg.h"
+#include "storage/session_store.h"
+
+namespace rackprof::fleet {
+
+// The schema version this rackprof writes; migrate() brings older databases up to it.
+inline constexpr int kFleetSchemaVersion = 1;
+
+// What names a fleet's sessions (selection.h's keys, plus bench). Empty lists match all.
+struct FleetFilter {
+    std::vector<std::int64_t> sessions;  // the fleet's own ids
+    std::vector<std::string> benches;
+    std::vector<std::string> boards;  // a board's name, or "bench/board"
+    std::vector<std::string> tags;    // the board's tags when its session was pushed
+    std::vector<std::string> build_ids;
+    std::int64_t from_ns = 0;  // 0: no bound
+    std::int64_t to_ns = 0;
+};
+
+// A session as a bench pushes it.
+struct PushedSession {
+    std::string bench;
+    storage::SessionInfo info;      // its local id, spec, target, state, counters
+    std::vector<std::string> tags;  // its board's, now
+    std::string build_id;           // the fleet's key (service::build_id_of); "" unknown
+};
+
+class FleetStore {
+  public:
+    // Connects and brings the schema up to kFleetSchemaVersion (serialised between benches by
+    // an advisory lock). Throws PgError, std::runtime_error (password file).
+    explicit FleetStore(const FleetConnection& connection);
+
+    // The (local id, start time) of every session `bench` has pushed.
+    std::set<std::pair<std::int64_t, std::int64_t>> pushed(const std::string& bench);
+    // One transaction: the firmware (ELF bytes and function table, once per build-id), the
+    // session's row and its counts. False when it was there already (nothing written).
+    bool push_session(const PushedSession& session, const gmon::Aggregate& aggregate,
+                      const std::shared_ptr<const gmon::Symbolizer>& elf);
+
+    // The sessions a filter names, in id order, as storage's SessionInfo: id is the fleet's,
+    // board "bench/board", spec.elf_build_id the fleet key, spec.elf_path empty (see elf_file).
+    std::vector<storage::SessionInfo> sessions(const FleetFilter& filter);
+    // The sessions' aggregates added, by the server (SUM … GROUP BY).
+    gmon::Aggregate sum(const std::vector<std::int64_t>& session_ids);
+    // The ELF stored for a build-id, written once into `dir` as BUILD_ID.elf; "" when none is.
+    std::filesystem::path elf_file(const std::string& build_id, const std::filesystem::path& dir);
+    // The fleet's rows: for figures and tests.
+    std::int64_t count(const std::string& table);
+
+  private:
+    void migrate();
+    void ensure_month(std::int64_t started_ns);
+    void store_firmware(const std::string& build_id, const gmon::Symbolizer& elf,
+                        const std::string& sha256);
+
+    PgConnection db_;
+};
+
+}  // namespace rackprof::fleet

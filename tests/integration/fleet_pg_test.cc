@@ -1,0 +1,282 @@
+// The fleet store on a real PostgreSQL server that the test starts itself (initdb + pg_ctl in a
+// temporary folder, a Unix socket there and no TCP; as root, the server runs as `nobody`, since
+// postgres refuses root). Several benches, each a real daemon with its own SQLite database and
+// configuration, push concurrently; the server stops and comes back while a bench has sessions
+// to push; a fleet-only daemon (no boards) and `rackprof fleet` serve the merged profile. Every
+// count is compared with the sum of the simulator's exact truths: nothing lost, nothing doubled.
+#include <unistd.h>
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "gmon/gmon_reader.h"
+#include "tests/integration/test_support.h"
+
+namespace rackprof {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+using ArcKey = std::pair<std::uint64_t, std::uint64_t>;
+
+struct Counts {
+    std::map<ArcKey, std::uint64_t> arcs;
+    std::uint64_t samples = 0;
+    friend bool operator==(const Counts&, const Counts&) = default;
+};
+
+void add_truth(Counts& counts, const std::filesystem::path& truth_file) {
+    const json truth = json::parse(testing::read_text(truth_file));
+    for (const auto& arc : truth["arcs"]) {
+        counts.arcs[{std::stoull(arc["from"].get<std::string>(), nullptr, 16),
+                     std::stoull(arc["self"].get<std::string>(), nullptr, 16)}] +=
+            arc["count"].get<std::uint64_t>();
+    }
+    for (const auto& pc : truth["pc_samples"]) counts.samples += pc["count"].get<std::uint64_t>();
+}
+
+void add(Counts& to, const Counts& from) {
+    for (const auto& [arc, n] : from.arcs) to.arcs[arc] += n;
+    to.samples += from.samples;
+}
+
+Counts counts_in(const std::filesystem::path& gmon_file) {
+    Counts counts;
+    const auto data = gmon::read_gmon_file(gmon_file, gmon::TargetLayout{});
+    for (const auto& arc : data.arcs) counts.arcs[{arc.from_pc, arc.self_pc}] += arc.count;
+    for (const auto& h : data.histograms) counts.samples += h.total();
+    return counts;
+}
+
+const std::filesystem::path kPgBin = "/usr/lib/postgresql/15/bin";
+
+// A PostgreSQL server of its own in `dir`: started, stopped and started again on the same data.
+class PgServer {
+  public:
+    explicit PgServer(const std::filesystem::path& dir) : dir_(dir / "pg") {
+        std::filesystem::create_directories(dir_);
+        if (::getuid() == 0) {
+            // postgres will not run as root: the folder becomes nobody's, the server too.
+            std::filesystem::permissions(dir, std::filesystem::perms::owner_all |
+                                                  std::filesystem::perms::others_exec |
+                                                  std::filesystem::perms::group_exec);
+            ok_ = testing::run({"chown", "nobody", dir_.string()}).exit_code == 0;
+        }
+        port_ = std::to_string(50000 + ::getpid() % 10000);  // only names the socket file
+        const auto r = run_pg({(kPgBin / "initdb").string(), "-D", (dir_ / "data").string(), "-U",
+                               "rackprof", "--auth=trust", "-E", "UTF8", "--no-sync"});
+        ok_ = ok_ && r.exit_code == 0;
+        if (!ok_) why_ = r.out + r.err;
+        ok_ = ok_ && start();
+    }
+    ~PgServer() {
+        if (ok_) stop();
+    }
+    bool ok() const { return ok_; }
+    const std::string& why() const { return why_; }
+    std::string url() const {
+        return "postgresql:///postgres?host=" + dir_.string() + "&port=" + port_ + "&user=rackprof";
+    }
+    bool start() {
+        const auto r = run_pg({(kPgBin / "pg_ctl").string(), "-D", (dir_ / "data").string(), "-o",
+                               "-p " + port_ + " -k " + dir_.string() + " -c listen_addresses=''",
+                               "-l", (dir_ / "server.log").string(), "-w", "start"});
+        if (r.exit_code != 0) why_ = r.out + r.err + testing::read_text(dir_ / "server.log");
+        return r.exit_code == 0;
+    }
+    bool stop() {
+        return run_pg({(kPgBin / "pg_ctl").string(), "-D", (dir_ / "data").string(), "-m", "fast",
+                       "-w", "stop"})
+                   .exit_code == 0;
+    }
+
+  private:
+    testing::CommandResult run_pg(std::vector<std::string> argv) const {
+        if (::getuid() == 0) argv.insert(argv.begin(), {"runuser", "-u", "nobody", "--"});
+        return testing::run(argv);
+    }
+    std::filesystem::path dir_;
+    std::string port_;
+    bool ok_ = true;
+    std::string why_;
+};
+
+// A bench: its own folder, database and configuration, two boards of the one build (the
+// deterministic model, its iterations its own) replayed from capture files.
+struct Bench {
+    std::string name;
+    std::filesystem::path dir;
+    Counts truth;
+    std::unique_ptr<testing::Process> daemon;
+    std::string port;
+};
+
+void make_bench(Bench& b, const std::filesystem::path& root, const std::string& url, int seed) {
+    b.dir = root / b.name;
+    std::filesystem::create_directories(b.dir);
+    std::ostringstream common;
+    common << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
+           << (b.dir / "rack.db").string() << "\"\n[fleet]\nurl = \"" << url << "\"\nbench = \""
+           << b.name << "\"\npush_interval_ms = 100\nretry_max_ms = 400\n";
+    // The same bench started again without boards (its captures are not replayed anew).
+    std::ofstream(b.dir / "restart.toml") << common.str();
+    std::ofstream config(b.dir / "rack.toml");
+    config << common.str();
+    for (int i = 0; i < 2; ++i) {
+        const auto n = std::to_string(i);
+        REQUIRE(testing::rackprof({"simulate", "--model", "deterministic", "--iterations",
+                                   std::to_string(2 + seed * 2 + i), "-o",
+                                   (b.dir / ("det" + n + ".bin")).string(), "--truth",
+                                   (b.dir / ("det" + n + ".json")).string(), "--write-elf",
+                                   (b.dir / "det.elf").string()})
+                    .exit_code == 0);
+        add_truth(b.truth, b.dir / ("det" + n + ".json"));
+        config << "[[boards]]\nname = \"det-" << i << "\"\nlink = \"file://"
+               << (b.dir / ("det" + n + ".bin")).string() << "?pace=fast\"\nelf = \""
+               << (b.dir / "det.elf").string() << "\"\ntags = [\"nightly\"]\n";
+    }
+}
+
+void start(Bench& b, const std::string& config = "rack.toml") {
+    b.daemon = std::make_unique<testing::Process>(
+        testing::rackprof_argv({"serve", "--config", (b.dir / config).string()}),
+        b.dir / "serve.log");
+    b.port = testing::wait_for_api_port(b.dir / "serve.log");
+}
+
+json readiness(const Bench& b) {
+    const auto reply = testing::http_get(b.port, "/readyz");
+    return reply.status == 200 ? json::parse(reply.body) : json();
+}
+
+// Both sessions captured and pushed (the pusher says so, with nothing pending).
+bool pushed_all(const Bench& b) {
+    const json r = readiness(b);
+    return r.is_object() && r.contains("fleet") && r["fleet"]["pushed"] == 2 &&
+           r["fleet"]["pending"] == 0 && r["fleet"]["state"] == "ok";
+}
+
+std::string build_id_of(const Bench& b) {
+    const json sessions = json::parse(testing::http_get(b.port, "/api/v1/sessions").body);
+    return sessions.at(0)["build_id"].get<std::string>();
+}
+
+TEST_CASE("fleet store on PostgreSQL: benches push concurrently, survive an outage, fleet serves") {
+    if (!std::filesystem::exists(kPgBin / "initdb")) {
+        std::cout << "SKIP: fleet store tests: PostgreSQL 15 is not installed (" << kPgBin.string()
+                  << ")\n";
+        return;
+    }
+    testing::TempDir dir;
+    PgServer pg(dir.path());
+    if (!pg.ok()) {
+        std::cout << "SKIP: fleet store tests: PostgreSQL could not be started: " << pg.why()
+                  << "\n";
+        return;
+    }
+    const std::string url = pg.url();
+
+    // Three benches capture and push at the same time.
+    std::vector<Bench> benches(4);
+    for (int i = 0; i < 4; ++i) {
+        benches[i].name = "bench-" + std::to_string(i);
+        make_bench(benches[i], dir.path(), url, i);
+    }
+    for (int i = 0; i < 3; ++i) start(benches[i]);
+    for (int i = 0; i < 3; ++i) {
+        CAPTURE(benches[i].name);
+        CHECK(testing::eventually([&] { return pushed_all(benches[i]); }, 30s));
+    }
+    const std::string build_id = build_id_of(benches[0]);
+    for (int i = 1; i < 3; ++i) REQUIRE(build_id_of(benches[i]) == build_id);
+
+    // The server goes away; a fourth bench captures meanwhile and cannot push: it says so and
+    // retries with backoff. The server comes back: it catches up.
+    REQUIRE(pg.stop());
+    start(benches[3]);
+    CHECK(testing::eventually(
+        [&] {
+            const json r = readiness(benches[3]);
+            return r.is_object() && r["fleet"]["state"] == "retrying" &&
+                   r["fleet"]["last_error"].is_string() && r["fleet"]["failures"] >= 2;
+        },
+        20s));
+    // Bench 0 restarts while the server is down: what it pushed before stays pushed, once.
+    benches[0].daemon->signal(SIGTERM);
+    CHECK(benches[0].daemon->wait(10s) == 0);
+    start(benches[0], "restart.toml");
+    REQUIRE(pg.start());
+    CHECK(testing::eventually([&] { return pushed_all(benches[3]); }, 30s));
+    CHECK(testing::eventually(
+        [&] {
+            const json r = readiness(benches[0]);
+            return r.is_object() && r["fleet"]["state"] == "ok" && r["fleet"]["pending"] == 0;
+        },
+        30s));
+    CHECK(readiness(benches[0])["fleet"]["pushed"] == 0);  // all there already: none again
+
+    Counts fleet_truth;
+    for (const auto& b : benches) add(fleet_truth, b.truth);
+
+    // `rackprof fleet`: eight sessions, no more; the merged gmon.out is exactly the sum.
+    const auto listed =
+        testing::rackprof({"fleet", "sessions", "--url", url, "--select", "build_id=" + build_id});
+    REQUIRE(listed.exit_code == 0);
+    CHECK(json::parse(listed.out).size() == 8);
+    const auto cli_gmon = dir / "cli.gmon.out";
+    const auto exported =
+        testing::rackprof({"fleet", "profile", "--url", url, "--select", "build_id=" + build_id,
+                           "--export", "gmon", "-o", cli_gmon.string()});
+    REQUIRE(exported.exit_code == 0);
+    CHECK(counts_in(cli_gmon) == fleet_truth);
+
+    // A fleet-only daemon: no boards, the URL from the environment. It has no ELF of its own:
+    // functions are named from the firmware the benches pushed.
+    {
+        std::ofstream config(dir / "fleet.toml");
+        config << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
+               << (dir / "fleet.db").string() << "\"\n";
+    }
+    testing::Process fleet(
+        testing::rackprof_argv({"serve", "--config", (dir / "fleet.toml").string()}),
+        dir / "fleet.log", {}, {"RACKPROF_FLEET_URL=" + url});
+    const std::string port = testing::wait_for_api_port(dir / "fleet.log");
+    const auto reply = testing::http_get(port, "/api/v1/profile?build_id=" + build_id);
+    REQUIRE(reply.status == 200);
+    const json profile = json::parse(reply.body);
+    CHECK(profile["selection"]["sessions"].size() == 8);
+    CHECK(profile["selection"]["boards"].size() == 8);  // bench/board
+    CHECK(profile["total_samples"] == fleet_truth.samples);
+    const auto served = dir / "fleet.gmon.out";
+    REQUIRE(testing::http_get(port, "/api/v1/profile/export/gmon?build_id=" + build_id, served)
+                .status == 200);
+    CHECK(counts_in(served) == fleet_truth);
+    // bench= narrows to one bench's sessions: its own truth.
+    const auto one = dir / "bench1.gmon.out";
+    REQUIRE(testing::http_get(port, "/api/v1/profile/export/gmon?bench=bench-1&tag=nightly", one)
+                .status == 200);
+    CHECK(counts_in(one) == benches[1].truth);
+    // Diff of two benches over HTTP: the same build, different iteration counts.
+    CHECK(testing::http_get(port, "/api/v1/diff?a=bench%3Dbench-0&b=bench%3Dbench-3").status ==
+          200);
+    CHECK(testing::http_get(port, "/api/v1/profile?bench=nobody").status == 404);
+
+    // The URL is logged without secrets; a password in the URL is refused, and not echoed.
+    CHECK(testing::read_text(dir / "fleet.log").find("fleet: selections are served from") !=
+          std::string::npos);
+    const auto with_password = testing::rackprof({"fleet", "sessions", "--url",
+                                                  "postgresql://rackprof:s3cret@localhost/postgres",
+                                                  "--select", "build_id=" + build_id});
+    CHECK(with_password.exit_code == 2);
+    CHECK(with_password.err.find("password") != std::string::npos);
+    CHECK(with_password.err.find("s3cret") == std::string::npos);
+}
+
+}  // namespace
+}  // namespace rackprof
