@@ -272,3 +272,39 @@ TEST_CASE("board names and tags cannot carry header or log injections") {
 
 }  // namespace
 }  // namespace rackprof::daemon
+
+TEST_CASE("[fleet]: the URL, bench and TLS settings; a password in the URL is refused") {
+    const auto c = parse_config(R"([fleet]
+url = "postgresql://rackprof@db.lab:5432/fleet?sslmode=verify-full"
+bench = "bench-3"
+password_file = "/etc/rackprof/fleet-password"
+sslrootcert = "/etc/rackprof/ca.pem"
+push_interval_ms = 500
+)",
+                                "bench.toml");
+    CHECK(c.fleet.url == "postgresql://rackprof@db.lab:5432/fleet?sslmode=verify-full");
+    CHECK(c.fleet.bench == "bench-3");
+    CHECK(c.fleet.password_file == "/etc/rackprof/fleet-password");
+    CHECK(c.fleet.sslrootcert == "/etc/rackprof/ca.pem");
+    CHECK(c.fleet.push_interval == std::chrono::milliseconds(500));
+    CHECK(parse_config("", "x.toml").fleet.url.empty());
+
+    auto error_of = [](const std::string& text) {
+        try {
+            parse_config(text, "bench.toml");
+        } catch (const ConfigError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    const std::string in_userinfo =
+        error_of("[fleet]\nurl = \"postgresql://rackprof:hunter2@db/fleet\"\n");
+    CHECK(in_userinfo.find("bench.toml:2: fleet.url: holds a password") == 0);
+    CHECK(in_userinfo.find("hunter2") == std::string::npos);
+    CHECK(error_of("[fleet]\nurl = \"postgresql://db/fleet?sslmode=require&password=x\"\n")
+              .find("fleet.url: holds a password") != std::string::npos);
+    CHECK(error_of("[fleet]\nurl = \"mysql://db/fleet\"\n").find("fleet.url: must be a") !=
+          std::string::npos);
+    CHECK(error_of("[fleet]\nbench = \"a b\"\n").find("fleet.bench") != std::string::npos);
+    CHECK(error_of("[fleet]\nuser = \"x\"\n") == "bench.toml:2: fleet.user: unknown key");
+}

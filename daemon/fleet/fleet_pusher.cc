@@ -83,7 +83,8 @@ nlohmann::json FleetPusher::status_json() const {
             {"failures", s.failures},
             {"last_error", s.last_error.empty() ? nlohmann::json() : nlohmann::json(s.last_error)},
             {"next_attempt_ns", time(s.next_attempt_ns)},
-            {"last_success_ns", time(s.last_success_ns)}};
+            {"last_success_ns", time(s.last_success_ns)},
+            {"last_push_ms", s.last_push_seconds * 1000}};
 }
 
 void FleetPusher::run() {

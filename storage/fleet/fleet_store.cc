@@ -70,9 +70,6 @@ constexpr const char* kMigrationLock = "SELECT pg_advisory_xact_lock(72010001)";
 constexpr const char* kPartitionLock = "SELECT pg_advisory_xact_lock(72010002)";
 
 // Addresses and counts are unsigned 64-bit; bigint keeps their bits.
-std::string as_bigint(std::uint64_t v) {
-    return std::to_string(static_cast<std::int64_t>(v));
-}
 std::uint64_t as_unsigned(const PgResult& r, int row, int column) {
     return static_cast<std::uint64_t>(r.integer(row, column));
 }
@@ -348,6 +345,14 @@ std::filesystem::path FleetStore::elf_file(const std::string& build_id,
 
 std::int64_t FleetStore::count(const std::string& table) {
     return db_.query("SELECT count(*) FROM " + table).integer(0, 0);
+}
+
+std::int64_t FleetStore::session_bytes() {
+    return db_
+        .query(
+            "SELECT COALESCE(sum(pg_total_relation_size(oid)), 0)::bigint FROM pg_class WHERE "
+            "relkind = 'r' AND relname ~ '^(sessions|arcs|pc_samples)_'")
+        .integer(0, 0);
 }
 
 }  // namespace rackprof::fleet

@@ -68,6 +68,8 @@ class FleetStore {
     std::filesystem::path elf_file(const std::string& build_id, const std::filesystem::path& dir);
     // The fleet's rows: for figures and tests.
     std::int64_t count(const std::string& table);
+    // Bytes on disk of the sessions, arcs and PC-count partitions (with their indexes).
+    std::int64_t session_bytes();
 
   private:
     void migrate();

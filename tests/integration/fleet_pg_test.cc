@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "gmon/gmon_reader.h"
+#include "storage/fleet/fleet_store.h"
 #include "tests/integration/test_support.h"
 
 namespace rackprof {
@@ -98,7 +99,10 @@ class PgServer {
 
   private:
     testing::CommandResult run_pg(std::vector<std::string> argv) const {
-        if (::getuid() == 0) argv.insert(argv.begin(), {"runuser", "-u", "nobody", "--"});
+        // From the server's folder: nobody may not be allowed into the test's working directory.
+        if (::getuid() == 0)
+            argv.insert(argv.begin(),
+                        {"runuser", "-u", "nobody", "--", "env", "-C", dir_.string()});
         return testing::run(argv);
     }
     std::filesystem::path dir_;
@@ -223,6 +227,18 @@ TEST_CASE("fleet store on PostgreSQL: benches push concurrently, survive an outa
 
     Counts fleet_truth;
     for (const auto& b : benches) add(fleet_truth, b.truth);
+
+    // The store itself: eight sessions, no more, each bench's two; the figures of a push.
+    {
+        fleet::FleetConnection connection;
+        connection.url = url;
+        fleet::FleetStore store(connection);
+        CHECK(store.count("sessions") == 8);
+        for (const auto& b : benches) CHECK(store.pushed(b.name).size() == 2);
+        std::cout << "fleet store: " << store.session_bytes() / 8
+                  << " bytes of PostgreSQL per session; bench-3's last push took "
+                  << readiness(benches[3])["fleet"]["last_push_ms"].get<double>() << " ms\n";
+    }
 
     // `rackprof fleet`: eight sessions, no more; the merged gmon.out is exactly the sum.
     const auto listed =
