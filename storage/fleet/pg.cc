@@ -29,7 +29,9 @@ PgConnection::PgConnection(const std::vector<std::pair<std::string, std::string>
     conn_ = PQconnectdbParams(keywords.data(), values.data(), 1);
     if (!conn_) throw PgError("postgresql: out of memory");
     if (PQstatus(conn_) != CONNECTION_OK) {
-        const std::string message = PQerrorMessage(conn_);
+        std::string message = PQerrorMessage(conn_);
+        while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
+            message.pop_back();
         PQfinish(conn_);
         conn_ = nullptr;
         throw PgError("postgresql: cannot connect: " + message);

@@ -119,7 +119,7 @@ service::Selection selection_of(const Call& c, std::initializer_list<const char*
             throw service::ServiceError(service::Failure::kBadRequest,
                                         "unknown parameter '" + key +
                                             "' (a selection takes session, board, tag, "
-                                            "build_id, from and to)");
+                                            "build_id, bench, from and to)");
         }
     }
     return service::parse_selection(c.query);
