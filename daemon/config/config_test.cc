@@ -270,9 +270,6 @@ TEST_CASE("board names and tags cannot carry header or log injections") {
     CHECK(printable("ok\r\n\\\x01") == "ok\\x0d\\x0a\\x5c\\x01");
 }
 
-}  // namespace
-}  // namespace rackprof::daemon
-
 TEST_CASE("[fleet]: the URL, bench and TLS settings; a password in the URL is refused") {
     const auto c = parse_config(R"([fleet]
 url = "postgresql://rackprof@db.lab:5432/fleet?sslmode=verify-full"
@@ -308,3 +305,6 @@ push_interval_ms = 500
     CHECK(error_of("[fleet]\nbench = \"a b\"\n").find("fleet.bench") != std::string::npos);
     CHECK(error_of("[fleet]\nuser = \"x\"\n") == "bench.toml:2: fleet.user: unknown key");
 }
+
+}  // namespace
+}  // namespace rackprof::daemon

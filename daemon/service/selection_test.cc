@@ -172,5 +172,13 @@ TEST_CASE("selection: more than the limit is refused, not served partly") {
           }) == Failure::kBadRequest);
 }
 
+TEST_CASE("selection: bench= names fleet benches; a bench's own sessions are not selected by it") {
+    const Selection s = parse_selection(parse_query_string("bench=lab-a,lab-b&build_id=AB"));
+    CHECK(s.benches == std::vector<std::string>{"lab-a", "lab-b"});
+    CHECK(parse_selection({{"bench", "lab-a"}}).benches.size() == 1);  // alone, it names sessions
+    CHECK(failure_of([] { parse_selection({{"bench", ""}}); }) == Failure::kBadRequest);
+    CHECK(failure_of([&s] { select_sessions(s, {}, {}); }) == Failure::kBadRequest);
+}
+
 }  // namespace
 }  // namespace rackprof::service
