@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gmon/aggregate.h"
+#include "gmon/calling_context.h"
 #include "gmon/gmon_data.h"
 #include "protocol/decoder_stats.h"
 #include "protocol/record.h"
@@ -132,6 +133,8 @@ class SessionStore {
                         const ConsoleLine& line);
     // Replaces the session's exception counts with these totals.
     void set_exceptions(std::int64_t session, std::span<const ExceptionCount> exceptions);
+    // Replaces the session's calling-context tree with this one.
+    void set_calling_context(std::int64_t session, const gmon::CallingContextTree& tree);
     // Boards created through the API: name -> configuration (JSON, the daemon's to interpret).
     void save_board(const std::string& name, const std::string& config_json, std::int64_t at_ns);
     void delete_board(const std::string& name);
@@ -159,6 +162,8 @@ class SessionStore {
     // Console lines in the order received; at most `limit` of the newest when limit > 0.
     std::vector<ConsoleLine> console(std::int64_t session, int limit = 0);
     std::vector<ExceptionCount> exceptions(std::int64_t session);
+    // Empty when none was stored. Throws StorageError for rows that are not a tree.
+    gmon::CallingContextTree calling_context(std::int64_t session);
     void for_each_chunk(
         std::int64_t session,
         const std::function<void(std::int64_t received_ns, std::span<const std::uint8_t> raw)>& f);

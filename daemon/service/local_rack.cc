@@ -16,6 +16,7 @@
 #include "daemon/ingest/capture_import.h"
 #include "daemon/ingest/wire_settings.h"
 #include "gmon/board_spread.h"
+#include "gmon/calling_context.h"
 #include "gmon/function_index.h"
 #include "gmon/gmon_reader.h"
 #include "gmon/profile_diff.h"
@@ -71,14 +72,7 @@ json gaps_json(const std::vector<storage::Gap>& gaps) {
     return out;
 }
 
-// ARMv7-M's exception numbers (B1.5.2); 16 and up are external interrupts.
-std::string exception_name(std::uint16_t number) {
-    static const char* const kNames[16] = {"Thread",       "Reset",      "NMI",        "HardFault",
-                                           "MemManage",    "BusFault",   "UsageFault", "Reserved7",
-                                           "Reserved8",    "Reserved9",  "Reserved10", "SVCall",
-                                           "DebugMonitor", "Reserved13", "PendSV",     "SysTick"};
-    return number < 16 ? kNames[number] : "IRQ" + std::to_string(number - 16);
-}
+using gmon::exception_name;
 
 // `storage_error`: what storage says while its commits fail and this session is capturing.
 json session_json(const storage::SessionInfo& s, const std::string& storage_error) {
@@ -905,7 +899,8 @@ json LocalRack::import_capture(const std::filesystem::path& file, const ingest::
     pieces.finish();
     storage::SessionCounters counters;
     storage::set_decoder_counters(counters, imported.stats);
-    return session_json(stored_session(stored->complete(counters)), storage_error());
+    return session_json(stored_session(stored->complete(counters, imported.calling_context)),
+                        storage_error());
 }
 
 std::optional<LiveView> LocalRack::live(std::int64_t id) {
