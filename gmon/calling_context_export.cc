@@ -43,7 +43,8 @@ const CallingContextTree& tree_of(const ExportInput& input) {
     if (!input.calling_context || input.calling_context->empty())
         throw ExportNeedsCallingContext(
             "this source has no calling-context tree (no function entry/exit events were "
-            "captured); the estimated stacks are the folded, speedscope and pprof exports");
+            "captured, or a time window was asked for: a tree covers whole sessions); the "
+            "estimated stacks are the folded, speedscope and pprof exports");
     return *input.calling_context;
 }
 

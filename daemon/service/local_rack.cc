@@ -17,6 +17,7 @@
 #include "daemon/ingest/wire_settings.h"
 #include "gmon/board_spread.h"
 #include "gmon/calling_context.h"
+#include "gmon/calling_context_export.h"
 #include "gmon/function_index.h"
 #include "gmon/gmon_reader.h"
 #include "gmon/profile_diff.h"
@@ -201,6 +202,11 @@ std::shared_ptr<gmon::ExportInput> LocalRack::session_input(const storage::Sessi
     input->raw = storage::raw_pages(lease, info.id);
     input->records = storage::record_pages(lease, info.id);
     input->summary = {{"session", info.id}, {"board", info.spec.board}};
+    // The measured tree covers the whole session: a window gets none rather than a wrong one.
+    if (!window.bounded()) {
+        if (auto tree = readers_.lease()->calling_context(info.id); !tree.empty())
+            input->calling_context = std::make_shared<const gmon::CallingContextTree>(std::move(tree));
+    }
     return input;
 }
 
@@ -276,6 +282,7 @@ std::shared_ptr<const LocalRack::MergedSelection> LocalRack::merge(
             return it == board_sum_at.end() ? nothing : it->second;
         });
     }
+    input->calling_context = merged_calling_context(sessions, by_name);
     if (input->source.elf) {
         made->profile = std::make_shared<const gmon::Profile>(gmon::profile_of(input->source));
         // A board whose ELF is gone is counted with the fleet's (the same build).
@@ -289,6 +296,20 @@ std::shared_ptr<const LocalRack::MergedSelection> LocalRack::merge(
     }
     made->input = std::move(input);
     return made;
+}
+
+// The sessions' calling-context trees added by path. Paths are addresses, so only sessions of
+// one build add up: a by-name merge of several builds gets none.
+std::shared_ptr<const gmon::CallingContextTree> LocalRack::merged_calling_context(
+    const std::vector<storage::SessionInfo>& sessions, bool by_name) {
+    std::set<std::string> builds;
+    for (const auto& s : sessions) builds.insert(s.spec.elf_build_id + "|" + s.target.build_id);
+    if (by_name && builds.size() > 1) return nullptr;
+    auto merged = std::make_shared<gmon::CallingContextTree>();
+    const auto store = readers_.lease();
+    for (const auto& s : sessions) merged->merge(store->calling_context(s.id));
+    if (merged->empty()) return nullptr;
+    return merged;
 }
 
 const gmon::Profile& LocalRack::profile_of(const MergedSelection& merged) {
@@ -673,6 +694,8 @@ gmon::ChunkStream open_format(const gmon::ExportFormat& exporter,
                               const std::shared_ptr<const gmon::ExportInput>& input) {
     try {
         return exporter.open(input);
+    } catch (const gmon::ExportNeedsCallingContext& e) {
+        fail(Failure::kInvalid, e.what());
     } catch (const std::invalid_argument& e) {
         // What the input lacks: the ELF to name functions (ExportNeedsElf), or records and
         // raw bytes (an imported gmon.out has neither).
