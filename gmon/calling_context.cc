@@ -12,7 +12,8 @@ std::size_t CallingContextTree::incomplete_nodes() const {
 }
 
 std::uint32_t CallingContextTree::root(std::uint16_t exception) {
-    const auto [it, fresh] = roots_.try_emplace(exception, static_cast<std::uint32_t>(nodes_.size()));
+    const auto [it, fresh] =
+        roots_.try_emplace(exception, static_cast<std::uint32_t>(nodes_.size()));
     if (fresh) {
         ContextNode n;
         n.exception = exception;
@@ -51,7 +52,8 @@ void CallingContextTree::add_stored(const ContextNode& node) {
 void CallingContextTree::sum_inclusive() {
     for (auto& n : nodes_) n.inclusive = n.exclusive;
     for (std::size_t i = nodes_.size(); i-- > 0;) {
-        if (nodes_[i].parent != kNoParent) nodes_[nodes_[i].parent].inclusive += nodes_[i].inclusive;
+        if (nodes_[i].parent != kNoParent)
+            nodes_[nodes_[i].parent].inclusive += nodes_[i].inclusive;
     }
 }
 
@@ -173,7 +175,8 @@ void CallingContextBuilder::exit(Context& context, std::uint64_t function) {
     const std::size_t depth = static_cast<std::size_t>(stack.rend() - match) - 1;
     if (depth + 1 < stack.size()) {
         // Frames above it never saw their exit: their split of its time is unknown.
-        for (std::size_t i = depth; i < stack.size(); ++i) tree_.at(stack[i].node).incomplete = true;
+        for (std::size_t i = depth; i < stack.size(); ++i)
+            tree_.at(stack[i].node).incomplete = true;
         stats_.unfinished_frames += stack.size() - depth - 1;
     }
     stack.resize(depth);
@@ -217,7 +220,8 @@ class ArcWalk {
             arc.callee_total = callee.cycles;
             arc.callee_calls = callee.calls_from_functions;
             if (key.caller != key.callee && arc.callee_calls > 0) {
-                arc.estimated = static_cast<double>(callee.cycles) * static_cast<double>(arc.calls) /
+                arc.estimated = static_cast<double>(callee.cycles) *
+                                static_cast<double>(arc.calls) /
                                 static_cast<double>(arc.callee_calls);
             }
             out.push_back(arc);

@@ -76,8 +76,8 @@ class CallingContextTree {
 
 struct CallingContextStats {
     std::uint64_t events = 0;
-    std::uint64_t losses = 0;           // mark_lost counts
-    std::uint64_t unmatched_exits = 0;  // exits with no matching entry on their stack
+    std::uint64_t losses = 0;             // mark_lost counts
+    std::uint64_t unmatched_exits = 0;    // exits with no matching entry on their stack
     std::uint64_t unfinished_frames = 0;  // frames left open by a returned handler
     std::uint64_t too_deep = 0;           // entries past kMaxDepth, not followed
     friend bool operator==(const CallingContextStats&, const CallingContextStats&) = default;

@@ -82,7 +82,8 @@ class CctPprofBuilder {
             if (n.exclusive == 0 && n.calls == 0) continue;
             auto* s = profile_.add_sample();
             const auto path = path_of(tree_, i);
-            for (auto it = path.rbegin(); it != path.rend(); ++it) s->add_location_id(location(*it));
+            for (auto it = path.rbegin(); it != path.rend(); ++it)
+                s->add_location_id(location(*it));
             s->add_value(static_cast<std::int64_t>(n.exclusive));
             s->add_value(static_cast<std::int64_t>(n.calls));
             if (n.incomplete) {
@@ -99,7 +100,8 @@ class CctPprofBuilder {
 
   private:
     std::int64_t str(const std::string& s) {
-        const auto [it, added] = strings_.try_emplace(s, static_cast<std::int64_t>(strings_.size() + 1));
+        const auto [it, added] =
+            strings_.try_emplace(s, static_cast<std::int64_t>(strings_.size() + 1));
         if (added) profile_.add_string_table(s);
         return it->second;
     }
@@ -108,9 +110,8 @@ class CctPprofBuilder {
     std::uint64_t location(std::uint32_t node) {
         const ContextNode& n = tree_.nodes()[node];
         const std::string name = names_.of(n);
-        const auto key = std::make_pair(n.parent == kNoParent, n.parent == kNoParent
-                                                                   ? std::uint64_t{n.exception}
-                                                                   : n.function);
+        const auto key = std::make_pair(
+            n.parent == kNoParent, n.parent == kNoParent ? std::uint64_t{n.exception} : n.function);
         const auto [it, added] = locations_.try_emplace(key, locations_.size() + 1);
         if (!added) return it->second;
         auto* f = profile_.add_function();
@@ -332,8 +333,9 @@ ChunkStream open_cct_speedscope(const std::shared_ptr<const ExportInput>& input)
     tree_of(*input);
     return single_chunk([input] {
         return cct_speedscope(tree_of(*input), ContextFrameNames(input->source.elf.get()),
-                              elf_name(*input) + "calling-context tree measured from entry/exit "
-                                                 "events");
+                              elf_name(*input) +
+                                  "calling-context tree measured from entry/exit "
+                                  "events");
     });
 }
 

@@ -57,9 +57,9 @@ const ContextNode& at(const CallingContextTree& tree, std::vector<std::uint64_t>
 
 TEST_CASE("calling context: nesting gives exact inclusive and exclusive cycles per path") {
     // The thesis' fig. 4: fast() and slow() each call doSomething() once.
-    const auto tree = run({in(kMain, 0), in(kFast, 10), in(kDo, 20), out(kDo, 120),
-                           out(kFast, 130), in(kSlow, 140), in(kDo, 150), out(kDo, 1050),
-                           out(kSlow, 1060), out(kMain, 1070)});
+    const auto tree =
+        run({in(kMain, 0), in(kFast, 10), in(kDo, 20), out(kDo, 120), out(kFast, 130),
+             in(kSlow, 140), in(kDo, 150), out(kDo, 1050), out(kSlow, 1060), out(kMain, 1070)});
     CHECK(at(tree, {kMain}).inclusive == 1070);
     CHECK(at(tree, {kMain}).exclusive == 10 + 10 + 10);
     CHECK(at(tree, {kMain, kFast}).inclusive == 120);
@@ -101,8 +101,8 @@ TEST_CASE("calling context: recursion is a path per depth, counted once per path
         if (a.caller == kMain) CHECK(a.measured == 90);
         if (a.caller == kDo) {
             CHECK(a.calls == 2);
-            CHECK(a.measured == 40);   // the outer do->do, not 40 + 10
-            CHECK(a.estimated == 0);   // gprof propagates nothing along a self-call
+            CHECK(a.measured == 40);  // the outer do->do, not 40 + 10
+            CHECK(a.estimated == 0);  // gprof propagates nothing along a self-call
         }
     }
 }
@@ -118,8 +118,8 @@ TEST_CASE("calling context: an interrupt in the middle of a call is not charged 
 }
 
 TEST_CASE("calling context: tail-chained handlers are separate roots") {
-    const auto tree = run({in(kMain, 0), in(kIsr, 100, 16), out(kIsr, 150, 16),
-                           in(kIsr2, 160, 17), out(kIsr2, 200, 17), out(kMain, 300)});
+    const auto tree = run({in(kMain, 0), in(kIsr, 100, 16), out(kIsr, 150, 16), in(kIsr2, 160, 17),
+                           out(kIsr2, 200, 17), out(kMain, 300)});
     CHECK(at(tree, {kIsr}, 16).inclusive == 50);
     CHECK(at(tree, {kIsr2}, 17).inclusive == 40);
     CHECK(at(tree, {}, 17).exclusive == 10);  // the chain between them: the new handler's own
@@ -128,9 +128,9 @@ TEST_CASE("calling context: tail-chained handlers are separate roots") {
 }
 
 TEST_CASE("calling context: nested handlers stack, each root excludes the one above it") {
-    const auto tree = run({in(kMain, 0), in(kIsr, 100, 16), in(kDo, 110, 16),
-                           in(kIsr2, 120, 17), out(kIsr2, 140, 17), out(kDo, 160, 16),
-                           out(kIsr, 170, 16), out(kMain, 300)});
+    const auto tree =
+        run({in(kMain, 0), in(kIsr, 100, 16), in(kDo, 110, 16), in(kIsr2, 120, 17),
+             out(kIsr2, 140, 17), out(kDo, 160, 16), out(kIsr, 170, 16), out(kMain, 300)});
     CHECK(at(tree, {kIsr2}, 17).inclusive == 20);
     CHECK(at(tree, {kIsr, kDo}, 16).inclusive == 10 + 20);
     CHECK(at(tree, {kIsr}, 16).inclusive == 70 - 20);
@@ -190,8 +190,7 @@ TEST_CASE("calling context: losses mark the affected paths incomplete, never sil
         CHECK(b.stats().unfinished_frames == 1);
     }
     SUBCASE("a handler that returned with a frame open") {
-        const auto tree = run({in(kMain, 0), in(kIsr, 100, 15), in(kDo, 110, 15),
-                               out(kMain, 200)});
+        const auto tree = run({in(kMain, 0), in(kIsr, 100, 15), in(kDo, 110, 15), out(kMain, 200)});
         CHECK(at(tree, {kIsr, kDo}, 15).incomplete);
         CHECK(at(tree, {kIsr}, 15).incomplete);
         CHECK_FALSE(at(tree, {kMain}).incomplete);

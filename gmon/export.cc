@@ -3,8 +3,8 @@
 #include <array>
 #include <stdexcept>
 
-#include "gmon/calling_context_export.h"
 #include "gmon/callgrind_export.h"
+#include "gmon/calling_context_export.h"
 #include "gmon/dot_export.h"
 #include "gmon/folded_export.h"
 #include "gmon/gmon_writer.h"
@@ -157,14 +157,14 @@ const std::array<ExportFormat, 16> kFormats = {{
      "gprof2dot's call graph in DOT (functions >= 0.5 %, arcs >= 0.1 %)", false, open_dot},
     {"svg", "image/svg+xml", ".svg", "the dot call graph laid out by Graphviz", false, open_svg},
     {"cct-folded", "text/plain; charset=utf-8", ".cct.folded.txt",
-     "folded stacks of the calling-context tree measured from entry/exit events, in cycles",
-     false, open_cct_folded},
+     "folded stacks of the calling-context tree measured from entry/exit events, in cycles", false,
+     open_cct_folded},
     {"cct-speedscope", "application/json", ".cct.speedscope.json",
      "speedscope's evented profiles of the measured calling-context tree, in cycles", false,
      open_cct_speedscope},
     {"cct-pprof", "application/octet-stream", ".cct.pb.gz",
-     "pprof's profile.proto of the measured calling-context tree: cycles and calls per path",
-     false, open_cct_pprof},
+     "pprof's profile.proto of the measured calling-context tree: cycles and calls per path", false,
+     open_cct_pprof},
     {"cct-json", "application/json", ".cct.json",
      "the measured calling-context tree and each arc's measured vs gprof-estimated time", false,
      open_cct_json},

@@ -267,8 +267,7 @@ void SessionStore::set_exceptions(std::int64_t session,
     }
 }
 
-void SessionStore::set_calling_context(std::int64_t session,
-                                       const gmon::CallingContextTree& tree) {
+void SessionStore::set_calling_context(std::int64_t session, const gmon::CallingContextTree& tree) {
     Statement clear = db_.prepare("DELETE FROM session_cct WHERE session_id = ?");
     clear.bind(1, session);
     clear.run();
@@ -509,8 +508,8 @@ gmon::CallingContextTree SessionStore::calling_context(std::int64_t session) {
         if (st.column_int(0) != static_cast<std::int64_t>(tree.nodes().size()))
             throw StorageError("session " + std::to_string(session) +
                                ": calling-context nodes are not numbered 0, 1, 2, ...");
-        n.parent = st.column_is_null(1) ? gmon::kNoParent
-                                        : static_cast<std::uint32_t>(st.column_int(1));
+        n.parent =
+            st.column_is_null(1) ? gmon::kNoParent : static_cast<std::uint32_t>(st.column_int(1));
         n.function = static_cast<std::uint64_t>(st.column_int(2));
         n.exception = static_cast<std::uint16_t>(st.column_int(3));
         n.calls = static_cast<std::uint64_t>(st.column_int(4));

@@ -118,7 +118,7 @@ bool CaptureSession::on_chunk(std::span<const std::uint8_t> raw, std::int64_t re
 
 void CaptureSession::gap_started(const std::string& reason, std::int64_t at_ns) {
     if (open_gap_) return;
-    decoder_->finish(collector_);  // what was held back across the break
+    decoder_->finish(collector_);            // what was held back across the break
     collector_.calling_context.mark_lost();  // whatever ran across the break is not seen
     if (!collector_.empty()) submit_records({}, at_ns);
     refresh_counters();
@@ -139,8 +139,8 @@ void CaptureSession::end(const std::string& state, std::int64_t at_ns) {
     collector_.calling_context.after_chunk(decoder_->stats());
     if (!collector_.empty()) submit_records({}, at_ns);
     refresh_counters();
-    writer_.submit(storage::CloseSessionOp{id_, state, at_ns, counters_,
-                                           collector_.calling_context.tree()});
+    writer_.submit(
+        storage::CloseSessionOp{id_, state, at_ns, counters_, collector_.calling_context.tree()});
 }
 
 }  // namespace rackprof::daemon

@@ -205,7 +205,8 @@ std::shared_ptr<gmon::ExportInput> LocalRack::session_input(const storage::Sessi
     // The measured tree covers the whole session: a window gets none rather than a wrong one.
     if (!window.bounded()) {
         if (auto tree = readers_.lease()->calling_context(info.id); !tree.empty())
-            input->calling_context = std::make_shared<const gmon::CallingContextTree>(std::move(tree));
+            input->calling_context =
+                std::make_shared<const gmon::CallingContextTree>(std::move(tree));
     }
     return input;
 }
