@@ -100,7 +100,9 @@ std::vector<DecodedRecordChunk> record_chunks_of(const Statement& row) {
 
 const std::string& select_sessions_sql() {
     static const std::string sql =
-        std::string("SELECT ") + kSessionInfoColumns + ", " + counter_columns() + " FROM sessions";
+        std::string("SELECT ") + kSessionInfoColumns + ", " + counter_columns() +
+        ", (SELECT count(*) FROM session_cct WHERE session_cct.session_id = sessions.id) FROM "
+        "sessions";
     return sql;
 }
 
@@ -395,6 +397,7 @@ SessionInfo SessionStore::read_info(Statement& s) {
     int column = kFirstCounterColumn;
     for (const auto& counter : kSessionCounters)
         i.counters.*counter.member = static_cast<std::uint64_t>(s.column_int(column++));
+    i.calling_context_nodes = static_cast<std::uint64_t>(s.column_int(column));
     return i;
 }
 

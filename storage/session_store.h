@@ -75,7 +75,8 @@ struct SessionInfo {
     std::string state;  // capturing | completed | interrupted
     std::int64_t ended_ns = 0;
     SessionCounters counters;
-    std::vector<ExceptionCount> exceptions;  // itm sessions' exception trace
+    std::vector<ExceptionCount> exceptions;   // itm sessions' exception trace
+    std::uint64_t calling_context_nodes = 0;  // the stored calling-context tree's (0: none)
 };
 
 // A stretch of a session with data missing, and what it lost where that is known: a failed

@@ -111,6 +111,8 @@ json session_json(const storage::SessionInfo& s, const std::string& storage_erro
         }
         out["exceptions"] = exceptions;
     }
+    // Only where entry/exit events made one: the cct-* exports answer 422 without it.
+    if (s.calling_context_nodes > 0) out["calling_context_nodes"] = s.calling_context_nodes;
     return out;
 }
 

@@ -138,6 +138,13 @@ test("the measured icicle and the caller-attributed arcs: 10 %/90 % against gpro
   assert.match(row("slow").cells[4], /\(50\.0 %\)/);
   assert.ok(row("fast").off && row("slow").off, "both arcs highlighted");
   assert.match(row("fast").cells[5], /^−1,200$/); // 3 passes × (100 − 500) cycles
+  // With a tree, the measured exports are offered too, each answering 200.
+  const links = await page.$$eval("p.downloads a.download", (as) => as.map((a) => a.getAttribute("href")));
+  for (const f of ["cct-folded", "cct-speedscope", "cct-pprof", "cct-json"]) {
+    const href = `/api/v1/sessions/${withTree}/export/${f}`;
+    assert.ok(links.includes(href), `${f} in ${links}`);
+    assert.equal((await fetch(base + href)).status, 200, href);
+  }
   await page.locator("#h-cct").scrollIntoViewIfNeeded();
   await page.screenshot({ path: path.join(artifacts, "dashboard-calling-context.png"), fullPage: true });
   assert.deepEqual(errors, []);
@@ -148,7 +155,8 @@ test("a session without entry/exit events says it has no calling-context tree", 
   const { page, errors } = await open(`/sessions/${withoutTree}`);
   await page.waitForSelector("#cct-none");
   await page.waitForSelector("#flame-graph svg g.frame"); // the estimate is still drawn
-  // The 422 of the cct exports is the expected answer, not an error of the page.
-  assert.deepEqual(errors.filter((e) => !/422/.test(e)), []);
+  const links = await page.$$eval("p.downloads a.download", (as) => as.map((a) => a.getAttribute("href")));
+  assert.ok(!links.some((l) => l.includes("/export/cct-")), `no measured exports offered: ${links}`);
+  assert.deepEqual(errors, []); // the page knew from the session: no 422 was asked for
   await page.close();
 });

@@ -36,6 +36,7 @@ export interface Session {
   counters: Counters;
   storage_state: StorageState;
   storage_error: string | null;
+  calling_context_nodes?: number; // present where entry/exit events made a calling-context tree
 }
 
 export interface FlatRow {

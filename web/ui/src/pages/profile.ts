@@ -7,6 +7,7 @@ import { callGraphDot, renderCallGraph } from "../callgraph";
 import { drawFlameGraph, parseFolded } from "../flamegraph";
 
 type Key = keyof FlatRow;
+const isMeasured = (format: string) => format.startsWith("cct-");
 const columns: { key: Key; label: string; numeric: boolean }[] = [
   { key: "name", label: "Function", numeric: false },
   { key: "percent", label: "Self %", numeric: true },
@@ -20,6 +21,8 @@ const columns: { key: Key; label: string; numeric: boolean }[] = [
 export async function profilePage(main: HTMLElement, _params: URLSearchParams, id?: number) {
   const sid = id as number;
   const [session, formats] = await Promise.all([api.session(sid), exportFormats()]);
+  // The measured calling-context exports are offered once the session is known to have a tree.
+  const downloadLine = h("p", { class: "meta downloads" }, "download ", downloadLinks(downloads(sid, formats.session.filter((f) => !isMeasured(f)))));
   const header = [
     h("h1", {}, `Profile: ${session.board} · session ${sid}`),
     h(
@@ -30,7 +33,7 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
       link(`/diff?${new URLSearchParams({ a: `session=${sid}` })}`, "compare with…", { id: "compare-with" }),
       session.build_id ? [" · ", link(`/fleet?build_id=${session.build_id}`, "its build's fleet", { id: "fleet-of-build" })] : "",
     ),
-    h("p", { class: "meta downloads" }, "download ", downloadLinks(downloads(sid, formats.session))),
+    downloadLine,
   ];
   let profile: Profile;
   try {
@@ -142,18 +145,18 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
   const measured = h("div", { class: "flame", id: "cct-flame-graph" }, h("p", { class: "muted" }, "Loading the measured calling contexts…"));
   const arcs = h("div", { id: "cct-arcs" });
   const renderMeasured = async () => {
+    if (!session.calling_context_nodes) {
+      replace(measured, h("p", { class: "muted", id: "cct-none" }, "No calling-context tree: this session has no function entry/exit events, so the flame graph above (gprof's estimate) is all there is."));
+      return;
+    }
     try {
       const [folded, cct] = await Promise.all([api.sessionCctFolded(sid), api.sessionCct(sid)]);
       drawFlameGraph(measured, parseFolded(folded), "cycles");
+      replace(downloadLine, "download ", downloadLinks(downloads(sid, formats.session)));
       const c = cct.calling_context;
       if (c.incomplete_nodes > 0) measured.append(h("p", { class: "muted", id: "cct-incomplete" }, `${c.incomplete_nodes} of ${c.nodes} paths are marked [incomplete]: events were lost or a function had not returned when the capture ended.`));
       replace(arcs, attributedArcsTable(c.arcs));
     } catch (e) {
-      if (e instanceof ApiError && e.status === 422) {
-        replace(measured, h("p", { class: "muted", id: "cct-none" }, "No calling-context tree: this session has no function entry/exit events, so the flame graph above (gprof's estimate) is all there is."));
-        replace(arcs);
-        return;
-      }
       replace(measured, h("p", { class: "error", role: "alert" }, `The measured calling contexts could not be loaded: ${(e as Error).message}`));
     }
   };
