@@ -98,12 +98,13 @@ std::vector<DecodedRecordChunk> record_chunks_of(const Statement& row) {
     return one;
 }
 
-const std::string& select_sessions_sql() {
-    static const std::string sql =
-        std::string("SELECT ") + kSessionInfoColumns + ", " + counter_columns() +
-        ", (SELECT count(*) FROM session_cct WHERE session_cct.session_id = sessions.id) FROM "
-        "sessions";
-    return sql;
+// A read-only connection to a database older than v10 (a `convert --db` of an old file) has no
+// calling-context table: its sessions read as having no tree.
+std::string select_sessions_sql(bool has_cct) {
+    return std::string("SELECT ") + kSessionInfoColumns + ", " + counter_columns() +
+           (has_cct ? ", (SELECT count(*) FROM session_cct WHERE session_cct.session_id = "
+                      "sessions.id) FROM sessions"
+                    : ", 0 FROM sessions");
 }
 
 }  // namespace
@@ -111,6 +112,7 @@ const std::string& select_sessions_sql() {
 SessionStore::SessionStore(const std::filesystem::path& path, Database::Mode mode)
     : db_(path, mode) {
     if (mode == Database::Mode::kReadWrite) migrate_schema(db_);
+    has_cct_ = schema_version(db_) >= kCallingContextSchema;
 }
 
 Statement& SessionStore::cached(std::optional<Statement>& slot, const char* sql) {
@@ -402,7 +404,7 @@ SessionInfo SessionStore::read_info(Statement& s) {
 }
 
 std::vector<SessionInfo> SessionStore::sessions() {
-    Statement st = db_.prepare((select_sessions_sql() + " ORDER BY id").c_str());
+    Statement st = db_.prepare((select_sessions_sql(has_cct_) + " ORDER BY id").c_str());
     std::vector<SessionInfo> out;
     while (st.step()) out.push_back(read_info(st));
     for (auto& info : out) {
@@ -412,7 +414,7 @@ std::vector<SessionInfo> SessionStore::sessions() {
 }
 
 std::optional<SessionInfo> SessionStore::session(std::int64_t id) {
-    Statement st = db_.prepare((select_sessions_sql() + " WHERE id = ?").c_str());
+    Statement st = db_.prepare((select_sessions_sql(has_cct_) + " WHERE id = ?").c_str());
     st.bind(1, id);
     if (!st.step()) return std::nullopt;
     SessionInfo info = read_info(st);
@@ -501,6 +503,7 @@ std::vector<ExceptionCount> SessionStore::exceptions(std::int64_t session) {
 }
 
 gmon::CallingContextTree SessionStore::calling_context(std::int64_t session) {
+    if (!has_cct_) return {};
     Statement st = db_.prepare(
         "SELECT node, parent, function, exception, calls, inclusive, exclusive, incomplete FROM "
         "session_cct WHERE session_id = ? ORDER BY node");

@@ -193,6 +193,7 @@ class SessionStore {
     Statement& cached(std::optional<Statement>& slot, const char* sql);
 
     Database db_;
+    bool has_cct_ = false;  // schema v10's session_cct is there
     std::optional<Statement> insert_raw_;
     std::optional<Statement> insert_records_;
     std::optional<Statement> bump_aggregate_version_;
