@@ -1,4 +1,5 @@
 #include "gmon/calling_context_export.h"
+#include "gmon/pprof_export.h"
 
 #include <doctest/doctest.h>
 
