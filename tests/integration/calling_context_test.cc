@@ -199,8 +199,8 @@ Folded pprof_traces(const std::filesystem::path& file, const std::filesystem::pa
 
 TEST_CASE("calling-context tree: rackprof convert of an ITM capture, 10 %/90 % measured") {
     testing::TempDir dir;
-    const auto elf = write_elf(dir);
-    const auto capture = write_capture(dir);
+    const auto elf = write_elf(dir.path());
+    const auto capture = write_capture(dir.path());
 
     const auto folded_file = dir / "fig4.folded";
     auto r = testing::rackprof(convert_args(capture, elf, "cct-folded", folded_file));
@@ -295,8 +295,8 @@ TEST_CASE("calling-context tree: a capture without entry/exit events has none (4
 
 TEST_CASE("calling-context tree: stored by a daemon's import, exported and merged by selection") {
     testing::TempDir dir;
-    const auto elf = write_elf(dir);
-    const auto capture = write_capture(dir);
+    const auto elf = write_elf(dir.path());
+    const auto capture = write_capture(dir.path());
     std::ofstream(dir / "rack.toml") << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
                                      << (dir / "rack.db").string() << "\"\n";
     testing::Process daemon(
