@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "gmon/callgrind_export.h"
+#include "gmon/calling_context_export.h"
 #include "gmon/dot_export.h"
 #include "gmon/folded_export.h"
 #include "gmon/gmon_writer.h"
@@ -132,7 +133,7 @@ ChunkStream open_callgrind(const Input& input) {
     return once([input] { return callgrind_profile(*input); });
 }
 
-const std::array<ExportFormat, 12> kFormats = {{
+const std::array<ExportFormat, 16> kFormats = {{
     {"gmon", "application/octet-stream", ".gmon.out", "gmon.out (GNU format) for gprof", false,
      open_gmon},
     {"text", "text/plain; charset=utf-8", ".txt",
@@ -155,6 +156,18 @@ const std::array<ExportFormat, 12> kFormats = {{
     {"dot", "text/vnd.graphviz", ".dot",
      "gprof2dot's call graph in DOT (functions >= 0.5 %, arcs >= 0.1 %)", false, open_dot},
     {"svg", "image/svg+xml", ".svg", "the dot call graph laid out by Graphviz", false, open_svg},
+    {"cct-folded", "text/plain; charset=utf-8", ".cct.folded.txt",
+     "folded stacks of the calling-context tree measured from entry/exit events, in cycles", false,
+     open_cct_folded},
+    {"cct-speedscope", "application/json", ".cct.speedscope.json",
+     "speedscope's evented profiles of the measured calling-context tree, in cycles", false,
+     open_cct_speedscope},
+    {"cct-pprof", "application/octet-stream", ".cct.pb.gz",
+     "pprof's profile.proto of the measured calling-context tree: cycles and calls per path", false,
+     open_cct_pprof},
+    {"cct-json", "application/json", ".cct.json",
+     "the measured calling-context tree and each arc's measured vs gprof-estimated time", false,
+     open_cct_json},
 }};
 
 // The report's "raw" object: what gmon.out holds, by address.
@@ -211,7 +224,13 @@ void export_to(std::string_view format, const std::shared_ptr<const ExportInput>
 // Members in nlohmann's key order, as dump() printed the document this was built as.
 void write_report_json(JsonStream& out, const ExportInput& input) {
     const auto binned = gmon_data_of(input.source);
-    out.begin_object().key("profile");
+    out.begin_object();
+    // Only where a tree was measured: reports of sources without one stay as they were.
+    if (input.calling_context && !input.calling_context->empty()) {
+        write_calling_context_json(out.key("calling_context"), *input.calling_context,
+                                   ContextFrameNames(input.source.elf.get()));
+    }
+    out.key("profile");
     if (input.source.elf) {
         write_profile_json(out, profile_of(input.source, binned.data, input.profile_options),
                            input.json_options);

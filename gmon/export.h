@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gmon/calling_context.h"
 #include "gmon/profile_pipeline.h"
 #include "gmon/report.h"
 #include "protocol/record.h"
@@ -39,6 +40,9 @@ struct ExportInput {
     RecordPages records;  // empty: there are no records
     ProfileOptions profile_options;
     JsonReportOptions json_options;
+    // Measured from function entry/exit events (null or empty: none were captured); the cct-*
+    // formats and the report's "calling_context" use it.
+    std::shared_ptr<const CallingContextTree> calling_context;
 };
 
 // Thrown when a format that names functions is opened on an input without an ELF (the API

@@ -163,6 +163,25 @@ const char* const kMigrations[] = {
     ALTER TABLE session_gaps ADD COLUMN records_lost INTEGER;
     ALTER TABLE session_gaps ADD COLUMN bytes_lost INTEGER;
     )sql",
+    // 10: the calling-context tree measured from function entry/exit events
+    // (gmon/calling_context.h), a row per path: `node` numbers a session's nodes parents first,
+    // `parent` NULL for a root (thread mode or an exception, `exception`), `function` the
+    // function's address (0 for a root), cycles inclusive and exclusive, `incomplete` 1 where
+    // lost events may have made the numbers wrong.
+    R"sql(
+    CREATE TABLE session_cct (
+        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        node       INTEGER NOT NULL,
+        parent     INTEGER,
+        function   INTEGER NOT NULL,
+        exception  INTEGER NOT NULL,
+        calls      INTEGER NOT NULL,
+        inclusive  INTEGER NOT NULL,
+        exclusive  INTEGER NOT NULL,
+        incomplete INTEGER NOT NULL,
+        PRIMARY KEY (session_id, node)
+    ) WITHOUT ROWID;
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

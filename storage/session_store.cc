@@ -106,9 +106,21 @@ std::optional<std::vector<gmon::HistogramSpec>> histograms_of(const std::string&
     return shapes;
 }
 
+// A read-only connection to a database older than v10 (a `convert --db` of an old file) has no
+// calling-context table: its sessions read as having no tree.
+std::string select_sessions_sql(bool has_cct) {
+    return std::string("SELECT ") + kSessionInfoColumns + ", " + counter_columns() +
+           (has_cct ? ", (SELECT count(*) FROM session_cct WHERE session_cct.session_id = "
+                      "sessions.id) FROM sessions"
+                    : ", 0 FROM sessions");
+}
+
+}  // namespace
+
 SessionStore::SessionStore(const std::filesystem::path& path, Database::Mode mode)
     : db_(path, mode) {
     if (mode == Database::Mode::kReadWrite) migrate_schema(db_);
+    has_cct_ = schema_version(db_) >= kCallingContextSchema;
 }
 
 Statement& SessionStore::cached(std::optional<Statement>& slot, const char* sql) {
@@ -267,6 +279,27 @@ void SessionStore::set_exceptions(std::int64_t session,
     }
 }
 
+void SessionStore::set_calling_context(std::int64_t session, const gmon::CallingContextTree& tree) {
+    Statement clear = db_.prepare("DELETE FROM session_cct WHERE session_id = ?");
+    clear.bind(1, session);
+    clear.run();
+    Statement st = db_.prepare(
+        "INSERT INTO session_cct (session_id, node, parent, function, exception, calls, "
+        "inclusive, exclusive, incomplete) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    for (std::size_t i = 0; i < tree.nodes().size(); ++i) {
+        const auto& n = tree.nodes()[i];
+        st.bind(1, session).bind(2, static_cast<std::int64_t>(i));
+        if (n.parent == gmon::kNoParent) {
+            st.bind_null(3);
+        } else {
+            st.bind(3, std::int64_t{n.parent});
+        }
+        st.bind(4, n.function).bind(5, std::int64_t{n.exception}).bind(6, n.calls);
+        st.bind(7, n.inclusive).bind(8, n.exclusive).bind(9, n.incomplete ? 1 : 0);
+        st.run();
+    }
+}
+
 void SessionStore::set_target(std::int64_t session, const TargetInfo& target) {
     Statement st = db_.prepare(
         "UPDATE sessions SET target_build_id = ?, target_text_lo = ?, target_text_hi = ? WHERE id "
@@ -374,11 +407,12 @@ SessionInfo SessionStore::read_info(Statement& s) {
     int column = kFirstCounterColumn;
     for (const auto& counter : kSessionCounters)
         i.counters.*counter.member = static_cast<std::uint64_t>(s.column_int(column++));
+    i.calling_context_nodes = static_cast<std::uint64_t>(s.column_int(column));
     return i;
 }
 
 std::vector<SessionInfo> SessionStore::sessions() {
-    Statement st = db_.prepare((select_sessions_sql() + " ORDER BY id").c_str());
+    Statement st = db_.prepare((select_sessions_sql(has_cct_) + " ORDER BY id").c_str());
     std::vector<SessionInfo> out;
     while (st.step()) out.push_back(read_info(st));
     for (auto& info : out) {
@@ -388,7 +422,7 @@ std::vector<SessionInfo> SessionStore::sessions() {
 }
 
 std::optional<SessionInfo> SessionStore::session(std::int64_t id) {
-    Statement st = db_.prepare((select_sessions_sql() + " WHERE id = ?").c_str());
+    Statement st = db_.prepare((select_sessions_sql(has_cct_) + " WHERE id = ?").c_str());
     st.bind(1, id);
     if (!st.step()) return std::nullopt;
     SessionInfo info = read_info(st);
@@ -474,6 +508,38 @@ std::vector<ExceptionCount> SessionStore::exceptions(std::int64_t session) {
                 static_cast<std::uint64_t>(row.column_int(1)),
                 static_cast<std::uint64_t>(row.column_int(2))};
     });
+}
+
+gmon::CallingContextTree SessionStore::calling_context(std::int64_t session) {
+    if (!has_cct_) return {};
+    Statement st = db_.prepare(
+        "SELECT node, parent, function, exception, calls, inclusive, exclusive, incomplete FROM "
+        "session_cct WHERE session_id = ? ORDER BY node");
+    st.bind(1, session);
+    gmon::CallingContextTree tree;
+    while (st.step()) {
+        gmon::ContextNode n;
+        if (st.column_int(0) != static_cast<std::int64_t>(tree.nodes().size()))
+            throw StorageError("session " + std::to_string(session) +
+                               ": calling-context nodes are not numbered 0, 1, 2, ...");
+        n.parent =
+            st.column_is_null(1) ? gmon::kNoParent : static_cast<std::uint32_t>(st.column_int(1));
+        n.function = static_cast<std::uint64_t>(st.column_int(2));
+        n.exception = static_cast<std::uint16_t>(st.column_int(3));
+        n.calls = static_cast<std::uint64_t>(st.column_int(4));
+        n.inclusive = static_cast<std::uint64_t>(st.column_int(5));
+        n.exclusive = static_cast<std::uint64_t>(st.column_int(6));
+        n.incomplete = st.column_int(7) != 0;
+        try {
+            tree.add_stored(n);
+        } catch (const std::invalid_argument& e) {
+            throw StorageError("session " + std::to_string(session) + ": " + e.what());
+        }
+        if (tree.nodes().size() != static_cast<std::size_t>(st.column_int(0)) + 1)
+            throw StorageError("session " + std::to_string(session) +
+                               ": a calling-context path is stored twice");
+    }
+    return tree;
 }
 
 std::vector<Gap> SessionStore::gaps(std::int64_t session) {

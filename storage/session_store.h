@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gmon/aggregate.h"
+#include "gmon/calling_context.h"
 #include "gmon/gmon_data.h"
 #include "protocol/decoder_stats.h"
 #include "protocol/record.h"
@@ -79,7 +80,8 @@ struct SessionInfo {
     std::string state;  // capturing | completed | interrupted
     std::int64_t ended_ns = 0;
     SessionCounters counters;
-    std::vector<ExceptionCount> exceptions;  // itm sessions' exception trace
+    std::vector<ExceptionCount> exceptions;   // itm sessions' exception trace
+    std::uint64_t calling_context_nodes = 0;  // the stored calling-context tree's (0: none)
 };
 
 // A stretch of a session with data missing, and what it lost where that is known: a failed
@@ -137,6 +139,8 @@ class SessionStore {
                         const ConsoleLine& line);
     // Replaces the session's exception counts with these totals.
     void set_exceptions(std::int64_t session, std::span<const ExceptionCount> exceptions);
+    // Replaces the session's calling-context tree with this one.
+    void set_calling_context(std::int64_t session, const gmon::CallingContextTree& tree);
     // Boards created through the API: name -> configuration (JSON, the daemon's to interpret).
     void save_board(const std::string& name, const std::string& config_json, std::int64_t at_ns);
     void delete_board(const std::string& name);
@@ -164,6 +168,8 @@ class SessionStore {
     // Console lines in the order received; at most `limit` of the newest when limit > 0.
     std::vector<ConsoleLine> console(std::int64_t session, int limit = 0);
     std::vector<ExceptionCount> exceptions(std::int64_t session);
+    // Empty when none was stored. Throws StorageError for rows that are not a tree.
+    gmon::CallingContextTree calling_context(std::int64_t session);
     void for_each_chunk(
         std::int64_t session,
         const std::function<void(std::int64_t received_ns, std::span<const std::uint8_t> raw)>& f);
@@ -192,6 +198,7 @@ class SessionStore {
     Statement& cached(std::optional<Statement>& slot, const char* sql);
 
     Database db_;
+    bool has_cct_ = false;  // schema v10's session_cct is there
     std::optional<Statement> insert_raw_;
     std::optional<Statement> insert_records_;
     std::optional<Statement> bump_aggregate_version_;

@@ -315,3 +315,49 @@ TEST_CASE("every counter is written and read back in its own column") {
 
 }  // namespace
 }  // namespace rackprof::storage
+
+namespace rackprof::storage {
+namespace {
+
+// A tree of a main that called f and a SysTick handler; main never returned (incomplete).
+gmon::CallingContextTree stored_tree_sample(std::uint32_t cycles) {
+    gmon::CallingContextBuilder b;
+    b.on_event({true, 0, 0x100, 0, 32, 0});
+    b.on_event({true, 0, 0x200, 10, 32, 0});
+    b.on_event({false, 0, 0x200, 10 + cycles, 32, 0});
+    b.on_event({true, 0, 0x300, 20 + cycles, 32, 15});
+    b.on_event({false, 0, 0x300, 25 + cycles, 32, 15});
+    return b.snapshot();
+}
+
+TEST_CASE("the writer stores a session's calling-context tree: a chunk's copy, then the close's") {
+    TempDb db;
+    std::int64_t id = 0;
+    const auto early = std::make_shared<const gmon::CallingContextTree>(stored_tree_sample(50));
+    const auto final_tree =
+        std::make_shared<const gmon::CallingContextTree>(stored_tree_sample(90));
+    {
+        StorageWriter writer(db.path);
+        NewSession spec;
+        spec.board = "swo-1";
+        spec.protocol = "itm";
+        id = writer.reserve_session_id();
+        writer.submit(OpenSessionOp{id, spec});
+        writer.submit(ChunkOp{id, 10, {1}, {}, {}, {}, {}, {}, early});
+        writer.flush();
+        SessionStore mid(db.path, Database::Mode::kReadOnly);
+        CHECK(mid.calling_context(id) == *early);
+        CHECK(mid.session(id)->calling_context_nodes == early->nodes().size());
+        writer.submit(CloseSessionOp{id, "completed", 40, {}, final_tree});
+        writer.flush();
+    }
+    SessionStore store(db.path);
+    const auto tree = store.calling_context(id);
+    CHECK(tree == *final_tree);
+    CHECK(tree.incomplete_nodes() == 1);  // main, never returned
+    store.delete_session(id);
+    CHECK(store.calling_context(id).empty());
+}
+
+}  // namespace
+}  // namespace rackprof::storage

@@ -374,6 +374,7 @@ void StorageWriter::write_op(WriteOp& op, Attempt& a) {
             store_.append_console(id, seq, static_cast<std::int64_t>(i), chunk->console[i]);
         }
         if (!chunk->exceptions.empty()) store_.set_exceptions(id, chunk->exceptions);
+        if (chunk->calling_context) store_.set_calling_context(id, *chunk->calling_context);
         if (chunk->delta) {
             p.delta.merge(*chunk->delta);
         } else {
@@ -393,6 +394,7 @@ void StorageWriter::write_op(WriteOp& op, Attempt& a) {
     } else if (auto* close = std::get_if<CloseSessionOp>(&op)) {
         a.pending[id].counters = close->counters;
         a.pending[id].counters_changed = true;
+        if (close->calling_context) store_.set_calling_context(id, *close->calling_context);
         store_.end_session(id, close->state, close->ended_ns);
         a.closed.insert(id);
     }

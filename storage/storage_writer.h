@@ -26,6 +26,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -59,6 +60,8 @@ struct ChunkOp {
     // The records summed, when the sender has them anyway (the capture side does, for its live
     // view): the writer then adds this instead of going through every record again.
     std::optional<gmon::Aggregate> delta;
+    // The session's calling-context tree so far, when it changed (replaces the stored one).
+    std::shared_ptr<const gmon::CallingContextTree> calling_context = nullptr;
 };
 struct GapOp {
     SessionId session;
@@ -70,6 +73,9 @@ struct CloseSessionOp {
     std::string state;
     std::int64_t ended_ns;
     SessionCounters counters;
+    // The final calling-context tree, if the session measured one (held and retried like the
+    // close itself, so a chunk's lost snapshot is made good).
+    std::shared_ptr<const gmon::CallingContextTree> calling_context = nullptr;
 };
 struct DeleteSessionOp {
     SessionId session;  // a stored session, not capturing

@@ -355,6 +355,7 @@ Converted from_file(const std::filesystem::path& input, const ConvertOptions& o)
     if (imported.hello) in.summary["target_build_id"] = target.build_id;
     if (protocol::wire_format(o.protocol).traits.swo)
         in.summary["exceptions"] = exceptions_json(imported.exceptions);
+    in.calling_context = imported.calling_context;
     protocol::WireSpec wire = spec.wire;
     wire.format = imported.format;
     in.records = file_record_pages(input, wire);
@@ -470,6 +471,7 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
         in.summary["decoder"] = storage::decoder_stats_json(imported.stats);
         if (protocol::wire_format(wire.protocol).traits.swo)
             in.summary["exceptions"] = exceptions_json(imported.exceptions);
+        in.calling_context = imported.calling_context;
     } else {
         const auto& k = info->counters;
         const protocol::DecoderStats stats = storage::decoder_counters(k);
@@ -480,6 +482,8 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
         check_decoded(stats, o, what);
         in.source = source_of(std::move(aggregate), o, info->target);
         in.summary["decoder"] = storage::decoder_stats_json(stats);
+        if (auto tree = store->calling_context(id); !tree.empty())
+            in.calling_context = std::make_shared<const gmon::CallingContextTree>(std::move(tree));
     }
     in.summary["session"] = {{"id", id},
                              {"board", info->spec.board},

@@ -38,7 +38,10 @@ class SessionImport {
     void append(std::vector<std::uint8_t> raw, std::vector<protocol::Record> records,
                 const storage::SessionCounters& counters);
     // Stores it as completed with its final counters; returns its id.
-    std::int64_t complete(const storage::SessionCounters& counters);
+    // `calling_context`: the tree its events made, if any.
+    std::int64_t complete(
+        const storage::SessionCounters& counters,
+        std::shared_ptr<const gmon::CallingContextTree> calling_context = nullptr);
 
   private:
     storage::StorageWriter& writer_;

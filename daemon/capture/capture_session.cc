@@ -79,6 +79,14 @@ bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t 
     while (newest_arcs_.size() > kNewest) newest_arcs_.pop_front();
     const std::size_t records = collector_.records.size();
     const std::size_t bytes = raw.size();
+    // The tree goes to storage at most once a second (each copy replaces the last one); a
+    // refused chunk loses only a copy the next one (or the close) makes good.
+    std::shared_ptr<const gmon::CallingContextTree> tree;
+    constexpr std::int64_t kTreeInterval = 1'000'000'000;
+    if (received_ns - calling_context_stored_ns_ >= kTreeInterval) {
+        tree = collector_.calling_context.take_changed();
+        if (tree) calling_context_stored_ns_ = received_ns;
+    }
     storage::ChunkOp op{id_,
                         received_ns,
                         std::move(raw),
@@ -86,7 +94,8 @@ bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t 
                         counters_,
                         take_console(received_ns),
                         changed_exceptions(),
-                        std::move(delta)};
+                        std::move(delta),
+                        std::move(tree)};
     collector_.records = {};
     if (writer_.submit(std::move(op))) return true;
     counters_.records_lost += records;
@@ -100,6 +109,7 @@ bool CaptureSession::on_chunk(std::span<const std::uint8_t> raw, std::int64_t re
     // pages of a vector that is handed on whole with every chunk.
     collector_.records.reserve(raw.size() / 3 + 16);
     decoder_->feed(raw, collector_);
+    collector_.calling_context.after_chunk(decoder_->stats());
     const bool stored =
         submit_records(std::vector<std::uint8_t>(raw.begin(), raw.end()), received_ns);
     if (collector_.hello) on_hello(*std::exchange(collector_.hello, std::nullopt));
@@ -108,7 +118,8 @@ bool CaptureSession::on_chunk(std::span<const std::uint8_t> raw, std::int64_t re
 
 void CaptureSession::gap_started(const std::string& reason, std::int64_t at_ns) {
     if (open_gap_) return;
-    decoder_->finish(collector_);  // what was held back across the break
+    decoder_->finish(collector_);            // what was held back across the break
+    collector_.calling_context.mark_lost();  // whatever ran across the break is not seen
     if (!collector_.empty()) submit_records({}, at_ns);
     refresh_counters();
     open_gap_ = storage::Gap{at_ns, 0, reason, {}, {}};  // a link knows only the time
@@ -125,9 +136,11 @@ void CaptureSession::gap_ended(std::int64_t at_ns) {
 void CaptureSession::end(const std::string& state, std::int64_t at_ns) {
     if (open_gap_) gap_ended(at_ns);
     decoder_->finish(collector_);
+    collector_.calling_context.after_chunk(decoder_->stats());
     if (!collector_.empty()) submit_records({}, at_ns);
     refresh_counters();
-    writer_.submit(storage::CloseSessionOp{id_, state, at_ns, counters_});
+    writer_.submit(
+        storage::CloseSessionOp{id_, state, at_ns, counters_, collector_.calling_context.tree()});
 }
 
 }  // namespace rackprof::daemon

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/ingest/calling_context_feed.h"
 #include "daemon/ingest/capture_import.h"
 #include "daemon/ingest/wire_settings.h"
 #include "gmon/aggregate.h"
@@ -67,12 +68,14 @@ class CaptureSession {
         std::vector<protocol::Record> records;
         std::vector<protocol::ConsoleText> console;
         std::optional<protocol::TargetHello> hello;  // the newest not yet taken
+        ingest::CallingContextFeed calling_context;  // function entry/exit events
         void on_records(std::span<const protocol::Record> batch) override {
             records.insert(records.end(), batch.begin(), batch.end());
         }
         void on_event(const protocol::StreamEvent& event) override {
             if (const auto* h = std::get_if<protocol::TargetHello>(&event)) hello = *h;
             if (const auto* c = std::get_if<protocol::ConsoleText>(&event)) console.push_back(*c);
+            calling_context.on_event(event);
         }
         bool empty() const { return records.empty() && console.empty(); }
     };
@@ -96,6 +99,7 @@ class CaptureSession {
     std::deque<protocol::Record> newest_arcs_;
     std::deque<storage::ConsoleLine> newest_console_;
     std::vector<storage::ExceptionCount> exceptions_;
+    std::int64_t calling_context_stored_ns_ = 0;  // when a tree last went with a chunk
 };
 
 }  // namespace rackprof::daemon

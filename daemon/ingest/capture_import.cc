@@ -49,16 +49,24 @@ class FileDescriptor {
     int fd_;
 };
 
-// Passes everything on and keeps the last HELLO.
+// Passes everything on, keeps the last HELLO and builds the calling-context tree of the
+// function entry/exit events.
 class HelloTap : public protocol::RecordSink {
   public:
     explicit HelloTap(protocol::RecordSink& next) : next_(next) {}
     void on_records(std::span<const protocol::Record> batch) override { next_.on_records(batch); }
     void on_event(const protocol::StreamEvent& event) override {
         if (const auto* h = std::get_if<protocol::TargetHello>(&event)) hello = *h;
+        calling_context.on_event(event);
         next_.on_event(event);
     }
+    // Feeds one chunk, then marks what its loss counters say was lost.
+    void feed(protocol::StreamDecoder& decoder, std::span<const std::uint8_t> bytes) {
+        decoder.feed(bytes, *this);
+        calling_context.after_chunk(decoder.stats());
+    }
     std::optional<protocol::TargetHello> hello;
+    CallingContextFeed calling_context;
 
   private:
     protocol::RecordSink& next_;
@@ -77,12 +85,14 @@ WireSpec decided_wire(const WireSpec& wire, std::span<const std::uint8_t> head) 
 
 Imported finished(protocol::StreamDecoder& decoder, HelloTap& tap, const WireSpec& wire) {
     decoder.finish(tap);
+    tap.calling_context.after_chunk(decoder.stats());
     Imported out;
     out.kind = InputKind::kCapture;
     out.format = wire.format;
     out.stats = decoder.stats();
     out.hello = tap.hello;
     out.exceptions = protocol::exceptions_of(decoder);
+    out.calling_context = tap.calling_context.tree();
     return out;
 }
 
@@ -310,7 +320,7 @@ Imported import_bytes(std::span<const std::uint8_t> bytes, const ImportSpec& spe
     const WireSpec wire = decided_wire(spec.wire, bytes);
     const auto decoder = protocol::make_decoder(wire);
     HelloTap tap(sink);
-    decoder->feed(bytes, tap);
+    tap.feed(*decoder, bytes);
     return finished(*decoder, tap, wire);
 }
 
@@ -344,13 +354,13 @@ Imported import_file(const std::filesystem::path& path, const ImportSpec& spec,
     const WireSpec wire = decided_wire(spec.wire, head);
     const auto decoder = protocol::make_decoder(wire);
     HelloTap tap(sink);
-    decoder->feed(head, tap);
+    tap.feed(*decoder, head);
     if (piece && !head.empty()) piece(head);
     std::uint64_t done = got;
     if (progress) progress(done, ec ? 0 : total);
     while (const std::size_t n = fd.read(buffer.data(), buffer.size(), path)) {
         const std::span<const std::uint8_t> bytes(buffer.data(), n);
-        decoder->feed(bytes, tap);
+        tap.feed(*decoder, bytes);
         if (piece) piece(bytes);
         done += n;
         if (progress) progress(done, ec ? 0 : total);
@@ -363,7 +373,7 @@ Imported redecode_session(storage::SessionStore& store, std::int64_t session, co
     const auto decoder = protocol::make_decoder(wire);
     HelloTap tap(sink);
     store.for_each_chunk(
-        session, [&](std::int64_t, std::span<const std::uint8_t> raw) { decoder->feed(raw, tap); });
+        session, [&](std::int64_t, std::span<const std::uint8_t> raw) { tap.feed(*decoder, raw); });
     return finished(*decoder, tap, wire);
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/ingest/calling_context_feed.h"
 #include "daemon/ingest/wire_settings.h"
 #include "gmon/aggregate.h"
 #include "gmon/gmon_data.h"
@@ -51,6 +52,9 @@ struct Imported {
     // A gmon.out's histograms exactly (ranges, bin counts, rate): profiles and exports bin
     // its samples into these again, so nothing moves and its times stay its own.
     std::vector<gmon::HistogramSpec> histograms;
+    // Measured from function entry/exit events (itm orbstat words, framed events); null when
+    // the capture had none.
+    std::shared_ptr<const gmon::CallingContextTree> calling_context;
 };
 
 using ProgressCallback = std::function<void(std::uint64_t done, std::uint64_t total)>;

@@ -16,6 +16,8 @@
 #include "daemon/ingest/capture_import.h"
 #include "daemon/ingest/wire_settings.h"
 #include "gmon/board_spread.h"
+#include "gmon/calling_context.h"
+#include "gmon/calling_context_export.h"
 #include "gmon/function_index.h"
 #include "gmon/gmon_reader.h"
 #include "gmon/profile_diff.h"
@@ -71,14 +73,7 @@ json gaps_json(const std::vector<storage::Gap>& gaps) {
     return out;
 }
 
-// ARMv7-M's exception numbers (B1.5.2); 16 and up are external interrupts.
-std::string exception_name(std::uint16_t number) {
-    static const char* const kNames[16] = {"Thread",       "Reset",      "NMI",        "HardFault",
-                                           "MemManage",    "BusFault",   "UsageFault", "Reserved7",
-                                           "Reserved8",    "Reserved9",  "Reserved10", "SVCall",
-                                           "DebugMonitor", "Reserved13", "PendSV",     "SysTick"};
-    return number < 16 ? kNames[number] : "IRQ" + std::to_string(number - 16);
-}
+using gmon::exception_name;
 
 // `storage_error`: what storage says while its commits fail and this session is capturing.
 json session_json(const storage::SessionInfo& s, const std::string& storage_error) {
@@ -116,6 +111,8 @@ json session_json(const storage::SessionInfo& s, const std::string& storage_erro
         }
         out["exceptions"] = exceptions;
     }
+    // Only where entry/exit events made one: the cct-* exports answer 422 without it.
+    if (s.calling_context_nodes > 0) out["calling_context_nodes"] = s.calling_context_nodes;
     return out;
 }
 
@@ -207,6 +204,12 @@ std::shared_ptr<gmon::ExportInput> LocalRack::session_input(const storage::Sessi
     input->raw = storage::raw_pages(lease, info.id);
     input->records = storage::record_pages(lease, info.id);
     input->summary = {{"session", info.id}, {"board", info.spec.board}};
+    // The measured tree covers the whole session: a window gets none rather than a wrong one.
+    if (!window.bounded()) {
+        if (auto tree = readers_.lease()->calling_context(info.id); !tree.empty())
+            input->calling_context =
+                std::make_shared<const gmon::CallingContextTree>(std::move(tree));
+    }
     return input;
 }
 
@@ -297,6 +300,7 @@ std::shared_ptr<const LocalRack::MergedSelection> LocalRack::merge(
             return it == board_sum_at.end() ? nothing : it->second;
         });
     }
+    input->calling_context = merged_calling_context(sessions, by_name);
     if (input->source.elf) {
         made->profile = std::make_shared<const gmon::Profile>(gmon::profile_of(input->source));
         // A board whose ELF is gone is counted with the fleet's (the same build).
@@ -310,6 +314,20 @@ std::shared_ptr<const LocalRack::MergedSelection> LocalRack::merge(
     }
     made->input = std::move(input);
     return made;
+}
+
+// The sessions' calling-context trees added by path. Paths are addresses, so only sessions of
+// one build add up: a by-name merge of several builds gets none.
+std::shared_ptr<const gmon::CallingContextTree> LocalRack::merged_calling_context(
+    const std::vector<storage::SessionInfo>& sessions, bool by_name) {
+    std::set<std::string> builds;
+    for (const auto& s : sessions) builds.insert(s.spec.elf_build_id + "|" + s.target.build_id);
+    if (by_name && builds.size() > 1) return nullptr;
+    auto merged = std::make_shared<gmon::CallingContextTree>();
+    const auto store = readers_.lease();
+    for (const auto& s : sessions) merged->merge(store->calling_context(s.id));
+    if (merged->empty()) return nullptr;
+    return merged;
 }
 
 const gmon::Profile& LocalRack::profile_of(const MergedSelection& merged) {
@@ -696,6 +714,8 @@ gmon::ChunkStream open_format(const gmon::ExportFormat& exporter,
                               const std::shared_ptr<const gmon::ExportInput>& input) {
     try {
         return exporter.open(input);
+    } catch (const gmon::ExportNeedsCallingContext& e) {
+        fail(Failure::kInvalid, e.what());
     } catch (const std::invalid_argument& e) {
         // What the input lacks: the ELF to name functions (ExportNeedsElf), or records and
         // raw bytes (an imported gmon.out has neither).
@@ -922,7 +942,8 @@ json LocalRack::import_capture(const std::filesystem::path& file, const ingest::
     pieces.finish();
     storage::SessionCounters counters;
     storage::set_decoder_counters(counters, imported.stats);
-    return session_json(stored_session(stored->complete(counters)), storage_error());
+    return session_json(stored_session(stored->complete(counters, imported.calling_context)),
+                        storage_error());
 }
 
 std::optional<LiveView> LocalRack::live(std::int64_t id) {

@@ -131,6 +131,8 @@ class LocalRack : public RackService {
     std::shared_ptr<gmon::ExportInput> merged(
         const std::vector<storage::SessionInfo>& sessions, bool by_name,
         const std::function<std::shared_ptr<const gmon::Aggregate>(std::int64_t)>& aggregate_of);
+    std::shared_ptr<const gmon::CallingContextTree> merged_calling_context(
+        const std::vector<storage::SessionInfo>& sessions, bool by_name);
     // A selection merged once: its input, its profile (null when no ELF names functions) and
     // each board's samples by function (the spread). The last few merges of finished sessions
     // are kept: they cannot change, and a fleet's sessions are more than the aggregate cache

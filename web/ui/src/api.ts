@@ -36,6 +36,7 @@ export interface Session {
   counters: Counters;
   storage_state: StorageState;
   storage_error: string | null;
+  calling_context_nodes?: number; // present where entry/exit events made a calling-context tree
 }
 
 export interface FlatRow {
@@ -72,6 +73,25 @@ export interface GraphEntry {
   parents?: GraphLine[]; // absent for a cycle as a whole
   children?: GraphLine[];
   members?: { name: string; index: number }[];
+}
+
+// The calling-context tree measured from function entry/exit events (export cct-json): each
+// arc's true cycles beside gprof's estimate (the callee's total split by calls).
+export interface AttributedArc {
+  caller: string;
+  callee: string;
+  calls: number;
+  callee_calls: number;
+  callee_total_cycles: number;
+  measured_cycles: number;
+  estimated_cycles: number;
+  difference_cycles: number;
+  measured_share: number;
+  estimated_share: number;
+  incomplete: boolean;
+}
+export interface CallingContext {
+  calling_context: { arcs: AttributedArc[]; incomplete_nodes: number; nodes: number; total_cycles: number };
 }
 
 export interface Profile {
@@ -247,6 +267,10 @@ export const api = {
   // one "root;caller;callee value" line each: never rebuilt here from the call graph.
   sessionFolded: (id: number) => requestText(`/api/v1/sessions/${id}/export/folded`),
   selectionFolded: (selection: string) => requestText(`/api/v1/profile/export/folded?${selection}`),
+  // Stacks measured from entry/exit events (cycles per calling path): 422 when the session has
+  // no calling-context tree.
+  sessionCctFolded: (id: number) => requestText(`/api/v1/sessions/${id}/export/cct-folded`),
+  sessionCct: (id: number) => request<CallingContext>("GET", `/api/v1/sessions/${id}/export/cct-json`),
   addBoard: (board: Record<string, unknown>) => request<Board>("POST", "/api/v1/boards", JSON.stringify(board), "application/json"),
   startSession: (board: string) =>
     request<Session>("POST", `/api/v1/boards/${encodeURIComponent(board)}/sessions`),
@@ -279,12 +303,12 @@ export interface ExportFormats {
 }
 
 const knownFormats: ExportFormats = {
-  session: ["gmon", "text", "json", "csv", "folded", "speedscope", "dot", "svg", "ndjson", "raw"],
-  selection: ["gmon", "text", "json", "csv", "folded", "speedscope", "dot", "svg"],
+  session: ["gmon", "text", "json", "csv", "folded", "speedscope", "dot", "svg", "ndjson", "raw", "cct-folded", "cct-speedscope", "cct-pprof", "cct-json"],
+  selection: ["gmon", "text", "json", "csv", "folded", "speedscope", "dot", "svg", "cct-folded", "cct-speedscope", "cct-pprof", "cct-json"],
 };
 
 // How a format reads on a button; any other is shown by its name.
-const formatLabels: Record<string, string> = { gmon: "gmon.out", json: "JSON", csv: "CSV", folded: "folded stacks", ndjson: "NDJSON", dot: "DOT", svg: "SVG" };
+const formatLabels: Record<string, string> = { gmon: "gmon.out", json: "JSON", csv: "CSV", folded: "folded stacks", ndjson: "NDJSON", dot: "DOT", svg: "SVG", "cct-folded": "measured folded stacks", "cct-speedscope": "measured speedscope", "cct-pprof": "measured pprof", "cct-json": "measured calling contexts (JSON)" };
 export const formatLabel = (name: string) => formatLabels[name] ?? name;
 
 let formats: Promise<ExportFormats> | null = null;

@@ -47,7 +47,7 @@ export async function fleetPage(main: HTMLElement, params: URLSearchParams) {
       `${profile.selection.sessions.length} sessions from ${profile.selection.boards.length} boards (${profile.selection.boards.join(", ")}) · ${seconds(profile.total_seconds)} s sampled (${count(profile.total_samples)} samples) · `,
       link(`/diff?${new URLSearchParams({ a: selection })}`, "diff against…", { id: "fleet-diff" }),
     ),
-    h("p", { class: "meta downloads" }, "download ", downloadLinks(selectionDownloads(selection, formats.selection))),
+    h("p", { class: "meta downloads" }, "download ", downloadLinks(selectionDownloads(selection, formats.selection.filter((f) => !f.startsWith("cct-"))))),
     spreadSection(profile, fn, params),
     h("section", { "aria-labelledby": "h-flame" }, h("h2", { id: "h-flame" }, "Flame graph (icicle) of the merged stacks"), flame),
     h("section", { "aria-labelledby": "h-fleet-flat" }, h("h2", { id: "h-fleet-flat" }, "Flat profile"), flatTable(profile, params)),

@@ -1,12 +1,13 @@
 // Profile of one session: the flat profile (sortable, searchable), the call graph drawn with
 // caller/callee navigation, and the call-graph table laid out as gprof prints it.
-import { api, ApiError, downloads, exportFormats, type FlatRow, type GraphEntry, type GraphLine, type Profile } from "../api";
+import { api, ApiError, downloads, exportFormats, type AttributedArc, type FlatRow, type GraphEntry, type GraphLine, type Profile } from "../api";
 import { count, duration, isOverhead, percent, seconds, time } from "../format";
 import { downloadLinks, h, link, replace } from "../dom";
 import { callGraphDot, renderCallGraph } from "../callgraph";
 import { drawFlameGraph, parseFolded } from "../flamegraph";
 
 type Key = keyof FlatRow;
+const isMeasured = (format: string) => format.startsWith("cct-");
 const columns: { key: Key; label: string; numeric: boolean }[] = [
   { key: "name", label: "Function", numeric: false },
   { key: "percent", label: "Self %", numeric: true },
@@ -20,6 +21,8 @@ const columns: { key: Key; label: string; numeric: boolean }[] = [
 export async function profilePage(main: HTMLElement, _params: URLSearchParams, id?: number) {
   const sid = id as number;
   const [session, formats] = await Promise.all([api.session(sid), exportFormats()]);
+  // The measured calling-context exports are offered once the session is known to have a tree.
+  const downloadLine = h("p", { class: "meta downloads" }, "download ", downloadLinks(downloads(sid, formats.session.filter((f) => !isMeasured(f)))));
   const header = [
     h("h1", {}, `Profile: ${session.board} · session ${sid}`),
     h(
@@ -30,7 +33,7 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
       link(`/diff?${new URLSearchParams({ a: `session=${sid}` })}`, "compare with…", { id: "compare-with" }),
       session.build_id ? [" · ", link(`/fleet?build_id=${session.build_id}`, "its build's fleet", { id: "fleet-of-build" })] : "",
     ),
-    h("p", { class: "meta downloads" }, "download ", downloadLinks(downloads(sid, formats.session))),
+    downloadLine,
   ];
   let profile: Profile;
   try {
@@ -136,6 +139,28 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     }
   };
 
+  // The measured calling contexts, where the session has them (entry/exit events): an icicle in
+  // cycles and each arc's measured time beside gprof's estimate. Without them, a note says the
+  // flame graph above is the estimate.
+  const measured = h("div", { class: "flame", id: "cct-flame-graph" }, h("p", { class: "muted" }, "Loading the measured calling contexts…"));
+  const arcs = h("div", { id: "cct-arcs" });
+  const renderMeasured = async () => {
+    if (!session.calling_context_nodes) {
+      replace(measured, h("p", { class: "muted", id: "cct-none" }, "No calling-context tree: this session has no function entry/exit events, so the flame graph above (gprof's estimate) is all there is."));
+      return;
+    }
+    try {
+      const [folded, cct] = await Promise.all([api.sessionCctFolded(sid), api.sessionCct(sid)]);
+      drawFlameGraph(measured, parseFolded(folded), "cycles");
+      replace(downloadLine, "download ", downloadLinks(downloads(sid, formats.session)));
+      const c = cct.calling_context;
+      if (c.incomplete_nodes > 0) measured.append(h("p", { class: "muted", id: "cct-incomplete" }, `${c.incomplete_nodes} of ${c.nodes} paths are marked [incomplete]: events were lost or a function had not returned when the capture ended.`));
+      replace(arcs, attributedArcsTable(c.arcs));
+    } catch (e) {
+      replace(measured, h("p", { class: "error", role: "alert" }, `The measured calling contexts could not be loaded: ${(e as Error).message}`));
+    }
+  };
+
   const select = (name: string) => {
     selected = name;
     renderFlat();
@@ -157,11 +182,43 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     ),
     h("section", { "aria-labelledby": "h-graph" }, h("h2", { id: "h-graph" }, "Call graph"), h("div", { class: "grid graph-pair" }, graph, focus)),
     h("section", { "aria-labelledby": "h-flame" }, h("h2", { id: "h-flame" }, "Flame graph (icicle; stacks estimated as gprof attributes time)"), flame),
+    h("section", { "aria-labelledby": "h-cct" }, h("h2", { id: "h-cct" }, "Measured calling contexts (icicle in cycles, from entry/exit events)"), measured, arcs),
     h("section", { "aria-labelledby": "h-cg" }, h("h2", { id: "h-cg" }, "Call graph table (as gprof prints it)"), gprofTable(profile.call_graph)),
   );
   renderFlat();
   renderFocus();
-  await Promise.all([renderGraph(), renderFlame()]);
+  await Promise.all([renderGraph(), renderFlame(), renderMeasured()]);
+}
+
+// Each caller -> callee arc: the cycles measured along it and gprof's estimate (the callee's
+// total split by calls); a difference of 5 points of the callee's time or more is highlighted.
+function attributedArcsTable(arcs: AttributedArc[]) {
+  const share = (x: number) => `${(100 * x).toFixed(1)} %`;
+  const rows = [...arcs]
+    .sort((a, b) => Math.abs(b.difference_cycles) - Math.abs(a.difference_cycles))
+    .map((a) => {
+      const off = Math.abs(a.measured_share - a.estimated_share) >= 0.05;
+      return h(
+        "tr",
+        { class: off ? "misattributed" : undefined },
+        h("td", {}, a.caller),
+        h("td", {}, a.callee, a.incomplete ? h("span", { class: "tag" }, "incomplete") : ""),
+        h("td", { class: "num" }, count(a.calls), "/", count(a.callee_calls)),
+        h("td", { class: "num" }, count(a.measured_cycles), " (", share(a.measured_share), ")"),
+        h("td", { class: "num" }, count(Math.round(a.estimated_cycles)), " (", share(a.estimated_share), ")"),
+        h("td", { class: off ? "num worse" : "num" }, (a.difference_cycles >= 0 ? "+" : "−") + count(Math.round(Math.abs(a.difference_cycles)))),
+      );
+    });
+  return [
+    h("h3", {}, "Caller-attributed arcs: measured vs gprof's estimate"),
+    h("p", { class: "muted" }, "gprof splits a callee's time among its callers by their calls; the measured column is the time the callee really spent when called from that caller (cycles, share of the callee's total)."),
+    h(
+      "table",
+      { class: "data", id: "cct-arcs-table" },
+      h("thead", {}, h("tr", {}, h("th", {}, "Caller"), h("th", {}, "Callee"), h("th", {}, "Calls"), h("th", {}, "Measured cycles"), h("th", {}, "gprof's estimate"), h("th", {}, "Difference"))),
+      h("tbody", {}, rows),
+    ),
+  ];
 }
 
 // A session captured without its ELF: upload the ELF here (or name one uploaded before) and

@@ -1,0 +1,162 @@
+// The measured calling contexts on a session's profile page, in headless Chromium (Debian's)
+// driven by playwright-core, against a real `rackprof serve`. The capture is ITM written here:
+// orbuculum's orbstat enter/exit words (port 30, 24-bit cycle stamps) of the thesis' fig. 4,
+// fast() -> doSomething() 100 cycles and slow() -> doSomething() 900, for the firmware of
+// `rackprof simulate --model conflation` (its functions' addresses read with arm-none-eabi-nm).
+// Checks: the icicle of the measured tree has doSomething under fast and under slow, sized
+// 10 % and 90 % of doSomething's cycles; the table of caller-attributed arcs shows measured
+// 10.0 % / 90.0 % beside gprof's 50.0 % / 50.0 %, both rows highlighted; a session without
+// entry/exit events says it has no tree. Skips (exit 77) when Chromium, node_modules, the built
+// dashboard or arm-none-eabi-nm are missing.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { binary, source, startDaemon } from "./daemon.mjs";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const webRoot = process.env.RACKPROF_WEB_ROOT ?? path.join(source, "web/dist");
+const artifacts = process.env.RACKPROF_ARTIFACTS ?? path.join(source, "build/test-artifacts");
+const chromium = process.env.RACKPROF_CHROMIUM ?? "/usr/bin/chromium";
+const nm = "/usr/bin/arm-none-eabi-nm";
+
+function skip(why) {
+  console.log(`SKIP calling-context browser tests: ${why}`);
+  process.exit(77);
+}
+if (!fs.existsSync(chromium)) skip(`${chromium} is missing (apt-get install chromium; ./setup.sh)`);
+if (!fs.existsSync(path.join(here, "node_modules/playwright-core"))) skip("tests/browser/node_modules is missing (./setup.sh installs it)");
+if (!fs.existsSync(path.join(webRoot, "index.html"))) skip(`${webRoot} holds no built dashboard (./setup.sh builds web/ui)`);
+if (!fs.existsSync(binary)) skip(`${binary} is not built`);
+if (!fs.existsSync(nm)) skip(`${nm} is missing (binutils-arm-none-eabi)`);
+
+const { chromium: playwright } = await import("playwright-core");
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rackprof-cct-"));
+const rackprof = (...args) => execFileSync(binary, args, { cwd: dir, stdio: ["ignore", "pipe", "pipe"] }).toString();
+
+// ITM: a synchronization packet, then 4-byte software packets on port 30 (header port << 3 | 3).
+function orbstatCapture(fn) {
+  const bytes = [0, 0, 0, 0, 0, 0x80];
+  let stamp = 0xfffff0; // wraps at 2^24 in the first pass
+  const word = (w) => bytes.push(30 << 3 | 3, w & 0xff, (w >>> 8) & 0xff, (w >>> 16) & 0xff, (w >>> 24) & 0xff);
+  const event = (kind, site, callee) => {
+    word(((kind << 28) | (stamp & 0xffffff)) >>> 0);
+    word(site | 1);
+    word(callee | 1);
+  };
+  const later = (cycles) => (stamp += cycles);
+  event(4, fn.main + 0x10, fn.main);
+  for (let pass = 0; pass < 3; ++pass) {
+    later(10), event(4, fn.main + 0x10, fn.fast);
+    later(10), event(4, fn.fast + 0x10, fn.doSomething);
+    later(100), event(5, fn.fast + 0x10, fn.doSomething);
+    later(5), event(5, fn.main + 0x10, fn.fast);
+    later(5), event(4, fn.main + 0x20, fn.slow);
+    later(10), event(4, fn.slow + 0x10, fn.doSomething);
+    later(900), event(5, fn.slow + 0x10, fn.doSomething);
+    later(5), event(5, fn.main + 0x20, fn.slow);
+  }
+  return Buffer.from(bytes);
+}
+
+let daemon;
+let base;
+let browser;
+let withTree;
+let withoutTree;
+
+async function api(method, url, body) {
+  const r = await fetch(base + url, { method, body, headers: body ? { "Content-Type": "application/octet-stream" } : {} });
+  const json = await r.json();
+  assert.ok(r.ok, `${method} ${url}: ${r.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+before(async () => {
+  fs.mkdirSync(artifacts, { recursive: true });
+  rackprof("simulate", "--model", "conflation", "--iterations", "2", "-o", "plain.bin", "--write-elf", "fig4.elf");
+  const fn = {};
+  for (const line of execFileSync(nm, [path.join(dir, "fig4.elf")]).toString().split("\n")) {
+    const [address, , name] = line.trim().split(/\s+/);
+    if (name) fn[name] = parseInt(address, 16);
+  }
+  for (const name of ["main", "fast", "slow", "doSomething"]) assert.ok(fn[name] !== undefined, `${name} in the ELF`);
+  daemon = await startDaemon(dir, `[server]\nlisten = "127.0.0.1:0"\nweb_root = "${webRoot}"\n[storage]\npath = "${dir}/rack.db"\n`);
+  base = daemon.base;
+  const firmware = await api("PUT", "/api/v1/firmware", fs.readFileSync(path.join(dir, "fig4.elf")));
+  withTree = (await api("POST", `/api/v1/sessions/import?format=bin&protocol=itm&orbstat_port=30&board=fig4&firmware=${firmware.id}`, orbstatCapture(fn))).id;
+  withoutTree = (await api("POST", `/api/v1/sessions/import?format=bin&board=plain&firmware=${firmware.id}`, fs.readFileSync(path.join(dir, "plain.bin")))).id;
+  browser = await playwright.launchPersistentContext(fs.mkdtempSync(path.join(dir, "chromium-")), {
+    executablePath: chromium,
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    viewport: { width: 1280, height: 800 },
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await daemon?.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function open(url) {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await page.goto(base + url);
+  return { page, errors };
+}
+
+test("the measured icicle and the caller-attributed arcs: 10 %/90 % against gprof's 50/50", async () => {
+  const { page, errors } = await open(`/sessions/${withTree}`);
+  await page.waitForSelector("#cct-flame-graph svg g.frame");
+  await page.waitForSelector("#cct-arcs-table tbody tr");
+  // The icicle: doSomething under fast and under slow, widths in the measured ratio 1 : 9.
+  const widths = await page.$$eval("#cct-flame-graph svg g.frame", (frames) =>
+    frames
+      .filter((g) => g.getAttribute("name")?.startsWith("doSomething"))
+      .map((g) => Number(g.querySelector("rect")?.getAttribute("width") ?? 0)),
+  );
+  assert.equal(widths.length, 2, `doSomething drawn under fast and under slow: ${widths}`);
+  widths.sort((a, b) => a - b);
+  assert.ok(Math.abs(widths[1] / widths[0] - 9) < 0.2, `measured widths 1 : 9, got ${widths}`);
+  // The table: measured vs gprof's estimate, the misattribution highlighted.
+  const rows = await page.$$eval("#cct-arcs-table tbody tr", (trs) =>
+    trs.map((tr) => ({ cells: [...tr.querySelectorAll("td")].map((td) => td.textContent.trim()), off: tr.classList.contains("misattributed") })),
+  );
+  const row = (caller) => rows.find((r) => r.cells[0] === caller && r.cells[1].startsWith("doSomething"));
+  assert.ok(row("fast") && row("slow"), JSON.stringify(rows));
+  assert.match(row("fast").cells[3], /\(10\.0 %\)/);
+  assert.match(row("slow").cells[3], /\(90\.0 %\)/);
+  assert.match(row("fast").cells[4], /\(50\.0 %\)/);
+  assert.match(row("slow").cells[4], /\(50\.0 %\)/);
+  assert.ok(row("fast").off && row("slow").off, "both arcs highlighted");
+  assert.match(row("fast").cells[5], /^−1,200$/); // 3 passes × (100 − 500) cycles
+  // With a tree, the measured exports are offered too, each answering 200.
+  const links = await page.$$eval("p.downloads a.download", (as) => as.map((a) => a.getAttribute("href")));
+  for (const f of ["cct-folded", "cct-speedscope", "cct-pprof", "cct-json"]) {
+    const href = `/api/v1/sessions/${withTree}/export/${f}`;
+    assert.ok(links.includes(href), `${f} in ${links}`);
+    assert.equal((await fetch(base + href)).status, 200, href);
+  }
+  await page.locator("#h-cct").scrollIntoViewIfNeeded();
+  await page.screenshot({ path: path.join(artifacts, "dashboard-calling-context.png"), fullPage: true });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("a session without entry/exit events says it has no calling-context tree", async () => {
+  const { page, errors } = await open(`/sessions/${withoutTree}`);
+  await page.waitForSelector("#cct-none");
+  await page.waitForSelector("#flame-graph svg g.frame"); // the estimate is still drawn
+  const links = await page.$$eval("p.downloads a.download", (as) => as.map((a) => a.getAttribute("href")));
+  assert.ok(!links.some((l) => l.includes("/export/cct-")), `no measured exports offered: ${links}`);
+  assert.deepEqual(errors, []); // the page knew from the session: no 422 was asked for
+  await page.close();
+});
