@@ -70,12 +70,6 @@ std::vector<DecodedRecordChunk> record_chunks_of(const Statement& row) {
     return one;
 }
 
-const std::string& select_sessions_sql() {
-    static const std::string sql =
-        std::string("SELECT ") + kSessionInfoColumns + ", " + counter_columns() + " FROM sessions";
-    return sql;
-}
-
 }  // namespace
 
 // Histogram shapes as the sessions table keeps them: "" for none given, else a JSON list.
@@ -105,6 +99,8 @@ std::optional<std::vector<gmon::HistogramSpec>> histograms_of(const std::string&
     }
     return shapes;
 }
+
+namespace {
 
 // A read-only connection to a database older than v10 (a `convert --db` of an old file) has no
 // calling-context table: its sessions read as having no tree.
