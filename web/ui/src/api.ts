@@ -48,6 +48,10 @@ export interface FlatRow {
   calls: number | null;
   self_ms_per_call: number | null;
   total_ms_per_call: number | null;
+  // The share's sampling error: its 95 % Wilson score interval, in percent and in seconds
+  // (absent from a daemon older than this dashboard).
+  self_percent_interval?: [number, number];
+  self_seconds_interval?: [number, number];
 }
 
 export interface GraphLine {
@@ -74,12 +78,22 @@ export interface GraphEntry {
   members?: { name: string; index: number }[];
 }
 
+// GET .../profile?sync_reference=ID: the synchronisation alarm (gmon/sync_check.h) against
+// another session of the program sampled with the other sampling-period setting.
+export interface SyncCheck {
+  synchronised: boolean;
+  warning: string | null;
+  reference: number;
+  test: { functions_compared: number; flagged: number; alpha: number };
+}
+
 export interface Profile {
   total_seconds: number;
   total_samples: number;
   seconds_per_sample: number;
   flat: FlatRow[];
   call_graph: GraphEntry[];
+  sync_check?: SyncCheck;
 }
 
 // A selection's merged profile (GET /api/v1/profile?<selection>): a profile plus what was merged
@@ -126,6 +140,7 @@ export interface DiffSide {
   self_samples: number;
   self_seconds: number;
   self_percent: number;
+  self_percent_interval?: [number, number]; // 95 % Wilson score interval of the share
   total_seconds: number;
   total_percent: number;
   calls: number;
@@ -238,7 +253,8 @@ export const api = {
   sessions: (filter: Record<string, string> = {}) =>
     request<Session[]>("GET", "/api/v1/sessions?" + new URLSearchParams(filter)),
   session: (id: number) => request<Session>("GET", `/api/v1/sessions/${id}`),
-  profile: (id: number) => request<Profile>("GET", `/api/v1/sessions/${id}/profile`),
+  profile: (id: number, syncReference?: number) =>
+    request<Profile>("GET", `/api/v1/sessions/${id}/profile${syncReference === undefined ? "" : `?sync_reference=${syncReference}`}`),
   // A selection is a query string as the API takes it: "build_id=ab12&tag=lab" or "session=3".
   selectionProfile: (selection: string) => request<SelectionProfile>("GET", `/api/v1/profile?${selection}`),
   diff: (a: string, b: string) =>
@@ -279,8 +295,8 @@ export interface ExportFormats {
 }
 
 const knownFormats: ExportFormats = {
-  session: ["gmon", "text", "json", "csv", "folded", "speedscope", "dot", "svg", "ndjson", "raw"],
-  selection: ["gmon", "text", "json", "csv", "folded", "speedscope", "dot", "svg"],
+  session: ["gmon", "text", "text-intervals", "json", "csv", "folded", "speedscope", "dot", "svg", "ndjson", "raw"],
+  selection: ["gmon", "text", "text-intervals", "json", "csv", "folded", "speedscope", "dot", "svg"],
 };
 
 // How a format reads on a button; any other is shown by its name.
