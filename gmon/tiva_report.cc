@@ -94,6 +94,11 @@ TivaReport parse_tiva_report(std::string_view text) {
         }
         std::array<std::uint64_t, 7> f{};
         if (!seven_numbers(line, f)) {
+            // The file's last line, without its newline: a capture cut short mid-line.
+            if (newline == std::string_view::npos && (next_bin != 0 || names_report_42(line)))
+                fail(line_number, "truncated: the file ends inside a line ('" +
+                                      std::string(line.substr(0, 80)) + "') after " +
+                                      std::to_string(next_bin) + " of the report's 512 bins");
             if (names_report_42(line))
                 fail(line_number, "a bin line (report 42) is not seven unsigned numbers: '" +
                                       std::string(line.substr(0, 80)) + "'");
