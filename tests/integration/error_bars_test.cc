@@ -126,7 +126,7 @@ TEST_CASE("the synchronisation alarm: the synced model trips it, blinky does not
     simulate(dir, "blinky-dithered", "blinky",
              {"--iterations", "300", "--seed", "4", "--dither", "125"});
     const auto calm = check_sync(dir, "blinky-fixed", "blinky-dithered");
-    CHECK_MESSAGE(calm.exit_code == 0, calm.out + calm.err);
+    CHECK_MESSAGE(calm.exit_code == 0, calm.out << calm.err);
     CHECK(json::parse(calm.out)["synchronised"] == false);
     CHECK(json::parse(calm.out)["warning"].is_null());
     // And the text form says so.
