@@ -51,6 +51,16 @@ ChunkStream open_text(const Input& input) {
     });
 }
 
+// gprof -b's text, the flat profile followed by each row's 95 % interval (sampling error).
+ChunkStream open_text_intervals(const Input& input) {
+    if (!input->source.elf)
+        throw ExportNeedsElf("text-intervals needs the firmware's ELF to name functions");
+    return once([input] {
+        return render_gprof_text(profile_of(input->source, input->profile_options),
+                                 TextReportOptions{true});
+    });
+}
+
 ChunkStream open_json(const Input& input) {
     // The summary names the board as stored (an import's query may hold any bytes): bytes
     // that are not UTF-8 become U+FFFD rather than an exception mid-export.
@@ -133,11 +143,14 @@ ChunkStream open_callgrind(const Input& input) {
     return once([input] { return callgrind_profile(*input); });
 }
 
-const std::array<ExportFormat, 16> kFormats = {{
+const std::array<ExportFormat, 17> kFormats = {{
     {"gmon", "application/octet-stream", ".gmon.out", "gmon.out (GNU format) for gprof", false,
      open_gmon},
     {"text", "text/plain; charset=utf-8", ".txt",
      "the flat profile and call graph exactly as gprof -b prints them", false, open_text},
+    {"text-intervals", "text/plain; charset=utf-8", ".txt",
+     "text, the flat profile followed by each row's 95 % Wilson interval (sampling error)", false,
+     open_text_intervals},
     {"json", "application/json", ".json", "the JSON report (schema rackprof.report/1)", false,
      open_json},
     {"csv", "text/csv", ".csv", "the aggregate: kind,from,self,pc,count", false, open_csv},

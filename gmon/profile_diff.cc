@@ -193,9 +193,12 @@ nlohmann::json side_json(const FunctionSide& s, double seconds_per_sample, std::
     const auto percent = [&](std::uint64_t k) {
         return samples ? 100.0 * static_cast<double>(k) / static_cast<double>(samples) : 0.0;
     };
+    // The share's sampling error (95 % Wilson score interval), for views that show each side.
+    const auto [low, high] = wilson_interval(s.self_samples, samples);
     return {{"self_samples", s.self_samples},
             {"self_seconds", static_cast<double>(s.self_samples) * seconds_per_sample},
             {"self_percent", percent(s.self_samples)},
+            {"self_percent_interval", {100.0 * low, 100.0 * high}},
             {"total_seconds", static_cast<double>(s.total_samples) * seconds_per_sample},
             {"total_percent", percent(s.total_samples)},
             {"calls", s.calls}};

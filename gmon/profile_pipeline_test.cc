@@ -123,8 +123,8 @@ TEST_CASE("every export format is registered once and opens") {
         CHECK_FALSE(f.file_suffix.empty());
     }
     CHECK(export_format_names() ==
-          "gmon, text, json, csv, ndjson, raw, pprof, callgrind, folded, speedscope, dot, svg, "
-          "cct-folded, cct-speedscope, cct-pprof or cct-json");
+          "gmon, text, text-intervals, json, csv, ndjson, raw, pprof, callgrind, folded, "
+          "speedscope, dot, svg, cct-folded, cct-speedscope, cct-pprof or cct-json");
     const auto gmon = all_of("gmon", input);
     const auto expected = serialize_gmon(gmon_data_of(input->source).data);
     CHECK(gmon == std::string(expected.begin(), expected.end()));

@@ -11,8 +11,20 @@
 
 namespace rackprof::gmon {
 
+struct TextReportOptions {
+    // After the flat profile, a table of each function's 95 % interval of its share and its
+    // self seconds (sampling error); off, the report is byte for byte `gprof -b`'s.
+    bool intervals = false;
+};
+
 // The flat profile, call graph and index laid out exactly as `gprof -b` prints them.
-std::string render_gprof_text(const Profile& profile);
+std::string render_gprof_text(const Profile& profile, const TextReportOptions& options = {});
+
+// The 95 % Wilson score interval of a symbol's self share of the profile's time, in percent
+// (the flat profile's "% time" column and its sampling error): its credited samples of
+// Profile::total_time. Wilson because most functions hold few samples and small shares,
+// where the normal approximation's interval is too narrow and leaves [0, 100].
+std::pair<double, double> self_percent_interval(const Profile& profile, std::size_t symbol);
 
 struct JsonReportOptions {
     // At most this many flat rows and call-graph entries (the graph's are its first, by total

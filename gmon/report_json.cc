@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "gmon/report.h"
+#include "gmon/sampling_stats.h"
 
 namespace rackprof::gmon {
 
@@ -43,7 +44,17 @@ void write_flat_row(JsonStream& out, const Profile& p, std::size_t s, double per
         .field("percent", percent)
         .field("samples", n.self_time)
         .key("self_ms_per_call");
-    nullable_ratio(out, 1000 * n.self_time / hz, n.ncalls).field("self_seconds", n.self_time / hz);
+    nullable_ratio(out, 1000 * n.self_time / hz, n.ncalls);
+    // Sampling error: the share's interval, and the same fractions of the total seconds.
+    const auto [low, high] = self_percent_interval(p, s);
+    const double total_seconds = p.total_time / hz;
+    out.key("self_percent_interval").begin_array().value(low).value(high).end_array();
+    out.field("self_seconds", n.self_time / hz)
+        .key("self_seconds_interval")
+        .begin_array()
+        .value(low / 100 * total_seconds)
+        .value(high / 100 * total_seconds)
+        .end_array();
     if (!sym.file.empty()) {
         out.key("source")
             .begin_object()
@@ -162,6 +173,11 @@ void write_profile_json(JsonStream& out, const Profile& p, const JsonReportOptio
         .field("total_seconds", p.total_time / hz);
     if (options.more_fields) options.more_fields(out);
     out.end_object();
+}
+
+std::pair<double, double> self_percent_interval(const Profile& p, std::size_t symbol) {
+    const auto [low, high] = wilson_interval_of_credit(p.nodes[symbol].self_time, p.total_time);
+    return {100 * low, 100 * high};
 }
 
 nlohmann::json profile_json(const Profile& p, const JsonReportOptions& options) {

@@ -9,6 +9,7 @@
 
 #include "gmon/json_stream.h"
 #include "gmon/report.h"
+#include "gmon/sampling_stats.h"
 #include "gmon/synthetic_elf.h"
 
 namespace rackprof::gmon {
@@ -55,6 +56,10 @@ json reference_flat(const Profile& p, const JsonReportOptions& options) {
                     {"total_ms_per_call",
                      reference_ratio(1000 * (n.self_time + n.child_time) / hz, n.ncalls)}};
         if (!sym.file.empty()) row["source"] = {{"file", sym.file}, {"line", sym.line}};
+        const auto [low, high] = wilson_interval_of_credit(n.self_time, p.total_time);
+        row["self_percent_interval"] = {100 * low, 100 * high};
+        row["self_seconds_interval"] = {100 * low / 100 * (p.total_time / hz),
+                                        100 * high / 100 * (p.total_time / hz)};
         flat.push_back(std::move(row));
     }
     return flat;

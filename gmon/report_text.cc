@@ -196,6 +196,27 @@ void print_flat(Printer& out, const View& v) {
     }
 }
 
+// Sampling error of the flat profile's rows (rackprof's, not gprof's): each share's 95 %
+// Wilson score interval and the self seconds it spans, in the flat profile's row order.
+void print_flat_intervals(Printer& out, const View& v) {
+    const Profile& p = v.p;
+    const double total_seconds = p.total_time / v.hz;
+    out.printf("\nSampling error: 95%% Wilson score intervals of each share of the %.0f samples\n",
+               p.total_time);
+    out.printf("%6.6s %17.17s %9.9s %21.21s  %s\n", "%time", "95% interval", "self", "95% interval",
+               "name");
+    for (std::size_t s : p.flat_order) {
+        const ProfileNode& n = p.nodes[s];
+        if (n.ncalls == 0 && n.self_time == 0) continue;
+        const auto [low, high] = self_percent_interval(p, s);
+        const double percent = p.total_time > 0.0 ? 100 * n.self_time / p.total_time : 0.0;
+        out.printf("%6.2f  [%6.2f, %6.2f] %9.2f  [%8.2f, %8.2f]  ", percent, low, high,
+                   n.self_time / v.hz, low / 100 * total_seconds, high / 100 * total_seconds);
+        out.put(v.shown[s]);
+        out.put("\n");
+    }
+}
+
 // An arc's place among a function's parents or children (cg_print.c cmp_arc): self calls
 // first, then calls within a cycle by count, then by time and count. A function has at most
 // one self arc, so this is a total preorder.
@@ -426,7 +447,7 @@ std::size_t expected_size(const Profile& p) {
 
 }  // namespace
 
-std::string render_gprof_text(const Profile& profile) {
+std::string render_gprof_text(const Profile& profile, const TextReportOptions& options) {
     Printer out;
     out.reserve(expected_size(profile));
     View view{profile,
@@ -438,6 +459,7 @@ std::string render_gprof_text(const Profile& profile) {
     bool first = true;
     if (profile.has_histogram) {
         print_flat(out, view);
+        if (options.intervals) print_flat_intervals(out, view);
         first = false;
     }
     if (profile.has_arcs) {

@@ -47,8 +47,12 @@ double normal_upper(double z) {
 }  // namespace
 
 std::pair<double, double> wilson_interval(std::uint64_t k, std::uint64_t n, double z) {
-    if (n == 0) return {0.0, 1.0};
-    const double nn = static_cast<double>(n), p = static_cast<double>(k) / nn, z2 = z * z;
+    return wilson_interval_of_credit(static_cast<double>(k), static_cast<double>(n), z);
+}
+
+std::pair<double, double> wilson_interval_of_credit(double k, double n, double z) {
+    if (!(n > 0)) return {0.0, 1.0};
+    const double nn = n, p = std::clamp(k / nn, 0.0, 1.0), z2 = z * z;
     const double centre = (p + z2 / (2 * nn)) / (1 + z2 / nn);
     const double half = z * std::sqrt(p * (1 - p) / nn + z2 / (4 * nn * nn)) / (1 + z2 / nn);
     return {std::max(0.0, centre - half), std::min(1.0, centre + half)};

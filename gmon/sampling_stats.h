@@ -13,6 +13,9 @@ namespace rackprof::gmon {
 // (1.96: 95 %). Chosen over the textbook (Wald) interval because it stays inside [0, 1] and
 // keeps its coverage for small counts and for shares near 0, which most functions have.
 std::pair<double, double> wilson_interval(std::uint64_t k, std::uint64_t n, double z = 1.96);
+// The same for counts that need not be whole: gprof credits a bin's samples to the functions
+// it overlaps in proportion to the overlap, so a function may hold 12.5 samples.
+std::pair<double, double> wilson_interval_of_credit(double k, double n, double z = 1.96);
 
 // P(X >= k) and P(X <= k) for X ~ Binomial(n, p): exact (the regularized incomplete beta
 // function) up to 10^6 trials, the normal approximation with continuity correction above.

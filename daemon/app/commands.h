@@ -9,6 +9,7 @@ namespace rackprof::daemon {
 
 int run_convert(const std::vector<std::string>& args);
 int run_diff(const std::vector<std::string>& args);
+int run_check_sync(const std::vector<std::string>& args);
 int run_simulate(const std::vector<std::string>& args);
 int run_demo(const std::vector<std::string>& args);
 int run_serve(const std::vector<std::string>& args);

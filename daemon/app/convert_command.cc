@@ -55,7 +55,10 @@ options:
                         a stored session's own ELF is used when it was recorded)
   -o FILE               where to write gmon.out (default: gmon.out; for a gmon.out input: none)
   --protocol P          legacy | framed | itm (default: legacy)
-  --format F            auto | bin | hex | gmon (default: auto; framed, itm: bin)
+  --format F            auto | bin | hex | gmon | tiva (default: auto; framed, itm: bin);
+                        tiva: a Tiva-style binned PC report (512 bins of 64 bytes, 100 Hz:
+                        'DONE COLLECTING (N)' and CSV lines TimeStamp,42,0,BIN,COUNT,0,0),
+                        detected by auto too
   --addr-bytes N        3 | 4: address width on the wire (default: 3 for legacy; framed: 4
                         until the target's HELLO says)
   --tpiu                itm: the bytes are TPIU formatter frames (OpenOCD -formatter 1)
@@ -67,6 +70,9 @@ options:
   --rate HZ             PC sampling rate of the target (default: 1000)
   --bin-bytes N         bytes per histogram bin, even (default: 2)
   --report R            text | json | none (default: text; none with --export)
+  --intervals           text: after the flat profile, each row's 95 % Wilson score interval
+                        of its share and self seconds (sampling error); the gprof layout
+                        above it is unchanged
   --export FORMAT       write FORMAT to -o FILE (- for standard output) instead of gmon.out
                         (the formats are listed below)
   --force               profile even when the capture does not fit the ELF's code (call
@@ -302,9 +308,11 @@ gmon::RawPages file_raw_pages(const std::filesystem::path& input) {
 Converted from_file(const std::filesystem::path& input, const ConvertOptions& o) {
     ingest::ImportSpec spec;
     spec.kind = o.format == "gmon"   ? ingest::InputKind::kGmon
+                : o.format == "tiva" ? ingest::InputKind::kTiva
                 : o.format == "auto" ? ingest::InputKind::kAuto
                                      : ingest::InputKind::kCapture;
-    spec.wire = protocol::WireSpec{o.protocol, o.format == "gmon" ? "auto" : o.format, o.addr_bytes,
+    const bool histogram_file = o.format == "gmon" || o.format == "tiva";
+    spec.wire = protocol::WireSpec{o.protocol, histogram_file ? "auto" : o.format, o.addr_bytes,
                                    ingest::decode_range_of(o.elf.get()), o.swo};
     if (!protocol::wire_format(o.protocol).traits.text_encoding) {
         if (o.format == "hex")
@@ -326,12 +334,13 @@ Converted from_file(const std::filesystem::path& input, const ConvertOptions& o)
     console.flush();
     Converted c;
     auto& in = *c.input;
-    if (imported.kind == ingest::InputKind::kGmon) {
+    if (imported.kind == ingest::InputKind::kGmon || imported.kind == ingest::InputKind::kTiva) {
         std::cerr << "rackprof: read " << input.string() << ": " << imported.histograms.size()
-                  << " histogram(s), " << aggregate.distinct_arcs() << " arcs\n";
+                  << " histogram(s), " << imported.stats.pc_samples << " samples, "
+                  << aggregate.distinct_arcs() << " arcs\n";
         in.source = source_of(std::move(aggregate), o, {});
         in.source.histograms = imported.histograms;  // its own ranges and rate, exactly
-        in.summary = {{"input", input.string()}, {"format", "gmon"}};
+        in.summary = {{"input", input.string()}, {"format", imported.format}};
         return c;
     }
     std::cerr << "rackprof: " << summary_line(imported.stats, aggregate) << "\n";
@@ -555,7 +564,7 @@ std::set<std::string> export_names() {
 ConvertOptions parse_options(const CommandLine& cl) {
     ConvertOptions o;
     o.protocol = cl.choice("--protocol", "legacy", protocol_names());
-    o.format = cl.choice("--format", "auto", {"auto", "bin", "hex", "gmon"});
+    o.format = cl.choice("--format", "auto", {"auto", "bin", "hex", "gmon", "tiva"});
     o.report =
         cl.choice("--report", cl.has("--export") ? "none" : "text", {"text", "json", "none"});
     o.addr_bytes = static_cast<int>(cl.get_uint(
@@ -636,7 +645,7 @@ int run_convert(const std::vector<std::string>& args) {
         {"--elf", "-o", "--protocol", "--format", "--addr-bytes", "--rate", "--bin-bytes",
          "--report", "--top", "--min-percent", "--db", "--session", "--select", "--config",
          "--tpiu-stream", "--framed-port", "--orbstat-port", "--console-port", "--export"},
-        {"--help", "-h", "--redecode", "--tpiu", "--force"});
+        {"--help", "-h", "--redecode", "--tpiu", "--force", "--intervals"});
     if (cl.has("--help") || cl.has("-h")) {
         std::cout << usage();
         return 0;
@@ -691,7 +700,10 @@ int run_convert(const std::vector<std::string>& args) {
         in.summary["gmon_out"] = output->string();
     }
     if (o.report != "none") {
-        gmon::export_to(o.report, c.input, [](std::string_view chunk) {
+        const std::string report = o.report == "text" && cl.has("--intervals") && in.source.elf
+                                       ? "text-intervals"
+                                       : o.report;
+        gmon::export_to(report, c.input, [](std::string_view chunk) {
             std::cout.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
         });
     }

@@ -9,6 +9,7 @@
 #include "daemon/app/profile_inputs.h"
 #include "gmon/profile_diff.h"
 #include "gmon/profile_pipeline.h"
+#include "gmon/sync_check.h"
 
 namespace rackprof::daemon {
 namespace {
@@ -78,7 +79,77 @@ std::string label_of(const std::string& argument, const nlohmann::json& summary)
     return argument + " (" + std::to_string(summary["sessions"].size()) + " session(s))";
 }
 
+constexpr const char* kSyncUsage = R"(usage: rackprof check-sync FIXED DITHERED [options]
+
+The synchronisation alarm. A sampling period that divides the program's own period samples the
+same few PCs every time, and the histogram shows the phase, not the time, however long it runs.
+Capture the program twice: FIXED with the target's fixed sampling period, DITHERED with its
+period dithered (target-fw: -DRACKPROF_SAMPLE_DITHER=64; the simulator: --dither N). Each
+function's share of the samples is compared between the two (exact conditional binomial test,
+Bonferroni over the functions); shares that differ beyond sampling error mean the fixed-period
+profile is synchronised with the program: trust the dithered one. FIXED and DITHERED are read as
+for rackprof diff (capture files, gmon.out, or with --db selections).
+
+options:
+  --alpha X        family-wise significance level (default 0.01)
+  --json           print the check as JSON (schema rackprof.sync-check/1)
+  --elf FILE, --db FILE, --protocol, --format, ...: as for rackprof diff
+
+exit status: 0 no synchronisation, 1 synchronised (the functions are named), 2 usage errors and
+inputs that cannot be read or compared.
+)";
+
+// An input that cannot be read is the job's fault, not a finding: exit 2, not 1.
+std::shared_ptr<gmon::ExportInput> readable_input(const std::string& argument,
+                                                  const CommandLine& cl) {
+    try {
+        return profile_input_of(argument, cl);
+    } catch (const UsageError&) {
+        throw;
+    } catch (const std::exception& e) {
+        throw UsageError(e.what());
+    }
+}
+
 }  // namespace
+
+int run_check_sync(const std::vector<std::string>& args) {
+    auto valued = kProfileInputValued;
+    valued.insert("--alpha");
+    auto flags = kProfileInputFlags;
+    flags.insert({"--json", "--help", "-h"});
+    const CommandLine cl(args, valued, flags);
+    if (cl.has("--help") || cl.has("-h")) {
+        std::cout << kSyncUsage;
+        return 0;
+    }
+    if (cl.positionals().size() != 2)
+        throw UsageError("check-sync needs two profiles, FIXED and DITHERED\n" +
+                         std::string(kSyncUsage));
+    const auto& fixed = cl.positionals()[0];
+    const auto& dithered = cl.positionals()[1];
+    const auto input_fixed = readable_input(fixed, cl);
+    const auto input_dithered = readable_input(dithered, cl);
+    gmon::SyncCheck check;
+    try {
+        check = gmon::check_sync(
+            gmon::profile_of(input_fixed->source, input_fixed->profile_options),
+            gmon::profile_of(input_dithered->source, input_dithered->profile_options),
+            alpha_of(cl));
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("cannot compare ") + fixed + " and " + dithered + ": " +
+                         e.what());
+    }
+    if (cl.has("--json")) {
+        std::cout << gmon::sync_check_json(check).dump(2) << "\n";
+    } else {
+        std::cout << gmon::render_sync_check_text(check, fixed, dithered);
+    }
+    std::cout.flush();
+    if (!check.synchronised()) return 0;
+    std::cerr << "rackprof: " << gmon::sync_warning(check) << "\n";
+    return 1;
+}
 
 int run_diff(const std::vector<std::string>& args) {
     auto valued = kProfileInputValued;

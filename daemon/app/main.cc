@@ -15,6 +15,7 @@ commands:
   serve      run the capture daemon (embedded default: a simulated rack, ./var/rackprof.db)
   convert    decode a capture into gmon.out and print the profile
   diff       compare two profiles function by function; a CI gate with --fail-on
+  check-sync the synchronisation alarm: a fixed-period and a dithered-period profile compared
   simulate   run a virtual board: write the wire bytes it sends, and its ground truth
   demo       simulate a board, convert its capture and print the profile (no hardware needed)
   fleet      read the shared fleet store (PostgreSQL): sessions, merged profiles, diffs
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
     try {
         if (command == "convert") return rackprof::daemon::run_convert(args);
         if (command == "diff") return rackprof::daemon::run_diff(args);
+        if (command == "check-sync") return rackprof::daemon::run_check_sync(args);
         if (command == "simulate") return rackprof::daemon::run_simulate(args);
         if (command == "demo") return rackprof::daemon::run_demo(args);
         if (command == "serve") return rackprof::daemon::run_serve(args);

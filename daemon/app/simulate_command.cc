@@ -30,7 +30,7 @@ legacy format, or the rackprof framed protocol), plus the ground truth: every ar
 sample sent, before any fault.
 
 options:
-  --model NAME       blinky | conflation | deterministic | elf (default: blinky)
+  --model NAME       blinky | conflation | deterministic | synced | elf (default: blinky)
   --elf FILE         with --model elf: take functions and addresses from this ELF
   --iterations N     passes of the model's main loop (default: 100, or unlimited with --bytes)
   --bytes SIZE       stop after about SIZE binary wire bytes (e.g. 200M)
@@ -41,6 +41,9 @@ options:
   --pc-cache N       framed: the same for PC samples (PC_N)
   --cache-flush N    framed: flush the caches every N passes of the main loop (default: 100)
   --seed N           random seed for PC positions and faults (default: 1)
+  --dither N         the sampling timer's reload jittered by -N..+N cycles of its 1000 (an
+                     LFSR, as target-fw's RACKPROF_SAMPLE_DITHER); felt by --model synced,
+                     whose loop lasts exactly one sampling period (e.g. --dither 125)
   --slower NAME=K    another build: function NAME does K times its work (repeatable as
                      NAME=K,NAME2=K2); its calls stay the same
   --drop P           drop each byte with probability P
@@ -245,7 +248,7 @@ int run_simulate(const std::vector<std::string>& args) {
                                 "--write-elf",   "--protocol",     "--arc-cache",  "--cache-flush",
                                 "--drop-frames", "--pc-cache",     "--slower",     "--pty",
                                 "--rate",        "--unplug-every", "--unplug-for", "--unplugs",
-                                "--boards",      "--pty-dir",      "--tick-ms"},
+                                "--boards",      "--pty-dir",      "--tick-ms",    "--dither"},
                          {"--help", "-h", "--list-models"});
     if (cl.has("--help") || cl.has("-h")) {
         std::cout << kUsage;
@@ -267,6 +270,9 @@ int run_simulate(const std::vector<std::string>& args) {
                            ? protocol::LegacyEncoding::kHex
                            : protocol::LegacyEncoding::kBinary;
     options.seed = cl.get_uint("--seed", 1);
+    options.dither_cycles = static_cast<std::uint32_t>(cl.get_uint("--dither", 0));
+    if (options.dither_cycles >= kSamplePeriodCycles)
+        throw UsageError("--dither must be below the sampling period (1000 cycles)");
     options.faults = {cl.get_rate("--drop"), cl.get_rate("--flip"), cl.get_rate("--insert"),
                       cl.get_rate("--drop-frames")};
     options.protocol = *simulated_protocol(cl.choice(

@@ -167,6 +167,19 @@ bool wants_gmon(const ImportSpec& spec, std::span<const std::uint8_t> head) {
     return spec.kind == InputKind::kGmon || (spec.kind == InputKind::kAuto && is_gnu_gmon(head));
 }
 
+bool wants_tiva(const ImportSpec& spec, std::span<const std::uint8_t> head) {
+    return spec.kind == InputKind::kTiva ||
+           (spec.kind == InputKind::kAuto && gmon::looks_like_tiva_report(head));
+}
+
+constexpr std::uint64_t kMaxTivaBytes = 64 << 20;
+
+gmon::TivaReport parse_tiva_bytes(std::span<const std::uint8_t> bytes) {
+    if (bytes.size() > kMaxTivaBytes)
+        throw gmon::TivaFormatError("a Tiva binned PC report of more than 64 MiB: not one");
+    return gmon::parse_tiva_report({reinterpret_cast<const char*>(bytes.data()), bytes.size()});
+}
+
 }  // namespace
 
 std::string build_id_hex(const std::vector<std::uint8_t>& build_id) {
@@ -303,8 +316,42 @@ Imported GmonFile::emit(protocol::RecordSink& sink) {
     return info;
 }
 
+Imported emit_tiva(const gmon::TivaReport& report, std::uint64_t bytes_in,
+                   protocol::RecordSink& sink) {
+    Imported info;
+    info.kind = InputKind::kTiva;
+    info.format = "tiva";
+    info.stats.bytes_in = bytes_in;
+    info.histograms = {report.shape};
+    RecordPieces pieces(sink);
+    for (std::uint64_t bin = 0; bin < report.counts.size(); ++bin) {
+        if (report.counts[bin] == 0) continue;
+        pieces.pc(gmon::bin_address(report.shape, bin), report.counts[bin]);
+        info.stats.pc_samples += report.counts[bin];
+    }
+    pieces.flush();
+    return info;
+}
+
+gmon::TivaReport read_tiva_file(const std::filesystem::path& path) {
+    FileDescriptor fd(path);
+    std::vector<std::uint8_t> bytes;
+    std::vector<std::uint8_t> buffer(1 << 16);
+    while (const std::size_t n = fd.read(buffer.data(), buffer.size(), path)) {
+        bytes.insert(bytes.end(), buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(n));
+        if (bytes.size() > kMaxTivaBytes) break;  // refused by the parse, unread past this
+    }
+    try {
+        return parse_tiva_bytes(bytes);
+    } catch (const gmon::TivaFormatError& e) {
+        throw gmon::TivaFormatError(path.string() + ": " + e.what());
+    }
+}
+
 Imported import_bytes(std::span<const std::uint8_t> bytes, const ImportSpec& spec,
                       protocol::RecordSink& sink) {
+    if (!wants_gmon(spec, bytes) && wants_tiva(spec, bytes))
+        return emit_tiva(parse_tiva_bytes(bytes), bytes.size(), sink);
     if (wants_gmon(spec, bytes)) {
         auto gmon = import_gmon(bytes, spec.layout);
         if (auto* into = dynamic_cast<gmon::AggregateSink*>(&sink)) {
@@ -336,6 +383,20 @@ Imported import_file(const std::filesystem::path& path, const ImportSpec& spec,
         got += n;
     }
     const std::span<const std::uint8_t> head(buffer.data(), got);
+    if (!wants_gmon(spec, head) && wants_tiva(spec, head)) {
+        // Read on from here (a pipe cannot be read twice): a report is small.
+        std::vector<std::uint8_t> bytes(head.begin(), head.end());
+        while (const std::size_t n = fd.read(buffer.data(), buffer.size(), path)) {
+            bytes.insert(bytes.end(), buffer.begin(),
+                         buffer.begin() + static_cast<std::ptrdiff_t>(n));
+            if (bytes.size() > kMaxTivaBytes) break;
+        }
+        try {
+            return emit_tiva(parse_tiva_bytes(bytes), bytes.size(), sink);
+        } catch (const gmon::TivaFormatError& e) {
+            throw gmon::TivaFormatError(path.string() + ": " + e.what());
+        }
+    }
     if (wants_gmon(spec, head)) {
         if (std::filesystem::is_regular_file(path)) return GmonFile(path, spec.layout).emit(sink);
         // A pipe or a device can be neither mapped nor read twice: read whole, as it comes.

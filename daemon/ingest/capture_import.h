@@ -18,6 +18,7 @@
 #include "gmon/aggregate.h"
 #include "gmon/gmon_data.h"
 #include "gmon/gmon_reader.h"
+#include "gmon/tiva_report.h"
 #include "protocol/decoder_stats.h"
 #include "protocol/legacy_format.h"
 #include "protocol/record_sink.h"
@@ -31,8 +32,9 @@ namespace rackprof::ingest {
 
 using protocol::WireSpec;
 
-// What the bytes are. kAuto: a GNU gmon.out by its magic, else a capture.
-enum class InputKind { kAuto, kCapture, kGmon };
+// What the bytes are. kAuto: a GNU gmon.out by its magic, a Tiva binned PC report by its lines
+// (gmon/tiva_report.h), else a capture.
+enum class InputKind { kAuto, kCapture, kGmon, kTiva };
 
 struct ImportSpec {
     InputKind kind = InputKind::kAuto;
@@ -45,12 +47,12 @@ struct ImportSpec {
 // What an import yields beside its records.
 struct Imported {
     InputKind kind = InputKind::kCapture;
-    std::string format;  // bin | hex | gmon: what the bytes turned out to be
+    std::string format;  // bin | hex | gmon | tiva: what the bytes turned out to be
     protocol::DecoderStats stats;
     std::optional<protocol::TargetHello> hello;                    // the last one (framed captures)
     std::map<std::uint16_t, protocol::ExceptionStats> exceptions;  // itm: exception trace
-    // A gmon.out's histograms exactly (ranges, bin counts, rate): profiles and exports bin
-    // its samples into these again, so nothing moves and its times stay its own.
+    // A gmon.out's (a Tiva report's) histograms exactly (ranges, bin counts, rate): profiles and
+    // exports bin its samples into these again, so nothing moves and its times stay its own.
     std::vector<gmon::HistogramSpec> histograms;
     // Measured from function entry/exit events (itm orbstat words, framed events); null when
     // the capture had none.
@@ -113,6 +115,14 @@ class GmonFile {
     gmon::GmonIndex index_;
     std::vector<gmon::HistogramSpec> shapes_;
 };
+
+// A Tiva report's bins as PC-sample records (each non-zero bin at the address binning puts
+// back into it, with its count) and what it was: kind kTiva, its one histogram's shape.
+Imported emit_tiva(const gmon::TivaReport& report, std::uint64_t bytes_in,
+                   protocol::RecordSink& sink);
+// Reads a whole Tiva report file (at most 64 MiB: a report of 512 bins a minute is 12 KiB).
+// Throws gmon::TivaFormatError naming the file, std::runtime_error for I/O errors.
+gmon::TivaReport read_tiva_file(const std::filesystem::path& path);
 
 // A HELLO's build-id as the ELF notes spell it: lower-case hex.
 std::string build_id_hex(const std::vector<std::uint8_t>& build_id);

@@ -23,6 +23,7 @@
 #include "gmon/profile_diff.h"
 #include "gmon/profile_pipeline.h"
 #include "gmon/report.h"
+#include "gmon/sync_check.h"
 #include "protocol/wire_format.h"
 #include "storage/counters_json.h"
 #include "storage/session_pages.h"
@@ -627,6 +628,9 @@ std::string LocalRack::profile(std::int64_t id, const TimeWindow& window,
     const bool named = !info.target.build_id.empty() && input->source.elf &&
                        info.target.build_id == input->source.elf->build_id();
     const gmon::ElfFit& fit = computed->fit;
+    const nlohmann::json sync_check =
+        options.sync_reference ? sync_check_of(computed->profile, *options.sync_reference)
+                               : nlohmann::json();
     gmon::JsonReportOptions json_options{options.top, options.min_percent, {}};
     // DWT samples taken while the core slept: a count beside the functions, never one of them
     // (the record batches do not carry them, so a window has none).
@@ -636,6 +640,8 @@ std::string LocalRack::profile(std::int64_t id, const TimeWindow& window,
         } else {
             out.field("sleeping", info.counters.sleep_samples);
         }
+        // With ?sync_reference=ID: the synchronisation alarm against that session.
+        if (!sync_check.is_null()) out.field("sync_check", sync_check);
         // null, or {"warning": evidence, counts}: the capture does not fit the ELF's code.
         out.key("wrong_elf");
         if (named || !fit.suspicious()) {
@@ -656,6 +662,21 @@ std::string LocalRack::profile(std::int64_t id, const TimeWindow& window,
     gmon::JsonStream out(text, -1, 0, gmon::JsonStream::ErrorHandler::replace);
     gmon::write_profile_json(out, computed->profile, json_options);
     return text;
+}
+
+// The synchronisation alarm against another session (the dithered run): its whole profile.
+nlohmann::json LocalRack::sync_check_of(const gmon::Profile& fixed, std::int64_t reference) {
+    const auto info = stored_session(reference);
+    const auto input = session_input(info, {});
+    require_elf(*input, reference);
+    const auto computed = profiles_.get(reference, input->source);
+    try {
+        nlohmann::json check = gmon::sync_check_json(gmon::check_sync(fixed, computed->profile));
+        check["reference"] = reference;
+        return check;
+    } catch (const std::invalid_argument& e) {
+        fail(Failure::kInvalid, std::string("cannot check synchronisation: ") + e.what());
+    }
 }
 
 std::string LocalRack::selection_profile(const Selection& selection,
@@ -820,9 +841,10 @@ json LocalRack::import_session(const std::filesystem::path& file, const ImportPa
     if (const std::string error = storage_error(); !error.empty())
         fail(Failure::kNotReady, "storage is failing (" + error + "): import again later");
     const std::string format = query.count("format") ? query.at("format") : "bin";
-    if (format != "bin" && format != "hex" && format != "gmon")
-        fail(Failure::kBadRequest, "format must be bin, hex or gmon");
-    const daemon::BoardConfig wire_settings = import_wire(query, format == "gmon" ? "bin" : format);
+    if (format != "bin" && format != "hex" && format != "gmon" && format != "tiva")
+        fail(Failure::kBadRequest, "format must be bin, hex, gmon or tiva");
+    const bool histogram_file = format == "gmon" || format == "tiva";
+    const daemon::BoardConfig wire_settings = import_wire(query, histogram_file ? "bin" : format);
     std::shared_ptr<const gmon::Symbolizer> elf;
     storage::NewSession spec;
     spec.board = query.count("board") ? query.at("board") : "import";
@@ -847,11 +869,14 @@ json LocalRack::import_session(const std::filesystem::path& file, const ImportPa
         spec.elf_sha256 = daemon::file_sha256(path);
     }
     ingest::ImportSpec import;
-    import.kind = format == "gmon" ? ingest::InputKind::kGmon : ingest::InputKind::kCapture;
+    import.kind = format == "gmon"   ? ingest::InputKind::kGmon
+                  : format == "tiva" ? ingest::InputKind::kTiva
+                                     : ingest::InputKind::kCapture;
     import.wire = ingest::wire_spec_of(wire_settings);
     import.wire.code_range = ingest::decode_range_of(elf.get());
     import.layout = elf ? elf->layout() : gmon::TargetLayout{};
     if (import.kind == ingest::InputKind::kGmon) return import_gmon(file, import, spec);
+    if (import.kind == ingest::InputKind::kTiva) return import_tiva(file, spec);
     return import_capture(file, import, spec);
 }
 
@@ -923,6 +948,29 @@ json LocalRack::import_gmon(const std::filesystem::path& file, const ingest::Imp
     } catch (const gmon::GmonFormatError& e) {
         bad_gmon(e);
     }
+    pieces.finish();
+    storage::SessionCounters counters;
+    storage::set_decoder_counters(counters, imported.stats);
+    return session_json(stored_session(stored->complete(counters)), storage_error());
+}
+
+// A Tiva binned PC report becomes a session as a gmon.out does: its histogram's shape (512
+// bins of 64 bytes, 100 Hz) with the session's row, its bins as PC-sample records.
+json LocalRack::import_tiva(const std::filesystem::path& file, storage::NewSession spec) {
+    std::optional<gmon::TivaReport> report;
+    try {
+        report = ingest::read_tiva_file(file);
+    } catch (const gmon::TivaFormatError& e) {
+        std::string why = e.what();  // without the upload's path, which is the daemon's business
+        if (why.starts_with(file.string() + ": ")) why.erase(0, file.string().size() + 2);
+        fail(Failure::kBadGmon, why);
+    }
+    spec.histograms = {report->shape};
+    const auto stored = capture_.begin_import(spec);
+    ImportPieces pieces(*stored);
+    std::error_code ec;
+    const auto bytes_in = std::filesystem::file_size(file, ec);
+    const ingest::Imported imported = ingest::emit_tiva(*report, ec ? 0 : bytes_in, pieces);
     pieces.finish();
     storage::SessionCounters counters;
     storage::set_decoder_counters(counters, imported.stats);

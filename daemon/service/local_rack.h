@@ -121,6 +121,8 @@ class LocalRack : public RackService {
     void check_api_board(const daemon::BoardConfig& board) const;
     nlohmann::json import_gmon(const std::filesystem::path& file, const ingest::ImportSpec& import,
                                storage::NewSession spec);
+    nlohmann::json sync_check_of(const gmon::Profile& fixed, std::int64_t reference);
+    nlohmann::json import_tiva(const std::filesystem::path& file, storage::NewSession spec);
     nlohmann::json import_capture(const std::filesystem::path& file,
                                   const ingest::ImportSpec& import, storage::NewSession spec);
     // The sessions a selection names, and those merged into one input (no raw bytes, no

@@ -88,6 +88,11 @@ struct TimeWindow {
 struct ProfileOptions {
     std::size_t top = 0;       // at most this many flat rows and call-graph entries; 0: all
     double min_percent = 0.0;  // leave out flat rows below this % time
+    // A session's profile only: another session of the same program sampled with the other
+    // sampling-period setting (one fixed, one dithered); the profile then carries
+    // "sync_check" (gmon/sync_check.h) with a warning when the shares differ beyond sampling
+    // error. The session asked for is taken as the fixed one.
+    std::optional<std::int64_t> sync_reference;
 };
 
 // GET /diff's settings: the family-wise significance level and the CI gate's rules

@@ -217,6 +217,23 @@ class Board {
         }
     }
 
+    // f runs for `cycles` cycles of the board's clock, its PC moving through its code evenly;
+    // the sampling timer fires every kSamplePeriodCycles (± the dither) and takes the PC
+    // wherever it is then. A loop of exactly the period meets the timer at the same place
+    // every pass: that is the synchronisation a dithered period breaks.
+    void run(int f, std::uint32_t cycles) {
+        const SimulatedFunction& fn = truth_.functions[static_cast<std::size_t>(f)];
+        cycles *= work_factor_[static_cast<std::size_t>(f)];
+        const std::uint64_t start = clock_, end = clock_ + cycles;
+        for (; next_sample_ < end; next_sample_ += sample_interval()) {
+            const std::uint64_t into = next_sample_ - start;
+            const auto halfwords = static_cast<std::uint64_t>(fn.size / 2);
+            send(protocol::Record::pc_sample(
+                fn.addr + 2 * static_cast<std::uint32_t>(into * halfwords / cycles)));
+        }
+        clock_ = end;
+    }
+
     // caller calls callee from the call site `site` bytes into the caller; body runs inside.
     template <typename Body>
     void call(int caller, std::uint32_t site, int callee, Body&& body) {
@@ -237,11 +254,24 @@ class Board {
   private:
     void send(const protocol::Record& r) { wire_.record(r); }
 
+    // The next reload of the sampling timer: the period, with the dither the target adds.
+    std::uint64_t sample_interval() {
+        const std::uint32_t n = options_.dither_cycles;
+        if (n == 0) return kSamplePeriodCycles;
+        // The 16-bit Galois LFSR of target-fw's runtime (taps 16, 14, 13, 11: maximal).
+        lfsr_ = static_cast<std::uint16_t>((lfsr_ >> 1) ^ ((lfsr_ & 1u) ? 0xB400u : 0u));
+        const auto jitter = static_cast<std::int64_t>(lfsr_ % (2 * n + 1)) - n;
+        return static_cast<std::uint64_t>(kSamplePeriodCycles + jitter);
+    }
+
     const SimulatorOptions& options_;
     WireWriter& wire_;
     GroundTruth& truth_;
     std::mt19937_64 rng_;
     std::vector<std::uint32_t> work_factor_;  // per function, from options_.work_factor
+    std::uint64_t clock_ = 0;                 // cycles run (run())
+    std::uint64_t next_sample_ = kSamplePeriodCycles / 4;  // when the sampling timer fires
+    std::uint16_t lfsr_ = 0xACE1u;
 };
 
 using Iteration = std::function<void()>;
@@ -270,6 +300,21 @@ Iteration blinky(Board& b) {
                 });
             }
         });
+    };
+}
+
+// A main loop paced to exactly the sampling period (kSamplePeriodCycles): main runs 100
+// cycles, calls compute() (600) and idle_wait() (300). Its true shares are 10 / 60 / 30 %;
+// sampled at a fixed period every sample lands a quarter period into the loop, inside
+// compute(), at one PC. A dithered period (dither_cycles) sees the true shares.
+Iteration synced(Board& b) {
+    const int main_fn = b.function("main", 0x2000, 0x40);
+    const int compute = b.function("compute", 0x2040, 0x100);
+    const int wait = b.function("idle_wait", 0x2140, 0x40);
+    return [&b, main_fn, compute, wait] {
+        b.run(main_fn, 100);
+        b.call(main_fn, 0x10, compute, [&] { b.run(compute, 600); });
+        b.call(main_fn, 0x20, wait, [&] { b.run(wait, 300); });
     };
 }
 
@@ -387,6 +432,7 @@ std::vector<std::pair<std::string, std::string>> builtin_models() {
         {"blinky", "the thesis' blinky: LEDs toggled between busy-wait delays"},
         {"conflation", "fast() and slow() both call doSomething() (thesis fig. 4)"},
         {"deterministic", "known call counts per arc, recursion and a two-function cycle"},
+        {"synced", "a main loop of exactly the sampling period (try --dither): 10/60/30 %"},
         {"elf", "a random call tree over the functions of --elf FILE"},
     };
 }
@@ -400,6 +446,8 @@ void validate(const SimulatorOptions& options) {
         throw std::invalid_argument("the framed protocol is binary only (no hex)");
     if (!framed && (options.arc_cache > 0 || options.pc_cache > 0 || options.faults.frame_drop > 0))
         throw std::invalid_argument("on-target caches and frame drops need the framed protocol");
+    if (options.dither_cycles >= kSamplePeriodCycles)
+        throw std::invalid_argument("the dither must be below the sampling period (1000 cycles)");
     if (options.max_bytes == 0 && options.max_iterations == 0 && !options.stop) {
         throw std::invalid_argument("the simulation needs a limit: iterations or bytes");
     }
@@ -409,12 +457,13 @@ Iteration model_iteration(const SimulatorOptions& options, Board& board) {
     if (options.model == "blinky") return blinky(board);
     if (options.model == "conflation") return conflation(board);
     if (options.model == "deterministic") return deterministic(board);
+    if (options.model == "synced") return synced(board);
     if (options.model == "elf") {
         if (!options.elf) throw std::invalid_argument("the elf model needs --elf FILE");
         return from_elf(board, *options.elf);
     }
     throw std::invalid_argument("unknown model '" + options.model +
-                                "' (built in: blinky, conflation, deterministic, elf)");
+                                "' (built in: blinky, conflation, deterministic, synced, elf)");
 }
 
 }  // namespace

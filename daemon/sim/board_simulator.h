@@ -39,6 +39,10 @@ const char* wire_format_name(WireProtocol protocol);
 // The simulated protocol for a wire format's name; nothing for one the simulator cannot send.
 std::optional<WireProtocol> simulated_protocol(std::string_view wire_format);
 
+// The sampling period, in cycles of a model's clock (the synced model's main loop lasts exactly
+// this long).
+inline constexpr std::uint32_t kSamplePeriodCycles = 1000;
+
 struct SimulatorOptions {
     std::string model = "blinky";  // a built-in model, or "elf" with `elf` set
     std::shared_ptr<const gmon::Symbolizer> elf;
@@ -55,6 +59,11 @@ struct SimulatorOptions {
     // samples in them, the same calls), so two runs differ by a known self time.
     std::map<std::string, std::uint32_t> work_factor;
     std::uint32_t sample_hz = 1000;  // the HELLO's sampling rate
+    // The sampling timer's reload jittered by a pseudo-random -N..+N cycles (a 16-bit LFSR, as
+    // target-fw's RACKPROF_SAMPLE_DITHER does) around kSamplePeriodCycles; 0: a fixed period.
+    // Felt by the models that run on a cycle clock (synced); the others place their samples at
+    // random PCs of the function doing the work and do not change.
+    std::uint32_t dither_cycles = 0;
     std::uint64_t seed = 1;
     FaultSpec faults;
     // Stop after the first pass of the model's main loop that reaches either limit.

@@ -37,7 +37,7 @@ gmon::Aggregate decode(const Capture& c, const SimulatorOptions& options,
 }
 
 TEST_CASE("every built-in model decodes back to its ground truth exactly") {
-    for (const char* model : {"blinky", "conflation", "deterministic"}) {
+    for (const char* model : {"blinky", "conflation", "deterministic", "synced"}) {
         for (int width : {3, 4}) {
             for (auto encoding :
                  {protocol::LegacyEncoding::kBinary, protocol::LegacyEncoding::kHex}) {
@@ -159,6 +159,35 @@ TEST_CASE("framed: whole frames dropped on the link are exactly the frames lost"
     CHECK(got.total_calls() < c.truth.aggregate.total_calls());
     o.encoding = protocol::LegacyEncoding::kHex;
     CHECK_THROWS_AS(run(o), std::invalid_argument);  // framed is binary only
+}
+
+TEST_CASE("synced: a fixed sampling period hits one PC every pass; dithered, the true shares") {
+    SimulatorOptions o;
+    o.model = "synced";
+    o.max_iterations = 4000;
+    const Capture fixed = run(o);
+    // One sample a pass (the loop lasts one period), always a quarter period in: compute()
+    // (0x2040..0x213f, cycles 100..700) at 150 of its 600 cycles, halfword 32 of 128.
+    REQUIRE(fixed.truth.aggregate.pc_samples().size() == 1);
+    CHECK(fixed.truth.aggregate.pc_samples()[0].pc == 0x2040 + 2 * 32);
+    CHECK(fixed.truth.aggregate.pc_samples()[0].count == 4000);
+    o.dither_cycles = 125;
+    const Capture dithered = run(o);
+    std::map<std::string, std::uint64_t> in;
+    std::uint64_t total = 0;
+    for (const auto& p : dithered.truth.aggregate.pc_samples()) {
+        for (const auto& f : dithered.truth.functions)
+            if (p.pc >= f.addr && p.pc < f.addr + f.size) in[f.name] += p.count;
+        total += p.count;
+    }
+    // The mean period stays 1000 cycles: about one sample a pass.
+    CHECK(total == doctest::Approx(4000).epsilon(0.01));
+    CHECK(static_cast<double>(in["main"]) / total == doctest::Approx(0.10).epsilon(0.15));
+    CHECK(static_cast<double>(in["compute"]) / total == doctest::Approx(0.60).epsilon(0.05));
+    CHECK(static_cast<double>(in["idle_wait"]) / total == doctest::Approx(0.30).epsilon(0.08));
+    CHECK(decode(dithered, o) == dithered.truth.aggregate);
+    o.dither_cycles = 1000;
+    CHECK_THROWS_AS(run(o), std::invalid_argument);
 }
 
 TEST_CASE("a byte budget stops the simulation") {

@@ -36,6 +36,16 @@
 #define RACKPROF_SAMPLE_HZ 1000
 #endif
 
+/* Sampling-period dither: 0 (default) off; N, a power of two below the SysTick reload: each
+ * tick sets the next reload to the period plus a pseudo-random -N..N-1 core cycles (a 16-bit
+ * Galois LFSR; a mask, no division, so Cortex-M0 pays a few cycles). A program whose own loop
+ * lasts a multiple of the sampling period is otherwise sampled at the same phase, the same few
+ * PCs, every time: the histogram is biased however long it runs. The host's
+ * `rackprof check-sync FIXED DITHERED` compares a run without and one with dither and flags it. */
+#ifndef RACKPROF_SAMPLE_DITHER
+#define RACKPROF_SAMPLE_DITHER 0
+#endif
+
 /* Tests only: the stack the PC sampler reads the stacked PC from. 0 (default): the one
  * EXC_RETURN names (MSP or PSP); 1: always MSP; 2: always PSP. 1 and 2 are wrong by design:
  * the e2e test runs the psp example with them to show that its check of where the samples
@@ -73,6 +83,9 @@
 #define RACKPROF_FRAME_BODY 64
 #endif
 
+#if RACKPROF_SAMPLE_DITHER < 0 || (RACKPROF_SAMPLE_DITHER & (RACKPROF_SAMPLE_DITHER - 1))
+#error "RACKPROF_SAMPLE_DITHER must be 0 or a power of two"
+#endif
 #if (RACKPROF_RING_BYTES & (RACKPROF_RING_BYTES - 1)) || RACKPROF_RING_BYTES < 16 || \
     RACKPROF_RING_BYTES > 128
 #error "RACKPROF_RING_BYTES must be a power of two from 16 to 128"

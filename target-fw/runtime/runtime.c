@@ -32,6 +32,21 @@ volatile uint32_t rp_dropped;
 #define all_sent rp_wire_idle
 #endif
 
+#if RACKPROF_SAMPLE_DITHER
+static uint32_t rp_sample_reload; /* the SysTick reload of the undithered period */
+static uint16_t rp_dither_lfsr = 0xACE1u;
+
+/* The next reload: the period plus -N..N-1 cycles from the LFSR (taps 16, 14, 13, 11: all
+ * 65535 states). SysTick has already reloaded for the interval now running, so this sets the
+ * one after it: the intervals are jittered all the same. */
+static void rp_dither_reload(void) {
+    uint16_t l = rp_dither_lfsr;
+    l = (uint16_t)((l >> 1) ^ ((l & 1u) ? 0xB400u : 0u));
+    rp_dither_lfsr = l;
+    SYST_RVR = rp_sample_reload - RACKPROF_SAMPLE_DITHER + (l & (2u * RACKPROF_SAMPLE_DITHER - 1u));
+}
+#endif
+
 void rackprof_init(void) {
 #if RACKPROF_ITM
     rp_itm_init();
@@ -40,6 +55,9 @@ void rackprof_init(void) {
 #endif
     SCB_SHPR3 = (SCB_SHPR3 & 0x00FFFFFFu) | (SYSTICK_PRIORITY << 24);
     SYST_RVR = port_core_clock_hz() / RACKPROF_SAMPLE_HZ - 1u;
+#if RACKPROF_SAMPLE_DITHER
+    rp_sample_reload = SYST_RVR;
+#endif
     SYST_CVR = 0;
     SYST_CSR = SYST_CSR_ENABLE_TICKINT_CORECLK;
 }
@@ -105,6 +123,9 @@ void rp_sample(uint32_t pc) {
     if (rackprof_on) rp_wire_pc(pc);
 #else
     (void)pc;
+#endif
+#if RACKPROF_SAMPLE_DITHER
+    rp_dither_reload();
 #endif
     rp_wire_tick();
 }

@@ -212,12 +212,27 @@ test("profile: sorting (mouse and keyboard), search, call graph and its navigati
   // Default: self % descending, as gprof.
   const self = numbers(await column(1));
   assert.deepEqual(self, [...self].sort((x, y) => y - x));
+  // The sampling error: each row's ± (half the 95 % Wilson interval the API gives), its bounds
+  // in the title, the share inside them.
+  assert.equal((await page.textContent('th:has(button[data-key="self_percent_interval"])')).trim(), "± (95 %)");
+  const profile = await api("GET", `/api/v1/sessions/${sessions.a}/profile`);
+  const plusMinus = await column(2);
+  const shown = await column(0);
+  assert.equal(plusMinus.length, profile.flat.length);
+  for (const [i, name] of shown.entries()) {
+    const row = profile.flat.find((r) => r.name === name);
+    const [low, high] = row.self_percent_interval;
+    assert.ok(low <= row.percent && row.percent <= high, `${name}: ${row.percent} in [${low}, ${high}]`);
+    assert.equal(plusMinus[i], `±${((high - low) / 2).toFixed(2)}`, name);
+    const title = await page.getAttribute(`#flat tbody tr:has(button.fn:text-is("${name}")) td.interval`, "title");
+    assert.equal(title, `95 % Wilson score interval: ${low.toFixed(2)}–${high.toFixed(2)} %`);
+  }
   await page.click('button.sort[data-key="calls"]');
-  const calls = numbers(await column(4));
+  const calls = numbers(await column(5));
   assert.deepEqual(calls, [...calls].sort((x, y) => y - x));
   assert.equal(calls[0], truth.a.gamma.calls);
   await page.click('button.sort[data-key="calls"]');
-  const up = numbers(await column(4));
+  const up = numbers(await column(5));
   assert.deepEqual(up, [...up].sort((x, y) => x - y));
   await page.click('button.sort[data-key="name"]');
   const names = await column(0);
@@ -248,7 +263,7 @@ test("profile: sorting (mouse and keyboard), search, call graph and its navigati
   );
   assert.equal(factNode.length, 1);
   assert.match(factNode[0], new RegExp(`\\b${outside}\\+${fact.recursive.toLocaleString("en-US")} calls`), factNode[0]);
-  assert.equal((await page.locator('#flat tbody tr:has(button.fn:text-is("factorial")) td').nth(3).textContent()).trim(), outside);
+  assert.equal((await page.locator('#flat tbody tr:has(button.fn:text-is("factorial")) td').nth(4).textContent()).trim(), outside);
   assert.match(await page.textContent('#call-graph-table tr.primary:has-text("factorial [")'), new RegExp(`${outside}\\+${fact.recursive}`));
   // Navigation: select gamma, then its caller.
   await page.click('#flat button.fn:text-is("gamma")');
@@ -327,12 +342,19 @@ test("diff: the known difference between two builds, gamma marked slower", async
   assert.equal(new URL(page.url()).pathname, "/diff");
   // The known difference is there to be found: gamma's self % grew by well over 5 points.
   assert.ok(truth.b.gamma.self - truth.a.gamma.self > 5, "build B's gamma is slower");
+  const diffApi = await api("GET", `/api/v1/diff?${new URLSearchParams({ a: `session=${sessions.a}`, b: `session=${sessions.b}` })}`);
   for (const fn of ["alpha", "beta", "gamma"]) {
     const row = page.locator(`#diff-table tr[data-function="${fn}"]`);
     const cell = async (col) => (await row.locator(`[data-col="${col}"]`).textContent()).trim();
     assert.equal(await cell("a_calls"), truth.a[fn].calls.toLocaleString("en-US"));
     assert.equal(await cell("b_calls"), truth.b[fn].calls.toLocaleString("en-US"));
     const delta = Number((await cell("delta")).replace("−", "-"));
+    // Each side's share with its sampling error (the API's 95 % Wilson interval).
+    const api_fn = diffApi.functions.find((f) => f.name === fn);
+    for (const side of ["a", "b"]) {
+      const [low, high] = api_fn[side].self_percent_interval;
+      assert.equal(await cell(`${side}_share`), `${api_fn[side].self_percent.toFixed(2)} ±${((high - low) / 2).toFixed(2)}`, `${fn} ${side}`);
+    }
     assert.ok(Math.abs(delta - (truth.b[fn].self - truth.a[fn].self)) < 0.011, `${fn}: ${delta} vs truth ${truth.b[fn].self - truth.a[fn].self}`);
   }
   assert.equal(await page.getAttribute('#diff-table tr[data-function="gamma"]', "data-change"), "slower");
@@ -414,6 +436,33 @@ test("real firmware: profiler-runtime functions marked as overhead, figures as g
   const marked = await page.$$eval("#flat tbody tr.overhead button.fn", (b) => b.map((x) => x.textContent).sort());
   assert.deepEqual(marked, ["__gnu_mcount_nc", "_mcount_internal"]);
   await screenshot(page, "profile-thesis");
+  assert.deepEqual(errors, []);
+  await close();
+});
+
+// The synchronisation alarm: the synced model's loop lasts exactly the sampling period, so a
+// fixed period samples one PC; against its dithered run the profile page warns, and a run
+// against itself does not.
+test("profile: the synchronisation alarm against a dithered session, from the page's form", async () => {
+  rackprof("simulate", "--model", "synced", "--iterations", "2000", "-o", "synced-fixed.bin", "--write-elf", "synced.elf");
+  rackprof("simulate", "--model", "synced", "--iterations", "2000", "--dither", "125", "-o", "synced-dithered.bin");
+  const firmware = await api("PUT", "/api/v1/firmware", fs.readFileSync(path.join(dir, "synced.elf")));
+  const fixed = (await api("POST", `/api/v1/sessions/import?format=bin&board=synced&firmware=${firmware.id}`, fs.readFileSync(path.join(dir, "synced-fixed.bin")))).id;
+  const dithered = (await api("POST", `/api/v1/sessions/import?format=bin&board=synced&firmware=${firmware.id}`, fs.readFileSync(path.join(dir, "synced-dithered.bin")))).id;
+  const { page, errors, close } = await open(`/sessions/${fixed}`);
+  await page.waitForSelector("#flat tbody tr");
+  assert.equal(await page.locator("#sync-warning").count(), 0);
+  await page.fill('#sync-form input[name="sync_reference"]', String(dithered));
+  await page.click('#sync-form button[type="submit"]');
+  await page.waitForSelector("#sync-warning");
+  const profile = await api("GET", `/api/v1/sessions/${fixed}/profile?sync_reference=${dithered}`);
+  assert.equal(profile.sync_check.synchronised, true);
+  assert.equal((await page.textContent("#sync-warning")).trim(), profile.sync_check.warning);
+  assert.match(profile.sync_check.warning, /compute \(100\.0 % fixed/);
+  await screenshot(page, "profile-sync-warning");
+  await page.goto(`${base}/sessions/${dithered}?sync_reference=${dithered}`);
+  await page.waitForSelector("#sync-ok");
+  assert.equal(await page.locator("#sync-warning").count(), 0);
   assert.deepEqual(errors, []);
   await close();
 });

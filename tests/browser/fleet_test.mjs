@@ -100,8 +100,8 @@ async function formats() {
   const doc = await api("GET", "/api/v1/openapi.json");
   const listed = (p) => doc.paths[p].get.parameters.find((x) => x.name === "format").schema.enum;
   const out = {
-    session: listed("/api/v1/sessions/{id}/export/{format}") ?? ["gmon", "text", "json", "csv", "folded", "speedscope", "dot", "svg", "ndjson", "raw"],
-    selection: listed("/api/v1/profile/export/{format}") ?? ["gmon", "text", "json", "csv", "folded", "speedscope", "dot", "svg"],
+    session: listed("/api/v1/sessions/{id}/export/{format}") ?? ["gmon", "text", "text-intervals", "json", "csv", "folded", "speedscope", "dot", "svg", "ndjson", "raw"],
+    selection: listed("/api/v1/profile/export/{format}") ?? ["gmon", "text", "text-intervals", "json", "csv", "folded", "speedscope", "dot", "svg"],
   };
   assert.ok(out.session.includes("folded") && out.selection.includes("folded"), JSON.stringify(out));
   return out;

@@ -249,6 +249,19 @@ void gmon_seeds() {
     }
 }
 
+// Tiva binned PC reports (gmon/tiva_report.h): a whole minute, and one cut mid-report.
+void tiva_seeds() {
+    std::string report = "DONE COLLECTING (1)\n";
+    for (int bin = 0; bin < 512; ++bin) {
+        const int count = bin == 323 ? 4100 : bin == 42 ? 310 : bin % 97 == 0 ? 3 : 0;
+        report += std::to_string(1000 + bin) + ",42,0," + std::to_string(bin) + "," +
+                  std::to_string(count) + ",0,0\n";
+    }
+    report += "ERROR: (Current PC / 64) >= 512 (Current_PC = 40000)\n";
+    write("tiva", "one-minute", Bytes(report.begin(), report.end()));
+    write("tiva", "truncated", Bytes(report.begin(), report.begin() + 2000));
+}
+
 const std::vector<gmon::SyntheticFunction> kFunctions = {{"main", 0x400, 0x40},
                                                          {"blink", 0x440, 0x20},
                                                          {"delay", 0x460, 0x10, false},
@@ -376,6 +389,7 @@ int main(int argc, char** argv) {
     framed_seeds();
     swo_seeds();
     gmon_seeds();
+    tiva_seeds();
     api_seeds();
     shared_seeds(argc > 2 ? argv[2] : "");
     return 0;

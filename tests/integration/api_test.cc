@@ -8,11 +8,13 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <thread>
 
+#include "gmon/synthetic_elf.h"
 #include "storage/sqlite.h"
 #include "tests/integration/test_support.h"
 
@@ -298,6 +300,94 @@ TEST_CASE("API: a capture imported with the wrong firmware is kept, its profile 
     CHECK(wrong["wrong_elf"]["warning"].get<std::string>().find(
               "10 of 10 call targets (26440 of 26440 calls) are not at a function entry in ") == 0);
     CHECK(import_with("blinky.elf")["wrong_elf"].is_null());
+}
+
+TEST_CASE("API: a Tiva binned PC report imported; text?intervals=1; the sync alarm's warning") {
+    ApiDaemon d;
+    // The Tiva report (gmon/tiva_report.h) and an ELF with functions over its busy bins.
+    const auto tiva_elf = d.dir() / "tiva.elf";
+    gmon::write_synthetic_elf(tiva_elf,
+                              {{"startup", 0x0, 0xA80},
+                               {"Task_ProgramTrace", 0xA80, 0x180},
+                               {"xPortPendSVHandler", 0x5040, 0xC0}},
+                              0x0, 0x8000);
+    const auto put = d.call("PUT", "/api/v1/firmware", {"--data-binary", "@" + tiva_elf.string()});
+    REQUIRE(put.first == 201);
+    const std::string tiva_fw = json::parse(put.second)["id"];
+    std::string report = "DONE COLLECTING (1)\n";
+    for (int bin = 0; bin < 512; ++bin) {
+        const int count = bin == 323 ? 4100 : bin == 42 ? 310 : 0;
+        report += "7," + std::string("42,0,") + std::to_string(bin) + "," + std::to_string(count) +
+                  ",0,0\n";
+    }
+    std::ofstream(d.dir() / "tiva.txt") << report;
+    const auto imported =
+        d.call("POST", "/api/v1/sessions/import?format=tiva&board=tiva&firmware=" + tiva_fw,
+               {"--data-binary", "@" + (d.dir() / "tiva.txt").string()});
+    REQUIRE_MESSAGE(imported.first == 201, imported.second);
+    const auto tiva_id = std::to_string(json::parse(imported.second)["id"].get<std::int64_t>());
+    const auto profile = d.call("GET", "/api/v1/sessions/" + tiva_id + "/profile");
+    REQUIRE(profile.first == 200);
+    const json tiva_profile = json::parse(profile.second);
+    CHECK(tiva_profile["prof_rate"] == 100);
+    CHECK(tiva_profile["total_samples"] == 4410);
+    for (const auto& row : tiva_profile["flat"]) {
+        CHECK(row.contains("self_percent_interval"));
+        if (row["name"] == "xPortPendSVHandler") CHECK(row["samples"].get<double>() == 4100);
+        if (row["name"] == "Task_ProgramTrace") CHECK(row["samples"].get<double>() == 310);
+    }
+    const auto bad = d.call("POST", "/api/v1/sessions/import?format=tiva&firmware=" + tiva_fw,
+                            {"--data-binary", "hello"});
+    CHECK(bad.first == 422);
+    CHECK(bad.second.find("not a Tiva binned PC report") != std::string::npos);
+
+    // text?intervals=1 is the text-intervals export: gprof's text, then the intervals.
+    const auto text = d.call("GET", "/api/v1/sessions/" + tiva_id + "/export/text");
+    const auto with = d.call("GET", "/api/v1/sessions/" + tiva_id + "/export/text?intervals=1");
+    REQUIRE(with.first == 200);
+    CHECK(text.second.find("Wilson") == std::string::npos);
+    CHECK(with.second.starts_with(text.second.substr(0, text.second.find("\f"))));
+    CHECK(with.second.find("95% Wilson score intervals") != std::string::npos);
+    CHECK(d.call("GET", "/api/v1/sessions/" + tiva_id + "/export/text-intervals").second ==
+          with.second);
+
+    // The synchronisation alarm: the synced model at a fixed period against the dithered run.
+    const auto synced_elf = d.dir() / "synced.elf";
+    for (const char* dither : {"0", "125"}) {
+        REQUIRE(
+            testing::rackprof({"simulate", "--model", "synced", "--iterations", "2000", "--dither",
+                               dither, "-o", (d.dir() / ("synced-" + std::string(dither))).string(),
+                               "--write-elf", synced_elf.string()})
+                .exit_code == 0);
+    }
+    const auto synced_put =
+        d.call("PUT", "/api/v1/firmware", {"--data-binary", "@" + synced_elf.string()});
+    const std::string synced_fw = json::parse(synced_put.second)["id"];
+    std::map<std::string, std::string> ids;
+    for (const char* dither : {"0", "125"}) {
+        const auto r =
+            d.call("POST", "/api/v1/sessions/import?format=bin&firmware=" + synced_fw,
+                   {"--data-binary", "@" + (d.dir() / ("synced-" + std::string(dither))).string()});
+        REQUIRE(r.first == 201);
+        ids[dither] = std::to_string(json::parse(r.second)["id"].get<std::int64_t>());
+    }
+    const auto alarm =
+        d.call("GET", "/api/v1/sessions/" + ids["0"] + "/profile?sync_reference=" + ids["125"]);
+    REQUIRE_MESSAGE(alarm.first == 200, alarm.second);
+    const json sync = json::parse(alarm.second)["sync_check"];
+    CHECK(sync["synchronised"] == true);
+    CHECK(sync["reference"].get<std::int64_t>() == std::stoll(ids["125"]));
+    CHECK(sync["warning"].get<std::string>().find("compute") != std::string::npos);
+    CHECK_FALSE(json::parse(d.call("GET", "/api/v1/sessions/" + ids["0"] + "/profile").second)
+                    .contains("sync_check"));
+    // The same run against itself: no warning.
+    const json calm = json::parse(
+        d.call("GET", "/api/v1/sessions/" + ids["125"] + "/profile?sync_reference=" + ids["125"])
+            .second);
+    CHECK(calm["sync_check"]["synchronised"] == false);
+    CHECK(calm["sync_check"]["warning"].is_null());
+    CHECK(d.call("GET", "/api/v1/sessions/" + ids["0"] + "/profile?sync_reference=999").first ==
+          404);
 }
 
 TEST_CASE("API: firmware upload, attach, and imports of a capture and of a gmon.out") {

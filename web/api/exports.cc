@@ -103,9 +103,16 @@ Reply download_reply(const Call& c, service::Export out) {
     return reply;
 }
 
+// export/text?intervals=1 is export/text-intervals: gprof's text with the sampling error.
+std::string with_intervals(const Call& c, const std::string& format) {
+    const auto it = c.query.find("intervals");
+    const bool wanted = it != c.query.end() && (it->second == "1" || it->second == "true");
+    return wanted && format == "text" ? "text-intervals" : format;
+}
+
 Reply export_reply(const Call& c, const std::string& format) {
     const auto id = parse_id(c.path.at("id"), "the session id");
-    return download_reply(c, c.rack.open_export(id, format, window_of(c.query)));
+    return download_reply(c, c.rack.open_export(id, with_intervals(c, format), window_of(c.query)));
 }
 
 // The parameters a selection's views take besides the selection's own keys.
@@ -197,7 +204,8 @@ void add_selection_routes(RouteTable& routes) {
     routes.add({http::verb::get, "/api/v1/profile/export/{format}", Access::kRead,
                 [](const Call& c) {
                     return download_reply(
-                        c, c.rack.open_selection_export(selection_of(c, {}), c.path.at("format")));
+                        c, c.rack.open_selection_export(selection_of(c, {"intervals"}),
+                                                        with_intervals(c, c.path.at("format"))));
                 },
                 "the merged profile of a selection as a file, in any export format made whole"});
     routes.add({http::verb::get, "/api/v1/diff", Access::kRead, diff_reply,

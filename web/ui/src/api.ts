@@ -49,6 +49,10 @@ export interface FlatRow {
   calls: number | null;
   self_ms_per_call: number | null;
   total_ms_per_call: number | null;
+  // The share's sampling error: its 95 % Wilson score interval, in percent and in seconds
+  // (absent from a daemon older than this dashboard).
+  self_percent_interval?: [number, number];
+  self_seconds_interval?: [number, number];
 }
 
 export interface GraphLine {
@@ -94,12 +98,22 @@ export interface CallingContext {
   calling_context: { arcs: AttributedArc[]; incomplete_nodes: number; nodes: number; total_cycles: number };
 }
 
+// GET .../profile?sync_reference=ID: the synchronisation alarm (gmon/sync_check.h) against
+// another session of the program sampled with the other sampling-period setting.
+export interface SyncCheck {
+  synchronised: boolean;
+  warning: string | null;
+  reference: number;
+  test: { functions_compared: number; flagged: number; alpha: number };
+}
+
 export interface Profile {
   total_seconds: number;
   total_samples: number;
   seconds_per_sample: number;
   flat: FlatRow[];
   call_graph: GraphEntry[];
+  sync_check?: SyncCheck;
 }
 
 // A selection's merged profile (GET /api/v1/profile?<selection>): a profile plus what was merged
@@ -146,6 +160,7 @@ export interface DiffSide {
   self_samples: number;
   self_seconds: number;
   self_percent: number;
+  self_percent_interval?: [number, number]; // 95 % Wilson score interval of the share
   total_seconds: number;
   total_percent: number;
   calls: number;
@@ -258,7 +273,8 @@ export const api = {
   sessions: (filter: Record<string, string> = {}) =>
     request<Session[]>("GET", "/api/v1/sessions?" + new URLSearchParams(filter)),
   session: (id: number) => request<Session>("GET", `/api/v1/sessions/${id}`),
-  profile: (id: number) => request<Profile>("GET", `/api/v1/sessions/${id}/profile`),
+  profile: (id: number, syncReference?: number) =>
+    request<Profile>("GET", `/api/v1/sessions/${id}/profile${syncReference === undefined ? "" : `?sync_reference=${syncReference}`}`),
   // A selection is a query string as the API takes it: "build_id=ab12&tag=lab" or "session=3".
   selectionProfile: (selection: string) => request<SelectionProfile>("GET", `/api/v1/profile?${selection}`),
   diff: (a: string, b: string) =>
@@ -303,8 +319,8 @@ export interface ExportFormats {
 }
 
 const knownFormats: ExportFormats = {
-  session: ["gmon", "text", "json", "csv", "folded", "speedscope", "dot", "svg", "ndjson", "raw", "cct-folded", "cct-speedscope", "cct-pprof", "cct-json"],
-  selection: ["gmon", "text", "json", "csv", "folded", "speedscope", "dot", "svg", "cct-folded", "cct-speedscope", "cct-pprof", "cct-json"],
+  session: ["gmon", "text", "text-intervals", "json", "csv", "folded", "speedscope", "dot", "svg", "ndjson", "raw", "cct-folded", "cct-speedscope", "cct-pprof", "cct-json"],
+  selection: ["gmon", "text", "text-intervals", "json", "csv", "folded", "speedscope", "dot", "svg", "cct-folded", "cct-speedscope", "cct-pprof", "cct-json"],
 };
 
 // How a format reads on a button; any other is shown by its name.

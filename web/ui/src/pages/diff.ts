@@ -2,7 +2,7 @@
 // (GET /api/v1/diff): per function the change of self and total time and of calls, the test's
 // p-value and its verdict (slower, faster), and b's stacks drawn coloured by their change.
 import { api, type Diff, type DiffFunction, type Session } from "../api";
-import { count, isOverhead } from "../format";
+import { count, isOverhead, plusMinus } from "../format";
 import { h, link, replace } from "../dom";
 import { navigate } from "../router";
 import { buildsOf, selectionPicker, shortId } from "../selection";
@@ -112,11 +112,15 @@ type Column = { key: string; label: string; value: (f: DiffFunction) => number |
 
 const rel = (x: number | null) => (x === null ? "new" : `${x > 0 ? "+" : x < 0 ? "−" : "±"}${Math.abs(x * 100).toFixed(1)} %`);
 const secs = (s: number) => s.toFixed(2);
+// A side's share with its sampling error: "12.34 ±0.56" (the 95 % Wilson interval's half width).
+const share = (side: DiffFunction["a"]) => `${side.self_percent.toFixed(2)} ${plusMinus(side.self_percent_interval)}`;
 
 const columns: Column[] = [
   { key: "name", label: "Function", value: (f) => f.name, show: (f) => f.name, numeric: false },
   { key: "a_self", label: "A self s", value: (f) => f.a.self_seconds, show: (f) => secs(f.a.self_seconds), numeric: true },
   { key: "b_self", label: "B self s", value: (f) => f.b.self_seconds, show: (f) => secs(f.b.self_seconds), numeric: true },
+  { key: "a_share", label: "A self % ± (95 %)", value: (f) => f.a.self_percent, show: (f) => share(f.a), numeric: true },
+  { key: "b_share", label: "B self % ± (95 %)", value: (f) => f.b.self_percent, show: (f) => share(f.b), numeric: true },
   { key: "self_change", label: "Self change", value: (f) => f.self_change, show: (f) => rel(f.self_change), numeric: true },
   { key: "delta", label: "Self % Δ", value: (f) => f.self_percent_delta, show: (f) => `${f.self_percent_delta >= 0 ? "+" : "−"}${Math.abs(f.self_percent_delta).toFixed(2)}`, numeric: true },
   { key: "total_change", label: "Total change", value: (f) => f.total_change, show: (f) => rel(f.total_change), numeric: true },

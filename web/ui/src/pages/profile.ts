@@ -1,9 +1,10 @@
 // Profile of one session: the flat profile (sortable, searchable), the call graph drawn with
 // caller/callee navigation, and the call-graph table laid out as gprof prints it.
 import { api, ApiError, downloads, exportFormats, type AttributedArc, type FlatRow, type GraphEntry, type GraphLine, type Profile } from "../api";
-import { count, duration, isOverhead, percent, seconds, time } from "../format";
+import { count, duration, intervalTitle, isOverhead, percent, plusMinus, seconds, time } from "../format";
 import { downloadLinks, h, link, replace } from "../dom";
 import { callGraphDot, renderCallGraph } from "../callgraph";
+import { navigate } from "../router";
 import { drawFlameGraph, parseFolded } from "../flamegraph";
 
 type Key = keyof FlatRow;
@@ -11,6 +12,7 @@ const isMeasured = (format: string) => format.startsWith("cct-");
 const columns: { key: Key; label: string; numeric: boolean }[] = [
   { key: "name", label: "Function", numeric: false },
   { key: "percent", label: "Self %", numeric: true },
+  { key: "self_percent_interval", label: "± (95 %)", numeric: true },
   { key: "self_seconds", label: "Self s", numeric: true },
   { key: "cumulative_seconds", label: "Cumulative s", numeric: true },
   { key: "calls", label: "Calls", numeric: true },
@@ -18,8 +20,14 @@ const columns: { key: Key; label: string; numeric: boolean }[] = [
   { key: "total_ms_per_call", label: "Total ms/call", numeric: true },
 ];
 
+// The sampling error's column sorts by the interval's width.
+const sortValue = (r: FlatRow, key: Key) => (key === "self_percent_interval" ? (r.self_percent_interval ? r.self_percent_interval[1] - r.self_percent_interval[0] : null) : r[key]);
+
 export async function profilePage(main: HTMLElement, _params: URLSearchParams, id?: number) {
   const sid = id as number;
+  // ?sync_reference=ID: the synchronisation alarm against that session (the dithered run).
+  const syncText = _params.get("sync_reference");
+  const syncReference = syncText && /^\d+$/.test(syncText) ? Number(syncText) : undefined;
   const [session, formats] = await Promise.all([api.session(sid), exportFormats()]);
   // The measured calling-context exports are offered once the session is known to have a tree.
   const downloadLine = h("p", { class: "meta downloads" }, "download ", downloadLinks(downloads(sid, formats.session.filter((f) => !isMeasured(f)))));
@@ -37,7 +45,7 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
   ];
   let profile: Profile;
   try {
-    profile = await api.profile(sid);
+    profile = await api.profile(sid, syncReference);
   } catch (e) {
     const noElf = e instanceof ApiError && e.code === "no_elf";
     replace(main, ...header, h("p", { class: "error", role: "alert" }, (e as Error).message), noElf ? attachForm(sid, () => profilePage(main, _params, id)) : null);
@@ -57,7 +65,7 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     const needle = search.value.trim().toLowerCase();
     const rows = profile.flat
       .filter((r) => r.name.toLowerCase().includes(needle))
-      .sort((a, b) => compare(a[sort.key], b[sort.key]) * (sort.descending ? -1 : 1));
+      .sort((a, b) => compare(sortValue(a, sort.key), sortValue(b, sort.key)) * (sort.descending ? -1 : 1));
     replace(
       headRow,
       columns.map((c) =>
@@ -89,7 +97,8 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
           { class: [isOverhead(r.name) ? "overhead" : "", r.name === selected ? "selected" : ""].join(" ").trim() || undefined },
           h("th", { scope: "row", class: "mono" }, h("button", { type: "button", class: "fn", onclick: () => select(r.name) }, r.name), isOverhead(r.name) ? h("span", { class: "tag", title: "time spent in the profiler itself" }, "overhead") : ""),
           h("td", { class: "num" }, percent(r.percent)),
-          h("td", { class: "num" }, seconds(r.self_seconds)),
+          h("td", { class: "num interval", title: intervalTitle(r.self_percent_interval, "%") }, plusMinus(r.self_percent_interval)),
+          h("td", { class: "num", title: intervalTitle(r.self_seconds_interval, "s") }, seconds(r.self_seconds)),
           h("td", { class: "num" }, seconds(r.cumulative_seconds)),
           h("td", { class: "num" }, count(r.calls)),
           h("td", { class: "num" }, r.self_ms_per_call === null ? "—" : r.self_ms_per_call.toFixed(2)),
@@ -172,7 +181,8 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
   replace(
     main,
     ...header,
-    h("p", { class: "meta" }, `${seconds(profile.total_seconds)} s sampled (${count(profile.total_samples)} samples) · ${profile.flat.length} functions`),
+    syncSection(sid, profile),
+    h("p", { class: "meta" }, `${seconds(profile.total_seconds)} s sampled (${count(profile.total_samples)} samples) · ${profile.flat.length} functions · ± is the 95 % Wilson score interval of each share (sampling error)`),
     h(
       "section",
       { "aria-labelledby": "h-flat" },
@@ -253,6 +263,36 @@ function attachForm(sid: number, reload: () => Promise<unknown>) {
     h("p", { class: "muted" }, "The ELF the board ran names the session's functions: upload it here, or give the id of firmware uploaded before (on the ", link("/firmware", "Firmware & import"), " page)."),
     form,
     result,
+  );
+}
+
+// The synchronisation alarm: this session (a fixed sampling period) against another run sampled
+// with a dithered period; a warning when their shares differ beyond sampling error.
+function syncSection(sid: number, profile: Profile) {
+  const check = profile.sync_check;
+  const form = h(
+    "form",
+    {
+      class: "inline",
+      id: "sync-form",
+      onsubmit: (e: Event) => {
+        e.preventDefault();
+        const ref = String(new FormData(e.target as HTMLFormElement).get("sync_reference")).trim();
+        if (/^\d+$/.test(ref)) navigate(`/sessions/${sid}?${new URLSearchParams({ sync_reference: ref })}`);
+      },
+    },
+    h("label", {}, "Check sampling synchronisation against the dithered session ", h("input", { name: "sync_reference", inputmode: "numeric", size: 6, value: check ? String(check.reference) : "" })),
+    " ",
+    h("button", { type: "submit" }, "Check"),
+  );
+  if (!check) return h("p", { class: "meta" }, form);
+  return h(
+    "div",
+    {},
+    check.warning
+      ? h("p", { class: "error", role: "alert", id: "sync-warning" }, check.warning)
+      : h("p", { class: "meta", id: "sync-ok" }, `No synchronisation: shares agree with session ${check.reference} within sampling error (${check.test.functions_compared} functions).`),
+    h("p", { class: "meta" }, form),
   );
 }
 

@@ -1,0 +1,193 @@
+// Issue 19, items 5-7 end to end through the rackprof binary: the sampling error of each flat
+// row (convert --intervals), the synchronisation alarm (simulate --model synced, --dither,
+// check-sync) and the Tiva-style binned PC report as an input (convert --format tiva).
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "gmon/synthetic_elf.h"
+#include "tests/integration/test_support.h"
+
+namespace rackprof {
+namespace {
+
+using nlohmann::json;
+using testing::rackprof;
+
+// A capture of `model` and its ELF in `dir`, named by `name`.
+void simulate(const testing::TempDir& dir, const std::string& name, const std::string& model,
+              std::vector<std::string> extra) {
+    std::vector<std::string> args = {"simulate",
+                                     "--model",
+                                     model,
+                                     "-o",
+                                     (dir / (name + ".bin")).string(),
+                                     "--write-elf",
+                                     (dir / (name + ".elf")).string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto sim = rackprof(args);
+    REQUIRE_MESSAGE(sim.exit_code == 0, sim.err);
+}
+
+testing::CommandResult check_sync(const testing::TempDir& dir, const std::string& fixed,
+                                  const std::string& dithered) {
+    return rackprof({"check-sync", (dir / (fixed + ".bin")).string(),
+                     (dir / (dithered + ".bin")).string(), "--elf",
+                     (dir / (fixed + ".elf")).string(), "--json"});
+}
+
+// The report as the description says the sampler task prints it (gmon/tiva_report.h).
+std::string tiva_report(int number, const std::map<std::uint32_t, std::uint64_t>& counts) {
+    std::string out = "DONE COLLECTING (" + std::to_string(number) + ")\n";
+    for (std::uint32_t bin = 0; bin < 512; ++bin) {
+        const auto it = counts.find(bin);
+        out += std::to_string(600000 * number + bin) + ",42,0," + std::to_string(bin) + "," +
+               std::to_string(it == counts.end() ? 0 : it->second) + ",0,0\n";
+    }
+    return out;
+}
+
+// Functions where the report found its time (fig. 10-1): tasks.obj in bins 42-47, driverLib
+// in 289-290, portasm.obj in 321-323.
+void write_tiva_elf(const std::filesystem::path& path) {
+    gmon::write_synthetic_elf(path,
+                              {{"startup", 0x0000, 0xA80},
+                               {"Task_ProgramTrace", 0xA80, 0x180},    // bins 42..47
+                               {"TimerIntClear", 0x4840, 0x80},        // bins 289, 290
+                               {"xPortPendSVHandler", 0x5040, 0xC0}},  // bins 321..323
+                              0x0, 0x8000);
+}
+
+const json& flat_row(const json& profile, const std::string& name) {
+    for (const auto& row : profile["flat"])
+        if (row["name"] == name) return row;
+    FAIL("no flat row " << name);
+    throw std::logic_error("unreachable");
+}
+
+}  // namespace
+
+TEST_CASE("convert --intervals: gprof's text, then each flat row's 95 % Wilson interval") {
+    testing::TempDir dir;
+    simulate(dir, "blinky", "blinky", {"--iterations", "40"});
+    const auto plain = rackprof({"convert", (dir / "blinky.bin").string(), "--elf",
+                                 (dir / "blinky.elf").string(), "-o", (dir / "g.out").string()});
+    REQUIRE_MESSAGE(plain.exit_code == 0, plain.err);
+    const auto with =
+        rackprof({"convert", (dir / "blinky.bin").string(), "--elf", (dir / "blinky.elf").string(),
+                  "-o", (dir / "g.out").string(), "--intervals"});
+    REQUIRE_MESSAGE(with.exit_code == 0, with.err);
+    CHECK(plain.out.find("Wilson") == std::string::npos);
+    const auto graph = plain.out.find("\f\n");
+    REQUIRE(graph != std::string::npos);
+    CHECK(with.out.substr(0, graph) == plain.out.substr(0, graph));
+    CHECK(with.out.ends_with(plain.out.substr(graph)));
+    CHECK(with.out.find("95% Wilson score intervals") != std::string::npos);
+    // The JSON report: every flat row has the interval, around its percent.
+    const auto report =
+        rackprof({"convert", (dir / "blinky.bin").string(), "--elf", (dir / "blinky.elf").string(),
+                  "-o", (dir / "g.out").string(), "--report", "json"});
+    REQUIRE(report.exit_code == 0);
+    const json profile = json::parse(report.out)["profile"];
+    REQUIRE(!profile["flat"].empty());
+    for (const auto& row : profile["flat"]) {
+        REQUIRE(row.contains("self_percent_interval"));
+        REQUIRE(row.contains("self_seconds_interval"));
+        CHECK(row["self_percent_interval"][0].get<double>() <= row["percent"].get<double>());
+        CHECK(row["self_percent_interval"][1].get<double>() >= row["percent"].get<double>());
+    }
+}
+
+TEST_CASE("the synchronisation alarm: the synced model trips it, blinky does not") {
+    testing::TempDir dir;
+    // The synced model's loop lasts exactly the sampling period: at a fixed period every sample
+    // lands in compute() at one PC; dithered, the true 10 / 60 / 30 %.
+    simulate(dir, "synced-fixed", "synced", {"--iterations", "3000"});
+    simulate(dir, "synced-dithered", "synced", {"--iterations", "3000", "--dither", "125"});
+    const auto alarm = check_sync(dir, "synced-fixed", "synced-dithered");
+    CHECK_MESSAGE(alarm.exit_code == 1, alarm.err);
+    const json check = json::parse(alarm.out);
+    CHECK(check["synchronised"] == true);
+    CHECK(check["warning"].get<std::string>().find("compute (100.0 % fixed") != std::string::npos);
+    std::map<std::string, double> dithered;
+    for (const auto& f : check["functions"]) {
+        CHECK(f["flagged"] == true);
+        dithered[f["name"]] = f["dithered"]["self_percent"].get<double>();
+    }
+    CHECK(dithered["main"] == doctest::Approx(10).epsilon(0.25));
+    CHECK(dithered["compute"] == doctest::Approx(60).epsilon(0.05));
+    CHECK(dithered["idle_wait"] == doctest::Approx(30).epsilon(0.1));
+    CHECK(alarm.err.find("sampling synchronised with the program?") != std::string::npos);
+
+    // blinky: its samples do not lock to a phase; dither or not, the shares agree.
+    simulate(dir, "blinky-fixed", "blinky", {"--iterations", "300", "--seed", "3"});
+    simulate(dir, "blinky-dithered", "blinky",
+             {"--iterations", "300", "--seed", "4", "--dither", "125"});
+    const auto calm = check_sync(dir, "blinky-fixed", "blinky-dithered");
+    CHECK_MESSAGE(calm.exit_code == 0, calm.out << calm.err);
+    CHECK(json::parse(calm.out)["synchronised"] == false);
+    CHECK(json::parse(calm.out)["warning"].is_null());
+    // And the text form says so.
+    const auto text = rackprof({"check-sync", (dir / "blinky-fixed.bin").string(),
+                                (dir / "blinky-dithered.bin").string(), "--elf",
+                                (dir / "blinky-fixed.elf").string()});
+    CHECK(text.out.find("no synchronisation") != std::string::npos);
+    CHECK(rackprof({"check-sync", (dir / "blinky-fixed.bin").string()}).exit_code == 2);
+    CHECK(rackprof({"simulate", "--model", "synced", "--dither", "1000", "-o", "-"}).exit_code ==
+          2);
+}
+
+TEST_CASE("convert --format tiva: a Tiva binned PC report becomes a profile and a gmon.out") {
+    testing::TempDir dir;
+    const auto elf = dir / "tiva.elf";
+    write_tiva_elf(elf);
+    const std::map<std::uint32_t, std::uint64_t> first = {
+        {42, 310}, {43, 95}, {47, 40}, {289, 3}, {290, 1}, {321, 512}, {322, 870}, {323, 4100}};
+    const std::map<std::uint32_t, std::uint64_t> second = {{42, 290},  {46, 9},    {290, 2},
+                                                           {321, 498}, {322, 901}, {323, 4104}};
+    const auto report = dir / "tiva-report.txt";
+    std::ofstream(report) << "console up\n" << tiva_report(1, first) << tiva_report(2, second);
+    for (const char* format : {"auto", "tiva"}) {
+        CAPTURE(format);
+        const auto out = dir / "gmon.out";
+        const auto conv = rackprof({"convert", report.string(), "--format", format, "--elf",
+                                    elf.string(), "-o", out.string(), "--report", "json"});
+        REQUIRE_MESSAGE(conv.exit_code == 0, conv.err);
+        const json doc = json::parse(conv.out);
+        CHECK(doc["source"]["format"] == "tiva");
+        const json& profile = doc["profile"];
+        CHECK(profile["prof_rate"] == 100);
+        CHECK(profile["total_samples"] == 11735);
+        CHECK(flat_row(profile, "Task_ProgramTrace")["samples"].get<double>() == 744);
+        CHECK(flat_row(profile, "TimerIntClear")["samples"].get<double>() == 6);
+        CHECK(flat_row(profile, "xPortPendSVHandler")["samples"].get<double>() == 10985);
+        CHECK(flat_row(profile, "xPortPendSVHandler")["self_seconds"].get<double>() ==
+              doctest::Approx(109.85));
+        // The gmon.out gprof reads: the same flat profile.
+        const std::string gprof = testing::gprof_brief(elf, out);
+        CHECK(gprof.find("xPortPendSVHandler") != std::string::npos);
+        CHECK(gprof.find("Each sample counts as 0.01 seconds.") != std::string::npos);
+        const auto text = rackprof({"convert", report.string(), "--format", format, "--elf",
+                                    elf.string(), "-o", (dir / "again.out").string()});
+        REQUIRE(text.exit_code == 0);
+        CHECK(text.out == gprof);
+    }
+    // Garbage and a truncated report: clear errors, no gmon.out.
+    std::ofstream(dir / "garbage.txt") << "hello\nworld\n";
+    const auto garbage = rackprof({"convert", (dir / "garbage.txt").string(), "--format", "tiva",
+                                   "--elf", elf.string(), "-o", (dir / "bad.out").string()});
+    CHECK(garbage.exit_code != 0);
+    CHECK(garbage.err.find("not a Tiva binned PC report") != std::string::npos);
+    const std::string whole = tiva_report(1, first);
+    std::ofstream(dir / "cut.txt") << whole.substr(0, whole.size() / 2);
+    const auto cut = rackprof({"convert", (dir / "cut.txt").string(), "--elf", elf.string(), "-o",
+                               (dir / "bad.out").string()});
+    CHECK(cut.exit_code != 0);
+    CHECK(cut.err.find("cut.txt: Tiva binned PC report, line") != std::string::npos);
+    CHECK(cut.err.find("truncated") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir / "bad.out"));
+}
+
+}  // namespace rackprof
