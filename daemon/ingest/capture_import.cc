@@ -49,16 +49,20 @@ class FileDescriptor {
     int fd_;
 };
 
-// Passes everything on and keeps the last HELLO.
+// Passes everything on, keeps the last HELLO and counts the enter/exit events.
 class HelloTap : public protocol::RecordSink {
   public:
     explicit HelloTap(protocol::RecordSink& next) : next_(next) {}
     void on_records(std::span<const protocol::Record> batch) override { next_.on_records(batch); }
     void on_event(const protocol::StreamEvent& event) override {
         if (const auto* h = std::get_if<protocol::TargetHello>(&event)) hello = *h;
+        if (std::holds_alternative<protocol::FunctionEvent>(event)) ++function_events;
+        if (std::holds_alternative<protocol::EventsLost>(event)) ++events_lost;
         next_.on_event(event);
     }
     std::optional<protocol::TargetHello> hello;
+    std::uint64_t function_events = 0;
+    std::uint64_t events_lost = 0;
 
   private:
     protocol::RecordSink& next_;
@@ -82,6 +86,8 @@ Imported finished(protocol::StreamDecoder& decoder, HelloTap& tap, const WireSpe
     out.format = wire.format;
     out.stats = decoder.stats();
     out.hello = tap.hello;
+    out.function_events = tap.function_events;
+    out.events_lost = tap.events_lost;
     out.exceptions = protocol::exceptions_of(decoder);
     return out;
 }

@@ -16,6 +16,11 @@ volatile uint32_t rp_dropped;
 #define SYST_CVR (*(volatile uint32_t*)0xE000E018u)
 #define SCB_SHPR3 (*(volatile uint32_t*)0xE000ED20u)
 #define SYST_CSR_ENABLE_TICKINT_CORECLK 7u
+#define DEMCR (*(volatile uint32_t*)0xE000EDFCu)
+#define DEMCR_TRCENA (1u << 24)
+#define DWT_CTRL (*(volatile uint32_t*)0xE0001000u)
+#define DWT_CYCCNT (*(volatile uint32_t*)0xE0001004u)
+#define DWT_CTRL_CYCCNTENA 1u
 /* Below the UART (priority 0), so the queue drains while the sampler runs, and above the
  * application's interrupts (the thesis' rule for steady sampling). */
 #define SYSTICK_PRIORITY 0x40u
@@ -32,6 +37,12 @@ volatile uint32_t rp_dropped;
 #define all_sent rp_wire_idle
 #endif
 
+#if RACKPROF_EVENTS && !RACKPROF_CYCLE_COUNTER
+static uint32_t stamp_wraps;  /* SysTick periods seen, modulo 2^32 */
+static uint32_t stamp_period; /* cycles per SysTick period (no division per stamp) */
+static uint32_t stamp_last_count;
+#endif
+
 void rackprof_init(void) {
 #if RACKPROF_ITM
     rp_itm_init();
@@ -42,7 +53,38 @@ void rackprof_init(void) {
     SYST_RVR = port_core_clock_hz() / RACKPROF_SAMPLE_HZ - 1u;
     SYST_CVR = 0;
     SYST_CSR = SYST_CSR_ENABLE_TICKINT_CORECLK;
+#if RACKPROF_EVENTS && !RACKPROF_CYCLE_COUNTER
+    stamp_period = SYST_RVR + 1u;
+#endif
+#if RACKPROF_EVENTS && RACKPROF_CYCLE_COUNTER
+    DEMCR |= DEMCR_TRCENA;
+    DWT_CYCCNT = 0;
+    DWT_CTRL |= DWT_CTRL_CYCCNTENA;
+#endif
 }
+
+#if RACKPROF_EVENTS && RACKPROF_CYCLE_COUNTER
+uint32_t rp_stamp(void) {
+    return DWT_CYCCNT;
+}
+#elif RACKPROF_EVENTS
+
+/* SysTick's count extended by its wraps, in core cycles since init (modulo 2^32). The count
+ * runs down, so a count above the last one read means it reloaded: one wrap, provided reads
+ * come less than a period apart, which the SysTick handler's call every period ensures.
+ * (COUNTFLAG is not used: under QEMU a read could see the reloaded count before the flag, and
+ * stamps went back by a period.) Masked, so a
+ * nested caller never sees the count and the wraps out of step. */
+uint32_t rp_stamp(void) {
+    uint32_t key = rp_irq_save();
+    uint32_t count = SYST_CVR;
+    if (count > stamp_last_count) stamp_wraps++;
+    stamp_last_count = count;
+    uint32_t stamp = stamp_wraps * stamp_period + (stamp_period - 1u - count);
+    rp_irq_restore(key);
+    return stamp;
+}
+#endif
 
 void rackprof_start(void) {
     rp_wire_start();
@@ -98,6 +140,9 @@ void rp_push(const uint8_t* record, unsigned n, int wait) {
 
 /* Called by SysTick_Handler (pc_sampler.S) with the interrupted code's PC. */
 void rp_sample(uint32_t pc) {
+#if RACKPROF_EVENTS && !RACKPROF_CYCLE_COUNTER
+    rp_stamp(); /* counts this period's wrap even when no event comes */
+#endif
     /* With the ITM registers the DWT samples in hardware: the tick only paces the encoder. */
 #if RACKPROF_ITM == RACKPROF_ITM_OVER_UART
     if (rackprof_on) rp_itm_pc(pc);
