@@ -200,6 +200,35 @@ TEST_CASE("demo --qemu --mode enter-exit: conflation's enter/exit events are exa
     }
 }
 
+// The same items over ITM (itm-uart-enter-exit: ITM packets through the UART, the framed
+// protocol on stimulus port 1): `rackprof convert --protocol itm` finds every event.
+TEST_CASE("enter/exit events over ITM: convert --protocol itm decodes them all") {
+    const auto elf = std::filesystem::path(RACKPROF_BINARY).parent_path() / "target-fw" /
+                     "conflation-mps2-an385-itm-uart-enter-exit.elf";
+    if (testing::run({"sh", "-c", "command -v qemu-system-arm"}).exit_code != 0 ||
+        !std::filesystem::exists(elf)) {
+        MESSAGE("SKIP: enter-exit needs qemu-system-arm and target-fw built (./setup.sh)");
+        return;
+    }
+    const std::string source = testing::read_text(std::filesystem::path(RACKPROF_SOURCE_DIR) /
+                                                  "target-fw/examples/conflation.c");
+    const std::uint64_t rounds = source_define(source, "ROUNDS");
+    testing::TempDir dir;
+    const auto capture = dir / "capture.bin";
+    const auto qemu = testing::run(
+        {"timeout", "60", "qemu-system-arm", "-M", "mps2-an385", "-display", "none", "-monitor",
+         "none", "-serial", "file:" + capture.string(), "-semihosting-config",
+         "enable=on,target=native", "-icount", "shift=5,sleep=off", "-kernel", elf.string()});
+    REQUIRE(qemu.exit_code == 0);
+    const auto converted =
+        testing::rackprof({"convert", capture.string(), "--protocol", "itm", "--framed-port", "1",
+                           "--console-port", "0", "--elf", elf.string()});
+    REQUIRE_MESSAGE(converted.exit_code == 0, converted.err);
+    CHECK(converted.err.find("rackprof: " + std::to_string(8 * rounds) + " enter/exit events\n") !=
+          std::string::npos);
+    CHECK(converted.err.find("conflation: done") != std::string::npos);  // console, port 0
+}
+
 // nested: a timer interrupt (IRQ 8: exception 24 on both boards) calls app_timer_isr -> tick
 // while main calls work -> leaf. Its events carry the exception number, each exception's
 // events nest on their own; where the target's queue overflowed (mps2-an385: a handler's items
