@@ -134,17 +134,27 @@ void rp_wire_pc(uint32_t pc) {
 }
 
 #if RACKPROF_EVENTS
-/* One ENTER or EXIT item, queued uncached (each event is its own fact); dropped and counted
- * like any record when the queue is full. The stamp is read last before queueing on entry,
- * so the hook's own work before it is charged to the caller, not the callee. */
+/* Writes `bytes` bytes of value, little-endian, at *at in the queue (inside a reservation). */
+static void ring_put(unsigned* at, uint32_t value, unsigned bytes) {
+    for (unsigned i = 0; i < bytes; i++, value >>= 8)
+        rp_ring_buf[(*at)++ & RP_RING_MASK] = (uint8_t)value;
+}
+
+/* One ENTER or EXIT item, queued uncached (each event is its own fact), written straight into
+ * its reservation (no staging copy: this runs twice per call); dropped and counted like any
+ * record when the queue is full. */
 void rp_wire_event(int enter, uint32_t callee, uint32_t call_site) {
-    uint8_t item[1 + 2 * A + 4 + 2];
     uint32_t exception = rp_ipsr();
-    item[0] = (uint8_t)((enter ? TAG_ENTER : TAG_EXIT) + (exception ? 2u : 0u));
-    uint8_t* end = put_le(put_le(item + 1, callee, A), call_site, A);
-    end = put_le(end, rp_stamp(), 4);
-    if (exception) end = put_le(end, exception, 2);
-    rp_push(item, (unsigned)(end - item), 0);
+    int reserved = rp_queue_begin(1 + 2 * A + 4 + (exception ? 2u : 0u), 0);
+    if (reserved < 0) return;
+    unsigned at = (unsigned)reserved;
+    uint32_t stamp = rp_stamp();
+    ring_put(&at, (enter ? TAG_ENTER : TAG_EXIT) + (exception ? 2u : 0u), 1);
+    ring_put(&at, callee, A);
+    ring_put(&at, call_site, A);
+    ring_put(&at, stamp, 4);
+    if (exception) ring_put(&at, exception, 2);
+    rp_queue_end();
 }
 
 /* gcc's -finstrument-functions hooks: this_fn is the function's address, call_site the return

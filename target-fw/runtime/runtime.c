@@ -41,6 +41,7 @@ volatile uint32_t rp_dropped;
 static uint32_t stamp_wraps;  /* SysTick periods seen, modulo 2^32 */
 static uint32_t stamp_period; /* cycles per SysTick period (no division per stamp) */
 static uint32_t stamp_last_count;
+static uint8_t stamp_wrap_counted; /* a reader counted this period's wrap before the tick */
 #endif
 
 void rackprof_init(void) {
@@ -70,19 +71,36 @@ uint32_t rp_stamp(void) {
 #elif RACKPROF_EVENTS
 
 /* SysTick's count extended by its wraps, in core cycles since init (modulo 2^32). The count
- * runs down, so a count above the last one read means it reloaded: one wrap, provided reads
- * come less than a period apart, which the SysTick handler's call every period ensures.
- * (COUNTFLAG is not used: under QEMU a read could see the reloaded count before the flag, and
- * stamps went back by a period.) Masked, so a
- * nested caller never sees the count and the wraps out of step. */
+ * runs down, so a reader that finds it above the last count read knows it reloaded: one wrap,
+ * which it counts and flags. The SysTick interrupt is the wrap itself: its handler counts the
+ * wrap unless a reader already did (the flag) -- reading alone would miss one when the handler
+ * read last, a whole period ago, at a count no lower than now. Masked, so nested readers never
+ * see the count and the wraps out of step. (COUNTFLAG is not used: under QEMU a read could see
+ * the reloaded count before the flag was set.) */
+static uint32_t stamp_at(uint32_t count) {
+    return stamp_wraps * stamp_period + (stamp_period - 1u - count);
+}
+
 uint32_t rp_stamp(void) {
     uint32_t key = rp_irq_save();
     uint32_t count = SYST_CVR;
-    if (count > stamp_last_count) stamp_wraps++;
+    if (count > stamp_last_count) {
+        stamp_wraps++;
+        stamp_wrap_counted = 1;
+    }
     stamp_last_count = count;
-    uint32_t stamp = stamp_wraps * stamp_period + (stamp_period - 1u - count);
+    uint32_t stamp = stamp_at(count);
     rp_irq_restore(key);
     return stamp;
+}
+
+static void stamp_tick(void) {
+    uint32_t key = rp_irq_save();
+    uint32_t count = SYST_CVR;
+    if (count > stamp_last_count || !stamp_wrap_counted) stamp_wraps++;
+    stamp_wrap_counted = 0;
+    stamp_last_count = count;
+    rp_irq_restore(key);
 }
 #endif
 
@@ -141,7 +159,7 @@ void rp_push(const uint8_t* record, unsigned n, int wait) {
 /* Called by SysTick_Handler (pc_sampler.S) with the interrupted code's PC. */
 void rp_sample(uint32_t pc) {
 #if RACKPROF_EVENTS && !RACKPROF_CYCLE_COUNTER
-    rp_stamp(); /* counts this period's wrap even when no event comes */
+    stamp_tick(); /* this period's wrap */
 #endif
     /* With the ITM registers the DWT samples in hardware: the tick only paces the encoder. */
 #if RACKPROF_ITM == RACKPROF_ITM_OVER_UART
