@@ -246,9 +246,9 @@ TEST_CASE("enter/exit events over ITM: convert --protocol itm decodes them all")
 
 // nested: a timer interrupt (IRQ 8: exception 24 on both boards) calls app_timer_isr -> tick
 // while main calls work -> leaf. Its events carry the exception number, each exception's
-// events nest on their own; where the target's queue overflowed (mps2-an385: a handler's items
-// wait behind the thread's unfinished one, the 128-byte queue fills), the loss is counted and
-// marked, never silent.
+// events nest on their own. Where the target's queue overflows (a handler's items wait behind
+// the thread item it interrupted; the 128-byte queue fills: an earlier, slower hook lost some
+// on mps2-an385), the loss is counted and marked, never silent.
 TEST_CASE("demo --qemu --mode enter-exit: a handler's events carry its exception; losses show") {
     const auto firmware = std::filesystem::path(RACKPROF_BINARY).parent_path() / "target-fw";
     if (testing::run({"sh", "-c", "command -v qemu-system-arm"}).exit_code != 0 ||
