@@ -170,7 +170,7 @@ bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
                                   {}};
                 const std::size_t id_len = h[19];
                 pos += kHelloFixedBytes;
-                if (hello.version != kFramedVersion ||
+                if (!is_version_known(hello.version) ||
                     (hello.addr_bytes != 3 && hello.addr_bytes != 4) || id_len > kMaxBuildIdBytes ||
                     !have(id_len)) {
                     return false;
@@ -209,6 +209,33 @@ bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
             case FramedTag::kStart:
             case FramedTag::kStop:
                 break;
+            case FramedTag::kEnter:
+            case FramedTag::kExit:
+            case FramedTag::kEnterInHandler:
+            case FramedTag::kExitInHandler: {
+                const bool in_handler =
+                    item.tag == FramedTag::kEnterInHandler || item.tag == FramedTag::kExitInHandler;
+                if (!have(2 * w + 4 + (in_handler ? 2 : 0))) return false;
+                FunctionEvent& e = item.event;
+                e.enter = item.tag == FramedTag::kEnter || item.tag == FramedTag::kEnterInHandler;
+                e.callee = address();
+                e.call_site = address();
+                e.timestamp = load_le32(body.data() + pos);
+                e.stamp_bits = 32;
+                pos += 4;
+                if (in_handler) {
+                    e.exception = static_cast<std::uint16_t>(body[pos] | (body[pos + 1] << 8));
+                    pos += 2;
+                }
+                if (e.enter) {
+                    // An entry is also the call's arc, as -pg would have sent it: the profile
+                    // of an enter/exit capture has its call counts.
+                    staging[staged_++] = Record::arc(e.call_site, e.callee);
+                    ++staged_arcs_;
+                    item.records_before = staged_;
+                }
+                break;
+            }
             default:
                 return false;  // an unknown tag: the rest of the frame cannot be parsed
         }
@@ -224,7 +251,9 @@ void FramedDecoder::deliver(std::uint16_t seq, RecordSink& sink) {
     // loss. A HELLO repeated later is numbered on, so it hides no loss before it.
     const bool reset = !hellos_.empty() && seq == 0;
     if (have_seq_ && !reset) {
-        stats_.frames_lost += static_cast<std::uint16_t>(seq - expected_seq_);
+        const auto lost = static_cast<std::uint16_t>(seq - expected_seq_);
+        stats_.frames_lost += lost;
+        events_lost(lost, sink);
     }
     have_seq_ = true;
     expected_seq_ = static_cast<std::uint16_t>(seq + 1);
@@ -252,13 +281,27 @@ void FramedDecoder::deliver(std::uint16_t seq, RecordSink& sink) {
         switch (item.tag) {
             case FramedTag::kHello:
                 flush(sink, staged_ - committed);
+                carries_events_ = (hellos_[item.hello].flags & kHelloEvents) != 0;
                 sink.on_event(hellos_[item.hello]);
                 break;
-            case FramedTag::kDropped:
+            case FramedTag::kDropped: {
                 // Cumulative on the target (wrapping at 2^32): only the increase is new.
-                stats_.target_dropped +=
+                const auto dropped =
                     static_cast<std::uint32_t>(item.dropped_total - dropped_total_);
+                stats_.target_dropped += dropped;
                 dropped_total_ = item.dropped_total;
+                events_lost(dropped, sink);
+                break;
+            }
+            case FramedTag::kEnter:
+            case FramedTag::kExit:
+            case FramedTag::kEnterInHandler:
+            case FramedTag::kExitInHandler:
+                // Not flushed before: records are aggregated, their order with events carries
+                // nothing, and a flush per event would cost a batch per event.
+                carries_events_ = true;
+                ++(item.event.enter ? events_.enters : events_.exits);
+                sink.on_event(item.event);
                 break;
             default:  // START, STOP
                 flush(sink, staged_ - committed);
@@ -267,6 +310,15 @@ void FramedDecoder::deliver(std::uint16_t seq, RecordSink& sink) {
     }
     commit_until(staged_);
     addr_bytes_ = frame_addr_bytes_;
+}
+
+// Frames lost or items dropped where events may have been: a marker at this point of the
+// event stream, so a consumer knows the calling contexts open across it are incomplete.
+void FramedDecoder::events_lost(std::uint64_t count, RecordSink& sink) {
+    if (count == 0 || !carries_events_) return;
+    ++events_.events_lost_markers;
+    sink.on_event(
+        EventsLost{static_cast<std::uint32_t>(std::min<std::uint64_t>(count, 0xFFFFFFFF))});
 }
 
 void FramedDecoder::bad_frame(std::uint64_t wire_bytes) {

@@ -18,6 +18,16 @@
 
 namespace rackprof::protocol {
 
+// What the framed decoder counted of enter/exit events (beside DecoderStats, whose counters
+// are every session's stored columns): ENTER/EXIT items decoded, and EventsLost markers sent.
+struct FramedEventStats {
+    std::uint64_t enters = 0;
+    std::uint64_t exits = 0;
+    std::uint64_t events_lost_markers = 0;  // places where events may be missing
+    std::uint64_t events() const { return enters + exits; }
+    friend bool operator==(const FramedEventStats&, const FramedEventStats&) = default;
+};
+
 struct FramedOptions {
     int addr_bytes = 4;  // 3 or 4: the address width until a HELLO says otherwise
 };
@@ -31,6 +41,7 @@ class FramedDecoder final : public StreamDecoder {
     // A frame cut short by the end of the stream (or a break in it) is a bad frame.
     void finish(RecordSink& sink) override;
     const DecoderStats& stats() const override { return stats_; }
+    const FramedEventStats& event_stats() const { return events_; }
 
   private:
     static constexpr std::size_t kBatchSize = 4096;
@@ -46,12 +57,14 @@ class FramedDecoder final : public StreamDecoder {
         std::size_t records_before = 0;
         std::uint32_t dropped_total = 0;
         std::size_t hello = 0;  // index into hellos_ for a HELLO
+        FunctionEvent event{};  // ENTER, EXIT
     };
     void end_frame(RecordSink& sink);
     void end_frame(std::span<const std::uint8_t> encoded, RecordSink& sink);
     bool parse_body(std::span<const std::uint8_t> body);
     void deliver(std::uint16_t seq, RecordSink& sink);
     void bad_frame(std::uint64_t wire_bytes);
+    void events_lost(std::uint64_t count, RecordSink& sink);
     void flush(RecordSink& sink, std::size_t keep = 0);
 
     int addr_bytes_;
@@ -74,6 +87,10 @@ class FramedDecoder final : public StreamDecoder {
     bool have_seq_ = false;
     std::uint16_t expected_seq_ = 0;
     std::uint32_t dropped_total_ = 0;
+    // The stream carries enter/exit events (its HELLO says so, or one came): losses in it
+    // are reported as EventsLost.
+    bool carries_events_ = false;
+    FramedEventStats events_;
 
     static_assert(kBatchSize >= kMaxFrameRecords);
     std::array<Record, kBatchSize> batch_{};

@@ -160,6 +160,30 @@ TEST_CASE("the spec's example vectors, byte for byte, both ways") {
     CHECK(d.stats.pc_samples == 1);
 }
 
+TEST_CASE("the spec's version-2 example vector, byte for byte, both ways") {
+    const Bytes frame = hex(
+        "02 03 04 09 01 01 03 13 10 08 78 56 34 12 0c 01 01 03 13 10 01 05 57 34 12 0f 03 6f b3 "
+        "00 ");
+    const FunctionEvent enter{true, 0x1013, 0x101, 0x12345678, 32, 0};
+    const FunctionEvent exit{false, 0x1013, 0x101, 0x12345700, 32, 15};
+    FramedEncoder encoder(3);
+    for (int i = 0; i < 3; ++i) {  // seq 0..2, not part of the example
+        encoder.record(Record::pc_sample(0x400));
+        encoder.flush();
+    }
+    encoder.take_wire();
+    encoder.function_event(enter);
+    encoder.function_event(exit);
+    encoder.flush();
+    CHECK(encoder.take_wire() == frame);
+    const auto d = decode(frame, {}, 3);
+    REQUIRE(d.events.size() == 2);
+    CHECK(d.events[0].second == StreamEvent{enter});
+    CHECK(d.events[1].second == StreamEvent{exit});
+    CHECK(d.records == std::vector<Record>{Record::arc(0x1013, 0x101)});
+    CHECK(d.stats.frames_bad == 0);
+}
+
 // A stream with every kind of item, and a target reset in the middle.
 Bytes every_item_stream(std::vector<Record>& records) {
     FramedEncoder encoder(4, 40);
@@ -327,11 +351,14 @@ TEST_CASE("a stream joined mid-frame: the fragment is one bad frame, then decodi
 TEST_CASE("malformed frames are bad, cost only themselves, and are counted") {
     // Each body is framed correctly (COBS, CRC) but says something the protocol does not.
     const std::vector<Bytes> bad_bodies = {
-        hex("00 00 09 "),                             // unknown tag
-        hex("00 00 02 11 04 00 00 01 05 00 "),        // ARC cut short
-        hex("00 00 05 20 04 00 00 00 "),              // PC_N with a count of 0
-        hex("00 00 05 20 04 00 00 ff ff ff ff 7f "),  // a count over 2^32-1
-        hex("00 00 01 02 04 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 "),  // v2
+        hex("00 00 0d "),                                         // unknown tag
+        hex("00 00 09 11 04 00 00 01 05 00 00 10 "),              // ENTER cut short (its stamp)
+        hex("00 00 0b 11 04 00 00 01 05 00 00 10 00 00 00 0f "),  // ENTER_IN_HANDLER, half IPSR
+        hex("00 00 02 11 04 00 00 01 05 00 "),                    // ARC cut short
+        hex("00 00 05 20 04 00 00 00 "),                          // PC_N with a count of 0
+        hex("00 00 05 20 04 00 00 ff ff ff ff 7f "),              // a count over 2^32-1
+        // HELLO version 3 (this length is exactly a HELLO's with no build-id)
+        hex("00 00 01 03 04 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 "),
         hex("00 00 "),  // no item
     };
     for (const Bytes& body : bad_bodies) {
@@ -352,6 +379,209 @@ TEST_CASE("malformed frames are bad, cost only themselves, and are counted") {
         CHECK(d.stats.frames_bad == 1);
         CHECK(d.stats.bytes_discarded == bad_size);
     }
+}
+
+// ---- version 2: enter/exit events ----------------------------------------------------------
+
+TargetHello events_hello(std::uint8_t addr_bytes) {
+    TargetHello h = sample_hello(addr_bytes);
+    h.version = kFramedVersionEvents;
+    h.flags = kHelloArcCache | kHelloEvents;
+    return h;
+}
+
+FunctionEvent event(bool enter, std::uint32_t callee, std::uint32_t site, std::uint32_t stamp,
+                    std::uint16_t exception = 0) {
+    return {enter, site, callee, stamp, 32, exception};
+}
+
+// A run as the enter-exit firmware sends it: HELLO v2, START, thread-mode calls, a handler's
+// call (exception 15, SysTick) inside one of them, an external interrupt's (IPSR 300), STOP.
+std::vector<FunctionEvent> sample_events() {
+    return {event(true, 0x1001, 0x2011, 0xFFFFFF00),     event(true, 0x1101, 0x1013, 0xFFFFFF40),
+            event(true, 0x1201, 0x3001, 0xFFFFFFF0, 15), event(false, 0x1201, 0x3001, 0x10, 15),
+            event(false, 0x1101, 0x1013, 0x400),         event(false, 0x1001, 0x2011, 0x480),
+            event(true, 0x1301, 0x3101, 0x500, 300),     event(false, 0x1301, 0x3101, 0x5FF, 300)};
+}
+
+Bytes events_stream(std::uint8_t addr_bytes, const std::vector<FunctionEvent>& events,
+                    std::size_t max_body = kMaxFrameBody) {
+    FramedEncoder encoder(4, max_body);
+    encoder.hello(events_hello(addr_bytes));
+    encoder.marker({true});
+    for (const FunctionEvent& e : events) encoder.function_event(e);
+    encoder.marker({false});
+    encoder.flush();
+    return encoder.take_wire();
+}
+
+struct EventRun {
+    std::vector<Record> records;
+    std::vector<StreamEvent> events;
+    DecoderStats stats;
+    FramedEventStats event_stats;
+};
+
+EventRun decode_events(std::span<const std::uint8_t> wire, std::size_t cut = 0) {
+    FramedDecoder decoder({4});
+    Collector sink;
+    decoder.feed(wire.first(cut), sink);
+    decoder.feed(wire.subspan(cut), sink);
+    decoder.finish(sink);
+    EventRun run{sink.records, {}, decoder.stats(), decoder.event_stats()};
+    for (const auto& e : sink.events) run.events.push_back(e.second);
+    return run;
+}
+
+template <typename T>
+std::vector<T> only(const std::vector<StreamEvent>& events) {
+    std::vector<T> out;
+    for (const StreamEvent& e : events) {
+        if (const auto* t = std::get_if<T>(&e)) out.push_back(*t);
+    }
+    return out;
+}
+
+TEST_CASE("ENTER and EXIT round-trip: stamps, sites, exceptions, arcs, both widths") {
+    for (const std::uint8_t width : {std::uint8_t{3}, std::uint8_t{4}}) {
+        CAPTURE(width);
+        std::vector<FunctionEvent> sent = sample_events();
+        const Bytes wire = events_stream(width, sent);
+        const EventRun run = decode_events(wire);
+        CHECK(only<FunctionEvent>(run.events) == sent);
+        REQUIRE(run.events.size() == sent.size() + 3);  // HELLO, START, the events, STOP
+        CHECK(run.events.front() == StreamEvent{events_hello(width)});
+        CHECK(run.events[1] == StreamEvent{ProfilingMarker{true}});
+        CHECK(run.events.back() == StreamEvent{ProfilingMarker{false}});
+        // Every entry is its call's arc too.
+        std::vector<Record> arcs;
+        for (const FunctionEvent& e : sent) {
+            if (e.enter) arcs.push_back(Record::arc(e.call_site, e.callee));
+        }
+        CHECK(run.records == arcs);
+        CHECK(run.stats.arcs == 4);
+        CHECK(run.event_stats == FramedEventStats{4, 4, 0});
+        CHECK(run.stats.frames_bad == 0);
+        CHECK(run.stats.bytes_discarded == 0);
+    }
+    // The sizes the target runtime relies on: 1 + 2 addresses + 4, plus 2 in a handler.
+    FramedEncoder encoder(3);
+    encoder.function_event(event(true, 0x1001, 0x2011, 7));
+    encoder.function_event(event(false, 0x1001, 0x2011, 9, 15));
+    encoder.flush();
+    Bytes body;
+    REQUIRE(cobs_decode(std::span(encoder.wire()).first(encoder.wire().size() - 1), body));
+    CHECK(body.size() == 2 + 11 + 13 + 2);
+    CHECK(body[2] == 0x09);
+    CHECK(body[13] == 0x0C);
+}
+
+TEST_CASE("an event stream split anywhere decodes the same") {
+    const Bytes wire = events_stream(3, sample_events(), 40);  // several frames
+    const EventRun whole = decode_events(wire);
+    for (std::size_t cut = 0; cut <= wire.size(); ++cut) {
+        const EventRun split = decode_events(wire, cut);
+        REQUIRE(split.events == whole.events);
+        REQUIRE(split.records == whole.records);
+        REQUIRE(split.stats == whole.stats);
+    }
+}
+
+TEST_CASE("events cut short or damaged cost their frame, never a wrong event") {
+    const Bytes wire = events_stream(3, sample_events(), 40);
+    const EventRun whole = decode_events(wire);
+    // Truncated anywhere: the events decoded are a prefix of the whole run's, the cut frame
+    // is one bad frame, every byte is accounted for.
+    for (std::size_t end = 0; end < wire.size(); ++end) {
+        const EventRun cut = decode_events(std::span(wire).first(end));
+        const auto events = only<FunctionEvent>(cut.events);
+        const auto all = only<FunctionEvent>(whole.events);
+        REQUIRE(events.size() <= all.size());
+        REQUIRE(std::equal(events.begin(), events.end(), all.begin()));
+        const bool ends_on_frame = end == 0 || wire[end - 1] == 0;
+        REQUIRE(cut.stats.frames_bad == (ends_on_frame ? 0u : 1u));
+    }
+    // Every single byte flipped: never an event that was not sent.
+    const auto all = only<FunctionEvent>(whole.events);
+    for (std::size_t at = 0; at < wire.size(); ++at) {
+        Bytes damaged = wire;
+        damaged[at] ^= 0x5A;
+        const EventRun run = decode_events(damaged);
+        for (const FunctionEvent& e : only<FunctionEvent>(run.events)) {
+            REQUIRE(std::find(all.begin(), all.end(), e) != all.end());
+        }
+        REQUIRE(run.stats.bytes_in ==
+                run.stats.bytes_discarded + (wire.size() - run.stats.bytes_discarded));
+    }
+}
+
+TEST_CASE("lost frames and dropped items in an event stream are marked where they happened") {
+    FramedEncoder encoder(4, 40);
+    encoder.hello(events_hello(3));
+    encoder.function_event(event(true, 0x1001, 0x2011, 100));
+    encoder.flush();
+    Bytes wire = encoder.take_wire();
+    encoder.function_event(event(true, 0x1101, 0x1013, 200));
+    encoder.flush();
+    encoder.take_wire();  // lost on the link
+    encoder.function_event(event(false, 0x1101, 0x1013, 300));
+    encoder.dropped(3);  // the target's queue was full three times
+    encoder.function_event(event(false, 0x1001, 0x2011, 400));
+    encoder.flush();
+    const Bytes rest = encoder.take_wire();
+    wire.insert(wire.end(), rest.begin(), rest.end());
+    const EventRun run = decode_events(wire);
+    const std::vector<StreamEvent> expected = {events_hello(3), event(true, 0x1001, 0x2011, 100),
+                                               EventsLost{1},   event(false, 0x1101, 0x1013, 300),
+                                               EventsLost{3},   event(false, 0x1001, 0x2011, 400)};
+    CHECK(run.events == expected);
+    CHECK(run.stats.frames_lost == 1);
+    CHECK(run.stats.target_dropped == 3);
+    CHECK(run.event_stats == FramedEventStats{1, 2, 2});
+}
+
+TEST_CASE("a stream without events gets no EventsLost markers") {
+    FramedEncoder encoder;
+    encoder.hello(sample_hello());  // version 1, no events flag
+    encoder.record(Record::pc_sample(0x500));
+    encoder.flush();
+    Bytes wire = encoder.take_wire();
+    encoder.record(Record::pc_sample(0x501));
+    encoder.flush();
+    encoder.take_wire();  // lost
+    encoder.dropped(2);
+    encoder.flush();
+    const Bytes rest = encoder.take_wire();
+    wire.insert(wire.end(), rest.begin(), rest.end());
+    const EventRun run = decode_events(wire);
+    CHECK(run.events == std::vector<StreamEvent>{sample_hello()});
+    CHECK(run.stats.frames_lost == 1);
+    CHECK(run.stats.target_dropped == 2);
+    CHECK(run.event_stats == FramedEventStats{});
+}
+
+TEST_CASE("versions: 1 and 2 are read, 3 is refused; a version-1 host refuses 2") {
+    for (const std::uint8_t version : {kFramedVersion, kFramedVersionEvents}) {
+        TargetHello h = sample_hello();
+        h.version = version;
+        FramedEncoder encoder;
+        encoder.hello(h);
+        encoder.flush();
+        const EventRun run = decode_events(encoder.wire());
+        CHECK(run.events == std::vector<StreamEvent>{h});
+    }
+    // The version byte follows the HELLO tag: 2 for a target that sends events, where a
+    // version-1 receiver (framed-protocol.md v1: "version u8 (=1)") stops.
+    FramedEncoder encoder;
+    encoder.hello(events_hello(4));
+    encoder.flush();
+    Bytes body;
+    REQUIRE(cobs_decode(std::span(encoder.wire()).first(encoder.wire().size() - 1), body));
+    CHECK(body[2] == static_cast<std::uint8_t>(FramedTag::kHello));
+    CHECK(body[3] == 2);
+    TargetHello v3 = sample_hello();
+    v3.version = 3;
+    CHECK_THROWS_AS(FramedEncoder().hello(v3), std::invalid_argument);
 }
 
 TEST_CASE("an overlong frame, a lone delimiter and a truncated tail are counted") {

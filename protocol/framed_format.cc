@@ -155,10 +155,10 @@ FramedEncoder::FramedEncoder(int addr_bytes, std::size_t max_body)
 }
 
 void FramedEncoder::hello(const TargetHello& hello) {
-    if (hello.version != kFramedVersion || (hello.addr_bytes != 3 && hello.addr_bytes != 4) ||
+    if (!is_version_known(hello.version) || (hello.addr_bytes != 3 && hello.addr_bytes != 4) ||
         hello.build_id.size() > kMaxBuildIdBytes) {
         throw std::invalid_argument(
-            "a HELLO needs version 1, 3 or 4 address bytes and a build-id "
+            "a HELLO needs version 1 or 2, 3 or 4 address bytes and a build-id "
             "of at most 20 bytes");
     }
     flush();
@@ -201,6 +201,20 @@ void FramedEncoder::dropped(std::uint32_t total) {
 void FramedEncoder::marker(const ProfilingMarker& marker) {
     const auto tag = static_cast<std::uint8_t>(marker.start ? FramedTag::kStart : FramedTag::kStop);
     add_item(std::span<const std::uint8_t>(&tag, 1));
+}
+
+void FramedEncoder::function_event(const FunctionEvent& event) {
+    const bool in_handler = event.exception != 0;
+    const FramedTag tag = event.enter
+                              ? (in_handler ? FramedTag::kEnterInHandler : FramedTag::kEnter)
+                              : (in_handler ? FramedTag::kExitInHandler : FramedTag::kExit);
+    item_.clear();
+    item_.push_back(static_cast<std::uint8_t>(tag));
+    put_address(event.callee, item_);
+    put_address(event.call_site, item_);
+    put_le(event.timestamp, 4, item_);
+    if (in_handler) put_le(event.exception, 2, item_);
+    add_item(item_);
 }
 
 void FramedEncoder::add_item(std::span<const std::uint8_t> item) {

@@ -13,13 +13,19 @@
 
 namespace rackprof::protocol {
 
+// Version 2 added the ENTER/EXIT items; a target sends 2 only when it sends them, so hosts
+// that know version 1 alone refuse those streams (their HELLO and event frames are bad frames,
+// counted) and still read every other target. The decoder accepts both.
 inline constexpr std::uint8_t kFramedVersion = 1;
+inline constexpr std::uint8_t kFramedVersionEvents = 2;
 inline constexpr std::uint8_t kFrameDelimiter = 0x00;
 inline constexpr std::size_t kMinFrameBody = 5;    // seq, one tag, crc
 inline constexpr std::size_t kMaxFrameBody = 254;  // so COBS adds exactly one byte
 inline constexpr std::size_t kMaxBuildIdBytes = 20;
 inline constexpr std::uint8_t kHelloArcCache = 0x01;       // flags bit 0
 inline constexpr std::uint8_t kHelloBlockingDrain = 0x02;  // flags bit 1
+inline constexpr std::uint8_t kHelloEvents = 0x04;         // bit 2: ENTER/EXIT items follow
+inline constexpr std::uint8_t kHelloCycleCounter = 0x08;   // bit 3: stamps from DWT CYCCNT
 
 enum class FramedTag : std::uint8_t {
     kHello = 0x01,
@@ -30,7 +36,17 @@ enum class FramedTag : std::uint8_t {
     kDropped = 0x06,
     kStart = 0x07,
     kStop = 0x08,
+    // Version 2: a function entered or left (-finstrument-functions), with a 32-bit cycle
+    // stamp; the _IN_HANDLER forms add the exception number (IPSR) it happened in.
+    kEnter = 0x09,
+    kExit = 0x0A,
+    kEnterInHandler = 0x0B,
+    kExitInHandler = 0x0C,
 };
+
+inline constexpr bool is_version_known(std::uint8_t version) {
+    return version == kFramedVersion || version == kFramedVersionEvents;
+}
 
 // CRC-16/CCITT-FALSE: poly 0x1021, init 0xFFFF, not reflected, xorout 0.
 std::uint16_t crc16_ccitt_false(std::span<const std::uint8_t> data);
@@ -65,6 +81,9 @@ class FramedEncoder {
     void record(const Record& record);
     void dropped(std::uint32_t total);
     void marker(const ProfilingMarker& marker);
+    // ENTER or EXIT (the _IN_HANDLER form when event.exception is not 0). The stamp is sent
+    // whole (32 bits); stamp_bits is not on the wire.
+    void function_event(const FunctionEvent& event);
     // Closes the open frame (if it holds any item).
     void flush();
     // A target reset: the open frame is closed and the next one carries sequence number 0.

@@ -37,12 +37,13 @@ struct ProfilingMarker {
 };
 
 // A function entered or left, as -finstrument-functions reports it (orbuculum's orbstat words
-// on an ITM port): for calling-context views, which arcs alone cannot give.
+// on an ITM port; the framed protocol's ENTER/EXIT items): for calling-context views, which
+// arcs alone cannot give.
 struct FunctionEvent {
     bool enter = true;
-    std::uint32_t call_site = 0;  // the return address in the caller
-    std::uint32_t callee = 0;     // the function's address
-    std::uint32_t timestamp = 0;  // the target's cycle stamp, wrapping at 2^stamp_bits
+    std::uint32_t call_site = 0;   // the return address in the caller
+    std::uint32_t callee = 0;      // the function's address
+    std::uint32_t timestamp = 0;   // the target's cycle stamp, wrapping at 2^stamp_bits
     std::uint8_t stamp_bits = 24;  // orbstat words carry 24 bits; the framed protocol 32
     // 0 in thread mode; in a handler, the exception number (IPSR): each exception is a root of
     // its own in the calling-context tree, not a callee of whatever it interrupted.
@@ -50,6 +51,16 @@ struct FunctionEvent {
     friend bool operator==(const FunctionEvent&, const FunctionEvent&) = default;
 };
 
-using StreamEvent = std::variant<TargetHello, ConsoleText, ProfilingMarker, FunctionEvent>;
+// FunctionEvents may be missing here: the framed decoder saw frames lost (by sequence number)
+// or the target reported items it dropped (DROPPED grew) in a stream that carries events.
+// `count`: the frames lost plus the items dropped at this point (not how many events: a lost
+// frame's contents are unknown). The calling contexts open across it are incomplete.
+struct EventsLost {
+    std::uint32_t count = 0;
+    friend bool operator==(const EventsLost&, const EventsLost&) = default;
+};
+
+using StreamEvent =
+    std::variant<TargetHello, ConsoleText, ProfilingMarker, FunctionEvent, EventsLost>;
 
 }  // namespace rackprof::protocol

@@ -305,6 +305,18 @@ gmon::RawPages file_raw_pages(const std::filesystem::path& input) {
     };
 }
 
+// Enter/exit events (framed ENTER/EXIT, orbstat): how many were decoded and where some may be
+// missing, on stderr and in the summary. Captures without any say nothing.
+void report_events(const ingest::Imported& imported, nlohmann::json& summary) {
+    if (imported.function_events == 0 && imported.events_lost == 0) return;
+    std::cerr << "rackprof: " << imported.function_events << " enter/exit events";
+    if (imported.events_lost > 0)
+        std::cerr << ", " << imported.events_lost << " place(s) where some were lost";
+    std::cerr << "\n";
+    summary["function_events"] = imported.function_events;
+    summary["events_lost"] = imported.events_lost;
+}
+
 Converted from_file(const std::filesystem::path& input, const ConvertOptions& o) {
     ingest::ImportSpec spec;
     spec.kind = o.format == "gmon"   ? ingest::InputKind::kGmon
@@ -344,6 +356,7 @@ Converted from_file(const std::filesystem::path& input, const ConvertOptions& o)
         return c;
     }
     std::cerr << "rackprof: " << summary_line(imported.stats, aggregate) << "\n";
+    report_events(imported, in.summary);
     const auto target =
         imported.hello ? ingest::target_info_of(*imported.hello) : storage::TargetInfo{};
     warn_on_build_id_mismatch(o, target);
@@ -473,6 +486,7 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
         console.flush();
         std::cerr << "rackprof: re-decoded " << what << ": "
                   << summary_line(imported.stats, aggregate) << "\n";
+        report_events(imported, in.summary);
         check_decoded(imported.stats, o, what);
         in.source =
             source_of(std::move(aggregate), o,

@@ -34,13 +34,16 @@ constexpr auto kQemuTimeout = std::chrono::seconds(60);
 void usage(std::ostream& out) {
     out << "usage: rackprof demo [--model NAME] [--iterations N] [--dir DIR]\n"
            "       rackprof demo --qemu [--board mps2-an385|microbit] [--example NAME]\n"
-           "                     [--mode framed|compat] [--firmware-dir DIR] [--dir DIR]\n"
+           "                     [--mode framed|compat|enter-exit] [--firmware-dir DIR] [--dir "
+           "DIR]\n"
            "\n"
            "Without --qemu a simulated board runs call model NAME (default blinky).\n"
            "With --qemu, target-fw's example NAME (default deterministic) runs to completion in\n"
-           "qemu-system-arm with its UART captured to DIR/capture.bin. Firmware comes from\n"
-           "--firmware-dir (default: target-fw/ beside the rackprof binary, where the build\n"
-           "puts it). Both write DIR/gmon.out (DIR defaults to var/demo) and print the profile.\n";
+           "qemu-system-arm with its UART captured to DIR/capture.bin and the firmware copied to\n"
+           "DIR/firmware.elf. Firmware comes from --firmware-dir (default: target-fw/ beside the\n"
+           "rackprof binary, where the build puts it). --mode enter-exit runs the build with\n"
+           "-finstrument-functions: enter/exit events with cycle stamps (examples conflation,\n"
+           "nested). Both write DIR/gmon.out (DIR defaults to var/demo) and print the profile.\n";
 }
 
 // Writes gmon.out for `elf`, prints where things are and the profile.
@@ -114,7 +117,7 @@ std::filesystem::path default_firmware_dir() {
 int qemu_demo(const CommandLine& cl, const std::filesystem::path& dir) {
     const std::string board = cl.get("--board", "mps2-an385");
     const std::string example = cl.get("--example", "deterministic");
-    const std::string mode = cl.choice("--mode", "framed", {"framed", "compat"});
+    const std::string mode = cl.choice("--mode", "framed", {"framed", "compat", "enter-exit"});
     if (board != "mps2-an385" && board != "microbit")
         throw UsageError("--board must be mps2-an385 or microbit");
     const auto given_dir = cl.get("--firmware-dir");
@@ -128,6 +131,9 @@ int qemu_demo(const CommandLine& cl, const std::filesystem::path& dir) {
     }
     const auto capture = dir / "capture.bin";
     std::filesystem::remove(capture);
+    // The firmware beside its capture: `rackprof convert capture.bin --elf firmware.elf`.
+    std::filesystem::copy_file(elf, dir / "firmware.elf",
+                               std::filesystem::copy_options::overwrite_existing);
     std::cout << "rackprof demo: running " << elf.filename().string() << " in qemu-system-arm -M "
               << board << " ..." << std::endl;
     // -icount: the instruction count drives the clock, so the run is the same every time.
@@ -143,8 +149,8 @@ int qemu_demo(const CommandLine& cl, const std::filesystem::path& dir) {
     if (rc != 0) std::cerr << "rackprof demo: the firmware exited with " << rc << "\n";
 
     // target-fw's modes and the wire format each sends.
-    static const std::map<std::string, std::string> kModeWire = {{"compat", "legacy"},
-                                                                 {"framed", "framed"}};
+    static const std::map<std::string, std::string> kModeWire = {
+        {"compat", "legacy"}, {"framed", "framed"}, {"enter-exit", "framed"}};
     const auto& wire = protocol::wire_format(kModeWire.at(mode));
     gmon::Aggregate aggregate;
     ingest::AggregateImportSink sink(aggregate);
@@ -155,6 +161,12 @@ int qemu_demo(const CommandLine& cl, const std::filesystem::path& dir) {
     const auto decoded = ingest::import_file(capture, spec, sink);
     const auto& s = decoded.stats;
     std::cout << "rackprof demo: the board's UART: " << summary_line(s, aggregate) << "\n";
+    if (decoded.function_events > 0 || decoded.events_lost > 0) {
+        std::cout << "rackprof demo: " << decoded.function_events << " enter/exit events, "
+                  << decoded.events_lost << " place(s) where some were lost; try: rackprof convert "
+                  << capture.string() << " --protocol framed --elf "
+                  << (dir / "firmware.elf").string() << "\n";
+    }
     write_and_print(std::move(aggregate), elf, dir);
     return rc == 0 && s.bytes_discarded == 0 && s.frames_lost == 0 ? 0 : 1;
 }

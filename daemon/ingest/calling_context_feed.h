@@ -21,6 +21,10 @@ class CallingContextFeed {
         if (const auto* f = std::get_if<protocol::FunctionEvent>(&event)) {
             builder_.on_event(*f);
             changed_ = true;
+        } else if (const auto* lost = std::get_if<protocol::EventsLost>(&event)) {
+            // The framed decoder says where in the stream events went missing.
+            mark_lost(lost->count);
+            loss_placed_ = true;
         }
     }
     // Events were lost here (in stream order), or across a link's gap.
@@ -32,8 +36,9 @@ class CallingContextFeed {
     void after_chunk(const protocol::DecoderStats& stats) {
         const std::uint64_t lost = stats.frames_lost + stats.frames_bad + stats.overflows +
                                    stats.resyncs + stats.bytes_discarded + stats.target_dropped;
-        if (lost != lost_seen_ && builder_.has_events()) mark_lost(0);
+        if (lost != lost_seen_ && builder_.has_events() && !loss_placed_) mark_lost(0);
         lost_seen_ = lost;
+        loss_placed_ = false;
     }
 
     bool has_events() const { return builder_.has_events(); }
@@ -53,6 +58,7 @@ class CallingContextFeed {
   private:
     gmon::CallingContextBuilder builder_;
     std::uint64_t lost_seen_ = 0;
+    bool loss_placed_ = false;  // an EventsLost in this chunk already marked where
     bool changed_ = false;
 };
 

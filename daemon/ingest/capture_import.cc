@@ -49,8 +49,8 @@ class FileDescriptor {
     int fd_;
 };
 
-// Passes everything on, keeps the last HELLO and builds the calling-context tree of the
-// function entry/exit events.
+// Passes everything on, keeps the last HELLO, counts the enter/exit events and builds their
+// calling-context tree.
 class HelloTap : public protocol::RecordSink {
   public:
     explicit HelloTap(protocol::RecordSink& next) : next_(next) {}
@@ -58,6 +58,8 @@ class HelloTap : public protocol::RecordSink {
     void on_event(const protocol::StreamEvent& event) override {
         if (const auto* h = std::get_if<protocol::TargetHello>(&event)) hello = *h;
         calling_context.on_event(event);
+        if (std::holds_alternative<protocol::FunctionEvent>(event)) ++function_events;
+        if (std::holds_alternative<protocol::EventsLost>(event)) ++events_lost;
         next_.on_event(event);
     }
     // Feeds one chunk, then marks what its loss counters say was lost.
@@ -67,6 +69,8 @@ class HelloTap : public protocol::RecordSink {
     }
     std::optional<protocol::TargetHello> hello;
     CallingContextFeed calling_context;
+    std::uint64_t function_events = 0;
+    std::uint64_t events_lost = 0;
 
   private:
     protocol::RecordSink& next_;
@@ -91,6 +95,8 @@ Imported finished(protocol::StreamDecoder& decoder, HelloTap& tap, const WireSpe
     out.format = wire.format;
     out.stats = decoder.stats();
     out.hello = tap.hello;
+    out.function_events = tap.function_events;
+    out.events_lost = tap.events_lost;
     out.exceptions = protocol::exceptions_of(decoder);
     out.calling_context = tap.calling_context.tree();
     return out;

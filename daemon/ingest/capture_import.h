@@ -51,8 +51,12 @@ struct Imported {
     protocol::DecoderStats stats;
     std::optional<protocol::TargetHello> hello;                    // the last one (framed captures)
     std::map<std::uint16_t, protocol::ExceptionStats> exceptions;  // itm: exception trace
-    // A gmon.out's (a Tiva report's) histograms exactly (ranges, bin counts, rate): profiles and
-    // exports bin its samples into these again, so nothing moves and its times stay its own.
+    // Enter/exit events decoded (framed ENTER/EXIT items, itm orbstat words) and the places
+    // where some may be missing (EventsLost markers).
+    std::uint64_t function_events = 0;
+    std::uint64_t events_lost = 0;
+    // A gmon.out's (a Tiva report's) histograms exactly (ranges, bin counts, rate): profiles and exports bin
+    // its samples into these again, so nothing moves and its times stay its own.
     std::vector<gmon::HistogramSpec> histograms;
     // Measured from function entry/exit events (itm orbstat words, framed events); null when
     // the capture had none.

@@ -28,10 +28,18 @@ enum {
     TAG_DROPPED = 0x06,
     TAG_START = 0x07,
     TAG_STOP = 0x08,
+    TAG_ENTER = 0x09, /* version 2: callee A, call site A, stamp u32 */
+    TAG_EXIT = 0x0A,
+    TAG_ENTER_IN_HANDLER = 0x0B, /* the same, then the exception number u16 (IPSR) */
+    TAG_EXIT_IN_HANDLER = 0x0C,
 };
-#define PROTOCOL_VERSION 1u
+/* Version 2 only when enter/exit events are sent: a host that knows version 1 alone refuses
+ * such a stream (and still reads every other build). */
+#define PROTOCOL_VERSION (RACKPROF_EVENTS ? 2u : 1u)
 #define FLAG_ARC_CACHE 1u
 #define FLAG_BLOCKING 2u
+#define FLAG_EVENTS 4u
+#define FLAG_CYCLE_COUNTER 8u
 #define MAX_BUILD_ID 20u
 #define LEB_MAX 5u
 
@@ -125,6 +133,40 @@ void rp_wire_pc(uint32_t pc) {
     if (victim.count) send_pc(victim, 0);
 }
 
+#if RACKPROF_EVENTS
+/* Writes `bytes` bytes of value, little-endian, at *at in the queue (inside a reservation). */
+static void ring_put(unsigned* at, uint32_t value, unsigned bytes) {
+    for (unsigned i = 0; i < bytes; i++, value >>= 8)
+        rp_ring_buf[(*at)++ & RP_RING_MASK] = (uint8_t)value;
+}
+
+/* One ENTER or EXIT item, queued uncached (each event is its own fact), written straight into
+ * its reservation (no staging copy: this runs twice per call); dropped and counted like any
+ * record when the queue is full. */
+void rp_wire_event(int enter, uint32_t callee, uint32_t call_site) {
+    uint32_t exception = rp_ipsr();
+    int reserved = rp_queue_begin(1 + 2 * A + 4 + (exception ? 2u : 0u), 0);
+    if (reserved < 0) return;
+    unsigned at = (unsigned)reserved;
+    uint32_t stamp = rp_stamp();
+    ring_put(&at, (enter ? TAG_ENTER : TAG_EXIT) + (exception ? 2u : 0u), 1);
+    ring_put(&at, callee, A);
+    ring_put(&at, call_site, A);
+    ring_put(&at, stamp, 4);
+    if (exception) ring_put(&at, exception, 2);
+    rp_queue_end();
+}
+
+/* gcc's -finstrument-functions hooks: this_fn is the function's address, call_site the return
+ * address in its caller. Profiling off costs the flag test. */
+void __cyg_profile_func_enter(void* this_fn, void* call_site) {
+    if (rackprof_on) rp_wire_event(1, (uint32_t)this_fn, (uint32_t)call_site);
+}
+void __cyg_profile_func_exit(void* this_fn, void* call_site) {
+    if (rackprof_on) rp_wire_event(0, (uint32_t)this_fn, (uint32_t)call_site);
+}
+#endif
+
 /* ITM builds send PC samples as DWT packets, never as items: their PC cache is never filled,
  * so it is not flushed either (and the linker drops it). */
 #define CACHE_ENTRIES (RACKPROF_ARC_CACHE + (RACKPROF_ITM ? 0 : RACKPROF_PC_CACHE))
@@ -213,7 +255,9 @@ static unsigned put_hello(unsigned n) {
     body[n++] = TAG_HELLO;
     body[n++] = PROTOCOL_VERSION;
     body[n++] = A;
-    body[n++] = FLAG_ARC_CACHE | (RACKPROF_BLOCKING ? FLAG_BLOCKING : 0u);
+    body[n++] = FLAG_ARC_CACHE | (RACKPROF_BLOCKING ? FLAG_BLOCKING : 0u) |
+                (RACKPROF_EVENTS ? FLAG_EVENTS : 0u) |
+                (RACKPROF_EVENTS && RACKPROF_CYCLE_COUNTER ? FLAG_CYCLE_COUNTER : 0u);
     put_le(body + n, (uint32_t)__text_start, 4);
     put_le(body + n + 4, (uint32_t)__text_end, 4);
     /* The DWT's period is coarse: its HELLO carries the rate it really samples at. */
@@ -240,6 +284,12 @@ static unsigned queued_item_len(void) {
         case TAG_PC_N:
             n = 1 + A;
             break;
+        case TAG_ENTER:
+        case TAG_EXIT:
+            return 1 + 2 * A + 4;
+        case TAG_ENTER_IN_HANDLER:
+        case TAG_EXIT_IN_HANDLER:
+            return 1 + 2 * A + 4 + 2;
         default:
             return 1; /* START, STOP */
     }

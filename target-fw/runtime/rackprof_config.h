@@ -26,6 +26,19 @@
 #define RACKPROF_CONSOLE_PORT 0
 #endif
 
+/* Framed mode: enter/exit events with a 32-bit cycle stamp from -finstrument-functions'
+ * __cyg_profile_func_enter/exit (events.c; protocol version 2). Build the application with
+ * -finstrument-functions instead of -pg: each entry is also its call's arc on the host. */
+#ifndef RACKPROF_EVENTS
+#define RACKPROF_EVENTS 0
+#endif
+/* The events' clock: 0 = SysTick's current value extended by a count of its wraps (any core;
+ * exact and deterministic under QEMU -icount, which has no DWT); 1 = DWT CYCCNT (ARMv7-M
+ * hardware with a DWT; QEMU has none). Both count core clock cycles. */
+#ifndef RACKPROF_CYCLE_COUNTER
+#define RACKPROF_CYCLE_COUNTER 0
+#endif
+
 /* Bytes per address on the wire: 3 (flash below 16 MiB) or 4. */
 #ifndef RACKPROF_ADDR_BYTES
 #define RACKPROF_ADDR_BYTES 3
@@ -102,6 +115,12 @@
 #endif
 #if RACKPROF_ITM && !RACKPROF_FRAMED
 #error "RACKPROF_ITM carries the framed protocol: set RACKPROF_FRAMED=1"
+#endif
+#if RACKPROF_EVENTS && !RACKPROF_FRAMED
+#error "RACKPROF_EVENTS needs the framed protocol: set RACKPROF_FRAMED=1"
+#endif
+#if RACKPROF_CYCLE_COUNTER && defined(__ARM_ARCH_6M__)
+#error "RACKPROF_CYCLE_COUNTER: ARMv6-M has no DWT cycle counter"
 #endif
 #if RACKPROF_ITM && defined(__ARM_ARCH_6M__)
 #error "RACKPROF_ITM: ARMv6-M has no ITM or DWT PC sampling"

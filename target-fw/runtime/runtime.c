@@ -16,6 +16,11 @@ volatile uint32_t rp_dropped;
 #define SYST_CVR (*(volatile uint32_t*)0xE000E018u)
 #define SCB_SHPR3 (*(volatile uint32_t*)0xE000ED20u)
 #define SYST_CSR_ENABLE_TICKINT_CORECLK 7u
+#define DEMCR (*(volatile uint32_t*)0xE000EDFCu)
+#define DEMCR_TRCENA (1u << 24)
+#define DWT_CTRL (*(volatile uint32_t*)0xE0001000u)
+#define DWT_CYCCNT (*(volatile uint32_t*)0xE0001004u)
+#define DWT_CTRL_CYCCNTENA 1u
 /* Below the UART (priority 0), so the queue drains while the sampler runs, and above the
  * application's interrupts (the thesis' rule for steady sampling). */
 #define SYSTICK_PRIORITY 0x40u
@@ -47,6 +52,18 @@ static void rp_dither_reload(void) {
 }
 #endif
 
+/* SysTick stamps count whole periods of one length: a dithered period would make them lie. */
+#if RACKPROF_SAMPLE_DITHER && RACKPROF_EVENTS && !RACKPROF_CYCLE_COUNTER
+#error "RACKPROF_SAMPLE_DITHER needs RACKPROF_CYCLE_COUNTER=1 for enter/exit stamps"
+#endif
+
+#if RACKPROF_EVENTS && !RACKPROF_CYCLE_COUNTER
+static uint32_t stamp_wraps;  /* SysTick periods seen, modulo 2^32 */
+static uint32_t stamp_period; /* cycles per SysTick period (no division per stamp) */
+static uint32_t stamp_last_count;
+static uint8_t stamp_wrap_counted; /* a reader counted this period's wrap before the tick */
+#endif
+
 void rackprof_init(void) {
 #if RACKPROF_ITM
     rp_itm_init();
@@ -60,7 +77,55 @@ void rackprof_init(void) {
 #endif
     SYST_CVR = 0;
     SYST_CSR = SYST_CSR_ENABLE_TICKINT_CORECLK;
+#if RACKPROF_EVENTS && !RACKPROF_CYCLE_COUNTER
+    stamp_period = SYST_RVR + 1u;
+#endif
+#if RACKPROF_EVENTS && RACKPROF_CYCLE_COUNTER
+    DEMCR |= DEMCR_TRCENA;
+    DWT_CYCCNT = 0;
+    DWT_CTRL |= DWT_CTRL_CYCCNTENA;
+#endif
 }
+
+#if RACKPROF_EVENTS && RACKPROF_CYCLE_COUNTER
+uint32_t rp_stamp(void) {
+    return DWT_CYCCNT;
+}
+#elif RACKPROF_EVENTS
+
+/* SysTick's count extended by its wraps, in core cycles since init (modulo 2^32). The count
+ * runs down, so a reader that finds it above the last count read knows it reloaded: one wrap,
+ * which it counts and flags. The SysTick interrupt is the wrap itself: its handler counts the
+ * wrap unless a reader already did (the flag) -- reading alone would miss one when the handler
+ * read last, a whole period ago, at a count no lower than now. Masked, so nested readers never
+ * see the count and the wraps out of step. (COUNTFLAG is not used: under QEMU a read could see
+ * the reloaded count before the flag was set.) */
+static uint32_t stamp_at(uint32_t count) {
+    return stamp_wraps * stamp_period + (stamp_period - 1u - count);
+}
+
+uint32_t rp_stamp(void) {
+    uint32_t key = rp_irq_save();
+    uint32_t count = SYST_CVR;
+    if (count > stamp_last_count) {
+        stamp_wraps++;
+        stamp_wrap_counted = 1;
+    }
+    stamp_last_count = count;
+    uint32_t stamp = stamp_at(count);
+    rp_irq_restore(key);
+    return stamp;
+}
+
+static void stamp_tick(void) {
+    uint32_t key = rp_irq_save();
+    uint32_t count = SYST_CVR;
+    if (count > stamp_last_count || !stamp_wrap_counted) stamp_wraps++;
+    stamp_wrap_counted = 0;
+    stamp_last_count = count;
+    rp_irq_restore(key);
+}
+#endif
 
 void rackprof_start(void) {
     rp_wire_start();
@@ -116,6 +181,9 @@ void rp_push(const uint8_t* record, unsigned n, int wait) {
 
 /* Called by SysTick_Handler (pc_sampler.S) with the interrupted code's PC. */
 void rp_sample(uint32_t pc) {
+#if RACKPROF_EVENTS && !RACKPROF_CYCLE_COUNTER
+    stamp_tick(); /* this period's wrap */
+#endif
     /* With the ITM registers the DWT samples in hardware: the tick only paces the encoder. */
 #if RACKPROF_ITM == RACKPROF_ITM_OVER_UART
     if (rackprof_on) rp_itm_pc(pc);

@@ -11,6 +11,11 @@
 /* Producers, called only while profiling is on. */
 void rp_wire_arc(uint32_t from, uint32_t self); /* from __gnu_mcount_nc, any context */
 void rp_wire_pc(uint32_t pc);                   /* from the SysTick handler */
+/* RACKPROF_EVENTS: a function entered (enter = 1) or left, from the -finstrument-functions
+ * hooks in any context. */
+void rp_wire_event(int enter, uint32_t callee, uint32_t call_site);
+/* RACKPROF_EVENTS: the cycle stamp now (runtime.c), any context. */
+uint32_t rp_stamp(void);
 /* Thread mode, around switching profiling on and off. */
 void rp_wire_start(void);
 void rp_wire_stop(void);

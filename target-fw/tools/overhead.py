@@ -12,6 +12,10 @@
           the UART handler and ends when execution is back in application code or, for a
           handler, at its exception return (-d int logs entries and returns, so interrupts
           nested in an episode are counted to their own episode).
+Mode enter-exit (the example built with -finstrument-functions): cost per enter and per exit
+event, an episode from __cyg_profile_func_enter / _exit until back in application code; the
+stack's first level is the enter hook. Run it on an example built in that mode:
+`overhead.py FW_BUILD_DIR --mode enter-exit --example conflation`.
 Modes: compat, framed, itm-uart (the ITM packets over the UART) and itm (the ITM/DWT
 registers: ROM, RAM and stack only, as QEMU models no ITM; its consumer is PendSV, which
 preempts thread code and is preempted by SysTick).
@@ -40,6 +44,13 @@ ITM_FRAMED_PORT = 1
 EXCEPTION_FRAME = 32  # r0-r3, r12, lr, pc, xpsr (no FPU on M0/M3)
 GCC_PUSH = 4  # the `push {lr}` gcc emits before `bl __gnu_mcount_nc`
 MCOUNT_PUSH = 20  # push {r0-r3, lr}
+# -finstrument-functions' hooks: episodes of the enter-exit mode, by the kind they count as.
+EVENT_HOOKS = {"__cyg_profile_func_enter": "enter", "__cyg_profile_func_exit": "exit"}
+
+
+def producer(mode):
+    """The thread-mode entry into the runtime that records a call."""
+    return "__cyg_profile_func_enter" if mode == "enter-exit" else "__gnu_mcount_nc"
 
 
 def nm(path):
@@ -99,11 +110,11 @@ def deepest(usage, calls, function, seen=()):
     return usage.get(function, 0) + max(below, default=0)
 
 
-def worst_stack(usage, calls, frames, consumer):
+def worst_stack(usage, calls, frames, consumer, entry="__gnu_mcount_nc"):
     """Thread-mode -pg call, preempted by SysTick, preempted by the UART: the three nest (with
     the ITM registers the consumer, PendSV, sits below SysTick instead: the sum is the same).
     usage holds each handler's 32 B exception frame; frames=False leaves them out."""
-    levels = [deepest(usage, calls, "__gnu_mcount_nc"), deepest(usage, calls, "SysTick_Handler"),
+    levels = [deepest(usage, calls, entry), deepest(usage, calls, "SysTick_Handler"),
               deepest(usage, calls, consumer)]
     return sum(levels) - (0 if frames else 2 * EXCEPTION_FRAME), levels
 
@@ -163,6 +174,9 @@ def instruction_costs(elf, board, runtime, symbols):
                 elif starts.get(pc) == "__gnu_mcount_nc":
                     stack.append(["arc", 0, False])
                     episodes.append(stack[-1])
+                elif starts.get(pc) in EVENT_HOOKS:
+                    stack.append([EVENT_HOOKS[starts[pc]], 0, False])
+                    episodes.append(stack[-1])
                 elif stack and not stack[-1][2] and name not in runtime:
                     stack.pop()  # the -pg call is back in application code
                 counted = None
@@ -189,10 +203,11 @@ def report(build, board, mode, example):
     usage = stack_usage(build, board, mode)
     calls = call_tree(elf, runtime | {"__gnu_mcount_nc"})
     consumer = ITM_CONSUMER if mode == "itm" else next(h for h in UART_HANDLERS if h in calls)
-    total, levels = worst_stack(usage, calls, frames=True, consumer=consumer)
-    bare, _ = worst_stack(usage, calls, frames=False, consumer=consumer)
+    entry = producer(mode)
+    total, levels = worst_stack(usage, calls, frames=True, consumer=consumer, entry=entry)
+    bare, _ = worst_stack(usage, calls, frames=False, consumer=consumer, entry=entry)
     print(f"worst-case stack: {total} B with the two 32 B exception frames, {bare} B without "
-          f"(-fstack-usage; -pg call {levels[0]}, SysTick {levels[1]}, {consumer} {levels[2]} "
+          f"(-fstack-usage; {entry} {levels[0]}, SysTick {levels[1]}, {consumer} {levels[2]} "
           "incl. frames, nested)")
     if mode == "itm":
         print("instructions: not measured (QEMU models no ITM/DWT; PC samples cost the CPU "
@@ -207,15 +222,19 @@ def report(build, board, mode, example):
         cap = framed_wire.read(bytes(itm.ports.get(ITM_FRAMED_PORT, b"")))
         print(f"capture: {len(capture)} B, {cap.frames_good} frames on port {ITM_FRAMED_PORT}, "
               f"{sum(cap.arcs.values())} calls, {sum(itm.pcs.values())} PC sample packets")
+    elif mode == "enter-exit":
+        cap = framed_wire.read(capture)
+        print(f"capture: {len(capture)} B, {cap.frames_good} frames, {len(cap.events)} enter/exit "
+              f"events, {sum(cap.pcs.values())} samples")
     else:
         cap = framed_wire.read(capture)
         print(f"capture: {len(capture)} B, {cap.frames_good} frames, {sum(cap.arcs.values())} "
               f"calls, {sum(cap.pcs.values())} samples")
-    # main's own -pg call runs before rackprof_start(): the cost while profiling is off.
+    # main's own -pg call (or enter hook) runs before rackprof_start(): the cost while off.
     episodes = [e for e in episodes if e[0] != "other"]
-    if episodes and episodes[0][0] == "arc":
-        print(f"instructions: __gnu_mcount_nc while off: {episodes[0][1]}")
-    for kind in ("arc", "sample", "byte"):
+    if episodes and episodes[0][0] in ("arc", "enter"):
+        print(f"instructions: {entry} while off: {episodes[0][1]}")
+    for kind in ("arc", "enter", "exit", "sample", "byte"):
         counts = [n for k, n, _ in episodes[1:] if k == kind]
         if not counts:
             continue
@@ -235,7 +254,7 @@ def main():
     parser.add_argument("--example", default="deterministic")
     args = parser.parse_args()
     for board in args.board or ["microbit", "mps2-an385"]:
-        for mode in args.mode or ["compat", "framed", "itm-uart", "itm"]:
+        for mode in args.mode or ["compat", "framed", "itm-uart", "itm", "enter-exit"]:
             # The ITM modes exist for ARMv7-M boards only.
             if (args.build / f"{args.example}-{board}-{mode}.elf").exists():
                 report(args.build, board, mode, args.example)

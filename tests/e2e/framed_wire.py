@@ -6,6 +6,8 @@ test's independent reading of the same spec, kept as small as the spec allows.""
 from dataclasses import dataclass, field
 
 TAG_HELLO, TAG_ARC, TAG_ARC_N, TAG_PC, TAG_PC_N, TAG_DROPPED, TAG_START, TAG_STOP = range(1, 9)
+# Version 2: ENTER/EXIT (callee, call site, u32 stamp), the _IN_HANDLER forms with u16 IPSR.
+TAG_ENTER, TAG_EXIT, TAG_ENTER_IN_HANDLER, TAG_EXIT_IN_HANDLER = range(9, 13)
 
 
 def crc16_ccitt_false(data: bytes) -> int:
@@ -54,6 +56,8 @@ class Capture:
     pcs: dict = field(default_factory=dict)  # pc -> samples
     dropped_total: int = 0
     markers: list = field(default_factory=list)  # "start" / "stop", in order
+    # (enter, callee, call_site, stamp, exception), in order
+    events: list = field(default_factory=list)
 
 
 def _leb128(body: bytes, i: int) -> tuple[int, int]:
@@ -102,6 +106,13 @@ def _items(body: bytes, addr_bytes: int, cap: Capture) -> int:
             i += 4
         elif tag in (TAG_START, TAG_STOP):
             cap.markers.append("start" if tag == TAG_START else "stop")
+        elif TAG_ENTER <= tag <= TAG_EXIT_IN_HANDLER:
+            in_handler = tag >= TAG_ENTER_IN_HANDLER
+            exception = int.from_bytes(body[i + 2 * addr_bytes + 4 : i + 2 * addr_bytes + 6],
+                                       "little") if in_handler else 0
+            cap.events.append((tag in (TAG_ENTER, TAG_ENTER_IN_HANDLER), addr(i),
+                               addr(i + addr_bytes), u32(i + 2 * addr_bytes), exception))
+            i += 2 * addr_bytes + 4 + (2 if in_handler else 0)
         else:
             raise ValueError(f"unknown item tag {tag:#x}")
     if i != end:

@@ -128,6 +128,27 @@ void framed_seeds() {
     for (const Record& r : sample_records()) narrow.record(r);
     narrow.flush();
     write_wire("framed", "w3", 1, narrow.take_wire());
+    // Version 2: enter/exit events (thread and handler), a frame lost between them.
+    protocol::FramedEncoder events(4, 40);
+    protocol::TargetHello hello = sample_hello();
+    hello.version = protocol::kFramedVersionEvents;
+    hello.flags |= protocol::kHelloEvents;
+    events.hello(hello);
+    events.function_event({true, 0x1013, 0x1101, 0xFFFFFFF0, 32, 0});
+    events.function_event({true, 0x1203, 0x1301, 0x10, 32, 15});
+    events.flush();
+    events.function_event({false, 0x1203, 0x1301, 0x40, 32, 15});
+    events.flush();
+    Bytes lost = events.take_wire();
+    events.function_event({false, 0x1013, 0x1101, 0x80, 32, 0});
+    events.flush();
+    events.take_wire();  // this frame is lost
+    events.dropped(1);
+    events.function_event({true, 0x1013, 0x1101, 0x100, 32, 0});
+    events.flush();
+    const Bytes rest = events.take_wire();
+    lost.insert(lost.end(), rest.begin(), rest.end());
+    write_wire("framed", "events", 0, lost);
 }
 
 // Everything a target sends over SWO: PC samples, sleep, timestamps, exceptions, console text,

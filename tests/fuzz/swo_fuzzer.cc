@@ -26,13 +26,17 @@ protocol::WireSpec swo_spec(std::uint8_t settings) {
     return {"itm", "bin", settings & 32 ? 3 : 4, range, swo};
 }
 
-// Events keep stream order per source only: the SWO layer's own (console text, function
-// events) and the inner framed decoder's (HELLO, markers) may interleave differently.
+// Events keep stream order per source only: the SWO layer's own (console text, orbstat's
+// function events) and the inner framed decoder's (HELLO, markers, ENTER/EXIT with their
+// 32-bit stamps, EventsLost) may interleave differently.
 std::vector<StreamEvent> events_from(const std::vector<StreamEvent>& events, bool inner) {
     std::vector<StreamEvent> out;
     for (const StreamEvent& e : events) {
+        const auto* function = std::get_if<protocol::FunctionEvent>(&e);
         const bool from_inner = std::holds_alternative<protocol::TargetHello>(e) ||
-                                std::holds_alternative<protocol::ProfilingMarker>(e);
+                                std::holds_alternative<protocol::ProfilingMarker>(e) ||
+                                std::holds_alternative<protocol::EventsLost>(e) ||
+                                (function && function->stamp_bits == 32);
         if (from_inner == inner) out.push_back(e);
     }
     return out;
