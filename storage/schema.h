@@ -7,7 +7,7 @@
 
 namespace rackprof::storage {
 
-inline constexpr int kSchemaVersion = 9;
+inline constexpr int kSchemaVersion = 10;
 
 // The database's PRAGMA user_version: 0 for a new file.
 int schema_version(Database& db);

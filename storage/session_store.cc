@@ -161,7 +161,8 @@ void for_each_block(std::span<const Chunk> chunks, std::size_t cap, Size size_of
 
 }  // namespace
 
-void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToStore> chunks) {
+void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToStore> chunks,
+                                 const gmon::Aggregate* sums) {
     std::vector<ChunkToStore> raw, records;
     for (const auto& c : chunks) {
         if (!c.raw.empty()) raw.push_back(c);
@@ -203,6 +204,18 @@ void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToSt
             rec_st.bind(6, block.back().seq).bind(7, block.back().received_ns);
             rec_st.run();
         });
+    if (records.empty()) return;
+    SliceSpan span{records.front().seq, records.back().seq, records.front().received_ns,
+                   records.front().received_ns, 0};
+    for (const auto& c : records) {
+        span.min_ns = std::min(span.min_ns, c.received_ns);
+        span.max_ns = std::max(span.max_ns, c.received_ns);
+        span.records += c.records.size();
+    }
+    if (sums) return slices_.add(session, span, *sums);
+    gmon::Aggregate summed;
+    for (const auto& c : records) summed.add(c.records);
+    slices_.add(session, span, summed);
 }
 
 std::int64_t SessionStore::add_to_aggregate(std::int64_t session, const gmon::Aggregate& delta) {
@@ -338,6 +351,7 @@ void SessionStore::delete_session(std::int64_t session) {
     Statement st = db_.prepare("DELETE FROM sessions WHERE id = ?");  // the rest cascades
     st.bind(1, session);
     st.run();
+    slices_.forget(session);
 }
 
 int SessionStore::interrupt_unfinished(std::int64_t now_ns) {
@@ -437,6 +451,47 @@ gmon::Aggregate SessionStore::aggregate(std::int64_t session) {
 
 gmon::Aggregate SessionStore::aggregate_between(std::int64_t session, std::int64_t from_ns,
                                                 std::int64_t to_ns) {
+    // Slices and rows from one snapshot (a deferred read transaction, as versioned_aggregate).
+    db_.exec("BEGIN");
+    struct End {
+        Database& db;
+        ~End() {
+            try {
+                db.exec("COMMIT");
+            } catch (const StorageError&) {  // a read transaction has nothing to lose
+            }
+        }
+    } end{db_};
+    gmon::Aggregate a;
+    const auto slices = slices_inside(db_, session, from_ns, to_ns);
+    for (const auto& slice : slices) add_slice_sums(db_, slice, a);
+    // The rows in the window that no chosen slice holds (a row lies wholly inside a slice or
+    // outside it), their blobs read only for those.
+    Statement rows = db_.prepare(
+        "SELECT rowid, seq FROM record_batches WHERE session_id = ? AND received_ns <= ? AND "
+        "COALESCE(last_ns, received_ns) >= ? ORDER BY seq");
+    rows.bind(1, session).bind(2, to_ns).bind(3, from_ns);
+    Statement row =
+        db_.prepare("SELECT received_ns, records, encoding FROM record_batches WHERE rowid = ?");
+    auto slice = slices.begin();
+    while (rows.step()) {
+        const std::int64_t seq = rows.column_int(1);
+        while (slice != slices.end() && slice->last_seq < seq) ++slice;
+        if (slice != slices.end() && slice->first_seq <= seq) continue;
+        row.bind(1, rows.column_int(0));
+        if (row.step()) {
+            for (const auto& chunk : record_chunks_of(row)) {
+                if (chunk.received_ns >= from_ns && chunk.received_ns <= to_ns)
+                    a.add(chunk.records);
+            }
+        }
+        row.reset();
+    }
+    return a;
+}
+
+gmon::Aggregate SessionStore::aggregate_between_rows(std::int64_t session, std::int64_t from_ns,
+                                                     std::int64_t to_ns) {
     gmon::Aggregate a;
     Statement st = db_.prepare(
         "SELECT received_ns, records, encoding FROM record_batches WHERE session_id = ? AND "

@@ -21,6 +21,7 @@
 #include "storage/chunk_blocks.h"
 #include "storage/counters.h"
 #include "storage/record_codec.h"
+#include "storage/record_slices.h"
 #include "storage/schema.h"
 #include "storage/sqlite.h"
 
@@ -110,8 +111,15 @@ class SessionStore {
         std::span<const protocol::Record> records;
     };
     // Stores chunks of one session, in order, as zstd blocks (chunk_blocks.h): consecutive
-    // chunks share a row up to kBlockRawBytes raw bytes / kBlockRecords records.
-    void append_chunks(std::int64_t session, std::span<const ChunkToStore> chunks);
+    // chunks share a row up to kBlockRawBytes raw bytes / kBlockRecords records; and adds them
+    // to the session's record slices (record_slices.h). `sums`: their records summed, when the
+    // caller has that anyway (else summed here).
+    void append_chunks(std::int64_t session, std::span<const ChunkToStore> chunks,
+                       const gmon::Aggregate* sums = nullptr);
+    // Writes the session's open record slices (after its last chunk).
+    void finish_slices(std::int64_t session) { slices_.finish(session); }
+    // After a transaction was rolled back: open slices may hold rows that are not there.
+    void forget_open_slices() { slices_.forget_all(); }
     void append_chunk(std::int64_t session, std::int64_t seq, std::int64_t received_ns,
                       std::span<const std::uint8_t> raw,
                       std::span<const protocol::Record> records) {
@@ -152,9 +160,14 @@ class SessionStore {
         std::int64_t version = 0;
     };
     std::optional<VersionedAggregate> versioned_aggregate(std::int64_t session);
-    // The records received within [from_ns, to_ns], summed from the record batches.
+    // The records received within [from_ns, to_ns]: the record slices wholly inside, and the
+    // record batches no such slice holds (decoded, each chunk counted by its receive time).
     gmon::Aggregate aggregate_between(std::int64_t session, std::int64_t from_ns,
                                       std::int64_t to_ns);
+    // The same from the record batches alone (every row in the window decoded): what slices
+    // are checked against.
+    gmon::Aggregate aggregate_between_rows(std::int64_t session, std::int64_t from_ns,
+                                           std::int64_t to_ns);
     std::vector<Gap> gaps(std::int64_t session);
     // Console lines in the order received; at most `limit` of the newest when limit > 0.
     std::vector<ConsoleLine> console(std::int64_t session, int limit = 0);
@@ -187,6 +200,7 @@ class SessionStore {
     Statement& cached(std::optional<Statement>& slot, const char* sql);
 
     Database db_;
+    SliceBuilder slices_{db_};
     std::optional<Statement> insert_raw_;
     std::optional<Statement> insert_records_;
     std::optional<Statement> bump_aggregate_version_;

@@ -264,12 +264,14 @@ void StorageWriter::apply(std::vector<WriteOp> ops) {
         apply_in_transaction(batch, now);
         return;
     } catch (const StorageError& e) {
+        store_.forget_open_slices();  // they may hold rows that were rolled back
         if (e.is_storage_failure()) return failed(batch, e, now);
     }
     for (WriteOp& op : batch) {
         try {
             apply_in_transaction(std::span<WriteOp>(&op, 1), now);
         } catch (const StorageError& e) {
+            store_.forget_open_slices();
             if (e.is_storage_failure()) {
                 failed(std::span<WriteOp>(&op, 1), e, now);
             } else {
@@ -287,7 +289,7 @@ void StorageWriter::apply_in_transaction(std::span<WriteOp> ops, std::int64_t no
     for (WriteOp& op : ops) write_op(op, attempt);
     write_storage_gaps(attempt);
     for (auto& [id, p] : attempt.pending) {
-        store_.append_chunks(id, p.chunks);
+        store_.append_chunks(id, p.chunks, &p.delta);
         if (!p.delta.empty()) p.aggregate_version = store_.add_to_aggregate(id, p.delta);
         if (p.counters_changed) {
             SessionCounters counters = p.counters;
@@ -299,6 +301,7 @@ void StorageWriter::apply_in_transaction(std::span<WriteOp> ops, std::int64_t no
             store_.update_counters(id, counters);
         }
     }
+    for (const SessionId id : attempt.closed) store_.finish_slices(id);
     t.commit();
     // Committed: from here on nothing throws.
     if (options_.aggregates) {
