@@ -147,17 +147,23 @@ SessionId StorageWriter::reserve_session_id() {
 
 bool StorageWriter::submit(WriteOp op) {
     const std::size_t bytes = op_bytes(op);
+    bool wake = false;
     {
         std::lock_guard lock(mutex_);
         if (stopping_) return false;
-        if (std::holds_alternative<ChunkOp>(op) &&
-            queued_bytes_ + bytes > options_.queue_budget_bytes)
-            return false;
+        const bool chunk = std::holds_alternative<ChunkOp>(op);
+        if (chunk && queued_bytes_ + bytes > options_.queue_budget_bytes) return false;
+        // The writer sleeps through the interval; a queue half full wakes it early (once, as it
+        // crosses the mark: a wake-up per chunk would cost more than the chunk), and so does
+        // anything but a chunk (rare: a new session's row is there at once, as before).
+        wake_now_ = wake_now_ || !chunk;
+        wake = !chunk || (queued_bytes_ < commit_early_bytes() &&
+                          queued_bytes_ + bytes >= commit_early_bytes());
         queued_bytes_ += bytes;
         queue_.push_back(std::move(op));
         ++submitted_;
     }
-    wake_.notify_one();
+    if (wake) wake_.notify_one();
     return true;
 }
 
@@ -169,6 +175,7 @@ bool StorageWriter::has_room() {
 void StorageWriter::flush() {
     std::unique_lock lock(mutex_);
     const std::uint64_t target = submitted_;
+    flush_wanted_ = true;
     wake_.notify_one();
     drained_.wait(lock, [&] { return applied_ >= target || !thread_.joinable(); });
 }
@@ -221,13 +228,19 @@ WriterStats StorageWriter::stats() {
 }
 
 void StorageWriter::run() {
+    auto next_commit = std::chrono::steady_clock::now() + options_.commit_interval;
     while (true) {
         std::vector<WriteOp> ops;
         bool stopping = false;
         {
             std::unique_lock lock(mutex_);
-            wake_.wait_for(lock, options_.commit_interval,
-                           [&] { return !queue_.empty() || stopping_; });
+            wake_.wait_until(lock, next_commit, [&] {
+                return stopping_ || flush_wanted_ || wake_now_ ||
+                       queued_bytes_ >= commit_early_bytes();
+            });
+            flush_wanted_ = wake_now_ = false;
+            // A commit that took longer than the interval leaves the next one due at once.
+            next_commit = std::chrono::steady_clock::now() + options_.commit_interval;
             // Held operations are tried again every interval, with or without new ones.
             if (queue_.empty() && held_.empty()) {
                 if (stopping_) return;

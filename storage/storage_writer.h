@@ -1,5 +1,8 @@
 // The single writer: one thread owns the read-write connection and applies what the capture
-// loop submits, many operations per transaction, committing at least every commit_interval.
+// loop submits, many operations per transaction: chunks that arrive during one commit_interval
+// go in one transaction (sooner on a flush, at stop, when half the queue budget waits, or when
+// anything but a chunk arrives), so each session's aggregate and counters are written once per
+// interval, not once per chunk.
 // The capture loop never waits on the disk: submit() only queues, and refuses (returns
 // false) when the queue is over its byte budget, so the caller can count the loss.
 //
@@ -96,6 +99,7 @@ using WriteOp = std::variant<OpenSessionOp, ChunkOp, GapOp, CloseSessionOp, Dele
                              SetFirmwareOp, SaveBoardOp, TargetOp>;
 
 struct StorageWriterOptions {
+    // How long chunks gather before a commit (from the start of the last one).
     std::chrono::milliseconds commit_interval{100};
     // What may wait in the queue; the transaction being written holds at most as much again,
     // so the writer's memory stays under twice this whatever the input rate.
@@ -213,6 +217,8 @@ class StorageWriter {
     struct Attempt;  // one transaction's bookkeeping (storage_writer.cc)
 
     void run();
+    // Queued bytes that start a commit before the interval ends.
+    std::size_t commit_early_bytes() const { return options_.queue_budget_bytes / 2; }
     void apply(std::vector<WriteOp> ops);
     void apply_in_transaction(std::span<WriteOp> ops, std::int64_t now);
     void write_op(WriteOp& op, Attempt& attempt);
@@ -242,6 +248,8 @@ class StorageWriter {
     std::size_t queued_bytes_ = 0;
     std::uint64_t submitted_ = 0;
     std::uint64_t applied_ = 0;
+    bool flush_wanted_ = false;  // a flush() waits: commit now, not at the interval's end
+    bool wake_now_ = false;      // something other than a chunk waits: commit now
     std::atomic<std::uint64_t> failed_transactions_{0};
     bool stopping_ = false;
 
