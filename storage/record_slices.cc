@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <limits>
 
 #include "storage/chunk_blocks.h"
 
@@ -105,6 +106,41 @@ std::vector<StoredSlice> slices_inside(Database& db, std::int64_t session, std::
     std::vector<StoredSlice> out;
     out.reserve(chosen.size());
     for (const auto& entry : chosen) out.push_back(entry.second);
+    return out;
+}
+
+std::vector<SeqRange> ranges_to_decode(Database& db, std::int64_t session, std::int64_t from_ns,
+                                       std::int64_t to_ns, const std::vector<StoredSlice>& chosen) {
+    constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    std::vector<SeqRange> out;
+    const auto add = [&](std::int64_t first, std::int64_t last) {
+        if (first > last) return;
+        if (!out.empty() && out.back().last + 1 == first) {
+            out.back().last = last;
+        } else {
+            out.push_back({first, last});
+        }
+    };
+    Statement st = db.prepare(
+        "SELECT first_seq, last_seq, min_ns, max_ns FROM record_slices WHERE session_id = ? AND "
+        "level = 1 ORDER BY first_seq");
+    st.bind(1, session);
+    auto inside = chosen.begin();
+    std::int64_t next = kMin;  // the first seq not yet looked at
+    while (st.step()) {
+        const SeqRange slice{st.column_int(0), st.column_int(1)};
+        const std::int64_t min_ns = st.column_int(2), max_ns = st.column_int(3);
+        if (slice.first < next) continue;  // cannot happen for slices the builder wrote
+        add(next, slice.first - 1);        // rows no slice holds
+        next = slice.last + 1;
+        while (inside != chosen.end() && inside->last_seq < slice.first) ++inside;
+        const bool chosen_holds_it = inside != chosen.end() && inside->first_seq <= slice.first &&
+                                     slice.last <= inside->last_seq;
+        const bool outside_window = max_ns < from_ns || min_ns > to_ns;
+        if (!chosen_holds_it && !outside_window) add(slice.first, slice.last);
+    }
+    add(next, kMax);
     return out;
 }
 

@@ -80,6 +80,17 @@ struct StoredSlice {
 // sorted by first_seq.
 std::vector<StoredSlice> slices_inside(Database& db, std::int64_t session, std::int64_t from_ns,
                                        std::int64_t to_ns);
+// Record rows by seq, first..last inclusive.
+struct SeqRange {
+    std::int64_t first = 0;
+    std::int64_t last = 0;
+};
+// The seq ranges of the rows a window must still decode, given the slices chosen for it
+// (slices_inside): rows of level-1 slices that overlap the window without being inside a
+// chosen slice, and rows no slice holds. Rows of slices wholly outside the window are left out
+// unread (a row's last_ns comes after its blob: testing it reads the whole blob).
+std::vector<SeqRange> ranges_to_decode(Database& db, std::int64_t session, std::int64_t from_ns,
+                                       std::int64_t to_ns, const std::vector<StoredSlice>& chosen);
 // Adds a stored slice's sums to `into`.
 void add_slice_sums(Database& db, const StoredSlice& slice, gmon::Aggregate& into);
 

@@ -465,27 +465,20 @@ gmon::Aggregate SessionStore::aggregate_between(std::int64_t session, std::int64
     gmon::Aggregate a;
     const auto slices = slices_inside(db_, session, from_ns, to_ns);
     for (const auto& slice : slices) add_slice_sums(db_, slice, a);
-    // The rows in the window that no chosen slice holds (a row lies wholly inside a slice or
-    // outside it), their blobs read only for those.
     Statement rows = db_.prepare(
-        "SELECT rowid, seq FROM record_batches WHERE session_id = ? AND received_ns <= ? AND "
-        "COALESCE(last_ns, received_ns) >= ? ORDER BY seq");
-    rows.bind(1, session).bind(2, to_ns).bind(3, from_ns);
-    Statement row =
-        db_.prepare("SELECT received_ns, records, encoding FROM record_batches WHERE rowid = ?");
-    auto slice = slices.begin();
-    while (rows.step()) {
-        const std::int64_t seq = rows.column_int(1);
-        while (slice != slices.end() && slice->last_seq < seq) ++slice;
-        if (slice != slices.end() && slice->first_seq <= seq) continue;
-        row.bind(1, rows.column_int(0));
-        if (row.step()) {
-            for (const auto& chunk : record_chunks_of(row)) {
+        "SELECT received_ns, records, encoding FROM record_batches WHERE session_id = ? AND seq "
+        "BETWEEN ? AND ? AND received_ns <= ? AND COALESCE(last_ns, received_ns) >= ? ORDER BY "
+        "seq");
+    for (const auto& range : ranges_to_decode(db_, session, from_ns, to_ns, slices)) {
+        rows.bind(1, session).bind(2, range.first).bind(3, range.last);
+        rows.bind(4, to_ns).bind(5, from_ns);
+        while (rows.step()) {
+            for (const auto& chunk : record_chunks_of(rows)) {
                 if (chunk.received_ns >= from_ns && chunk.received_ns <= to_ns)
                     a.add(chunk.records);
             }
         }
-        row.reset();
+        rows.reset();
     }
     return a;
 }
