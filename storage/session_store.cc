@@ -98,6 +98,42 @@ std::vector<DecodedRecordChunk> record_chunks_of(const Statement& row) {
     return one;
 }
 
+// A deferred read transaction, so that several reads see one snapshot; none when the
+// connection is inside a transaction already (the writer's, or an outer snapshot).
+class ReadSnapshot {
+  public:
+    explicit ReadSnapshot(Database& db)
+        : db_(db), began_(sqlite3_get_autocommit(db.handle()) != 0) {
+        if (began_) db_.exec("BEGIN");
+    }
+    ~ReadSnapshot() {
+        if (!began_) return;
+        try {
+            db_.exec("COMMIT");
+        } catch (const StorageError&) {  // a read transaction has nothing to lose
+        }
+    }
+    ReadSnapshot(const ReadSnapshot&) = delete;
+    ReadSnapshot& operator=(const ReadSnapshot&) = delete;
+
+  private:
+    Database& db_;
+    bool began_;
+};
+
+// The records of a session's rows after `seq`, summed.
+gmon::Aggregate records_after(Database& db, std::int64_t session, std::int64_t seq) {
+    Statement rows = db.prepare(
+        "SELECT received_ns, records, encoding FROM record_batches WHERE session_id = ? AND seq "
+        "> ? ORDER BY seq");
+    rows.bind(1, session).bind(2, seq);
+    gmon::Aggregate delta;
+    while (rows.step()) {
+        for (const auto& chunk : record_chunks_of(rows)) delta.add(chunk.records);
+    }
+    return delta;
+}
+
 const std::string& select_sessions_sql() {
     static const std::string sql =
         std::string("SELECT ") + kSessionInfoColumns + ", " + counter_columns() + " FROM sessions";
@@ -237,12 +273,37 @@ std::int64_t SessionStore::add_to_aggregate(std::int64_t session, const gmon::Ag
     }
     Statement& version = cached(
         bump_aggregate_version_,
-        "UPDATE sessions SET aggregate_version = aggregate_version + 1 WHERE id = ? RETURNING "
-        "aggregate_version");
+        "UPDATE sessions SET aggregate_version = aggregate_version + 1, summed_seq = NULL WHERE "
+        "id = ? RETURNING aggregate_version");
     version.bind(1, session);
     const std::int64_t now = version.step() ? version.column_int(0) : 0;
     version.reset();
     return now;
+}
+
+std::int64_t SessionStore::defer_sums(std::int64_t session, std::int64_t seq) {
+    Statement& st =
+        cached(defer_sums_,
+               "UPDATE sessions SET aggregate_version = aggregate_version + 1, summed_seq = "
+               "COALESCE(summed_seq, ?) WHERE id = ? RETURNING aggregate_version");
+    st.bind(1, seq).bind(2, session);
+    const std::int64_t now = st.step() ? st.column_int(0) : 0;
+    st.reset();
+    return now;
+}
+
+int SessionStore::complete_sums() {
+    std::vector<std::pair<std::int64_t, std::int64_t>> unsummed;
+    {
+        Statement st =
+            db_.prepare("SELECT id, summed_seq FROM sessions WHERE summed_seq IS NOT NULL");
+        while (st.step()) unsummed.emplace_back(st.column_int(0), st.column_int(1));
+    }
+    Transaction t(db_);  // all or nothing: a second start must not add them twice
+    for (const auto& entry : unsummed)
+        add_to_aggregate(entry.first, records_after(db_, entry.first, entry.second));
+    t.commit();
+    return static_cast<int>(unsummed.size());
 }
 
 void SessionStore::update_counters(std::int64_t session, const SessionCounters& counters) {
@@ -414,16 +475,7 @@ std::optional<SessionStore::VersionedAggregate> SessionStore::versioned_aggregat
     std::int64_t session) {
     // The version and the rows from one snapshot: a deferred read transaction (readers'
     // connections are read-only, so not Transaction's BEGIN IMMEDIATE).
-    db_.exec("BEGIN");
-    struct End {
-        Database& db;
-        ~End() {
-            try {
-                db.exec("COMMIT");
-            } catch (const StorageError&) {  // a read transaction has nothing to lose
-            }
-        }
-    } end{db_};
+    const ReadSnapshot snapshot(db_);
     Statement version = db_.prepare("SELECT aggregate_version FROM sessions WHERE id = ?");
     version.bind(1, session);
     if (!version.step()) return std::nullopt;
@@ -432,6 +484,7 @@ std::optional<SessionStore::VersionedAggregate> SessionStore::versioned_aggregat
 }
 
 gmon::Aggregate SessionStore::aggregate(std::int64_t session) {
+    const ReadSnapshot snapshot(db_);
     gmon::Aggregate a;
     Statement arcs =
         db_.prepare("SELECT from_pc, self_pc, count FROM session_arcs WHERE session_id = ?");
@@ -446,22 +499,17 @@ gmon::Aggregate SessionStore::aggregate(std::int64_t session) {
     while (pcs.step())
         a.add_pc(static_cast<std::uint64_t>(pcs.column_int(0)),
                  static_cast<std::uint64_t>(pcs.column_int(1)));
+    // A capturing session's records after its sums (the writer writes them once a second).
+    Statement summed = db_.prepare("SELECT summed_seq FROM sessions WHERE id = ?");
+    summed.bind(1, session);
+    if (summed.step() && !summed.column_is_null(0))
+        a.merge(records_after(db_, session, summed.column_int(0)));
     return a;
 }
 
 gmon::Aggregate SessionStore::aggregate_between(std::int64_t session, std::int64_t from_ns,
                                                 std::int64_t to_ns) {
-    // Slices and rows from one snapshot (a deferred read transaction, as versioned_aggregate).
-    db_.exec("BEGIN");
-    struct End {
-        Database& db;
-        ~End() {
-            try {
-                db.exec("COMMIT");
-            } catch (const StorageError&) {  // a read transaction has nothing to lose
-            }
-        }
-    } end{db_};
+    const ReadSnapshot snapshot(db_);  // slices and rows as one commit left them
     gmon::Aggregate a;
     const auto slices = slices_inside(db_, session, from_ns, to_ns);
     for (const auto& slice : slices) add_slice_sums(db_, slice, a);

@@ -126,8 +126,16 @@ class SessionStore {
         const ChunkToStore one{seq, received_ns, raw, records};
         append_chunks(session, std::span(&one, 1));
     }
-    // Adds to the stored aggregate and counts one more aggregate_version; returns it.
+    // Adds to the stored aggregate and counts one more aggregate_version; returns it. The sums
+    // then hold every chunk stored (summed_seq NULL).
     std::int64_t add_to_aggregate(std::int64_t session, const gmon::Aggregate& delta);
+    // Counts one more aggregate_version without writing the sums: the chunks after `seq` (or
+    // after an earlier mark) are stored but not yet summed; aggregate() adds them from their
+    // rows until add_to_aggregate writes them. Returns the version.
+    std::int64_t defer_sums(std::int64_t session, std::int64_t seq);
+    // At start, after a crash: adds to each session's sums the records stored after its
+    // summed_seq. Returns how many sessions it completed.
+    int complete_sums();
     void update_counters(std::int64_t session, const SessionCounters& counters);
     void add_gap(std::int64_t session, const Gap& gap);
     void end_session(std::int64_t session, const std::string& state, std::int64_t ended_ns);
@@ -153,6 +161,7 @@ class SessionStore {
     std::int64_t max_session_id();  // 0 for none
     std::vector<SessionInfo> sessions();
     std::optional<SessionInfo> session(std::int64_t id);
+    // The session's sums, with the records stored after them (defer_sums), from one snapshot.
     gmon::Aggregate aggregate(std::int64_t session);
     // The aggregate with its aggregate_version, read in one transaction (a consistent pair).
     struct VersionedAggregate {
@@ -204,6 +213,7 @@ class SessionStore {
     std::optional<Statement> insert_raw_;
     std::optional<Statement> insert_records_;
     std::optional<Statement> bump_aggregate_version_;
+    std::optional<Statement> defer_sums_;
     std::optional<Statement> upsert_arc_;
     std::optional<Statement> upsert_pc_;
     std::optional<Statement> update_counters_;

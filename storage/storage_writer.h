@@ -113,6 +113,13 @@ struct StorageWriterOptions {
     AggregateCache* aggregates = nullptr;
     // Refuse a damaged database at start (integrity.h's check_at_start), before writing to it.
     bool check_at_start = true;
+    // How often a capturing session's sums (its arcs and PCs) are written: rewriting a few
+    // hundred rows per session at every commit was a third of the writer's time on a 256-board
+    // rack. Its records are committed at every commit all the same, and readers add those after
+    // the sums (SessionStore::aggregate), so nothing lags; the sums are also written at its
+    // close, on flush() and at stop, and after a crash at the next start
+    // (SessionStore::complete_sums). 0: at every commit.
+    std::chrono::milliseconds sums_interval{1000};
 };
 
 // Storage as a whole: failing from a failed commit until one succeeds again.
@@ -181,8 +188,8 @@ class StorageWriter {
     // now: sources that can wait (files) read only then. Any thread.
     bool has_room();
     static constexpr std::size_t kRoomFor = 1u << 20;
-    // Blocks until everything submitted so far was applied: committed or, while storage fails,
-    // counted lost (chunks) or held for a retry (the rest).
+    // Blocks until everything submitted so far was applied: committed (sums included) or, while
+    // storage fails, counted lost (chunks) or held for a retry (the rest).
     void flush();
     // Commits what is queued (held operations get one more try) and stops the thread.
     void stop();
@@ -221,6 +228,7 @@ class StorageWriter {
     std::size_t commit_early_bytes() const { return options_.queue_budget_bytes / 2; }
     void apply(std::vector<WriteOp> ops);
     void apply_in_transaction(std::span<WriteOp> ops, std::int64_t now);
+    void write_sums(Attempt& attempt);
     void write_op(WriteOp& op, Attempt& attempt);
     void committed(std::span<WriteOp> ops, std::int64_t now);
     void failed(std::span<WriteOp> ops, const StorageError& error, std::int64_t now);
@@ -254,6 +262,13 @@ class StorageWriter {
     bool stopping_ = false;
 
     // Writer thread only.
+    // Sessions' committed records not yet in their stored sums (sums_interval), since when.
+    struct Unsummed {
+        gmon::Aggregate delta;
+        std::chrono::steady_clock::time_point since;
+    };
+    std::map<SessionId, Unsummed> unsummed_;
+    bool sum_all_ = false;  // this transaction writes every session's sums (flush, stop)
     std::set<SessionId> open_sessions_;           // opened by this writer, not yet closed
     std::map<SessionId, std::int64_t> next_seq_;  // chunk order within each open session
     std::map<SessionId, Ledger> ledgers_;         // sessions that lost something to storage
