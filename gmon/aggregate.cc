@@ -101,12 +101,37 @@ std::vector<ArcCount> Aggregate::arcs() const {
     return out;
 }
 
+namespace {
+
+// PCs are distinct, so any sort by address gives the same order. A radix sort, 16 bits a pass
+// over as many bits as the largest PC has: a window's profile of ~2 * 10^5 PCs sorted them
+// three times, a fifth of its time with std::sort.
+void sort_by_pc(std::vector<PcCount>& pcs) {
+    if (pcs.size() < 4096) {
+        std::sort(pcs.begin(), pcs.end(),
+                  [](const PcCount& a, const PcCount& b) { return a.pc < b.pc; });
+        return;
+    }
+    std::uint64_t bits = 0;
+    for (const PcCount& p : pcs) bits |= p.pc;
+    std::vector<PcCount> sorted(pcs.size());
+    std::vector<std::size_t> starts(65537);
+    for (int shift = 0; shift < 64 && (bits >> shift) != 0; shift += 16) {
+        std::fill(starts.begin(), starts.end(), 0);
+        for (const PcCount& p : pcs) ++starts[((p.pc >> shift) & 0xFFFF) + 1];
+        for (std::size_t i = 1; i < starts.size(); ++i) starts[i] += starts[i - 1];
+        for (const PcCount& p : pcs) sorted[starts[(p.pc >> shift) & 0xFFFF]++] = p;
+        pcs.swap(sorted);
+    }
+}
+
+}  // namespace
+
 std::vector<PcCount> Aggregate::pc_samples() const {
     std::vector<PcCount> out;
     out.reserve(pcs_.size());
     pcs_.for_each([&](std::uint64_t pc, std::uint64_t n) { out.push_back({pc, n}); });
-    std::sort(out.begin(), out.end(),
-              [](const PcCount& a, const PcCount& b) { return a.pc < b.pc; });
+    sort_by_pc(out);
     return out;
 }
 

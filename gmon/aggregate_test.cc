@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 
 namespace rackprof::gmon {
@@ -46,6 +47,25 @@ TEST_CASE("many distinct keys survive table growth, in any order of arrival") {
     CHECK(forward == shuffled);
     CHECK(forward.arcs().size() == 20000);
     CHECK(forward.pc_samples().size() == 20000);
+}
+
+TEST_CASE("pc_samples are sorted by address, 32- and 64-bit, many or few") {
+    std::mt19937_64 rng(5);
+    for (const std::size_t n : {10, 5000, 50000}) {
+        for (const bool wide : {false, true}) {
+            Aggregate a;
+            std::map<std::uint64_t, std::uint64_t> expected;
+            for (std::size_t i = 0; i < n; ++i) {
+                const std::uint64_t pc = wide ? rng() : rng() % 0x100000000u;
+                const std::uint64_t count = 1 + rng() % 7;
+                a.add_pc(pc, count);
+                expected[pc] += count;
+            }
+            std::vector<PcCount> want;
+            for (const auto& [pc, count] : expected) want.push_back({pc, count});
+            CHECK(a.pc_samples() == want);
+        }
+    }
 }
 
 TEST_CASE("merge adds counts") {

@@ -254,4 +254,52 @@ std::vector<DecodedRecordChunk> decode_record_block(std::span<const std::uint8_t
     return out;
 }
 
+std::vector<std::uint8_t> encode_sums_block(const gmon::Aggregate& sums) {
+    std::vector<std::uint8_t> payload;
+    payload.reserve((sums.distinct_arcs() + sums.distinct_pcs()) * 5 + 16);
+    const auto arcs = sums.arcs();
+    put_varint(payload, arcs.size());
+    std::uint64_t from = 0, self = 0;
+    for (const auto& a : arcs) {
+        put_varint(payload, zigzag(wrapping_sub(static_cast<std::int64_t>(a.from_pc),
+                                                static_cast<std::int64_t>(from))));
+        put_varint(payload, zigzag(wrapping_sub(static_cast<std::int64_t>(a.self_pc),
+                                                static_cast<std::int64_t>(self))));
+        put_varint(payload, a.count);
+        from = a.from_pc;
+        self = a.self_pc;
+    }
+    const auto pcs = sums.pc_samples();
+    put_varint(payload, pcs.size());
+    std::uint64_t pc = 0;
+    for (const auto& p : pcs) {
+        put_varint(payload, p.pc - pc);  // sorted: never negative
+        put_varint(payload, p.count);
+        pc = p.pc;
+    }
+    return compress(payload);
+}
+
+void add_sums_block(std::span<const std::uint8_t> blob, gmon::Aggregate& into) {
+    const auto payload = decompress(blob);
+    PayloadReader in(payload);
+    const std::uint64_t arcs = in.varint();
+    if (arcs > payload.size()) throw StorageError("corrupt sums: arc count too large");
+    std::int64_t from = 0, self = 0;
+    for (std::uint64_t i = 0; i < arcs; ++i) {
+        from = wrapping_add(from, unzigzag(in.varint()));
+        self = wrapping_add(self, unzigzag(in.varint()));
+        into.add_arc(static_cast<std::uint64_t>(from), static_cast<std::uint64_t>(self),
+                     in.varint());
+    }
+    const std::uint64_t pcs = in.varint();
+    if (pcs > payload.size()) throw StorageError("corrupt sums: PC count too large");
+    std::uint64_t pc = 0;
+    for (std::uint64_t i = 0; i < pcs; ++i) {
+        pc += in.varint();
+        into.add_pc(pc, in.varint());
+    }
+    if (!in.done()) throw StorageError("corrupt sums: bytes after the last PC");
+}
+
 }  // namespace rackprof::storage

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gmon/aggregate.h"
 #include "protocol/record.h"
 
 namespace rackprof::storage {
@@ -65,5 +66,13 @@ std::vector<DecodedRawChunk> decode_raw_block(std::span<const std::uint8_t> blob
                                               std::int64_t row_received_ns);
 std::vector<DecodedRecordChunk> decode_record_block(std::span<const std::uint8_t> blob,
                                                     std::int64_t row_received_ns);
+
+// Sums (since v10, record_slices.sums): an aggregate as one zstd frame holding
+//   varint arc count, per arc (sorted) the zigzag deltas of from_pc and self_pc to the
+//   previous arc's and the count; varint PC count, per PC (sorted) its delta to the previous
+//   PC's and the count.
+std::vector<std::uint8_t> encode_sums_block(const gmon::Aggregate& sums);
+// Adds the block's counts to `into`; throws StorageError for a damaged blob.
+void add_sums_block(std::span<const std::uint8_t> blob, gmon::Aggregate& into);
 
 }  // namespace rackprof::storage

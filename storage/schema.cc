@@ -182,6 +182,28 @@ const char* const kMigrations[] = {
         PRIMARY KEY (session_id, node)
     ) WITHOUT ROWID;
     )sql",
+    // 11: record slices (record_slices.h): the sums of a run of whole record_batches rows
+    // (seq first_seq..last_seq, chunks received min_ns..max_ns), so a time-window profile adds
+    // the slices inside the window and decodes only the rows at its edges. Level 1 closes at
+    // kSliceRecords records, level k + 1 spans kSliceFanout slices of level k. Sessions written
+    // before have none and are answered from their rows, as before (nothing is rebuilt here, so
+    // this step is instant on any database). `summed_seq`: the storage writer writes a capturing
+    // session's sums once a second, not at every commit; until then this is the last chunk
+    // they hold (NULL: all), so the rows after it are added at the next start after a crash.
+    R"sql(
+    ALTER TABLE sessions ADD COLUMN summed_seq INTEGER;
+    CREATE TABLE record_slices (
+        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        level      INTEGER NOT NULL,
+        first_seq  INTEGER NOT NULL,
+        last_seq   INTEGER NOT NULL,
+        min_ns     INTEGER NOT NULL,
+        max_ns     INTEGER NOT NULL,
+        records    INTEGER NOT NULL,
+        sums       BLOB NOT NULL,
+        UNIQUE (session_id, level, first_seq)
+    );
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

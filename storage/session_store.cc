@@ -102,6 +102,42 @@ std::optional<std::vector<gmon::HistogramSpec>> histograms_of(const std::string&
 
 namespace {
 
+// A deferred read transaction, so that several reads see one snapshot; none when the
+// connection is inside a transaction already (the writer's, or an outer snapshot).
+class ReadSnapshot {
+  public:
+    explicit ReadSnapshot(Database& db)
+        : db_(db), began_(sqlite3_get_autocommit(db.handle()) != 0) {
+        if (began_) db_.exec("BEGIN");
+    }
+    ~ReadSnapshot() {
+        if (!began_) return;
+        try {
+            db_.exec("COMMIT");
+        } catch (const StorageError&) {  // a read transaction has nothing to lose
+        }
+    }
+    ReadSnapshot(const ReadSnapshot&) = delete;
+    ReadSnapshot& operator=(const ReadSnapshot&) = delete;
+
+  private:
+    Database& db_;
+    bool began_;
+};
+
+// The records of a session's rows after `seq`, summed.
+gmon::Aggregate records_after(Database& db, std::int64_t session, std::int64_t seq) {
+    Statement rows = db.prepare(
+        "SELECT received_ns, records, encoding FROM record_batches WHERE session_id = ? AND seq "
+        "> ? ORDER BY seq");
+    rows.bind(1, session).bind(2, seq);
+    gmon::Aggregate delta;
+    while (rows.step()) {
+        for (const auto& chunk : record_chunks_of(rows)) delta.add(chunk.records);
+    }
+    return delta;
+}
+
 // A read-only connection to a database older than v10 (a `convert --db` of an old file) has no
 // calling-context table: its sessions read as having no tree.
 std::string select_sessions_sql(bool has_cct) {
@@ -117,6 +153,7 @@ SessionStore::SessionStore(const std::filesystem::path& path, Database::Mode mod
     : db_(path, mode) {
     if (mode == Database::Mode::kReadWrite) migrate_schema(db_);
     has_cct_ = schema_version(db_) >= kCallingContextSchema;
+    has_slices_ = schema_version(db_) >= kRecordSlicesSchema;
 }
 
 Statement& SessionStore::cached(std::optional<Statement>& slot, const char* sql) {
@@ -169,7 +206,8 @@ void for_each_block(std::span<const Chunk> chunks, std::size_t cap, Size size_of
 
 }  // namespace
 
-void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToStore> chunks) {
+void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToStore> chunks,
+                                 const gmon::Aggregate* sums) {
     std::vector<ChunkToStore> raw, records;
     for (const auto& c : chunks) {
         if (!c.raw.empty()) raw.push_back(c);
@@ -211,6 +249,18 @@ void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToSt
             rec_st.bind(6, block.back().seq).bind(7, block.back().received_ns);
             rec_st.run();
         });
+    if (records.empty()) return;
+    SliceSpan span{records.front().seq, records.back().seq, records.front().received_ns,
+                   records.front().received_ns, 0};
+    for (const auto& c : records) {
+        span.min_ns = std::min(span.min_ns, c.received_ns);
+        span.max_ns = std::max(span.max_ns, c.received_ns);
+        span.records += c.records.size();
+    }
+    if (sums) return slices_.add(session, span, *sums);
+    gmon::Aggregate summed;
+    for (const auto& c : records) summed.add(c.records);
+    slices_.add(session, span, summed);
 }
 
 std::int64_t SessionStore::add_to_aggregate(std::int64_t session, const gmon::Aggregate& delta) {
@@ -232,12 +282,37 @@ std::int64_t SessionStore::add_to_aggregate(std::int64_t session, const gmon::Ag
     }
     Statement& version = cached(
         bump_aggregate_version_,
-        "UPDATE sessions SET aggregate_version = aggregate_version + 1 WHERE id = ? RETURNING "
-        "aggregate_version");
+        "UPDATE sessions SET aggregate_version = aggregate_version + 1, summed_seq = NULL WHERE "
+        "id = ? RETURNING aggregate_version");
     version.bind(1, session);
     const std::int64_t now = version.step() ? version.column_int(0) : 0;
     version.reset();
     return now;
+}
+
+std::int64_t SessionStore::defer_sums(std::int64_t session, std::int64_t seq) {
+    Statement& st =
+        cached(defer_sums_,
+               "UPDATE sessions SET aggregate_version = aggregate_version + 1, summed_seq = "
+               "COALESCE(summed_seq, ?) WHERE id = ? RETURNING aggregate_version");
+    st.bind(1, seq).bind(2, session);
+    const std::int64_t now = st.step() ? st.column_int(0) : 0;
+    st.reset();
+    return now;
+}
+
+int SessionStore::complete_sums() {
+    std::vector<std::pair<std::int64_t, std::int64_t>> unsummed;
+    {
+        Statement st =
+            db_.prepare("SELECT id, summed_seq FROM sessions WHERE summed_seq IS NOT NULL");
+        while (st.step()) unsummed.emplace_back(st.column_int(0), st.column_int(1));
+    }
+    Transaction t(db_);  // all or nothing: a second start must not add them twice
+    for (const auto& entry : unsummed)
+        add_to_aggregate(entry.first, records_after(db_, entry.first, entry.second));
+    t.commit();
+    return static_cast<int>(unsummed.size());
 }
 
 void SessionStore::update_counters(std::int64_t session, const SessionCounters& counters) {
@@ -367,6 +442,7 @@ void SessionStore::delete_session(std::int64_t session) {
     Statement st = db_.prepare("DELETE FROM sessions WHERE id = ?");  // the rest cascades
     st.bind(1, session);
     st.run();
+    slices_.forget(session);
 }
 
 int SessionStore::interrupt_unfinished(std::int64_t now_ns) {
@@ -430,16 +506,7 @@ std::optional<SessionStore::VersionedAggregate> SessionStore::versioned_aggregat
     std::int64_t session) {
     // The version and the rows from one snapshot: a deferred read transaction (readers'
     // connections are read-only, so not Transaction's BEGIN IMMEDIATE).
-    db_.exec("BEGIN");
-    struct End {
-        Database& db;
-        ~End() {
-            try {
-                db.exec("COMMIT");
-            } catch (const StorageError&) {  // a read transaction has nothing to lose
-            }
-        }
-    } end{db_};
+    const ReadSnapshot snapshot(db_);
     Statement version = db_.prepare("SELECT aggregate_version FROM sessions WHERE id = ?");
     version.bind(1, session);
     if (!version.step()) return std::nullopt;
@@ -448,6 +515,7 @@ std::optional<SessionStore::VersionedAggregate> SessionStore::versioned_aggregat
 }
 
 gmon::Aggregate SessionStore::aggregate(std::int64_t session) {
+    const ReadSnapshot snapshot(db_);
     gmon::Aggregate a;
     Statement arcs =
         db_.prepare("SELECT from_pc, self_pc, count FROM session_arcs WHERE session_id = ?");
@@ -462,11 +530,43 @@ gmon::Aggregate SessionStore::aggregate(std::int64_t session) {
     while (pcs.step())
         a.add_pc(static_cast<std::uint64_t>(pcs.column_int(0)),
                  static_cast<std::uint64_t>(pcs.column_int(1)));
+    // A capturing session's records after its sums (the writer writes them once a second).
+    // A read-only open of a database before v11 has no summed_seq: its sums hold everything.
+    if (!has_slices_) return a;
+    Statement summed = db_.prepare("SELECT summed_seq FROM sessions WHERE id = ?");
+    summed.bind(1, session);
+    if (summed.step() && !summed.column_is_null(0))
+        a.merge(records_after(db_, session, summed.column_int(0)));
     return a;
 }
 
 gmon::Aggregate SessionStore::aggregate_between(std::int64_t session, std::int64_t from_ns,
                                                 std::int64_t to_ns) {
+    if (!has_slices_) return aggregate_between_rows(session, from_ns, to_ns);
+    const ReadSnapshot snapshot(db_);  // slices and rows as one commit left them
+    gmon::Aggregate a;
+    const auto slices = slices_inside(db_, session, from_ns, to_ns);
+    for (const auto& slice : slices) add_slice_sums(db_, slice, a);
+    Statement rows = db_.prepare(
+        "SELECT received_ns, records, encoding FROM record_batches WHERE session_id = ? AND seq "
+        "BETWEEN ? AND ? AND received_ns <= ? AND COALESCE(last_ns, received_ns) >= ? ORDER BY "
+        "seq");
+    for (const auto& range : ranges_to_decode(db_, session, from_ns, to_ns, slices)) {
+        rows.bind(1, session).bind(2, range.first).bind(3, range.last);
+        rows.bind(4, to_ns).bind(5, from_ns);
+        while (rows.step()) {
+            for (const auto& chunk : record_chunks_of(rows)) {
+                if (chunk.received_ns >= from_ns && chunk.received_ns <= to_ns)
+                    a.add(chunk.records);
+            }
+        }
+        rows.reset();
+    }
+    return a;
+}
+
+gmon::Aggregate SessionStore::aggregate_between_rows(std::int64_t session, std::int64_t from_ns,
+                                                     std::int64_t to_ns) {
     gmon::Aggregate a;
     Statement st = db_.prepare(
         "SELECT received_ns, records, encoding FROM record_batches WHERE session_id = ? AND "

@@ -22,6 +22,7 @@
 #include "storage/chunk_blocks.h"
 #include "storage/counters.h"
 #include "storage/record_codec.h"
+#include "storage/record_slices.h"
 #include "storage/schema.h"
 #include "storage/sqlite.h"
 
@@ -117,16 +118,31 @@ class SessionStore {
         std::span<const protocol::Record> records;
     };
     // Stores chunks of one session, in order, as zstd blocks (chunk_blocks.h): consecutive
-    // chunks share a row up to kBlockRawBytes raw bytes / kBlockRecords records.
-    void append_chunks(std::int64_t session, std::span<const ChunkToStore> chunks);
+    // chunks share a row up to kBlockRawBytes raw bytes / kBlockRecords records; and adds them
+    // to the session's record slices (record_slices.h). `sums`: their records summed, when the
+    // caller has that anyway (else summed here).
+    void append_chunks(std::int64_t session, std::span<const ChunkToStore> chunks,
+                       const gmon::Aggregate* sums = nullptr);
+    // Writes the session's open record slices (after its last chunk).
+    void finish_slices(std::int64_t session) { slices_.finish(session); }
+    // After a transaction was rolled back: open slices may hold rows that are not there.
+    void forget_open_slices() { slices_.forget_all(); }
     void append_chunk(std::int64_t session, std::int64_t seq, std::int64_t received_ns,
                       std::span<const std::uint8_t> raw,
                       std::span<const protocol::Record> records) {
         const ChunkToStore one{seq, received_ns, raw, records};
         append_chunks(session, std::span(&one, 1));
     }
-    // Adds to the stored aggregate and counts one more aggregate_version; returns it.
+    // Adds to the stored aggregate and counts one more aggregate_version; returns it. The sums
+    // then hold every chunk stored (summed_seq NULL).
     std::int64_t add_to_aggregate(std::int64_t session, const gmon::Aggregate& delta);
+    // Counts one more aggregate_version without writing the sums: the chunks after `seq` (or
+    // after an earlier mark) are stored but not yet summed; aggregate() adds them from their
+    // rows until add_to_aggregate writes them. Returns the version.
+    std::int64_t defer_sums(std::int64_t session, std::int64_t seq);
+    // At start, after a crash: adds to each session's sums the records stored after its
+    // summed_seq. Returns how many sessions it completed.
+    int complete_sums();
     void update_counters(std::int64_t session, const SessionCounters& counters);
     void add_gap(std::int64_t session, const Gap& gap);
     void end_session(std::int64_t session, const std::string& state, std::int64_t ended_ns);
@@ -154,6 +170,7 @@ class SessionStore {
     std::int64_t max_session_id();  // 0 for none
     std::vector<SessionInfo> sessions();
     std::optional<SessionInfo> session(std::int64_t id);
+    // The session's sums, with the records stored after them (defer_sums), from one snapshot.
     gmon::Aggregate aggregate(std::int64_t session);
     // The aggregate with its aggregate_version, read in one transaction (a consistent pair).
     struct VersionedAggregate {
@@ -161,9 +178,14 @@ class SessionStore {
         std::int64_t version = 0;
     };
     std::optional<VersionedAggregate> versioned_aggregate(std::int64_t session);
-    // The records received within [from_ns, to_ns], summed from the record batches.
+    // The records received within [from_ns, to_ns]: the record slices wholly inside, and the
+    // record batches no such slice holds (decoded, each chunk counted by its receive time).
     gmon::Aggregate aggregate_between(std::int64_t session, std::int64_t from_ns,
                                       std::int64_t to_ns);
+    // The same from the record batches alone (every row in the window decoded): what slices
+    // are checked against.
+    gmon::Aggregate aggregate_between_rows(std::int64_t session, std::int64_t from_ns,
+                                           std::int64_t to_ns);
     std::vector<Gap> gaps(std::int64_t session);
     // Console lines in the order received; at most `limit` of the newest when limit > 0.
     std::vector<ConsoleLine> console(std::int64_t session, int limit = 0);
@@ -198,10 +220,13 @@ class SessionStore {
     Statement& cached(std::optional<Statement>& slot, const char* sql);
 
     Database db_;
-    bool has_cct_ = false;  // schema v10's session_cct is there
+    bool has_cct_ = false;     // schema v10's session_cct is there
+    bool has_slices_ = false;  // schema v11's record_slices and sessions.summed_seq are there
+    SliceBuilder slices_{db_};
     std::optional<Statement> insert_raw_;
     std::optional<Statement> insert_records_;
     std::optional<Statement> bump_aggregate_version_;
+    std::optional<Statement> defer_sums_;
     std::optional<Statement> upsert_arc_;
     std::optional<Statement> upsert_pc_;
     std::optional<Statement> update_counters_;

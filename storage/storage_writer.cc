@@ -90,8 +90,10 @@ struct StorageWriter::Attempt {
         bool counters_changed = false;
         // Chunks wait here to be stored together, as blocks (they point into the ops).
         std::vector<SessionStore::ChunkToStore> chunks;
-        std::int64_t aggregate_version = 0;  // after this commit; 0: unchanged
+        std::int64_t aggregate_version = 0;   // after this commit; 0: unchanged
+        std::optional<gmon::Aggregate> sums;  // what this commit adds to the stored sums
     };
+    std::chrono::steady_clock::time_point steady_now;
     std::int64_t now = 0;
     std::map<SessionId, Pending> pending;
     std::map<SessionId, std::int64_t> next_seq;
@@ -132,6 +134,7 @@ StorageWriter::StorageWriter(const std::filesystem::path& path, StorageWriterOpt
       options_(options),
       store_(path) {
     if (options_.max_database_bytes > 0) limit_size(store_.db(), options_.max_database_bytes);
+    store_.complete_sums();  // sums a crash left behind their records
     interrupted_at_start_ = store_.interrupt_unfinished(now_ns());
     next_session_id_ = store_.max_session_id() + 1;
     thread_ = std::thread([this] { run(); });
@@ -147,17 +150,23 @@ SessionId StorageWriter::reserve_session_id() {
 
 bool StorageWriter::submit(WriteOp op) {
     const std::size_t bytes = op_bytes(op);
+    bool wake = false;
     {
         std::lock_guard lock(mutex_);
         if (stopping_) return false;
-        if (std::holds_alternative<ChunkOp>(op) &&
-            queued_bytes_ + bytes > options_.queue_budget_bytes)
-            return false;
+        const bool chunk = std::holds_alternative<ChunkOp>(op);
+        if (chunk && queued_bytes_ + bytes > options_.queue_budget_bytes) return false;
+        // The writer sleeps through the interval; a queue half full wakes it early (once, as it
+        // crosses the mark: a wake-up per chunk would cost more than the chunk), and so does
+        // anything but a chunk (rare: a new session's row is there at once, as before).
+        wake_now_ = wake_now_ || !chunk;
+        wake = !chunk || (queued_bytes_ < commit_early_bytes() &&
+                          queued_bytes_ + bytes >= commit_early_bytes());
         queued_bytes_ += bytes;
         queue_.push_back(std::move(op));
         ++submitted_;
     }
-    wake_.notify_one();
+    if (wake) wake_.notify_one();
     return true;
 }
 
@@ -169,6 +178,7 @@ bool StorageWriter::has_room() {
 void StorageWriter::flush() {
     std::unique_lock lock(mutex_);
     const std::uint64_t target = submitted_;
+    flush_wanted_ = true;
     wake_.notify_one();
     drained_.wait(lock, [&] { return applied_ >= target || !thread_.joinable(); });
 }
@@ -221,15 +231,23 @@ WriterStats StorageWriter::stats() {
 }
 
 void StorageWriter::run() {
+    auto next_commit = std::chrono::steady_clock::now() + options_.commit_interval;
     while (true) {
         std::vector<WriteOp> ops;
         bool stopping = false;
         {
             std::unique_lock lock(mutex_);
-            wake_.wait_for(lock, options_.commit_interval,
-                           [&] { return !queue_.empty() || stopping_; });
-            // Held operations are tried again every interval, with or without new ones.
-            if (queue_.empty() && held_.empty()) {
+            wake_.wait_until(lock, next_commit, [&] {
+                return stopping_ || flush_wanted_ || wake_now_ ||
+                       queued_bytes_ >= commit_early_bytes();
+            });
+            sum_all_ = stopping_ || flush_wanted_;
+            flush_wanted_ = wake_now_ = false;
+            // A commit that took longer than the interval leaves the next one due at once.
+            next_commit = std::chrono::steady_clock::now() + options_.commit_interval;
+            // Held operations are tried again every interval, with or without new ones; sums
+            // waiting are written when due.
+            if (queue_.empty() && held_.empty() && unsummed_.empty()) {
                 if (stopping_) return;
                 continue;
             }
@@ -241,14 +259,17 @@ void StorageWriter::run() {
         }
         const std::size_t count = ops.size();
         apply(std::move(ops));
-        bool done = false;
+        bool done = false, sums_failed = false;
         {
             std::lock_guard lock(mutex_);
             applied_ += count;
             done = stopping && queue_.empty() && !held_.empty();  // its last try failed too
+            // Sums whose last try failed: SessionStore::complete_sums adds them at the next start.
+            sums_failed = stopping && queue_.empty() && held_.empty() && !unsummed_.empty();
         }
         drained_.notify_all();
         if (done) return report_uncommitted();
+        if (sums_failed) return;
     }
 }
 
@@ -264,12 +285,14 @@ void StorageWriter::apply(std::vector<WriteOp> ops) {
         apply_in_transaction(batch, now);
         return;
     } catch (const StorageError& e) {
+        store_.forget_open_slices();  // they may hold rows that were rolled back
         if (e.is_storage_failure()) return failed(batch, e, now);
     }
     for (WriteOp& op : batch) {
         try {
             apply_in_transaction(std::span<WriteOp>(&op, 1), now);
         } catch (const StorageError& e) {
+            store_.forget_open_slices();
             if (e.is_storage_failure()) {
                 failed(std::span<WriteOp>(&op, 1), e, now);
             } else {
@@ -282,13 +305,14 @@ void StorageWriter::apply(std::vector<WriteOp> ops) {
 void StorageWriter::apply_in_transaction(std::span<WriteOp> ops, std::int64_t now) {
     Attempt attempt;
     attempt.now = now;
+    attempt.steady_now = std::chrono::steady_clock::now();
     attempt.next_seq = next_seq_;
     Transaction t(store_.db());
     for (WriteOp& op : ops) write_op(op, attempt);
     write_storage_gaps(attempt);
+    for (auto& [id, p] : attempt.pending) store_.append_chunks(id, p.chunks, &p.delta);
+    write_sums(attempt);
     for (auto& [id, p] : attempt.pending) {
-        store_.append_chunks(id, p.chunks);
-        if (!p.delta.empty()) p.aggregate_version = store_.add_to_aggregate(id, p.delta);
         if (p.counters_changed) {
             SessionCounters counters = p.counters;
             if (const auto it = ledgers_.find(id); it != ledgers_.end()) {
@@ -299,14 +323,25 @@ void StorageWriter::apply_in_transaction(std::span<WriteOp> ops, std::int64_t no
             store_.update_counters(id, counters);
         }
     }
+    for (const SessionId id : attempt.closed) store_.finish_slices(id);
     t.commit();
     // Committed: from here on nothing throws.
-    if (options_.aggregates) {
-        for (const auto& [id, p] : attempt.pending) {
-            if (p.aggregate_version > 0)
+    for (auto& [id, p] : attempt.pending) {
+        if (p.sums) {
+            unsummed_.erase(id);
+            if (options_.aggregates && p.aggregate_version > 0)
                 options_.aggregates->committed(id, p.aggregate_version, p.delta);
+        } else if (!p.delta.empty()) {
+            if (options_.aggregates && p.aggregate_version > 0)
+                options_.aggregates->committed(id, p.aggregate_version, p.delta);
+            auto [waiting, first] = unsummed_.try_emplace(id);
+            if (first) waiting->second.since = attempt.steady_now;
+            waiting->second.delta.merge(p.delta);
         }
-        for (const SessionId id : attempt.deleted) options_.aggregates->erase(id);
+    }
+    for (const SessionId id : attempt.deleted) {
+        unsummed_.erase(id);
+        if (options_.aggregates) options_.aggregates->erase(id);
     }
     next_seq_ = std::move(attempt.next_seq);
     open_sessions_.insert(attempt.opened.begin(), attempt.opened.end());
@@ -335,6 +370,36 @@ void StorageWriter::apply_in_transaction(std::span<WriteOp> ops, std::int64_t no
     }
     for (const SessionId id : attempt.gaps_written) publish_losses(id);
     end_episode(now);
+}
+
+// Each session's sums when due: what waited since its last sums and this commit's records
+// together, once per sums_interval (at once for a closing session, on flush and at stop); else
+// only its aggregate_version counts on (readers add the rows after the sums). The cache takes
+// every commit's delta either way. The writer's memory of what waits changes only once the
+// transaction commits.
+void StorageWriter::write_sums(Attempt& a) {
+    const auto due = [&](SessionId id) {
+        if (sum_all_ || options_.sums_interval.count() == 0 || a.closed.count(id)) return true;
+        const auto waiting = unsummed_.find(id);
+        return waiting != unsummed_.end() &&
+               a.steady_now - waiting->second.since >= options_.sums_interval;
+    };
+    for (const auto& [id, waiting] : unsummed_) {
+        if (!a.deleted.count(id) && !a.pending.count(id) && due(id)) a.pending[id];
+    }
+    for (auto& [id, p] : a.pending) {
+        const auto waiting = unsummed_.find(id);
+        if (p.delta.empty() && waiting == unsummed_.end()) continue;
+        if (!due(id)) {
+            // A delta comes with chunks: the first is the first not summed (or a later one).
+            if (!p.delta.empty())
+                p.aggregate_version = store_.defer_sums(id, p.chunks.front().seq - 1);
+            continue;
+        }
+        p.sums = waiting == unsummed_.end() ? gmon::Aggregate{} : waiting->second.delta;
+        p.sums->merge(p.delta);
+        p.aggregate_version = store_.add_to_aggregate(id, *p.sums);
+    }
 }
 
 void StorageWriter::write_op(WriteOp& op, Attempt& a) {

@@ -1,5 +1,8 @@
 // The single writer: one thread owns the read-write connection and applies what the capture
-// loop submits, many operations per transaction, committing at least every commit_interval.
+// loop submits, many operations per transaction: chunks that arrive during one commit_interval
+// go in one transaction (sooner on a flush, at stop, when half the queue budget waits, or when
+// anything but a chunk arrives), so each session's aggregate and counters are written once per
+// interval, not once per chunk.
 // The capture loop never waits on the disk: submit() only queues, and refuses (returns
 // false) when the queue is over its byte budget, so the caller can count the loss.
 //
@@ -102,6 +105,7 @@ using WriteOp = std::variant<OpenSessionOp, ChunkOp, GapOp, CloseSessionOp, Dele
                              SetFirmwareOp, SaveBoardOp, TargetOp>;
 
 struct StorageWriterOptions {
+    // How long chunks gather before a commit (from the start of the last one).
     std::chrono::milliseconds commit_interval{100};
     // What may wait in the queue; the transaction being written holds at most as much again,
     // so the writer's memory stays under twice this whatever the input rate.
@@ -115,6 +119,13 @@ struct StorageWriterOptions {
     AggregateCache* aggregates = nullptr;
     // Refuse a damaged database at start (integrity.h's check_at_start), before writing to it.
     bool check_at_start = true;
+    // How often a capturing session's sums (its arcs and PCs) are written: rewriting a few
+    // hundred rows per session at every commit was a third of the writer's time on a 256-board
+    // rack. Its records are committed at every commit all the same, and readers add those after
+    // the sums (SessionStore::aggregate), so nothing lags; the sums are also written at its
+    // close, on flush() and at stop, and after a crash at the next start
+    // (SessionStore::complete_sums). 0: at every commit.
+    std::chrono::milliseconds sums_interval{1000};
 };
 
 // Storage as a whole: failing from a failed commit until one succeeds again.
@@ -183,8 +194,8 @@ class StorageWriter {
     // now: sources that can wait (files) read only then. Any thread.
     bool has_room();
     static constexpr std::size_t kRoomFor = 1u << 20;
-    // Blocks until everything submitted so far was applied: committed or, while storage fails,
-    // counted lost (chunks) or held for a retry (the rest).
+    // Blocks until everything submitted so far was applied: committed (sums included) or, while
+    // storage fails, counted lost (chunks) or held for a retry (the rest).
     void flush();
     // Commits what is queued (held operations get one more try) and stops the thread.
     void stop();
@@ -219,8 +230,11 @@ class StorageWriter {
     struct Attempt;  // one transaction's bookkeeping (storage_writer.cc)
 
     void run();
+    // Queued bytes that start a commit before the interval ends.
+    std::size_t commit_early_bytes() const { return options_.queue_budget_bytes / 2; }
     void apply(std::vector<WriteOp> ops);
     void apply_in_transaction(std::span<WriteOp> ops, std::int64_t now);
+    void write_sums(Attempt& attempt);
     void write_op(WriteOp& op, Attempt& attempt);
     void committed(std::span<WriteOp> ops, std::int64_t now);
     void failed(std::span<WriteOp> ops, const StorageError& error, std::int64_t now);
@@ -248,10 +262,19 @@ class StorageWriter {
     std::size_t queued_bytes_ = 0;
     std::uint64_t submitted_ = 0;
     std::uint64_t applied_ = 0;
+    bool flush_wanted_ = false;  // a flush() waits: commit now, not at the interval's end
+    bool wake_now_ = false;      // something other than a chunk waits: commit now
     std::atomic<std::uint64_t> failed_transactions_{0};
     bool stopping_ = false;
 
     // Writer thread only.
+    // Sessions' committed records not yet in their stored sums (sums_interval), since when.
+    struct Unsummed {
+        gmon::Aggregate delta;
+        std::chrono::steady_clock::time_point since;
+    };
+    std::map<SessionId, Unsummed> unsummed_;
+    bool sum_all_ = false;  // this transaction writes every session's sums (flush, stop)
     std::set<SessionId> open_sessions_;           // opened by this writer, not yet closed
     std::map<SessionId, std::int64_t> next_seq_;  // chunk order within each open session
     std::map<SessionId, Ledger> ledgers_;         // sessions that lost something to storage

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <mutex>
+#include <thread>
 
 #include "storage/session_store.h"
 #include "storage/storage_writer.h"
@@ -278,6 +279,82 @@ TEST_CASE("a database with 64 KiB of garbage in its middle is refused at start, 
     const auto full = integrity_check(checked);
     CHECK_FALSE(full.ok());
     CHECK_FALSE(check_at_start(checked).ok());
+}
+
+}  // namespace
+}  // namespace rackprof::storage
+
+namespace rackprof::storage {
+namespace {
+
+// A session's samples as readers see them (the sums and the rows after them).
+std::uint64_t summed_samples(const std::filesystem::path& path, SessionId id) {
+    SessionStore store(path, Database::Mode::kReadOnly);
+    return store.aggregate(id).total_samples();
+}
+// What its sums rows alone hold.
+std::uint64_t stored_sums(const std::filesystem::path& path, SessionId id) {
+    Database db(path, Database::Mode::kReadOnly);
+    Statement st =
+        db.prepare("SELECT COALESCE(SUM(count), 0) FROM session_pcs WHERE session_id = ?");
+    st.bind(1, id);
+    st.step();
+    return static_cast<std::uint64_t>(st.column_int(0));
+}
+
+TEST_CASE(
+    "a capturing session's sums are written once per sums_interval and at its close; readers add "
+    "the rows after them") {
+    TempDb db;
+    StorageWriterOptions options;
+    options.commit_interval = std::chrono::milliseconds(5);
+    options.sums_interval = std::chrono::hours(1);
+    StorageWriter writer(db.path, options);
+    const SessionId id = writer.reserve_session_id();
+    writer.submit(OpenSessionOp{id, spec_of("board")});
+    Sender capture(writer, id);
+    for (int i = 0; i < 10; ++i) capture.chunk();
+    // Committed (the records are there) without a flush, which would write the sums.
+    bool committed = false;
+    for (int i = 0; i < 1000 && !committed; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        SessionStore store(db.path, Database::Mode::kReadOnly);
+        committed = stored_records(store, id) == 1000;
+    }
+    REQUIRE(committed);
+    CHECK(stored_sums(db.path, id) == 0);
+    CHECK(summed_samples(db.path, id) == 1000);  // read from the rows meanwhile
+    writer.submit(CloseSessionOp{id, "completed", capture.now(), capture.counters()});
+    writer.flush();
+    CHECK(stored_sums(db.path, id) == 1000);
+    CHECK(summed_samples(db.path, id) == 1000);
+}
+
+TEST_CASE("after a crash, the records stored after a session's sums are added at the next start") {
+    TempDb db;
+    SessionId id = 0;
+    {
+        SessionStore store(db.path);
+        NewSession spec = spec_of("board");
+        id = store.create_session(spec);
+        const std::vector<Record> records(100, Record::pc_sample(0x1000));
+        gmon::Aggregate first;
+        first.add(records);
+        store.append_chunk(id, 0, 1, {}, records);
+        store.add_to_aggregate(id, first);
+        // Two more chunks committed, their sums not yet written when the daemon died.
+        store.append_chunk(id, 1, 2, {}, records);
+        store.defer_sums(id, 0);
+        store.append_chunk(id, 2, 3, {}, records);
+        store.defer_sums(id, 1);  // the first mark stays
+    }
+    CHECK(stored_sums(db.path, id) == 100);
+    CHECK(summed_samples(db.path, id) == 300);  // aggregate(): the sums and the rows after them
+    { StorageWriter writer(db.path); }
+    CHECK(stored_sums(db.path, id) == 300);
+    CHECK(summed_samples(db.path, id) == 300);
+    { StorageWriter writer(db.path); }  // once only
+    CHECK(stored_sums(db.path, id) == 300);
 }
 
 }  // namespace

@@ -156,10 +156,13 @@ void Board::on_data(std::span<const std::uint8_t> bytes) {
     backoff_ = reconnect_min_;
     failed_attempts_ = 0;
     if (!session_) return;  // no session: bytes are not kept
-    if (!session_->on_chunk(bytes, unix_now_ns())) {
-        log_->warn("[{}] session {}: storage queue full, {} bytes lost (counted)", config_.name,
-                   session_->id(), bytes.size());
-    }
+    const std::uint64_t lost_before = session_->counters().bytes_lost;
+    if (!session_->on_chunk(bytes, unix_now_ns())) said_lost(lost_before);
+}
+
+void Board::said_lost(std::uint64_t lost_before) {
+    log_->warn("[{}] session {}: storage queue full, {} bytes lost (counted)", config_.name,
+               session_->id(), session_->counters().bytes_lost - lost_before);
 }
 
 void Board::on_closed(const LinkClosed& closed) {
@@ -265,7 +268,12 @@ void Board::shutdown() {
 }
 
 void Board::publish_live() {
-    if (!live_ || !session_) return;
+    if (!session_) return;
+    // What the session gathered since the last publish goes to storage and into the changes
+    // published below.
+    const std::uint64_t lost_before = session_->counters().bytes_lost;
+    if (!session_->hand_over()) said_lost(lost_before);
+    if (!live_) return;
     LiveState state;
     state.board = config_.name;
     state.link_state = to_string(state_);

@@ -44,7 +44,8 @@ class Board {
     void stop_session();
 
     BoardStatus status();
-    // Publishes the current session's live snapshot (its changes since the last publish).
+    // Hands the session's gathered bytes to storage and publishes its live snapshot (its
+    // changes since the last publish); the capture service calls it every 100 ms.
     void publish_live();
     const std::string& name() const { return config_.name; }
     const BoardConfig& config() const { return config_; }
@@ -53,6 +54,8 @@ class Board {
     void connect();
     void on_data(std::span<const std::uint8_t> bytes);
     void on_closed(const LinkClosed& closed);
+    // Logs what a refused hand-off to storage lost (bytes_lost was `lost_before`).
+    void said_lost(std::uint64_t lost_before);
     PickedFirmware firmware_for(const protocol::TargetHello& hello);
     void load_elf(const std::filesystem::path& path);
     void schedule_reconnect();

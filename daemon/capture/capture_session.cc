@@ -104,20 +104,23 @@ bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t 
 }
 
 bool CaptureSession::on_chunk(std::span<const std::uint8_t> raw, std::int64_t received_ns) {
-    // At most one record per byte and a few for the end of the last chunk's (legacy: one per
-    // 4 bytes; framed caches: more): reserving that once spares the growth copies and fresh
-    // pages of a vector that is handed on whole with every chunk.
-    collector_.records.reserve(raw.size() / 3 + 16);
+    if (gathered_.empty()) gathered_since_ns_ = received_ns;
+    gathered_.insert(gathered_.end(), raw.begin(), raw.end());
     decoder_->feed(raw, collector_);
     collector_.calling_context.after_chunk(decoder_->stats());
-    const bool stored =
-        submit_records(std::vector<std::uint8_t>(raw.begin(), raw.end()), received_ns);
+    refresh_counters();  // bytes in and decoded are current between hand-overs too
     if (collector_.hello) on_hello(*std::exchange(collector_.hello, std::nullopt));
-    return stored;
+    return gathered_.size() < kHandOverBytes || hand_over();
+}
+
+bool CaptureSession::hand_over() {
+    if (gathered_.empty() && collector_.empty()) return true;
+    return submit_records(std::exchange(gathered_, {}), gathered_since_ns_);
 }
 
 void CaptureSession::gap_started(const std::string& reason, std::int64_t at_ns) {
     if (open_gap_) return;
+    hand_over();
     decoder_->finish(collector_);            // what was held back across the break
     collector_.calling_context.mark_lost();  // whatever ran across the break is not seen
     if (!collector_.empty()) submit_records({}, at_ns);
@@ -134,6 +137,7 @@ void CaptureSession::gap_ended(std::int64_t at_ns) {
 }
 
 void CaptureSession::end(const std::string& state, std::int64_t at_ns) {
+    hand_over();
     if (open_gap_) gap_ended(at_ns);
     decoder_->finish(collector_);
     collector_.calling_context.after_chunk(decoder_->stats());

@@ -1,6 +1,11 @@
 // One capture window on one board, as the capture loop sees it: decodes each chunk inline,
 // keeps the live aggregate and counters, and hands raw bytes and records to the storage
 // writer. A refused hand-off (storage queue full) is counted as loss, never silent.
+//
+// Reads are gathered before they are handed on: a serial line gives a few KiB per read, and
+// summing, queueing and storing each as a chunk of its own cost more than decoding it. A
+// session hands over when it holds kHandOverBytes, and whenever its board says (hand_over(),
+// at every live publish), so the live view and storage see every byte within that period.
 #pragma once
 
 #include <chrono>
@@ -53,8 +58,13 @@ class CaptureSession {
     // The exception trace so far (itm), by exception number.
     const std::vector<storage::ExceptionCount>& exceptions() const { return exceptions_; }
 
-    // Returns false if the chunk could not be queued for storage (and was counted as lost).
+    // Decodes the chunk and keeps it for the next hand-over; hands over when enough is
+    // gathered. Returns false if a hand-off could not be queued (and was counted as lost).
     bool on_chunk(std::span<const std::uint8_t> raw, std::int64_t received_ns);
+    // Hands what was gathered to storage and the live aggregate; false as on_chunk.
+    bool hand_over();
+    // Raw bytes that start a hand-over by themselves (a quarter of a storage block).
+    static constexpr std::size_t kHandOverBytes = 64 * 1024;
     // What the target said about itself in its last HELLO (empty without one).
     const storage::TargetInfo& target() const { return target_; }
     // The link went away: the stream is broken here (a partial record is counted as discarded).
@@ -96,6 +106,8 @@ class CaptureSession {
     storage::TargetInfo target_;
     storage::SessionCounters counters_;
     std::optional<storage::Gap> open_gap_;
+    std::vector<std::uint8_t> gathered_;  // raw bytes since the last hand-over
+    std::int64_t gathered_since_ns_ = 0;  // when the first of them arrived
     std::deque<protocol::Record> newest_arcs_;
     std::deque<storage::ConsoleLine> newest_console_;
     std::vector<storage::ExceptionCount> exceptions_;

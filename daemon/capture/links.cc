@@ -21,18 +21,39 @@ constexpr std::size_t kReadSize = 64 * 1024;
 // A file replayed flat out: larger reads, fewer chunks (one block holds 256 KiB).
 constexpr std::size_t kFastReadSize = 256 * 1024;
 
+// A serial line is read this often rather than at every byte that arrives: a 1.5 Mbaud board
+// then gives one chunk of ~3 KB per read instead of a wake-up, a read and a chunk (decoding,
+// a hand-off to storage) for every few hundred bytes, which on a rack of hundreds of boards
+// was most of the capture thread's time. The kernel holds what arrives meanwhile (a pty
+// about 14 KB, a USB serial adapter 64 KiB or more); 20 ms adds nothing a live view (updated
+// every 100 ms) would show.
+constexpr std::chrono::milliseconds kSerialPollPeriod{20};
+// A read this large may have found the device's buffer nearly full (a fast line): the next
+// read comes at once, as without a period.
+constexpr std::size_t kBusyReadBytes = 8 * 1024;
+
 // Reads a stream-like object (descriptor or socket) until it fails; shared by serial and TCP.
+// With a poll period, each read takes everything the device holds, then the reader rests for
+// the period (unless the read was large).
 template <typename Stream>
 class StreamReader : public std::enable_shared_from_this<StreamReader<Stream>> {
   public:
-    StreamReader(Stream stream, Link::DataHandler on_data, Link::ClosedHandler on_closed)
+    StreamReader(Stream stream, Link::DataHandler on_data, Link::ClosedHandler on_closed,
+                 std::chrono::milliseconds poll_period = {})
         : stream_(std::move(stream)),
           on_data_(std::move(on_data)),
-          on_closed_(std::move(on_closed)) {}
+          on_closed_(std::move(on_closed)),
+          poll_period_(poll_period),
+          rest_(stream_.get_executor()) {
+        // Reads after the first of each wake-up must say "nothing more", not wait for it.
+        boost::system::error_code ignored;
+        if (poll_period_.count() > 0) stream_.non_blocking(true, ignored);
+    }
 
     void start() { read(); }
     void cancel() {
         cancelled_ = true;
+        rest_.cancel();
         boost::system::error_code ignored;
         stream_.close(ignored);
     }
@@ -41,8 +62,9 @@ class StreamReader : public std::enable_shared_from_this<StreamReader<Stream>> {
     void read() {
         stream_.async_read_some(
             asio::buffer(buffer_),
-            [self = this->shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+            [self = this->shared_from_this()](boost::system::error_code ec, std::size_t n) {
                 if (self->cancelled_) return;
+                if (!ec && self->poll_period_.count() > 0) n = self->read_the_rest(n, ec);
                 if (n > 0) self->on_data_(std::span<const std::uint8_t>(self->buffer_.data(), n));
                 if (self->cancelled_) return;  // closed from the data handler
                 if (ec) {
@@ -51,13 +73,37 @@ class StreamReader : public std::enable_shared_from_this<StreamReader<Stream>> {
                         ec == asio::error::eof ? "closed by the other end" : ec.message(), false});
                     return;
                 }
-                self->read();
+                self->read_next(n);
             });
+    }
+    // After the first `n` bytes: whatever else the device holds now (a pty hands out at most
+    // 4 KiB per read), up to the buffer's size. Returns the bytes in the buffer.
+    std::size_t read_the_rest(std::size_t n, boost::system::error_code& ec) {
+        while (n < buffer_.size()) {
+            const std::size_t more =
+                stream_.read_some(asio::buffer(buffer_.data() + n, buffer_.size() - n), ec);
+            n += more;
+            if (ec == asio::error::would_block || ec == asio::error::try_again) {
+                ec = {};
+                break;
+            }
+            if (ec || more == 0) break;
+        }
+        return n;
+    }
+    void read_next(std::size_t last_read) {
+        if (poll_period_.count() == 0 || last_read >= kBusyReadBytes) return read();
+        rest_.expires_after(poll_period_);
+        rest_.async_wait([self = this->shared_from_this()](const boost::system::error_code& ec) {
+            if (!ec && !self->cancelled_) self->read();
+        });
     }
 
     Stream stream_;
     Link::DataHandler on_data_;
     Link::ClosedHandler on_closed_;
+    std::chrono::milliseconds poll_period_;  // 0: read again as soon as a read completes
+    asio::steady_timer rest_;
     std::array<std::uint8_t, kReadSize> buffer_{};
     bool cancelled_ = false;
 };
@@ -79,7 +125,8 @@ class SerialLink : public Link {
             return;
         }
         reader_ = std::make_shared<StreamReader<asio::posix::stream_descriptor>>(
-            asio::posix::stream_descriptor(io_, fd), std::move(on_data), std::move(on_closed));
+            asio::posix::stream_descriptor(io_, fd), std::move(on_data), std::move(on_closed),
+            kSerialPollPeriod);
         reader_->start();
     }
     void close() override {

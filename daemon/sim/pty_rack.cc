@@ -20,6 +20,11 @@ using Clock = std::chrono::steady_clock;
     throw std::runtime_error(what + ": " + std::strerror(errno));
 }
 
+// The most one write hands a pty (more than a pty holds): bytes due beyond it wait for the
+// next write, and are not generated before then. Generating a lagging reader's whole backlog
+// at once cost a copy of all of it after every write, most of the feeder's time.
+constexpr std::uint64_t kMaxWrite = 64 * 1024;
+
 // Bytes a wire at `rate` bytes per second carries in `elapsed`.
 std::uint64_t bytes_due(std::uint64_t rate, Clock::duration elapsed) {
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
@@ -100,7 +105,7 @@ const GroundTruth& PtyRack::truth(std::size_t board) const {
 // just enough, then as much as the pty takes. What it does not take stays pending.
 void PtyRack::feed(Board& b, std::uint64_t due) {
     if (due <= b.sent) return;
-    const std::uint64_t want = due - b.sent;
+    const std::uint64_t want = std::min(due - b.sent, kMaxWrite);
     while (b.pending_size() < want && !b.simulation->done()) b.simulation->step();
     std::size_t left = static_cast<std::size_t>(std::min<std::uint64_t>(want, b.pending_size()));
     while (left > 0) {

@@ -94,11 +94,14 @@ void store_record_session(storage::SessionStore& store, const SyntheticProfile& 
             done += recs.size();
             chunks.push_back({seq, kStartNs + seq * 1'000'000, {}, recs});
         }
-        store.append_chunks(id, chunks);
+        store.append_chunks(id, chunks, &delta);
         store.add_to_aggregate(id, delta);
         t.commit();
     }
+    storage::Transaction t(store.db());
+    store.finish_slices(id);
     store.end_session(id, "completed", kStartNs + seq * 1'000'000);
+    t.commit();
 }
 
 Latency measure(int port, const std::string& path) {

@@ -1,0 +1,154 @@
+#include "storage/record_slices.h"
+
+#include <algorithm>
+#include <iterator>
+#include <limits>
+
+#include "storage/chunk_blocks.h"
+
+namespace rackprof::storage {
+
+void SliceSpan::extend(const SliceSpan& more) {
+    if (records == 0) {
+        *this = more;
+        return;
+    }
+    first_seq = std::min(first_seq, more.first_seq);
+    last_seq = std::max(last_seq, more.last_seq);
+    min_ns = std::min(min_ns, more.min_ns);
+    max_ns = std::max(max_ns, more.max_ns);
+    records += more.records;
+}
+
+void SliceBuilder::add(std::int64_t session, const SliceSpan& rows, const gmon::Aggregate& sums) {
+    if (rows.records == 0) return;
+    Open& open = open_[session];
+    open.levels[0].span.extend(rows);
+    open.sums.merge(sums);
+    if (open.levels[0].span.records >= kSliceRecords) close(session, open, 0);
+}
+
+// Writes the level's open slice, counts it in the level above, and closes that one in turn
+// when it is full.
+void SliceBuilder::close(std::int64_t session, Open& open, int level) {
+    Level& l = open.levels[level];
+    const auto sums =
+        level == 0 ? encode_sums_block(open.sums) : sums_of_children(session, level, l.span);
+    if (!sums.empty()) write(session, level + 1, l.span, sums);
+    const bool counted = !sums.empty() && level + 1 < kSliceLevels;
+    if (counted) {
+        Level& up = open.levels[level + 1];
+        up.span.extend(l.span);
+        ++up.children;
+    }
+    l = Level{};
+    if (level == 0) open.sums = gmon::Aggregate{};
+    if (counted && open.levels[level + 1].children == kSliceFanout) close(session, open, level + 1);
+}
+
+void SliceBuilder::finish(std::int64_t session) {
+    const auto it = open_.find(session);
+    if (it == open_.end()) return;
+    Open& open = it->second;
+    for (int level = 0; level < kSliceLevels; ++level) {
+        const Level& l = open.levels[level];
+        // A slice of one child would repeat its child: the level above does without it.
+        if (l.empty() || (level > 0 && l.children < 2)) continue;
+        close(session, open, level);
+    }
+    open_.erase(it);
+}
+
+void SliceBuilder::write(std::int64_t session, int level, const SliceSpan& span,
+                         const std::vector<std::uint8_t>& sums) {
+    Statement st = db_.prepare(
+        "INSERT INTO record_slices (session_id, level, first_seq, last_seq, min_ns, max_ns, "
+        "records, sums) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    st.bind(1, session).bind(2, level).bind(3, span.first_seq).bind(4, span.last_seq);
+    st.bind(5, span.min_ns).bind(6, span.max_ns).bind(7, span.records).bind_blob(8, sums);
+    st.run();
+}
+
+// A level's sums from the slices of the level below inside its span (stored levels count from
+// 1: `level` 1 reads level 1's rows to make level 2's). Empty if they do not add up to the span.
+std::vector<std::uint8_t> SliceBuilder::sums_of_children(std::int64_t session, int level,
+                                                         const SliceSpan& span) {
+    Statement st = db_.prepare(
+        "SELECT records, sums FROM record_slices WHERE session_id = ? AND level = ? AND "
+        "first_seq >= ? AND last_seq <= ?");
+    st.bind(1, session).bind(2, level).bind(3, span.first_seq).bind(4, span.last_seq);
+    gmon::Aggregate sums;
+    std::uint64_t records = 0;
+    while (st.step()) {
+        records += static_cast<std::uint64_t>(st.column_int(0));
+        add_sums_block(st.column_blob(1), sums);
+    }
+    if (records != span.records) return {};
+    return encode_sums_block(sums);
+}
+
+std::vector<StoredSlice> slices_inside(Database& db, std::int64_t session, std::int64_t from_ns,
+                                       std::int64_t to_ns) {
+    Statement st = db.prepare(
+        "SELECT level, first_seq, last_seq, rowid FROM record_slices WHERE session_id = ? AND "
+        "min_ns >= ? AND max_ns <= ? ORDER BY level DESC, first_seq");
+    st.bind(1, session).bind(2, from_ns).bind(3, to_ns);
+    std::map<std::int64_t, StoredSlice> chosen;  // by first_seq
+    while (st.step()) {
+        const StoredSlice s{static_cast<int>(st.column_int(0)), st.column_int(1), st.column_int(2),
+                            st.column_int(3)};
+        // Slices nest, so one overlapping a chosen (larger) one lies inside it.
+        const auto next = chosen.upper_bound(s.first_seq);
+        if (next != chosen.end() && next->second.first_seq <= s.last_seq) continue;
+        if (next != chosen.begin() && std::prev(next)->second.last_seq >= s.first_seq) continue;
+        chosen.emplace(s.first_seq, s);
+    }
+    std::vector<StoredSlice> out;
+    out.reserve(chosen.size());
+    for (const auto& entry : chosen) out.push_back(entry.second);
+    return out;
+}
+
+std::vector<SeqRange> ranges_to_decode(Database& db, std::int64_t session, std::int64_t from_ns,
+                                       std::int64_t to_ns, const std::vector<StoredSlice>& chosen) {
+    constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    std::vector<SeqRange> out;
+    const auto add = [&](std::int64_t first, std::int64_t last) {
+        if (first > last) return;
+        if (!out.empty() && out.back().last + 1 == first) {
+            out.back().last = last;
+        } else {
+            out.push_back({first, last});
+        }
+    };
+    Statement st = db.prepare(
+        "SELECT first_seq, last_seq, min_ns, max_ns FROM record_slices WHERE session_id = ? AND "
+        "level = 1 ORDER BY first_seq");
+    st.bind(1, session);
+    auto inside = chosen.begin();
+    std::int64_t next = kMin;  // the first seq not yet looked at
+    while (st.step()) {
+        const SeqRange slice{st.column_int(0), st.column_int(1)};
+        const std::int64_t min_ns = st.column_int(2), max_ns = st.column_int(3);
+        if (slice.first < next) continue;  // cannot happen for slices the builder wrote
+        add(next, slice.first - 1);        // rows no slice holds
+        next = slice.last + 1;
+        while (inside != chosen.end() && inside->last_seq < slice.first) ++inside;
+        const bool chosen_holds_it = inside != chosen.end() && inside->first_seq <= slice.first &&
+                                     slice.last <= inside->last_seq;
+        const bool outside_window = max_ns < from_ns || min_ns > to_ns;
+        if (!chosen_holds_it && !outside_window) add(slice.first, slice.last);
+    }
+    add(next, kMax);
+    return out;
+}
+
+void add_slice_sums(Database& db, const StoredSlice& slice, gmon::Aggregate& into) {
+    Statement st = db.prepare("SELECT sums FROM record_slices WHERE rowid = ?");
+    st.bind(1, slice.rowid);
+    if (!st.step()) throw StorageError("a record slice went missing while it was read");
+    add_sums_block(st.column_blob(0), into);
+}
+
+}  // namespace rackprof::storage

@@ -1,0 +1,97 @@
+// Record slices (schema v11): the sums of a run of whole record_batches rows, so that a
+// session's profile over a receive-time window adds the slices wholly inside the window and
+// decodes only the rows the slices leave out (those at its edges, and rows no slice holds:
+// written before v11, or after a rolled-back transaction), and stays exact.
+//
+// Slices nest: level 1 holds consecutive commits' records until it reaches kSliceRecords
+// records; level k + 1 spans kSliceFanout consecutive slices of level k (its sums are theirs,
+// read back when it closes, so only level 1's sums are held in memory). A window is covered by
+// the largest slices inside it first: a few per level.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "gmon/aggregate.h"
+#include "storage/sqlite.h"
+
+namespace rackprof::storage {
+
+inline constexpr std::uint64_t kSliceRecords = 64u << 10;
+inline constexpr int kSliceFanout = 4;
+inline constexpr int kSliceLevels = 4;
+
+// Where a slice's records are: record_batches rows with seq in [first_seq, last_seq], chunks
+// received within [min_ns, max_ns].
+struct SliceSpan {
+    std::int64_t first_seq = 0;
+    std::int64_t last_seq = 0;
+    std::int64_t min_ns = 0;
+    std::int64_t max_ns = 0;
+    std::uint64_t records = 0;
+    void extend(const SliceSpan& more);
+};
+
+// Builds a session's slices as its rows are written (the storage writer's connection). What it
+// holds in memory is only good while every transaction it saw commits: after a rollback call
+// forget_all() (the rows it holds may not be there); the rows already written stay unsliced
+// and are decoded when asked for.
+class SliceBuilder {
+  public:
+    explicit SliceBuilder(Database& db) : db_(db) {}
+    // Rows just written for `session` (in the current transaction): their span and sums.
+    void add(std::int64_t session, const SliceSpan& rows, const gmon::Aggregate& sums);
+    // The session's open slices are written as they are (at its end).
+    void finish(std::int64_t session);
+    void forget(std::int64_t session) { open_.erase(session); }
+    void forget_all() { open_.clear(); }
+
+  private:
+    struct Level {
+        SliceSpan span;
+        int children = 0;  // slices of the level below in it (level 1: unused)
+        bool empty() const { return span.records == 0 && children == 0; }
+    };
+    struct Open {
+        gmon::Aggregate sums;  // level 1's
+        std::array<Level, kSliceLevels> levels;
+    };
+    void close(std::int64_t session, Open& open, int level);
+    void write(std::int64_t session, int level, const SliceSpan& span,
+               const std::vector<std::uint8_t>& sums);
+    std::vector<std::uint8_t> sums_of_children(std::int64_t session, int level,
+                                               const SliceSpan& span);
+
+    Database& db_;
+    std::map<std::int64_t, Open> open_;
+};
+
+// A stored slice chosen to answer a window.
+struct StoredSlice {
+    int level = 0;
+    std::int64_t first_seq = 0;
+    std::int64_t last_seq = 0;
+    std::int64_t rowid = 0;
+};
+
+// The session's slices wholly inside [from_ns, to_ns], largest first, none inside another:
+// sorted by first_seq.
+std::vector<StoredSlice> slices_inside(Database& db, std::int64_t session, std::int64_t from_ns,
+                                       std::int64_t to_ns);
+// Record rows by seq, first..last inclusive.
+struct SeqRange {
+    std::int64_t first = 0;
+    std::int64_t last = 0;
+};
+// The seq ranges of the rows a window must still decode, given the slices chosen for it
+// (slices_inside): rows of level-1 slices that overlap the window without being inside a
+// chosen slice, and rows no slice holds. Rows of slices wholly outside the window are left out
+// unread (a row's last_ns comes after its blob: testing it reads the whole blob).
+std::vector<SeqRange> ranges_to_decode(Database& db, std::int64_t session, std::int64_t from_ns,
+                                       std::int64_t to_ns, const std::vector<StoredSlice>& chosen);
+// Adds a stored slice's sums to `into`.
+void add_slice_sums(Database& db, const StoredSlice& slice, gmon::Aggregate& into);
+
+}  // namespace rackprof::storage

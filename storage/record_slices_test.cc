@@ -1,0 +1,235 @@
+// Record slices: a time window's sums from slices equal the sums of the record batches alone
+// (every row decoded), for random windows, windows at slices' edges, sessions written before
+// schema 10, after a rolled-back transaction, and through the storage writer.
+#include <doctest/doctest.h>
+
+#include <limits>
+#include <random>
+
+#include "storage/session_store.h"
+#include "storage/storage_writer.h"
+#include "storage/temp_db_test.h"
+
+namespace rackprof::storage {
+namespace {
+
+using protocol::Record;
+
+constexpr std::int64_t kT0 = 1'000'000'000'000;
+
+std::vector<Record> random_records(std::mt19937_64& rng, std::size_t n) {
+    std::vector<Record> out(n);
+    for (auto& r : out) {
+        if (rng() % 4 == 0) {
+            r = Record::arc(0x1001 + 2 * static_cast<std::uint32_t>(rng() % 64),
+                            0x2001 + 64 * static_cast<std::uint32_t>(rng() % 32),
+                            rng() % 16 == 0 ? 1 + static_cast<std::uint32_t>(rng() % 9) : 1);
+        } else {
+            r = Record::pc_sample(0x1000 + 2 * static_cast<std::uint32_t>(rng() % 3000));
+        }
+    }
+    return out;
+}
+
+// A session's chunks in transactions of 1..40 chunks of 1..3000 records, received 0..2 ms apart
+// (some at the same time); its open slices written at the end. `rolled_back`: the transaction
+// with that index is rolled back (and the open slices forgotten, as the writer does).
+struct WrittenSession {
+    std::int64_t id = 0;
+    std::int64_t first_ns = 0, last_ns = 0;
+};
+WrittenSession write_session(SessionStore& store, std::mt19937_64& rng, std::size_t records,
+                             bool pass_sums, int rolled_back = -1) {
+    NewSession spec;
+    spec.board = "slices";
+    spec.link = "sim://slices";
+    spec.started_ns = kT0;
+    WrittenSession w{store.create_session(spec), kT0, kT0};
+    std::int64_t seq = 0, t = kT0;
+    for (int transaction = 0; records > 0; ++transaction) {
+        Transaction tx(store.db());
+        std::vector<std::vector<Record>> held;
+        std::vector<SessionStore::ChunkToStore> chunks;
+        const std::size_t count = 1 + rng() % 40;
+        held.reserve(count);
+        gmon::Aggregate sums;
+        for (std::size_t c = 0; c < count && records > 0; ++c, ++seq) {
+            auto& recs = held.emplace_back(
+                random_records(rng, std::min<std::size_t>(records, 1 + rng() % 3000)));
+            records -= recs.size();
+            t += static_cast<std::int64_t>(rng() % 3) * 1'000'000;
+            sums.add(recs);
+            chunks.push_back({seq, t, {}, recs});
+        }
+        store.append_chunks(w.id, chunks, pass_sums ? &sums : nullptr);
+        if (transaction == rolled_back) {
+            store.forget_open_slices();  // ~Transaction rolls back
+            continue;
+        }
+        tx.commit();
+        w.last_ns = t;
+    }
+    Transaction tx(store.db());
+    store.finish_slices(w.id);
+    tx.commit();
+    return w;
+}
+
+struct SliceRow {
+    int level;
+    std::int64_t min_ns, max_ns;
+};
+std::vector<SliceRow> slice_rows(SessionStore& store, std::int64_t session) {
+    Statement st =
+        store.db().prepare("SELECT level, min_ns, max_ns FROM record_slices WHERE session_id = ?");
+    st.bind(1, session);
+    std::vector<SliceRow> out;
+    while (st.step())
+        out.push_back({static_cast<int>(st.column_int(0)), st.column_int(1), st.column_int(2)});
+    return out;
+}
+
+// Windows: random ones, and each slice's edges exactly, one past and one short of them, and
+// from one slice's start to another's end.
+std::vector<std::pair<std::int64_t, std::int64_t>> windows_of(const WrittenSession& w,
+                                                              const std::vector<SliceRow>& slices,
+                                                              std::mt19937_64& rng) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> out;
+    const auto span = static_cast<std::uint64_t>(w.last_ns - w.first_ns + 10'000'000);
+    for (int i = 0; i < 60; ++i) {
+        const std::int64_t a = w.first_ns - 5'000'000 + static_cast<std::int64_t>(rng() % span);
+        const std::int64_t b = w.first_ns - 5'000'000 + static_cast<std::int64_t>(rng() % span);
+        out.emplace_back(std::min(a, b), std::max(a, b));
+    }
+    for (const auto& s : slices) {
+        for (const std::int64_t d : {-1, 0, 1}) {
+            out.emplace_back(s.min_ns + d, s.max_ns);
+            out.emplace_back(s.min_ns, s.max_ns + d);
+        }
+        const auto& other = slices[rng() % slices.size()];
+        out.emplace_back(std::min(s.min_ns, other.min_ns), std::max(s.max_ns, other.max_ns));
+    }
+    out.emplace_back(0, std::numeric_limits<std::int64_t>::max());
+    return out;
+}
+
+// Checks every window; returns how many were answered with at least one slice.
+int check_windows(SessionStore& store, const WrittenSession& w, std::mt19937_64& rng) {
+    const auto slices = slice_rows(store, w.id);
+    int sliced = 0;
+    for (const auto& [from, to] : windows_of(w, slices, rng)) {
+        CAPTURE(from - w.first_ns);
+        CAPTURE(to - w.first_ns);
+        const auto expected = store.aggregate_between_rows(w.id, from, to);
+        CHECK(store.aggregate_between(w.id, from, to) == expected);
+        if (!slices_inside(store.db(), w.id, from, to).empty()) ++sliced;
+    }
+    return sliced;
+}
+
+TEST_CASE("record slices: a window's sums equal the record batches', at slice edges too") {
+    TempDb db;
+    SessionStore store(db.path);
+    std::mt19937_64 rng(7);
+    for (const bool pass_sums : {true, false}) {
+        CAPTURE(pass_sums);
+        const auto w = write_session(store, rng, 1'200'000, pass_sums);
+        const auto slices = slice_rows(store, w.id);
+        int levels[kSliceLevels + 1] = {};
+        for (const auto& s : slices) ++levels[s.level];
+        CHECK(levels[1] >= 10);  // 1.2 M records in slices of >= 64 Ki records (and the last)
+        CHECK(levels[2] >= 3);   // of 4 level-1 slices each
+        CHECK(check_windows(store, w, rng) > 40);
+    }
+}
+
+TEST_CASE("record slices: rows of a rolled-back transaction are in no slice") {
+    TempDb db;
+    SessionStore store(db.path);
+    std::mt19937_64 rng(8);
+    NewSession spec;
+    spec.board = "slices";
+    spec.link = "sim://slices";
+    WrittenSession w{store.create_session(spec), kT0, kT0};
+    std::int64_t seq = 0;
+    // Committed, rolled back while its rows are in the open level-1 slice, committed (closing
+    // a slice): without forgetting, that slice would carry the lost rows' sums.
+    for (const auto& [chunks, commit] :
+         std::vector<std::pair<int, bool>>{{10, true}, {10, false}, {70, true}}) {
+        Transaction tx(store.db());
+        std::vector<std::vector<Record>> held;
+        std::vector<SessionStore::ChunkToStore> batch;
+        held.reserve(static_cast<std::size_t>(chunks));
+        for (int c = 0; c < chunks; ++c, ++seq) {
+            w.last_ns += 1'000'000;
+            batch.push_back({seq, w.last_ns, {}, held.emplace_back(random_records(rng, 1000))});
+        }
+        store.append_chunks(w.id, batch);
+        if (commit) {
+            tx.commit();
+        } else {
+            store.forget_open_slices();  // ~Transaction rolls back
+        }
+    }
+    store.finish_slices(w.id);
+    CHECK(check_windows(store, w, rng) > 0);
+    Statement records = store.db().prepare(
+        "SELECT (SELECT SUM(records) FROM record_slices WHERE session_id = ?1 AND level = 1), "
+        "(SELECT SUM(count) FROM record_batches WHERE session_id = ?1)");
+    records.bind(1, w.id);
+    REQUIRE(records.step());
+    CHECK(records.column_int(0) == 70'000);  // the first transaction's rows are in no slice
+    CHECK(records.column_int(1) == 80'000);
+}
+
+TEST_CASE("record slices: a session written before schema 11 is answered from its rows") {
+    TempDb db;
+    std::mt19937_64 rng(9);
+    WrittenSession old;
+    {
+        SessionStore store(db.path);
+        old = write_session(store, rng, 300'000, true);
+        // As a version 10 database had it: no record_slices table.
+        store.db().exec(
+            "DROP TABLE record_slices; ALTER TABLE sessions DROP COLUMN summed_seq; PRAGMA "
+            "user_version = 10");
+    }
+    SessionStore store(db.path);  // migrates to 10
+    CHECK(schema_version(store.db()) == kSchemaVersion);
+    CHECK(slice_rows(store, old.id).empty());
+    CHECK(check_windows(store, old, rng) == 0);
+    const auto fresh = write_session(store, rng, 300'000, true);
+    CHECK(!slice_rows(store, fresh.id).empty());
+    CHECK(check_windows(store, fresh, rng) > 0);
+}
+
+TEST_CASE("record slices: written by the storage writer, closed with the session") {
+    TempDb db;
+    WrittenSession w;
+    {
+        StorageWriter writer(db.path);
+        w.id = writer.reserve_session_id();
+        NewSession spec;
+        spec.board = "slices";
+        spec.link = "sim://slices";
+        REQUIRE(writer.submit(OpenSessionOp{w.id, spec}));
+        std::mt19937_64 rng(10);
+        w.first_ns = w.last_ns = kT0;
+        for (int i = 0; i < 300; ++i) {
+            w.last_ns += 1'000'000;
+            REQUIRE(writer.submit(
+                ChunkOp{w.id, w.last_ns, {}, random_records(rng, 1000), {}, {}, {}, {}}));
+            if (i % 50 == 0) writer.flush();  // several commits
+        }
+        REQUIRE(writer.submit(CloseSessionOp{w.id, "completed", w.last_ns, {}}));
+        writer.stop();
+    }
+    SessionStore store(db.path);
+    const auto slices = slice_rows(store, w.id);
+    CHECK(slices.size() >= 4);
+    std::mt19937_64 rng(11);
+    CHECK(check_windows(store, w, rng) > 0);
+}
+
+}  // namespace
+}  // namespace rackprof::storage
