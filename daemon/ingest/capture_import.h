@@ -55,8 +55,8 @@ struct Imported {
     // where some may be missing (EventsLost markers).
     std::uint64_t function_events = 0;
     std::uint64_t events_lost = 0;
-    // A gmon.out's (a Tiva report's) histograms exactly (ranges, bin counts, rate): profiles and exports bin
-    // its samples into these again, so nothing moves and its times stay its own.
+    // A gmon.out's (a Tiva report's) histograms exactly (ranges, bin counts, rate): profiles and
+    // exports bin its samples into these again, so nothing moves and its times stay its own.
     std::vector<gmon::HistogramSpec> histograms;
     // Measured from function entry/exit events (itm orbstat words, framed events); null when
     // the capture had none.

@@ -373,7 +373,8 @@ bool ProfileCache::Entry::serves(std::int64_t id, const gmon::ProfileSource& sou
     const auto a = aggregate.lock();
     const auto e = elf.lock();
     return session == id && a && a == source.aggregate && e && e == source.elf &&
-           announced_range == source.announced_range;
+           announced_range == source.announced_range && a->total_calls() == total_calls &&
+           a->total_samples() == total_samples;
 }
 
 ProfileCache::Computed ProfileCache::compute(const gmon::ProfileSource& source) {
@@ -393,6 +394,9 @@ std::shared_ptr<const ProfileCache::Computed> ProfileCache::get(std::int64_t ses
         }
     }
     // Computed outside the lock: two requests may both compute it, none waits on the other.
+    // The source's aggregate is held here, so no commit changes it in place meanwhile.
+    const std::uint64_t computed_calls = source.aggregate ? source.aggregate->total_calls() : 0;
+    const std::uint64_t computed_samples = source.aggregate ? source.aggregate->total_samples() : 0;
     auto profile = std::make_shared<const Computed>(compute(source));
     std::lock_guard lock(mutex_);
     // The session's older profile, and any whose aggregate is gone (evicted or replaced): they
@@ -401,7 +405,8 @@ std::shared_ptr<const ProfileCache::Computed> ProfileCache::get(std::int64_t ses
         return e.session == session || e.aggregate.expired() || e.elf.expired();
     });
     entries_.insert(entries_.begin(),
-                    Entry{session, source.aggregate, source.elf, source.announced_range, profile});
+                    Entry{session, source.aggregate, source.elf, source.announced_range, profile,
+                          computed_calls, computed_samples});
     if (entries_.size() > capacity_) entries_.pop_back();
     return profile;
 }

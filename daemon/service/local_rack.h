@@ -65,6 +65,10 @@ class ProfileCache {
         std::weak_ptr<const gmon::Symbolizer> elf;
         std::optional<gmon::CodeRange> announced_range;
         std::shared_ptr<const Computed> profile;
+        // The aggregate cache merges a commit's delta into its aggregate in place when no
+        // reader holds it: the same pointer then holds more counts than this profile.
+        std::uint64_t total_calls = 0;
+        std::uint64_t total_samples = 0;
 
         bool serves(std::int64_t id, const gmon::ProfileSource& source) const;
     };
