@@ -11,6 +11,7 @@
 
 #include "gmon/gmon_reader.h"
 #include "tests/integration/test_support.h"
+#include "tests/integration/truth_counts.h"
 
 namespace rackprof {
 namespace {
@@ -18,30 +19,9 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-using ArcKey = std::pair<std::uint64_t, std::uint64_t>;
-
-struct Counts {
-    std::map<ArcKey, std::uint64_t> arcs;
-    std::uint64_t samples = 0;
-};
-
-void add_truth(Counts& counts, const std::filesystem::path& truth_file) {
-    const json truth = json::parse(testing::read_text(truth_file));
-    for (const auto& arc : truth["arcs"]) {
-        counts.arcs[{std::stoull(arc["from"].get<std::string>(), nullptr, 16),
-                     std::stoull(arc["self"].get<std::string>(), nullptr, 16)}] +=
-            arc["count"].get<std::uint64_t>();
-    }
-    for (const auto& pc : truth["pc_samples"]) counts.samples += pc["count"].get<std::uint64_t>();
-}
-
-Counts counts_in(const std::filesystem::path& gmon_file) {
-    Counts counts;
-    const auto data = gmon::read_gmon_file(gmon_file, gmon::TargetLayout{});
-    for (const auto& arc : data.arcs) counts.arcs[{arc.from_pc, arc.self_pc}] += arc.count;
-    for (const auto& h : data.histograms) counts.samples += h.total();
-    return counts;
-}
+using testing::add_truth;
+using testing::Counts;
+using testing::counts_in;
 
 TEST_CASE("fleet profile: one build's boards merged exactly; another build refused, not mixed") {
     testing::TempDir dir;
