@@ -15,7 +15,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { binary, source, startDaemon } from "./daemon.mjs";
+import { binary, source, launchBrowser, startDaemon } from "./daemon.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const webRoot = process.env.RACKPROF_WEB_ROOT ?? path.join(source, "web/dist");
@@ -90,12 +90,7 @@ before(async () => {
   const firmware = await api("PUT", "/api/v1/firmware", fs.readFileSync(path.join(dir, "fig4.elf")));
   withTree = (await api("POST", `/api/v1/sessions/import?format=bin&protocol=itm&orbstat_port=30&board=fig4&firmware=${firmware.id}`, orbstatCapture(fn))).id;
   withoutTree = (await api("POST", `/api/v1/sessions/import?format=bin&board=plain&firmware=${firmware.id}`, fs.readFileSync(path.join(dir, "plain.bin")))).id;
-  browser = await playwright.launchPersistentContext(fs.mkdtempSync(path.join(dir, "chromium-")), {
-    executablePath: chromium,
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    viewport: { width: 1280, height: 800 },
-  });
+  browser = await launchBrowser(playwright, chromium, dir);
 });
 
 after(async () => {

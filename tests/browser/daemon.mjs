@@ -39,3 +39,17 @@ export async function startDaemon(dir, toml, ready = () => true) {
     },
   };
 }
+
+// Headless Chromium with a fresh profile folder under `dir` (--user-data-dir, which playwright
+// passes itself) and no background networking (this machine's network is closed), as every
+// browser test here drives it. `playwright` is playwright-core's chromium, imported once the
+// test knows it exists.
+export function launchBrowser(playwright, executablePath, dir, options = {}) {
+  return playwright.launchPersistentContext(fs.mkdtempSync(path.join(dir, "chromium-")), {
+    executablePath,
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    viewport: { width: 1280, height: 800 },
+    ...options,
+  });
+}

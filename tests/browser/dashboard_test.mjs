@@ -9,7 +9,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { binary, eventually, source, startDaemon } from "./daemon.mjs";
+import { binary, eventually, source, launchBrowser, startDaemon } from "./daemon.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const webRoot = process.env.RACKPROF_WEB_ROOT ?? path.join(source, "web/dist");
@@ -88,15 +88,7 @@ before(async () => {
   sessions.a = (await api("POST", `/api/v1/sessions/import?format=bin&board=build-a&firmware=${firmware.id}`, fs.readFileSync(path.join(dir, "a.bin")))).id;
   sessions.b = (await api("POST", `/api/v1/sessions/import?format=bin&board=build-b&firmware=${firmware.id}`, fs.readFileSync(path.join(dir, "b.bin")))).id;
   sessions.live = (await api("GET", "/api/v1/boards")).find((b) => b.name === "det").session;
-  // A fresh profile (--user-data-dir, which playwright passes itself) and no background
-  // networking: this machine's network is closed.
-  browser = await playwright.launchPersistentContext(fs.mkdtempSync(path.join(dir, "chromium-")), {
-    executablePath: chromium,
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    viewport: { width: 1280, height: 800 },
-    acceptDownloads: true,
-  });
+  browser = await launchBrowser(playwright, chromium, dir, { acceptDownloads: true });
 });
 
 after(async () => {

@@ -12,7 +12,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { binary, source, startDaemon } from "./daemon.mjs";
+import { binary, source, launchBrowser, startDaemon } from "./daemon.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const webRoot = process.env.RACKPROF_WEB_ROOT ?? path.join(source, "web/dist");
@@ -64,13 +64,7 @@ before(async () => {
     sessions[board] = session.id;
     buildId = session.build_id; // the ELF's build-id, else its SHA-256: the same for all four
   }
-  browser = await playwright.launchPersistentContext(fs.mkdtempSync(path.join(dir, "chromium-")), {
-    executablePath: chromium,
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    viewport: { width: 1280, height: 800 },
-    acceptDownloads: true,
-  });
+  browser = await launchBrowser(playwright, chromium, dir, { acceptDownloads: true });
 });
 
 after(async () => {

@@ -11,7 +11,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { binary, eventually, source, startDaemon } from "./daemon.mjs";
+import { binary, eventually, source, launchBrowser, startDaemon } from "./daemon.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const webRoot = process.env.RACKPROF_WEB_ROOT ?? path.join(source, "web/dist");
@@ -71,12 +71,7 @@ before(async () => {
       `[[boards]]\nname = "filling"\nlink = "sim://deterministic?rate=40000"\n`,
     (log) => log.includes("[filling] session"),
   );
-  browser = await playwright.launchPersistentContext(fs.mkdtempSync(path.join(dir, "chromium-")), {
-    executablePath: chromium,
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    viewport: { width: 1280, height: 800 },
-  });
+  browser = await launchBrowser(playwright, chromium, dir);
 });
 
 after(async () => {
