@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
 #include <vector>
@@ -212,6 +213,48 @@ TEST_CASE("demo --qemu --mode enter-exit: conflation's enter/exit events are exa
         CHECK(converted.err.find("rackprof: " + std::to_string(8 * rounds) +
                                  " enter/exit events\n") != std::string::npos);
         CHECK(converted.out.find("doSomething") != std::string::npos);
+
+        // The same run through rackprof's own calling-context tree (export cct-json): gprof's
+        // estimate splits doSomething's time between its two callers by call count (50 / 50);
+        // the measured split follows the work, 1 : 9.
+        const auto cct_path = dir / "c.cct.json";
+        const auto cct = testing::rackprof({"convert", capture.string(), "--protocol", "framed",
+                                            "--elf", elf_path.string(), "--export", "cct-json",
+                                            "-o", cct_path.string()});
+        REQUIRE_MESSAGE(cct.exit_code == 0, cct.err);
+        const auto tree = nlohmann::json::parse(testing::read_text(cct_path));
+        std::map<std::string, nlohmann::json> into_do_something;  // caller -> arc
+        for (const auto& arc : tree.at("calling_context").at("arcs")) {
+            if (arc.at("callee") == "doSomething") into_do_something[arc.at("caller")] = arc;
+        }
+        REQUIRE(into_do_something.size() == 2);
+        const auto& fast = into_do_something.at("fast");
+        const auto& slow = into_do_something.at("slow");
+        CHECK(fast.at("calls") == rounds);
+        CHECK(slow.at("calls") == rounds);
+        CHECK(fast.at("incomplete") == false);
+        CHECK(slow.at("incomplete") == false);
+        CHECK(fast.at("estimated_share").get<double>() == doctest::Approx(0.5).epsilon(0.001));
+        CHECK(slow.at("estimated_share").get<double>() == doctest::Approx(0.5).epsilon(0.001));
+        const double measured_fast = fast.at("measured_share").get<double>();
+        const double measured_slow = slow.at("measured_share").get<double>();
+        MESSAGE("figure: " << board << " doSomething's time by caller, gprof's estimate 50 / 50, "
+                           << "measured " << 100 * measured_fast << " / " << 100 * measured_slow
+                           << " (fast / slow)");
+        CHECK(measured_fast + measured_slow == doctest::Approx(1.0).epsilon(0.001));
+        // 1 : 9 gives 10 / 90; interrupts landing in fast()'s calls (see above) widen it a little.
+        CHECK(measured_slow > 0.8);
+        CHECK(measured_slow < 0.95);
+
+        // And the evented profile for speedscope, from the same capture.
+        const auto evented_path = dir / "c.speedscope.json";
+        const auto evented = testing::rackprof(
+            {"convert", capture.string(), "--protocol", "framed", "--elf", elf_path.string(),
+             "--export", "cct-speedscope", "-o", evented_path.string()});
+        REQUIRE_MESSAGE(evented.exit_code == 0, evented.err);
+        const auto speedscope = nlohmann::json::parse(testing::read_text(evented_path));
+        REQUIRE(!speedscope.at("profiles").empty());
+        CHECK(speedscope.at("profiles")[0].at("type") == "evented");
     }
 }
 
