@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gmon/large_buffer.h"
+
 namespace rackprof::gmon {
 
 class JsonStream {
@@ -44,7 +46,7 @@ class JsonStream {
     // Room for `bytes` more, so a large document is not copied (and its pages faulted in)
     // again at each doubling of the string.
     int indent() const { return indent_; }
-    void reserve(std::size_t bytes) { out_.reserve(out_.size() + bytes); }
+    void reserve(std::size_t bytes) { reserve_large(out_, bytes); }
 
     // key(name).value(v) in one call.
     template <class T>

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gmon/large_buffer.h"
 #include "gmon/report.h"
 
 namespace rackprof::gmon {
@@ -65,7 +66,7 @@ class Printer {
         out_ += std::string_view(decimal(n));
         out_ += printed ? ']' : ')';
     }
-    void reserve(std::size_t bytes) { out_.reserve(bytes); }
+    void reserve(std::size_t bytes) { reserve_large(out_, bytes); }
     std::string take() { return std::move(out_); }
 
   private:
