@@ -17,7 +17,7 @@ struct HostWire::Sink final : protocol::RecordSink {
             wire.caps_ = *c;
         } else if (const auto* f = std::get_if<protocol::FunctionCounts>(&event)) {
             if (f->run != wire.pending_.run && wire.pending_items_ == 0) wire.pending_.run = f->run;
-            const auto it = wire.by_addr_.find(f->function);
+            const auto it = wire.by_addr_.find(f->function & ~1u);
             if (it == wire.by_addr_.end()) {
                 ++wire.unknown_functions_;
             } else {
@@ -47,7 +47,8 @@ struct HostWire::Sink final : protocol::RecordSink {
 
 HostWire::HostWire(const CallGraph& graph, int addr_bytes)
     : graph_(graph), addr_bytes_(addr_bytes), decoder_({addr_bytes}), encoder_(addr_bytes) {
-    const std::uint32_t mask = addr_bytes == 3 ? 0xFFFFFF : 0xFFFFFFFF;
+    // Without the Thumb bit: ELF symbols carry it, a target's hooks may not.
+    const std::uint32_t mask = addr_bytes == 3 ? 0xFFFFFE : 0xFFFFFFFE;
     for (std::size_t f = 0; f < graph.functions.size(); ++f)
         by_addr_.emplace(graph.functions[f].addr & mask, f);
 }
