@@ -11,9 +11,11 @@ namespace {
 
 constexpr std::uint32_t kCodeBase = 0x0800'0400;
 
-// A layered program: main calls into a few layers of functions, each calling 1..3 functions of
-// the next layers 1..3 times; per-call costs are heavy-tailed (most functions cheap, a few
-// hot), so a threshold leaves few functions and the planner has much to prune.
+// A layered program: main at the root of a call tree three wide per level (depth log3 N),
+// each call made 1..2 times, and a quarter of the functions also called once from another
+// function of their parent's level (shared callees: a DAG); per-call costs are heavy-tailed
+// (most functions cheap, a few hot), so a threshold leaves few functions and the planner has
+// much to prune. Activations per run stay within a few thousand times N.
 std::vector<CounterFunction> layers(std::size_t n, std::uint64_t seed) {
     if (n < 2 || n > 100'000) throw std::invalid_argument("layers: 2..100000 functions");
     std::mt19937_64 rng(seed);
@@ -33,19 +35,22 @@ std::vector<CounterFunction> layers(std::size_t n, std::uint64_t seed) {
         own[4] = cycles * (rng() % 25) / 100;      // LSUCNT
         own[5] = cycles * (rng() % 5) / 100;       // FOLDCNT
     }
-    // Callees only later in the order: a DAG, no recursion (the truth below relies on it).
-    // Every function but main gets at least one caller.
+    // Level l holds indices [(3^l - 1) / 2, (3^(l+1) - 1) / 2): parent(f) = (f - 1) / 3.
+    auto level_start = [](std::size_t f) {
+        std::size_t start = 0, width = 1;
+        while (start + width <= f) {
+            start += width;
+            width *= 3;
+        }
+        return start;
+    };
     for (std::size_t f = 1; f < n; ++f) {
-        const std::size_t lo = f > 8 ? f - 8 : 0;
-        const std::size_t caller = lo + rng() % (f - lo);
-        fns[caller].calls.push_back({f, 1 + static_cast<std::uint32_t>(rng() % 2)});
-    }
-    for (std::size_t f = 0; f + 2 < n; ++f) {
-        if (rng() % 3 != 0) continue;
-        const std::size_t callee = f + 1 + rng() % std::min<std::size_t>(10, n - f - 1);
-        const bool present = std::any_of(fns[f].calls.begin(), fns[f].calls.end(),
-                                         [&](const auto& c) { return c.first == callee; });
-        if (!present) fns[f].calls.push_back({callee, 1});
+        const std::size_t parent = (f - 1) / 3;
+        fns[parent].calls.push_back({f, 1 + static_cast<std::uint32_t>(rng() % 2)});
+        const std::size_t lo = level_start(parent);
+        const std::size_t other = lo + rng() % (f - lo);  // before f, from the parent's level on
+        if (rng() % 4 == 0 && other != parent && other < level_start(f))
+            fns[other].calls.push_back({f, 1});
     }
     return fns;
 }
