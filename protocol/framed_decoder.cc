@@ -40,6 +40,30 @@ bool read_count(std::span<const std::uint8_t> body, std::size_t& pos, std::uint3
     return false;
 }
 
+// Reads an unsigned LEB128 value of up to 64 bits (at most 10 bytes). False if malformed.
+bool read_leb128(std::span<const std::uint8_t> body, std::size_t& pos, std::uint64_t& value) {
+    value = 0;
+    for (int i = 0; i < 10; ++i) {
+        if (pos >= body.size()) return false;
+        const std::uint8_t b = body[pos++];
+        if (i == 9 && b > 1) return false;  // beyond 64 bits
+        value |= static_cast<std::uint64_t>(b & 0x7F) << (7 * i);
+        if ((b & 0x80) == 0) return true;
+    }
+    return false;
+}
+
+// The counts of the counters in `mask`, in bit order.
+bool read_counter_values(std::span<const std::uint8_t> body, std::size_t& pos, std::uint8_t mask,
+                         CounterValues& out) {
+    if (mask >= (1u << kPrimaryCounters)) return false;
+    for (int c = 0; c < kPrimaryCounters; ++c) {
+        if ((mask & (1u << c)) && !read_leb128(body, pos, out[static_cast<std::size_t>(c)]))
+            return false;
+    }
+    return true;
+}
+
 constexpr std::size_t kHelloFixedBytes = 3 + 4 * 4 + 1;  // version..core_clock_hz, build_id_len
 
 }  // namespace
@@ -139,6 +163,7 @@ void FramedDecoder::end_frame(std::span<const std::uint8_t> encoded, RecordSink&
 bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
     items_.clear();
     hellos_.clear();
+    counter_items_.clear();
     staged_ = 0;
     staged_arcs_ = 0;
     Record* const staging = batch_.data() + batch_len_;
@@ -236,6 +261,54 @@ bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
                 }
                 break;
             }
+            case FramedTag::kCounters: {
+                if (!have(2) || body[pos] >= (1u << kPrimaryCounters)) return false;
+                item.counter_item = counter_items_.size();
+                counter_items_.push_back(CounterCapabilities{body[pos], body[pos + 1]});
+                pos += 2;
+                break;
+            }
+            case FramedTag::kCounterConfig: {
+                if (!have(4)) return false;
+                CounterConfig c;
+                c.run = static_cast<std::uint16_t>(body[pos] | (body[pos + 1] << 8));
+                c.counters = body[pos + 2];
+                const std::size_t n = body[pos + 3];
+                pos += 4;
+                if (c.counters >= (1u << kPrimaryCounters) || n > kMaxConfigFunctions ||
+                    !have(n * w))
+                    return false;
+                for (std::size_t i = 0; i < n; ++i) c.functions.push_back(address());
+                item.counter_item = counter_items_.size();
+                counter_items_.push_back(std::move(c));
+                break;
+            }
+            case FramedTag::kFunctionCounts: {
+                if (!have(3 + w)) return false;
+                FunctionCounts c;
+                c.run = static_cast<std::uint16_t>(body[pos] | (body[pos + 1] << 8));
+                c.counters = body[pos + 2];
+                pos += 3;
+                c.function = address();
+                if (!read_leb128(body, pos, c.calls) ||
+                    !read_counter_values(body, pos, c.counters, c.counts))
+                    return false;
+                item.counter_item = counter_items_.size();
+                counter_items_.push_back(c);
+                break;
+            }
+            case FramedTag::kRunTotals: {
+                if (!have(4)) return false;
+                RunTotals t;
+                t.run = static_cast<std::uint16_t>(body[pos] | (body[pos + 1] << 8));
+                t.counters = body[pos + 2];
+                t.functions = body[pos + 3];
+                pos += 4;
+                if (!read_counter_values(body, pos, t.counters, t.counts)) return false;
+                item.counter_item = counter_items_.size();
+                counter_items_.push_back(t);
+                break;
+            }
             default:
                 return false;  // an unknown tag: the rest of the frame cannot be parsed
         }
@@ -302,6 +375,13 @@ void FramedDecoder::deliver(std::uint16_t seq, RecordSink& sink) {
                 carries_events_ = true;
                 ++(item.event.enter ? events_.enters : events_.exits);
                 sink.on_event(item.event);
+                break;
+            case FramedTag::kCounters:
+            case FramedTag::kCounterConfig:
+            case FramedTag::kFunctionCounts:
+            case FramedTag::kRunTotals:
+                flush(sink, staged_ - committed);
+                sink.on_event(counter_items_[item.counter_item]);
                 break;
             default:  // START, STOP
                 flush(sink, staged_ - committed);

@@ -351,14 +351,14 @@ TEST_CASE("a stream joined mid-frame: the fragment is one bad frame, then decodi
 TEST_CASE("malformed frames are bad, cost only themselves, and are counted") {
     // Each body is framed correctly (COBS, CRC) but says something the protocol does not.
     const std::vector<Bytes> bad_bodies = {
-        hex("00 00 0d "),                                         // unknown tag
+        hex("00 00 20 "),                                         // unknown tag
         hex("00 00 09 11 04 00 00 01 05 00 00 10 "),              // ENTER cut short (its stamp)
         hex("00 00 0b 11 04 00 00 01 05 00 00 10 00 00 00 0f "),  // ENTER_IN_HANDLER, half IPSR
         hex("00 00 02 11 04 00 00 01 05 00 "),                    // ARC cut short
         hex("00 00 05 20 04 00 00 00 "),                          // PC_N with a count of 0
         hex("00 00 05 20 04 00 00 ff ff ff ff 7f "),              // a count over 2^32-1
-        // HELLO version 3 (this length is exactly a HELLO's with no build-id)
-        hex("00 00 01 03 04 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 "),
+        // HELLO version 4 (this length is exactly a HELLO's with no build-id)
+        hex("00 00 01 04 04 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 "),
         hex("00 00 "),  // no item
     };
     for (const Bytes& body : bad_bodies) {
@@ -560,8 +560,9 @@ TEST_CASE("a stream without events gets no EventsLost markers") {
     CHECK(run.event_stats == FramedEventStats{});
 }
 
-TEST_CASE("versions: 1 and 2 are read, 3 is refused; a version-1 host refuses 2") {
-    for (const std::uint8_t version : {kFramedVersion, kFramedVersionEvents}) {
+TEST_CASE("versions: 1, 2 and 3 are read, 4 is refused; a version-1 host refuses 2") {
+    for (const std::uint8_t version :
+         {kFramedVersion, kFramedVersionEvents, kFramedVersionCounters}) {
         TargetHello h = sample_hello();
         h.version = version;
         FramedEncoder encoder;
@@ -579,9 +580,9 @@ TEST_CASE("versions: 1 and 2 are read, 3 is refused; a version-1 host refuses 2"
     REQUIRE(cobs_decode(std::span(encoder.wire()).first(encoder.wire().size() - 1), body));
     CHECK(body[2] == static_cast<std::uint8_t>(FramedTag::kHello));
     CHECK(body[3] == 2);
-    TargetHello v3 = sample_hello();
-    v3.version = 3;
-    CHECK_THROWS_AS(FramedEncoder().hello(v3), std::invalid_argument);
+    TargetHello v4 = sample_hello();
+    v4.version = 4;
+    CHECK_THROWS_AS(FramedEncoder().hello(v4), std::invalid_argument);
 }
 
 TEST_CASE("an overlong frame, a lone delimiter and a truncated tail are counted") {
@@ -661,6 +662,95 @@ TEST_CASE("invalid options and unencodable items are refused") {
     TargetHello hello = sample_hello();
     hello.build_id.assign(21, 1);
     CHECK_THROWS_AS(encoder.hello(hello), std::invalid_argument);
+}
+
+// ---- version 3: counter campaigns ---------------------------------------------------------
+
+TEST_CASE("counter campaign items round-trip in any chunking, both widths") {
+    for (const int width : {3, 4}) {
+        TargetHello h = sample_hello(static_cast<std::uint8_t>(width));
+        h.version = kFramedVersionCounters;
+        h.flags = kHelloCounters;
+        const CounterCapabilities caps{0x3F, 8};
+        const CounterConfig config{7, 0x21, {0x1001, 0x2041, 0x30FF}};
+        const FunctionCounts counts{
+            7, 0x21, 0x2041, 3, {1ull << 40, 0, 0, 0, 0, 0xFFFFFFFFFFFFFFFFull}};
+        const FunctionCounts none{7, 0x21, 0x30FF, 0, {0, 0, 0, 0, 0, 0}};
+        const RunTotals totals{7, 0x21, 2, {123456789, 0, 0, 0, 0, 42}};
+        FramedEncoder encoder(width, 40);  // small frames: items spread over several
+        encoder.hello(h);
+        encoder.counter_capabilities(caps);
+        encoder.counter_config(config);
+        encoder.function_counts(counts);
+        encoder.function_counts(none);
+        encoder.run_totals(totals);
+        encoder.flush();
+        const Bytes wire = encoder.take_wire();
+        const std::vector<StreamEvent> expected{h, caps, config, counts, none, totals};
+        for (std::size_t cut = 0; cut <= wire.size(); cut += 7) {
+            const EventRun run = decode_events(wire, cut);
+            CHECK(run.events == expected);
+            CHECK(run.stats.frames_bad == 0);
+            CHECK(run.records.empty());
+        }
+    }
+}
+
+TEST_CASE("the spec's version-3 example vectors, byte for byte, both ways") {
+    FramedEncoder host(3);
+    const CounterConfig config{1, 0x11, {0x1001, 0x2041}};
+    host.counter_config(config);
+    host.flush();
+    const Bytes config_wire = hex("01 01 03 0e 01 05 11 02 01 10 03 41 20 03 36 63 00 ");
+    CHECK(host.take_wire() == config_wire);
+    const auto c = decode(config_wire, {}, 3);
+    REQUIRE(c.events.size() == 1);
+    CHECK(c.events[0].second == StreamEvent{config});
+
+    FramedEncoder target(3);
+    for (int i = 0; i < 5; ++i) {  // seq 0..4, not part of the example
+        target.record(Record::pc_sample(0x400));
+        target.flush();
+    }
+    target.take_wire();
+    const FunctionCounts counts{1, 0x11, 0x2041, 3, {300, 0, 0, 0, 5, 0}};
+    const RunTotals totals{1, 0x11, 2, {1000, 0, 0, 0, 20, 0}};
+    target.function_counts(counts);
+    target.run_totals(totals);
+    target.flush();
+    const Bytes answer =
+        hex("02 05 03 0f 01 04 11 41 20 07 03 ac 02 05 10 01 08 11 02 e8 07 14 54 35 00 ");
+    CHECK(target.take_wire() == answer);
+    const auto a = decode(answer, {}, 3);
+    REQUIRE(a.events.size() == 2);
+    CHECK(a.events[0].second == StreamEvent{counts});
+    CHECK(a.events[1].second == StreamEvent{totals});
+}
+
+TEST_CASE("counter campaign items the wire cannot carry are refused, malformed ones are bad") {
+    FramedEncoder encoder;
+    CHECK_THROWS_AS(encoder.counter_capabilities({0x40, 4}), std::invalid_argument);
+    CHECK_THROWS_AS(encoder.counter_config({1, 0x01, std::vector<std::uint32_t>(61, 0x100)}),
+                    std::invalid_argument);
+    const std::vector<Bytes> bad_bodies = {
+        hex("00 00 0d 40 04 "),                    // COUNTERS with bit 6
+        hex("00 00 0e 01 00 01 02 00 10 00 00 "),  // CONFIG naming 2, holding 1
+        hex("00 00 0f 01 00 01 00 10 00 00 "),     // FUNCTION_COUNTS without its counts
+        hex("00 00 10 01 00 03 00 05 "),           // RUN_TOTALS with one of two counts
+        hex("00 00 10 01 00 01 00 ff ff ff ff ff ff ff ff ff 7f "),  // a count over 2^64-1
+    };
+    for (const Bytes& body : bad_bodies) {
+        Bytes framed = body;
+        const auto crc = crc16_ccitt_false(framed);
+        framed.push_back(static_cast<std::uint8_t>(crc));
+        framed.push_back(static_cast<std::uint8_t>(crc >> 8));
+        Bytes wire;
+        cobs_encode(framed, wire);
+        wire.push_back(0);
+        const EventRun run = decode_events(wire);
+        CHECK(run.events.empty());
+        CHECK(run.stats.frames_bad == 1);
+    }
 }
 
 }  // namespace

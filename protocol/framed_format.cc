@@ -138,7 +138,7 @@ std::optional<std::size_t> cobs_decode_unchecked(std::span<const std::uint8_t> e
     }
 }
 
-void put_leb128(std::uint32_t value, std::vector<std::uint8_t>& out) {
+void put_leb128(std::uint64_t value, std::vector<std::uint8_t>& out) {
     while (value >= 0x80) {
         out.push_back(static_cast<std::uint8_t>(value | 0x80));
         value >>= 7;
@@ -158,7 +158,7 @@ void FramedEncoder::hello(const TargetHello& hello) {
     if (!is_version_known(hello.version) || (hello.addr_bytes != 3 && hello.addr_bytes != 4) ||
         hello.build_id.size() > kMaxBuildIdBytes) {
         throw std::invalid_argument(
-            "a HELLO needs version 1 or 2, 3 or 4 address bytes and a build-id "
+            "a HELLO needs version 1, 2 or 3, 3 or 4 address bytes and a build-id "
             "of at most 20 bytes");
     }
     flush();
@@ -214,6 +214,65 @@ void FramedEncoder::function_event(const FunctionEvent& event) {
     put_address(event.call_site, item_);
     put_le(event.timestamp, 4, item_);
     if (in_handler) put_le(event.exception, 2, item_);
+    add_item(item_);
+}
+
+namespace {
+
+void check_counter_mask(std::uint8_t counters) {
+    if (counters >= (1u << kPrimaryCounters))
+        throw std::invalid_argument("a counter mask has bits 0..5 only");
+}
+
+}  // namespace
+
+void FramedEncoder::counter_capabilities(const CounterCapabilities& capabilities) {
+    check_counter_mask(capabilities.counters);
+    item_.clear();
+    item_.push_back(static_cast<std::uint8_t>(FramedTag::kCounters));
+    item_.insert(item_.end(), {capabilities.counters, capabilities.slots});
+    add_item(item_);
+}
+
+void FramedEncoder::counter_config(const CounterConfig& config) {
+    check_counter_mask(config.counters);
+    if (config.functions.size() > kMaxConfigFunctions)
+        throw std::invalid_argument("a COUNTER_CONFIG names at most " +
+                                    std::to_string(kMaxConfigFunctions) + " functions");
+    item_.clear();
+    item_.push_back(static_cast<std::uint8_t>(FramedTag::kCounterConfig));
+    put_le(config.run, 2, item_);
+    item_.push_back(config.counters);
+    item_.push_back(static_cast<std::uint8_t>(config.functions.size()));
+    for (std::uint32_t f : config.functions) put_address(f, item_);
+    add_item(item_);
+}
+
+void FramedEncoder::function_counts(const FunctionCounts& counts) {
+    check_counter_mask(counts.counters);
+    item_.clear();
+    item_.push_back(static_cast<std::uint8_t>(FramedTag::kFunctionCounts));
+    put_le(counts.run, 2, item_);
+    item_.push_back(counts.counters);
+    put_address(counts.function, item_);
+    put_leb128(counts.calls, item_);
+    for (int c = 0; c < kPrimaryCounters; ++c) {
+        if (counts.counters & (1u << c))
+            put_leb128(counts.counts[static_cast<std::size_t>(c)], item_);
+    }
+    add_item(item_);
+}
+
+void FramedEncoder::run_totals(const RunTotals& totals) {
+    check_counter_mask(totals.counters);
+    item_.clear();
+    item_.push_back(static_cast<std::uint8_t>(FramedTag::kRunTotals));
+    put_le(totals.run, 2, item_);
+    item_.insert(item_.end(), {totals.counters, totals.functions});
+    for (int c = 0; c < kPrimaryCounters; ++c) {
+        if (totals.counters & (1u << c))
+            put_leb128(totals.counts[static_cast<std::size_t>(c)], item_);
+    }
     add_item(item_);
 }
 

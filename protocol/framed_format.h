@@ -18,6 +18,9 @@ namespace rackprof::protocol {
 // counted) and still read every other target. The decoder accepts both.
 inline constexpr std::uint8_t kFramedVersion = 1;
 inline constexpr std::uint8_t kFramedVersionEvents = 2;
+// Version 3 added counter campaigns (COUNTERS, COUNTER_CONFIG, FUNCTION_COUNTS, RUN_TOTALS);
+// a target sends 3 only when it takes part in them (HELLO flags bit 4).
+inline constexpr std::uint8_t kFramedVersionCounters = 3;
 inline constexpr std::uint8_t kFrameDelimiter = 0x00;
 inline constexpr std::size_t kMinFrameBody = 5;    // seq, one tag, crc
 inline constexpr std::size_t kMaxFrameBody = 254;  // so COBS adds exactly one byte
@@ -26,6 +29,9 @@ inline constexpr std::uint8_t kHelloArcCache = 0x01;       // flags bit 0
 inline constexpr std::uint8_t kHelloBlockingDrain = 0x02;  // flags bit 1
 inline constexpr std::uint8_t kHelloEvents = 0x04;         // bit 2: ENTER/EXIT items follow
 inline constexpr std::uint8_t kHelloCycleCounter = 0x08;   // bit 3: stamps from DWT CYCCNT
+inline constexpr std::uint8_t kHelloCounters = 0x10;       // bit 4: takes COUNTER_CONFIG (v3)
+// The most functions one COUNTER_CONFIG can name (so it fits a frame with 4-byte addresses).
+inline constexpr std::size_t kMaxConfigFunctions = 60;
 
 enum class FramedTag : std::uint8_t {
     kHello = 0x01,
@@ -42,10 +48,16 @@ enum class FramedTag : std::uint8_t {
     kExit = 0x0A,
     kEnterInHandler = 0x0B,
     kExitInHandler = 0x0C,
+    // Version 3: counter campaigns. COUNTER_CONFIG goes host -> target, the others back.
+    kCounters = 0x0D,
+    kCounterConfig = 0x0E,
+    kFunctionCounts = 0x0F,
+    kRunTotals = 0x10,
 };
 
 inline constexpr bool is_version_known(std::uint8_t version) {
-    return version == kFramedVersion || version == kFramedVersionEvents;
+    return version == kFramedVersion || version == kFramedVersionEvents ||
+           version == kFramedVersionCounters;
 }
 
 // CRC-16/CCITT-FALSE: poly 0x1021, init 0xFFFF, not reflected, xorout 0.
@@ -63,8 +75,8 @@ inline constexpr std::size_t kCobsSlack = 16;
 std::optional<std::size_t> cobs_decode_unchecked(std::span<const std::uint8_t> encoded,
                                                  std::uint8_t* out);
 
-// Unsigned LEB128, as the counts of ARC_N and PC_N are sent.
-void put_leb128(std::uint32_t value, std::vector<std::uint8_t>& out);
+// Unsigned LEB128, as the counts of ARC_N and PC_N are sent (and, 64-bit, a counter's count).
+void put_leb128(std::uint64_t value, std::vector<std::uint8_t>& out);
 
 // Turns items into frames as the target runtime does: items are packed into the open frame
 // until the next one would not fit (or flush() is called); each frame gets the next sequence
@@ -84,6 +96,12 @@ class FramedEncoder {
     // ENTER or EXIT (the _IN_HANDLER form when event.exception is not 0). The stamp is sent
     // whole (32 bits); stamp_bits is not on the wire.
     void function_event(const FunctionEvent& event);
+    // Counter campaigns (v3). Throws std::invalid_argument for what the wire cannot carry (a
+    // counter mask beyond bit 5, more than kMaxConfigFunctions functions).
+    void counter_capabilities(const CounterCapabilities& capabilities);
+    void counter_config(const CounterConfig& config);
+    void function_counts(const FunctionCounts& counts);
+    void run_totals(const RunTotals& totals);
     // Closes the open frame (if it holds any item).
     void flush();
     // A target reset: the open frame is closed and the next one carries sequence number 0.

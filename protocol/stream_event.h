@@ -3,6 +3,7 @@
 // Decoders whose format has none never emit them.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <variant>
@@ -60,7 +61,52 @@ struct EventsLost {
     friend bool operator==(const EventsLost&, const EventsLost&) = default;
 };
 
+// Counter campaigns (framed protocol v3). The primary counters by their bit in a counter mask:
+// ARMv7-M's DWT CYCCNT (bit 0), CPICNT, EXCCNT, SLEEPCNT, LSUCNT, FOLDCNT (bit 5). Counts are
+// indexed by bit; only those of bits set in `counters` are meaningful.
+inline constexpr int kPrimaryCounters = 6;
+using CounterValues = std::array<std::uint64_t, kPrimaryCounters>;
+
+// COUNTERS (target -> host): the primary counters the core has and how many functions one run
+// can measure (the target's table of per-function accumulators).
+struct CounterCapabilities {
+    std::uint8_t counters = 0;
+    std::uint8_t slots = 0;
+    friend bool operator==(const CounterCapabilities&, const CounterCapabilities&) = default;
+};
+
+// COUNTER_CONFIG (host -> target): run `run` measures these functions' inclusive counts of
+// these counters.
+struct CounterConfig {
+    std::uint16_t run = 0;
+    std::uint8_t counters = 0;
+    std::vector<std::uint32_t> functions;  // addresses, as the target's symbols give them
+    friend bool operator==(const CounterConfig&, const CounterConfig&) = default;
+};
+
+// FUNCTION_COUNTS (target -> host): one function's inclusive counts over a run (from each
+// outermost entry to its exit), and how many times it was entered.
+struct FunctionCounts {
+    std::uint16_t run = 0;
+    std::uint8_t counters = 0;
+    std::uint32_t function = 0;
+    std::uint64_t calls = 0;
+    CounterValues counts{};
+    friend bool operator==(const FunctionCounts&, const FunctionCounts&) = default;
+};
+
+// RUN_TOTALS (target -> host): the end of a run: its whole-run counts and how many
+// FUNCTION_COUNTS it sent before this.
+struct RunTotals {
+    std::uint16_t run = 0;
+    std::uint8_t counters = 0;
+    std::uint8_t functions = 0;
+    CounterValues counts{};
+    friend bool operator==(const RunTotals&, const RunTotals&) = default;
+};
+
 using StreamEvent =
-    std::variant<TargetHello, ConsoleText, ProfilingMarker, FunctionEvent, EventsLost>;
+    std::variant<TargetHello, ConsoleText, ProfilingMarker, FunctionEvent, EventsLost,
+                 CounterCapabilities, CounterConfig, FunctionCounts, RunTotals>;
 
 }  // namespace rackprof::protocol

@@ -15,5 +15,6 @@ int run_demo(const std::vector<std::string>& args);
 int run_serve(const std::vector<std::string>& args);
 int run_check(const std::vector<std::string>& args);
 int run_fleet(const std::vector<std::string>& args);
+int run_campaign(const std::vector<std::string>& args);
 
 }  // namespace rackprof::daemon

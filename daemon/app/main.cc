@@ -19,6 +19,7 @@ commands:
   simulate   run a virtual board: write the wire bytes it sends, and its ground truth
   demo       simulate a board, convert its capture and print the profile (no hardware needed)
   fleet      read the shared fleet store (PostgreSQL): sessions, merged profiles, diffs
+  campaign   a counter campaign: find every function above n % of a metric, K per run
   check      check a configuration (--config FILE) or a database's integrity (--db FILE)
 
 `rackprof COMMAND --help` describes a command's options; `rackprof --version` prints the version.
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
         if (command == "serve") return rackprof::daemon::run_serve(args);
         if (command == "check") return rackprof::daemon::run_check(args);
         if (command == "fleet") return rackprof::daemon::run_fleet(args);
+        if (command == "campaign") return rackprof::daemon::run_campaign(args);
         std::cerr << "rackprof: unknown command '" << command << "'\n" << kUsage;
         return 2;
     } catch (const rackprof::daemon::UsageError& e) {

@@ -32,14 +32,18 @@ enum {
     TAG_EXIT = 0x0A,
     TAG_ENTER_IN_HANDLER = 0x0B, /* the same, then the exception number u16 (IPSR) */
     TAG_EXIT_IN_HANDLER = 0x0C,
+    TAG_COUNTERS = 0x0D,        /* version 3: counter mask u8, slots u8 */
+    TAG_FUNCTION_COUNTS = 0x0F, /* run u16, mask u8, function A, calls W, W per counter */
+    TAG_RUN_TOTALS = 0x10,      /* run u16, mask u8, functions u8, W per counter */
 };
 /* Version 2 only when enter/exit events are sent: a host that knows version 1 alone refuses
  * such a stream (and still reads every other build). */
-#define PROTOCOL_VERSION (RACKPROF_EVENTS ? 2u : 1u)
+#define PROTOCOL_VERSION (RACKPROF_COUNTERS ? 3u : RACKPROF_EVENTS ? 2u : 1u)
 #define FLAG_ARC_CACHE 1u
 #define FLAG_BLOCKING 2u
 #define FLAG_EVENTS 4u
 #define FLAG_CYCLE_COUNTER 8u
+#define FLAG_COUNTERS 16u
 #define MAX_BUILD_ID 20u
 #define LEB_MAX 5u
 
@@ -257,7 +261,8 @@ static unsigned put_hello(unsigned n) {
     body[n++] = A;
     body[n++] = FLAG_ARC_CACHE | (RACKPROF_BLOCKING ? FLAG_BLOCKING : 0u) |
                 (RACKPROF_EVENTS ? FLAG_EVENTS : 0u) |
-                (RACKPROF_EVENTS && RACKPROF_CYCLE_COUNTER ? FLAG_CYCLE_COUNTER : 0u);
+                (RACKPROF_EVENTS && RACKPROF_CYCLE_COUNTER ? FLAG_CYCLE_COUNTER : 0u) |
+                (RACKPROF_COUNTERS ? FLAG_COUNTERS : 0u);
     put_le(body + n, (uint32_t)__text_start, 4);
     put_le(body + n + 4, (uint32_t)__text_end, 4);
     /* The DWT's period is coarse: its HELLO carries the rate it really samples at. */
@@ -267,6 +272,11 @@ static unsigned put_hello(unsigned n) {
     n += 16;
     body[n++] = (uint8_t)id_len;
     for (uint32_t i = 0; i < id_len; i++) body[n++] = note[16 + i];
+#if RACKPROF_COUNTERS
+    body[n++] = TAG_COUNTERS; /* all six DWT counters, the slots of counters.c */
+    body[n++] = 0x3Fu;
+    body[n++] = RACKPROF_COUNTER_SLOTS;
+#endif
     return n;
 }
 
@@ -290,6 +300,25 @@ static unsigned queued_item_len(void) {
         case TAG_ENTER_IN_HANDLER:
         case TAG_EXIT_IN_HANDLER:
             return 1 + 2 * A + 4 + 2;
+#if RACKPROF_COUNTERS
+        case TAG_FUNCTION_COUNTS:
+        case TAG_RUN_TOTALS: {
+            /* Fixed bytes, then LEB128 values: calls (FUNCTION_COUNTS) and one per mask bit. */
+            unsigned mask = rp_ring_peek(3), values = 0;
+            for (unsigned b = 0; b < 6; b++) values += (mask >> b) & 1u;
+            if (rp_ring_peek(0) == TAG_FUNCTION_COUNTS) {
+                n = 4 + A;
+                values++;
+            } else {
+                n = 5;
+            }
+            while (values--) {
+                while (rp_ring_peek(n) & 0x80u) n++;
+                n++;
+            }
+            return n;
+        }
+#endif
         default:
             return 1; /* START, STOP */
     }

@@ -20,4 +20,12 @@ uint32_t rackprof_dropped(void);
  * builds have no console channel on their wire: the text is discarded. */
 void rackprof_puts(const char* text);
 
+/* Counter campaigns (RACKPROF_COUNTERS builds, ARMv7-M): waits (thread mode, polling the UART's
+ * receiver) for the host's next COUNTER_CONFIG and arms per-function counting for it; returns
+ * 1 then. Run the workload once, then rackprof_campaign_end(): the run's FUNCTION_COUNTS and
+ * RUN_TOTALS are queued and sent. A configuration with no counters and no functions ends
+ * the campaign: rackprof_campaign_wait() returns 0. */
+int rackprof_campaign_wait(void);
+void rackprof_campaign_end(void);
+
 #endif

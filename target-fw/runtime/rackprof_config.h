@@ -32,6 +32,18 @@
 #ifndef RACKPROF_EVENTS
 #define RACKPROF_EVENTS 0
 #endif
+/* Framed mode: counter campaigns (counters.c; protocol version 3): the host's COUNTER_CONFIG
+ * frames arm per-function counting of the DWT's counters in the -finstrument-functions hooks
+ * for RACKPROF_COUNTER_SLOTS functions a run. ARMv7-M only; excludes RACKPROF_EVENTS. */
+#ifndef RACKPROF_COUNTERS
+#define RACKPROF_COUNTERS 0
+#endif
+#ifndef RACKPROF_COUNTER_SLOTS
+#define RACKPROF_COUNTER_SLOTS 8
+#endif
+#if RACKPROF_COUNTERS && (RACKPROF_EVENTS || !RACKPROF_FRAMED || RACKPROF_ITM)
+#error "RACKPROF_COUNTERS needs the framed protocol on the UART, without RACKPROF_EVENTS"
+#endif
 /* The events' clock: 0 = SysTick's current value extended by a count of its wraps (any core;
  * exact and deterministic under QEMU -icount, which has no DWT); 1 = DWT CYCCNT (ARMv7-M
  * hardware with a DWT; QEMU has none). Both count core clock cycles. */

@@ -80,6 +80,9 @@ void rackprof_init(void) {
 #if RACKPROF_EVENTS && !RACKPROF_CYCLE_COUNTER
     stamp_period = SYST_RVR + 1u;
 #endif
+#if RACKPROF_COUNTERS
+    rp_counters_init();
+#endif
 #if RACKPROF_EVENTS && RACKPROF_CYCLE_COUNTER
     DEMCR |= DEMCR_TRCENA;
     DWT_CYCCNT = 0;

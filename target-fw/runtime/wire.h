@@ -16,6 +16,8 @@ void rp_wire_pc(uint32_t pc);                   /* from the SysTick handler */
 void rp_wire_event(int enter, uint32_t callee, uint32_t call_site);
 /* RACKPROF_EVENTS: the cycle stamp now (runtime.c), any context. */
 uint32_t rp_stamp(void);
+/* RACKPROF_COUNTERS: the DWT's counters on (counters.c), from rackprof_init(). */
+void rp_counters_init(void);
 /* Thread mode, around switching profiling on and off. */
 void rp_wire_start(void);
 void rp_wire_stop(void);

@@ -28,7 +28,7 @@ protocol::WireSpec swo_spec(std::uint8_t settings) {
 
 // Events keep stream order per source only: the SWO layer's own (console text, orbstat's
 // function events) and the inner framed decoder's (HELLO, markers, ENTER/EXIT with their
-// 32-bit stamps, EventsLost) may interleave differently.
+// 32-bit stamps, EventsLost, the counter campaign items) may interleave differently.
 std::vector<StreamEvent> events_from(const std::vector<StreamEvent>& events, bool inner) {
     std::vector<StreamEvent> out;
     for (const StreamEvent& e : events) {
@@ -36,6 +36,10 @@ std::vector<StreamEvent> events_from(const std::vector<StreamEvent>& events, boo
         const bool from_inner = std::holds_alternative<protocol::TargetHello>(e) ||
                                 std::holds_alternative<protocol::ProfilingMarker>(e) ||
                                 std::holds_alternative<protocol::EventsLost>(e) ||
+                                std::holds_alternative<protocol::CounterCapabilities>(e) ||
+                                std::holds_alternative<protocol::CounterConfig>(e) ||
+                                std::holds_alternative<protocol::FunctionCounts>(e) ||
+                                std::holds_alternative<protocol::RunTotals>(e) ||
                                 (function && function->stamp_bits == 32);
         if (from_inner == inner) out.push_back(e);
     }

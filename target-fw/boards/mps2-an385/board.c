@@ -13,7 +13,9 @@
 #define UART_INTCLEAR (*(volatile uint32_t*)(UART0_BASE + 0x0Cu))
 #define UART_BAUDDIV (*(volatile uint32_t*)(UART0_BASE + 0x10u))
 #define STATE_TX_FULL 1u
+#define STATE_RX_FULL 2u
 #define CTRL_TX_ENABLE 1u
+#define CTRL_RX_ENABLE 2u
 #define CTRL_TX_IRQ_ENABLE 4u
 #define INT_TX 1u
 #define UART0_TX_IRQ 1u
@@ -26,7 +28,7 @@ uint32_t port_core_clock_hz(void) {
 
 void port_uart_init(void) {
     UART_BAUDDIV = CORE_CLOCK_HZ / BAUD; /* 16: the smallest divider the UART accepts */
-    UART_CTRL = CTRL_TX_ENABLE | CTRL_TX_IRQ_ENABLE;
+    UART_CTRL = CTRL_TX_ENABLE | CTRL_RX_ENABLE | CTRL_TX_IRQ_ENABLE;
     board_nvic_enable(UART0_TX_IRQ, 0);
 }
 
@@ -34,6 +36,11 @@ int port_uart_put(uint8_t byte) {
     if (UART_STATE & STATE_TX_FULL) return 0;
     UART_DATA = byte;
     return 1;
+}
+
+int port_uart_get(void) {
+    if (!(UART_STATE & STATE_RX_FULL)) return -1;
+    return (int)(UART_DATA & 0xFFu);
 }
 
 void port_uart_kick(void) {
