@@ -321,6 +321,8 @@ std::shared_ptr<const LocalRack::MergedSelection> LocalRack::merge(
 // one build add up: a by-name merge of several builds gets none.
 std::shared_ptr<const gmon::CallingContextTree> LocalRack::merged_calling_context(
     const std::vector<storage::SessionInfo>& sessions, bool by_name) {
+    // The fleet store keeps no calling-context trees, and its ids are not this rack's.
+    if (fleet_) return nullptr;
     std::set<std::string> builds;
     for (const auto& s : sessions) builds.insert(s.spec.elf_build_id + "|" + s.target.build_id);
     if (by_name && builds.size() > 1) return nullptr;

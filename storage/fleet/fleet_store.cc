@@ -62,6 +62,33 @@ CREATE TABLE pc_samples (
     count bigint NOT NULL) PARTITION BY RANGE (started_ns);
 CREATE INDEX pc_samples_session ON pc_samples (session_id);
 )sql",
+    // 2: per-build sums kept at push time, by (build, bench, month of the start): a build's
+    // profile over thousands of sessions adds a few rows per bench instead of every session's
+    // (see sum()). `build_groups` counts the sessions in each sum. Partitioned by that month
+    // (month_ns, the partition's lower bound) like the rest, so a month dropped drops its sums.
+    R"sql(
+CREATE TABLE build_groups (
+    build_id text NOT NULL,
+    bench text NOT NULL,
+    month_ns bigint NOT NULL,
+    sessions bigint NOT NULL,
+    PRIMARY KEY (build_id, bench, month_ns)) PARTITION BY RANGE (month_ns);
+CREATE TABLE build_arcs (
+    build_id text NOT NULL,
+    bench text NOT NULL,
+    month_ns bigint NOT NULL,
+    from_pc bigint NOT NULL,
+    self_pc bigint NOT NULL,
+    count bigint NOT NULL,
+    PRIMARY KEY (build_id, bench, month_ns, from_pc, self_pc)) PARTITION BY RANGE (month_ns);
+CREATE TABLE build_pcs (
+    build_id text NOT NULL,
+    bench text NOT NULL,
+    month_ns bigint NOT NULL,
+    pc bigint NOT NULL,
+    count bigint NOT NULL,
+    PRIMARY KEY (build_id, bench, month_ns, pc)) PARTITION BY RANGE (month_ns);
+)sql",
 };
 static_assert(std::size(kMigrations) == kFleetSchemaVersion);
 
@@ -159,9 +186,11 @@ void FleetStore::migrate() {
 void FleetStore::ensure_month(std::int64_t started_ns) {
     std::string name;
     const auto [from, to] = month_of(started_ns, name);
-    if (db_.query("SELECT to_regclass($1)", {"sessions_" + name}).is_null(0, 0) == false) return;
+    // The last table made: a month made before schema 2 gets its build sums' partitions too.
+    if (db_.query("SELECT to_regclass($1)", {"build_pcs_" + name}).is_null(0, 0) == false) return;
     db_.exec(kPartitionLock);  // held to the end of the caller's transaction
-    for (const char* table : {"sessions", "arcs", "pc_samples"}) {
+    for (const char* table :
+         {"sessions", "arcs", "pc_samples", "build_groups", "build_arcs", "build_pcs"}) {
         const std::string bounds = name == "before_1970" ? "FROM (MINVALUE) TO (0)"
                                                          : "FROM (" + std::to_string(from) +
                                                                ") TO (" + std::to_string(to) + ")";
@@ -231,22 +260,55 @@ bool FleetStore::push_session(const PushedSession& session, const gmon::Aggregat
         self.push_back(static_cast<std::int64_t>(a.self_pc));
         counts.push_back(static_cast<std::int64_t>(a.count));
     }
+    const std::string arc_from = pg_array(from), arc_self = pg_array(self),
+                      arc_counts = pg_array(counts);
     db_.query(
         "INSERT INTO arcs (session_id, started_ns, from_pc, self_pc, count) "
         "SELECT $1, $2, unnest($3::bigint[]), unnest($4::bigint[]), unnest($5::bigint[])",
-        {id, started, pg_array(from), pg_array(self), pg_array(counts)});
+        {id, started, arc_from, arc_self, arc_counts});
     std::vector<std::int64_t> pcs;
     counts.clear();
     for (const auto& p : aggregate.pc_samples()) {
         pcs.push_back(static_cast<std::int64_t>(p.pc));
         counts.push_back(static_cast<std::int64_t>(p.count));
     }
+    const std::string pc_list = pg_array(pcs), pc_counts = pg_array(counts);
     db_.query(
         "INSERT INTO pc_samples (session_id, started_ns, pc, count) "
         "SELECT $1, $2, unnest($3::bigint[]), unnest($4::bigint[])",
-        {id, started, pg_array(pcs), pg_array(counts)});
+        {id, started, pc_list, pc_counts});
+    if (!session.build_id.empty() && info.spec.started_ns >= 0)
+        add_to_build_sums(session, arc_from, arc_self, arc_counts, pc_list, pc_counts);
     t.commit();
     return true;
+}
+
+// Inside push_session's transaction: the session's counts added to its build's sums for its
+// bench and month. Keys in order, so two transactions adding to the same rows (two daemons
+// under one bench name) take their locks in the same order.
+void FleetStore::add_to_build_sums(const PushedSession& session, const std::string& arc_from,
+                                   const std::string& arc_self, const std::string& arc_counts,
+                                   const std::string& pcs, const std::string& pc_counts) {
+    std::string name;
+    const std::string month = std::to_string(month_of(session.info.spec.started_ns, name).first);
+    db_.query(
+        "INSERT INTO build_groups (build_id, bench, month_ns, sessions) VALUES ($1, $2, $3, 1) "
+        "ON CONFLICT (build_id, bench, month_ns) DO UPDATE "
+        "SET sessions = build_groups.sessions + 1",
+        {session.build_id, session.bench, month});
+    db_.query(
+        "INSERT INTO build_arcs (build_id, bench, month_ns, from_pc, self_pc, count) "
+        "SELECT $1, $2, $3, f, s, c FROM unnest($4::bigint[], $5::bigint[], $6::bigint[]) "
+        "AS u(f, s, c) ORDER BY f, s "
+        "ON CONFLICT (build_id, bench, month_ns, from_pc, self_pc) DO UPDATE "
+        "SET count = build_arcs.count + excluded.count",
+        {session.build_id, session.bench, month, arc_from, arc_self, arc_counts});
+    db_.query(
+        "INSERT INTO build_pcs (build_id, bench, month_ns, pc, count) "
+        "SELECT $1, $2, $3, p, c FROM unnest($4::bigint[], $5::bigint[]) AS u(p, c) ORDER BY p "
+        "ON CONFLICT (build_id, bench, month_ns, pc) DO UPDATE "
+        "SET count = build_pcs.count + excluded.count",
+        {session.build_id, session.bench, month, pcs, pc_counts});
 }
 
 std::vector<storage::SessionInfo> FleetStore::sessions(const FleetFilter& f) {
@@ -304,7 +366,54 @@ std::vector<storage::SessionInfo> FleetStore::sessions(const FleetFilter& f) {
     return out;
 }
 
+// The selection's sessions (`picked`) by build, bench and month of their start; `covered`: the
+// groups whose every session is selected, whose build sums (build_arcs, build_pcs) then hold
+// exactly theirs; `rest`: the other sessions, whose own rows are added. One statement each for
+// arcs and PCs, so each sees one snapshot: a push into a group between the two makes that
+// group's count differ from the selection's, and the second statement reads its sessions' rows.
+constexpr const char* kSelectionGroups = R"sql(
+WITH picked AS (
+    SELECT id, build_id, bench,
+           (extract(epoch FROM date_trunc('month', to_timestamp(started_ns / 1000000000)
+                                          AT TIME ZONE 'UTC')) * 1000000000)::bigint AS month_ns
+    FROM sessions WHERE id = ANY($1::bigint[])),
+covered AS (
+    SELECT p.build_id, p.bench, p.month_ns FROM picked p
+    JOIN build_groups g USING (build_id, bench, month_ns)
+    GROUP BY p.build_id, p.bench, p.month_ns, g.sessions HAVING count(*) = g.sessions),
+rest AS (
+    SELECT id FROM picked p WHERE NOT EXISTS (
+        SELECT 1 FROM covered c
+        WHERE c.build_id = p.build_id AND c.bench = p.bench AND c.month_ns = p.month_ns))
+)sql";
+
 gmon::Aggregate FleetStore::sum(const std::vector<std::int64_t>& ids) {
+    gmon::Aggregate out;
+    if (ids.empty()) return out;
+    const std::string list = pg_array(ids);
+    // ANY(ARRAY(…)): the rest's ids become one array, read through the session_id index.
+    const PgResult arcs = db_.query(
+        std::string(kSelectionGroups) +
+            "SELECT from_pc, self_pc, sum(count)::bigint FROM ("
+            " SELECT a.from_pc, a.self_pc, a.count FROM build_arcs a"
+            " JOIN covered USING (build_id, bench, month_ns)"
+            " UNION ALL SELECT from_pc, self_pc, count FROM arcs"
+            " WHERE session_id = ANY(ARRAY(SELECT id FROM rest))) t GROUP BY from_pc, self_pc",
+        {list});
+    for (int i = 0; i < arcs.rows(); ++i)
+        out.add_arc(as_unsigned(arcs, i, 0), as_unsigned(arcs, i, 1), as_unsigned(arcs, i, 2));
+    const PgResult pcs = db_.query(
+        std::string(kSelectionGroups) +
+            "SELECT pc, sum(count)::bigint FROM ("
+            " SELECT b.pc, b.count FROM build_pcs b JOIN covered USING (build_id, bench, month_ns)"
+            " UNION ALL SELECT pc, count FROM pc_samples"
+            " WHERE session_id = ANY(ARRAY(SELECT id FROM rest))) t GROUP BY pc",
+        {list});
+    for (int i = 0; i < pcs.rows(); ++i) out.add_pc(as_unsigned(pcs, i, 0), as_unsigned(pcs, i, 1));
+    return out;
+}
+
+gmon::Aggregate FleetStore::sum_of_session_rows(const std::vector<std::int64_t>& ids) {
     gmon::Aggregate out;
     if (ids.empty()) return out;
     const std::string list = pg_array(ids);
@@ -351,7 +460,8 @@ std::int64_t FleetStore::session_bytes() {
     return db_
         .query(
             "SELECT COALESCE(sum(pg_total_relation_size(oid)), 0)::bigint FROM pg_class WHERE "
-            "relkind = 'r' AND relname ~ '^(sessions|arcs|pc_samples)_'")
+            "relkind = 'r' AND "
+            "relname ~ '^(sessions|arcs|pc_samples|build_groups|build_arcs|build_pcs)_'")
         .integer(0, 0);
 }
 

@@ -25,7 +25,7 @@
 namespace rackprof::fleet {
 
 // The schema version this rackprof writes; migrate() brings older databases up to it.
-inline constexpr int kFleetSchemaVersion = 1;
+inline constexpr int kFleetSchemaVersion = 2;
 
 // What names a fleet's sessions (selection.h's keys, plus bench). Empty lists match all.
 struct FleetFilter {
@@ -62,18 +62,26 @@ class FleetStore {
     // The sessions a filter names, in id order, as storage's SessionInfo: id is the fleet's,
     // board "bench/board", spec.elf_build_id the fleet key, spec.elf_path empty (see elf_file).
     std::vector<storage::SessionInfo> sessions(const FleetFilter& filter);
-    // The sessions' aggregates added, by the server (SUM … GROUP BY).
+    // The sessions' aggregates added, by the server (SUM … GROUP BY): from the build sums kept
+    // at push time for every (build, bench, month) whose sessions are all named, from the
+    // sessions' own rows for the others.
     gmon::Aggregate sum(const std::vector<std::int64_t>& session_ids);
+    // The same sum from the sessions' own rows only (what sum() did before schema 2): the
+    // benchmark's baseline, and a check of the build sums.
+    gmon::Aggregate sum_of_session_rows(const std::vector<std::int64_t>& session_ids);
     // The ELF stored for a build-id, written once into `dir` as BUILD_ID.elf; "" when none is.
     std::filesystem::path elf_file(const std::string& build_id, const std::filesystem::path& dir);
     // The fleet's rows: for figures and tests.
     std::int64_t count(const std::string& table);
-    // Bytes on disk of the sessions, arcs and PC-count partitions (with their indexes).
+    // Bytes on disk of the sessions, arcs, PC-count and build-sum partitions (with indexes).
     std::int64_t session_bytes();
 
   private:
     void migrate();
     void ensure_month(std::int64_t started_ns);
+    void add_to_build_sums(const PushedSession& session, const std::string& arc_from,
+                           const std::string& arc_self, const std::string& arc_counts,
+                           const std::string& pcs, const std::string& pc_counts);
     void store_firmware(const std::string& build_id, const gmon::Symbolizer& elf,
                         const std::string& sha256);
 

@@ -4,8 +4,6 @@
 // configuration, push concurrently; the server stops and comes back while a bench has sessions
 // to push; a fleet-only daemon (no boards) and `rackprof fleet` serve the merged profile. Every
 // count is compared with the sum of the simulator's exact truths: nothing lost, nothing doubled.
-#include <unistd.h>
-
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -18,6 +16,7 @@
 #include "storage/fleet/fleet_store.h"
 #include "tests/integration/test_support.h"
 #include "tests/integration/truth_counts.h"
+#include "tests/support/pg_server.h"
 
 namespace rackprof {
 namespace {
@@ -33,62 +32,6 @@ void add(Counts& to, const Counts& from) {
     for (const auto& [arc, n] : from.arcs) to.arcs[arc] += n;
     to.samples += from.samples;
 }
-
-const std::filesystem::path kPgBin = "/usr/lib/postgresql/15/bin";
-
-// A PostgreSQL server of its own in `dir`: started, stopped and started again on the same data.
-class PgServer {
-  public:
-    explicit PgServer(const std::filesystem::path& dir) : dir_(dir / "pg") {
-        std::filesystem::create_directories(dir_);
-        if (::getuid() == 0) {
-            // postgres will not run as root: the folder becomes nobody's, the server too.
-            std::filesystem::permissions(dir, std::filesystem::perms::owner_all |
-                                                  std::filesystem::perms::others_exec |
-                                                  std::filesystem::perms::group_exec);
-            ok_ = testing::run({"chown", "nobody", dir_.string()}).exit_code == 0;
-        }
-        port_ = std::to_string(50000 + ::getpid() % 10000);  // only names the socket file
-        const auto r = run_pg({(kPgBin / "initdb").string(), "-D", (dir_ / "data").string(), "-U",
-                               "rackprof", "--auth=trust", "-E", "UTF8", "--no-sync"});
-        ok_ = ok_ && r.exit_code == 0;
-        if (!ok_) why_ = r.out + r.err;
-        ok_ = ok_ && start();
-    }
-    ~PgServer() {
-        if (ok_) stop();
-    }
-    bool ok() const { return ok_; }
-    const std::string& why() const { return why_; }
-    std::string url() const {
-        return "postgresql:///postgres?host=" + dir_.string() + "&port=" + port_ + "&user=rackprof";
-    }
-    bool start() {
-        const auto r = run_pg({(kPgBin / "pg_ctl").string(), "-D", (dir_ / "data").string(), "-o",
-                               "-p " + port_ + " -k " + dir_.string() + " -c listen_addresses=''",
-                               "-l", (dir_ / "server.log").string(), "-w", "start"});
-        if (r.exit_code != 0) why_ = r.out + r.err + testing::read_text(dir_ / "server.log");
-        return r.exit_code == 0;
-    }
-    bool stop() {
-        return run_pg({(kPgBin / "pg_ctl").string(), "-D", (dir_ / "data").string(), "-m", "fast",
-                       "-w", "stop"})
-                   .exit_code == 0;
-    }
-
-  private:
-    testing::CommandResult run_pg(std::vector<std::string> argv) const {
-        // From the server's folder: nobody may not be allowed into the test's working directory.
-        if (::getuid() == 0)
-            argv.insert(argv.begin(),
-                        {"runuser", "-u", "nobody", "--", "env", "-C", dir_.string()});
-        return testing::run(argv);
-    }
-    std::filesystem::path dir_;
-    std::string port_;
-    bool ok_ = true;
-    std::string why_;
-};
 
 // A bench: its own folder, database and configuration, two boards of the one build (the
 // deterministic model, its iterations its own) replayed from capture files.
@@ -151,13 +94,13 @@ std::string build_id_of(const Bench& b) {
 }
 
 TEST_CASE("fleet store on PostgreSQL: benches push concurrently, survive an outage, fleet serves") {
-    if (!std::filesystem::exists(kPgBin / "initdb")) {
-        std::cout << "SKIP: fleet store tests: PostgreSQL 15 is not installed (" << kPgBin.string()
-                  << ")\n";
+    if (!testing::PgServer::installed()) {
+        std::cout << "SKIP: fleet store tests: PostgreSQL 15 is not installed ("
+                  << testing::PgServer::bin_dir().string() << ")\n";
         return;
     }
     testing::TempDir dir;
-    PgServer pg(dir.path());
+    testing::PgServer pg(dir.path());
     if (!pg.ok()) {
         std::cout << "SKIP: fleet store tests: PostgreSQL could not be started: " << pg.why()
                   << "\n";
@@ -214,6 +157,16 @@ TEST_CASE("fleet store on PostgreSQL: benches push concurrently, survive an outa
         fleet::FleetStore store(connection);
         CHECK(store.count("sessions") == 8);
         for (const auto& b : benches) CHECK(store.pushed(b.name).size() == 2);
+        // The build sums kept at push time add up to the sessions' own rows: for the whole
+        // build (every bench's group covered), and for every other session (none covered).
+        std::vector<std::int64_t> all, some;
+        for (const auto& s : store.sessions({})) {
+            all.push_back(s.id);
+            if (s.id % 2) some.push_back(s.id);
+        }
+        CHECK(store.sum(all) == store.sum_of_session_rows(all));
+        CHECK(store.sum(some) == store.sum_of_session_rows(some));
+        CHECK(store.sum(all).total_samples() == fleet_truth.samples);
         std::cout << "fleet store: " << store.session_bytes() / 8
                   << " bytes of PostgreSQL per session; bench-3's last push took "
                   << readiness(benches[3])["fleet"]["last_push_ms"].get<double>() << " ms\n";
