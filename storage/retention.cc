@@ -99,7 +99,9 @@ std::vector<std::int64_t> RetentionPass::step(std::chrono::steady_clock::duratio
     const auto until = std::chrono::steady_clock::now() + budget;
     std::vector<std::int64_t> to_delete;
     Database& db = store_.db();
-    while (!todo_.empty() && std::chrono::steady_clock::now() < until) {
+    // At least one transaction a call, however small the budget: every step makes progress.
+    for (bool first = true; !todo_.empty() && (first || std::chrono::steady_clock::now() < until);
+         first = false) {
         Due& due = todo_.front();
         Transaction t(db);
         if (!due.marked) {

@@ -48,11 +48,11 @@ inline constexpr std::int64_t kNsPerDay = 86'400'000'000'000;
 std::string raw_pruned_reason(const RawPruned& pruned);
 
 struct RetentionOptions {
-    RetentionRules rules;
+    RetentionRules rules{};
     // How often the writer looks for sessions the rules reach (also once at start).
     std::chrono::milliseconds interval{3'600'000};
     // Unix ns now; null: the system clock. Tests set it.
-    std::function<std::int64_t()> clock;
+    std::function<std::int64_t()> clock{};
     // Rows of one table deleted per transaction (a raw row holds up to 256 KiB of wire bytes).
     int rows_per_transaction = 16;
     // The writer's time for retention between two of its commits.
@@ -82,9 +82,9 @@ class RetentionPass {
     RetentionPass(SessionStore& store, const RetentionRules& rules, std::int64_t now_ns,
                   const std::set<std::int64_t>& open);
 
-    // Works until `budget` is spent or nothing is left, `rows` rows of a table per
-    // transaction. Returns the sessions whose raw data is gone and which are due to be deleted
-    // whole: the caller deletes them as any session is deleted. Throws StorageError.
+    // Works (at least one transaction) until `budget` is spent or nothing is left, `rows` rows of a
+    // table per transaction. Returns the sessions whose raw data is gone and which are due to be
+    // deleted whole: the caller deletes them as any session is deleted. Throws StorageError.
     std::vector<std::int64_t> step(std::chrono::steady_clock::duration budget, int rows);
     bool done() const { return todo_.empty(); }
     const RetentionTotals& totals() const { return totals_; }

@@ -83,6 +83,31 @@ std::int64_t days_ago(std::int64_t days) {
 
 TEST_CASE("retention: old sessions lose their raw data or go whole, the rest is untouched") {
     TempDb db;
+    SessionId old = 0, young = 0, ancient = 0;
+    {
+        // Written by a writer that keeps everything (rules of 0).
+        StorageWriterOptions options;
+        options.commit_interval = std::chrono::milliseconds(5);
+        StorageWriter writer(db.path, options);
+        old = write_session(writer, "old", days_ago(41), days_ago(40), 120, 1);
+        young = write_session(writer, "young", days_ago(3), days_ago(2), 20, 2);
+        ancient = write_session(writer, "ancient", days_ago(401), days_ago(400), 20, 3);
+        CHECK(writer.prune_now().rows == 0);
+        writer.stop();
+    }
+    SessionStore reader(db.path, Database::Mode::kReadOnly);
+    const gmon::Aggregate old_before = reader.aggregate(old);
+    const gmon::Aggregate young_before = reader.aggregate(young);
+    const auto old_info_before = reader.session(old);
+    REQUIRE(old_info_before);
+    CHECK_FALSE(old_info_before->raw_pruned);
+    REQUIRE(raw_rows(reader, old) > 0);
+    REQUIRE(rows_of(reader, "record_slices", old) > 0);
+    CHECK(old_before.total_samples() == 120 * 100);
+    const std::int64_t young_rows = raw_rows(reader, young);
+    const std::int64_t pages_before = pragma(reader, "page_count");
+
+    // The writer with rules prunes at start (and again on prune_now).
     std::mutex mutex;
     std::vector<StorageEvent> events;
     StorageWriterOptions options;
@@ -95,33 +120,18 @@ TEST_CASE("retention: old sessions lose their raw data or go whole, the rest is 
         std::lock_guard lock(mutex);
         events.push_back(e);
     });
-
-    const SessionId old = write_session(writer, "old", days_ago(41), days_ago(40), 120, 1);
-    const SessionId young = write_session(writer, "young", days_ago(3), days_ago(2), 20, 2);
-    const SessionId ancient = write_session(writer, "ancient", days_ago(401), days_ago(400), 20, 3);
     // Started 60 days ago and still capturing: never touched, whatever its age.
     const SessionId capturing = write_session(writer, "capturing", days_ago(60), 0, 20, 4);
-
-    SessionStore reader(db.path, Database::Mode::kReadOnly);
-    const gmon::Aggregate old_before = reader.aggregate(old);
-    const gmon::Aggregate young_before = reader.aggregate(young);
     const gmon::Aggregate capturing_before = reader.aggregate(capturing);
-    const auto old_info_before = reader.session(old);
-    REQUIRE(old_info_before);
-    CHECK_FALSE(old_info_before->raw_pruned);
-    REQUIRE(raw_rows(reader, old) > 0);
-    REQUIRE(rows_of(reader, "record_slices", old) > 0);
-    CHECK(old_before.total_samples() == 120 * 100);
-    const std::int64_t young_rows = raw_rows(reader, young);
     const std::int64_t capturing_rows = raw_rows(reader, capturing);
-    const std::int64_t pages_before = pragma(reader, "page_count");
+    CHECK(capturing_rows > 0);
 
-    const RetentionTotals pass = writer.prune_now();
+    writer.prune_now();  // after the pass at start
+    const RetentionTotals pass = writer.stats().retention;
     CHECK(pass.sessions_raw_pruned == 1);
     CHECK(pass.sessions_deleted == 1);
     CHECK(pass.rows > 0);
     CHECK(pass.bytes > 120 * 1024);  // zstd does not shrink noise much
-    CHECK(writer.stats().retention.sessions_raw_pruned == 1);
 
     // The old session: no raw rows, marked, its aggregate and counters exactly as before.
     CHECK(raw_rows(reader, old) == 0);
@@ -168,12 +178,17 @@ TEST_CASE("retention: old sessions lose their raw data or go whole, the rest is 
     }
 
     // Freed pages are on the freelist, and the next writes take them: the file does not grow.
+    // (The capturing session's 20 chunks came after pages_before.)
     const std::int64_t free_pages = pragma(reader, "freelist_count");
-    CHECK(free_pages > 0);
-    CHECK(pragma(reader, "page_count") == pages_before);
+    const std::int64_t pages_pruned = pragma(reader, "page_count");
+    CHECK(free_pages * 2 > pages_before);  // most of the file held the old sessions' raw data
+    CHECK(pages_pruned < pages_before + 16);
     write_session(writer, "after", days_ago(0), kNow, 60, 5);
-    CHECK(pragma(reader, "page_count") == pages_before);
+    CHECK(pragma(reader, "page_count") == pages_pruned);
     CHECK(pragma(reader, "freelist_count") < free_pages);
+    MESSAGE("retention freed ", free_pages, " of ", pages_pruned, " pages; 60 new chunks took ",
+            free_pages - pragma(reader, "freelist_count"), " of them, the file stayed at ",
+            pragma(reader, "page_count"), " pages");
 
     // A second pass finds nothing left to do.
     const RetentionTotals again = writer.prune_now();
@@ -230,6 +245,29 @@ TEST_CASE("retention: sessions the writer has open, or with sums behind, keep th
     CHECK_FALSE(RetentionPass(store, {30, 0}, kNow, {}).done());
     // Young enough: nothing.
     CHECK(RetentionPass(store, {41, 0}, kNow, {}).done());
+}
+
+TEST_CASE("retention: schema 12 adds the pruned marks to a schema 11 database") {
+    TempDb db;
+    {
+        SessionStore store(db.path);
+        NewSession spec;
+        spec.board = "b";
+        spec.link = "sim://x";
+        store.create_session(spec);
+        store.db().exec(
+            "ALTER TABLE sessions DROP COLUMN raw_pruned_ns; ALTER TABLE sessions DROP COLUMN "
+            "raw_pruned_keep_days; PRAGMA user_version = 11");
+    }
+    {
+        // Read-only, before the migration: read as never pruned.
+        SessionStore old(db.path, Database::Mode::kReadOnly);
+        CHECK_FALSE(old.session(1)->raw_pruned);
+    }
+    SessionStore store(db.path);
+    CHECK(schema_version(store.db()) == 12);
+    CHECK(kSchemaVersion == 12);
+    CHECK_FALSE(store.session(1)->raw_pruned);
 }
 
 }  // namespace

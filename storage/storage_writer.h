@@ -130,7 +130,7 @@ struct StorageWriterOptions {
     // Retention (retention.h): a pass at start and every retention.interval, done a few rows per
     // transaction between commits (at most retention.step_budget each time), so capture never
     // waits on it. Rules of 0: nothing is pruned.
-    RetentionOptions retention;
+    RetentionOptions retention{};
 };
 
 // Storage as a whole: failing from a failed commit until one succeeds again.
