@@ -204,6 +204,13 @@ const char* const kMigrations[] = {
         UNIQUE (session_id, level, first_seq)
     );
     )sql",
+    // 12: retention (storage/retention.h): when a finished session's raw data (raw_chunks,
+    // record_batches, record_slices) was dropped and under which keep_raw_days; NULL: never.
+    // Set before the first row goes, so a reader never takes a half-pruned session for whole.
+    R"sql(
+    ALTER TABLE sessions ADD COLUMN raw_pruned_ns INTEGER;
+    ALTER TABLE sessions ADD COLUMN raw_pruned_keep_days INTEGER;
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

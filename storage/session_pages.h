@@ -10,11 +10,20 @@
 #include <vector>
 
 #include "gmon/export.h"
+#include "storage/retention.h"
 #include "storage/session_store.h"
 
 namespace rackprof::storage {
 
 inline constexpr int kPageRows = 64;
+
+// At a stream's end: if retention began pruning the session meanwhile, the stream may have
+// missed rows, so it ends with an error (the reason), never as a shorter export.
+template <typename Store>
+void check_not_pruned(Store&& store, std::int64_t session) {
+    const auto info = store->session(session);
+    if (info && info->raw_pruned) throw StorageError(raw_pruned_reason(*info->raw_pruned));
+}
 
 template <typename OpenStore>
 gmon::RawPages raw_pages(OpenStore open_store, std::int64_t session) {
@@ -24,7 +33,10 @@ gmon::RawPages raw_pages(OpenStore open_store, std::int64_t session) {
             out.append(reinterpret_cast<const char*>(row.bytes.data()), row.bytes.size());
             after = row.seq;
         }
-        if (out.empty()) return std::nullopt;
+        if (out.empty()) {
+            check_not_pruned(open_store(), session);
+            return std::nullopt;
+        }
         return out;
     };
 }
@@ -38,7 +50,10 @@ gmon::RecordPages record_pages(OpenStore open_store, std::int64_t session) {
             out.push_back({row.received_ns, std::move(row.records)});
             after = row.seq;
         }
-        if (out.empty()) return std::nullopt;
+        if (out.empty()) {
+            check_not_pruned(open_store(), session);
+            return std::nullopt;
+        }
         return out;
     };
 }

@@ -140,11 +140,15 @@ gmon::Aggregate records_after(Database& db, std::int64_t session, std::int64_t s
 
 // A read-only connection to a database older than v10 (a `convert --db` of an old file) has no
 // calling-context table: its sessions read as having no tree.
-std::string select_sessions_sql(bool has_cct) {
+// The counters, then the calling-context tree's node count, then raw_pruned_ns and
+// raw_pruned_keep_days (NULL before v12).
+std::string select_sessions_sql(bool has_cct, bool has_retention) {
     return std::string("SELECT ") + kSessionInfoColumns + ", " + counter_columns() +
            (has_cct ? ", (SELECT count(*) FROM session_cct WHERE session_cct.session_id = "
-                      "sessions.id) FROM sessions"
-                    : ", 0 FROM sessions");
+                      "sessions.id)"
+                    : ", 0") +
+           (has_retention ? ", raw_pruned_ns, raw_pruned_keep_days" : ", NULL, NULL") +
+           " FROM sessions";
 }
 
 }  // namespace
@@ -154,6 +158,7 @@ SessionStore::SessionStore(const std::filesystem::path& path, Database::Mode mod
     if (mode == Database::Mode::kReadWrite) migrate_schema(db_);
     has_cct_ = schema_version(db_) >= kCallingContextSchema;
     has_slices_ = schema_version(db_) >= kRecordSlicesSchema;
+    has_retention_ = schema_version(db_) >= kRetentionSchema;
 }
 
 Statement& SessionStore::cached(std::optional<Statement>& slot, const char* sql) {
@@ -480,11 +485,14 @@ SessionInfo SessionStore::read_info(Statement& s) {
     for (const auto& counter : kSessionCounters)
         i.counters.*counter.member = static_cast<std::uint64_t>(s.column_int(column++));
     i.calling_context_nodes = static_cast<std::uint64_t>(s.column_int(column));
+    if (!s.column_is_null(column + 1))
+        i.raw_pruned = RawPruned{s.column_int(column + 1), s.column_int(column + 2)};
     return i;
 }
 
 std::vector<SessionInfo> SessionStore::sessions() {
-    Statement st = db_.prepare((select_sessions_sql(has_cct_) + " ORDER BY id").c_str());
+    Statement st =
+        db_.prepare((select_sessions_sql(has_cct_, has_retention_) + " ORDER BY id").c_str());
     std::vector<SessionInfo> out;
     while (st.step()) out.push_back(read_info(st));
     for (auto& info : out) {
@@ -494,7 +502,8 @@ std::vector<SessionInfo> SessionStore::sessions() {
 }
 
 std::optional<SessionInfo> SessionStore::session(std::int64_t id) {
-    Statement st = db_.prepare((select_sessions_sql(has_cct_) + " WHERE id = ?").c_str());
+    Statement st =
+        db_.prepare((select_sessions_sql(has_cct_, has_retention_) + " WHERE id = ?").c_str());
     st.bind(1, id);
     if (!st.step()) return std::nullopt;
     SessionInfo info = read_info(st);

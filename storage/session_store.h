@@ -74,6 +74,13 @@ struct TargetInfo {
     friend bool operator==(const TargetInfo&, const TargetInfo&) = default;
 };
 
+// Retention dropped a finished session's raw data (retention.h): when, under which rule.
+struct RawPruned {
+    std::int64_t at_ns = 0;
+    std::int64_t keep_days = 0;
+    friend bool operator==(const RawPruned&, const RawPruned&) = default;
+};
+
 struct SessionInfo {
     std::int64_t id = 0;
     NewSession spec;
@@ -83,6 +90,9 @@ struct SessionInfo {
     SessionCounters counters;
     std::vector<ExceptionCount> exceptions;   // itm sessions' exception trace
     std::uint64_t calling_context_nodes = 0;  // the stored calling-context tree's (0: none)
+    // Set once retention began dropping its raw data (raw chunks, record batches, slices):
+    // re-decoding, the raw and ndjson exports and time windows are gone; its aggregate is not.
+    std::optional<RawPruned> raw_pruned;
 };
 
 // A stretch of a session with data missing, and what it lost where that is known: a failed
@@ -220,8 +230,9 @@ class SessionStore {
     Statement& cached(std::optional<Statement>& slot, const char* sql);
 
     Database db_;
-    bool has_cct_ = false;     // schema v10's session_cct is there
-    bool has_slices_ = false;  // schema v11's record_slices and sessions.summed_seq are there
+    bool has_cct_ = false;        // schema v10's session_cct is there
+    bool has_slices_ = false;     // schema v11's record_slices and sessions.summed_seq are there
+    bool has_retention_ = false;  // schema v12's sessions.raw_pruned_ns is there
     SliceBuilder slices_{db_};
     std::optional<Statement> insert_raw_;
     std::optional<Statement> insert_records_;

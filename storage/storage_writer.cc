@@ -221,6 +221,7 @@ WriterStats StorageWriter::stats() {
         stats.queued_ops = queue_.size();
         stats.queued_bytes = queued_bytes_;
         stats.committed_ops = applied_;
+        stats.retention = retention_totals_;
     }
     stats.failed_transactions = failed_transactions_.load();
     std::lock_guard lock(health_mutex_);
@@ -234,43 +235,142 @@ void StorageWriter::run() {
     auto next_commit = std::chrono::steady_clock::now() + options_.commit_interval;
     while (true) {
         std::vector<WriteOp> ops;
-        bool stopping = false;
+        bool stopping = false, commit = false;
         {
             std::unique_lock lock(mutex_);
-            wake_.wait_until(lock, next_commit, [&] {
-                return stopping_ || flush_wanted_ || wake_now_ ||
+            // While retention has work, the loop does not sleep: a step (at most step_budget)
+            // between commits, which still come every commit_interval.
+            const bool retaining = retention_pass_.has_value() || prune_wanted_ > 0 ||
+                                   (options_.retention.rules.any() &&
+                                    std::chrono::steady_clock::now() >= next_retention_);
+            wake_.wait_until(lock, retaining ? std::chrono::steady_clock::now() : next_commit, [&] {
+                return stopping_ || flush_wanted_ || wake_now_ || prune_wanted_ > 0 ||
                        queued_bytes_ >= commit_early_bytes();
             });
-            sum_all_ = stopping_ || flush_wanted_;
-            flush_wanted_ = wake_now_ = false;
-            // A commit that took longer than the interval leaves the next one due at once.
-            next_commit = std::chrono::steady_clock::now() + options_.commit_interval;
-            // Held operations are tried again every interval, with or without new ones; sums
-            // waiting are written when due.
-            if (queue_.empty() && held_.empty() && unsummed_.empty()) {
-                if (stopping_) return;
-                continue;
+            const auto now = std::chrono::steady_clock::now();
+            if (stopping_ || flush_wanted_ || wake_now_ || queued_bytes_ >= commit_early_bytes() ||
+                now >= next_commit) {
+                sum_all_ = stopping_ || flush_wanted_;
+                flush_wanted_ = wake_now_ = false;
+                // A commit that took longer than the interval leaves the next one due at once.
+                next_commit = now + options_.commit_interval;
+                // Held operations are tried again every interval, with or without new ones;
+                // sums waiting are written when due.
+                if (queue_.empty() && held_.empty() && unsummed_.empty()) {
+                    if (stopping_) return;
+                } else {
+                    commit = true;
+                    ops.reserve(queue_.size());
+                    for (auto& op : queue_) ops.push_back(std::move(op));
+                    queue_.clear();
+                    queued_bytes_ = 0;
+                    stopping = stopping_;
+                }
             }
-            ops.reserve(queue_.size());
-            for (auto& op : queue_) ops.push_back(std::move(op));
-            queue_.clear();
-            queued_bytes_ = 0;
-            stopping = stopping_;
         }
-        const std::size_t count = ops.size();
-        apply(std::move(ops));
-        bool done = false, sums_failed = false;
+        if (commit) {
+            const std::size_t count = ops.size();
+            apply(std::move(ops));
+            bool done = false, sums_failed = false;
+            {
+                std::lock_guard lock(mutex_);
+                applied_ += count;
+                done = stopping && queue_.empty() && !held_.empty();  // its last try failed too
+                // Sums whose last try failed: SessionStore::complete_sums adds them at the next
+                // start.
+                sums_failed = stopping && queue_.empty() && held_.empty() && !unsummed_.empty();
+            }
+            drained_.notify_all();
+            if (done) return report_uncommitted();
+            if (sums_failed) return;
+        }
+        if (!stopping) retention_step();
+    }
+}
+
+RetentionTotals StorageWriter::prune_now() {
+    std::unique_lock lock(mutex_);
+    if (stopping_) return {};
+    // A pass that began before this call may have listed its sessions too early: wait for
+    // one that begins after it.
+    const std::uint64_t target = retention_started_ + 1;
+    ++prune_wanted_;
+    wake_.notify_one();
+    drained_.wait(lock, [&] { return retention_finished_ >= target || stopping_; });
+    return last_pass_;
+}
+
+void StorageWriter::retention_step() {
+    const auto steady = std::chrono::steady_clock::now();
+    const auto finish = [this](const RetentionTotals& totals) {
         {
             std::lock_guard lock(mutex_);
-            applied_ += count;
-            done = stopping && queue_.empty() && !held_.empty();  // its last try failed too
-            // Sums whose last try failed: SessionStore::complete_sums adds them at the next start.
-            sums_failed = stopping && queue_.empty() && held_.empty() && !unsummed_.empty();
+            ++retention_finished_;
+            last_pass_ = totals;
+            retention_totals_.add(totals);
         }
         drained_.notify_all();
-        if (done) return report_uncommitted();
-        if (sums_failed) return;
+    };
+    if (!retention_pass_) {
+        bool wanted = false;
+        {
+            std::lock_guard lock(mutex_);
+            wanted = prune_wanted_ > 0;
+            const bool due = options_.retention.rules.any() && steady >= next_retention_;
+            if (!due && !wanted) return;
+            prune_wanted_ = 0;  // this pass answers them
+            ++retention_started_;
+        }
+        next_retention_ = steady + options_.retention.interval;
+        try {
+            retention_pass_.emplace(
+                store_, options_.retention.rules,
+                options_.retention.clock ? options_.retention.clock() : now_ns(), open_sessions_);
+        } catch (const StorageError& e) {
+            report(StorageEvent::Kind::kPruneFailed,
+                   std::string("retention: listing what is due failed (tried again in an "
+                               "interval): ") +
+                       e.what());
+            return finish({});
+        }
     }
+    try {
+        const auto whole = retention_pass_->step(options_.retention.step_budget,
+                                                 options_.retention.rows_per_transaction);
+        // Their raw rows are gone; the rest goes as any deleted session goes.
+        for (const SessionId id : whole) apply({DeleteSessionOp{id}});
+    } catch (const StorageError& e) {
+        const RetentionTotals partial = retention_pass_->totals();
+        retention_pass_.reset();
+        report(StorageEvent::Kind::kPruneFailed,
+               std::string("retention: a pass stopped (tried again in an interval): ") + e.what());
+        return finish(partial);
+    }
+    if (!retention_pass_->done()) return;
+    const RetentionTotals totals = retention_pass_->totals();
+    retention_pass_.reset();
+    if (totals.rows > 0 || totals.sessions_deleted > 0) {
+        std::uint64_t free_bytes = 0;
+        try {
+            Statement pages = store_.db().prepare("PRAGMA freelist_count");
+            pages.step();
+            Statement size = store_.db().prepare("PRAGMA page_size");
+            size.step();
+            free_bytes = static_cast<std::uint64_t>(pages.column_int(0) * size.column_int(0));
+        } catch (const StorageError&) {
+        }
+        report(StorageEvent::Kind::kPruned,
+               "retention: raw data of " + std::to_string(totals.sessions_raw_pruned) +
+                   " session(s) pruned (keep_raw_days = " +
+                   std::to_string(options_.retention.rules.keep_raw_days) + "), " +
+                   std::to_string(totals.sessions_deleted) + " session(s) deleted (" +
+                   "keep_sessions_days = " +
+                   std::to_string(options_.retention.rules.keep_sessions_days) +
+                   "): " + std::to_string(totals.rows) + " rows, " + human_bytes(totals.bytes) +
+                   " freed; " + human_bytes(free_bytes) + " of " + path_.string() +
+                   " now free for new data (the file does not shrink)");
+    }
+    finish(totals);
 }
 
 // One transaction for what was held and everything that queued up meanwhile. If storage as a

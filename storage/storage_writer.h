@@ -40,6 +40,7 @@
 
 #include "storage/aggregate_cache.h"
 #include "storage/integrity.h"
+#include "storage/retention.h"
 #include "storage/session_store.h"
 
 namespace rackprof::storage {
@@ -126,6 +127,10 @@ struct StorageWriterOptions {
     // close, on flush() and at stop, and after a crash at the next start
     // (SessionStore::complete_sums). 0: at every commit.
     std::chrono::milliseconds sums_interval{1000};
+    // Retention (retention.h): a pass at start and every retention.interval, done a few rows per
+    // transaction between commits (at most retention.step_budget each time), so capture never
+    // waits on it. Rules of 0: nothing is pruned.
+    RetentionOptions retention{};
 };
 
 // Storage as a whole: failing from a failed commit until one succeeds again.
@@ -144,6 +149,8 @@ struct StorageEvent {
         kSessionLosses,  // a session that lost records to storage was closed (warning)
         kOperationLost,  // one operation failed on its own, not storage as a whole (error)
         kUncommitted,    // at stop: held operations that could not be written (error)
+        kPruned,         // a retention pass dropped something (info)
+        kPruneFailed,    // a retention pass failed; tried again at the next interval (error)
     };
     Kind kind;
     std::string message;
@@ -168,6 +175,7 @@ struct WriterStats {
     bool failing = false;
     std::uint64_t records_lost = 0;  // to storage failures, this run
     std::uint64_t bytes_lost = 0;
+    RetentionTotals retention;  // what retention dropped this run
 };
 
 class StorageWriter {
@@ -197,6 +205,9 @@ class StorageWriter {
     // Blocks until everything submitted so far was applied: committed (sums included) or, while
     // storage fails, counted lost (chunks) or held for a retry (the rest).
     void flush();
+    // Runs a retention pass now (as at start and every retention.interval) and blocks until it
+    // is done; returns what it dropped. Nothing when the rules keep everything.
+    RetentionTotals prune_now();
     // Commits what is queued (held operations get one more try) and stops the thread.
     void stop();
 
@@ -247,6 +258,8 @@ class StorageWriter {
     void begin_episode(const StorageError& error, std::int64_t now);
     void end_episode(std::int64_t now);
     void report_uncommitted();
+    // One retention step, when a pass is due or under way (writer thread).
+    void retention_step();
 
     bool checked_whole_file_ = true;  // before path_: set while path_ is initialised
     std::filesystem::path path_;
@@ -291,6 +304,15 @@ class StorageWriter {
     StorageHealth health_;
     std::map<SessionId, Ledger> losses_;  // copies of ledgers_
     StorageLossTotals totals_;
+
+    // Retention (writer thread, but for the counts under mutex_).
+    std::optional<RetentionPass> retention_pass_;
+    std::chrono::steady_clock::time_point next_retention_{};  // the first pass: at once
+    std::uint64_t prune_wanted_ = 0;        // prune_now() calls waiting for a pass (mutex_)
+    std::uint64_t retention_started_ = 0;   // passes begun (mutex_)
+    std::uint64_t retention_finished_ = 0;  // passes ended (mutex_)
+    RetentionTotals last_pass_;             // (mutex_)
+    RetentionTotals retention_totals_;      // this run's (mutex_)
 
     std::function<void(const StorageEvent&)> on_event_;
     std::thread thread_;

@@ -469,6 +469,11 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
     Converted c;
     auto& in = *c.input;
     const auto& traits = protocol::wire_format(info->spec.protocol).traits;
+    if (redecode && info->raw_pruned) {
+        throw std::runtime_error(what + " cannot be re-decoded: its " +
+                                 storage::raw_pruned_reason(*info->raw_pruned) +
+                                 "; its aggregates are kept (convert it without --redecode)");
+    }
     if (redecode) {
         protocol::WireSpec wire = ingest::wire_spec_of(info->spec);
         if (cl.has("--protocol")) {

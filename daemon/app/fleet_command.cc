@@ -2,6 +2,7 @@
 // sessions, its merged profile or an export of it, and a diff of two selections. The merge is
 // the one the daemon serves (service::fleet_input: merged_input over the SQL sum).
 #include <unistd.h>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -26,11 +27,18 @@ constexpr const char* kUsage = R"(usage: rackprof fleet sessions --select SELECT
        rackprof fleet profile --select SELECTION [--report text|json] [--top N]
                               [--export FORMAT -o FILE] [connection]
        rackprof fleet diff A B [--json] [--fail-on RULE] [--alpha P] [connection]
+       rackprof fleet prune [--keep-sessions-days N] [connection]
 
 Reads the fleet store: the PostgreSQL database many benches push their completed sessions to
 ([fleet] in the daemon's configuration). A SELECTION is the API's, plus bench=: e.g.
 'build_id=3f2a…', 'bench=lab-a,lab-b&board=m4-1', 'tag=nightly&from=1700000000000000000'.
 The merge is done by the server; functions are named from the firmware the benches pushed.
+
+fleet prune (retention, for a daily cron job): removes the sessions that ended more than N days
+ago with their aggregates (N: --keep-sessions-days, else [fleet] keep_sessions_days of
+--config; 0 or none: nothing to do). A month's partitions are dropped whole once all of it is
+that old, other rows deleted; benches do not push such sessions again. Raw bytes are never in
+the fleet store (each bench's own retention, [storage] keep_raw_days, governs those).
 
 connection:
   --url URL              postgresql://user@host:port/db (default: RACKPROF_FLEET_URL); no
@@ -175,21 +183,62 @@ int run_fleet_diff(service::FleetSource& fleet, const CommandLine& cl) {
     return diff.failed() ? 1 : 0;
 }
 
+// `fleet prune`: one pass of fleet retention, what it removed on stdout as JSON.
+int run_fleet_prune(const CommandLine& cl) {
+    std::int64_t days = 0;
+    if (const auto config = cl.get("--config"))
+        days = load_config(*config).fleet.keep_sessions_days;
+    if (const auto given = cl.get("--keep-sessions-days")) {
+        try {
+            std::size_t end = 0;
+            days = std::stoll(*given, &end);
+            if (end != given->size()) throw std::invalid_argument("trailing text");
+        } catch (const std::exception&) {
+            days = -1;
+        }
+        if (days < 0 || days > kMaxRetentionDays)
+            throw UsageError("--keep-sessions-days must be a number of days from 1 to " +
+                             std::to_string(kMaxRetentionDays) + " (0: keep forever)");
+    }
+    if (days == 0) {
+        std::cerr << "rackprof: fleet prune: keep_sessions_days is 0 (keep forever): nothing to "
+                     "do\n";
+        return 0;
+    }
+    fleet::FleetStore store(connection_of(cl));
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+    const std::int64_t before = now - days * 86'400'000'000'000;
+    const fleet::FleetPruned pruned = store.prune(before, days);
+    std::cerr << "rackprof: fleet prune: " << pruned.sessions_deleted
+              << " session(s) that ended more than " << days << " day(s) ago removed ("
+              << pruned.months_dropped.size() << " month partition(s) dropped whole)\n";
+    std::cout << nlohmann::json{{"keep_sessions_days", days},
+                                {"before_ns", before},
+                                {"sessions_deleted", pruned.sessions_deleted},
+                                {"months_dropped", pruned.months_dropped}}
+                     .dump()
+              << "\n";
+    return 0;
+}
+
 }  // namespace
 
 int run_fleet(const std::vector<std::string>& args) {
     const CommandLine cl(
         args,
         {"--url", "--password-file", "--sslmode", "--sslrootcert", "--config", "--select",
-         "--report", "--top", "--export", "-o", "--fail-on", "--alpha"},
+         "--report", "--top", "--export", "-o", "--fail-on", "--alpha", "--keep-sessions-days"},
         {"--json", "--help", "-h"});
     if (cl.has("--help") || cl.has("-h")) {
         std::cout << kUsage;
         return 0;
     }
     if (cl.positionals().empty())
-        throw UsageError("fleet needs sessions, profile or diff\n" + std::string(kUsage));
+        throw UsageError("fleet needs sessions, profile, diff or prune\n" + std::string(kUsage));
     const std::string what = cl.positionals()[0];
+    if (what == "prune") return run_fleet_prune(cl);
     if (what != "sessions" && what != "profile" && what != "diff")
         throw UsageError("fleet: unknown command '" + what + "'\n" + std::string(kUsage));
     if (what != "diff" && !cl.has("--select")) throw UsageError(what + " needs --select SELECTION");

@@ -20,6 +20,9 @@ void log_storage_event(spdlog::logger& log, const storage::StorageEvent& e) {
         case Kind::kSessionLosses:
             log.warn("{}", e.message);
             return;
+        case Kind::kPruned:
+            log.info("{}", e.message);
+            return;
         default:
             log.error("{}", e.message);
     }
@@ -33,6 +36,7 @@ CaptureService::CaptureService(DaemonConfig config, std::shared_ptr<spdlog::logg
         std::filesystem::create_directories(config_.storage_path.parent_path());
     storage::StorageWriterOptions options;
     options.aggregates = &aggregates_;
+    options.retention.rules = {config_.keep_raw_days, config_.keep_sessions_days};
     writer_ = std::make_unique<storage::StorageWriter>(config_.storage_path, options);
     writer_->on_event([log = log_](const storage::StorageEvent& e) { log_storage_event(*log, e); });
     if (!writer_->checked_whole_file_at_start()) {
@@ -154,6 +158,12 @@ void CaptureService::reload(const DaemonConfig& next) {
     if (next.storage_path != config_.storage_path) {
         log_->warn("reload: storage.path changed to {}; it takes effect at the next start",
                    next.storage_path.string());
+    }
+    if (next.keep_raw_days != config_.keep_raw_days ||
+        next.keep_sessions_days != config_.keep_sessions_days) {
+        log_->warn(
+            "reload: storage.keep_raw_days / keep_sessions_days changed; they take effect at the "
+            "next start");
     }
     config_.reconnect_min = next.reconnect_min;  // boards made from here on use the new values
     config_.reconnect_max = next.reconnect_max;

@@ -56,6 +56,18 @@ std::int64_t get_int(const std::string& source, const toml::table& t, const std:
     return node->value<std::int64_t>().value();
 }
 
+// A retention rule: whole days, 0 (or absent) for forever, at most 100 years.
+std::int64_t get_days(const std::string& source, const toml::table& t, const std::string& prefix,
+                      const char* key) {
+    const std::int64_t days = get_int(source, t, prefix, key, 0);
+    if (days < 0 || days > kMaxRetentionDays) {
+        fail(source, *t.get(key), prefix + key,
+             "must be a number of days from 1 to " + std::to_string(kMaxRetentionDays) +
+                 ", or 0 to keep forever");
+    }
+    return days;
+}
+
 std::optional<int> get_optional_int(const std::string& source, const toml::table& t,
                                     const std::string& prefix, const char* key) {
     if (!t.get(key)) return std::nullopt;
@@ -363,15 +375,17 @@ DaemonConfig parse_config(const std::string& text, const std::string& source) {
     if (const toml::node* node = root.get("storage")) {
         const toml::table* t = node->as_table();
         if (!t) fail(source, *node, "storage", "must be a table");
-        reject_unknown(source, *t, "storage.", {"path"});
+        reject_unknown(source, *t, "storage.", {"path", "keep_raw_days", "keep_sessions_days"});
         c.storage_path = get_string(source, *t, "storage.", "path", c.storage_path.string());
+        c.keep_raw_days = get_days(source, *t, "storage.", "keep_raw_days");
+        c.keep_sessions_days = get_days(source, *t, "storage.", "keep_sessions_days");
     }
     if (const toml::node* node = root.get("fleet")) {
         const toml::table* t = node->as_table();
         if (!t) fail(source, *node, "fleet", "must be a table");
         reject_unknown(source, *t, "fleet.",
                        {"url", "bench", "password_file", "sslmode", "sslrootcert", "sslcert",
-                        "sslkey", "push_interval_ms", "retry_max_ms"});
+                        "sslkey", "push_interval_ms", "retry_max_ms", "keep_sessions_days"});
         FleetConfig& f = c.fleet;
         f.url = get_string(source, *t, "fleet.", "url", "");
         f.bench = get_string(source, *t, "fleet.", "bench", "");
@@ -387,6 +401,7 @@ DaemonConfig parse_config(const std::string& text, const std::string& source) {
                  "push_interval_ms must be 1..3600000 and retry_max_ms not below it (at most a "
                  "day)");
         }
+        f.keep_sessions_days = get_days(source, *t, "fleet.", "keep_sessions_days");
         f.push_interval = std::chrono::milliseconds(interval);
         f.retry_max = std::chrono::milliseconds(retry);
         if (t->get("url")) {

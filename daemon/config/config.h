@@ -88,11 +88,17 @@ struct FleetConfig {
     std::string sslkey;
     std::chrono::milliseconds push_interval{2000};  // how often completed sessions are looked for
     std::chrono::milliseconds retry_max{300000};    // backoff after a failure doubles up to this
+    // Fleet retention (`rackprof fleet prune`): sessions that ended more than this many days
+    // ago are removed from the fleet store with their aggregates (0: kept forever).
+    std::int64_t keep_sessions_days = 0;
     friend bool operator==(const FleetConfig&, const FleetConfig&) = default;
 };
 
 // Throws std::invalid_argument when the URL is not postgresql://… or holds a password.
 void check_fleet_url_text(const std::string& url);
+
+// The longest retention rule, in days (100 years); 0 keeps forever.
+inline constexpr std::int64_t kMaxRetentionDays = 36'500;
 
 struct DaemonConfig {
     std::string listen = "127.0.0.1:8080";  // the HTTP API; port 0: any free port
@@ -102,6 +108,10 @@ struct DaemonConfig {
     bool token_for_reads = false;      // also every GET needs the token
     std::filesystem::path web_root;    // the built dashboard; "": found (see serve)
     std::filesystem::path storage_path = "var/rackprof.db";
+    // Retention (storage/retention.h), in days after a session ended; 0: forever. Raw data
+    // (wire bytes, decoded records) of finished sessions, and finished sessions whole.
+    std::int64_t keep_raw_days = 0;
+    std::int64_t keep_sessions_days = 0;
     std::string log_level = "info";  // trace | debug | info | warn | error
     std::chrono::milliseconds reconnect_min{100};
     std::chrono::milliseconds reconnect_max{5000};

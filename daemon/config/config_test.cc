@@ -68,6 +68,40 @@ TEST_CASE("errors name the file, line and key") {
               .find("bench.toml:5: boards[0].format: the framed protocol is binary") == 0);
 }
 
+TEST_CASE("retention rules: whole days, 0 for forever, anything else refused with its key") {
+    const auto c = parse_config(
+        "[storage]\nkeep_raw_days = 30\nkeep_sessions_days = 365\n[fleet]\nkeep_sessions_days "
+        "= 400\n",
+        "r.toml");
+    CHECK(c.keep_raw_days == 30);
+    CHECK(c.keep_sessions_days == 365);
+    CHECK(c.fleet.keep_sessions_days == 400);
+    const auto none = parse_config("[storage]\npath = \"x.db\"\n", "r.toml");
+    CHECK(none.keep_raw_days == 0);  // absent: forever
+    CHECK(none.keep_sessions_days == 0);
+    CHECK(none.fleet.keep_sessions_days == 0);
+    auto error_of = [](const std::string& text) {
+        try {
+            parse_config(text, "r.toml");
+        } catch (const ConfigError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    CHECK(error_of("[storage]\nkeep_raw_days = -1\n") ==
+          "r.toml:2: storage.keep_raw_days: must be a number of days from 1 to 36500, or 0 to "
+          "keep forever");
+    CHECK(error_of("[storage]\nkeep_sessions_days = 99999\n")
+              .find("r.toml:2: storage.keep_sessions_days: must be a number of days") == 0);
+    CHECK(error_of("[storage]\nkeep_raw_days = 1.5\n") ==
+          "r.toml:2: storage.keep_raw_days: must be an integer");
+    CHECK(error_of("[storage]\nkeep_raw_days = \"30d\"\n") ==
+          "r.toml:2: storage.keep_raw_days: must be an integer");
+    CHECK(error_of("[fleet]\nkeep_sessions_days = -5\n")
+              .find("r.toml:2: fleet.keep_sessions_days: must be a number of days") == 0);
+    CHECK(error_of("[storage]\nkeep_raw = 3\n") == "r.toml:2: storage.keep_raw: unknown key");
+}
+
 TEST_CASE("a framed board: 4-byte addresses until the HELLO, unless the config says") {
     const auto c = parse_config(
         "[[boards]]\nname = \"f\"\nlink = \"serial:///x\"\nprotocol = \"framed\"\n"

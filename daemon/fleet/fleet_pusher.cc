@@ -122,10 +122,13 @@ void FleetPusher::push_round() {
     if (!std::filesystem::exists(storage_path_)) return;
     storage::SessionStore local(storage_path_, storage::Database::Mode::kReadOnly);
     const auto already = store_->pushed(config_.bench);
+    // Fleet retention removed what ended before this (`rackprof fleet prune`): not pushed again.
+    const std::int64_t retained_from = store_->retained_from();
     std::vector<storage::SessionInfo> waiting;
     for (auto& s : local.sessions()) {
         if (s.state == "capturing") continue;  // completed sessions only: counts are final
         if (already.count({s.id, s.spec.started_ns})) continue;
+        if (fleet::fleet_session_end(s) < retained_from) continue;
         waiting.push_back(std::move(s));
     }
     {

@@ -26,6 +26,7 @@
 #include "gmon/sync_check.h"
 #include "protocol/wire_format.h"
 #include "storage/counters_json.h"
+#include "storage/retention.h"
 #include "storage/session_pages.h"
 
 namespace rackprof::service {
@@ -114,6 +115,11 @@ json session_json(const storage::SessionInfo& s, const std::string& storage_erro
     }
     // Only where entry/exit events made one: the cct-* exports answer 422 without it.
     if (s.calling_context_nodes > 0) out["calling_context_nodes"] = s.calling_context_nodes;
+    // Retention dropped its raw data (storage/retention.h): null while it has it.
+    out["raw_pruned"] = s.raw_pruned ? json{{"at_ns", s.raw_pruned->at_ns},
+                                            {"keep_raw_days", s.raw_pruned->keep_days},
+                                            {"reason", storage::raw_pruned_reason(*s.raw_pruned)}}
+                                     : json(nullptr);
     return out;
 }
 
@@ -188,6 +194,11 @@ daemon::BoardConfig import_wire(const ImportParameters& query, const std::string
 // while that still loads (else addresses only).
 std::shared_ptr<gmon::ExportInput> LocalRack::session_input(const storage::SessionInfo& info,
                                                             const TimeWindow& window) {
+    // A window is answered from the record batches: gone with the raw data.
+    if (window.bounded() && info.raw_pruned)
+        fail(Failure::kGone, "session " + std::to_string(info.id) +
+                                 ": a time window (from/to) needs its records, but its " +
+                                 storage::raw_pruned_reason(*info.raw_pruned));
     auto input = std::make_shared<gmon::ExportInput>();
     auto& source = input->source;
     if (!info.spec.elf_path.empty()) {
@@ -801,6 +812,11 @@ Export LocalRack::open_export(std::int64_t id, const std::string& format,
         fail(Failure::kUnknownFormat,
              "unknown format '" + format + "' (" + gmon::export_format_names() + ")");
     const auto info = stored_session(id);
+    // The paged formats (raw, ndjson) are the raw data itself.
+    if (exporter->paged && info.raw_pruned)
+        fail(Failure::kGone, "session " + std::to_string(id) + ": the " + format +
+                                 " export needs its raw data, but its " +
+                                 storage::raw_pruned_reason(*info.raw_pruned));
     const auto input = session_input(info, window);
     return {std::string(exporter->content_type),
             info.spec.board + "-" + std::to_string(id) + std::string(exporter->file_suffix),

@@ -36,6 +36,7 @@ enum class Failure {
     kNoRecords,      // an import that decodes to nothing
     kNotReady,       // storage is not available
     kUnknownFormat,  // no such export format
+    kGone,           // retention dropped what it needs (a session's raw data)
 };
 
 class ServiceError : public std::runtime_error {

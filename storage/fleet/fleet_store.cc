@@ -89,6 +89,15 @@ CREATE TABLE build_pcs (
     count bigint NOT NULL,
     PRIMARY KEY (build_id, bench, month_ns, pc)) PARTITION BY RANGE (month_ns);
 )sql",
+    // 3: retention (`rackprof fleet prune`): sessions that ended before sessions_before_ns were
+    // removed, and a push of one is refused, so a bench does not push them again.
+    R"sql(
+CREATE TABLE retention (
+    one boolean PRIMARY KEY DEFAULT true CHECK (one),
+    sessions_before_ns bigint NOT NULL,
+    keep_sessions_days integer NOT NULL,
+    pruned_at timestamptz NOT NULL DEFAULT now());
+)sql",
 };
 static_assert(std::size(kMigrations) == kFleetSchemaVersion);
 
@@ -161,7 +170,80 @@ std::string file_bytes(const std::filesystem::path& path) {
     return out.str();
 }
 
+// Where a partition's month ends (Unix ns), from its name's yYYYYmMM; 0 for before_1970.
+std::int64_t month_end_of(const std::string& suffix) {
+    using namespace std::chrono;
+    if (suffix.size() != 8 || suffix[0] != 'y' || suffix[5] != 'm') return 0;
+    const int y = std::stoi(suffix.substr(1, 4));
+    const unsigned m = static_cast<unsigned>(std::stoi(suffix.substr(6, 2)));
+    const year_month next = year(y) / month(m) + months(1);
+    return duration_cast<nanoseconds>(sys_days(next / 1).time_since_epoch()).count();
+}
+
 }  // namespace
+
+std::int64_t fleet_session_end(const storage::SessionInfo& info) {
+    return info.ended_ns ? info.ended_ns : info.spec.started_ns;
+}
+
+FleetPruned FleetStore::prune(std::int64_t before_ns, std::int64_t keep_days) {
+    FleetPruned out;
+    PgTransaction t(db_);
+    db_.exec(kPartitionLock);  // no month is created meanwhile
+    // The cutoff only moves forward: a shorter rule run later never lets old sessions back.
+    db_.query(
+        "INSERT INTO retention (sessions_before_ns, keep_sessions_days) VALUES ($1, $2) "
+        "ON CONFLICT (one) DO UPDATE SET sessions_before_ns = GREATEST("
+        "retention.sessions_before_ns, excluded.sessions_before_ns), keep_sessions_days = "
+        "excluded.keep_sessions_days, pruned_at = now()",
+        {std::to_string(before_ns), std::to_string(keep_days)});
+    // Months wholly before the cutoff, none of whose sessions ended after it: dropped whole
+    // (instant, and the space goes back to the file system at once).
+    const PgResult months = db_.query(
+        "SELECT substring(c.relname from 10) FROM pg_inherits i "
+        "JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent "
+        "WHERE p.relname = 'sessions' AND c.relname ~ '^sessions_(y[0-9]{4}m[0-9]{2}|"
+        "before_1970)$' ORDER BY 1");
+    for (int i = 0; i < months.rows(); ++i) {
+        const std::string month = months.text(i, 0);
+        if (month_end_of(month) > before_ns) continue;
+        const PgResult later = db_.query("SELECT count(*) FROM sessions_" + month +
+                                             " WHERE COALESCE(ended_ns, started_ns) >= $1",
+                                         {std::to_string(before_ns)});
+        if (later.integer(0, 0) > 0) continue;
+        out.sessions_deleted += db_.query("SELECT count(*) FROM sessions_" + month).integer(0, 0);
+        for (const char* table : {"arcs", "pc_samples", "sessions"})
+            db_.exec(std::string("DROP TABLE ") + table + "_" + month);
+        // Its build sums (schema 2) with it; a month made before schema 2 may have none.
+        for (const char* table : {"build_arcs", "build_pcs", "build_groups"})
+            db_.exec(std::string("DROP TABLE IF EXISTS ") + table + "_" + month);
+        out.months_dropped.push_back(month);
+    }
+    // The rest row by row: their counts with them, and the build sums of the groups they were
+    // in (sum() would never read a group with a session missing, since its session count no
+    // longer matches any selection, but the rows would stay; those groups are read from their
+    // sessions' rows from now on).
+    const PgResult gone = db_.query(
+        "WITH gone AS (DELETE FROM sessions WHERE COALESCE(ended_ns, started_ns) < $1 "
+        "RETURNING id, started_ns, build_id, bench, "
+        "(extract(epoch FROM date_trunc('month', to_timestamp(started_ns / 1000000000) "
+        "AT TIME ZONE 'UTC')) * 1000000000)::bigint AS month_ns), "
+        "a AS (DELETE FROM arcs USING gone WHERE arcs.session_id = gone.id AND "
+        "arcs.started_ns = gone.started_ns), "
+        "p AS (DELETE FROM pc_samples USING gone WHERE pc_samples.session_id = gone.id AND "
+        "pc_samples.started_ns = gone.started_ns), "
+        "ba AS (DELETE FROM build_arcs b USING gone WHERE (b.build_id, b.bench, b.month_ns) = "
+        "(gone.build_id, gone.bench, gone.month_ns)), "
+        "bp AS (DELETE FROM build_pcs b USING gone WHERE (b.build_id, b.bench, b.month_ns) = "
+        "(gone.build_id, gone.bench, gone.month_ns)), "
+        "bg AS (DELETE FROM build_groups b USING gone WHERE (b.build_id, b.bench, b.month_ns) = "
+        "(gone.build_id, gone.bench, gone.month_ns)) "
+        "SELECT count(*) FROM gone",
+        {std::to_string(before_ns)});
+    out.sessions_deleted += gone.integer(0, 0);
+    t.commit();
+    return out;
+}
 
 FleetStore::FleetStore(const FleetConnection& connection) : db_(connection_parameters(connection)) {
     migrate();
@@ -236,11 +318,18 @@ void FleetStore::store_firmware(const std::string& build_id, const gmon::Symboli
         {build_id, pg_array(addresses), pg_array(sizes), text_array(names)});
 }
 
+std::int64_t FleetStore::retained_from() {
+    const PgResult r = db_.query("SELECT sessions_before_ns FROM retention");
+    return r.rows() ? r.integer(0, 0) : 0;
+}
+
 bool FleetStore::push_session(const PushedSession& session, const gmon::Aggregate& aggregate,
                               const std::shared_ptr<const gmon::Symbolizer>& elf) {
     const auto& info = session.info;
     const std::string started = std::to_string(info.spec.started_ns);
     PgTransaction t(db_);
+    // Retention removed what ended before its cutoff: such a session is not taken again.
+    if (fleet_session_end(info) < retained_from()) return false;
     ensure_month(info.spec.started_ns);
     if (elf && !session.build_id.empty())
         store_firmware(session.build_id, *elf, info.spec.elf_sha256);

@@ -25,7 +25,7 @@
 namespace rackprof::fleet {
 
 // The schema version this rackprof writes; migrate() brings older databases up to it.
-inline constexpr int kFleetSchemaVersion = 2;
+inline constexpr int kFleetSchemaVersion = 3;
 
 // What names a fleet's sessions (selection.h's keys, plus bench). Empty lists match all.
 struct FleetFilter {
@@ -45,6 +45,15 @@ struct PushedSession {
     std::vector<std::string> tags;  // its board's, now
     std::string build_id;           // the fleet's key (service::build_id_of); "" unknown
 };
+
+// What `FleetStore::prune` removed.
+struct FleetPruned {
+    std::vector<std::string> months_dropped;  // partitions dropped whole (yYYYYmMM)
+    std::int64_t sessions_deleted = 0;        // in them and row by row
+};
+
+// When a session counts as over for fleet retention: its end, or its start when it has none.
+std::int64_t fleet_session_end(const storage::SessionInfo& info);
 
 class FleetStore {
   public:
@@ -71,6 +80,14 @@ class FleetStore {
     gmon::Aggregate sum_of_session_rows(const std::vector<std::int64_t>& session_ids);
     // The ELF stored for a build-id, written once into `dir` as BUILD_ID.elf; "" when none is.
     std::filesystem::path elf_file(const std::string& build_id, const std::filesystem::path& dir);
+    // Retention: removes every session that ended before `before_ns` with its counts (a
+    // month's partitions dropped whole when all of it is that old, rows deleted otherwise),
+    // and records the cutoff, so pushes of such sessions are refused from now on (a bench
+    // keeps its own copy). One transaction, under the partition lock. `keep_days` is recorded
+    // beside it. Firmware stays (other sessions, or later ones, may name it).
+    FleetPruned prune(std::int64_t before_ns, std::int64_t keep_days);
+    // The cutoff of the last prune (Unix ns; 0: never pruned): older sessions are not taken.
+    std::int64_t retained_from();
     // The fleet's rows: for figures and tests.
     std::int64_t count(const std::string& table);
     // Bytes on disk of the sessions, arcs, PC-count and build-sum partitions (with indexes).

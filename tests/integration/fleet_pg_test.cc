@@ -10,6 +10,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "gmon/gmon_reader.h"
@@ -224,6 +225,132 @@ TEST_CASE("fleet store on PostgreSQL: benches push concurrently, survive an outa
     CHECK(with_password.exit_code == 2);
     CHECK(with_password.err.find("password") != std::string::npos);
     CHECK(with_password.err.find("s3cret") == std::string::npos);
+}
+
+// Fleet retention: `rackprof fleet prune` against the real server. A month wholly older than
+// the cutoff loses its partitions; in a month that also holds a session that ended later, the
+// old one goes row by row; young sessions and their sums stay exact; a bench's push of a pruned
+// session is refused from then on.
+TEST_CASE("fleet store on PostgreSQL: fleet prune drops old months and rows, keeps the young") {
+    if (!std::filesystem::exists(kPgBin / "initdb")) {
+        std::cout << "SKIP: fleet retention test: PostgreSQL 15 is not installed ("
+                  << kPgBin.string() << ")\n";
+        return;
+    }
+    testing::TempDir dir;
+    PgServer pg(dir.path());
+    if (!pg.ok()) {
+        std::cout << "SKIP: fleet retention test: PostgreSQL could not be started: " << pg.why()
+                  << "\n";
+        return;
+    }
+    const std::string url = pg.url();
+    fleet::FleetConnection connection;
+    connection.url = url;
+    fleet::FleetStore store(connection);
+
+    constexpr std::int64_t kDay = 86'400'000'000'000;
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+    // id, started and ended (days ago), and a distinct aggregate for each.
+    struct Old {
+        std::int64_t id;
+        std::int64_t started_days;
+        std::int64_t ended_days;
+    };
+    const Old plan[] = {
+        {1, 400, 400},  // its month is wholly old: dropped as partitions
+        {2, 35, 35},    // old, but its month also holds 3: deleted as rows
+        {3, 35, 1},     // started with 2, ended yesterday: kept
+        {4, 2, 2},      // young: kept
+    };
+    std::map<std::int64_t, gmon::Aggregate> sums;
+    std::map<std::int64_t, storage::SessionInfo> infos;
+    for (const auto& p : plan) {
+        fleet::PushedSession s;
+        s.bench = "retention";
+        s.info.id = p.id;
+        s.info.spec.board = "b" + std::to_string(p.id);
+        s.info.spec.link = "sim://x";
+        s.info.spec.started_ns = now - p.started_days * kDay;
+        s.info.ended_ns = now - p.ended_days * kDay + 1;
+        s.info.state = "completed";
+        s.build_id = "0123retention";  // so the build sums (one group per month) take them too
+        gmon::Aggregate a;
+        a.add_arc(0x1000, 0x2000 + 4 * static_cast<std::uint64_t>(p.id), 10 * p.id);
+        a.add_pc(0x3000 + 2 * static_cast<std::uint64_t>(p.id), 100 * p.id);
+        a.add_pc(0x3000, 7);
+        REQUIRE(store.push_session(s, a, nullptr));
+        sums[p.id] = a;
+        infos[p.id] = s.info;
+    }
+    REQUIRE(store.count("sessions") == 4);
+    std::string old_month;
+    {
+        // The partition suffix of session 1's month, as the store names it.
+        const auto listed =
+            testing::rackprof({"fleet", "sessions", "--url", url, "--select", "bench=retention"});
+        REQUIRE(listed.exit_code == 0);
+        REQUIRE(json::parse(listed.out).size() == 4);
+    }
+
+    const auto pruned =
+        testing::rackprof({"fleet", "prune", "--url", url, "--keep-sessions-days", "30"});
+    REQUIRE(pruned.exit_code == 0);
+    INFO(pruned.err);
+    const json report = json::parse(pruned.out);
+    CHECK(report["sessions_deleted"] == 2);
+    REQUIRE(report["months_dropped"].size() >= 1);
+    old_month = report["months_dropped"].at(0).get<std::string>();
+    CHECK(pruned.err.find("2 session(s) that ended more than 30 day(s) ago removed") !=
+          std::string::npos);
+
+    // What is left: 3 and 4, their sums exact; none of 1's or 2's counts anywhere.
+    const auto left = store.sessions({});
+    REQUIRE(left.size() == 2);
+    std::set<std::string> boards;
+    for (const auto& s : left) boards.insert(s.spec.board);
+    CHECK(boards == std::set<std::string>{"retention/b3", "retention/b4"});
+    gmon::Aggregate expected = sums[3];
+    expected.merge(sums[4]);
+    CHECK(store.sum({left[0].id, left[1].id}) == expected);
+    CHECK(store.sum({left[0].id, left[1].id}) ==
+          store.sum_of_session_rows({left[0].id, left[1].id}));
+    // The build sums: 1's month dropped with its partitions, the group that lost 2 (3's month)
+    // deleted (read from its rows from now on), 4's kept.
+    CHECK(store.count("build_groups") == 1);
+    CHECK(store.count("sessions") == 2);
+    CHECK(store.count("arcs") == 2);
+    CHECK(store.count("pc_samples") == 4);
+    // Session 1's month: its three partitions are gone; the selection of its board is empty.
+    CHECK(old_month.size() == 8);
+    {
+        fleet::PgConnection sql(fleet::connection_parameters(connection));
+        for (const char* table : {"sessions_", "arcs_", "pc_samples_", "build_groups_",
+                                  "build_arcs_", "build_pcs_"})
+            CHECK(sql.query("SELECT to_regclass($1)", {table + old_month}).is_null(0, 0));
+    }
+    CHECK(testing::rackprof(
+              {"fleet", "sessions", "--url", url, "--select", "bench=retention&board=retention/b1"})
+              .exit_code == 2);  // an empty selection
+
+    // A bench pushing 1 or 2 again (its own copies stay) is refused; young pushes still go in.
+    CHECK(store.retained_from() > 0);
+    fleet::PushedSession again{"retention", infos[2], {}, ""};
+    CHECK_FALSE(store.push_session(again, sums[2], nullptr));
+    fleet::PushedSession fresh{"retention", infos[4], {}, ""};
+    fresh.info.id = 5;
+    CHECK(store.push_session(fresh, sums[4], nullptr));
+    CHECK(store.count("sessions") == 3);
+
+    // A second prune finds nothing; a bad rule is a usage error.
+    const auto second =
+        testing::rackprof({"fleet", "prune", "--url", url, "--keep-sessions-days", "30"});
+    REQUIRE(second.exit_code == 0);
+    CHECK(json::parse(second.out)["sessions_deleted"] == 0);
+    CHECK(testing::rackprof({"fleet", "prune", "--url", url, "--keep-sessions-days", "-3"})
+              .exit_code == 2);
 }
 
 }  // namespace

@@ -154,6 +154,15 @@ void write_rack_metrics(MetricsText& out, const service::RackMetrics& rack) {
          "Loss: records that storage failures cost this run.", static_cast<double>(w.records_lost)},
         {"rackprof_storage_bytes_lost_total", "counter",
          "Loss: raw bytes that storage failures cost this run.", static_cast<double>(w.bytes_lost)},
+        {"rackprof_retention_sessions_raw_pruned_total", "counter",
+         "Finished sessions whose raw data retention dropped this run (keep_raw_days).",
+         static_cast<double>(w.retention.sessions_raw_pruned)},
+        {"rackprof_retention_sessions_deleted_total", "counter",
+         "Finished sessions retention deleted this run (keep_sessions_days).",
+         static_cast<double>(w.retention.sessions_deleted)},
+        {"rackprof_retention_bytes_freed_total", "counter",
+         "Stored bytes of raw chunks, record batches and slices retention deleted this run.",
+         static_cast<double>(w.retention.bytes)},
     };
     for (const auto& m : writer) {
         out.family(m.name, m.type, m.help);
