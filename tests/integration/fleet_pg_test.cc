@@ -232,13 +232,13 @@ TEST_CASE("fleet store on PostgreSQL: benches push concurrently, survive an outa
 // old one goes row by row; young sessions and their sums stay exact; a bench's push of a pruned
 // session is refused from then on.
 TEST_CASE("fleet store on PostgreSQL: fleet prune drops old months and rows, keeps the young") {
-    if (!std::filesystem::exists(kPgBin / "initdb")) {
+    if (!testing::PgServer::installed()) {
         std::cout << "SKIP: fleet retention test: PostgreSQL 15 is not installed ("
-                  << kPgBin.string() << ")\n";
+                  << testing::PgServer::bin_dir().string() << ")\n";
         return;
     }
     testing::TempDir dir;
-    PgServer pg(dir.path());
+    testing::PgServer pg(dir.path());
     if (!pg.ok()) {
         std::cout << "SKIP: fleet retention test: PostgreSQL could not be started: " << pg.why()
                   << "\n";

@@ -281,6 +281,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
         streamed_ = std::make_shared<StreamedResponse>(std::move(reply));
         streamed_->header.chunked(true);
         serializer_.emplace(streamed_->header);
+        stream_.expires_after(context_.limits.request_time);  // as in send()
         http::async_write_header(stream_, *serializer_,
                                  [self = shared_from_this()](beast::error_code ec, std::size_t) {
                                      if (ec) return self->close();
@@ -316,6 +317,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     }
 
     void send(Response response) {
+        // The write gets its own deadline: the one read() set ran while the answer was being
+        // computed (a fleet profile over 10^4 sessions took longer), and an expired one cut a
+        // large body short.
+        stream_.expires_after(context_.limits.request_time);
         response.prepare_payload();
         auto shared = std::make_shared<Response>(std::move(response));
         const bool keep_alive = shared->keep_alive();
