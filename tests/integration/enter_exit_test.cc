@@ -218,9 +218,9 @@ TEST_CASE("demo --qemu --mode enter-exit: conflation's enter/exit events are exa
         // estimate splits doSomething's time between its two callers by call count (50 / 50);
         // the measured split follows the work, 1 : 9.
         const auto cct_path = dir / "c.cct.json";
-        const auto cct = testing::rackprof({"convert", capture.string(), "--protocol", "framed",
-                                            "--elf", elf_path.string(), "--export", "cct-json",
-                                            "-o", cct_path.string()});
+        const auto cct =
+            testing::rackprof({"convert", capture.string(), "--protocol", "framed", "--elf",
+                               elf_path.string(), "--export", "cct-json", "-o", cct_path.string()});
         REQUIRE_MESSAGE(cct.exit_code == 0, cct.err);
         const auto tree = nlohmann::json::parse(testing::read_text(cct_path));
         std::map<std::string, nlohmann::json> into_do_something;  // caller -> arc
@@ -248,9 +248,9 @@ TEST_CASE("demo --qemu --mode enter-exit: conflation's enter/exit events are exa
 
         // And the evented profile for speedscope, from the same capture.
         const auto evented_path = dir / "c.speedscope.json";
-        const auto evented = testing::rackprof(
-            {"convert", capture.string(), "--protocol", "framed", "--elf", elf_path.string(),
-             "--export", "cct-speedscope", "-o", evented_path.string()});
+        const auto evented = testing::rackprof({"convert", capture.string(), "--protocol", "framed",
+                                                "--elf", elf_path.string(), "--export",
+                                                "cct-speedscope", "-o", evented_path.string()});
         REQUIRE_MESSAGE(evented.exit_code == 0, evented.err);
         const auto speedscope = nlohmann::json::parse(testing::read_text(evented_path));
         REQUIRE(!speedscope.at("profiles").empty());

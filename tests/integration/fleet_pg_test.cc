@@ -327,8 +327,8 @@ TEST_CASE("fleet store on PostgreSQL: fleet prune drops old months and rows, kee
     CHECK(old_month.size() == 8);
     {
         fleet::PgConnection sql(fleet::connection_parameters(connection));
-        for (const char* table : {"sessions_", "arcs_", "pc_samples_", "build_groups_",
-                                  "build_arcs_", "build_pcs_"})
+        for (const char* table :
+             {"sessions_", "arcs_", "pc_samples_", "build_groups_", "build_arcs_", "build_pcs_"})
             CHECK(sql.query("SELECT to_regclass($1)", {table + old_month}).is_null(0, 0));
     }
     CHECK(testing::rackprof(
