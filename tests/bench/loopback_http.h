@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -18,8 +19,24 @@
 
 namespace rackprof::bench {
 
+// Whether a whole answer came: its body as long as Content-Length says, or, chunked, ending
+// with the last chunk. A body cut short (a server deadline expiring mid-write did that once)
+// must not be timed as an answer.
+inline bool http_answer_whole(const std::string& head, std::size_t total, const std::string& tail) {
+    const auto end_of_head = head.find("\r\n\r\n");
+    if (end_of_head == std::string::npos) return false;
+    std::string lower = head.substr(0, end_of_head);
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const auto length = lower.find("\r\ncontent-length:");
+    if (length != std::string::npos) {
+        const std::size_t body = std::stoull(lower.substr(length + 17));
+        return total == end_of_head + 4 + body;
+    }
+    return tail.size() >= 5 && tail.compare(tail.size() - 5, 5, "0\r\n\r\n") == 0;
+}
+
 // One GET over a fresh loopback connection, read to the end (Connection: close); seconds taken,
-// or a negative number when the answer is not 200. `bytes` receives the answer's size.
+// or a negative number when the answer is not 200 or not whole. `bytes` receives its size.
 inline double http_get_seconds(int port, const std::string& path, std::size_t* bytes = nullptr) {
     const auto t0 = std::chrono::steady_clock::now();
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -37,19 +54,22 @@ inline double http_get_seconds(int port, const std::string& path, std::size_t* b
         ::close(fd);
         return -1;
     }
-    std::string head;
+    std::string head, tail;  // the first 4 KiB (status line and headers), the last 8 bytes
     std::size_t total = 0;
     char buffer[65536];
     ssize_t n = 0;
     while ((n = ::read(fd, buffer, sizeof buffer)) > 0) {
-        total += static_cast<std::size_t>(n);
-        if (head.size() < 16)
-            head.append(buffer, static_cast<std::size_t>(std::min<ssize_t>(n, 16)));
+        const auto got = static_cast<std::size_t>(n);
+        total += got;
+        if (head.size() < 4096) head.append(buffer, std::min<std::size_t>(got, 4096 - head.size()));
+        tail.append(buffer, got);
+        if (tail.size() > 8) tail.erase(0, tail.size() - 8);
     }
     ::close(fd);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (bytes) *bytes = total;
-    return head.rfind("HTTP/1.1 200", 0) == 0 ? s : -1;
+    if (head.rfind("HTTP/1.1 200", 0) != 0) return -1;
+    return http_answer_whole(head, total, tail) ? s : -1;
 }
 
 // Latency of `n` requests in milliseconds, sorted (empty: a request failed).
