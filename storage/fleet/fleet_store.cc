@@ -124,6 +124,12 @@ std::string text_array(const std::vector<std::string>& values) {
     return out + "}";
 }
 
+// In SQL, the first instant (Unix ns) of the UTC month a session started in: a build-sum
+// group's month_ns, as month_of() gives it.
+#define RACKPROF_FLEET_MONTH_OF_START                                                        \
+    "(extract(epoch FROM date_trunc('month', to_timestamp(started_ns / 1000000000) AT TIME " \
+    "ZONE 'UTC')) * 1000000000)::bigint"
+
 // The UTC month holding `ns`: its first instant and the next month's, in Unix ns.
 std::pair<std::int64_t, std::int64_t> month_of(std::int64_t ns, std::string& name) {
     using namespace std::chrono;
@@ -225,9 +231,8 @@ FleetPruned FleetStore::prune(std::int64_t before_ns, std::int64_t keep_days) {
     // sessions' rows from now on).
     const PgResult gone = db_.query(
         "WITH gone AS (DELETE FROM sessions WHERE COALESCE(ended_ns, started_ns) < $1 "
-        "RETURNING id, started_ns, build_id, bench, "
-        "(extract(epoch FROM date_trunc('month', to_timestamp(started_ns / 1000000000) "
-        "AT TIME ZONE 'UTC')) * 1000000000)::bigint AS month_ns), "
+        "RETURNING id, started_ns, build_id, bench, " RACKPROF_FLEET_MONTH_OF_START
+        " AS month_ns), "
         "a AS (DELETE FROM arcs USING gone WHERE arcs.session_id = gone.id AND "
         "arcs.started_ns = gone.started_ns), "
         "p AS (DELETE FROM pc_samples USING gone WHERE pc_samples.session_id = gone.id AND "
@@ -460,12 +465,10 @@ std::vector<storage::SessionInfo> FleetStore::sessions(const FleetFilter& f) {
 // exactly theirs; `rest`: the other sessions, whose own rows are added. One statement each for
 // arcs and PCs, so each sees one snapshot: a push into a group between the two makes that
 // group's count differ from the selection's, and the second statement reads its sessions' rows.
-constexpr const char* kSelectionGroups = R"sql(
-WITH picked AS (
-    SELECT id, build_id, bench,
-           (extract(epoch FROM date_trunc('month', to_timestamp(started_ns / 1000000000)
-                                          AT TIME ZONE 'UTC')) * 1000000000)::bigint AS month_ns
-    FROM sessions WHERE id = ANY($1::bigint[])),
+constexpr const char* kSelectionGroups =
+    "WITH picked AS (SELECT id, build_id, bench, " RACKPROF_FLEET_MONTH_OF_START
+    " AS month_ns FROM sessions WHERE id = ANY($1::bigint[])),"
+    R"sql(
 covered AS (
     SELECT p.build_id, p.bench, p.month_ns FROM picked p
     JOIN build_groups g USING (build_id, bench, month_ns)

@@ -106,16 +106,6 @@ static uint8_t rx[RX_MAX];
 static unsigned rx_len;
 static uint8_t rx_overlong;
 
-static uint16_t crc16(const uint8_t* data, unsigned n) {
-    uint16_t crc = 0xFFFFu;
-    while (n--) {
-        crc ^= (uint16_t)(*data++ << 8);
-        for (int bit = 0; bit < 8; bit++)
-            crc = (uint16_t)((crc & 0x8000u) ? ((unsigned)crc << 1) ^ 0x1021u : (unsigned)crc << 1);
-    }
-    return crc;
-}
-
 /* COBS-decodes rx[0..n) in place; the decoded length, or -1 when it is not valid COBS. */
 static int cobs_decode_in_place(unsigned n) {
     unsigned in = 0, out = 0;
@@ -140,7 +130,7 @@ static void host_frame(unsigned n) {
     int len = cobs_decode_in_place(n);
     if (len < 5) return;
     unsigned body = (unsigned)len - 2u;
-    if (crc16(rx, body) != (uint16_t)get_le(rx + body, 2)) return;
+    if (rp_crc16(rx, body) != (uint16_t)get_le(rx + body, 2)) return;
     unsigned pos = 2;
     while (pos < body) {
         if (rx[pos] != TAG_COUNTER_CONFIG || pos + 5 > body) return;

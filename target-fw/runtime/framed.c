@@ -222,7 +222,7 @@ static uint16_t seq;
 static uint8_t hello_sent;
 static uint32_t dropped_sent;
 
-static uint16_t crc16_ccitt_false(const uint8_t* data, unsigned n) {
+uint16_t rp_crc16(const uint8_t* data, unsigned n) {
     uint16_t crc = 0xFFFFu;
     while (n--) {
         crc ^= (uint16_t)(*data++ << 8);
@@ -349,7 +349,7 @@ static int build_frame(void) {
     }
     if (n == 2) return 0;
     put_le(body, seq++, 2);
-    put_le(body + n, crc16_ccitt_false(body, n), 2);
+    put_le(body + n, rp_crc16(body, n), 2);
     frame_len = (uint8_t)cobs_encode(body, n + 2, frame);
     frame[frame_len++] = 0;
     frame_pos = 0;

@@ -18,6 +18,8 @@ void rp_wire_event(int enter, uint32_t callee, uint32_t call_site);
 uint32_t rp_stamp(void);
 /* RACKPROF_COUNTERS: the DWT's counters on (counters.c), from rackprof_init(). */
 void rp_counters_init(void);
+/* The frames' CRC-16/CCITT-FALSE (framed.c), for the host's frames too (counters.c). */
+uint16_t rp_crc16(const uint8_t* data, unsigned n);
 /* Thread mode, around switching profiling on and off. */
 void rp_wire_start(void);
 void rp_wire_stop(void);
