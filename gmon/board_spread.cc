@@ -3,26 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
+#include <string_view>
 
 #include "gmon/sampling_stats.h"
 
 namespace rackprof::gmon {
 namespace {
-
-// The fleet's flat rows with samples, as the JSON report trims them.
-std::vector<std::string> reported_functions(const Profile& p, const JsonReportOptions& trim) {
-    std::vector<std::string> names;
-    const double total = p.total_time > 0 ? p.total_time : 1.0;
-    for (const std::size_t s : p.flat_order) {
-        const ProfileNode& n = p.nodes[s];
-        if (n.self_time <= 0) continue;
-        if (100 * n.self_time / total < trim.min_percent) continue;
-        if (trim.top && names.size() >= trim.top) break;
-        if (std::find(names.begin(), names.end(), p.symbols[s].name) == names.end())
-            names.push_back(p.symbols[s].name);
-    }
-    return names;
-}
 
 nlohmann::json percent_interval(std::uint64_t k, std::uint64_t n) {
     const auto [lo, hi] = wilson_interval(k, n);
@@ -42,8 +29,43 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
+std::size_t default_spread_limit(std::size_t boards) {
+    constexpr std::size_t kTests = 20000, kFewest = 20;
+    return std::max(kFewest, kTests / std::max<std::size_t>(1, boards));
+}
+
+std::vector<std::string> spread_functions(const Profile& p, const JsonReportOptions& trim,
+                                          std::size_t limit, std::size_t* omitted) {
+    std::vector<std::string> names;
+    std::set<std::string_view> seen;  // a name twice (static functions): one row
+    std::size_t left_out = 0;
+    const double total = p.total_time > 0 ? p.total_time : 1.0;
+    for (const std::size_t s : p.flat_order) {
+        const ProfileNode& n = p.nodes[s];
+        if (n.self_time <= 0) continue;
+        if (100 * n.self_time / total < trim.min_percent) continue;
+        if (trim.top && names.size() + left_out >= trim.top) break;
+        if (!seen.insert(p.symbols[s].name).second) continue;
+        if (limit && names.size() >= limit) {
+            ++left_out;
+        } else {
+            names.push_back(p.symbols[s].name);
+        }
+    }
+    if (omitted) *omitted = left_out;
+    return names;
+}
+
 nlohmann::json board_spread_json(const Profile& fleet, const std::vector<BoardSamples>& boards,
                                  const JsonReportOptions& trim, double alpha) {
+    std::size_t omitted = 0;
+    const auto names = spread_functions(fleet, trim, default_spread_limit(boards.size()), &omitted);
+    return board_spread_json(names, omitted, boards, alpha);
+}
+
+nlohmann::json board_spread_json(const std::vector<std::string>& names,
+                                 std::size_t functions_omitted,
+                                 const std::vector<BoardSamples>& boards, double alpha) {
     std::vector<const std::map<std::string, std::uint64_t>*> per_board;
     std::uint64_t fleet_samples = 0;
     nlohmann::json board_list = nlohmann::json::array();
@@ -55,7 +77,6 @@ nlohmann::json board_spread_json(const Profile& fleet, const std::vector<BoardSa
                               {"samples", b.samples},
                               {"sessions", b.sessions}});
     }
-    const auto names = reported_functions(fleet, trim);
     const double per_test =
         alpha / static_cast<double>(std::max<std::size_t>(1, names.size() * boards.size()));
     nlohmann::json functions = nlohmann::json::array();
@@ -107,6 +128,7 @@ nlohmann::json board_spread_json(const Profile& fleet, const std::vector<BoardSa
     }
     return {{"boards", std::move(board_list)},
             {"functions", std::move(functions)},
+            {"functions_omitted", functions_omitted},
             {"interval", "Wilson score interval, 95 %"},
             {"test",
              "exact binomial test of each board's samples against the median board's share "

@@ -31,6 +31,7 @@ class FunctionIndex {
     }
 
     bool empty() const { return symbols_.empty(); }
+    const std::vector<ProfileSymbol>& symbols() const { return symbols_; }  // by address
 
   private:
     std::vector<ProfileSymbol> symbols_;

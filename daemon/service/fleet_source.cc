@@ -66,6 +66,13 @@ std::shared_ptr<const gmon::Aggregate> FleetSource::sum(const std::vector<std::i
     });
 }
 
+std::vector<fleet::FleetBoardSum> FleetSource::board_sums(
+    const std::vector<std::int64_t>& ids, const gmon::FunctionIndex& index,
+    const std::vector<std::uint64_t>& functions) {
+    return with_store(
+        [&](fleet::FleetStore& store) { return store.board_sums(ids, index, functions); });
+}
+
 std::shared_ptr<gmon::ExportInput> fleet_input(FleetSource& fleet, const Selection& selection) {
     const auto sessions = fleet.select(selection);
     std::vector<std::int64_t> ids;

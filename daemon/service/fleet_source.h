@@ -28,6 +28,11 @@ class FleetSource {
     std::vector<storage::SessionInfo> select(const Selection& selection);
     // The sessions' aggregates added, by the server. kNotReady as above.
     std::shared_ptr<const gmon::Aggregate> sum(const std::vector<std::int64_t>& session_ids);
+    // Per board of the sessions: calls, samples and samples in the functions starting at
+    // `functions` (FleetStore::board_sums). kNotReady as above.
+    std::vector<fleet::FleetBoardSum> board_sums(const std::vector<std::int64_t>& session_ids,
+                                                 const gmon::FunctionIndex& index,
+                                                 const std::vector<std::uint64_t>& functions);
 
   private:
     template <typename F>

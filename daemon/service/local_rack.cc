@@ -277,23 +277,33 @@ std::shared_ptr<const LocalRack::MergedSelection> LocalRack::merge(
         return fleet_ ? fleet_->sum({id}) : aggregate(id);
     };
     auto made = std::make_shared<MergedSelection>();
+    if (fleet_ && !by_name) {
+        // The whole selection summed by PostgreSQL (from its build sums), standing for the first
+        // session. The boards' own sums are read for the spread when it is asked for, from the
+        // board sums kept at push time (fleet_spread_boards): only the functions it shows.
+        std::vector<std::int64_t> ids;
+        for (const auto& s : sessions) ids.push_back(s.id);
+        const auto total = fleet_->sum(ids);
+        static const auto none = std::make_shared<const gmon::Aggregate>();
+        const std::int64_t first = ids.front();
+        auto input =
+            merged(sessions, false, [&](std::int64_t id) { return id == first ? total : none; });
+        for (const auto& [board, own] : sessions_by_board(sessions)) {
+            gmon::BoardSamples b{board, {}, 0, 0, {}};
+            for (const auto& s : own) b.sessions.push_back(s.id);
+            made->boards.push_back(std::move(b));
+        }
+        if (input->source.elf)
+            made->profile = std::make_shared<const gmon::Profile>(gmon::profile_of(input->source));
+        made->input = std::move(input);
+        made->fleet_boards = true;
+        return made;
+    }
     // Board by board, each session's aggregate loaded once: the boards' sums are the spread's,
     // and the fleet's is their sum.
     std::map<std::int64_t, std::shared_ptr<const gmon::Aggregate>> board_sum_at;  // first session
     for (const auto& [board, own] : sessions_by_board(sessions)) {
-        std::shared_ptr<gmon::ExportInput> part;
-        if (fleet_ && !by_name) {
-            // The board's sessions summed by PostgreSQL, standing for its first session.
-            std::vector<std::int64_t> ids;
-            for (const auto& s : own) ids.push_back(s.id);
-            const auto board_sum = fleet_->sum(ids);
-            static const auto none = std::make_shared<const gmon::Aggregate>();
-            const std::int64_t first = ids.front();
-            part =
-                merged(own, false, [&](std::int64_t id) { return id == first ? board_sum : none; });
-        } else {
-            part = merged(own, by_name, stored);
-        }
+        const auto part = merged(own, by_name, stored);
         const auto& sum = part->source.aggregate;
         gmon::BoardSamples b{board, {}, sum->total_calls(), sum->total_samples(), {}};
         for (const auto& s : own) b.sessions.push_back(s.id);
@@ -702,7 +712,13 @@ std::string LocalRack::selection_profile(const Selection& selection,
     const auto merged = merged_selection(selection);
     const gmon::Profile& computed = profile_of(*merged);
     gmon::JsonReportOptions json_options{options.top, options.min_percent, {}};
-    const nlohmann::json spread = gmon::board_spread_json(computed, merged->boards, json_options);
+    std::size_t omitted = 0;
+    const auto functions = gmon::spread_functions(
+        computed, json_options,
+        options.spread_top.value_or(gmon::default_spread_limit(merged->boards.size())), &omitted);
+    const nlohmann::json spread = gmon::board_spread_json(
+        functions, omitted,
+        merged->fleet_boards ? fleet_spread_boards(*merged, functions) : merged->boards);
     json_options.more_fields = [&](gmon::JsonStream& out) {
         out.field("selection", merged->input->summary);
         out.field("spread", spread);
@@ -711,6 +727,40 @@ std::string LocalRack::selection_profile(const Selection& selection,
     gmon::JsonStream out(text, -1, 0, gmon::JsonStream::ErrorHandler::replace);
     gmon::write_profile_json(out, computed, json_options);
     return text;
+}
+
+// The fleet's boards for a spread over `functions`: each board's calls, samples and samples in
+// those functions, from the fleet store's board sums (every function of that name: a static
+// function's name may be on several).
+std::vector<gmon::BoardSamples> LocalRack::fleet_spread_boards(
+    const MergedSelection& merged, const std::vector<std::string>& functions) {
+    std::vector<gmon::BoardSamples> boards = merged.boards;
+    const auto& elf = merged.input->source.elf;
+    if (!elf) return boards;
+    const gmon::FunctionIndex index(*elf);
+    const std::set<std::string> wanted(functions.begin(), functions.end());
+    std::map<std::uint64_t, const std::string*> name_at;
+    std::vector<std::uint64_t> addresses;
+    for (const auto& f : index.symbols()) {
+        if (const auto it = wanted.find(f.name); it != wanted.end()) {
+            name_at[f.addr] = &*it;
+            addresses.push_back(f.addr);
+        }
+    }
+    std::vector<std::int64_t> ids;
+    for (const auto& b : boards) ids.insert(ids.end(), b.sessions.begin(), b.sessions.end());
+    std::map<std::string, gmon::BoardSamples*> by_name;
+    for (auto& b : boards) by_name[b.board] = &b;
+    for (const auto& sum : fleet_->board_sums(ids, index, addresses)) {
+        const auto it = by_name.find(sum.board);
+        if (it == by_name.end()) continue;  // none: the sessions are the boards'
+        auto& b = *it->second;
+        b.calls = sum.calls;
+        b.samples = sum.samples;
+        for (const auto& [address, count] : sum.function_samples)
+            b.function[*name_at.at(address)] += count;
+    }
+    return boards;
 }
 
 namespace {

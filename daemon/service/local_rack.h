@@ -147,7 +147,12 @@ class LocalRack : public RackService {
         std::shared_ptr<const gmon::ExportInput> input;
         std::shared_ptr<const gmon::Profile> profile;
         std::vector<gmon::BoardSamples> boards;
+        // A fleet's merge by build: `boards` carry their sessions only; the spread reads their
+        // sums from the fleet store (fleet_spread_boards).
+        bool fleet_boards = false;
     };
+    std::vector<gmon::BoardSamples> fleet_spread_boards(const MergedSelection& merged,
+                                                        const std::vector<std::string>& functions);
     std::shared_ptr<const MergedSelection> merged_selection(const Selection& selection);
     std::shared_ptr<const MergedSelection> merge(const std::vector<storage::SessionInfo>& sessions,
                                                  bool by_name);

@@ -89,6 +89,9 @@ struct TimeWindow {
 struct ProfileOptions {
     std::size_t top = 0;       // at most this many flat rows and call-graph entries; 0: all
     double min_percent = 0.0;  // leave out flat rows below this % time
+    // A selection's profile only: the per-board spread covers this many of the reported
+    // functions (the busiest); unset: gmon::default_spread_limit of the boards.
+    std::optional<std::size_t> spread_top;
     // A session's profile only: another session of the same program sampled with the other
     // sampling-period setting (one fixed, one dithered); the profile then carries
     // "sync_check" (gmon/sync_check.h) with a warning when the shares differ beyond sampling

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gmon/function_index.h"
 #include "gmon/profile.h"
 #include "storage/counters_json.h"
 
@@ -97,6 +98,33 @@ CREATE TABLE retention (
     sessions_before_ns bigint NOT NULL,
     keep_sessions_days integer NOT NULL,
     pruned_at timestamptz NOT NULL DEFAULT now());
+)sql",
+    // 4: per-board sums kept at push time, by (build, bench, board, month of the start): the
+    // per-board spread of a fleet profile reads one row per board and reported function
+    // instead of summing every session's PC rows per board. `board_groups` counts the
+    // sessions in each sum with their calls and samples; `board_functions` holds PC samples by
+    // the start address of the function holding them (gmon/function_index.h over the build's
+    // ELF). A session pushed without its ELF makes its group not `whole`: such a group is read
+    // from its sessions' rows.
+    R"sql(
+CREATE TABLE board_groups (
+    build_id text NOT NULL,
+    bench text NOT NULL,
+    board text NOT NULL,
+    month_ns bigint NOT NULL,
+    sessions bigint NOT NULL,
+    calls bigint NOT NULL,
+    samples bigint NOT NULL,
+    whole boolean NOT NULL,
+    PRIMARY KEY (build_id, bench, board, month_ns)) PARTITION BY RANGE (month_ns);
+CREATE TABLE board_functions (
+    build_id text NOT NULL,
+    bench text NOT NULL,
+    board text NOT NULL,
+    month_ns bigint NOT NULL,
+    address bigint NOT NULL,
+    samples bigint NOT NULL,
+    PRIMARY KEY (build_id, bench, board, month_ns, address)) PARTITION BY RANGE (month_ns);
 )sql",
 };
 static_assert(std::size(kMigrations) == kFleetSchemaVersion);
@@ -220,8 +248,9 @@ FleetPruned FleetStore::prune(std::int64_t before_ns, std::int64_t keep_days) {
         out.sessions_deleted += db_.query("SELECT count(*) FROM sessions_" + month).integer(0, 0);
         for (const char* table : {"arcs", "pc_samples", "sessions"})
             db_.exec(std::string("DROP TABLE ") + table + "_" + month);
-        // Its build sums (schema 2) with it; a month made before schema 2 may have none.
-        for (const char* table : {"build_arcs", "build_pcs", "build_groups"})
+        // Its build and board sums (schemas 2, 4) with it; an older month may have none.
+        for (const char* table :
+             {"build_arcs", "build_pcs", "build_groups", "board_functions", "board_groups"})
             db_.exec(std::string("DROP TABLE IF EXISTS ") + table + "_" + month);
         out.months_dropped.push_back(month);
     }
@@ -231,7 +260,7 @@ FleetPruned FleetStore::prune(std::int64_t before_ns, std::int64_t keep_days) {
     // sessions' rows from now on).
     const PgResult gone = db_.query(
         "WITH gone AS (DELETE FROM sessions WHERE COALESCE(ended_ns, started_ns) < $1 "
-        "RETURNING id, started_ns, build_id, bench, " RACKPROF_FLEET_MONTH_OF_START
+        "RETURNING id, started_ns, build_id, bench, board, " RACKPROF_FLEET_MONTH_OF_START
         " AS month_ns), "
         "a AS (DELETE FROM arcs USING gone WHERE arcs.session_id = gone.id AND "
         "arcs.started_ns = gone.started_ns), "
@@ -242,7 +271,11 @@ FleetPruned FleetStore::prune(std::int64_t before_ns, std::int64_t keep_days) {
         "bp AS (DELETE FROM build_pcs b USING gone WHERE (b.build_id, b.bench, b.month_ns) = "
         "(gone.build_id, gone.bench, gone.month_ns)), "
         "bg AS (DELETE FROM build_groups b USING gone WHERE (b.build_id, b.bench, b.month_ns) = "
-        "(gone.build_id, gone.bench, gone.month_ns)) "
+        "(gone.build_id, gone.bench, gone.month_ns)), "
+        "bf AS (DELETE FROM board_functions b USING gone WHERE (b.build_id, b.bench, b.board, "
+        "b.month_ns) = (gone.build_id, gone.bench, gone.board, gone.month_ns)), "
+        "bb AS (DELETE FROM board_groups b USING gone WHERE (b.build_id, b.bench, b.board, "
+        "b.month_ns) = (gone.build_id, gone.bench, gone.board, gone.month_ns)) "
         "SELECT count(*) FROM gone",
         {std::to_string(before_ns)});
     out.sessions_deleted += gone.integer(0, 0);
@@ -273,11 +306,12 @@ void FleetStore::migrate() {
 void FleetStore::ensure_month(std::int64_t started_ns) {
     std::string name;
     const auto [from, to] = month_of(started_ns, name);
-    // The last table made: a month made before schema 2 gets its build sums' partitions too.
-    if (db_.query("SELECT to_regclass($1)", {"build_pcs_" + name}).is_null(0, 0) == false) return;
+    // The last table made: a month made before schema 2 or 4 gets the later sums' partitions.
+    if (db_.query("SELECT to_regclass($1)", {"board_functions_" + name}).is_null(0, 0) == false)
+        return;
     db_.exec(kPartitionLock);  // held to the end of the caller's transaction
-    for (const char* table :
-         {"sessions", "arcs", "pc_samples", "build_groups", "build_arcs", "build_pcs"}) {
+    for (const char* table : {"sessions", "arcs", "pc_samples", "build_groups", "build_arcs",
+                              "build_pcs", "board_groups", "board_functions"}) {
         const std::string bounds = name == "before_1970" ? "FROM (MINVALUE) TO (0)"
                                                          : "FROM (" + std::to_string(from) +
                                                                ") TO (" + std::to_string(to) + ")";
@@ -371,8 +405,10 @@ bool FleetStore::push_session(const PushedSession& session, const gmon::Aggregat
         "INSERT INTO pc_samples (session_id, started_ns, pc, count) "
         "SELECT $1, $2, unnest($3::bigint[]), unnest($4::bigint[])",
         {id, started, pc_list, pc_counts});
-    if (!session.build_id.empty() && info.spec.started_ns >= 0)
+    if (!session.build_id.empty() && info.spec.started_ns >= 0) {
         add_to_build_sums(session, arc_from, arc_self, arc_counts, pc_list, pc_counts);
+        add_to_board_sums(session, aggregate, elf.get());
+    }
     t.commit();
     return true;
 }
@@ -403,6 +439,51 @@ void FleetStore::add_to_build_sums(const PushedSession& session, const std::stri
         "ON CONFLICT (build_id, bench, month_ns, pc) DO UPDATE "
         "SET count = build_pcs.count + excluded.count",
         {session.build_id, session.bench, month, pcs, pc_counts});
+}
+
+// Inside push_session's transaction: the session's calls, samples and samples by function
+// added to its board's sums for its build and month. Without the ELF (or one naming no
+// function) its samples cannot be given to functions: the group is no longer whole.
+void FleetStore::add_to_board_sums(const PushedSession& session, const gmon::Aggregate& aggregate,
+                                   const gmon::Symbolizer* elf) {
+    std::vector<std::int64_t> addresses, samples;
+    bool whole = elf != nullptr;
+    if (elf) {
+        try {
+            const gmon::FunctionIndex index(*elf);
+            std::map<std::uint64_t, std::uint64_t> by_function;
+            for (const auto& pc : aggregate.pc_samples()) {
+                if (const auto* f = index.holding(pc.pc)) by_function[f->addr] += pc.count;
+            }
+            for (const auto& [address, count] : by_function) {
+                addresses.push_back(static_cast<std::int64_t>(address));
+                samples.push_back(static_cast<std::int64_t>(count));
+            }
+        } catch (const std::exception&) {
+            whole = false;  // an ELF naming no function
+        }
+    }
+    std::string name;
+    const std::string month = std::to_string(month_of(session.info.spec.started_ns, name).first);
+    db_.query(
+        "INSERT INTO board_groups (build_id, bench, board, month_ns, sessions, calls, samples, "
+        "whole) VALUES ($1, $2, $3, $4, 1, $5, $6, $7) "
+        "ON CONFLICT (build_id, bench, board, month_ns) DO UPDATE SET "
+        "sessions = board_groups.sessions + 1, calls = board_groups.calls + excluded.calls, "
+        "samples = board_groups.samples + excluded.samples, "
+        "whole = board_groups.whole AND excluded.whole",
+        {session.build_id, session.bench, session.info.spec.board, month,
+         std::to_string(static_cast<std::int64_t>(aggregate.total_calls())),
+         std::to_string(static_cast<std::int64_t>(aggregate.total_samples())),
+         whole ? "true" : "false"});
+    if (addresses.empty()) return;
+    db_.query(
+        "INSERT INTO board_functions (build_id, bench, board, month_ns, address, samples) "
+        "SELECT $1, $2, $3, $4, a, n FROM unnest($5::bigint[], $6::bigint[]) AS u(a, n) "
+        "ORDER BY a ON CONFLICT (build_id, bench, board, month_ns, address) DO UPDATE "
+        "SET samples = board_functions.samples + excluded.samples",
+        {session.build_id, session.bench, session.info.spec.board, month, pg_array(addresses),
+         pg_array(samples)});
 }
 
 std::vector<storage::SessionInfo> FleetStore::sessions(const FleetFilter& f) {
@@ -502,6 +583,85 @@ gmon::Aggregate FleetStore::sum(const std::vector<std::int64_t>& ids) {
             " WHERE session_id = ANY(ARRAY(SELECT id FROM rest))) t GROUP BY pc",
         {list});
     for (int i = 0; i < pcs.rows(); ++i) out.add_pc(as_unsigned(pcs, i, 0), as_unsigned(pcs, i, 1));
+    return out;
+}
+
+// The selection's sessions by build, bench, board and month: `covered` the whole board groups
+// whose every session is selected, `rest` the other sessions.
+constexpr const char* kBoardGroups =
+    "WITH picked AS (SELECT id, started_ns, build_id, bench, board, " RACKPROF_FLEET_MONTH_OF_START
+    " AS month_ns FROM sessions WHERE id = ANY($1::bigint[])),"
+    R"sql(
+covered AS (
+    SELECT p.build_id, p.bench, p.board, p.month_ns FROM picked p
+    JOIN board_groups g USING (build_id, bench, board, month_ns) WHERE g.whole
+    GROUP BY p.build_id, p.bench, p.board, p.month_ns, g.sessions HAVING count(*) = g.sessions),
+rest AS (
+    SELECT p.* FROM picked p WHERE NOT EXISTS (
+        SELECT 1 FROM covered c WHERE (c.build_id, c.bench, c.board, c.month_ns) =
+            (p.build_id, p.bench, p.board, p.month_ns)))
+)sql";
+
+std::vector<FleetBoardSum> FleetStore::board_sums(const std::vector<std::int64_t>& ids,
+                                                  const gmon::FunctionIndex& index,
+                                                  const std::vector<std::uint64_t>& functions) {
+    std::map<std::string, FleetBoardSum> boards;
+    if (ids.empty()) return {};
+    const auto board = [&](const std::string& name) -> FleetBoardSum& {
+        auto& b = boards[name];
+        b.board = name;
+        return b;
+    };
+    const std::vector<PgParam> params{pg_array(ids)};
+    PgTransaction t(db_);
+    db_.exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");  // one snapshot
+    const PgResult covered =
+        db_.query(std::string(kBoardGroups) +
+                      "SELECT g.bench || '/' || g.board, g.calls, g.samples FROM board_groups g "
+                      "JOIN covered USING (build_id, bench, board, month_ns)",
+                  params);
+    for (int i = 0; i < covered.rows(); ++i) {
+        auto& b = board(covered.text(i, 0));
+        b.calls += as_unsigned(covered, i, 1);
+        b.samples += as_unsigned(covered, i, 2);
+    }
+    std::vector<std::int64_t> wanted;
+    for (const auto f : functions) wanted.push_back(static_cast<std::int64_t>(f));
+    const PgResult by_function = db_.query(
+        std::string(kBoardGroups) +
+            "SELECT f.bench || '/' || f.board, f.address, f.samples FROM board_functions f "
+            "JOIN covered USING (build_id, bench, board, month_ns) "
+            "WHERE f.address = ANY($2::bigint[])",
+        {params[0], pg_array(wanted)});
+    for (int i = 0; i < by_function.rows(); ++i) {
+        board(by_function.text(i, 0)).function_samples[as_unsigned(by_function, i, 1)] +=
+            as_unsigned(by_function, i, 2);
+    }
+    // The rest from their own rows: calls, then PCs given to functions here.
+    const PgResult rest_calls = db_.query(
+        std::string(kBoardGroups) +
+            "SELECT r.bench || '/' || r.board, COALESCE(sum(a.count), 0)::bigint FROM rest r "
+            "LEFT JOIN arcs a ON a.session_id = r.id AND a.started_ns = r.started_ns GROUP BY 1",
+        params);
+    for (int i = 0; i < rest_calls.rows(); ++i)
+        board(rest_calls.text(i, 0)).calls += as_unsigned(rest_calls, i, 1);
+    const PgResult rest_pcs =
+        db_.query(std::string(kBoardGroups) +
+                      "SELECT r.bench || '/' || r.board, s.pc, sum(s.count)::bigint FROM rest r "
+                      "JOIN pc_samples s ON s.session_id = r.id AND s.started_ns = r.started_ns "
+                      "GROUP BY 1, 2",
+                  params);
+    const std::set<std::uint64_t> asked(functions.begin(), functions.end());
+    for (int i = 0; i < rest_pcs.rows(); ++i) {
+        auto& b = board(rest_pcs.text(i, 0));
+        const std::uint64_t count = as_unsigned(rest_pcs, i, 2);
+        b.samples += count;
+        if (const auto* f = index.holding(as_unsigned(rest_pcs, i, 1)); f && asked.count(f->addr))
+            b.function_samples[f->addr] += count;
+    }
+    t.commit();
+    std::vector<FleetBoardSum> out;
+    for (auto& [name, b] : boards) out.push_back(std::move(b));
     return out;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gmon/aggregate.h"
+#include "gmon/function_index.h"
 #include "gmon/symbolizer.h"
 #include "storage/fleet/fleet_url.h"
 #include "storage/fleet/pg.h"
@@ -25,7 +26,7 @@
 namespace rackprof::fleet {
 
 // The schema version this rackprof writes; migrate() brings older databases up to it.
-inline constexpr int kFleetSchemaVersion = 3;
+inline constexpr int kFleetSchemaVersion = 4;
 
 // What names a fleet's sessions (selection.h's keys, plus bench). Empty lists match all.
 struct FleetFilter {
@@ -52,6 +53,15 @@ struct FleetPruned {
     std::int64_t sessions_deleted = 0;        // in them and row by row
 };
 
+// One board's part of a selection: what a fleet profile's per-board spread reads.
+struct FleetBoardSum {
+    std::string board;  // "bench/board"
+    std::uint64_t calls = 0;
+    std::uint64_t samples = 0;  // all its PC samples
+    // PC samples by the start address of the function holding them: only the functions asked.
+    std::map<std::uint64_t, std::uint64_t> function_samples;
+};
+
 // When a session counts as over for fleet retention: its end, or its start when it has none.
 std::int64_t fleet_session_end(const storage::SessionInfo& info);
 
@@ -75,6 +85,13 @@ class FleetStore {
     // at push time for every (build, bench, month) whose sessions are all named, from the
     // sessions' own rows for the others.
     gmon::Aggregate sum(const std::vector<std::int64_t>& session_ids);
+    // Per board of the sessions, in board order: its calls, samples, and samples in the
+    // functions starting at `functions`. From the board sums kept at push time for every whole
+    // (build, bench, board, month) whose sessions are all named, from the sessions' own rows
+    // for the others (`index` gives their PCs to functions). One snapshot.
+    std::vector<FleetBoardSum> board_sums(const std::vector<std::int64_t>& session_ids,
+                                          const gmon::FunctionIndex& index,
+                                          const std::vector<std::uint64_t>& functions);
     // The same sum from the sessions' own rows only (what sum() did before schema 2): the
     // benchmark's baseline, and a check of the build sums.
     gmon::Aggregate sum_of_session_rows(const std::vector<std::int64_t>& session_ids);
@@ -99,6 +116,8 @@ class FleetStore {
     void add_to_build_sums(const PushedSession& session, const std::string& arc_from,
                            const std::string& arc_self, const std::string& arc_counts,
                            const std::string& pcs, const std::string& pc_counts);
+    void add_to_board_sums(const PushedSession& session, const gmon::Aggregate& aggregate,
+                           const gmon::Symbolizer* elf);
     void store_firmware(const std::string& build_id, const gmon::Symbolizer& elf,
                         const std::string& sha256);
 

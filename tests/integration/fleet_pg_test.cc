@@ -10,9 +10,11 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 #include <sstream>
 
+#include "gmon/function_index.h"
 #include "gmon/gmon_reader.h"
 #include "storage/fleet/fleet_store.h"
 #include "tests/integration/test_support.h"
@@ -202,6 +204,23 @@ TEST_CASE("fleet store on PostgreSQL: benches push concurrently, survive an outa
     CHECK(profile["selection"]["sessions"].size() == 8);
     CHECK(profile["selection"]["boards"].size() == 8);  // bench/board
     CHECK(profile["total_samples"] == fleet_truth.samples);
+    // The spread, from the board sums kept at push time: each bench's boards add up to its
+    // truth, and every function with samples is there.
+    const json& spread = profile["spread"];
+    REQUIRE(spread["boards"].size() == 8);
+    std::map<std::string, std::uint64_t> bench_samples;
+    for (const auto& b : spread["boards"]) {
+        const std::string board = b["board"];
+        bench_samples[board.substr(0, board.find('/'))] += b["samples"].get<std::uint64_t>();
+    }
+    for (const auto& b : benches) CHECK(bench_samples[b.name] == b.truth.samples);
+    CHECK(spread["functions_omitted"] == 0);
+    CHECK_FALSE(spread["functions"].empty());
+    for (const auto& f : spread["functions"]) {
+        std::uint64_t k = 0;
+        for (const auto& row : f["boards"]) k += row["samples"].get<std::uint64_t>();
+        CHECK(k > 0);
+    }
     const auto served = dir / "fleet.gmon.out";
     REQUIRE(testing::http_get(port, "/api/v1/profile/export/gmon?build_id=" + build_id, served)
                 .status == 200);
@@ -354,4 +373,111 @@ TEST_CASE("fleet store on PostgreSQL: fleet prune drops old months and rows, kee
 }
 
 }  // namespace
+}  // namespace rackprof
+
+namespace rackprof {
+namespace {
+
+// What the board sums must equal: each board's calls, samples and samples by function from its
+// selected sessions' own rows.
+void check_board_sums(fleet::FleetStore& store, const std::vector<std::int64_t>& ids,
+                      const gmon::FunctionIndex& index) {
+    std::vector<std::uint64_t> functions;
+    for (const auto& f : index.symbols()) functions.push_back(f.addr);
+    std::map<std::string, std::vector<std::int64_t>> by_board;
+    fleet::FleetFilter filter;
+    filter.sessions = ids;
+    for (const auto& s : store.sessions(filter)) by_board[s.spec.board].push_back(s.id);
+    const auto sums = store.board_sums(ids, index, functions);
+    REQUIRE(sums.size() == by_board.size());
+    for (const auto& b : sums) {
+        CAPTURE(b.board);
+        REQUIRE(by_board.count(b.board));
+        const auto rows = store.sum_of_session_rows(by_board.at(b.board));
+        CHECK(b.calls == rows.total_calls());
+        CHECK(b.samples == rows.total_samples());
+        std::map<std::uint64_t, std::uint64_t> expected;
+        for (const auto& pc : rows.pc_samples()) {
+            if (const auto* f = index.holding(pc.pc)) expected[f->addr] += pc.count;
+        }
+        CHECK(b.function_samples == expected);
+        CHECK_FALSE(expected.empty());
+    }
+}
+
+}  // namespace
+
+// The per-board sums kept at push time (fleet schema 4), which a fleet profile's spread reads:
+// exact against the sessions' own rows whether a board's group is read whole (every session of
+// it selected, all pushed with the ELF), from rows (some selected), or not whole (a session
+// pushed without the ELF), and only the functions asked for come back.
+TEST_CASE("fleet store on PostgreSQL: per-board sums for the spread match the sessions' rows") {
+    if (!testing::PgServer::installed()) {
+        std::cout << "SKIP: fleet board sums test: PostgreSQL 15 is not installed ("
+                  << testing::PgServer::bin_dir().string() << ")\n";
+        return;
+    }
+    testing::TempDir dir;
+    testing::PgServer pg(dir.path());
+    if (!pg.ok()) {
+        std::cout << "SKIP: fleet board sums test: PostgreSQL could not be started: " << pg.why()
+                  << "\n";
+        return;
+    }
+    fleet::FleetConnection connection;
+    connection.url = pg.url();
+    fleet::FleetStore store(connection);
+    const auto elf_path = dir.path() / "det.elf";
+    REQUIRE(testing::rackprof({"simulate", "--model", "deterministic", "--iterations", "2", "-o",
+                               (dir.path() / "det.bin").string(), "--write-elf",
+                               elf_path.string()})
+                .exit_code == 0);
+    const auto elf = gmon::Symbolizer::load(elf_path);
+    const gmon::FunctionIndex index(*elf);
+    REQUIRE(index.symbols().size() >= 3);
+
+    // Three boards on two benches, three sessions each; board c's second session is pushed
+    // without its ELF. PCs inside functions and a few outside any.
+    std::mt19937_64 rng(42);
+    std::int64_t local = 0;
+    std::vector<std::int64_t> firsts;
+    for (const auto& [bench, board] : {std::pair{"bench-a", "a"}, std::pair{"bench-a", "b"},
+                                       std::pair{"bench-b", "c"}}) {
+        for (int i = 0; i < 3; ++i) {
+            fleet::PushedSession s;
+            s.bench = bench;
+            s.info.id = ++local;
+            s.info.spec.board = board;
+            s.info.spec.link = "sim://x";
+            s.info.spec.started_ns = 1'790'000'000'000'000'000 + local * 1'000'000'000;
+            s.info.ended_ns = s.info.spec.started_ns + 1'000'000'000;
+            s.info.state = "completed";
+            s.build_id = "0123b0a4d5";
+            gmon::Aggregate a;
+            for (const auto& f : index.symbols()) {
+                a.add_pc(f.addr + 2 * (rng() % ((f.end_addr - f.addr) / 2 + 1)), 1 + rng() % 90);
+                a.add_arc(f.addr, index.symbols().front().addr + 4, 1 + rng() % 40);
+            }
+            a.add_pc(0x10, 5 + rng() % 5);  // in no function
+            const bool with_elf = !(std::string(board) == "c" && i == 1);
+            REQUIRE(store.push_session(s, a, with_elf ? elf : nullptr));
+        }
+    }
+    std::vector<std::int64_t> all;
+    for (const auto& s : store.sessions({})) all.push_back(s.id);
+    REQUIRE(all.size() == 9);
+    CHECK(store.count("board_groups") == 3);
+    SUBCASE("whole groups, and board c's from its rows") { check_board_sums(store, all, index); }
+    SUBCASE("one session of each board: every board from its rows") {
+        check_board_sums(store, {all[0], all[3], all[6]}, index);
+    }
+    SUBCASE("only the functions asked for") {
+        const std::uint64_t first = index.symbols().front().addr;
+        for (const auto& b : store.board_sums(all, index, {first})) {
+            CHECK(b.function_samples.size() == 1);
+            CHECK(b.function_samples.count(first) == 1);
+        }
+    }
+}
+
 }  // namespace rackprof

@@ -132,6 +132,9 @@ service::ProfileOptions profile_options_of(const std::map<std::string, std::stri
     if (query.count("top")) options.top = service::parse_count<std::size_t>(query.at("top"), "top");
     if (query.count("min_percent"))
         options.min_percent = parse_number(query.at("min_percent"), "min_percent");
+    if (query.count("spread_top"))
+        options.spread_top =
+            service::parse_count<std::size_t>(query.at("spread_top"), "spread_top");
     if (query.count("sync_reference"))
         options.sync_reference = parse_id(query.at("sync_reference"), "sync_reference");
     return options;
