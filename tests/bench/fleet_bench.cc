@@ -13,7 +13,9 @@
 //     The goal is under 1 s. TABLE| rows feed run.sh's summary (tests/bench/table.h).
 //
 //   fleet_bench RACKPROF [--benches 20] [--boards 5] [--sessions 1000] [--arcs 2000]
-//               [--pcs 3000] [--dir DIR]
+//               [--pcs 3000] [--dir DIR] [--url postgresql://…]
+// --url: a PostgreSQL of the caller's instead of one of its own, kept afterwards; sessions are
+// pushed only while it holds fewer than --sessions (to time the reads again without pushing).
 // The defaults keep `run.sh all` short (the whole spread grows with boards x functions); the
 // issue's sizes are --benches 20 --boards 50 --sessions 10000 (about 15 minutes on 2 cores).
 #include <signal.h>
@@ -30,6 +32,8 @@
 #include <thread>
 #include <vector>
 
+#include "gmon/board_spread.h"
+#include "gmon/function_index.h"
 #include "storage/fleet/fleet_store.h"
 #include "storage/session_store.h"
 #include "tests/bench/loopback_http.h"
@@ -51,6 +55,7 @@ const std::string kBuildId = "f1ee7be9c4a0000000000000000000000000b1d0";
 
 struct Sizes {
     std::size_t benches = 20, boards = 5, sessions = 1000, arcs = 2000, pcs = 3000;
+    std::string url;  // --url: a server of the caller's, kept (and pushed to only if short)
 };
 
 // One session's aggregate: a run of the build's arcs and PCs (from a random place, of a
@@ -146,7 +151,7 @@ int main(int argc, char** argv) {
     if (argc < 2) {
         std::fprintf(stderr,
                      "usage: fleet_bench RACKPROF [--benches N] [--boards N] [--sessions N] "
-                     "[--arcs N] [--pcs N] [--dir DIR]\n");
+                     "[--arcs N] [--pcs N] [--dir DIR] [--url URL]\n");
         return 2;
     }
     const std::string binary = argv[1];
@@ -161,6 +166,7 @@ int main(int argc, char** argv) {
         if (arg == "--arcs") sizes.arcs = std::max<std::size_t>(10, n());
         if (arg == "--pcs") sizes.pcs = std::max<std::size_t>(10, n());
         if (arg == "--dir") dir = argv[i + 1];
+        if (arg == "--url") sizes.url = argv[i + 1];
     }
     if (!testing::PgServer::installed()) {
         std::printf("SKIP: fleet_bench: PostgreSQL 15 is not installed (%s)\n",
@@ -177,13 +183,19 @@ int main(int argc, char** argv) {
 namespace {
 
 void measure(const std::string& binary, const Sizes& sizes, const std::filesystem::path& dir) {
-    testing::PgServer pg(dir);
-    if (!pg.ok()) {
-        std::printf("SKIP: fleet_bench: PostgreSQL could not be started: %s\n", pg.why().c_str());
-        return;
+    std::optional<testing::PgServer> own_server;
+    std::string url = sizes.url;
+    if (url.empty()) {
+        own_server.emplace(dir);
+        if (!own_server->ok()) {
+            std::printf("SKIP: fleet_bench: PostgreSQL could not be started: %s\n",
+                        own_server->why().c_str());
+            return;
+        }
+        url = own_server->url();
     }
     fleet::FleetConnection connection;
-    connection.url = pg.url();
+    connection.url = url;
 
     // The build: 2000 functions; its arcs and PCs are what sessions take runs of.
     const SyntheticProfile build = synthetic_profile(sizes.arcs, sizes.pcs);
@@ -200,7 +212,10 @@ void measure(const std::string& binary, const Sizes& sizes, const std::filesyste
     std::atomic<std::size_t> failures{0};
     std::string first_failure;
     const auto push_start = Clock::now();
-    {
+    const bool push = fleet::FleetStore(connection).count("sessions") <
+                      static_cast<std::int64_t>(sizes.sessions);
+    if (!push) std::printf("push: skipped, the server at --url holds the sessions already\n");
+    if (push) {
         std::vector<std::thread> benches;
         for (std::size_t b = 0; b < sizes.benches; ++b) {
             benches.emplace_back([&, b] {
@@ -312,12 +327,42 @@ void measure(const std::string& binary, const Sizes& sizes, const std::filesyste
         t0 = Clock::now();
         for (const auto& [board, own] : by_board) store.sum_of_session_rows(own);
         const double boards_rows_ms = seconds_since(t0) * 1e3;
+        // Since schema 4 the spread reads the board sums kept at push time instead, for the
+        // functions it shows (the default limit for this many boards, the busiest first).
+        const gmon::FunctionIndex index(*elf);
+        const auto shown = std::min<std::size_t>(gmon::default_spread_limit(by_board.size()),
+                                                 index.symbols().size());
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> busiest;  // samples, address
+        {
+            std::map<std::uint64_t, std::uint64_t> by_function;
+            for (const auto& pc : sum.pc_samples()) {
+                if (const auto* f = index.holding(pc.pc)) by_function[f->addr] += pc.count;
+            }
+            for (const auto& [address, n] : by_function) busiest.emplace_back(n, address);
+            std::sort(busiest.rbegin(), busiest.rend());
+        }
+        std::vector<std::uint64_t> functions;
+        for (std::size_t i = 0; i < std::min(shown, busiest.size()); ++i)
+            functions.push_back(busiest[i].second);
+        t0 = Clock::now();
+        const auto board_sums = store.board_sums(ids, index, functions);
+        const double board_sums_ms = seconds_since(t0) * 1e3;
+        t0 = Clock::now();
+        store.board_sums(ids, index, functions);
+        const double board_sums_again_ms = seconds_since(t0) * 1e3;
         std::printf(
             "sql: one sum per board (%zu boards): %.0f ms; from the sessions' rows only "
-            "%.0f ms\n",
-            by_board.size(), boards_ms, boards_rows_ms);
-        table_row("fleet SQL: one sum per board (the spread's)", input, cell("%.0f ms", boards_ms),
-                  cell("sessions' rows %.0f ms", boards_rows_ms), boards_ms / boards_rows_ms);
+            "%.0f ms; the board sums of schema 4 for %zu functions: %.0f ms (again %.0f ms, "
+            "%zu boards)\n",
+            by_board.size(), boards_ms, boards_rows_ms, functions.size(), board_sums_ms,
+            board_sums_again_ms, board_sums.size());
+        table_row("fleet SQL: every board's sum (the spread's, before schema 4)", input,
+                  cell("%.0f ms", boards_ms), cell("sessions' rows %.0f ms", boards_rows_ms),
+                  boards_ms / boards_rows_ms);
+        table_row(cell("fleet SQL: board sums for the spread's %zu functions (schema 4)",
+                       functions.size()),
+                  input, cell("%.0f ms (first %.0f ms)", board_sums_again_ms, board_sums_ms),
+                  cell("one sum per board %.0f ms", boards_ms), board_sums_again_ms / boards_ms);
         fleet::PgConnection db(fleet::connection_parameters(connection));
         const auto plan = db.query(
             "EXPLAIN (ANALYZE, BUFFERS) SELECT from_pc, self_pc, sum(count)::bigint FROM arcs "
@@ -339,7 +384,7 @@ void measure(const std::string& binary, const Sizes& sizes, const std::filesyste
     // request finds nothing merged yet (merged selections are kept in memory).
     for (const std::string query : {"", "&top=50"}) {
         testing::Process serve({binary, "serve", "--config", (dir / "fleet.toml").string()},
-                               dir / "serve.log", {}, {"RACKPROF_FLEET_URL=" + pg.url()});
+                               dir / "serve.log", {}, {"RACKPROF_FLEET_URL=" + url});
         int port = 0;
         testing::eventually([&] { return (port = listening_port(dir / "serve.log")) > 0; }, 30s);
         const std::string path = "/api/v1/profile?build_id=" + kBuildId + query;
@@ -367,7 +412,7 @@ void measure(const std::string& binary, const Sizes& sizes, const std::filesyste
         std::filesystem::remove(dir / "serve.log");
     }
     const auto cli =
-        command_time(binary + " fleet profile --url '" + pg.url() +
+        command_time(binary + " fleet profile --url '" + url +
                      "' --select build_id=" + kBuildId + " --report json > /dev/null 2>&1");
     if (cli) {
         std::printf(

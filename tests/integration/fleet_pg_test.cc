@@ -339,6 +339,8 @@ TEST_CASE("fleet store on PostgreSQL: fleet prune drops old months and rows, kee
     // The build sums: 1's month dropped with its partitions, the group that lost 2 (3's month)
     // deleted (read from its rows from now on), 4's kept.
     CHECK(store.count("build_groups") == 1);
+    // The board sums are per board: 1's dropped with its month, 2's deleted, 3's and 4's kept.
+    CHECK(store.count("board_groups") == 2);
     CHECK(store.count("sessions") == 2);
     CHECK(store.count("arcs") == 2);
     CHECK(store.count("pc_samples") == 4);
@@ -346,8 +348,8 @@ TEST_CASE("fleet store on PostgreSQL: fleet prune drops old months and rows, kee
     CHECK(old_month.size() == 8);
     {
         fleet::PgConnection sql(fleet::connection_parameters(connection));
-        for (const char* table :
-             {"sessions_", "arcs_", "pc_samples_", "build_groups_", "build_arcs_", "build_pcs_"})
+        for (const char* table : {"sessions_", "arcs_", "pc_samples_", "build_groups_",
+                                  "build_arcs_", "build_pcs_", "board_groups_", "board_functions_"})
             CHECK(sql.query("SELECT to_regclass($1)", {table + old_month}).is_null(0, 0));
     }
     CHECK(testing::rackprof(
@@ -429,8 +431,7 @@ TEST_CASE("fleet store on PostgreSQL: per-board sums for the spread match the se
     fleet::FleetStore store(connection);
     const auto elf_path = dir.path() / "det.elf";
     REQUIRE(testing::rackprof({"simulate", "--model", "deterministic", "--iterations", "2", "-o",
-                               (dir.path() / "det.bin").string(), "--write-elf",
-                               elf_path.string()})
+                               (dir.path() / "det.bin").string(), "--write-elf", elf_path.string()})
                 .exit_code == 0);
     const auto elf = gmon::Symbolizer::load(elf_path);
     const gmon::FunctionIndex index(*elf);
@@ -441,8 +442,8 @@ TEST_CASE("fleet store on PostgreSQL: per-board sums for the spread match the se
     std::mt19937_64 rng(42);
     std::int64_t local = 0;
     std::vector<std::int64_t> firsts;
-    for (const auto& [bench, board] : {std::pair{"bench-a", "a"}, std::pair{"bench-a", "b"},
-                                       std::pair{"bench-b", "c"}}) {
+    for (const auto& [bench, board] :
+         {std::pair{"bench-a", "a"}, std::pair{"bench-a", "b"}, std::pair{"bench-b", "c"}}) {
         for (int i = 0; i < 3; ++i) {
             fleet::PushedSession s;
             s.bench = bench;
@@ -467,7 +468,9 @@ TEST_CASE("fleet store on PostgreSQL: per-board sums for the spread match the se
     for (const auto& s : store.sessions({})) all.push_back(s.id);
     REQUIRE(all.size() == 9);
     CHECK(store.count("board_groups") == 3);
-    SUBCASE("whole groups, and board c's from its rows") { check_board_sums(store, all, index); }
+    SUBCASE("whole groups, and board c's from its rows") {
+        check_board_sums(store, all, index);
+    }
     SUBCASE("one session of each board: every board from its rows") {
         check_board_sums(store, {all[0], all[3], all[6]}, index);
     }

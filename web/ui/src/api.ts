@@ -37,7 +37,13 @@ export interface Session {
   storage_state: StorageState;
   storage_error: string | null;
   calling_context_nodes?: number; // present where entry/exit events made a calling-context tree
+  // Set once [storage] keep_raw_days removed the raw bytes and records: the raw and ndjson
+  // exports and time windows answer 410 from then on.
+  raw_pruned?: { at_ns: number; keep_raw_days: number; reason: string } | null;
 }
+
+// The exports made from the raw bytes and records, gone once a session's raw data is pruned.
+export const rawExports = ["raw", "ndjson"];
 
 export interface FlatRow {
   name: string;
@@ -148,6 +154,7 @@ export interface Spread {
   test: string;
   boards: { board: string; sessions: number[]; samples: number; calls: number }[];
   functions: SpreadFunction[];
+  functions_omitted?: number; // the reported functions past the spread's limit (?spread_top=)
 }
 
 export interface SelectionProfile extends Profile {

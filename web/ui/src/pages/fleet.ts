@@ -148,7 +148,12 @@ function spreadSection(profile: SelectionProfile, fn: string, params: URLSearchP
       ),
     ),
     f ? h("div", { class: "grid spread-pair" }, spreadPlot(f), spreadTable(f, (board) => againstTheRest(profile, board))) : h("p", { class: "muted" }, "No function has samples."),
-    h("p", { class: "muted small" }, `Intervals: ${spread.interval}. Test: ${spread.test}.`),
+    h(
+      "p",
+      { class: "muted small" },
+      `Intervals: ${spread.interval}. Test: ${spread.test}.`,
+      spread.functions_omitted ? ` The spread covers the ${spread.functions.length} busiest functions; ${count(spread.functions_omitted)} more are left out (the API's spread_top= asks for more).` : "",
+    ),
   );
 }
 

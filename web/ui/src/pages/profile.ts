@@ -1,6 +1,6 @@
 // Profile of one session: the flat profile (sortable, searchable), the call graph drawn with
 // caller/callee navigation, and the call-graph table laid out as gprof prints it.
-import { api, ApiError, downloads, exportFormats, type AttributedArc, type FlatRow, type GraphEntry, type GraphLine, type Profile } from "../api";
+import { api, ApiError, downloads, exportFormats, rawExports, type AttributedArc, type FlatRow, type GraphEntry, type GraphLine, type Profile } from "../api";
 import { count, duration, intervalTitle, isOverhead, percent, plusMinus, seconds, time } from "../format";
 import { downloadLinks, h, link, replace } from "../dom";
 import { callGraphDot, renderCallGraph } from "../callgraph";
@@ -30,7 +30,15 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
   const syncReference = syncText && /^\d+$/.test(syncText) ? Number(syncText) : undefined;
   const [session, formats] = await Promise.all([api.session(sid), exportFormats()]);
   // The measured calling-context exports are offered once the session is known to have a tree.
-  const downloadLine = h("p", { class: "meta downloads" }, "download ", downloadLinks(downloads(sid, formats.session.filter((f) => !isMeasured(f)))));
+  // Raw bytes and records pruned by retention: their exports are gone (410), so not offered.
+  const offered = session.raw_pruned ? formats.session.filter((f) => !rawExports.includes(f)) : formats.session;
+  const downloadLine = h(
+    "p",
+    { class: "meta downloads" },
+    "download ",
+    downloadLinks(downloads(sid, offered.filter((f) => !isMeasured(f)))),
+    session.raw_pruned ? h("span", { class: "muted", id: "raw-pruned" }, ` · ${session.raw_pruned.reason}`) : "",
+  );
   const header = [
     h("h1", {}, `Profile: ${session.board} · session ${sid}`),
     h(
@@ -161,7 +169,7 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     try {
       const [folded, cct] = await Promise.all([api.sessionCctFolded(sid), api.sessionCct(sid)]);
       drawFlameGraph(measured, parseFolded(folded), "cycles");
-      replace(downloadLine, "download ", downloadLinks(downloads(sid, formats.session)));
+      replace(downloadLine, "download ", downloadLinks(downloads(sid, offered)));
       const c = cct.calling_context;
       if (c.incomplete_nodes > 0) measured.append(h("p", { class: "muted", id: "cct-incomplete" }, `${c.incomplete_nodes} of ${c.nodes} paths are marked [incomplete]: events were lost or a function had not returned when the capture ended.`));
       replace(arcs, attributedArcsTable(c.arcs));

@@ -1,5 +1,5 @@
 // Sessions: the stored sessions with filters, downloads, and two picked for a diff.
-import { api, downloads, type Session } from "../api";
+import { api, downloads, rawExports, type Session } from "../api";
 import { count, duration, time } from "../format";
 import { downloadLinks, h, link, replace } from "../dom";
 import { storageBadge } from "./rack";
@@ -62,7 +62,7 @@ function row(s: Session) {
     h("td", {}, duration(s.started_ns, s.ended_ns)),
     h("td", { class: "num" }, count(records)),
     h("td", { class: `num ${s.counters.bytes_discarded ? "warn" : ""}` }, count(s.counters.bytes_discarded)),
-    h("td", {}, downloadLinks(downloads(s.id, listed), " · ")),
+    h("td", {}, downloadLinks(downloads(s.id, s.raw_pruned ? listed.filter((f) => !rawExports.includes(f)) : listed), " · ")),
     h("td", {}, link(`/sessions/${s.id}`, "Profile"), s.state === "capturing" ? [" · ", link(`/live/${s.id}`, "Live")] : ""),
   );
 }
