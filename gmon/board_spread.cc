@@ -11,11 +11,6 @@
 namespace rackprof::gmon {
 namespace {
 
-nlohmann::json percent_interval(std::uint64_t k, std::uint64_t n) {
-    const auto [lo, hi] = wilson_interval(k, n);
-    return nlohmann::json::array({100.0 * lo, 100.0 * hi});
-}
-
 double percent(std::uint64_t k, std::uint64_t n) {
     return n ? 100.0 * static_cast<double>(k) / static_cast<double>(n) : 0.0;
 }
@@ -63,78 +58,84 @@ nlohmann::json board_spread_json(const Profile& fleet, const std::vector<BoardSa
     return board_spread_json(names, omitted, boards, alpha);
 }
 
-nlohmann::json board_spread_json(const std::vector<std::string>& names,
-                                 std::size_t functions_omitted,
-                                 const std::vector<BoardSamples>& boards, double alpha) {
-    std::vector<const std::map<std::string, std::uint64_t>*> per_board;
+void write_board_spread(JsonStream& out, const std::vector<std::string>& names,
+                        std::size_t functions_omitted, const std::vector<BoardSamples>& boards,
+                        double alpha) {
+    const auto interval = [&out](std::uint64_t k, std::uint64_t n) {
+        const auto [lo, hi] = wilson_interval(k, n);
+        out.begin_array().value(100.0 * lo).value(100.0 * hi).end_array();
+    };
     std::uint64_t fleet_samples = 0;
-    nlohmann::json board_list = nlohmann::json::array();
+    // Keys in alphabetical order, as nlohmann::json's objects print them.
+    out.begin_object().key("boards").begin_array();
     for (const auto& b : boards) {
-        per_board.push_back(&b.function);
         fleet_samples += b.samples;
-        board_list.push_back({{"board", b.board},
-                              {"calls", b.calls},
-                              {"samples", b.samples},
-                              {"sessions", b.sessions}});
+        out.begin_object().field("board", b.board).field("calls", b.calls);
+        out.field("samples", b.samples).key("sessions").begin_array();
+        for (const auto id : b.sessions) out.value(id);
+        out.end_array().end_object();
     }
+    out.end_array();
     const double per_test =
         alpha / static_cast<double>(std::max<std::size_t>(1, names.size() * boards.size()));
-    nlohmann::json functions = nlohmann::json::array();
+    std::vector<std::uint64_t> counts(boards.size());
+    std::vector<double> shares;
+    out.key("functions").begin_array();
     for (const auto& name : names) {
         std::uint64_t fleet_k = 0;
-        for (const auto& counts : per_board) {
-            const auto it = counts->find(name);
-            if (it != counts->end()) fleet_k += it->second;
+        shares.clear();
+        for (std::size_t i = 0; i < boards.size(); ++i) {
+            const auto it = boards[i].function.find(name);
+            counts[i] = it == boards[i].function.end() ? 0 : it->second;
+            fleet_k += counts[i];
+            if (const std::uint64_t n = boards[i].samples)
+                shares.push_back(static_cast<double>(counts[i]) / static_cast<double>(n));
         }
         // The reference is the median board's share, not the pooled rest: one deviating board
         // would otherwise pull the rest's share and make every other board look deviant.
-        std::vector<double> shares;
-        for (std::size_t i = 0; i < boards.size(); ++i) {
-            const auto it = per_board[i]->find(name);
-            const std::uint64_t n = boards[i].samples;
-            if (n)
-                shares.push_back(
-                    (it == per_board[i]->end() ? 0.0 : static_cast<double>(it->second)) /
-                    static_cast<double>(n));
-        }
         const double reference = median(shares);
-        nlohmann::json rows = nlohmann::json::array();
         double sum = 0, low = 100, high = 0;
+        out.begin_object().key("boards").begin_array();
         for (std::size_t i = 0; i < boards.size(); ++i) {
-            const auto it = per_board[i]->find(name);
-            const std::uint64_t k = it == per_board[i]->end() ? 0 : it->second;
-            const std::uint64_t n = boards[i].samples;
+            const std::uint64_t k = counts[i], n = boards[i].samples;
             const double share = percent(k, n);
             sum += share;
             low = std::min(low, share);
             high = std::max(high, share);
             // Is this board's count a plausible draw at the typical board's share?
             const double p = boards.size() > 1 && n > 0 ? binomial_two_sided(k, n, reference) : 1.0;
-            rows.push_back({{"board", boards[i].board},
-                            {"interval", percent_interval(k, n)},
-                            {"outside", p < per_test},
-                            {"p_value", p},
-                            {"percent", share},
-                            {"samples", k}});
+            out.begin_object().field("board", boards[i].board).key("interval");
+            interval(k, n);
+            out.field("outside", p < per_test).field("p_value", p).field("percent", share);
+            out.field("samples", k).end_object();
         }
+        out.end_array().key("fleet_interval");
+        interval(fleet_k, fleet_samples);
         const double count = static_cast<double>(std::max<std::size_t>(1, boards.size()));
-        functions.push_back({{"boards", std::move(rows)},
-                             {"fleet_interval", percent_interval(fleet_k, fleet_samples)},
-                             {"fleet_percent", percent(fleet_k, fleet_samples)},
-                             {"max_percent", boards.empty() ? 0.0 : high},
-                             {"mean_percent", sum / count},
-                             {"min_percent", boards.empty() ? 0.0 : low},
-                             {"name", name}});
+        out.field("fleet_percent", percent(fleet_k, fleet_samples))
+            .field("max_percent", boards.empty() ? 0.0 : high)
+            .field("mean_percent", sum / count)
+            .field("min_percent", boards.empty() ? 0.0 : low)
+            .field("name", name)
+            .end_object();
     }
-    return {{"boards", std::move(board_list)},
-            {"functions", std::move(functions)},
-            {"functions_omitted", functions_omitted},
-            {"interval", "Wilson score interval, 95 %"},
-            {"test",
-             "exact binomial test of each board's samples against the median board's share "
-             "(one deviating board cannot move it), Bonferroni-corrected over boards x "
-             "functions, alpha " +
-                 std::to_string(alpha).substr(0, 4)}};
+    out.end_array().field("functions_omitted", std::uint64_t{functions_omitted});
+    out.field("interval", "Wilson score interval, 95 %");
+    out.field("test",
+              "exact binomial test of each board's samples against the median board's share "
+              "(one deviating board cannot move it), Bonferroni-corrected over boards x "
+              "functions, alpha " +
+                  std::to_string(alpha).substr(0, 4));
+    out.end_object();
+}
+
+nlohmann::json board_spread_json(const std::vector<std::string>& names,
+                                 std::size_t functions_omitted,
+                                 const std::vector<BoardSamples>& boards, double alpha) {
+    std::string text;
+    JsonStream out(text, -1, 0, JsonStream::ErrorHandler::replace);
+    write_board_spread(out, names, functions_omitted, boards, alpha);
+    return nlohmann::json::parse(text);
 }
 
 }  // namespace rackprof::gmon

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gmon/json_stream.h"
 #include "gmon/profile.h"
 #include "gmon/report.h"
 
@@ -42,6 +43,10 @@ std::vector<std::string> spread_functions(const Profile& fleet, const JsonReport
 nlohmann::json board_spread_json(const std::vector<std::string>& functions,
                                  std::size_t functions_omitted,
                                  const std::vector<BoardSamples>& boards, double alpha = 0.01);
+// The same written in place: what the API answers with (no document built and copied).
+void write_board_spread(JsonStream& out, const std::vector<std::string>& functions,
+                        std::size_t functions_omitted, const std::vector<BoardSamples>& boards,
+                        double alpha = 0.01);
 // The same over spread_functions(fleet, trim, default_spread_limit(boards)).
 nlohmann::json board_spread_json(const Profile& fleet, const std::vector<BoardSamples>& boards,
                                  const JsonReportOptions& trim, double alpha = 0.01);

@@ -716,15 +716,19 @@ std::string LocalRack::selection_profile(const Selection& selection,
     const auto functions = gmon::spread_functions(
         computed, json_options,
         options.spread_top.value_or(gmon::default_spread_limit(merged->boards.size())), &omitted);
-    const nlohmann::json spread = gmon::board_spread_json(
-        functions, omitted,
-        merged->fleet_boards ? fleet_spread_boards(*merged, functions) : merged->boards);
+    std::vector<gmon::BoardSamples> read;  // a fleet's, for these functions
+    if (merged->fleet_boards) read = fleet_spread_boards(*merged, functions);
+    const auto& boards = merged->fleet_boards ? read : merged->boards;
     json_options.more_fields = [&](gmon::JsonStream& out) {
         out.field("selection", merged->input->summary);
-        out.field("spread", spread);
+        out.key("spread");
+        gmon::write_board_spread(out, functions, omitted, boards);
     };
     std::string text;
     gmon::JsonStream out(text, -1, 0, gmon::JsonStream::ErrorHandler::replace);
+    // About what the spread takes (a row per board and function), so the answer is not copied
+    // at each doubling.
+    out.reserve((functions.size() + 1) * boards.size() * 160);
     gmon::write_profile_json(out, computed, json_options);
     return text;
 }
