@@ -2,10 +2,37 @@
 
 #include <algorithm>
 #include <set>
+#include <type_traits>
 
 #include "daemon/service/rack_service.h"
 
 namespace rackprof::service {
+
+namespace {
+
+// A filter as text: which kept sessions answer it.
+std::string filter_key(const fleet::FleetFilter& f) {
+    std::string key;
+    const auto list = [&key](const auto& values) {
+        for (const auto& v : values) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>) {
+                key += v;
+            } else {
+                key += std::to_string(v);
+            }
+            key += '\x1f';
+        }
+        key += '\x1e';
+    };
+    list(f.sessions);
+    list(f.benches);
+    list(f.boards);
+    list(f.tags);
+    list(f.build_ids);
+    return key + std::to_string(f.from_ns) + ":" + std::to_string(f.to_ns);
+}
+
+}  // namespace
 
 FleetSource::FleetSource(fleet::FleetConnection connection, std::filesystem::path elf_dir)
     : connection_(std::move(connection)), elf_dir_(std::move(elf_dir)) {}
@@ -36,7 +63,22 @@ std::vector<storage::SessionInfo> FleetSource::select(const Selection& selection
                               selection.tags,     selection.build_ids, selection.from_ns,
                               selection.to_ns};
     auto sessions = with_store([&](fleet::FleetStore& store) {
-        auto found = store.sessions(filter);
+        // The last selections' sessions, read again only when their fingerprint moved: ten
+        // thousand rows are most of a repeated fleet request's time.
+        const std::string key = filter_key(filter);
+        const std::string fingerprint = store.fingerprint(filter);
+        std::vector<storage::SessionInfo> found;
+        const auto hit = std::find_if(kept_.begin(), kept_.end(), [&](const KeptSelection& k) {
+            return k.key == key && k.fingerprint == fingerprint;
+        });
+        if (hit != kept_.end()) {
+            found = hit->sessions;
+        } else {
+            found = store.sessions(filter);
+            kept_.push_front({key, fingerprint, found});
+            constexpr std::size_t kKept = 4;
+            if (kept_.size() > kKept) kept_.pop_back();
+        }
         std::map<std::string, std::filesystem::path> elves;
         for (auto& s : found) {
             const auto& build_id = s.spec.elf_build_id;

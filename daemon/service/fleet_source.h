@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -42,6 +43,12 @@ class FleetSource {
     std::filesystem::path elf_dir_;
     std::mutex mutex_;  // one libpq connection: one query at a time
     std::unique_ptr<fleet::FleetStore> store_;
+    struct KeptSelection {
+        std::string key;  // the selection (selection_key)
+        std::string fingerprint;
+        std::vector<storage::SessionInfo> sessions;
+    };
+    std::list<KeptSelection> kept_;  // the last few, newest first; under mutex_
 };
 
 // The whole selection as one profile input, merged in SQL (the `rackprof fleet` commands').

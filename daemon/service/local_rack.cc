@@ -738,6 +738,9 @@ std::string LocalRack::selection_profile(const Selection& selection,
 // function's name may be on several).
 std::vector<gmon::BoardSamples> LocalRack::fleet_spread_boards(
     const MergedSelection& merged, const std::vector<std::string>& functions) {
+    const std::lock_guard lock(merged.spread_mutex);
+    if (!merged.spread_functions.empty() && merged.spread_functions == functions)
+        return merged.spread_boards;
     std::vector<gmon::BoardSamples> boards = merged.boards;
     const auto& elf = merged.input->source.elf;
     if (!elf) return boards;
@@ -764,6 +767,8 @@ std::vector<gmon::BoardSamples> LocalRack::fleet_spread_boards(
         for (const auto& [address, count] : sum.function_samples)
             b.function[*name_at.at(address)] += count;
     }
+    merged.spread_functions = functions;
+    merged.spread_boards = boards;
     return boards;
 }
 

@@ -150,6 +150,11 @@ class LocalRack : public RackService {
         // A fleet's merge by build: `boards` carry their sessions only; the spread reads their
         // sums from the fleet store (fleet_spread_boards).
         bool fleet_boards = false;
+        // The last spread's boards read for it, and for which functions: a merge is kept only
+        // while its sessions cannot change, and neither can these.
+        mutable std::mutex spread_mutex;
+        mutable std::vector<std::string> spread_functions;
+        mutable std::vector<gmon::BoardSamples> spread_boards;
     };
     std::vector<gmon::BoardSamples> fleet_spread_boards(const MergedSelection& merged,
                                                         const std::vector<std::string>& functions);

@@ -507,12 +507,9 @@ std::uint64_t number_or_0(const PgResult& r, int row, int column) {
     return value;
 }
 
-}  // namespace
-
-std::vector<storage::SessionInfo> FleetStore::sessions(const FleetFilter& f) {
-    static const std::string columns = session_columns();
-    std::string sql = "SELECT " + columns + " FROM sessions WHERE true";
-    std::vector<PgParam> params;
+// " AND …" for each key of a filter, its values appended to `params` ($1, $2, …).
+std::string filter_conditions(const FleetFilter& f, std::vector<PgParam>& params) {
+    std::string sql;
     const auto add = [&](const std::string& condition, std::string value) {
         params.emplace_back(std::move(value));
         std::string c = condition;
@@ -532,6 +529,25 @@ std::vector<storage::SessionInfo> FleetStore::sessions(const FleetFilter& f) {
     if (!f.build_ids.empty()) add("build_id = ANY(?::text[])", text_array(f.build_ids));
     if (f.from_ns) add("started_ns >= ?", std::to_string(f.from_ns));
     if (f.to_ns) add("started_ns <= ?", std::to_string(f.to_ns));
+    return sql;
+}
+
+}  // namespace
+
+std::string FleetStore::fingerprint(const FleetFilter& f) {
+    std::vector<PgParam> params;
+    const std::string sql =
+        "SELECT count(*) || ':' || COALESCE(max(id), 0) || ':' || COALESCE(sum(id), 0) FROM "
+        "sessions WHERE true" +
+        filter_conditions(f, params);
+    return db_.query(sql, params).text(0, 0);
+}
+
+std::vector<storage::SessionInfo> FleetStore::sessions(const FleetFilter& f) {
+    static const std::string columns = session_columns();
+    std::vector<PgParam> params;
+    std::string sql =
+        "SELECT " + columns + " FROM sessions WHERE true" + filter_conditions(f, params);
     sql += " ORDER BY id";
     const PgResult r = db_.query(sql, params);
     const auto text_or = [&](int row, int column, const std::string& otherwise) {

@@ -81,6 +81,10 @@ class FleetStore {
     // The sessions a filter names, in id order, as storage's SessionInfo: id is the fleet's,
     // board "bench/board", spec.elf_build_id the fleet key, spec.elf_path empty (see elf_file).
     std::vector<storage::SessionInfo> sessions(const FleetFilter& filter);
+    // What changes whenever the sessions a filter names change: their count, largest and
+    // summed ids (ids only grow; a pushed session's rows never change; a prune lowers the
+    // count). A reader keeps sessions() under it.
+    std::string fingerprint(const FleetFilter& filter);
     // The sessions' aggregates added, by the server (SUM … GROUP BY): from the build sums kept
     // at push time for every (build, bench, month) whose sessions are all named, from the
     // sessions' own rows for the others.
