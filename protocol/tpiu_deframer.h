@@ -55,6 +55,7 @@ class TpiuDeframer {
     void unaligned_byte(std::uint8_t byte);
     void full_sync();
     void decode_frame(const std::uint8_t* frame);
+    bool repeats_our_id(const std::uint8_t* frame) const;
     void lose_alignment(const std::uint8_t* frame);
 
     std::uint8_t stream_id_;
