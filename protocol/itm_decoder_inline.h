@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 
 #include "protocol/itm_decoder.h"
 
@@ -81,6 +82,8 @@ inline std::uint32_t load_le32(const std::uint8_t* p) {
            std::uint32_t{p[3]} << 24;
 }
 inline constexpr std::array<std::uint32_t, 5> kSizeMask = {0, 0xFF, 0xFFFF, 0, 0xFFFFFFFF};
+inline constexpr std::array<std::uint32_t, 5> kSizeMask32 = {0, 0xFF, 0xFFFF, 0xFFFFFF,
+                                                             0xFFFFFFFF};
 
 }  // namespace itm_detail
 
@@ -144,16 +147,25 @@ inline std::size_t ItmDecoder::whole_packets(const std::uint8_t* p, std::size_t 
             continue;
         }
         if (info.size == 0) break;  // not a continued packet either
-        // Continued: timestamps, long extension packets.
+        // Continued: timestamps, long extension packets. Four payload bytes at once: the
+        // first without the continuation bit is the last (every kind may have four).
         std::uint64_t value = 0;
         unsigned len = 0;
         std::uint8_t byte = 0x80;
-        while (len < info.size && (byte & 0x80) != 0) {
-            byte = p[i + 1 + len];
-            value |= std::uint64_t{byte & 0x7FU} << (7 * len);
-            ++len;
+        const std::uint32_t word = itm_detail::load_le32(p + i + 1);
+        if (const std::uint32_t ends = ~word & 0x80808080U; ends != 0) [[likely]] {
+            len = static_cast<unsigned>(std::countr_zero(ends)) / 8 + 1;
+            const std::uint32_t w = word & itm_detail::kSizeMask32[len];
+            value = (w & 0x7FU) | (w >> 1 & 0x3F80U) | (w >> 2 & 0x1FC000U) | (w >> 3 & 0xFE00000U);
+            byte = static_cast<std::uint8_t>(word >> (8 * (len - 1)));
+        } else {
+            while (len < info.size && (byte & 0x80) != 0) {
+                byte = p[i + 1 + len];
+                value |= std::uint64_t{byte & 0x7FU} << (7 * len);
+                ++len;
+            }
+            if ((byte & 0x80) != 0) break;  // too long: step() discards it byte by byte
         }
-        if ((byte & 0x80) != 0) break;  // too long: step() discards it byte by byte
         zero_run = byte == 0 ? 1 : 0;
         i += 1U + len;
         switch (continued_packet(header, len, byte, value, sink)) {

@@ -124,7 +124,8 @@ class SwoDecoder final : public StreamDecoder {
     std::array<PortUse, 256> port_use_{};
 
     RecordSink* sink_ = nullptr;              // during feed() and finish()
-    std::vector<std::uint8_t> itm_bytes_;     // TPIU output
+    std::unique_ptr<std::uint8_t[]> itm_bytes_;  // TPIU output
+    std::size_t itm_capacity_ = 0;
     std::vector<std::uint8_t> framed_bytes_;  // for the inner decoder
     std::array<char, kMaxLine> console_line_{};  // the console line so far
     std::size_t console_len_ = 0;

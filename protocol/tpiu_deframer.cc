@@ -60,12 +60,17 @@ inline bool TpiuDeframer::plain_frame(const std::uint8_t* p) const {
 }
 
 void TpiuDeframer::feed(std::span<const std::uint8_t> data, std::vector<std::uint8_t>& out) {
-    stats_.bytes_in += data.size();
     // Never more bytes out than in, plus a frame held from the last chunk, plus the slack of
     // the 16-byte stores: written through a pointer, trimmed at the end.
     const std::size_t at = out.size();
-    out.resize(at + data.size() + 2 * kFrameSize);
-    out_ = out.data() + at;
+    out.resize(at + data.size() + kOutputSlack);
+    out.resize(at + feed(data, out.data() + at));
+}
+
+std::size_t TpiuDeframer::feed(std::span<const std::uint8_t> data, std::uint8_t* out) {
+    static_assert(kOutputSlack >= 2 * kFrameSize);
+    stats_.bytes_in += data.size();
+    out_ = out;
     const std::uint8_t* p = data.data();
     const std::size_t n = data.size();
     for (std::size_t i = 0; i < n;) {
@@ -100,8 +105,9 @@ void TpiuDeframer::feed(std::span<const std::uint8_t> data, std::vector<std::uin
             decode_frame(frame_.data());
         }
     }
-    out.resize(static_cast<std::size_t>(out_ - out.data()));
+    const auto written = static_cast<std::size_t>(out_ - out);
     out_ = nullptr;
+    return written;
 }
 
 inline std::uint32_t TpiuDeframer::last_four(const std::uint8_t* frame) {
