@@ -194,9 +194,8 @@ bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
         // ARC and PC, nearly every item, with no branch on which of the two: in a stream of
         // samples and calls it would be mispredicted about as often as not. The second
         // address is read even for a PC (the slack behind the body keeps it in bounds).
-        if (const std::uint8_t t = body[pos];
-            t == static_cast<std::uint8_t>(FramedTag::kArc) ||
-            t == static_cast<std::uint8_t>(FramedTag::kPc)) {
+        if (const std::uint8_t t = body[pos]; t == static_cast<std::uint8_t>(FramedTag::kArc) ||
+                                              t == static_cast<std::uint8_t>(FramedTag::kPc)) {
             const bool arc = t == static_cast<std::uint8_t>(FramedTag::kArc);
             const std::size_t len = arc ? 2 * w : w;
             if (body.size() - pos - 1 < len) return false;

@@ -11,8 +11,9 @@
 
 namespace rackprof::protocol {
 
-// end_source, end_continued, emit and decoded are forced inline: in the loop each call site
-// knows the packet's kind, so the sink's dispatch on it folds away.
+// source_packet, continued_packet, end_source, end_continued, emit and decoded are forced
+// inline: in the loop each call site knows the packet's kind, so the sink's dispatch on it
+// folds away.
 
 namespace itm_detail {
 
@@ -82,8 +83,7 @@ inline std::uint32_t load_le32(const std::uint8_t* p) {
            std::uint32_t{p[3]} << 24;
 }
 inline constexpr std::array<std::uint32_t, 5> kSizeMask = {0, 0xFF, 0xFFFF, 0, 0xFFFFFFFF};
-inline constexpr std::array<std::uint32_t, 5> kSizeMask32 = {0, 0xFF, 0xFFFF, 0xFFFFFF,
-                                                             0xFFFFFFFF};
+inline constexpr std::array<std::uint32_t, 5> kSizeMask32 = {0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF};
 
 }  // namespace itm_detail
 
@@ -356,8 +356,7 @@ template <class Sink>
         sink.on_packet(ItmPacket{ItmPacketKind::kGlobalTimestamp2, 0, 0, 0, value});
     } else {
         // A long extension packet: EX[2:0] in the header, the rest in the continuation bytes.
-        if ((header & 4) == 0)
-            page_ = static_cast<std::uint16_t>(((header >> 4) & 7) | value << 3);
+        if ((header & 4) == 0) page_ = static_cast<std::uint16_t>(((header >> 4) & 7) | value << 3);
         return Continued::kNoPacket;
     }
     return Continued::kPacket;

@@ -123,10 +123,10 @@ class SwoDecoder final : public StreamDecoder {
     std::map<std::uint16_t, ExceptionStats> exceptions_;
     std::array<PortUse, 256> port_use_{};
 
-    RecordSink* sink_ = nullptr;              // during feed() and finish()
+    RecordSink* sink_ = nullptr;                 // during feed() and finish()
     std::unique_ptr<std::uint8_t[]> itm_bytes_;  // TPIU output
     std::size_t itm_capacity_ = 0;
-    std::vector<std::uint8_t> framed_bytes_;  // for the inner decoder
+    std::vector<std::uint8_t> framed_bytes_;     // for the inner decoder
     std::array<char, kMaxLine> console_line_{};  // the console line so far
     std::size_t console_len_ = 0;
     std::array<std::uint32_t, 3> orbstat_words_{};

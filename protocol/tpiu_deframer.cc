@@ -48,7 +48,9 @@ constexpr std::array<std::uint64_t, 16> kSpreadAux = [] {
     for (unsigned b = 0; b < 16; ++b) t[b] = spread_aux_bits(b);
     return t;
 }();
-inline std::uint64_t spread_aux(unsigned bits) { return kSpreadAux[bits & 0xF]; }
+inline std::uint64_t spread_aux(unsigned bits) {
+    return kSpreadAux[bits & 0xF];
+}
 
 }  // namespace
 
