@@ -166,6 +166,9 @@ bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
     counter_items_.clear();
     staged_ = 0;
     staged_arcs_ = 0;
+    // Counted in locals (registers) while parsing, stored when the frame parsed whole.
+    std::size_t staged = 0;
+    std::size_t staged_arcs = 0;
     Record* const staging = batch_.data() + batch_len_;
     int width = addr_bytes_;
     std::uint32_t mask = address_mask(width);
@@ -178,9 +181,57 @@ bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
         pos += static_cast<std::size_t>(width);
         return a;
     };
+    // The count of ARC_N and PC_N: nearly always one byte.
+    auto count = [&](std::uint32_t& n) {
+        if (pos < body.size() && body[pos] < 0x80) {
+            n = body[pos++];
+            return n != 0;
+        }
+        return read_count(body, pos, n);
+    };
     while (pos < body.size()) {
-        Item item{static_cast<FramedTag>(body[pos++]), staged_};
         const auto w = static_cast<std::size_t>(width);
+        // ARC and PC, nearly every item, with no branch on which of the two: in a stream of
+        // samples and calls it would be mispredicted about as often as not. The second
+        // address is read even for a PC (the slack behind the body keeps it in bounds).
+        if (const std::uint8_t t = body[pos]; t == static_cast<std::uint8_t>(FramedTag::kArc) ||
+                                              t == static_cast<std::uint8_t>(FramedTag::kPc)) {
+            const bool arc = t == static_cast<std::uint8_t>(FramedTag::kArc);
+            const std::size_t len = arc ? 2 * w : w;
+            if (body.size() - pos - 1 < len) return false;
+            const std::uint32_t first = load_le32(body.data() + pos + 1) & mask;
+            const std::uint32_t second = load_le32(body.data() + pos + 1 + w) & mask;
+            staging[staged++] = Record{arc ? RecordKind::kArc : RecordKind::kPcSample, 1,
+                                       arc ? first : 0, arc ? second : first};
+            staged_arcs += arc ? 1 : 0;
+            pos += 1 + len;
+            continue;
+        }
+        const auto tag = static_cast<FramedTag>(body[pos++]);
+        // The other records, staged straight into the batch.
+        switch (tag) {
+            case FramedTag::kPc:
+            case FramedTag::kPcN: {
+                if (!have(w)) return false;
+                Record& r = staging[staged++];
+                r = Record::pc_sample(address());
+                if (tag == FramedTag::kPcN && !count(r.count)) return false;
+                continue;
+            }
+            case FramedTag::kArc:
+            case FramedTag::kArcN: {
+                if (!have(2 * w)) return false;
+                Record& r = staging[staged++];
+                ++staged_arcs;
+                const std::uint32_t from = address();
+                r = Record::arc(from, address());
+                if (tag == FramedTag::kArcN && !count(r.count)) return false;
+                continue;
+            }
+            default:
+                break;
+        }
+        Item item{tag, staged};
         switch (item.tag) {
             case FramedTag::kHello: {
                 if (!have(kHelloFixedBytes)) return false;
@@ -207,24 +258,6 @@ bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
                 item.hello = hellos_.size();
                 hellos_.push_back(std::move(hello));
                 break;
-            }
-            case FramedTag::kArc:
-            case FramedTag::kArcN: {
-                if (!have(2 * w)) return false;
-                Record& r = staging[staged_++];
-                ++staged_arcs_;
-                const std::uint32_t from = address();
-                r = Record::arc(from, address());
-                if (item.tag == FramedTag::kArcN && !read_count(body, pos, r.count)) return false;
-                continue;
-            }
-            case FramedTag::kPc:
-            case FramedTag::kPcN: {
-                if (!have(w)) return false;
-                Record& r = staging[staged_++];
-                r = Record::pc_sample(address());
-                if (item.tag == FramedTag::kPcN && !read_count(body, pos, r.count)) return false;
-                continue;
             }
             case FramedTag::kDropped:
                 if (!have(4)) return false;
@@ -255,9 +288,9 @@ bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
                 if (e.enter) {
                     // An entry is also the call's arc, as -pg would have sent it: the profile
                     // of an enter/exit capture has its call counts.
-                    staging[staged_++] = Record::arc(e.call_site, e.callee);
-                    ++staged_arcs_;
-                    item.records_before = staged_;
+                    staging[staged++] = Record::arc(e.call_site, e.callee);
+                    ++staged_arcs;
+                    item.records_before = staged;
                 }
                 break;
             }
@@ -314,6 +347,8 @@ bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
         }
         items_.push_back(item);
     }
+    staged_ = staged;
+    staged_arcs_ = staged_arcs;
     frame_addr_bytes_ = width;
     return true;
 }

@@ -10,6 +10,7 @@
 // some of its zero bytes. The stimulus port page is 0 again after a sync.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -49,6 +50,16 @@ class ItmDecoder {
         kContinued,  // 7-bit groups with a continuation bit (timestamps, extension)
     };
 
+    // What a whole continued packet turned out to be.
+    enum class Continued : std::uint8_t { kPacket, kNoPacket, kReserved };
+
+    template <class Sink>
+    std::size_t whole_packets(const std::uint8_t* p, std::size_t i, std::size_t n, Sink& sink);
+    template <class Sink>
+    bool source_packet(std::uint8_t header, unsigned size, std::uint64_t value, Sink& sink);
+    template <class Sink>
+    Continued continued_packet(std::uint8_t header, unsigned len, std::uint8_t last,
+                               std::uint64_t value, Sink& sink);
     template <class Sink>
     void step(std::uint8_t byte, Sink& sink);
     template <class Sink>

@@ -5,13 +5,15 @@
 #pragma once
 
 #include <array>
+#include <bit>
 
 #include "protocol/itm_decoder.h"
 
 namespace rackprof::protocol {
 
-// end_source, end_continued, emit and decoded are forced inline: in the loop each call site
-// knows the packet's kind, so the sink's dispatch on it folds away.
+// source_packet, continued_packet, end_source, end_continued, emit and decoded are forced
+// inline: in the loop each call site knows the packet's kind, so the sink's dispatch on it
+// folds away.
 
 namespace itm_detail {
 
@@ -81,6 +83,7 @@ inline std::uint32_t load_le32(const std::uint8_t* p) {
            std::uint32_t{p[3]} << 24;
 }
 inline constexpr std::array<std::uint32_t, 5> kSizeMask = {0, 0xFF, 0xFFFF, 0, 0xFFFFFFFF};
+inline constexpr std::array<std::uint32_t, 5> kSizeMask32 = {0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF};
 
 }  // namespace itm_detail
 
@@ -91,48 +94,98 @@ inline void ItmDecoder::feed_inline(std::span<const std::uint8_t> data, Sink& si
     const std::size_t n = data.size();
     std::size_t i = 0;
     while (i < n) {
-        // Fast path: a whole packet in this chunk, decoded in place. A header is never zero,
-        // so only a packet's trailing zero bytes can be the start of a sync.
         if (state_ == State::kHeader && n - i >= itm_detail::kLongestPacket) {
-            const itm_detail::HeaderInfo info = itm_detail::kHeaders[p[i]];
-            if (info.type == itm_detail::HeaderType::kSource) {
-                header_ = p[i];
-                need_ = info.size;
-                value_ = itm_detail::load_le32(p + i + 1) & itm_detail::kSizeMask[info.size];
-                pending_ = 1U + info.size;
-                zero_run_ = 0;
-                if (p[i + info.size] == 0) [[unlikely]] {
-                    for (unsigned k = info.size; k > 0 && p[i + k] == 0; --k) ++zero_run_;
-                }
-                i += pending_;
-                end_source(sink);
-                continue;
-            }
-            if (info.size > 0) {  // continued: timestamps, long extension packets
-                std::uint64_t value = 0;
-                unsigned len = 0;
-                std::uint8_t byte = 0x80;
-                while (len < info.size && (byte & 0x80) != 0) {
-                    byte = p[i + 1 + len];
-                    value |= std::uint64_t{byte & 0x7FU} << (7 * len);
-                    ++len;
-                }
-                if ((byte & 0x80) == 0) {
-                    header_ = p[i];
-                    value_ = value;
-                    got_ = static_cast<std::uint8_t>(len);
-                    last_ = byte;
-                    pending_ = 1U + len;
-                    zero_run_ = byte == 0 ? 1 : 0;
-                    i += pending_;
-                    end_continued(sink);
-                    continue;
-                }
-                // Too long: the byte-by-byte path below discards it.
-            }
+            i = whole_packets(p, i, n, sink);
+            if (i == n) break;
         }
         step(p[i++], sink);
     }
+}
+
+// Fast path: whole packets in this chunk, decoded in place, their counts kept in locals and
+// added up at the end. A header is never zero, so only a packet's trailing zero bytes can be
+// the start of a sync. Returns where it stopped: at a header it leaves to step() (zeros,
+// overflow, short timestamps and extensions, invalid headers, an overlong continued packet),
+// or where fewer than kLongestPacket bytes are left.
+template <class Sink>
+inline std::size_t ItmDecoder::whole_packets(const std::uint8_t* p, std::size_t i, std::size_t n,
+                                             Sink& sink) {
+    const std::size_t last = n - itm_detail::kLongestPacket;
+    std::uint64_t packets = 0;
+    std::uint64_t decoded_bytes = 0;
+    std::uint64_t zero_run = zero_run_;
+    bool good = false;  // a packet was decoded since in_sync_ was last brought up to date
+    // A reserved payload: the packet's bytes are discarded, as discard_pending() would.
+    const auto discard = [&](unsigned bytes) {
+        if (good) in_sync_ = true;
+        good = false;
+        stats_.bytes_discarded += bytes;
+        if (in_sync_) {
+            ++stats_.resyncs;
+            in_sync_ = false;
+        }
+    };
+    while (i <= last) {
+        const std::uint8_t header = p[i];
+        const itm_detail::HeaderInfo info = itm_detail::kHeaders[header];
+        if (info.type == itm_detail::HeaderType::kSource) {
+            const unsigned size = info.size;
+            const std::uint64_t value =
+                itm_detail::load_le32(p + i + 1) & itm_detail::kSizeMask[size];
+            zero_run = 0;
+            if (p[i + size] == 0) [[unlikely]] {
+                for (unsigned k = size; k > 0 && p[i + k] == 0; --k) ++zero_run;
+            }
+            i += 1U + size;
+            if (source_packet(header, size, value, sink)) [[likely]] {
+                ++packets;
+                decoded_bytes += 1U + size;
+                good = true;
+            } else {
+                discard(1U + size);
+            }
+            continue;
+        }
+        if (info.size == 0) break;  // not a continued packet either
+        // Continued: timestamps, long extension packets. Four payload bytes at once: the
+        // first without the continuation bit is the last (every kind may have four).
+        std::uint64_t value = 0;
+        unsigned len = 0;
+        std::uint8_t byte = 0x80;
+        const std::uint32_t word = itm_detail::load_le32(p + i + 1);
+        if (const std::uint32_t ends = ~word & 0x80808080U; ends != 0) [[likely]] {
+            len = static_cast<unsigned>(std::countr_zero(ends)) / 8 + 1;
+            const std::uint32_t w = word & itm_detail::kSizeMask32[len];
+            value = (w & 0x7FU) | (w >> 1 & 0x3F80U) | (w >> 2 & 0x1FC000U) | (w >> 3 & 0xFE00000U);
+            byte = static_cast<std::uint8_t>(word >> (8 * (len - 1)));
+        } else {
+            while (len < info.size && (byte & 0x80) != 0) {
+                byte = p[i + 1 + len];
+                value |= std::uint64_t{byte & 0x7FU} << (7 * len);
+                ++len;
+            }
+            if ((byte & 0x80) != 0) break;  // too long: step() discards it byte by byte
+        }
+        zero_run = byte == 0 ? 1 : 0;
+        i += 1U + len;
+        switch (continued_packet(header, len, byte, value, sink)) {
+            case Continued::kPacket:
+                ++packets;
+                [[fallthrough]];
+            case Continued::kNoPacket:
+                decoded_bytes += 1U + len;
+                good = true;
+                break;
+            case Continued::kReserved:
+                discard(1U + len);
+                break;
+        }
+    }
+    stats_.packets += packets;
+    stats_.bytes_decoded += decoded_bytes;
+    if (good) in_sync_ = true;
+    zero_run_ = zero_run;
+    return i;
 }
 
 template <class Sink>
@@ -218,63 +271,95 @@ inline void ItmDecoder::start(std::uint8_t header, Sink& sink) {
 
 template <class Sink>
 [[gnu::always_inline]] inline void ItmDecoder::end_source(Sink& sink) {
-    const unsigned a = header_ >> 3;
-    const auto size = need_;
-    if ((header_ & 4) == 0) {
+    if (source_packet(header_, need_, value_, sink)) {
+        ++stats_.packets;
+        decoded();
+    } else {
+        discard_pending();
+    }
+}
+
+// A whole source packet to the sink; false (and nothing sent) if its payload is reserved.
+template <class Sink>
+[[gnu::always_inline]] inline bool ItmDecoder::source_packet(std::uint8_t header, unsigned size,
+                                                             std::uint64_t value, Sink& sink) {
+    const unsigned a = header >> 3U;
+    const auto size8 = static_cast<std::uint8_t>(size);
+    if ((header & 4) == 0) {
         const auto port = static_cast<std::uint16_t>(page_ * 32U + a);
-        emit(ItmPacket{ItmPacketKind::kSoftware, size, 0, port, value_}, sink);
-        return;
+        sink.on_packet(ItmPacket{ItmPacketKind::kSoftware, size8, 0, port, value});
+        return true;
     }
     if (a == 0) {
-        emit(ItmPacket{ItmPacketKind::kEventCounter, 0, static_cast<std::uint8_t>(value_), 0, 0},
-             sink);
+        sink.on_packet(
+            ItmPacket{ItmPacketKind::kEventCounter, 0, static_cast<std::uint8_t>(value), 0, 0});
     } else if (a == 1) {
-        const auto number = static_cast<std::uint16_t>(value_ & 0x1FF);
-        const auto fn = static_cast<std::uint8_t>((value_ >> 12) & 3);
-        if (fn == 0) return discard_pending();  // FN 00 is reserved
-        emit(ItmPacket{ItmPacketKind::kException, 0, fn, number, 0}, sink);
+        const auto number = static_cast<std::uint16_t>(value & 0x1FF);
+        const auto fn = static_cast<std::uint8_t>((value >> 12) & 3);
+        if (fn == 0) return false;  // FN 00 is reserved
+        sink.on_packet(ItmPacket{ItmPacketKind::kException, 0, fn, number, 0});
     } else if (a == 2) {
         if (size == 4) {
-            emit(ItmPacket{ItmPacketKind::kPcSample, 0, 0, 0, value_}, sink);
-        } else if (value_ == 0) {
-            emit(ItmPacket{ItmPacketKind::kPcSleep}, sink);
+            sink.on_packet(ItmPacket{ItmPacketKind::kPcSample, 0, 0, 0, value});
+        } else if (value == 0) {
+            sink.on_packet(ItmPacket{ItmPacketKind::kPcSleep});
         } else {
-            discard_pending();  // the one-byte form only says "asleep"
+            return false;  // the one-byte form only says "asleep"
         }
     } else if (a < 16) {
         const auto comparator = static_cast<std::uint16_t>((a >> 1) & 3);
         const auto kind = a % 2 ? ItmPacketKind::kDataTraceAddress : ItmPacketKind::kDataTracePc;
-        emit(ItmPacket{kind, 0, 0, comparator, value_}, sink);
+        sink.on_packet(ItmPacket{kind, 0, 0, comparator, value});
     } else {
         const auto comparator = static_cast<std::uint16_t>((a >> 1) & 3);
         const auto write = static_cast<std::uint8_t>(a & 1);
-        emit(ItmPacket{ItmPacketKind::kDataTraceValue, size, write, comparator, value_}, sink);
+        sink.on_packet(ItmPacket{ItmPacketKind::kDataTraceValue, size8, write, comparator, value});
     }
+    return true;
 }
 
 template <class Sink>
 [[gnu::always_inline]] inline void ItmDecoder::end_continued(Sink& sink) {
-    const itm_detail::HeaderType type = itm_detail::kHeaders[header_].type;
+    switch (continued_packet(header_, got_, last_, value_, sink)) {
+        case Continued::kPacket:
+            ++stats_.packets;
+            decoded();
+            return;
+        case Continued::kNoPacket:
+            decoded();
+            return;
+        case Continued::kReserved:
+            discard_pending();
+            return;
+    }
+}
+
+// A whole continued packet (`len` payload bytes, the last one `last`): a packet to the sink,
+// an extension packet's page, or a reserved encoding.
+template <class Sink>
+[[gnu::always_inline]] inline ItmDecoder::Continued ItmDecoder::continued_packet(
+    std::uint8_t header, unsigned len, std::uint8_t last, std::uint64_t value, Sink& sink) {
+    const itm_detail::HeaderType type = itm_detail::kHeaders[header].type;
     if (type == itm_detail::HeaderType::kLocalLong) {
-        const auto tc = static_cast<std::uint8_t>((header_ >> 4) & 3);
-        emit(ItmPacket{ItmPacketKind::kLocalTimestamp, 0, tc, 0, value_}, sink);
+        const auto tc = static_cast<std::uint8_t>((header >> 4) & 3);
+        sink.on_packet(ItmPacket{ItmPacketKind::kLocalTimestamp, 0, tc, 0, value});
     } else if (type == itm_detail::HeaderType::kGlobal1) {
         // Only a full four-byte GTS1 carries ClkCh and Wrap, in bits 5 and 6 of its last byte.
         std::uint8_t flags = 0;
-        if (got_ == 4) {
-            flags = static_cast<std::uint8_t>((last_ >> 5) & 3);
-            value_ &= 0x3FFFFFF;
+        if (len == 4) {
+            flags = static_cast<std::uint8_t>((last >> 5) & 3);
+            value &= 0x3FFFFFF;
         }
-        emit(ItmPacket{ItmPacketKind::kGlobalTimestamp1, 0, flags, 0, value_}, sink);
+        sink.on_packet(ItmPacket{ItmPacketKind::kGlobalTimestamp1, 0, flags, 0, value});
     } else if (type == itm_detail::HeaderType::kGlobal2) {
-        if (got_ != 4 && got_ != 6) return discard_pending();
-        emit(ItmPacket{ItmPacketKind::kGlobalTimestamp2, 0, 0, 0, value_}, sink);
+        if (len != 4 && len != 6) return Continued::kReserved;
+        sink.on_packet(ItmPacket{ItmPacketKind::kGlobalTimestamp2, 0, 0, 0, value});
     } else {
         // A long extension packet: EX[2:0] in the header, the rest in the continuation bytes.
-        if ((header_ & 4) == 0)
-            page_ = static_cast<std::uint16_t>(((header_ >> 4) & 7) | value_ << 3);
-        decoded();
+        if ((header & 4) == 0) page_ = static_cast<std::uint16_t>(((header >> 4) & 7) | value << 3);
+        return Continued::kNoPacket;
     }
+    return Continued::kPacket;
 }
 
 template <class Sink>

@@ -50,9 +50,14 @@ void SwoDecoder::feed(std::span<const std::uint8_t> data, RecordSink& sink) {
     own_.bytes_in += data.size();
     PacketHandler handler{*this};
     if (options_.tpiu) {
-        itm_bytes_.clear();
-        tpiu_.feed(data, itm_bytes_);
-        itm_.feed_inline(itm_bytes_, handler);
+        // The deframed bytes go to a buffer that only grows: no vector's zero fill per chunk.
+        const std::size_t room = data.size() + TpiuDeframer::kOutputSlack;
+        if (room > itm_capacity_) {
+            itm_bytes_ = std::make_unique_for_overwrite<std::uint8_t[]>(room);
+            itm_capacity_ = room;
+        }
+        const std::size_t n = tpiu_.feed(data, itm_bytes_.get());
+        itm_.feed_inline(std::span<const std::uint8_t>(itm_bytes_.get(), n), handler);
     } else {
         itm_.feed_inline(data, handler);
     }
@@ -67,10 +72,7 @@ void SwoDecoder::finish(RecordSink& sink) {
     if (options_.tpiu) tpiu_.finish();
     itm_.finish();
     drop_orbstat_words(orbstat_count_);  // an event cut off by the end
-    if (!console_line_.empty()) {
-        event(ConsoleText{*options_.console_port, std::move(console_line_)});
-        console_line_.clear();
-    }
+    if (console_len_ > 0) end_console_line(*options_.console_port);
     flush();
     feed_framed();
     if (framed_) framed_->finish(sink);
@@ -131,16 +133,28 @@ inline void SwoDecoder::on_software(const ItmPacket& packet) {
     }
 }
 
+// Into a fixed buffer: a byte is a store, not a string's capacity check (console text comes a
+// byte a packet, as ITM_SendChar sends it).
 inline void SwoDecoder::on_console(const ItmPacket& packet) {
-    for (unsigned i = 0; i < packet.size; ++i) {
-        const char c = static_cast<char>(packet.value >> (8 * i));
-        console_line_.push_back(c);
-        if (c == '\n' || console_line_.size() == kMaxLine) {
-            event(ConsoleText{packet.channel, std::move(console_line_)});
-            console_line_.clear();
-        }
+    if (packet.size == 1 && console_len_ + 1 < kMaxLine) [[likely]] {
+        const auto c = static_cast<char>(packet.value);
+        console_line_[console_len_++] = c;
+        ++swo_.console_bytes;
+        if (c == '\n') end_console_line(packet.channel);
+        return;
+    }
+    std::uint64_t value = packet.value;
+    for (unsigned i = 0; i < packet.size; ++i, value >>= 8) {
+        const auto c = static_cast<char>(value);
+        console_line_[console_len_++] = c;
+        if (c == '\n' || console_len_ == kMaxLine) end_console_line(packet.channel);
     }
     swo_.console_bytes += packet.size;
+}
+
+void SwoDecoder::end_console_line(std::uint16_t port) {
+    event(ConsoleText{port, std::string(console_line_.data(), console_len_)});
+    console_len_ = 0;
 }
 
 // orbstat: three words per event, the first marking entry or exit; anything out of step is

@@ -104,6 +104,7 @@ class SwoDecoder final : public StreamDecoder {
     void on_orbstat(const ItmPacket& packet);
     void on_exception(const ItmPacket& packet);
     void on_console(const ItmPacket& packet);
+    void end_console_line(std::uint16_t port);
     void drop_orbstat_words(std::uint64_t words);
     void emit(const Record& record);
     void event(StreamEvent event);
@@ -122,10 +123,12 @@ class SwoDecoder final : public StreamDecoder {
     std::map<std::uint16_t, ExceptionStats> exceptions_;
     std::array<PortUse, 256> port_use_{};
 
-    RecordSink* sink_ = nullptr;              // during feed() and finish()
-    std::vector<std::uint8_t> itm_bytes_;     // TPIU output
-    std::vector<std::uint8_t> framed_bytes_;  // for the inner decoder
-    std::string console_line_;
+    RecordSink* sink_ = nullptr;                 // during feed() and finish()
+    std::unique_ptr<std::uint8_t[]> itm_bytes_;  // TPIU output
+    std::size_t itm_capacity_ = 0;
+    std::vector<std::uint8_t> framed_bytes_;     // for the inner decoder
+    std::array<char, kMaxLine> console_line_{};  // the console line so far
+    std::size_t console_len_ = 0;
     std::array<std::uint32_t, 3> orbstat_words_{};
     std::size_t orbstat_count_ = 0;
     std::vector<std::uint16_t> active_exceptions_;  // innermost last

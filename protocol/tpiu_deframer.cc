@@ -1,6 +1,7 @@
 #include "protocol/tpiu_deframer.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstring>
 
@@ -37,9 +38,18 @@ constexpr bool even_byte_ff(std::uint64_t word) {
     return (((word & kEvenBytes) + kEvenLowBits) & (kEvenLowBits << 8)) != 0;
 }
 
-// Four aux bits moved to bit 0 of the even bytes of a word.
-constexpr std::uint64_t spread_aux(unsigned bits) {
+// Four aux bits moved to bit 0 of the even bytes of a word, by table (one load instead of
+// three shifts and four masks, twice a frame).
+constexpr std::uint64_t spread_aux_bits(unsigned bits) {
     return (bits & 1ULL) | (bits & 2ULL) << 15 | (bits & 4ULL) << 30 | (bits & 8ULL) << 45;
+}
+constexpr std::array<std::uint64_t, 16> kSpreadAux = [] {
+    std::array<std::uint64_t, 16> t{};
+    for (unsigned b = 0; b < 16; ++b) t[b] = spread_aux_bits(b);
+    return t;
+}();
+inline std::uint64_t spread_aux(unsigned bits) {
+    return kSpreadAux[bits & 0xF];
 }
 
 }  // namespace
@@ -52,12 +62,17 @@ inline bool TpiuDeframer::plain_frame(const std::uint8_t* p) const {
 }
 
 void TpiuDeframer::feed(std::span<const std::uint8_t> data, std::vector<std::uint8_t>& out) {
-    stats_.bytes_in += data.size();
     // Never more bytes out than in, plus a frame held from the last chunk, plus the slack of
     // the 16-byte stores: written through a pointer, trimmed at the end.
     const std::size_t at = out.size();
-    out.resize(at + data.size() + 2 * kFrameSize);
-    out_ = out.data() + at;
+    out.resize(at + data.size() + kOutputSlack);
+    out.resize(at + feed(data, out.data() + at));
+}
+
+std::size_t TpiuDeframer::feed(std::span<const std::uint8_t> data, std::uint8_t* out) {
+    static_assert(kOutputSlack >= 2 * kFrameSize);
+    stats_.bytes_in += data.size();
+    out_ = out;
     const std::uint8_t* p = data.data();
     const std::size_t n = data.size();
     for (std::size_t i = 0; i < n;) {
@@ -92,8 +107,9 @@ void TpiuDeframer::feed(std::span<const std::uint8_t> data, std::vector<std::uin
             decode_frame(frame_.data());
         }
     }
-    out.resize(static_cast<std::size_t>(out_ - out.data()));
+    const auto written = static_cast<std::size_t>(out_ - out);
     out_ = nullptr;
+    return written;
 }
 
 inline std::uint32_t TpiuDeframer::last_four(const std::uint8_t* frame) {
@@ -190,6 +206,15 @@ void TpiuDeframer::lose_alignment(const std::uint8_t* frame) {
     current_ = kUnknownId;
 }
 
+// Whether every ID byte of the frame (an even byte with bit 0 set) names our stream.
+inline bool TpiuDeframer::repeats_our_id(const std::uint8_t* frame) const {
+    const auto ours = static_cast<std::uint8_t>(stream_id_ << 1 | 1);
+    for (unsigned i = 0; i < kAuxByte; i += 2) {
+        if ((frame[i] & 1) != 0 && frame[i] != ours) return false;
+    }
+    return true;
+}
+
 void TpiuDeframer::decode_frame(const std::uint8_t* frame) {
     for (unsigned i = 0; i < kAuxByte; i += 2) {
         if (frame[i] == kSyncFill) return lose_alignment(frame);  // ID 0x7F is reserved
@@ -209,6 +234,23 @@ void TpiuDeframer::decode_frame(const std::uint8_t* frame) {
         }
         out_ += kAuxByte;
         stats_.bytes_out += kAuxByte;
+        return;
+    }
+    if (current_ == stream_id_ && repeats_our_id(frame)) {
+        // Also common: formatters repeat the ID every few frames. When every ID byte names
+        // our stream, the "next odd byte is still the old ID's" rule changes nothing: every
+        // data byte is ours, in order.
+        const unsigned aux = frame[kAuxByte];
+        std::uint8_t* o = out_;
+        for (unsigned i = 0; i < kAuxByte; i += 2) {
+            const std::uint8_t even = frame[i];
+            if ((even & 1) == 0) *o++ = static_cast<std::uint8_t>(even | ((aux >> (i / 2)) & 1));
+            if (i + 1 < kAuxByte) *o++ = frame[i + 1];
+        }
+        const auto data = static_cast<unsigned>(o - out_);
+        stats_.bytes_format += kAuxByte - data;  // the ID bytes
+        stats_.bytes_out += data;
+        out_ = o;
         return;
     }
     const auto deliver = [&](std::uint8_t byte) {

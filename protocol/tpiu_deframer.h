@@ -39,8 +39,15 @@ class TpiuDeframer {
   public:
     explicit TpiuDeframer(std::uint8_t stream_id) : stream_id_(stream_id) {}
 
+    // What feed() may write beyond its output: a frame held from the last chunk and the
+    // slack of 16-byte stores.
+    static constexpr std::size_t kOutputSlack = 32;
+
     // Appends the selected stream's bytes to `out`.
     void feed(std::span<const std::uint8_t> data, std::vector<std::uint8_t>& out);
+    // The same into `out`, which has room for data.size() + kOutputSlack bytes; returns how
+    // many bytes are the stream's (the rest is scratch).
+    std::size_t feed(std::span<const std::uint8_t> data, std::uint8_t* out);
     // End of stream or a break in it: a partial frame is discarded and alignment is lost.
     void finish();
 
@@ -55,6 +62,7 @@ class TpiuDeframer {
     void unaligned_byte(std::uint8_t byte);
     void full_sync();
     void decode_frame(const std::uint8_t* frame);
+    bool repeats_our_id(const std::uint8_t* frame) const;
     void lose_alignment(const std::uint8_t* frame);
 
     std::uint8_t stream_id_;
