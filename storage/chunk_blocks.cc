@@ -17,6 +17,15 @@ void put_varint(std::vector<std::uint8_t>& out, std::uint64_t v) {
     }
     out.push_back(static_cast<std::uint8_t>(v));
 }
+// The same into a buffer known to have room (at most 10 bytes); returns the end.
+std::uint8_t* put_varint(std::uint8_t* out, std::uint64_t v) {
+    while (v >= 0x80) {
+        *out++ = static_cast<std::uint8_t>(v | 0x80);
+        v >>= 7;
+    }
+    *out++ = static_cast<std::uint8_t>(v);
+    return out;
+}
 
 std::uint64_t zigzag(std::int64_t v) {
     return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);
@@ -73,12 +82,19 @@ std::vector<std::uint8_t> compress(const std::vector<std::uint8_t>& payload) {
     // One context per thread: the writer compresses every block, and a context is costly to set
     // up (its tables) compared with a 16 KiB block.
     thread_local std::unique_ptr<ZSTD_CCtx, CctxFree> cctx(ZSTD_createCCtx());
-    std::vector<std::uint8_t> out(ZSTD_compressBound(payload.size()));
-    const std::size_t n = ZSTD_compressCCtx(cctx.get(), out.data(), out.size(), payload.data(),
+    // The frame goes to a scratch buffer of the bound's size first, not zeroed (a vector of that
+    // size would clear ~6x the bytes it keeps), and only what it holds is copied out.
+    thread_local std::unique_ptr<std::uint8_t[]> scratch;
+    thread_local std::size_t scratch_size = 0;
+    const std::size_t bound = ZSTD_compressBound(payload.size());
+    if (scratch_size < bound) {
+        scratch.reset(new std::uint8_t[bound]);
+        scratch_size = bound;
+    }
+    const std::size_t n = ZSTD_compressCCtx(cctx.get(), scratch.get(), bound, payload.data(),
                                             payload.size(), kBlockLevel);
     if (ZSTD_isError(n)) throw StorageError(std::string("zstd: ") + ZSTD_getErrorName(n));
-    out.resize(n);
-    return out;
+    return std::vector<std::uint8_t>(scratch.get(), scratch.get() + n);
 }
 
 std::vector<std::uint8_t> decompress(std::span<const std::uint8_t> blob) {
@@ -146,21 +162,23 @@ std::vector<std::uint8_t> encode_raw_block(std::span<const RawChunkView> chunks)
 // has a third of the bytes to work through).
 class RecordDeltas {
   public:
-    void put(const protocol::Record& r, std::vector<std::uint8_t>& heads,
-             std::vector<std::uint8_t>& values) {
+    // The record's head byte at `head`, its values at `values` (room for kMaxValueBytes);
+    // returns the end of the values.
+    static constexpr std::size_t kMaxValueBytes = 3 * 5;  // 33-bit zigzags, a 32-bit count
+    std::uint8_t* put(const protocol::Record& r, std::uint8_t* head, std::uint8_t* values) {
         const bool counted = r.count != 1;
-        heads.push_back(
-            static_cast<std::uint8_t>(static_cast<std::uint8_t>(r.kind) | (counted ? 0x80 : 0)));
+        *head = static_cast<std::uint8_t>(static_cast<std::uint8_t>(r.kind) | (counted ? 0x80 : 0));
         if (r.kind == protocol::RecordKind::kArc) {
-            put_varint(values, zigzag(std::int64_t{r.from_pc} - from_));
-            put_varint(values, zigzag(std::int64_t{r.self_pc} - self_));
+            values = put_varint(values, zigzag(std::int64_t{r.from_pc} - from_));
+            values = put_varint(values, zigzag(std::int64_t{r.self_pc} - self_));
             from_ = r.from_pc;
             self_ = r.self_pc;
         } else {
-            put_varint(values, zigzag(std::int64_t{r.self_pc} - pc_));
+            values = put_varint(values, zigzag(std::int64_t{r.self_pc} - pc_));
             pc_ = r.self_pc;
         }
-        if (counted) put_varint(values, r.count);
+        if (counted) values = put_varint(values, r.count);
+        return values;
     }
     protocol::Record get(std::uint8_t head, PayloadReader& values) {
         protocol::Record r;
@@ -201,16 +219,40 @@ std::vector<std::uint8_t> encode_record_block(std::span<const RecordChunkView> c
         index_of(chunks, [](const RecordChunkView& c) { return c.records.size(); });
     std::size_t total = 0;
     for (const auto& c : chunks) total += c.records.size();
-    std::vector<std::uint8_t> heads, values;
-    heads.reserve(total);
-    values.reserve(total * 4);
+    // Heads straight into the payload, values into a scratch buffer with room for the most a
+    // record can take (no bounds check, no clearing per byte), then appended.
+    const std::size_t index_bytes = payload.size();
+    payload.resize(index_bytes + total);
+    thread_local std::unique_ptr<std::uint8_t[]> scratch;
+    thread_local std::size_t scratch_size = 0;
+    if (scratch_size < total * RecordDeltas::kMaxValueBytes) {
+        scratch_size = total * RecordDeltas::kMaxValueBytes;
+        scratch.reset(new std::uint8_t[scratch_size]);
+    }
+    std::uint8_t* head = payload.data() + index_bytes;
+    std::uint8_t* values = scratch.get();
     RecordDeltas deltas;
     for (const auto& c : chunks) {
-        for (const auto& r : c.records) deltas.put(r, heads, values);
+        for (const auto& r : c.records) values = deltas.put(r, head++, values);
     }
-    payload.insert(payload.end(), heads.begin(), heads.end());
-    payload.insert(payload.end(), values.begin(), values.end());
+    payload.insert(payload.end(), scratch.get(), values);
     return compress(payload);
+}
+
+EncodedChunk encode_chunk(std::int64_t received_ns, std::span<const std::uint8_t> raw,
+                          std::span<const protocol::Record> records) {
+    EncodedChunk out;
+    if (!raw.empty()) {
+        const RawChunkView view{received_ns, raw};
+        out.raw_block = encode_raw_block(std::span(&view, 1));
+        out.raw_bytes = raw.size();
+    }
+    if (!records.empty()) {
+        const RecordChunkView view{received_ns, records};
+        out.record_block = encode_record_block(std::span(&view, 1));
+        out.records = records.size();
+    }
+    return out;
 }
 
 std::vector<DecodedRawChunk> decode_raw_block(std::span<const std::uint8_t> blob,

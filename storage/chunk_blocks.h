@@ -61,6 +61,19 @@ inline constexpr int kBlockLevel = 1;
 std::vector<std::uint8_t> encode_raw_block(std::span<const RawChunkView> chunks);
 std::vector<std::uint8_t> encode_record_block(std::span<const RecordChunkView> chunks);
 
+// One chunk as blocks of its own (a raw_chunks row and a record_batches row holding it alone):
+// what the storage writer would store for a transaction that brought only this chunk. A sender
+// with time to spare encodes its chunk itself while the writer is behind, so the two threads
+// share the compression (storage_writer.h, ChunkOp::encoded).
+struct EncodedChunk {
+    std::vector<std::uint8_t> raw_block;  // empty: no raw bytes
+    std::size_t raw_bytes = 0;
+    std::vector<std::uint8_t> record_block;  // empty: no records
+    std::size_t records = 0;
+};
+EncodedChunk encode_chunk(std::int64_t received_ns, std::span<const std::uint8_t> raw,
+                          std::span<const protocol::Record> records);
+
 // Throw StorageError for a blob that is not a block (damaged, cut short, too large).
 std::vector<DecodedRawChunk> decode_raw_block(std::span<const std::uint8_t> blob,
                                               std::int64_t row_received_ns);

@@ -213,59 +213,86 @@ void for_each_block(std::span<const Chunk> chunks, std::size_t cap, Size size_of
 
 void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToStore> chunks,
                                  const gmon::Aggregate* sums) {
-    std::vector<ChunkToStore> raw, records;
-    for (const auto& c : chunks) {
-        if (!c.raw.empty()) raw.push_back(c);
-        if (!c.records.empty()) records.push_back(c);
-    }
     Statement& raw_st =
         cached(insert_raw_,
                "INSERT INTO raw_chunks (session_id, seq, received_ns, bytes, encoding, last_seq, "
                "last_ns) VALUES (?, ?, ?, ?, 1, ?, ?)");
-    for_each_block<ChunkToStore>(
-        raw, kBlockRawBytes, [](const ChunkToStore& c) { return c.raw.size(); },
-        [&](std::span<const ChunkToStore> block) {
-            std::vector<RawChunkView> views;
-            views.reserve(block.size());
-            for (const auto& c : block) views.push_back({c.received_ns, c.raw});
-            const auto blob = encode_raw_block(views);  // bound, not copied: alive until run()
-            raw_st.bind(1, session).bind(2, block.front().seq).bind(3, block.front().received_ns);
-            raw_st.bind_blob(4, blob);
-            raw_st.bind(5, block.back().seq).bind(6, block.back().received_ns);
-            raw_st.run();
-        });
     Statement& rec_st = cached(
         insert_records_,
         "INSERT INTO record_batches (session_id, seq, received_ns, count, records, encoding, "
         "last_seq, last_ns) VALUES (?, ?, ?, ?, ?, 1, ?, ?)");
-    for_each_block<ChunkToStore>(
-        records, kBlockRecords, [](const ChunkToStore& c) { return c.records.size(); },
-        [&](std::span<const ChunkToStore> block) {
-            std::vector<RecordChunkView> views;
-            views.reserve(block.size());
-            std::uint64_t count = 0;
-            for (const auto& c : block) {
-                views.push_back({c.received_ns, c.records});
-                count += c.records.size();
-            }
-            rec_st.bind(1, session).bind(2, block.front().seq).bind(3, block.front().received_ns);
-            const auto blob = encode_record_block(views);  // bound, not copied: alive until run()
-            rec_st.bind(4, count).bind_blob(5, blob);
-            rec_st.bind(6, block.back().seq).bind(7, block.back().received_ns);
-            rec_st.run();
-        });
-    if (records.empty()) return;
-    SliceSpan span{records.front().seq, records.back().seq, records.front().received_ns,
-                   records.front().received_ns, 0};
-    for (const auto& c : records) {
-        span.min_ns = std::min(span.min_ns, c.received_ns);
-        span.max_ns = std::max(span.max_ns, c.received_ns);
-        span.records += c.records.size();
+    // One row; `blob` is bound, not copied: alive until run().
+    const auto insert_raw = [&](const ChunkToStore& first, const ChunkToStore& last,
+                                std::span<const std::uint8_t> blob) {
+        raw_st.bind(1, session).bind(2, first.seq).bind(3, first.received_ns);
+        raw_st.bind_blob(4, blob);
+        raw_st.bind(5, last.seq).bind(6, last.received_ns);
+        raw_st.run();
+    };
+    const auto insert_records = [&](const ChunkToStore& first, const ChunkToStore& last,
+                                    std::uint64_t count, std::span<const std::uint8_t> blob) {
+        rec_st.bind(1, session).bind(2, first.seq).bind(3, first.received_ns);
+        rec_st.bind(4, count).bind_blob(5, blob);
+        rec_st.bind(6, last.seq).bind(7, last.received_ns);
+        rec_st.run();
+    };
+    // Runs of chunks not encoded yet are cut into blocks here; an encoded chunk ends a run.
+    std::vector<ChunkToStore> raw, records;
+    const auto write_runs = [&] {
+        for_each_block<ChunkToStore>(
+            raw, kBlockRawBytes, [](const ChunkToStore& c) { return c.raw.size(); },
+            [&](std::span<const ChunkToStore> block) {
+                std::vector<RawChunkView> views;
+                views.reserve(block.size());
+                for (const auto& c : block) views.push_back({c.received_ns, c.raw});
+                insert_raw(block.front(), block.back(), encode_raw_block(views));
+            });
+        for_each_block<ChunkToStore>(
+            records, kBlockRecords, [](const ChunkToStore& c) { return c.records.size(); },
+            [&](std::span<const ChunkToStore> block) {
+                std::vector<RecordChunkView> views;
+                views.reserve(block.size());
+                std::uint64_t count = 0;
+                for (const auto& c : block) {
+                    views.push_back({c.received_ns, c.records});
+                    count += c.records.size();
+                }
+                insert_records(block.front(), block.back(), count, encode_record_block(views));
+            });
+        raw.clear();
+        records.clear();
+    };
+    std::optional<SliceSpan> span;
+    for (const auto& c : chunks) {
+        if (c.encoded) {
+            write_runs();
+            if (!c.encoded->raw_block.empty()) insert_raw(c, c, c.encoded->raw_block);
+            if (!c.encoded->record_block.empty())
+                insert_records(c, c, c.encoded->records, c.encoded->record_block);
+        } else {
+            if (!c.raw.empty()) raw.push_back(c);
+            if (!c.records.empty()) records.push_back(c);
+        }
+        if (c.record_count() == 0) continue;
+        if (!span) span = SliceSpan{c.seq, c.seq, c.received_ns, c.received_ns, 0};
+        span->last_seq = c.seq;
+        span->min_ns = std::min(span->min_ns, c.received_ns);
+        span->max_ns = std::max(span->max_ns, c.received_ns);
+        span->records += c.record_count();
     }
-    if (sums) return slices_.add(session, span, *sums);
-    gmon::Aggregate summed;
-    for (const auto& c : records) summed.add(c.records);
-    slices_.add(session, span, summed);
+    write_runs();
+    if (!span) return;
+    if (sums) return slices_.add(session, *span, *sums);
+    gmon::Aggregate summed;  // an encoded chunk's records are decoded again for it
+    for (const auto& c : chunks) {
+        if (!c.encoded) {
+            summed.add(c.records);
+        } else if (!c.encoded->record_block.empty()) {
+            for (const auto& d : decode_record_block(c.encoded->record_block, c.received_ns))
+                summed.add(d.records);
+        }
+    }
+    slices_.add(session, *span, summed);
 }
 
 std::int64_t SessionStore::add_to_aggregate(std::int64_t session, const gmon::Aggregate& delta) {

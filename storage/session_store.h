@@ -126,11 +126,17 @@ class SessionStore {
         std::int64_t received_ns = 0;
         std::span<const std::uint8_t> raw;
         std::span<const protocol::Record> records;
+        // The chunk already encoded as blocks of its own (raw and records then empty): stored
+        // as they are, a row each.
+        const EncodedChunk* encoded = nullptr;
+        std::size_t raw_bytes() const { return encoded ? encoded->raw_bytes : raw.size(); }
+        std::size_t record_count() const { return encoded ? encoded->records : records.size(); }
     };
     // Stores chunks of one session, in order, as zstd blocks (chunk_blocks.h): consecutive
-    // chunks share a row up to kBlockRawBytes raw bytes / kBlockRecords records; and adds them
-    // to the session's record slices (record_slices.h). `sums`: their records summed, when the
-    // caller has that anyway (else summed here).
+    // chunks share a row up to kBlockRawBytes raw bytes / kBlockRecords records (a chunk
+    // encoded already has its rows alone); and adds them to the session's record slices
+    // (record_slices.h). `sums`: their records summed, when the caller has that anyway (else
+    // summed here).
     void append_chunks(std::int64_t session, std::span<const ChunkToStore> chunks,
                        const gmon::Aggregate* sums = nullptr);
     // Writes the session's open record slices (after its last chunk).

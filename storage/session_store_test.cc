@@ -359,5 +359,87 @@ TEST_CASE("the writer stores a session's calling-context tree: a chunk's copy, t
     CHECK(store.calling_context(id).empty());
 }
 
+TEST_CASE("chunks their sender encoded are stored as the writer would, in order with the rest") {
+    // Two sessions get the same chunks: one as plain chunks, one with every other chunk encoded
+    // by the sender (ChunkOp::encoded, what the capture thread does while the writer is
+    // behind). Raw bytes, records, times, sums and window sums must read back the same.
+    TempDb db;
+    std::vector<ChunkOp> plain;
+    for (int i = 0; i < 12; ++i) {
+        std::vector<std::uint8_t> raw(100 + static_cast<std::size_t>(i) * 37);
+        for (std::size_t b = 0; b < raw.size(); ++b) raw[b] = static_cast<std::uint8_t>(b * i);
+        std::vector<Record> records;
+        for (std::uint32_t r = 0; r < 50 + static_cast<std::uint32_t>(i) * 11; ++r) {
+            records.push_back(
+                r % 3 ? Record::pc_sample(0x1000 + r * 4 + static_cast<std::uint32_t>(i))
+                      : Record::arc(0x2000 + r, 0x3000 - r, r % 7 + 1));
+        }
+        gmon::Aggregate delta;
+        delta.add(records);
+        plain.push_back(ChunkOp{
+            0, 1000 * (i + 1), std::move(raw), std::move(records), {}, {}, {}, std::move(delta)});
+    }
+    SessionId as_plain = 0, as_encoded = 0;
+    {
+        StorageWriter writer(db.path, {std::chrono::milliseconds(20), 1 << 20});
+        as_plain = writer.reserve_session_id();
+        as_encoded = writer.reserve_session_id();
+        writer.submit(OpenSessionOp{as_plain, {}});
+        writer.submit(OpenSessionOp{as_encoded, {}});
+        for (std::size_t i = 0; i < plain.size(); ++i) {
+            ChunkOp a = plain[i];
+            a.session = as_plain;
+            REQUIRE(writer.submit(std::move(a)));
+            ChunkOp b = plain[i];
+            b.session = as_encoded;
+            if (i % 2) {
+                b.encoded = std::make_shared<const EncodedChunk>(
+                    encode_chunk(b.received_ns, b.raw, b.records));
+                b.raw.clear();
+                b.records.clear();
+            }
+            REQUIRE(writer.submit(std::move(b)));
+            if (i % 5 == 4) writer.flush();  // some transactions hold several chunks
+        }
+        writer.submit(CloseSessionOp{as_plain, "completed", 20000, {}});
+        writer.submit(CloseSessionOp{as_encoded, "completed", 20000, {}});
+        writer.stop();
+    }
+    SessionStore store(db.path, Database::Mode::kReadOnly);
+    const auto read = [&](SessionId id) {
+        std::vector<std::pair<std::int64_t, std::vector<std::uint8_t>>> raw;
+        store.for_each_chunk(id, [&](std::int64_t t, std::span<const std::uint8_t> bytes) {
+            raw.emplace_back(t, std::vector<std::uint8_t>(bytes.begin(), bytes.end()));
+        });
+        std::vector<std::pair<std::int64_t, std::vector<Record>>> records;
+        store.for_each_record_batch(id, [&](std::int64_t t, std::span<const Record> r) {
+            records.emplace_back(t, std::vector<Record>(r.begin(), r.end()));
+        });
+        return std::pair(raw, records);
+    };
+    const auto [raw_plain, records_plain] = read(as_plain);
+    const auto [raw_encoded, records_encoded] = read(as_encoded);
+    REQUIRE(raw_plain.size() == plain.size());
+    for (std::size_t i = 0; i < plain.size(); ++i) {
+        CHECK(raw_plain[i].first == plain[i].received_ns);
+        CHECK(raw_plain[i].second == plain[i].raw);
+        CHECK(records_plain[i].second == plain[i].records);
+    }
+    CHECK(raw_encoded == raw_plain);
+    CHECK(records_encoded == records_plain);
+    gmon::Aggregate all;
+    for (const auto& c : plain) all.add(c.records);
+    CHECK(store.aggregate(as_plain) == all);
+    CHECK(store.aggregate(as_encoded) == all);
+    for (const auto& [from, to] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+             {0, 20000}, {2500, 9000}, {4000, 4000}}) {
+        CAPTURE(from);
+        const auto expected = store.aggregate_between_rows(as_plain, from, to);
+        CHECK(store.aggregate_between(as_plain, from, to) == expected);
+        CHECK(store.aggregate_between(as_encoded, from, to) == expected);
+        CHECK(store.aggregate_between_rows(as_encoded, from, to) == expected);
+    }
+}
+
 }  // namespace
 }  // namespace rackprof::storage

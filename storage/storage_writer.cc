@@ -21,8 +21,11 @@ std::size_t op_bytes(const WriteOp& op) {
         for (const auto& line : chunk->console) text += line.text.size();
         const std::size_t delta =
             chunk->delta ? (chunk->delta->distinct_arcs() + chunk->delta->distinct_pcs()) * 24 : 0;
-        return chunk->raw.size() + chunk->records.size() * sizeof(protocol::Record) + text + delta +
-               sizeof(ChunkOp);
+        const std::size_t encoded =
+            chunk->encoded ? chunk->encoded->raw_block.size() + chunk->encoded->record_block.size()
+                           : 0;
+        return chunk->raw.size() + chunk->records.size() * sizeof(protocol::Record) + encoded +
+               text + delta + sizeof(ChunkOp);
     }
     return sizeof(WriteOp);
 }
@@ -163,6 +166,7 @@ bool StorageWriter::submit(WriteOp op) {
         wake = !chunk || (queued_bytes_ < commit_early_bytes() &&
                           queued_bytes_ + bytes >= commit_early_bytes());
         queued_bytes_ += bytes;
+        queued_bytes_now_.store(queued_bytes_, std::memory_order_relaxed);
         queue_.push_back(std::move(op));
         ++submitted_;
     }
@@ -264,6 +268,7 @@ void StorageWriter::run() {
                     for (auto& op : queue_) ops.push_back(std::move(op));
                     queue_.clear();
                     queued_bytes_ = 0;
+                    queued_bytes_now_.store(0, std::memory_order_relaxed);
                     stopping = stopping_;
                 }
             }
@@ -534,7 +539,10 @@ void StorageWriter::write_op(WriteOp& op, Attempt& a) {
     if (auto* chunk = std::get_if<ChunkOp>(&op)) {
         const std::int64_t seq = a.next_seq[id]++;  // chunk order within the session
         auto& p = a.pending[id];
-        p.chunks.push_back({seq, chunk->received_ns, chunk->raw, chunk->records});
+        if (chunk->encoded && !chunk->delta)
+            throw StorageError("an encoded chunk without its records summed");
+        p.chunks.push_back({seq, chunk->received_ns, chunk->raw, chunk->records,
+                            chunk->encoded.get()});
         for (std::size_t i = 0; i < chunk->console.size(); ++i) {
             store_.append_console(id, seq, static_cast<std::int64_t>(i), chunk->console[i]);
         }
@@ -634,22 +642,22 @@ void StorageWriter::end_episode(std::int64_t now) {
 
 void StorageWriter::lose_chunk(const ChunkOp& chunk, const std::string& reason, std::int64_t now) {
     Ledger& l = ledgers_[chunk.session];
-    l.records += chunk.records.size();
-    l.bytes += chunk.raw.size();
+    l.records += chunk.record_count();
+    l.bytes += chunk.raw_bytes();
     if (!l.gap_since_ns) {
         l.gap_since_ns = chunk.received_ns > 0 ? chunk.received_ns : now;
         l.gap_reason = reason;
         ++l.gaps;
     }
-    l.gap_records += chunk.records.size();
-    l.gap_bytes += chunk.raw.size();
+    l.gap_records += chunk.record_count();
+    l.gap_bytes += chunk.raw_bytes();
     if (chunk.counters.bytes_in >= l.last_counters.bytes_in) l.last_counters = chunk.counters;
-    episode_records_ += chunk.records.size();
-    episode_bytes_ += chunk.raw.size();
+    episode_records_ += chunk.record_count();
+    episode_bytes_ += chunk.raw_bytes();
     {
         std::lock_guard lock(health_mutex_);
-        totals_.records += chunk.records.size();
-        totals_.bytes += chunk.raw.size();
+        totals_.records += chunk.record_count();
+        totals_.bytes += chunk.raw_bytes();
         totals_.sessions.insert(chunk.session);
     }
     publish_losses(chunk.session);

@@ -66,6 +66,12 @@ struct ChunkOp {
     std::optional<gmon::Aggregate> delta;
     // The session's calling-context tree so far, when it changed (replaces the stored one).
     std::shared_ptr<const gmon::CallingContextTree> calling_context = nullptr;
+    // The chunk encoded by the sender already (while the writer is behind: behind()); `raw`
+    // and `records` are then empty and `delta` is required. Stored as rows of its own.
+    std::shared_ptr<const EncodedChunk> encoded = nullptr;
+
+    std::size_t raw_bytes() const { return encoded ? encoded->raw_bytes : raw.size(); }
+    std::size_t record_count() const { return encoded ? encoded->records : records.size(); }
 };
 struct GapOp {
     SessionId session;
@@ -202,6 +208,12 @@ class StorageWriter {
     // now: sources that can wait (files) read only then. Any thread.
     bool has_room();
     static constexpr std::size_t kRoomFor = 1u << 20;
+    // Whether the queue holds more than a quarter of its budget: the writer is behind, and a
+    // sender with time to spare (the capture thread) should encode its chunks itself
+    // (ChunkOp::encoded), so that the compression is shared between the two threads. Any thread.
+    bool behind() const {
+        return queued_bytes_now_.load(std::memory_order_relaxed) > options_.queue_budget_bytes / 4;
+    }
     // Blocks until everything submitted so far was applied: committed (sums included) or, while
     // storage fails, counted lost (chunks) or held for a retry (the rest).
     void flush();
@@ -273,6 +285,7 @@ class StorageWriter {
     std::condition_variable drained_;
     std::deque<WriteOp> queue_;
     std::size_t queued_bytes_ = 0;
+    std::atomic<std::size_t> queued_bytes_now_{0};  // a copy of queued_bytes_ for behind()
     std::uint64_t submitted_ = 0;
     std::uint64_t applied_ = 0;
     bool flush_wanted_ = false;  // a flush() waits: commit now, not at the interval's end

@@ -33,10 +33,13 @@ struct Events {
     }
 };
 
-// Chunks of 8 KiB raw and 100 PC samples, their counters counting what was sent.
+// Chunks of 8 KiB raw and 100 PC samples, their counters counting what was sent; with
+// `encode`, every other chunk encoded by the sender (ChunkOp::encoded), as the capture thread
+// does while the writer is behind.
 class Sender {
   public:
-    Sender(StorageWriter& writer, SessionId id) : writer_(writer), id_(id) {}
+    Sender(StorageWriter& writer, SessionId id, bool encode = false)
+        : writer_(writer), id_(id), encode_(encode) {}
     void chunk() {
         ++t_;
         std::vector<Record> records(100, Record::pc_sample(0x1000 + 2 * (t_ % 50)));
@@ -48,8 +51,15 @@ class Sender {
         for (auto& b : raw)
             b = static_cast<std::uint8_t>(
                 (noise_ = noise_ * 6364136223846793005u + 1442695040888963407u) >> 56);
-        REQUIRE(writer_.submit(
-            ChunkOp{id_, t_, std::move(raw), std::move(records), counters_, {}, {}, {}}));
+        ChunkOp op{id_, t_, std::move(raw), std::move(records), counters_, {}, {}, {}};
+        if (encode_ && t_ % 2) {
+            op.delta.emplace();
+            op.delta->add(op.records);
+            op.encoded = std::make_shared<const EncodedChunk>(encode_chunk(t_, op.raw, op.records));
+            op.raw.clear();
+            op.records.clear();
+        }
+        REQUIRE(writer_.submit(std::move(op)));
     }
     std::uint64_t sent() const { return sent_; }
     std::int64_t now() const { return t_; }
@@ -61,6 +71,7 @@ class Sender {
     std::uint64_t noise_ = 1;
     StorageWriter& writer_;
     SessionId id_;
+    bool encode_;
     std::int64_t t_ = 0;
     std::uint64_t sent_ = 0;
     SessionCounters counters_;
@@ -82,6 +93,11 @@ std::uint64_t stored_records(SessionStore& store, SessionId id) {
 
 TEST_CASE(
     "a full disk: lost chunks are counted with a gap, nothing else is lost, capture resumes") {
+    bool encode = false;
+    SUBCASE("chunks as the writer encodes them") {}
+    SUBCASE("every other chunk encoded by its sender") {
+        encode = true;
+    }
     TempDb db;
     Events events;
     SessionId filler = 0;
@@ -108,7 +124,7 @@ TEST_CASE(
         // Capture until the database is full.
         session = writer.reserve_session_id();
         writer.submit(OpenSessionOp{session, spec_of("board")});
-        Sender capture(writer, session);
+        Sender capture(writer, session, encode);
         for (int i = 0; i < 1000 && !writer.health().failing; ++i) {
             capture.chunk();
             writer.flush();

@@ -89,14 +89,31 @@ bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t 
     }
     storage::ChunkOp op{id_,
                         received_ns,
-                        std::move(raw),
-                        std::move(collector_.records),
+                        {},
+                        {},
                         counters_,
                         take_console(received_ns),
                         changed_exceptions(),
                         std::move(delta),
                         std::move(tree)};
-    collector_.records = {};
+    if (writer_.behind()) {
+        // The writer is behind: this thread encodes the chunk (the compression is most of the
+        // writer's work), and its buffers stay here for the next chunk.
+        op.encoded = std::make_shared<const storage::EncodedChunk>(
+            storage::encode_chunk(received_ns, raw, collector_.records));
+        collector_.records.clear();
+        if (gathered_.empty() && raw.capacity() > gathered_.capacity()) {
+            raw.clear();
+            gathered_ = std::move(raw);
+        }
+    } else {
+        // The next chunk is likely as large: room for it now, not grown copy by copy.
+        if (gathered_.capacity() < raw.size()) gathered_.reserve(raw.size());
+        op.raw = std::move(raw);
+        op.records = std::move(collector_.records);
+        collector_.records = {};
+        collector_.records.reserve(op.records.size());
+    }
     if (writer_.submit(std::move(op))) return true;
     counters_.records_lost += records;
     counters_.bytes_lost += bytes;

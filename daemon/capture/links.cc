@@ -31,6 +31,12 @@ constexpr std::chrono::milliseconds kSerialPollPeriod{20};
 // A read this large may have found the device's buffer nearly full (a fast line): the next
 // read comes at once, as without a period.
 constexpr std::size_t kBusyReadBytes = 8 * 1024;
+// A tty hands out at most this much per read (its line discipline's buffer). A read that
+// returned less found that buffer drained: another read now would mostly say "nothing more",
+// and on a pty it first waits for the kernel's worker to move what is pending (a sleep and a
+// wake-up; on a rack of 256 boards that read was a fifth of the capture thread's time), so what
+// is left waits for the next period.
+constexpr std::size_t kTtyReadBytes = 4096;
 
 // Reads a stream-like object (descriptor or socket) until it fails; shared by serial and TCP.
 // With a poll period, each read takes everything the device holds, then the reader rests for
@@ -76,18 +82,18 @@ class StreamReader : public std::enable_shared_from_this<StreamReader<Stream>> {
                 self->read_next(n);
             });
     }
-    // After the first `n` bytes: whatever else the device holds now (a pty hands out at most
-    // 4 KiB per read), up to the buffer's size. Returns the bytes in the buffer.
+    // After the first `n` bytes: whatever else the device holds now, up to the buffer's size,
+    // as long as each read came back full (kTtyReadBytes). Returns the bytes in the buffer.
     std::size_t read_the_rest(std::size_t n, boost::system::error_code& ec) {
-        while (n < buffer_.size()) {
-            const std::size_t more =
-                stream_.read_some(asio::buffer(buffer_.data() + n, buffer_.size() - n), ec);
-            n += more;
+        std::size_t last = n;
+        while (n < buffer_.size() && last >= kTtyReadBytes) {
+            last = stream_.read_some(asio::buffer(buffer_.data() + n, buffer_.size() - n), ec);
+            n += last;
             if (ec == asio::error::would_block || ec == asio::error::try_again) {
                 ec = {};
                 break;
             }
-            if (ec || more == 0) break;
+            if (ec || last == 0) break;
         }
         return n;
     }
