@@ -280,26 +280,37 @@ std::vector<std::uint8_t> encode_sums_block(const gmon::Aggregate& sums) {
     return compress(payload);
 }
 
-void add_sums_block(std::span<const std::uint8_t> blob, gmon::Aggregate& into) {
+void read_sums_block(std::span<const std::uint8_t> blob, SumsBlock& into) {
+    into.arcs.clear();
+    into.pcs.clear();
     const auto payload = decompress(blob);
     PayloadReader in(payload);
     const std::uint64_t arcs = in.varint();
     if (arcs > payload.size()) throw StorageError("corrupt sums: arc count too large");
+    into.arcs.reserve(arcs);
     std::int64_t from = 0, self = 0;
     for (std::uint64_t i = 0; i < arcs; ++i) {
         from = wrapping_add(from, unzigzag(in.varint()));
         self = wrapping_add(self, unzigzag(in.varint()));
-        into.add_arc(static_cast<std::uint64_t>(from), static_cast<std::uint64_t>(self),
-                     in.varint());
+        into.arcs.push_back(
+            {static_cast<std::uint64_t>(from), static_cast<std::uint64_t>(self), in.varint()});
     }
     const std::uint64_t pcs = in.varint();
     if (pcs > payload.size()) throw StorageError("corrupt sums: PC count too large");
+    into.pcs.reserve(pcs);
     std::uint64_t pc = 0;
     for (std::uint64_t i = 0; i < pcs; ++i) {
         pc += in.varint();
-        into.add_pc(pc, in.varint());
+        into.pcs.push_back({pc, in.varint()});
     }
     if (!in.done()) throw StorageError("corrupt sums: bytes after the last PC");
+}
+
+void add_sums_block(std::span<const std::uint8_t> blob, gmon::Aggregate& into) {
+    SumsBlock block;
+    read_sums_block(blob, block);
+    for (const auto& a : block.arcs) into.add_arc(a.from_pc, a.self_pc, a.count);
+    for (const auto& p : block.pcs) into.add_pc(p.pc, p.count);
 }
 
 }  // namespace rackprof::storage
