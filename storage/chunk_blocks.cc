@@ -81,19 +81,25 @@ std::vector<std::uint8_t> compress(const std::vector<std::uint8_t>& payload) {
     return out;
 }
 
-std::vector<std::uint8_t> decompress(std::span<const std::uint8_t> blob) {
+// Into `out`, whose room is kept (a reader thread reuses it for block after block).
+void decompress_into(std::span<const std::uint8_t> blob, std::vector<std::uint8_t>& out) {
     const unsigned long long size = ZSTD_getFrameContentSize(blob.data(), blob.size());
     if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
         throw StorageError("corrupt block: not a zstd frame");
     if (size > kMaxBlockPayload)
         throw StorageError("corrupt block: claims " + std::to_string(size) + " bytes");
     thread_local std::unique_ptr<ZSTD_DCtx, DctxFree> dctx(ZSTD_createDCtx());
-    std::vector<std::uint8_t> out(size);
+    out.resize(size);
     const std::size_t n =
         ZSTD_decompressDCtx(dctx.get(), out.data(), out.size(), blob.data(), blob.size());
     if (ZSTD_isError(n) || n != size)
         throw StorageError(std::string("corrupt block: ") +
                            (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "size differs"));
+}
+
+std::vector<std::uint8_t> decompress(std::span<const std::uint8_t> blob) {
+    std::vector<std::uint8_t> out;
+    decompress_into(blob, out);
     return out;
 }
 
@@ -283,7 +289,9 @@ std::vector<std::uint8_t> encode_sums_block(const gmon::Aggregate& sums) {
 void read_sums_block(std::span<const std::uint8_t> blob, SumsBlock& into) {
     into.arcs.clear();
     into.pcs.clear();
-    const auto payload = decompress(blob);
+    // Kept per thread: a window reads a slice's megabyte after another, and fresh pages fault.
+    thread_local std::vector<std::uint8_t> payload;
+    decompress_into(blob, payload);
     PayloadReader in(payload);
     const std::uint64_t arcs = in.varint();
     if (arcs > payload.size()) throw StorageError("corrupt sums: arc count too large");
