@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <stdexcept>
 
 namespace rackprof::gmon {
 
@@ -44,6 +45,7 @@ std::uint64_t arc_key(std::uint64_t from, std::uint64_t self) {
 }  // namespace
 
 void Aggregate::add(std::span<const protocol::Record> records) {
+    unsort_pcs();
     CountCache arcs(arcs_);
     CountCache pcs(pcs_);
     for (const protocol::Record& r : records) {
@@ -73,19 +75,45 @@ void Aggregate::add_arc(std::uint64_t from_pc, std::uint64_t self_pc, std::uint6
 }
 
 void Aggregate::add_pc(std::uint64_t pc, std::uint64_t count) {
+    unsort_pcs();
     total_samples_ += count;
     pcs_.add(pc, count);
 }
 
 void Aggregate::merge(const Aggregate& other) {
+    unsort_pcs();
     other.arcs_.for_each([&](std::uint64_t key, std::uint64_t n) { arcs_.add(key, n); });
     other.pcs_.for_each([&](std::uint64_t key, std::uint64_t n) { pcs_.add(key, n); });
+    for (const PcCount& p : other.sorted_pcs_) pcs_.add(p.pc, p.count);
     for (const ArcCount& a : other.wide_arcs_) {
         add_arc(a.from_pc, a.self_pc, a.count);
         total_calls_ -= a.count;  // counted below with the rest
     }
     total_calls_ += other.total_calls_;
     total_samples_ += other.total_samples_;
+}
+
+void Aggregate::reserve(std::size_t arcs, std::size_t pcs) {
+    arcs_.reserve(arcs);
+    if (sorted_pcs_.empty()) pcs_.reserve(pcs);
+}
+
+void Aggregate::adopt_sorted_pcs(std::vector<PcCount> pcs) {
+    if (distinct_pcs() != 0)
+        throw std::logic_error("adopt_sorted_pcs: the aggregate already holds PC counts");
+    for (std::size_t i = 1; i < pcs.size(); ++i) {
+        if (pcs[i - 1].pc >= pcs[i].pc)
+            throw std::logic_error("adopt_sorted_pcs: PCs not sorted or not distinct");
+    }
+    for (const PcCount& p : pcs) total_samples_ += p.count;
+    sorted_pcs_ = std::move(pcs);
+}
+
+void Aggregate::unsort_pcs() {
+    if (sorted_pcs_.empty()) return;
+    pcs_.reserve(sorted_pcs_.size());
+    for (const PcCount& p : sorted_pcs_) pcs_.add(p.pc, p.count);
+    sorted_pcs_ = {};
 }
 
 std::vector<ArcCount> Aggregate::arcs() const {
@@ -128,6 +156,7 @@ void sort_by_pc(std::vector<PcCount>& pcs) {
 }  // namespace
 
 std::vector<PcCount> Aggregate::pc_samples() const {
+    if (!sorted_pcs_.empty()) return sorted_pcs_;
     std::vector<PcCount> out;
     out.reserve(pcs_.size());
     pcs_.for_each([&](std::uint64_t pc, std::uint64_t n) { out.push_back({pc, n}); });

@@ -31,6 +31,12 @@ class Aggregate {
     void add_arc(std::uint64_t from_pc, std::uint64_t self_pc, std::uint64_t count);
     void add_pc(std::uint64_t pc, std::uint64_t count);
     void merge(const Aggregate& other);
+    // Room for this many distinct arcs and PCs without the tables growing.
+    void reserve(std::size_t arcs, std::size_t pcs);
+    // PC counts already summed and sorted by address, each PC once, for an aggregate that holds
+    // no PCs yet (a time window's, added up by address from record slices): kept as given, so
+    // pc_samples() sorts nothing. Adding PCs later moves them into the table first.
+    void adopt_sorted_pcs(std::vector<PcCount> pcs);
 
     // Sorted by address, so output built from them is deterministic.
     std::vector<ArcCount> arcs() const;
@@ -39,17 +45,20 @@ class Aggregate {
     std::uint64_t total_calls() const { return total_calls_; }
     std::uint64_t total_samples() const { return total_samples_; }
     std::size_t distinct_arcs() const { return arcs_.size(); }
-    std::size_t distinct_pcs() const { return pcs_.size(); }
-    bool empty() const { return arcs_.size() == 0 && pcs_.size() == 0 && wide_arcs_.empty(); }
+    std::size_t distinct_pcs() const { return pcs_.size() + sorted_pcs_.size(); }
+    bool empty() const { return arcs_.size() == 0 && distinct_pcs() == 0 && wide_arcs_.empty(); }
 
     friend bool operator==(const Aggregate& a, const Aggregate& b) {
         return a.arcs() == b.arcs() && a.pc_samples() == b.pc_samples();
     }
 
   private:
+    void unsort_pcs();
+
     // Arcs with both addresses below 2^32 (every supported target) share one table.
     CountTable arcs_;
     CountTable pcs_;
+    std::vector<PcCount> sorted_pcs_;  // adopt_sorted_pcs'; empty whenever pcs_ is not
     std::vector<ArcCount> wide_arcs_;  // arcs with a 64-bit address (from a 64-bit gmon.out)
     std::uint64_t total_calls_ = 0;
     std::uint64_t total_samples_ = 0;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <stdexcept>
 
 namespace rackprof::gmon {
 namespace {
@@ -80,6 +81,30 @@ TEST_CASE("merge adds counts") {
     CHECK(a.pc_samples() == std::vector<PcCount>{{0x100, 5}});
     CHECK(a.total_calls() == 9);
     CHECK(a.total_samples() == 5);
+}
+
+TEST_CASE("adopted sorted PCs read back as given, and as counts once more are added") {
+    Aggregate a;
+    a.add_arc(1, 2, 3);
+    a.adopt_sorted_pcs({{0x100, 4}, {0x102, 0}, {0xFFFF'FFFF'FFFF'FFFFull, 1}});
+    CHECK(a.distinct_pcs() == 3);
+    CHECK(a.total_samples() == 5);
+    CHECK(a.pc_samples() ==
+          std::vector<PcCount>{{0x100, 4}, {0x102, 0}, {0xFFFF'FFFF'FFFF'FFFFull, 1}});
+    CHECK_THROWS_AS(a.adopt_sorted_pcs({{0x200, 1}}), std::logic_error);
+    Aggregate sum;
+    sum.merge(a);        // from the sorted PCs
+    a.add_pc(0x100, 1);  // into the table
+    CHECK(a.pc_samples() ==
+          std::vector<PcCount>{{0x100, 5}, {0x102, 0}, {0xFFFF'FFFF'FFFF'FFFFull, 1}});
+    CHECK(a.total_samples() == 6);
+    sum.add_pc(0x100, 1);
+    CHECK(sum == a);
+    CHECK(sum.total_samples() == 6);
+    Aggregate unsorted;
+    CHECK_THROWS_AS(unsorted.adopt_sorted_pcs({{0x102, 1}, {0x100, 1}}), std::logic_error);
+    CHECK_THROWS_AS(unsorted.adopt_sorted_pcs({{0x100, 1}, {0x100, 1}}), std::logic_error);
+    CHECK(unsorted.empty());
 }
 
 TEST_CASE("the all-ones key is an ordinary key") {

@@ -42,6 +42,13 @@ class CountTable {
         }
     }
 
+    // Room for `keys` distinct keys without growing (a sum whose size is known up front).
+    void reserve(std::size_t keys) {
+        std::size_t capacity = slots_.size();
+        while (keys * 4 > capacity * 3) capacity *= 2;
+        if (capacity != slots_.size()) rehash(capacity);
+    }
+
     // Number of distinct keys.
     std::size_t size() const { return size_ + (empty_key_count_ ? 1 : 0); }
 

@@ -97,19 +97,25 @@ std::vector<std::uint8_t> compress(const std::vector<std::uint8_t>& payload) {
     return std::vector<std::uint8_t>(scratch.get(), scratch.get() + n);
 }
 
-std::vector<std::uint8_t> decompress(std::span<const std::uint8_t> blob) {
+// Into `out`, whose room is kept (a reader thread reuses it for block after block).
+void decompress_into(std::span<const std::uint8_t> blob, std::vector<std::uint8_t>& out) {
     const unsigned long long size = ZSTD_getFrameContentSize(blob.data(), blob.size());
     if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
         throw StorageError("corrupt block: not a zstd frame");
     if (size > kMaxBlockPayload)
         throw StorageError("corrupt block: claims " + std::to_string(size) + " bytes");
     thread_local std::unique_ptr<ZSTD_DCtx, DctxFree> dctx(ZSTD_createDCtx());
-    std::vector<std::uint8_t> out(size);
+    out.resize(size);
     const std::size_t n =
         ZSTD_decompressDCtx(dctx.get(), out.data(), out.size(), blob.data(), blob.size());
     if (ZSTD_isError(n) || n != size)
         throw StorageError(std::string("corrupt block: ") +
                            (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "size differs"));
+}
+
+std::vector<std::uint8_t> decompress(std::span<const std::uint8_t> blob) {
+    std::vector<std::uint8_t> out;
+    decompress_into(blob, out);
     return out;
 }
 
@@ -322,26 +328,39 @@ std::vector<std::uint8_t> encode_sums_block(const gmon::Aggregate& sums) {
     return compress(payload);
 }
 
-void add_sums_block(std::span<const std::uint8_t> blob, gmon::Aggregate& into) {
-    const auto payload = decompress(blob);
+void read_sums_block(std::span<const std::uint8_t> blob, SumsBlock& into) {
+    into.arcs.clear();
+    into.pcs.clear();
+    // Kept per thread: a window reads a slice's megabyte after another, and fresh pages fault.
+    thread_local std::vector<std::uint8_t> payload;
+    decompress_into(blob, payload);
     PayloadReader in(payload);
     const std::uint64_t arcs = in.varint();
     if (arcs > payload.size()) throw StorageError("corrupt sums: arc count too large");
+    into.arcs.reserve(arcs);
     std::int64_t from = 0, self = 0;
     for (std::uint64_t i = 0; i < arcs; ++i) {
         from = wrapping_add(from, unzigzag(in.varint()));
         self = wrapping_add(self, unzigzag(in.varint()));
-        into.add_arc(static_cast<std::uint64_t>(from), static_cast<std::uint64_t>(self),
-                     in.varint());
+        into.arcs.push_back(
+            {static_cast<std::uint64_t>(from), static_cast<std::uint64_t>(self), in.varint()});
     }
     const std::uint64_t pcs = in.varint();
     if (pcs > payload.size()) throw StorageError("corrupt sums: PC count too large");
+    into.pcs.reserve(pcs);
     std::uint64_t pc = 0;
     for (std::uint64_t i = 0; i < pcs; ++i) {
         pc += in.varint();
-        into.add_pc(pc, in.varint());
+        into.pcs.push_back({pc, in.varint()});
     }
     if (!in.done()) throw StorageError("corrupt sums: bytes after the last PC");
+}
+
+void add_sums_block(std::span<const std::uint8_t> blob, gmon::Aggregate& into) {
+    SumsBlock block;
+    read_sums_block(blob, block);
+    for (const auto& a : block.arcs) into.add_arc(a.from_pc, a.self_pc, a.count);
+    for (const auto& p : block.pcs) into.add_pc(p.pc, p.count);
 }
 
 }  // namespace rackprof::storage

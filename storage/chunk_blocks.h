@@ -87,5 +87,13 @@ std::vector<DecodedRecordChunk> decode_record_block(std::span<const std::uint8_t
 std::vector<std::uint8_t> encode_sums_block(const gmon::Aggregate& sums);
 // Adds the block's counts to `into`; throws StorageError for a damaged blob.
 void add_sums_block(std::span<const std::uint8_t> blob, gmon::Aggregate& into);
+// A sums block's counts in the block's order: arcs, then PCs, each sorted by address.
+struct SumsBlock {
+    std::vector<gmon::ArcCount> arcs;
+    std::vector<gmon::PcCount> pcs;
+};
+// Replaces `into`'s counts with the block's, keeping the vectors' room (one SumsBlock reads a
+// window's slices one after another); throws StorageError for a damaged blob.
+void read_sums_block(std::span<const std::uint8_t> blob, SumsBlock& into);
 
 }  // namespace rackprof::storage

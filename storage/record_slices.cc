@@ -144,11 +144,87 @@ std::vector<SeqRange> ranges_to_decode(Database& db, std::int64_t session, std::
     return out;
 }
 
-void add_slice_sums(Database& db, const StoredSlice& slice, gmon::Aggregate& into) {
+void WindowSums::add_slice(Database& db, const StoredSlice& slice) {
     Statement st = db.prepare("SELECT sums FROM record_slices WHERE rowid = ?");
     st.bind(1, slice.rowid);
     if (!st.step()) throw StorageError("a record slice went missing while it was read");
-    add_sums_block(st.column_blob(0), into);
+    read_sums_block(st.column_blob(0), block_);
+    add(block_);
+}
+
+void WindowSums::add(const SumsBlock& sums) {
+    sums_.reserve(sums.arcs.size(), 0);
+    for (const auto& a : sums.arcs) sums_.add_arc(a.from_pc, a.self_pc, a.count);
+    const auto& pcs = sums.pcs;  // sorted (a damaged block's are not: every PC is checked)
+    if (pcs.empty()) return;
+    // A few stray PCs far from the text (a damaged capture's) go to the table rather than
+    // stretch the array past kMaxSlots.
+    if (!cover(pcs.front().pc, pcs.back().pc)) {
+        const std::size_t stray = pcs.size() / 100;
+        cover(pcs[stray].pc, pcs[pcs.size() - 1 - stray].pc);
+    }
+    for (const auto& p : pcs) add_pc(p.pc, p.count);
+}
+
+void WindowSums::add(std::span<const protocol::Record> records) {
+    for (const protocol::Record& r : records) {
+        if (r.kind == protocol::RecordKind::kArc) {
+            sums_.add_arc(r.from_pc, r.self_pc, r.count);
+        } else {
+            add_pc(r.self_pc, r.count);
+        }
+    }
+}
+
+bool WindowSums::cover(std::uint64_t low, std::uint64_t high) {
+    low &= ~std::uint64_t{1};
+    if (high < low) return false;
+    std::uint64_t new_low = low, new_high = high;
+    if (!counts_.empty()) {
+        const std::uint64_t last = low_ + 2 * (counts_.size() - 1);  // the last slot's PC
+        if (low >= low_ && high <= last) return true;
+        new_low = std::min(low, low_);
+        new_high = std::max(high, last);
+    }
+    if ((new_high - new_low) / 2 >= kMaxSlots) return false;  // the PCs outside: the table
+    const std::size_t slots = static_cast<std::size_t>((new_high - new_low) / 2 + 1);
+    std::vector<std::uint64_t> counts(slots);
+    std::vector<std::uint64_t> present((slots + 63) / 64);
+    const std::size_t shift = static_cast<std::size_t>((low_ - new_low) / 2);
+    for (std::size_t i = 0; i < counts_.size(); ++i) {
+        if (!(present_[i >> 6] >> (i & 63) & 1)) continue;
+        counts[i + shift] = counts_[i];
+        present[(i + shift) >> 6] |= std::uint64_t{1} << ((i + shift) & 63);
+    }
+    low_ = new_low;
+    counts_.swap(counts);
+    present_.swap(present);
+    return true;
+}
+
+gmon::Aggregate WindowSums::take() {
+    const auto others = other_pcs_.pc_samples();
+    std::size_t in_array = 0;
+    for (const std::uint64_t w : present_)
+        in_array += static_cast<std::size_t>(__builtin_popcountll(w));
+    std::vector<gmon::PcCount> pcs;
+    pcs.reserve(in_array + others.size());
+    auto other = others.begin();
+    for (std::size_t word = 0; word < present_.size(); ++word) {
+        for (std::uint64_t bits = present_[word]; bits != 0; bits &= bits - 1) {
+            const std::size_t slot = word * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
+            const std::uint64_t pc = low_ + 2 * slot;
+            for (; other != others.end() && other->pc < pc; ++other) pcs.push_back(*other);
+            std::uint64_t count = counts_[slot];
+            if (other != others.end() && other->pc == pc) count += (other++)->count;
+            pcs.push_back({pc, count});
+        }
+    }
+    pcs.insert(pcs.end(), other, others.end());
+    gmon::Aggregate out = std::move(sums_);
+    out.adopt_sorted_pcs(std::move(pcs));
+    *this = WindowSums{};
+    return out;
 }
 
 }  // namespace rackprof::storage

@@ -12,9 +12,11 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <vector>
 
 #include "gmon/aggregate.h"
+#include "storage/chunk_blocks.h"
 #include "storage/sqlite.h"
 
 namespace rackprof::storage {
@@ -91,7 +93,40 @@ struct SeqRange {
 // unread (a row's last_ns comes after its blob: testing it reads the whole blob).
 std::vector<SeqRange> ranges_to_decode(Database& db, std::int64_t session, std::int64_t from_ns,
                                        std::int64_t to_ns, const std::vector<StoredSlice>& chosen);
-// Adds a stored slice's sums to `into`.
-void add_slice_sums(Database& db, const StoredSlice& slice, gmon::Aggregate& into);
+// A window's sums as its slices and the rows at its edges are added. Its PCs lie in the
+// firmware's text and each slice's come sorted, so they are added into an array by address
+// (two-byte slots over the slices' PC range, up to kMaxSlots of them): a walk through memory,
+// where a hash table of 10^5 PCs grew by rehashing and was then sorted for the profile. They
+// come out sorted (Aggregate::adopt_sorted_pcs). Arcs, odd PCs and PCs beyond the array go
+// into tables; a PC in both is summed, so the answer is the same whatever the order.
+class WindowSums {
+  public:
+    static constexpr std::uint64_t kMaxSlots = std::uint64_t{1} << 22;  // 8 MiB of text
+
+    void add_slice(Database& db, const StoredSlice& slice);
+    void add(const SumsBlock& sums);
+    void add(std::span<const protocol::Record> records);
+    void add_pc(std::uint64_t pc, std::uint64_t count) {
+        const std::uint64_t slot = (pc - low_) >> 1;
+        if (pc >= low_ && ((pc - low_) & 1) == 0 && slot < counts_.size()) {
+            counts_[slot] += count;
+            present_[slot >> 6] |= std::uint64_t{1} << (slot & 63);
+        } else {
+            other_pcs_.add_pc(pc, count);
+        }
+    }
+    gmon::Aggregate take();
+
+  private:
+    // Grows the array to hold [low, high] if it stays within kMaxSlots; whether it holds them.
+    bool cover(std::uint64_t low, std::uint64_t high);
+
+    std::uint64_t low_ = 0;               // the PC of slot 0 (even)
+    std::vector<std::uint64_t> counts_;   // by (pc - low_) / 2
+    std::vector<std::uint64_t> present_;  // a bit per slot: that PC was added (even with 0)
+    gmon::Aggregate sums_;                // the arcs
+    gmon::Aggregate other_pcs_;           // PCs the array does not hold
+    SumsBlock block_;                     // the slice being added
+};
 
 }  // namespace rackprof::storage

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <limits>
+#include <map>
 #include <random>
 
 #include "storage/session_store.h"
@@ -24,6 +25,11 @@ std::vector<Record> random_records(std::mt19937_64& rng, std::size_t n) {
             r = Record::arc(0x1001 + 2 * static_cast<std::uint32_t>(rng() % 64),
                             0x2001 + 64 * static_cast<std::uint32_t>(rng() % 32),
                             rng() % 16 == 0 ? 1 + static_cast<std::uint32_t>(rng() % 9) : 1);
+        } else if (rng() % 512 == 0) {
+            // Now and then an odd PC, or one far from the text (a damaged capture's): they are
+            // not in WindowSums' array.
+            r = Record::pc_sample(rng() % 2 ? 0x1001 + 2 * static_cast<std::uint32_t>(rng() % 3000)
+                                            : 0xF000'0000u + static_cast<std::uint32_t>(rng() % 8));
         } else {
             r = Record::pc_sample(0x1000 + 2 * static_cast<std::uint32_t>(rng() % 3000));
         }
@@ -121,7 +127,10 @@ int check_windows(SessionStore& store, const WrittenSession& w, std::mt19937_64&
         CAPTURE(from - w.first_ns);
         CAPTURE(to - w.first_ns);
         const auto expected = store.aggregate_between_rows(w.id, from, to);
-        CHECK(store.aggregate_between(w.id, from, to) == expected);
+        const auto got = store.aggregate_between(w.id, from, to);
+        CHECK(got == expected);
+        CHECK(got.total_calls() == expected.total_calls());
+        CHECK(got.total_samples() == expected.total_samples());
         if (!slices_inside(store.db(), w.id, from, to).empty()) ++sliced;
     }
     return sliced;
@@ -140,6 +149,58 @@ TEST_CASE("record slices: a window's sums equal the record batches', at slice ed
         CHECK(levels[1] >= 10);  // 1.2 M records in slices of >= 64 Ki records (and the last)
         CHECK(levels[2] >= 3);   // of 4 level-1 slices each
         CHECK(check_windows(store, w, rng) > 40);
+    }
+}
+
+// WindowSums against an Aggregate fed the same counts: PCs in its array, in its table (odd,
+// outside the array, stray), in both (added to the table before the array covered them), with
+// zero counts, and 64-bit arcs; in every order of adding.
+TEST_CASE("record slices: WindowSums adds up as an Aggregate does") {
+    std::mt19937_64 rng(12);
+    for (int round = 0; round < 200; ++round) {
+        CAPTURE(round);
+        WindowSums sums;
+        gmon::Aggregate expected;
+        const std::uint64_t base = 0x1000 + 2 * (rng() % 4096);
+        for (int step = 0; step < 6; ++step) {
+            if (rng() % 2) {
+                // A slice's block: sorted PCs, one of them maybe far away.
+                SumsBlock block;
+                std::map<std::uint64_t, std::uint64_t> pcs;
+                const std::uint64_t low = base + 2 * (rng() % 2048);
+                for (int i = 0, n = static_cast<int>(rng() % 300); i < n; ++i)
+                    pcs[low + (rng() % 8 == 0 ? 1 : 0) + 2 * (rng() % 1024)] += rng() % 5;
+                if (rng() % 4 == 0) pcs[0xFFFF'FFFF'0000ull + rng() % 16] += 1;
+                if (rng() % 8 == 0) pcs[low + 2 * WindowSums::kMaxSlots] += 3;
+                for (const auto& [pc, n] : pcs) {
+                    block.pcs.push_back({pc, n});
+                    expected.add_pc(pc, n);
+                }
+                const std::uint64_t wide = rng() % 3 == 0 ? std::uint64_t{1} << 40 : 0;
+                for (int i = 0, n = static_cast<int>(rng() % 20); i < n; ++i) {
+                    block.arcs.push_back({wide + 0x100 + 2 * (rng() % 8), 0x200, rng() % 3});
+                    expected.add_arc(block.arcs.back().from_pc, 0x200, block.arcs.back().count);
+                }
+                sums.add(block);
+            } else {
+                // Records at a window's edge: anywhere, in no order.
+                std::vector<Record> records;
+                for (int i = 0, n = static_cast<int>(rng() % 200); i < n; ++i) {
+                    records.push_back(
+                        rng() % 5 == 0
+                            ? Record::arc(0x100 + 2 * static_cast<std::uint32_t>(rng() % 8), 0x200)
+                            : Record::pc_sample(static_cast<std::uint32_t>(
+                                  base - 64 + rng() % 6000 + (rng() % 50 == 0 ? 0x1000'0000 : 0))));
+                }
+                expected.add(records);
+                sums.add(records);
+            }
+        }
+        const auto got = sums.take();
+        CHECK(got == expected);
+        CHECK(got.total_calls() == expected.total_calls());
+        CHECK(got.total_samples() == expected.total_samples());
+        CHECK(got.distinct_pcs() == expected.distinct_pcs());
     }
 }
 

@@ -580,9 +580,9 @@ gmon::Aggregate SessionStore::aggregate_between(std::int64_t session, std::int64
                                                 std::int64_t to_ns) {
     if (!has_slices_) return aggregate_between_rows(session, from_ns, to_ns);
     const ReadSnapshot snapshot(db_);  // slices and rows as one commit left them
-    gmon::Aggregate a;
+    WindowSums a;
     const auto slices = slices_inside(db_, session, from_ns, to_ns);
-    for (const auto& slice : slices) add_slice_sums(db_, slice, a);
+    for (const auto& slice : slices) a.add_slice(db_, slice);
     Statement rows = db_.prepare(
         "SELECT received_ns, records, encoding FROM record_batches WHERE session_id = ? AND seq "
         "BETWEEN ? AND ? AND received_ns <= ? AND COALESCE(last_ns, received_ns) >= ? ORDER BY "
@@ -598,7 +598,7 @@ gmon::Aggregate SessionStore::aggregate_between(std::int64_t session, std::int64
         }
         rows.reset();
     }
-    return a;
+    return a.take();
 }
 
 gmon::Aggregate SessionStore::aggregate_between_rows(std::int64_t session, std::int64_t from_ns,
