@@ -97,18 +97,10 @@ std::string build_id_of(const Bench& b) {
 }
 
 TEST_CASE("fleet store on PostgreSQL: benches push concurrently, survive an outage, fleet serves") {
-    if (!testing::PgServer::installed()) {
-        std::cout << "SKIP: fleet store tests: PostgreSQL 15 is not installed ("
-                  << testing::PgServer::bin_dir().string() << ")\n";
-        return;
-    }
     testing::TempDir dir;
-    testing::PgServer pg(dir.path());
-    if (!pg.ok()) {
-        std::cout << "SKIP: fleet store tests: PostgreSQL could not be started: " << pg.why()
-                  << "\n";
-        return;
-    }
+    const auto server = testing::PgServer::start_or_skip(dir.path(), "fleet store tests");
+    if (!server) return;
+    auto& pg = *server;
     const std::string url = pg.url();
 
     // Three benches capture and push at the same time.
@@ -251,18 +243,10 @@ TEST_CASE("fleet store on PostgreSQL: benches push concurrently, survive an outa
 // old one goes row by row; young sessions and their sums stay exact; a bench's push of a pruned
 // session is refused from then on.
 TEST_CASE("fleet store on PostgreSQL: fleet prune drops old months and rows, keeps the young") {
-    if (!testing::PgServer::installed()) {
-        std::cout << "SKIP: fleet retention test: PostgreSQL 15 is not installed ("
-                  << testing::PgServer::bin_dir().string() << ")\n";
-        return;
-    }
     testing::TempDir dir;
-    testing::PgServer pg(dir.path());
-    if (!pg.ok()) {
-        std::cout << "SKIP: fleet retention test: PostgreSQL could not be started: " << pg.why()
-                  << "\n";
-        return;
-    }
+    const auto server = testing::PgServer::start_or_skip(dir.path(), "fleet retention test");
+    if (!server) return;
+    auto& pg = *server;
     const std::string url = pg.url();
     fleet::FleetConnection connection;
     connection.url = url;
@@ -414,18 +398,10 @@ void check_board_sums(fleet::FleetStore& store, const std::vector<std::int64_t>&
 // it selected, all pushed with the ELF), from rows (some selected), or not whole (a session
 // pushed without the ELF), and only the functions asked for come back.
 TEST_CASE("fleet store on PostgreSQL: per-board sums for the spread match the sessions' rows") {
-    if (!testing::PgServer::installed()) {
-        std::cout << "SKIP: fleet board sums test: PostgreSQL 15 is not installed ("
-                  << testing::PgServer::bin_dir().string() << ")\n";
-        return;
-    }
     testing::TempDir dir;
-    testing::PgServer pg(dir.path());
-    if (!pg.ok()) {
-        std::cout << "SKIP: fleet board sums test: PostgreSQL could not be started: " << pg.why()
-                  << "\n";
-        return;
-    }
+    const auto server = testing::PgServer::start_or_skip(dir.path(), "fleet board sums test");
+    if (!server) return;
+    auto& pg = *server;
     fleet::FleetConnection connection;
     connection.url = pg.url();
     fleet::FleetStore store(connection);

@@ -1,8 +1,26 @@
 #include "tests/support/pg_server.h"
 
+#include <iostream>
+
 #include <unistd.h>
 
 namespace rackprof::testing {
+
+std::unique_ptr<PgServer> PgServer::start_or_skip(const std::filesystem::path& dir,
+                                                  std::string_view what) {
+    if (!installed()) {
+        std::cout << "SKIP: " << what << ": PostgreSQL 15 is not installed (" << bin_dir().string()
+                  << ")\n";
+        return nullptr;
+    }
+    auto server = std::make_unique<PgServer>(dir);
+    if (!server->ok()) {
+        std::cout << "SKIP: " << what << ": PostgreSQL could not be started: " << server->why()
+                  << "\n";
+        return nullptr;
+    }
+    return server;
+}
 
 PgServer::PgServer(const std::filesystem::path& dir) : dir_(dir / "pg") {
     std::filesystem::create_directories(dir_);

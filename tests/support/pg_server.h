@@ -4,7 +4,9 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tests/support/process.h"
@@ -19,6 +21,10 @@ class PgServer {
 
     // Creates a cluster in `dir`/pg and starts it.
     explicit PgServer(const std::filesystem::path& dir);
+    // A started server, or null after printing "SKIP: <what>: ..." (not installed, or it
+    // would not start): what a test case needing PostgreSQL begins with.
+    static std::unique_ptr<PgServer> start_or_skip(const std::filesystem::path& dir,
+                                                   std::string_view what);
     ~PgServer();
     PgServer(const PgServer&) = delete;
     PgServer& operator=(const PgServer&) = delete;
