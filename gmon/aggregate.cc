@@ -4,6 +4,8 @@
 #include <array>
 #include <stdexcept>
 
+#include "gmon/radix_sort.h"
+
 namespace rackprof::gmon {
 
 namespace {
@@ -117,50 +119,34 @@ void Aggregate::unsort_pcs() {
 }
 
 std::vector<ArcCount> Aggregate::arcs() const {
+    // The table's key (from << 32 | self) sorts as (from, self) does.
+    struct Keyed {
+        std::uint64_t key;
+        std::uint64_t count;
+    };
+    std::vector<Keyed> keyed;
+    keyed.reserve(arcs_.size());
+    arcs_.for_each([&](std::uint64_t key, std::uint64_t n) { keyed.push_back({key, n}); });
+    radix_sort_by_key(keyed, [](const Keyed& k) { return k.key; });
     std::vector<ArcCount> out;
-    out.reserve(arcs_.size() + wide_arcs_.size());
-    arcs_.for_each([&](std::uint64_t key, std::uint64_t n) {
-        out.push_back({key >> 32, key & 0xFFFFFFFFu, n});
-    });
-    out.insert(out.end(), wide_arcs_.begin(), wide_arcs_.end());
-    std::sort(out.begin(), out.end(), [](const ArcCount& a, const ArcCount& b) {
-        return a.from_pc != b.from_pc ? a.from_pc < b.from_pc : a.self_pc < b.self_pc;
-    });
+    out.reserve(keyed.size() + wide_arcs_.size());
+    for (const Keyed& k : keyed) out.push_back({k.key >> 32, k.key & 0xFFFFFFFFu, k.count});
+    if (!wide_arcs_.empty()) {
+        out.insert(out.end(), wide_arcs_.begin(), wide_arcs_.end());
+        std::sort(out.begin(), out.end(), [](const ArcCount& a, const ArcCount& b) {
+            return a.from_pc != b.from_pc ? a.from_pc < b.from_pc : a.self_pc < b.self_pc;
+        });
+    }
     return out;
 }
-
-namespace {
-
-// PCs are distinct, so any sort by address gives the same order. A radix sort, 16 bits a pass
-// over as many bits as the largest PC has: a window's profile of ~2 * 10^5 PCs sorted them
-// three times, a fifth of its time with std::sort.
-void sort_by_pc(std::vector<PcCount>& pcs) {
-    if (pcs.size() < 4096) {
-        std::sort(pcs.begin(), pcs.end(),
-                  [](const PcCount& a, const PcCount& b) { return a.pc < b.pc; });
-        return;
-    }
-    std::uint64_t bits = 0;
-    for (const PcCount& p : pcs) bits |= p.pc;
-    std::vector<PcCount> sorted(pcs.size());
-    std::vector<std::size_t> starts(65537);
-    for (int shift = 0; shift < 64 && (bits >> shift) != 0; shift += 16) {
-        std::fill(starts.begin(), starts.end(), 0);
-        for (const PcCount& p : pcs) ++starts[((p.pc >> shift) & 0xFFFF) + 1];
-        for (std::size_t i = 1; i < starts.size(); ++i) starts[i] += starts[i - 1];
-        for (const PcCount& p : pcs) sorted[starts[(p.pc >> shift) & 0xFFFF]++] = p;
-        pcs.swap(sorted);
-    }
-}
-
-}  // namespace
 
 std::vector<PcCount> Aggregate::pc_samples() const {
     if (!sorted_pcs_.empty()) return sorted_pcs_;
     std::vector<PcCount> out;
     out.reserve(pcs_.size());
     pcs_.for_each([&](std::uint64_t pc, std::uint64_t n) { out.push_back({pc, n}); });
-    sort_by_pc(out);
+    // PCs are distinct, so any sort by address gives the same order.
+    radix_sort_by_key(out, [](const PcCount& p) { return p.pc; });
     return out;
 }
 

@@ -8,10 +8,12 @@
 
 namespace rackprof::gmon {
 
-inline void put_uint(std::vector<std::uint8_t>& out, std::uint64_t v, int bytes, ByteOrder order) {
+// `Bytes`: std::vector<std::uint8_t>, or std::string for a body that goes out as it is.
+template <class Bytes>
+inline void put_uint(Bytes& out, std::uint64_t v, int bytes, ByteOrder order) {
     for (int i = 0; i < bytes; ++i) {
         const int shift = order == ByteOrder::kLittle ? 8 * i : 8 * (bytes - 1 - i);
-        out.push_back(static_cast<std::uint8_t>(v >> shift));
+        out.push_back(static_cast<typename Bytes::value_type>(v >> shift));
     }
 }
 

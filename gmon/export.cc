@@ -28,10 +28,7 @@ ChunkStream once(std::function<std::string()> make) {
 }
 
 ChunkStream open_gmon(const Input& input) {
-    return once([input] {
-        const auto bytes = serialize_gmon(gmon_data_of(input->source).data);
-        return std::string(bytes.begin(), bytes.end());
-    });
+    return once([input] { return serialize_gmon_string(gmon_data_of(input->source).data); });
 }
 
 std::string arcs_text(const GmonData& data) {

@@ -22,7 +22,8 @@ constexpr std::uint8_t kTagCgArc = 1;
 constexpr std::uint64_t kMaxBin = 0xFFFF;
 constexpr std::uint64_t kMaxArcCount = 0xFFFFFFFF;
 
-void write_histogram(const Histogram& h, const TargetLayout& t, std::vector<std::uint8_t>& out) {
+template <class Bytes>
+void write_histogram(const Histogram& h, const TargetLayout& t, Bytes& out) {
     const std::uint64_t peak = h.bins.empty() ? 0 : *std::max_element(h.bins.begin(), h.bins.end());
     // At least one record even when empty, so gprof knows the range and rate.
     const std::uint64_t records = std::max<std::uint64_t>(1, (peak + kMaxBin - 1) / kMaxBin);
@@ -32,13 +33,13 @@ void write_histogram(const Histogram& h, const TargetLayout& t, std::vector<std:
         dimension[i] = static_cast<std::uint8_t>(h.dimension[i]);
     }
     for (std::uint64_t r = 0; r < records; ++r) {
-        out.push_back(kTagTimeHist);
+        out.push_back(static_cast<typename Bytes::value_type>(kTagTimeHist));
         put_uint(out, h.low_pc, t.addr_bytes, t.order);
         put_uint(out, h.high_pc, t.addr_bytes, t.order);
         put_uint(out, h.bins.size(), 4, t.order);
         put_uint(out, h.prof_rate, 4, t.order);
-        for (std::uint8_t c : dimension) out.push_back(c);
-        out.push_back(static_cast<std::uint8_t>(h.dimension_abbrev));
+        for (std::uint8_t c : dimension) out.push_back(static_cast<typename Bytes::value_type>(c));
+        out.push_back(static_cast<typename Bytes::value_type>(h.dimension_abbrev));
         const std::uint64_t already = r * kMaxBin;
         for (std::uint64_t bin : h.bins) {
             const std::uint64_t left = bin > already ? bin - already : 0;
@@ -64,24 +65,24 @@ double file_bytes(const GmonData& data) {
     return bytes;
 }
 
-}  // namespace
-
-std::vector<std::uint8_t> serialize_gmon(const GmonData& data) {
+template <class Bytes>
+Bytes serialize_as(const GmonData& data) {
     const TargetLayout& t = data.layout;
-    if (const double bytes = file_bytes(data); bytes > kMaxGmonFileBytes) {
+    const double bytes = file_bytes(data);
+    if (bytes > kMaxGmonFileBytes) {
         throw std::length_error("gmon.out would take " + std::to_string(bytes / (1 << 20)) +
                                 " MiB: counts too wide for its 16-bit bins and 32-bit arc counts");
     }
-    std::vector<std::uint8_t> out;
-    out.reserve(64 + data.arcs.size() * (1 + 2 * t.addr_bytes + 4));
-    for (char c : {'g', 'm', 'o', 'n'}) out.push_back(static_cast<std::uint8_t>(c));
+    Bytes out;
+    out.reserve(static_cast<std::size_t>(bytes));  // exactly: it grows by no copy
+    for (char c : {'g', 'm', 'o', 'n'}) out.push_back(static_cast<typename Bytes::value_type>(c));
     put_uint(out, 1, 4, t.order);                   // GMON_VERSION
     for (int i = 0; i < 12; ++i) out.push_back(0);  // spare
     for (const Histogram& h : data.histograms) write_histogram(h, t, out);
     for (const ArcCount& a : data.arcs) {
         for (std::uint64_t left = a.count; left > 0;) {
             const std::uint64_t n = std::min(left, kMaxArcCount);
-            out.push_back(kTagCgArc);
+            out.push_back(static_cast<typename Bytes::value_type>(kTagCgArc));
             put_uint(out, a.from_pc, t.addr_bytes, t.order);
             put_uint(out, a.self_pc, t.addr_bytes, t.order);
             put_uint(out, n, 4, t.order);
@@ -89,6 +90,16 @@ std::vector<std::uint8_t> serialize_gmon(const GmonData& data) {
         }
     }
     return out;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> serialize_gmon(const GmonData& data) {
+    return serialize_as<std::vector<std::uint8_t>>(data);
+}
+
+std::string serialize_gmon_string(const GmonData& data) {
+    return serialize_as<std::string>(data);
 }
 
 namespace {

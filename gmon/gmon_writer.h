@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "gmon/gmon_data.h"
@@ -16,6 +17,8 @@ namespace rackprof::gmon {
 // are refused with std::length_error rather than written for ever.
 inline constexpr double kMaxGmonFileBytes = 1 << 30;
 std::vector<std::uint8_t> serialize_gmon(const GmonData& data);
+// The same bytes as a string: an HTTP body, without copying them over.
+std::string serialize_gmon_string(const GmonData& data);
 
 // Writes next to `path` and renames into place, so a failure never leaves a partial file. A
 // device, FIFO or socket already at `path` (-o /dev/null) is written in place instead, never

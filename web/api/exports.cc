@@ -90,7 +90,12 @@ Reply download_reply(const Call& c, service::Export out) {
         r.set(http::field::content_type, out.content_type);
         r.set(http::field::content_disposition, disposition);
         r.keep_alive(c.request.keep_alive());
-        while (auto chunk = out.next()) r.body() += *chunk;
+        while (auto chunk = out.next()) {
+            if (r.body().empty())
+                r.body() = std::move(*chunk);  // most are one chunk: megabytes not copied
+            else
+                r.body() += *chunk;
+        }
         return r;
     }
     StreamedResponse reply;
