@@ -24,7 +24,9 @@ enum class HeaderType : std::uint8_t {
     kInvalid,
     kZero,
     kOverflow,
-    kSoftware,          // stimulus port write, 1, 2 or 4 bytes
+    kSoftware1,         // stimulus port write of 1 byte
+    kSoftware2,         // 2 bytes
+    kSoftware4,         // 4 bytes
     kEventCounter,      // DWT disc 0, 1 byte
     kException,         // DWT disc 1, 2 bytes
     kPcSample,          // DWT disc 2, 4 bytes
@@ -72,7 +74,12 @@ constexpr HeaderInfo classify(unsigned h) {
     if (h == 0x70) return {HeaderType::kOverflow, 0};
     if ((h & 3) != 0) {
         const auto size = static_cast<std::uint8_t>((h & 3) == 3 ? 4 : (h & 3));
-        if ((h & 4) == 0) return {HeaderType::kSoftware, size};
+        if ((h & 4) == 0) {
+            const auto type = size == 1
+                                  ? HeaderType::kSoftware1
+                                  : (size == 2 ? HeaderType::kSoftware2 : HeaderType::kSoftware4);
+            return {type, size};
+        }
         if (!hardware_size_valid(h >> 3, size)) return {};
         return {hardware_type(h >> 3, size), size};
     }
@@ -114,7 +121,8 @@ template <HeaderType T, class Sink>
     const unsigned a = header >> 3U;
     const auto size8 = static_cast<std::uint8_t>(size);
     const auto comparator = static_cast<std::uint16_t>((a >> 1) & 3);
-    if constexpr (T == HeaderType::kSoftware) {
+    if constexpr (T == HeaderType::kSoftware1 || T == HeaderType::kSoftware2 ||
+                  T == HeaderType::kSoftware4) {
         const auto port = static_cast<std::uint16_t>(page * 32U + a);
         sink.on_packet(ItmPacket{ItmPacketKind::kSoftware, size8, 0, port, value});
     } else if constexpr (T == HeaderType::kEventCounter) {
@@ -147,8 +155,12 @@ template <class Sink>
 inline bool source_packet(std::uint8_t header, unsigned size, std::uint64_t value,
                           std::uint16_t page, Sink& sink) {
     switch (kHeaders[header].type) {
-        case HeaderType::kSoftware:
-            return source_packet<HeaderType::kSoftware>(header, size, value, page, sink);
+        case HeaderType::kSoftware1:
+            return source_packet<HeaderType::kSoftware1>(header, size, value, page, sink);
+        case HeaderType::kSoftware2:
+            return source_packet<HeaderType::kSoftware2>(header, size, value, page, sink);
+        case HeaderType::kSoftware4:
+            return source_packet<HeaderType::kSoftware4>(header, size, value, page, sink);
         case HeaderType::kEventCounter:
             return source_packet<HeaderType::kEventCounter>(header, size, value, page, sink);
         case HeaderType::kException:
@@ -168,6 +180,11 @@ inline bool source_packet(std::uint8_t header, unsigned size, std::uint64_t valu
     }
 }
 
+// The 7-bit groups of the four little-endian bytes in `w`, low group first.
+constexpr std::uint32_t groups7(std::uint32_t w) {
+    return (w & 0x7FU) | (w >> 1 & 0x3F80U) | (w >> 2 & 0x1FC000U) | (w >> 3 & 0xFE00000U);
+}
+
 // The payload of a continued packet whose header is followed by at least four bytes: `len`
 // bytes (0: more than `max`), their 7-bit groups in `value`, the final byte in `last`. Four
 // bytes at once: the first without the continuation bit is the last (every kind may have four).
@@ -182,9 +199,7 @@ struct ContinuedPayload {
     if (const std::uint32_t ends = ~word & 0x80808080U; ends != 0) [[likely]] {
         const unsigned len = static_cast<unsigned>(std::countr_zero(ends)) / 8 + 1;
         const std::uint32_t w = word & kSizeMask32[len];
-        return {len,
-                (w & 0x7FU) | (w >> 1 & 0x3F80U) | (w >> 2 & 0x1FC000U) | (w >> 3 & 0xFE00000U),
-                static_cast<std::uint8_t>(word >> (8 * (len - 1)))};
+        return {len, groups7(w), static_cast<std::uint8_t>(word >> (8 * (len - 1)))};
     }
     std::uint64_t value = 0;
     unsigned len = 0;
@@ -271,6 +286,15 @@ inline std::size_t ItmDecoder::whole_packets(const std::uint8_t* p, std::size_t 
         }
         return true;
     };
+    // A long local timestamp of `len` payload bytes (the first of them in `word`).
+    const auto local_long = [&](auto len, std::uint8_t header, std::uint32_t word) {
+        constexpr unsigned kLen = decltype(len)::value;
+        const std::uint32_t value = itm_detail::groups7(word & itm_detail::kSizeMask32[kLen]);
+        i += 1U + kLen;
+        ++packets;
+        const auto tc = static_cast<std::uint8_t>((header >> 4) & 3);
+        sink.on_packet(ItmPacket{ItmPacketKind::kLocalTimestamp, 0, tc, 0, value});
+    };
     const auto done = [&] {
         stats_.packets += packets;
         stats_.bytes_decoded += (i - from) - discarded;
@@ -292,8 +316,14 @@ inline std::size_t ItmDecoder::whole_packets(const std::uint8_t* p, std::size_t 
             case K::kPcSample:
                 source(std::integral_constant<K, K::kPcSample>{}, header, 4);
                 continue;
-            case K::kSoftware:
-                source(std::integral_constant<K, K::kSoftware>{}, header, info.size);
+            case K::kSoftware1:
+                source(std::integral_constant<K, K::kSoftware1>{}, header, 1);
+                continue;
+            case K::kSoftware2:
+                source(std::integral_constant<K, K::kSoftware2>{}, header, 2);
+                continue;
+            case K::kSoftware4:
+                source(std::integral_constant<K, K::kSoftware4>{}, header, 4);
                 continue;
             case K::kException:
                 source(std::integral_constant<K, K::kException>{}, header, 2);
@@ -313,9 +343,27 @@ inline std::size_t ItmDecoder::whole_packets(const std::uint8_t* p, std::size_t 
             case K::kDataTraceValue:
                 source(std::integral_constant<K, K::kDataTraceValue>{}, header, info.size);
                 continue;
-            case K::kLocalLong:
-                if (!continued(K::kLocalLong, header, 4)) return done();
-                continue;
+            case K::kLocalLong: {
+                // A jump on the length, not arithmetic with it: where the next header is then
+                // does not wait for this packet's bytes (lengths repeat; the jump is predicted).
+                const std::uint32_t word = itm_detail::load_le32(p + i + 1);
+                switch (std::countr_zero(~word & 0x80808080U) / 8) {
+                    case 0:
+                        local_long(std::integral_constant<unsigned, 1>{}, header, word);
+                        continue;
+                    case 1:
+                        local_long(std::integral_constant<unsigned, 2>{}, header, word);
+                        continue;
+                    case 2:
+                        local_long(std::integral_constant<unsigned, 3>{}, header, word);
+                        continue;
+                    case 3:
+                        local_long(std::integral_constant<unsigned, 4>{}, header, word);
+                        continue;
+                    default:
+                        return done();  // too long: step() discards it byte by byte
+                }
+            }
             case K::kGlobal1:
             case K::kGlobal2:
             case K::kExtensionLong:
@@ -407,7 +455,9 @@ inline void ItmDecoder::start(std::uint8_t header, Sink& sink) {
         case itm_detail::HeaderType::kOverflow:
             emit(ItmPacket{ItmPacketKind::kOverflow}, sink);
             return;
-        case itm_detail::HeaderType::kSoftware:
+        case itm_detail::HeaderType::kSoftware1:
+        case itm_detail::HeaderType::kSoftware2:
+        case itm_detail::HeaderType::kSoftware4:
         case itm_detail::HeaderType::kEventCounter:
         case itm_detail::HeaderType::kException:
         case itm_detail::HeaderType::kPcSample:

@@ -80,7 +80,7 @@ void SwoDecoder::finish(RecordSink& sink) {
     sink_ = nullptr;
 }
 
-inline void SwoDecoder::on_packet(const ItmPacket& packet) {
+[[gnu::always_inline]] inline void SwoDecoder::on_packet(const ItmPacket& packet) {
     ++swo_.packets[static_cast<std::size_t>(packet.kind)];
     switch (packet.kind) {
         case ItmPacketKind::kPcSample: {
@@ -112,10 +112,31 @@ inline void SwoDecoder::on_packet(const ItmPacket& packet) {
     }
 }
 
-inline void SwoDecoder::on_software(const ItmPacket& packet) {
+// Inline, the common cases only: a console byte, an orbstat word that does not end its event.
+// The sizes are known where this is inlined (one call site per size), so each site keeps just
+// its own test; the rest goes to software_packet().
+[[gnu::always_inline]] inline void SwoDecoder::on_software(const ItmPacket& packet) {
     // Pages from long extension packets reach past port 255, where nothing is configured.
     const PortUse use =
         packet.channel < port_use_.size() ? port_use_[packet.channel] : PortUse::kIgnored;
+    if (packet.size == 1 && use == PortUse::kConsole && console_len_ + 1 < kMaxLine) {
+        const auto c = static_cast<char>(packet.value);
+        console_line_[console_len_++] = c;
+        ++swo_.console_bytes;
+        if (c == '\n') end_console_line(packet.channel);
+        return;
+    }
+    const auto word = static_cast<std::uint32_t>(packet.value);
+    if (packet.size == 4 && use == PortUse::kOrbstat &&
+        orbstat_count_ + 1 < orbstat_words_.size() &&
+        (orbstat_count_ != 0 || word >> 28 == kOrbstatEnter || word >> 28 == kOrbstatExit)) {
+        orbstat_words_[orbstat_count_++] = word;
+        return;
+    }
+    software_packet(packet, use);
+}
+
+void SwoDecoder::software_packet(const ItmPacket& packet, PortUse use) {
     switch (use) {
         case PortUse::kFramed:
             for (unsigned i = 0; i < packet.size; ++i) {
@@ -135,7 +156,7 @@ inline void SwoDecoder::on_software(const ItmPacket& packet) {
 
 // Into a fixed buffer: a byte is a store, not a string's capacity check (console text comes a
 // byte a packet, as ITM_SendChar sends it).
-inline void SwoDecoder::on_console(const ItmPacket& packet) {
+void SwoDecoder::on_console(const ItmPacket& packet) {
     if (packet.size == 1 && console_len_ + 1 < kMaxLine) [[likely]] {
         const auto c = static_cast<char>(packet.value);
         console_line_[console_len_++] = c;
@@ -153,13 +174,14 @@ inline void SwoDecoder::on_console(const ItmPacket& packet) {
 }
 
 void SwoDecoder::end_console_line(std::uint16_t port) {
-    event(ConsoleText{port, std::string(console_line_.data(), console_len_)});
+    event(StreamEvent(std::in_place_type<ConsoleText>, port,
+                      std::string(console_line_.data(), console_len_)));
     console_len_ = 0;
 }
 
 // orbstat: three words per event, the first marking entry or exit; anything out of step is
 // dropped word by word until a word that can start an event.
-inline void SwoDecoder::on_orbstat(const ItmPacket& packet) {
+void SwoDecoder::on_orbstat(const ItmPacket& packet) {
     if (packet.size != 4) {
         drop_orbstat_words(orbstat_count_);
         own_.bytes_discarded += 1U + packet.size;

@@ -101,6 +101,7 @@ class SwoDecoder final : public StreamDecoder {
 
     void on_packet(const ItmPacket& packet);
     void on_software(const ItmPacket& packet);
+    void software_packet(const ItmPacket& packet, PortUse use);
     void on_orbstat(const ItmPacket& packet);
     void on_exception(const ItmPacket& packet);
     void on_console(const ItmPacket& packet);
