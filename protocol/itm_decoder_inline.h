@@ -344,25 +344,18 @@ inline std::size_t ItmDecoder::whole_packets(const std::uint8_t* p, std::size_t 
                 source(std::integral_constant<K, K::kDataTraceValue>{}, header, info.size);
                 continue;
             case K::kLocalLong: {
-                // A jump on the length, not arithmetic with it: where the next header is then
-                // does not wait for this packet's bytes (lengths repeat; the jump is predicted).
+                // Branches on the length, not arithmetic with it: where the next header is
+                // then does not wait for this packet's bytes (lengths repeat; the branches are
+                // predicted). One and two bytes here, longer ones as the other continued kinds.
                 const std::uint32_t word = itm_detail::load_le32(p + i + 1);
-                switch (std::countr_zero(~word & 0x80808080U) / 8) {
-                    case 0:
-                        local_long(std::integral_constant<unsigned, 1>{}, header, word);
-                        continue;
-                    case 1:
-                        local_long(std::integral_constant<unsigned, 2>{}, header, word);
-                        continue;
-                    case 2:
-                        local_long(std::integral_constant<unsigned, 3>{}, header, word);
-                        continue;
-                    case 3:
-                        local_long(std::integral_constant<unsigned, 4>{}, header, word);
-                        continue;
-                    default:
-                        return done();  // too long: step() discards it byte by byte
+                if ((word & 0x80U) == 0) {
+                    local_long(std::integral_constant<unsigned, 1>{}, header, word);
+                } else if ((word & 0x8000U) == 0) {
+                    local_long(std::integral_constant<unsigned, 2>{}, header, word);
+                } else if (!continued(K::kLocalLong, header, 4)) {
+                    return done();  // too long: step() discards it byte by byte
                 }
+                continue;
             }
             case K::kGlobal1:
             case K::kGlobal2:

@@ -104,7 +104,7 @@ void SwoDecoder::finish(RecordSink& sink) {
             swo_.timestamp_cycles += packet.value;
             return;
         case ItmPacketKind::kException:
-            return on_exception(packet);
+            return on_exception(packet.channel, packet.flags);
         case ItmPacketKind::kSoftware:
             return on_software(packet);
         default:
@@ -133,10 +133,13 @@ void SwoDecoder::finish(RecordSink& sink) {
         orbstat_words_[orbstat_count_++] = word;
         return;
     }
-    software_packet(packet, use);
+    software_packet(packet.channel, packet.size, packet.value, use);
 }
 
-void SwoDecoder::software_packet(const ItmPacket& packet, PortUse use) {
+// By value, not by reference: the inlined caller need not store a packet for this call.
+void SwoDecoder::software_packet(std::uint16_t port, std::uint8_t size, std::uint64_t value,
+                                 PortUse use) {
+    const ItmPacket packet{ItmPacketKind::kSoftware, size, 0, port, value};
     switch (use) {
         case PortUse::kFramed:
             for (unsigned i = 0; i < packet.size; ++i) {
@@ -216,19 +219,31 @@ void SwoDecoder::drop_orbstat_words(std::uint64_t words) {
     ++own_.resyncs;
 }
 
+const std::map<std::uint16_t, ExceptionStats>& SwoDecoder::exceptions() const {
+    exceptions_.clear();
+    for (std::size_t n = 0; n < exception_table_.size(); ++n) {
+        // Only an entered exception is ever active, so only those have cycles.
+        if (exception_table_[n].entries > 0) {
+            exceptions_.emplace(static_cast<std::uint16_t>(n), exception_table_[n]);
+        }
+    }
+    return exceptions_;
+}
+
 // Time is charged to the innermost active exception between consecutive exception packets,
 // at the resolution of the local timestamps seen so far.
-void SwoDecoder::on_exception(const ItmPacket& packet) {
-    const std::uint16_t number = packet.channel;
+// `number` is 9 bits (ItmDecoder masks it): within exception_table_.
+void SwoDecoder::on_exception(std::uint16_t number, std::uint8_t fn) {
     if (!active_exceptions_.empty()) {
-        exceptions_[active_exceptions_.back()].cycles += swo_.timestamp_cycles - exception_clock_;
+        exception_table_[active_exceptions_.back()].cycles +=
+            swo_.timestamp_cycles - exception_clock_;
     }
     exception_clock_ = swo_.timestamp_cycles;
-    if (packet.flags == kExceptionEnter) {
-        ++exceptions_[number].entries;
+    if (fn == kExceptionEnter) {
+        ++exception_table_[number].entries;
         active_exceptions_.push_back(number);
         if (active_exceptions_.size() > 512) active_exceptions_.erase(active_exceptions_.begin());
-    } else if (packet.flags == kExceptionExit) {
+    } else if (fn == kExceptionExit) {
         if (!active_exceptions_.empty() && active_exceptions_.back() == number) {
             active_exceptions_.pop_back();
         }
