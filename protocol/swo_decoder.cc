@@ -177,8 +177,12 @@ void SwoDecoder::on_console(const ItmPacket& packet) {
 }
 
 void SwoDecoder::end_console_line(std::uint16_t port) {
-    event(StreamEvent(std::in_place_type<ConsoleText>, port,
-                      std::string(console_line_.data(), console_len_)));
+    // The same event object every line: its string keeps its capacity (no allocation per line
+    // longer than the short-string buffer) and nothing is built or destroyed per line.
+    auto& text = std::get<ConsoleText>(console_event_);
+    text.port = port;
+    text.text.assign(console_line_.data(), console_len_);
+    event(console_event_);
     console_len_ = 0;
 }
 
@@ -200,15 +204,15 @@ void SwoDecoder::on_orbstat(const ItmPacket& packet) {
     if (orbstat_count_ < orbstat_words_.size()) return;
     orbstat_count_ = 0;
     const bool enter = orbstat_words_[0] >> 28 == kOrbstatEnter;
-    const FunctionEvent fe{enter, orbstat_words_[1], orbstat_words_[2],
-                           orbstat_words_[0] & 0xFFFFFF};
+    FunctionEvent& fe = std::get<FunctionEvent>(function_event_);
+    fe = FunctionEvent{enter, orbstat_words_[1], orbstat_words_[2], orbstat_words_[0] & 0xFFFFFF};
     if (!in_range(fe.call_site) || !in_range(fe.callee)) {
         ++swo_.out_of_range;
         return;
     }
     if (enter) emit(Record::arc(fe.call_site, fe.callee));
     ++swo_.function_events;
-    event(fe);
+    event(function_event_);
 }
 
 void SwoDecoder::drop_orbstat_words(std::uint64_t words) {
@@ -269,7 +273,7 @@ inline void SwoDecoder::emit(const Record& record) {
     if (batch_len_ == kBatchSize) flush();
 }
 
-void SwoDecoder::event(StreamEvent e) {
+void SwoDecoder::event(const StreamEvent& e) {
     flush();  // events keep their place among the records around them
     sink_->on_event(e);
 }

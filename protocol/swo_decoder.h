@@ -108,7 +108,7 @@ class SwoDecoder final : public StreamDecoder {
     void end_console_line(std::uint16_t port);
     void drop_orbstat_words(std::uint64_t words);
     void emit(const Record& record);
-    void event(StreamEvent event);
+    void event(const StreamEvent& event);
     void flush();
     void feed_framed();
     void fold_stats();
@@ -132,6 +132,9 @@ class SwoDecoder final : public StreamDecoder {
     std::size_t itm_capacity_ = 0;
     std::vector<std::uint8_t> framed_bytes_;     // for the inner decoder
     std::array<char, kMaxLine> console_line_{};  // the console line so far
+    // The events sent, reused (see end_console_line).
+    StreamEvent console_event_{std::in_place_type<ConsoleText>};
+    StreamEvent function_event_{std::in_place_type<FunctionEvent>};
     std::size_t console_len_ = 0;
     std::array<std::uint32_t, 3> orbstat_words_{};
     std::size_t orbstat_count_ = 0;
