@@ -18,6 +18,10 @@
 
 namespace rackprof::protocol {
 
+namespace itm_detail {
+enum class HeaderType : std::uint8_t;  // itm_decoder_inline.h
+}  // namespace itm_detail
+
 struct ItmStats {
     std::uint64_t bytes_in = 0;
     std::uint64_t bytes_decoded = 0;    // bytes of good packets (extension packets included)
@@ -56,10 +60,9 @@ class ItmDecoder {
     template <class Sink>
     std::size_t whole_packets(const std::uint8_t* p, std::size_t i, std::size_t n, Sink& sink);
     template <class Sink>
-    bool source_packet(std::uint8_t header, unsigned size, std::uint64_t value, Sink& sink);
-    template <class Sink>
-    Continued continued_packet(std::uint8_t header, unsigned len, std::uint8_t last,
-                               std::uint64_t value, Sink& sink);
+    Continued continued_packet(itm_detail::HeaderType type, std::uint8_t header, unsigned len,
+                               std::uint8_t last, std::uint64_t value, std::uint16_t& page,
+                               Sink& sink);
     template <class Sink>
     void step(std::uint8_t byte, Sink& sink);
     template <class Sink>

@@ -80,7 +80,7 @@ void SwoDecoder::finish(RecordSink& sink) {
     sink_ = nullptr;
 }
 
-inline void SwoDecoder::on_packet(const ItmPacket& packet) {
+[[gnu::always_inline]] inline void SwoDecoder::on_packet(const ItmPacket& packet) {
     ++swo_.packets[static_cast<std::size_t>(packet.kind)];
     switch (packet.kind) {
         case ItmPacketKind::kPcSample: {
@@ -104,7 +104,7 @@ inline void SwoDecoder::on_packet(const ItmPacket& packet) {
             swo_.timestamp_cycles += packet.value;
             return;
         case ItmPacketKind::kException:
-            return on_exception(packet);
+            return on_exception(packet.channel, packet.flags);
         case ItmPacketKind::kSoftware:
             return on_software(packet);
         default:
@@ -112,10 +112,34 @@ inline void SwoDecoder::on_packet(const ItmPacket& packet) {
     }
 }
 
-inline void SwoDecoder::on_software(const ItmPacket& packet) {
+// Inline, the common cases only: a console byte, an orbstat word that does not end its event.
+// The sizes are known where this is inlined (one call site per size), so each site keeps just
+// its own test; the rest goes to software_packet().
+[[gnu::always_inline]] inline void SwoDecoder::on_software(const ItmPacket& packet) {
     // Pages from long extension packets reach past port 255, where nothing is configured.
     const PortUse use =
         packet.channel < port_use_.size() ? port_use_[packet.channel] : PortUse::kIgnored;
+    if (packet.size == 1 && use == PortUse::kConsole && console_len_ + 1 < kMaxLine) {
+        const auto c = static_cast<char>(packet.value);
+        console_line_[console_len_++] = c;
+        ++swo_.console_bytes;
+        if (c == '\n') end_console_line(packet.channel);
+        return;
+    }
+    const auto word = static_cast<std::uint32_t>(packet.value);
+    if (packet.size == 4 && use == PortUse::kOrbstat &&
+        orbstat_count_ + 1 < orbstat_words_.size() &&
+        (orbstat_count_ != 0 || word >> 28 == kOrbstatEnter || word >> 28 == kOrbstatExit)) {
+        orbstat_words_[orbstat_count_++] = word;
+        return;
+    }
+    software_packet(packet.channel, packet.size, packet.value, use);
+}
+
+// By value, not by reference: the inlined caller need not store a packet for this call.
+void SwoDecoder::software_packet(std::uint16_t port, std::uint8_t size, std::uint64_t value,
+                                 PortUse use) {
+    const ItmPacket packet{ItmPacketKind::kSoftware, size, 0, port, value};
     switch (use) {
         case PortUse::kFramed:
             for (unsigned i = 0; i < packet.size; ++i) {
@@ -135,7 +159,7 @@ inline void SwoDecoder::on_software(const ItmPacket& packet) {
 
 // Into a fixed buffer: a byte is a store, not a string's capacity check (console text comes a
 // byte a packet, as ITM_SendChar sends it).
-inline void SwoDecoder::on_console(const ItmPacket& packet) {
+void SwoDecoder::on_console(const ItmPacket& packet) {
     if (packet.size == 1 && console_len_ + 1 < kMaxLine) [[likely]] {
         const auto c = static_cast<char>(packet.value);
         console_line_[console_len_++] = c;
@@ -153,13 +177,18 @@ inline void SwoDecoder::on_console(const ItmPacket& packet) {
 }
 
 void SwoDecoder::end_console_line(std::uint16_t port) {
-    event(ConsoleText{port, std::string(console_line_.data(), console_len_)});
+    // The same event object every line: its string keeps its capacity (no allocation per line
+    // longer than the short-string buffer) and nothing is built or destroyed per line.
+    auto& text = std::get<ConsoleText>(console_event_);
+    text.port = port;
+    text.text.assign(console_line_.data(), console_len_);
+    event(console_event_);
     console_len_ = 0;
 }
 
 // orbstat: three words per event, the first marking entry or exit; anything out of step is
 // dropped word by word until a word that can start an event.
-inline void SwoDecoder::on_orbstat(const ItmPacket& packet) {
+void SwoDecoder::on_orbstat(const ItmPacket& packet) {
     if (packet.size != 4) {
         drop_orbstat_words(orbstat_count_);
         own_.bytes_discarded += 1U + packet.size;
@@ -175,15 +204,15 @@ inline void SwoDecoder::on_orbstat(const ItmPacket& packet) {
     if (orbstat_count_ < orbstat_words_.size()) return;
     orbstat_count_ = 0;
     const bool enter = orbstat_words_[0] >> 28 == kOrbstatEnter;
-    const FunctionEvent fe{enter, orbstat_words_[1], orbstat_words_[2],
-                           orbstat_words_[0] & 0xFFFFFF};
+    FunctionEvent& fe = std::get<FunctionEvent>(function_event_);
+    fe = FunctionEvent{enter, orbstat_words_[1], orbstat_words_[2], orbstat_words_[0] & 0xFFFFFF};
     if (!in_range(fe.call_site) || !in_range(fe.callee)) {
         ++swo_.out_of_range;
         return;
     }
     if (enter) emit(Record::arc(fe.call_site, fe.callee));
     ++swo_.function_events;
-    event(fe);
+    event(function_event_);
 }
 
 void SwoDecoder::drop_orbstat_words(std::uint64_t words) {
@@ -194,19 +223,31 @@ void SwoDecoder::drop_orbstat_words(std::uint64_t words) {
     ++own_.resyncs;
 }
 
+const std::map<std::uint16_t, ExceptionStats>& SwoDecoder::exceptions() const {
+    exceptions_.clear();
+    for (std::size_t n = 0; n < exception_table_.size(); ++n) {
+        // Only an entered exception is ever active, so only those have cycles.
+        if (exception_table_[n].entries > 0) {
+            exceptions_.emplace(static_cast<std::uint16_t>(n), exception_table_[n]);
+        }
+    }
+    return exceptions_;
+}
+
 // Time is charged to the innermost active exception between consecutive exception packets,
 // at the resolution of the local timestamps seen so far.
-void SwoDecoder::on_exception(const ItmPacket& packet) {
-    const std::uint16_t number = packet.channel;
+// `number` is 9 bits (ItmDecoder masks it): within exception_table_.
+void SwoDecoder::on_exception(std::uint16_t number, std::uint8_t fn) {
     if (!active_exceptions_.empty()) {
-        exceptions_[active_exceptions_.back()].cycles += swo_.timestamp_cycles - exception_clock_;
+        exception_table_[active_exceptions_.back()].cycles +=
+            swo_.timestamp_cycles - exception_clock_;
     }
     exception_clock_ = swo_.timestamp_cycles;
-    if (packet.flags == kExceptionEnter) {
-        ++exceptions_[number].entries;
+    if (fn == kExceptionEnter) {
+        ++exception_table_[number].entries;
         active_exceptions_.push_back(number);
         if (active_exceptions_.size() > 512) active_exceptions_.erase(active_exceptions_.begin());
-    } else if (packet.flags == kExceptionExit) {
+    } else if (fn == kExceptionExit) {
         if (!active_exceptions_.empty() && active_exceptions_.back() == number) {
             active_exceptions_.pop_back();
         }
@@ -232,7 +273,7 @@ inline void SwoDecoder::emit(const Record& record) {
     if (batch_len_ == kBatchSize) flush();
 }
 
-void SwoDecoder::event(StreamEvent e) {
+void SwoDecoder::event(const StreamEvent& e) {
     flush();  // events keep their place among the records around them
     sink_->on_event(e);
 }

@@ -83,7 +83,7 @@ class SwoDecoder final : public StreamDecoder {
     const ItmStats& itm_stats() const { return itm_.stats(); }
     const TpiuStats& tpiu_stats() const { return tpiu_.stats(); }
     // By exception number (ARMv7-M: 1 reset ... 15 SysTick, 16+ external interrupts).
-    const std::map<std::uint16_t, ExceptionStats>& exceptions() const { return exceptions_; }
+    const std::map<std::uint16_t, ExceptionStats>& exceptions() const;
 
   private:
     static constexpr std::size_t kBatchSize = 4096;
@@ -101,13 +101,14 @@ class SwoDecoder final : public StreamDecoder {
 
     void on_packet(const ItmPacket& packet);
     void on_software(const ItmPacket& packet);
+    void software_packet(std::uint16_t port, std::uint8_t size, std::uint64_t value, PortUse use);
     void on_orbstat(const ItmPacket& packet);
-    void on_exception(const ItmPacket& packet);
+    void on_exception(std::uint16_t number, std::uint8_t fn);
     void on_console(const ItmPacket& packet);
     void end_console_line(std::uint16_t port);
     void drop_orbstat_words(std::uint64_t words);
     void emit(const Record& record);
-    void event(StreamEvent event);
+    void event(const StreamEvent& event);
     void flush();
     void feed_framed();
     void fold_stats();
@@ -120,7 +121,10 @@ class SwoDecoder final : public StreamDecoder {
     DecoderStats stats_;
     DecoderStats own_;  // what this layer itself counted
     SwoStats swo_;
-    std::map<std::uint16_t, ExceptionStats> exceptions_;
+    // By exception number (9 bits in the packet): an array while decoding, the map on request
+    // (the numbers entered at least once, as the map would hold them).
+    std::array<ExceptionStats, 512> exception_table_{};
+    mutable std::map<std::uint16_t, ExceptionStats> exceptions_;
     std::array<PortUse, 256> port_use_{};
 
     RecordSink* sink_ = nullptr;                 // during feed() and finish()
@@ -128,6 +132,9 @@ class SwoDecoder final : public StreamDecoder {
     std::size_t itm_capacity_ = 0;
     std::vector<std::uint8_t> framed_bytes_;     // for the inner decoder
     std::array<char, kMaxLine> console_line_{};  // the console line so far
+    // The events sent, reused (see end_console_line).
+    StreamEvent console_event_{std::in_place_type<ConsoleText>};
+    StreamEvent function_event_{std::in_place_type<FunctionEvent>};
     std::size_t console_len_ = 0;
     std::array<std::uint32_t, 3> orbstat_words_{};
     std::size_t orbstat_count_ = 0;

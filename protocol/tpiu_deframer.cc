@@ -117,29 +117,46 @@ inline std::uint32_t TpiuDeframer::last_four(const std::uint8_t* frame) {
            std::uint32_t{frame[14]} << 8 | frame[15];
 }
 
-// The common run: whole plain frames of our stream with no ID change, 16 bytes a step with
-// word operations. Returns the bytes consumed (whole frames); stops at anything else.
+// The common run: whole plain frames of our stream with no ID change (or only our own ID
+// repeated in the first byte), 16 bytes a step with word operations. Returns the bytes consumed
+// (whole frames); stops at anything else.
 std::size_t TpiuDeframer::our_frames(const std::uint8_t* p, std::size_t n) {
     if (current_ != stream_id_) return 0;
+    const auto ours = static_cast<std::uint8_t>(stream_id_ << 1 | 1);
+    std::uint64_t repeats = 0;  // frames that repeat our ID in their first byte
     std::size_t i = 0;
     for (; n - i >= kFrameSize; i += kFrameSize) {
         const std::uint8_t* f = p + i;
         if ((monitor_ & 0xFFFFFF) == 0xFFFFFF) break;
         std::uint64_t lo = load_le64(f);
         std::uint64_t hi = load_le64(f + 8);
-        if (even_byte_ff(lo) || even_byte_ff(hi) || ((lo | hi) & kEvenLowBits) != 0) break;
+        if (even_byte_ff(lo) || even_byte_ff(hi)) break;
         const unsigned aux = f[kAuxByte];
-        lo |= spread_aux(aux & 0xF);
-        hi |= spread_aux(aux >> 4);
-        store_le64(out_, lo);
-        store_le64(out_ + 8, hi);  // its last byte, the aux byte, is overwritten or trimmed
-        out_ += kAuxByte;
+        if (((lo | hi) & kEvenLowBits) == 0) {
+            lo |= spread_aux(aux & 0xF);
+            hi |= spread_aux(aux >> 4);
+            store_le64(out_, lo);
+            store_le64(out_ + 8, hi);  // its last byte, the aux byte, is overwritten or trimmed
+            out_ += kAuxByte;
+        } else if ((lo & 0xFF) == ours && (((lo & ~0xFFULL) | hi) & kEvenLowBits) == 0) {
+            // Our ID repeated in the first byte (formatters do so every few frames), no other
+            // ID change: the 14 bytes after it are ours, whichever pair its aux bit gives the
+            // odd byte to. The aux bits apply to the even data bytes as above.
+            lo |= spread_aux(aux & 0xF);
+            hi |= spread_aux(aux >> 4);
+            store_le64(out_, lo >> 8);  // its last byte (zero) is overwritten next
+            store_le64(out_ + 7, hi);
+            out_ += kAuxByte - 1;
+            ++repeats;
+        } else {
+            break;
+        }
         monitor_ = last_four(f);
     }
     const std::size_t frames = i / kFrameSize;
     stats_.frames += frames;
-    stats_.bytes_format += frames;  // the aux bytes
-    stats_.bytes_out += frames * kAuxByte;
+    stats_.bytes_format += frames + repeats;  // the aux bytes and the repeated IDs
+    stats_.bytes_out += frames * kAuxByte - repeats;
     return i;
 }
 
