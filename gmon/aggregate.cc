@@ -150,4 +150,10 @@ std::vector<PcCount> Aggregate::pc_samples() const {
     return out;
 }
 
+std::span<const PcCount> Aggregate::pc_samples(std::vector<PcCount>& scratch) const {
+    if (!sorted_pcs_.empty()) return sorted_pcs_;
+    scratch = pc_samples();
+    return scratch;
+}
+
 }  // namespace rackprof::gmon

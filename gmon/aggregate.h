@@ -41,6 +41,9 @@ class Aggregate {
     // Sorted by address, so output built from them is deterministic.
     std::vector<ArcCount> arcs() const;
     std::vector<PcCount> pc_samples() const;
+    // The same without a copy where the PCs are held sorted (adopt_sorted_pcs', a window's
+    // 10^5 of them); else sorted into `scratch`. Valid while both are unchanged.
+    std::span<const PcCount> pc_samples(std::vector<PcCount>& scratch) const;
 
     std::uint64_t total_calls() const { return total_calls_; }
     std::uint64_t total_samples() const { return total_samples_; }

@@ -91,6 +91,13 @@ TEST_CASE("adopted sorted PCs read back as given, and as counts once more are ad
     CHECK(a.total_samples() == 5);
     CHECK(a.pc_samples() ==
           std::vector<PcCount>{{0x100, 4}, {0x102, 0}, {0xFFFF'FFFF'FFFF'FFFFull, 1}});
+    {
+        // Read in place: the scratch stays unused.
+        std::vector<PcCount> scratch;
+        const auto in_place = a.pc_samples(scratch);
+        CHECK(std::vector<PcCount>(in_place.begin(), in_place.end()) == a.pc_samples());
+        CHECK(scratch.empty());
+    }
     CHECK_THROWS_AS(a.adopt_sorted_pcs({{0x200, 1}}), std::logic_error);
     Aggregate sum;
     sum.merge(a);        // from the sorted PCs
@@ -98,6 +105,13 @@ TEST_CASE("adopted sorted PCs read back as given, and as counts once more are ad
     CHECK(a.pc_samples() ==
           std::vector<PcCount>{{0x100, 5}, {0x102, 0}, {0xFFFF'FFFF'FFFF'FFFFull, 1}});
     CHECK(a.total_samples() == 6);
+    {
+        // From the table: sorted into the scratch.
+        std::vector<PcCount> scratch;
+        const auto sorted = a.pc_samples(scratch);
+        CHECK(std::vector<PcCount>(sorted.begin(), sorted.end()) == a.pc_samples());
+        CHECK(sorted.data() == scratch.data());
+    }
     sum.add_pc(0x100, 1);
     CHECK(sum == a);
     CHECK(sum.total_samples() == 6);

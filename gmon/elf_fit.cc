@@ -87,7 +87,8 @@ ElfFit check_elf_fit(const Aggregate& aggregate, const Symbolizer& elf) {
             }
         }
     }
-    for (const PcCount& p : aggregate.pc_samples()) {
+    std::vector<PcCount> sorted;
+    for (const PcCount& p : aggregate.pc_samples(sorted)) {
         if (p.pc < elf.code_low() || p.pc >= elf.code_high()) continue;
         ++fit.pcs;
         fit.samples += p.count;

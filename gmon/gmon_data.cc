@@ -29,7 +29,8 @@ HistogramSpec bounded(std::uint64_t low, std::uint64_t high, std::uint32_t bin_b
 
 HistogramSpec observed_range(const Aggregate& aggregate, std::uint32_t bin_bytes,
                              std::uint32_t prof_rate) {
-    const auto pcs = aggregate.pc_samples();
+    std::vector<PcCount> sorted;
+    const auto pcs = aggregate.pc_samples(sorted);
     if (pcs.empty()) return {0, 0, bin_bytes, prof_rate};
     return bounded(pcs.front().pc, pcs.back().pc + 1, bin_bytes, prof_rate);
 }
@@ -105,7 +106,8 @@ BinningResult to_gmon_data(const Aggregate& aggregate, const std::vector<Histogr
         result.data.histograms.push_back(std::move(h));
         ranges.emplace_back(&spec, l);
     }
-    for (const PcCount& p : aggregate.pc_samples()) {
+    std::vector<PcCount> sorted;
+    for (const PcCount& p : aggregate.pc_samples(sorted)) {
         bool binned = false;
         for (std::size_t k = 0; k < ranges.size() && !binned; ++k) {
             const auto& [spec, l] = ranges[k];

@@ -2,6 +2,7 @@
 
 #include <zstd.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -328,32 +329,71 @@ std::vector<std::uint8_t> encode_sums_block(const gmon::Aggregate& sums) {
     return compress(payload);
 }
 
+SumsBlockReader::SumsBlockReader(std::span<const std::uint8_t> blob,
+                                 std::vector<std::uint8_t>& payload) {
+    decompress_into(blob, payload);
+    at_ = payload.data();
+    end_ = payload.data() + payload.size();
+    arcs_left_ = varint();
+    if (arcs_left_ > payload.size()) throw StorageError("corrupt sums: arc count too large");
+}
+
+// A block's varints are mostly one byte (deltas between neighbouring addresses, small counts).
+inline std::uint64_t SumsBlockReader::varint() {
+    if (at_ < end_ && *at_ < 0x80) return *at_++;
+    std::uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (at_ >= end_) throw StorageError("corrupt block: index cut short");
+        const std::uint8_t b = *at_++;
+        v |= static_cast<std::uint64_t>(b & 0x7F) << shift;
+        if (!(b & 0x80)) return v;
+    }
+    throw StorageError("corrupt block: varint too long");
+}
+
+std::size_t SumsBlockReader::arcs(std::span<gmon::ArcCount> out) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(arcs_left_, out.size()));
+    for (std::size_t i = 0; i < n; ++i) {
+        from_ = wrapping_add(from_, unzigzag(varint()));
+        self_ = wrapping_add(self_, unzigzag(varint()));
+        out[i] = {static_cast<std::uint64_t>(from_), static_cast<std::uint64_t>(self_), varint()};
+    }
+    arcs_left_ -= n;
+    return n;
+}
+
+void SumsBlockReader::start_pcs() {
+    while (arcs_left_ > 0) {  // arcs not asked for are skipped
+        gmon::ArcCount skipped[64];
+        arcs(skipped);
+    }
+    pcs_started_ = true;
+    pcs_left_ = varint();
+    if (pcs_left_ > static_cast<std::uint64_t>(end_ - at_))
+        throw StorageError("corrupt sums: PC count too large");
+}
+
+std::size_t SumsBlockReader::pcs(std::span<gmon::PcCount> out) {
+    if (!pcs_started_) start_pcs();
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(pcs_left_, out.size()));
+    for (std::size_t i = 0; i < n; ++i) {
+        pc_ += varint();  // sorted: never negative
+        out[i] = {pc_, varint()};
+    }
+    pcs_left_ -= n;
+    if (pcs_left_ == 0 && at_ != end_) throw StorageError("corrupt sums: bytes after the last PC");
+    return n;
+}
+
 void read_sums_block(std::span<const std::uint8_t> blob, SumsBlock& into) {
-    into.arcs.clear();
-    into.pcs.clear();
     // Kept per thread: a window reads a slice's megabyte after another, and fresh pages fault.
     thread_local std::vector<std::uint8_t> payload;
-    decompress_into(blob, payload);
-    PayloadReader in(payload);
-    const std::uint64_t arcs = in.varint();
-    if (arcs > payload.size()) throw StorageError("corrupt sums: arc count too large");
-    into.arcs.reserve(arcs);
-    std::int64_t from = 0, self = 0;
-    for (std::uint64_t i = 0; i < arcs; ++i) {
-        from = wrapping_add(from, unzigzag(in.varint()));
-        self = wrapping_add(self, unzigzag(in.varint()));
-        into.arcs.push_back(
-            {static_cast<std::uint64_t>(from), static_cast<std::uint64_t>(self), in.varint()});
-    }
-    const std::uint64_t pcs = in.varint();
-    if (pcs > payload.size()) throw StorageError("corrupt sums: PC count too large");
-    into.pcs.reserve(pcs);
-    std::uint64_t pc = 0;
-    for (std::uint64_t i = 0; i < pcs; ++i) {
-        pc += in.varint();
-        into.pcs.push_back({pc, in.varint()});
-    }
-    if (!in.done()) throw StorageError("corrupt sums: bytes after the last PC");
+    SumsBlockReader in(blob, payload);
+    into.arcs.resize(static_cast<std::size_t>(in.arcs_left()));
+    in.arcs(into.arcs);
+    in.pcs({});  // reads the PC count
+    into.pcs.resize(static_cast<std::size_t>(in.pcs_left()));
+    in.pcs(into.pcs);
 }
 
 void add_sums_block(std::span<const std::uint8_t> blob, gmon::Aggregate& into) {

@@ -96,4 +96,32 @@ struct SumsBlock {
 // window's slices one after another); throws StorageError for a damaged blob.
 void read_sums_block(std::span<const std::uint8_t> blob, SumsBlock& into);
 
+// A sums block read a run at a time, for a reader that adds the counts where it likes (a
+// window's array by address) without building the block's vectors: all arcs first, then the
+// PCs, each sorted by address (a damaged block's need not be). The frame is decompressed into
+// `payload`, whose room the caller keeps for the next block. Throws StorageError for a damaged
+// blob, at the latest when the last PC is read.
+class SumsBlockReader {
+  public:
+    SumsBlockReader(std::span<const std::uint8_t> blob, std::vector<std::uint8_t>& payload);
+    // Up to out.size() of the next arcs into `out`; how many (0: the arcs are done).
+    std::size_t arcs(std::span<gmon::ArcCount> out);
+    // Up to out.size() of the next PCs (once the arcs are done); how many (0: the end).
+    std::size_t pcs(std::span<gmon::PcCount> out);
+    std::uint64_t arcs_left() const { return arcs_left_; }
+    std::uint64_t pcs_left() const { return pcs_left_; }
+
+  private:
+    std::uint64_t varint();
+    void start_pcs();
+
+    const std::uint8_t* at_;
+    const std::uint8_t* end_;
+    std::uint64_t arcs_left_ = 0;
+    std::uint64_t pcs_left_ = 0;
+    bool pcs_started_ = false;
+    std::int64_t from_ = 0, self_ = 0;
+    std::uint64_t pc_ = 0;
+};
+
 }  // namespace rackprof::storage

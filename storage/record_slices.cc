@@ -1,6 +1,7 @@
 #include "storage/record_slices.h"
 
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <limits>
 
@@ -148,14 +149,29 @@ void WindowSums::add_slice(Database& db, const StoredSlice& slice) {
     Statement st = db.prepare("SELECT sums FROM record_slices WHERE rowid = ?");
     st.bind(1, slice.rowid);
     if (!st.step()) throw StorageError("a record slice went missing while it was read");
-    read_sums_block(st.column_blob(0), block_);
-    add(block_);
+    add_block(st.column_blob(0));
+}
+
+void WindowSums::add_block(std::span<const std::uint8_t> blob) {
+    SumsBlockReader in(blob, payload_);
+    std::array<gmon::ArcCount, 256> arcs;
+    sums_.reserve(static_cast<std::size_t>(in.arcs_left()), 0);
+    for (std::size_t n; (n = in.arcs(arcs)) != 0;) {
+        for (std::size_t i = 0; i < n; ++i)
+            sums_.add_arc(arcs[i].from_pc, arcs[i].self_pc, arcs[i].count);
+    }
+    std::array<gmon::PcCount, 2048> pcs;
+    for (std::size_t n; (n = in.pcs(pcs)) != 0;) add_sorted(std::span(pcs).first(n));
 }
 
 void WindowSums::add(const SumsBlock& sums) {
     sums_.reserve(sums.arcs.size(), 0);
     for (const auto& a : sums.arcs) sums_.add_arc(a.from_pc, a.self_pc, a.count);
-    const auto& pcs = sums.pcs;  // sorted (a damaged block's are not: every PC is checked)
+    add_sorted(sums.pcs);
+}
+
+void WindowSums::add_sorted(std::span<const gmon::PcCount> pcs) {
+    // Sorted (a damaged block's are not: every PC is checked in add_pc).
     if (pcs.empty()) return;
     // A few stray PCs far from the text (a damaged capture's) go to the table rather than
     // stretch the array past kMaxSlots.
@@ -178,25 +194,43 @@ void WindowSums::add(std::span<const protocol::Record> records) {
 
 bool WindowSums::cover(std::uint64_t low, std::uint64_t high) {
     low &= ~std::uint64_t{1};
-    if (high < low) return false;
-    std::uint64_t new_low = low, new_high = high;
-    if (!counts_.empty()) {
-        const std::uint64_t last = low_ + 2 * (counts_.size() - 1);  // the last slot's PC
-        if (low >= low_ && high <= last) return true;
+    if (high < low || (high - low) / 2 >= kMaxSlots) return false;
+    const std::uint64_t needed = (high - low) / 2 + 1;
+    if (slots_ == 0) {
+        // Nothing in the array: put it where this window's PCs are, in the room it has
+        // (zeroed), growing it if it is too small.
+        if (counts_.size() < needed) {
+            counts_.assign(static_cast<std::size_t>(needed), 0);
+            present_.assign(static_cast<std::size_t>((needed + 63) / 64), 0);
+        }
+        low_ = low;
+        slots_ = counts_.size();
+        return true;
+    }
+    const std::uint64_t size = slots_;
+    const std::uint64_t last = low_ + 2 * (size - 1);  // the last slot's PC
+    if (low >= low_ && high <= last) return true;
+    std::uint64_t new_low = std::min(low, low_), new_high = std::max(high, last);
+    if ((new_high - new_low) / 2 >= kMaxSlots) return false;  // the PCs outside: the table
+    // Growing by at least the array's size (within kMaxSlots), so a block whose runs come one
+    // after another up the text moves the counts a few times, not once a run.
+    if (high > last) new_high = std::max(new_high, last + 2 * size);
+    if (low < low_) new_low = std::min(new_low, low_ > 2 * size ? low_ - 2 * size : 0);
+    if ((new_high - new_low) / 2 >= kMaxSlots) {
         new_low = std::min(low, low_);
         new_high = std::max(high, last);
     }
-    if ((new_high - new_low) / 2 >= kMaxSlots) return false;  // the PCs outside: the table
     const std::size_t slots = static_cast<std::size_t>((new_high - new_low) / 2 + 1);
     std::vector<std::uint64_t> counts(slots);
     std::vector<std::uint64_t> present((slots + 63) / 64);
     const std::size_t shift = static_cast<std::size_t>((low_ - new_low) / 2);
-    for (std::size_t i = 0; i < counts_.size(); ++i) {
+    for (std::size_t i = 0; i < slots_; ++i) {
         if (!(present_[i >> 6] >> (i & 63) & 1)) continue;
         counts[i + shift] = counts_[i];
         present[(i + shift) >> 6] |= std::uint64_t{1} << ((i + shift) & 63);
     }
     low_ = new_low;
+    slots_ = slots;
     counts_.swap(counts);
     present_.swap(present);
     return true;
@@ -210,20 +244,30 @@ gmon::Aggregate WindowSums::take() {
     std::vector<gmon::PcCount> pcs;
     pcs.reserve(in_array + others.size());
     auto other = others.begin();
-    for (std::size_t word = 0; word < present_.size(); ++word) {
+    const std::size_t words = static_cast<std::size_t>((slots_ + 63) / 64);
+    for (std::size_t word = 0; word < words; ++word) {
         for (std::uint64_t bits = present_[word]; bits != 0; bits &= bits - 1) {
             const std::size_t slot = word * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
             const std::uint64_t pc = low_ + 2 * slot;
             for (; other != others.end() && other->pc < pc; ++other) pcs.push_back(*other);
             std::uint64_t count = counts_[slot];
+            counts_[slot] = 0;  // the array is left zeroed for the next window
             if (other != others.end() && other->pc == pc) count += (other++)->count;
             pcs.push_back({pc, count});
         }
+        present_[word] = 0;
     }
     pcs.insert(pcs.end(), other, others.end());
     gmon::Aggregate out = std::move(sums_);
     out.adopt_sorted_pcs(std::move(pcs));
-    *this = WindowSums{};
+    sums_ = gmon::Aggregate{};
+    other_pcs_ = gmon::Aggregate{};
+    slots_ = 0;
+    if (counts_.size() > kKeptSlots) {
+        counts_ = {};
+        present_ = {};
+    }
+    if (payload_.capacity() > kKeptPayload) payload_ = {};
     return out;
 }
 

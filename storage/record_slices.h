@@ -99,34 +99,50 @@ std::vector<SeqRange> ranges_to_decode(Database& db, std::int64_t session, std::
 // where a hash table of 10^5 PCs grew by rehashing and was then sorted for the profile. They
 // come out sorted (Aggregate::adopt_sorted_pcs). Arcs, odd PCs and PCs beyond the array go
 // into tables; a PC in both is summed, so the answer is the same whatever the order.
+//
+// A slice's block is decoded straight into the array, a run of PCs at a time (no vectors of
+// the block's counts). take() leaves the array zeroed (it clears only the slots it hands out)
+// and keeps it, and the decompression buffer, for the next window if they are at most
+// kKeptSlots / kKeptPayload: a reader connection keeps one WindowSums (SessionStore), so its
+// next window writes to memory already mapped instead of faulting fresh pages in.
 class WindowSums {
   public:
-    static constexpr std::uint64_t kMaxSlots = std::uint64_t{1} << 22;  // 8 MiB of text
+    static constexpr std::uint64_t kMaxSlots = std::uint64_t{1} << 22;   // 8 MiB of text
+    static constexpr std::uint64_t kKeptSlots = std::uint64_t{1} << 20;  // 8 MiB of counts
+    static constexpr std::size_t kKeptPayload = std::size_t{4} << 20;
 
     void add_slice(Database& db, const StoredSlice& slice);
+    // A sums block (record_slices.sums); throws StorageError for a damaged one.
+    void add_block(std::span<const std::uint8_t> blob);
     void add(const SumsBlock& sums);
     void add(std::span<const protocol::Record> records);
     void add_pc(std::uint64_t pc, std::uint64_t count) {
         const std::uint64_t slot = (pc - low_) >> 1;
-        if (pc >= low_ && ((pc - low_) & 1) == 0 && slot < counts_.size()) {
+        if (pc >= low_ && ((pc - low_) & 1) == 0 && slot < slots_) {
             counts_[slot] += count;
             present_[slot >> 6] |= std::uint64_t{1} << (slot & 63);
         } else {
             other_pcs_.add_pc(pc, count);
         }
     }
+    // The window's sums; this is empty again afterwards.
     gmon::Aggregate take();
+    // The slots the array has room for (zeroed while none is in use): what a reader keeps.
+    std::size_t slots() const { return counts_.size(); }
 
   private:
-    // Grows the array to hold [low, high] if it stays within kMaxSlots; whether it holds them.
+    // Makes the array hold [low, high] if it stays within kMaxSlots; whether it holds them.
     bool cover(std::uint64_t low, std::uint64_t high);
+    // Sorted PCs (a run of a block): into the array, those it cannot hold into the table.
+    void add_sorted(std::span<const gmon::PcCount> pcs);
 
     std::uint64_t low_ = 0;               // the PC of slot 0 (even)
+    std::uint64_t slots_ = 0;             // the slots in use: 0 until a window places the array
     std::vector<std::uint64_t> counts_;   // by (pc - low_) / 2
     std::vector<std::uint64_t> present_;  // a bit per slot: that PC was added (even with 0)
     gmon::Aggregate sums_;                // the arcs
     gmon::Aggregate other_pcs_;           // PCs the array does not hold
-    SumsBlock block_;                     // the slice being added
+    std::vector<std::uint8_t> payload_;   // the block being read, decompressed
 };
 
 }  // namespace rackprof::storage

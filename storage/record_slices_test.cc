@@ -2,6 +2,7 @@
 // (every row decoded), for random windows, windows at slices' edges, sessions written before
 // schema 10, after a rolled-back transaction, and through the storage writer.
 #include <doctest/doctest.h>
+#include <zstd.h>
 
 #include <limits>
 #include <map>
@@ -17,6 +18,16 @@ namespace {
 using protocol::Record;
 
 constexpr std::int64_t kT0 = 1'000'000'000'000;
+
+// A payload as one zstd frame, as the store writes blocks.
+std::vector<std::uint8_t> compress_for_test(const std::vector<std::uint8_t>& payload) {
+    std::vector<std::uint8_t> frame(ZSTD_compressBound(payload.size()));
+    const std::size_t n =
+        ZSTD_compress(frame.data(), frame.size(), payload.data(), payload.size(), 1);
+    REQUIRE_FALSE(ZSTD_isError(n));
+    frame.resize(n);
+    return frame;
+}
 
 std::vector<Record> random_records(std::mt19937_64& rng, std::size_t n) {
     std::vector<Record> out(n);
@@ -154,22 +165,29 @@ TEST_CASE("record slices: a window's sums equal the record batches', at slice ed
 
 // WindowSums against an Aggregate fed the same counts: PCs in its array, in its table (odd,
 // outside the array, stray), in both (added to the table before the array covered them), with
-// zero counts, and 64-bit arcs; in every order of adding.
+// zero counts, and 64-bit arcs; in every order of adding; blocks as vectors and as stored
+// (decoded straight into the array, runs of PCs growing it up the text). One WindowSums adds
+// up every round, as a reader's does window after window: what take() leaves for the next
+// round (the array, zeroed, wherever the last round put it) never shows in its answer.
 TEST_CASE("record slices: WindowSums adds up as an Aggregate does") {
     std::mt19937_64 rng(12);
-    for (int round = 0; round < 200; ++round) {
+    WindowSums sums;
+    for (int round = 0; round < 300; ++round) {
         CAPTURE(round);
-        WindowSums sums;
         gmon::Aggregate expected;
-        const std::uint64_t base = 0x1000 + 2 * (rng() % 4096);
+        // Text at a new place now and then: the kept array is placed anew.
+        const std::uint64_t base = (round % 50 < 25 ? 0x1000 : 0x800'0000) + 2 * (rng() % 4096);
         for (int step = 0; step < 6; ++step) {
             if (rng() % 2) {
-                // A slice's block: sorted PCs, one of them maybe far away.
+                // A slice's block: sorted PCs, one of them maybe far away; now and then one of
+                // thousands of PCs (several runs of the stored block's reader).
                 SumsBlock block;
                 std::map<std::uint64_t, std::uint64_t> pcs;
                 const std::uint64_t low = base + 2 * (rng() % 2048);
-                for (int i = 0, n = static_cast<int>(rng() % 300); i < n; ++i)
-                    pcs[low + (rng() % 8 == 0 ? 1 : 0) + 2 * (rng() % 1024)] += rng() % 5;
+                const bool big = rng() % 6 == 0;
+                for (int i = 0, n = static_cast<int>(rng() % (big ? 9000 : 300)); i < n; ++i)
+                    pcs[low + (rng() % 8 == 0 ? 1 : 0) + 2 * (rng() % (big ? 30000 : 1024))] +=
+                        rng() % 5;
                 if (rng() % 4 == 0) pcs[0xFFFF'FFFF'0000ull + rng() % 16] += 1;
                 if (rng() % 8 == 0) pcs[low + 2 * WindowSums::kMaxSlots] += 3;
                 for (const auto& [pc, n] : pcs) {
@@ -181,7 +199,14 @@ TEST_CASE("record slices: WindowSums adds up as an Aggregate does") {
                     block.arcs.push_back({wide + 0x100 + 2 * (rng() % 8), 0x200, rng() % 3});
                     expected.add_arc(block.arcs.back().from_pc, 0x200, block.arcs.back().count);
                 }
-                sums.add(block);
+                if (rng() % 2) {
+                    sums.add(block);
+                } else {
+                    gmon::Aggregate stored;
+                    for (const auto& a : block.arcs) stored.add_arc(a.from_pc, a.self_pc, a.count);
+                    for (const auto& p : block.pcs) stored.add_pc(p.pc, p.count);
+                    sums.add_block(encode_sums_block(stored));
+                }
             } else {
                 // Records at a window's edge: anywhere, in no order.
                 std::vector<Record> records;
@@ -201,7 +226,111 @@ TEST_CASE("record slices: WindowSums adds up as an Aggregate does") {
         CHECK(got.total_calls() == expected.total_calls());
         CHECK(got.total_samples() == expected.total_samples());
         CHECK(got.distinct_pcs() == expected.distinct_pcs());
+        CHECK(sums.slots() <= WindowSums::kKeptSlots);
     }
+}
+
+// A damaged sums block is a StorageError, not a crash or a wrong count: cut short anywhere, or
+// with bytes after its last PC.
+TEST_CASE("record slices: a damaged sums block read into WindowSums") {
+    gmon::Aggregate a;
+    for (std::uint64_t pc = 0x1000; pc < 0x1000 + 2 * 5000; pc += 6) a.add_pc(pc, pc % 7);
+    a.add_arc(0x1001, 0x2001, 3);
+    const auto good = encode_sums_block(a);
+    {
+        WindowSums sums;
+        sums.add_block(good);
+        CHECK(sums.take() == a);
+    }
+    std::vector<std::uint8_t> payload;
+    SumsBlockReader reader(good, payload);
+    for (const std::size_t cut : {std::size_t{1}, payload.size() / 2, payload.size() - 1}) {
+        CAPTURE(cut);
+        std::vector<std::uint8_t> damaged_payload(payload.begin(),
+                                                  payload.begin() + static_cast<long>(cut));
+        const auto damaged = compress_for_test(damaged_payload);
+        WindowSums sums;
+        CHECK_THROWS_AS(sums.add_block(damaged), StorageError);
+    }
+    auto longer = payload;
+    longer.push_back(0);
+    WindowSums sums;
+    CHECK_THROWS_AS(sums.add_block(compress_for_test(longer)), StorageError);
+}
+
+// A reader connection keeps its WindowSums from window to window (SessionStore): while the
+// session is still capturing, windows asked before and after more commits arrive (new rows,
+// new slices closing) are exact, and so are windows of another session in between (a text
+// elsewhere: the kept array is placed anew) and after a damaged slice failed one window.
+TEST_CASE("record slices: a reader's kept window sums stay exact while the session captures") {
+    TempDb db;
+    SessionStore writer(db.path);
+    SessionStore reader(db.path);
+    std::mt19937_64 rng(13);
+    NewSession spec;
+    spec.board = "slices";
+    spec.link = "sim://slices";
+    spec.started_ns = kT0;
+    WrittenSession w{writer.create_session(spec), kT0, kT0};
+    std::int64_t seq = 0;
+    // Another session whose PCs lie far from the first's.
+    NewSession other_spec = spec;
+    other_spec.board = "elsewhere";
+    WrittenSession other{writer.create_session(other_spec), kT0, kT0};
+    {
+        Transaction tx(writer.db());
+        std::vector<std::vector<Record>> held;
+        std::vector<SessionStore::ChunkToStore> chunks;
+        held.reserve(80);
+        for (int c = 0; c < 80; ++c) {
+            auto& recs = held.emplace_back(random_records(rng, 1000));
+            for (auto& r : recs) {
+                if (r.kind == protocol::RecordKind::kPcSample) r.self_pc += 0x400'0000;
+            }
+            other.last_ns += 1'000'000;
+            chunks.push_back({c, other.last_ns, {}, recs});
+        }
+        writer.append_chunks(other.id, chunks);
+        writer.finish_slices(other.id);
+        tx.commit();
+    }
+    int sliced = 0;
+    for (int commit = 0; commit < 12; ++commit) {
+        {
+            Transaction tx(writer.db());
+            std::vector<std::vector<Record>> held;
+            std::vector<SessionStore::ChunkToStore> chunks;
+            held.reserve(30);
+            for (int c = 0; c < 30; ++c, ++seq) {
+                w.last_ns += 1'000'000;
+                chunks.push_back(
+                    {seq, w.last_ns, {}, held.emplace_back(random_records(rng, 1000))});
+            }
+            writer.append_chunks(w.id, chunks);  // its slices stay open between commits
+            tx.commit();
+        }
+        // The reader asks the same windows again after the commit, and windows reaching past
+        // the newest row, so what it kept from the last window meets new rows and slices.
+        sliced += check_windows(reader, w, rng);
+        CHECK(check_windows(reader, other, rng) > 0);
+        const auto whole =
+            reader.aggregate_between(w.id, 0, std::numeric_limits<std::int64_t>::max());
+        CHECK(whole ==
+              writer.aggregate_between_rows(w.id, 0, std::numeric_limits<std::int64_t>::max()));
+        if (commit == 6) {
+            // A damaged slice: its window fails with a StorageError, and the next windows
+            // (after the slice is repaired) are exact: nothing of the failed one is left.
+            Statement damage = writer.db().prepare(
+                "UPDATE record_slices SET sums = X'00' WHERE session_id = ? AND level = 1");
+            damage.bind(1, w.id);
+            damage.run();
+            CHECK_THROWS_AS(
+                reader.aggregate_between(w.id, 0, std::numeric_limits<std::int64_t>::max()),
+                StorageError);
+            writer.db().exec("DELETE FROM record_slices WHERE sums = X'00'");
+        }
+    }
+    CHECK(sliced > 0);
 }
 
 TEST_CASE("record slices: rows of a rolled-back transaction are in no slice") {

@@ -580,25 +580,31 @@ gmon::Aggregate SessionStore::aggregate_between(std::int64_t session, std::int64
                                                 std::int64_t to_ns) {
     if (!has_slices_) return aggregate_between_rows(session, from_ns, to_ns);
     const ReadSnapshot snapshot(db_);  // slices and rows as one commit left them
-    WindowSums a;
-    const auto slices = slices_inside(db_, session, from_ns, to_ns);
-    for (const auto& slice : slices) a.add_slice(db_, slice);
-    Statement rows = db_.prepare(
-        "SELECT received_ns, records, encoding FROM record_batches WHERE session_id = ? AND seq "
-        "BETWEEN ? AND ? AND received_ns <= ? AND COALESCE(last_ns, received_ns) >= ? ORDER BY "
-        "seq");
-    for (const auto& range : ranges_to_decode(db_, session, from_ns, to_ns, slices)) {
-        rows.bind(1, session).bind(2, range.first).bind(3, range.last);
-        rows.bind(4, to_ns).bind(5, from_ns);
-        while (rows.step()) {
-            for (const auto& chunk : record_chunks_of(rows)) {
-                if (chunk.received_ns >= from_ns && chunk.received_ns <= to_ns)
-                    a.add(chunk.records);
+    if (!window_sums_) window_sums_ = std::make_unique<WindowSums>();
+    WindowSums& a = *window_sums_;
+    try {
+        const auto slices = slices_inside(db_, session, from_ns, to_ns);
+        for (const auto& slice : slices) a.add_slice(db_, slice);
+        Statement rows = db_.prepare(
+            "SELECT received_ns, records, encoding FROM record_batches WHERE session_id = ? AND "
+            "seq BETWEEN ? AND ? AND received_ns <= ? AND COALESCE(last_ns, received_ns) >= ? "
+            "ORDER BY seq");
+        for (const auto& range : ranges_to_decode(db_, session, from_ns, to_ns, slices)) {
+            rows.bind(1, session).bind(2, range.first).bind(3, range.last);
+            rows.bind(4, to_ns).bind(5, from_ns);
+            while (rows.step()) {
+                for (const auto& chunk : record_chunks_of(rows)) {
+                    if (chunk.received_ns >= from_ns && chunk.received_ns <= to_ns)
+                        a.add(chunk.records);
+                }
             }
+            rows.reset();
         }
-        rows.reset();
+        return a.take();
+    } catch (...) {
+        window_sums_.reset();  // a window that failed part way left counts in it
+        throw;
     }
-    return a.take();
 }
 
 gmon::Aggregate SessionStore::aggregate_between_rows(std::int64_t session, std::int64_t from_ns,

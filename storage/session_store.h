@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -196,6 +197,8 @@ class SessionStore {
     std::optional<VersionedAggregate> versioned_aggregate(std::int64_t session);
     // The records received within [from_ns, to_ns]: the record slices wholly inside, and the
     // record batches no such slice holds (decoded, each chunk counted by its receive time).
+    // Added up in a WindowSums this store keeps for the next window (its memory bounded by
+    // WindowSums::kKeptSlots; dropped if a window fails part way).
     gmon::Aggregate aggregate_between(std::int64_t session, std::int64_t from_ns,
                                       std::int64_t to_ns);
     // The same from the record batches alone (every row in the window decoded): what slices
@@ -240,6 +243,7 @@ class SessionStore {
     bool has_slices_ = false;     // schema v11's record_slices and sessions.summed_seq are there
     bool has_retention_ = false;  // schema v12's sessions.raw_pruned_ns is there
     SliceBuilder slices_{db_};
+    std::unique_ptr<WindowSums> window_sums_;  // aggregate_between's, kept between windows
     std::optional<Statement> insert_raw_;
     std::optional<Statement> insert_records_;
     std::optional<Statement> bump_aggregate_version_;

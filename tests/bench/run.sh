@@ -7,7 +7,7 @@
 #   ingest: [--boards N] [--seconds D] [--file-mb M] [--baseline OLD_RACKPROF]
 #                                                        the daemon: a rack, and one fast file
 #   serving: [--arcs N,...] [--records N] [--fleet-sessions N] [--fleet-boards N]
-#            [--baseline OLD_RACKPROF]
+#            [--baseline OLD_RACKPROF] [--dir DIR --keep]
 #                                                        profile, gmon.out and window requests
 #                                                        to a daemon: first, p50 and p99
 #   fleet:  [--benches N] [--boards N] [--sessions N] [--arcs N] [--pcs N]

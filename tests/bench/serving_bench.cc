@@ -6,10 +6,12 @@
 // (nothing in memory yet) is reported apart from the p50/p99 of the next 100 (10 where one takes
 // over a second). With --baseline OLD_RACKPROF the same database is served by OLD_RACKPROF in the
 // same run (the database must be of a schema it reads). Figures only, and TABLE| rows for run.sh's
-// summary (tests/bench/table.h).
+// summary (tests/bench/table.h). With --keep the database stays in DIR after the run, and a later
+// run with --keep and the same options serves it again instead of storing it anew (minutes at
+// 10^7 records).
 //
 //   serving_bench RACKPROF [--arcs 10000,100000,1000000] [--records 10000000] [--dir DIR]
-//                 [--fleet-sessions 1000] [--fleet-boards 50] [--baseline OLD_RACKPROF]
+//                 [--fleet-sessions 1000] [--fleet-boards 50] [--baseline OLD_RACKPROF] [--keep]
 #include <signal.h>
 
 #include <cstdio>
@@ -165,13 +167,43 @@ void report(const std::vector<Request>& requests, const std::vector<Latency>& no
     }
 }
 
+// A kept database's requests (--keep), written beside it with the options it was made with:
+// "options" then the options' lines, then a tab-separated line (what, input, path) per request.
+void keep_requests(const std::filesystem::path& dir, const std::string& options,
+                   const std::vector<Request>& requests) {
+    std::ofstream out(dir / "requests.tsv");
+    out << options << "requests\n";
+    for (const auto& r : requests) out << r.what << '\t' << r.input << '\t' << r.path << '\n';
+}
+
+// The requests of a database kept by an earlier run with the same options; nullopt if none.
+std::optional<std::vector<Request>> kept_requests(const std::filesystem::path& dir,
+                                                  const std::string& options) {
+    std::ifstream in(dir / "requests.tsv");
+    if (!in || !std::filesystem::exists(dir / "serving.db")) return std::nullopt;
+    std::string line, kept_options;
+    while (std::getline(in, line) && line != "requests") kept_options += line + "\n";
+    if (kept_options != options) return std::nullopt;
+    std::vector<Request> requests;
+    while (std::getline(in, line)) {
+        const auto tab1 = line.find('\t');
+        const auto tab2 = line.find('\t', tab1 + 1);
+        if (tab2 == std::string::npos) return std::nullopt;
+        requests.push_back(
+            {line.substr(0, tab1), line.substr(tab1 + 1, tab2 - tab1 - 1), line.substr(tab2 + 1)});
+    }
+    if (requests.empty()) return std::nullopt;
+    return requests;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr,
-                     "usage: serving_bench RACKPROF [--arcs N,...] [--records N] [--dir DIR] "
-                     "[--fleet-sessions N] [--fleet-boards N] [--baseline OLD_RACKPROF]\n");
+        std::fprintf(
+            stderr,
+            "usage: serving_bench RACKPROF [--arcs N,...] [--records N] [--dir DIR] "
+            "[--fleet-sessions N] [--fleet-boards N] [--baseline OLD_RACKPROF] [--keep]\n");
         return 2;
     }
     const std::string binary = argv[1];
@@ -180,7 +212,16 @@ int main(int argc, char** argv) {
     std::filesystem::path dir = std::filesystem::temp_directory_path() / "rackprof-serving-bench";
     std::string baseline;
     std::size_t fleet_sessions = 1000, fleet_boards = 50;
-    for (int i = 2; i + 1 < argc; i += 2) {
+    bool keep = false;
+    std::string options;  // what the database is made of: a kept one is reused only for the same
+    for (int i = 2; i < argc; ++i) {
+        if (std::string(argv[i]) == "--keep") {
+            keep = true;
+            continue;
+        }
+        if (i + 1 >= argc) break;
+        if (std::string(argv[i]) != "--baseline")
+            options += std::string(argv[i]) + " " + argv[i + 1] + "\n";
         if (std::string(argv[i]) == "--fleet-sessions") fleet_sessions = std::stoull(argv[i + 1]);
         if (std::string(argv[i]) == "--fleet-boards")
             fleet_boards = std::max<std::size_t>(1, std::stoull(argv[i + 1]));
@@ -189,11 +230,23 @@ int main(int argc, char** argv) {
         if (arg == "--records") records = std::stoull(argv[i + 1]);
         if (arg == "--dir") dir = argv[i + 1];
         if (arg == "--baseline") baseline = argv[i + 1];
+        ++i;
     }
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
     const auto db = dir / "serving.db";
     std::vector<Request> requests;
+    if (keep) {
+        if (auto kept = kept_requests(dir, options)) {
+            std::printf("serving the database kept in %s\n", dir.c_str());
+            requests = std::move(*kept);
+            fleet_sessions = 0;
+            records = 0;
+            arc_counts.clear();
+        }
+    }
+    if (requests.empty()) {
+        std::filesystem::remove_all(dir);
+        std::filesystem::create_directories(dir);
+    }
     {
         storage::SessionStore store(db);
         std::int64_t id = 0;
@@ -282,6 +335,10 @@ int main(int argc, char** argv) {
     std::vector<Latency> before;
     if (!baseline.empty()) before = serve_and_measure(baseline, dir, db, requests);
     report(requests, now, before, baseline);
-    std::filesystem::remove_all(dir);
+    if (keep) {
+        keep_requests(dir, options, requests);
+    } else {
+        std::filesystem::remove_all(dir);
+    }
     return 0;
 }
