@@ -391,22 +391,28 @@ void StorageWriter::apply(std::vector<WriteOp> ops) {
 
 namespace {
 
+// Spare buffers of one kind. Only as many are kept as senders asked for (up to kSpareBuffers):
+// chunks of a sender that never asks (an import) are freed as before, so keeping costs no
+// memory where nobody takes them.
 template <class T>
-std::vector<T> take_spare(std::mutex& mutex, std::vector<std::vector<T>>& spare) {
+std::vector<T> take_spare(std::mutex& mutex, StorageWriter::Spares<T>& spares) {
     std::lock_guard lock(mutex);
-    if (spare.empty()) return {};
-    std::vector<T> buffer = std::move(spare.back());
-    spare.pop_back();
+    spares.asked = std::min(spares.asked + 1, StorageWriter::kSpareBuffers);
+    if (spares.kept.empty()) return {};
+    std::vector<T> buffer = std::move(spares.kept.back());
+    spares.kept.pop_back();
     return buffer;
 }
 
 template <class T>
-void keep_spare(std::vector<T>& buffer, std::vector<std::vector<T>>& spare) {
-    if (buffer.capacity() == 0 || buffer.capacity() * sizeof(T) > StorageWriter::kMaxSpareBytes ||
-        spare.size() >= StorageWriter::kSpareBuffers)
+void keep_spare(std::vector<T>& buffer, StorageWriter::Spares<T>& spares) {
+    if (spares.asked == 0 || buffer.capacity() == 0 ||
+        buffer.capacity() * sizeof(T) > StorageWriter::kMaxSpareBytes ||
+        spares.kept.size() >= StorageWriter::kSpareBuffers)
         return;
+    --spares.asked;
     buffer.clear();
-    spare.push_back(std::move(buffer));
+    spares.kept.push_back(std::move(buffer));
 }
 
 }  // namespace

@@ -223,6 +223,13 @@ class StorageWriter {
     // At most this many buffers of each kind are kept, each of at most kMaxSpareBytes.
     static constexpr std::size_t kSpareBuffers = 4;
     static constexpr std::size_t kMaxSpareBytes = 2u << 20;
+    // Kept buffers of one kind, and how many more senders asked for than they were given back:
+    // only that many are kept (a sender that never asks, an import, leaves none behind).
+    template <class T>
+    struct Spares {
+        std::vector<std::vector<T>> kept;
+        std::size_t asked = 0;
+    };
     // Blocks until everything submitted so far was applied: committed (sums included) or, while
     // storage fails, counted lost (chunks) or held for a retry (the rest).
     void flush();
@@ -309,8 +316,8 @@ class StorageWriter {
     // Buffers of applied chunks for senders to fill again (their own lock: senders take them
     // while the writer works).
     std::mutex spare_mutex_;
-    std::vector<std::vector<protocol::Record>> spare_records_;
-    std::vector<std::vector<std::uint8_t>> spare_raw_;
+    Spares<protocol::Record> spare_records_;
+    Spares<std::uint8_t> spare_raw_;
 
     // Writer thread only.
     // Sessions' committed records not yet in their stored sums (sums_interval), since when.
