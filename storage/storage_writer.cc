@@ -159,8 +159,8 @@ bool StorageWriter::submit(WriteOp op) {
         if (stopping_) return false;
         const bool chunk = std::holds_alternative<ChunkOp>(op);
         if (chunk && queued_bytes_ + bytes > options_.queue_budget_bytes) return false;
-        // The writer sleeps through the interval; a queue half full wakes it early (once, as it
-        // crosses the mark: a wake-up per chunk would cost more than the chunk), and so does
+        // The writer sleeps through the interval; a queue a quarter full wakes it early (once, as
+        // it crosses the mark: a wake-up per chunk would cost more than the chunk), and so does
         // anything but a chunk (rare: a new session's row is there at once, as before).
         wake_now_ = wake_now_ || !chunk;
         wake = !chunk || (queued_bytes_ < commit_early_bytes() &&
@@ -385,7 +385,57 @@ void StorageWriter::apply(std::vector<WriteOp> ops) {
     std::vector<WriteOp> batch = std::exchange(held_, {});
     batch.reserve(batch.size() + ops.size());
     for (auto& op : ops) batch.push_back(std::move(op));
-    const std::int64_t now = now_ns();
+    apply_batch(batch, now_ns());
+    keep_buffers(batch);  // chunks are written or counted lost by now, never held
+}
+
+namespace {
+
+// Spare buffers of one kind. Only as many are kept as senders asked for (up to kSpareBuffers):
+// chunks of a sender that never asks (an import) are freed as before, so keeping costs no
+// memory where nobody takes them.
+template <class T>
+std::vector<T> take_spare(std::mutex& mutex, StorageWriter::Spares<T>& spares) {
+    std::lock_guard lock(mutex);
+    spares.asked = std::min(spares.asked + 1, StorageWriter::kSpareBuffers);
+    if (spares.kept.empty()) return {};
+    std::vector<T> buffer = std::move(spares.kept.back());
+    spares.kept.pop_back();
+    return buffer;
+}
+
+template <class T>
+void keep_spare(std::vector<T>& buffer, StorageWriter::Spares<T>& spares) {
+    if (spares.asked == 0 || buffer.capacity() == 0 ||
+        buffer.capacity() * sizeof(T) > StorageWriter::kMaxSpareBytes ||
+        spares.kept.size() >= StorageWriter::kSpareBuffers)
+        return;
+    --spares.asked;
+    buffer.clear();
+    spares.kept.push_back(std::move(buffer));
+}
+
+}  // namespace
+
+std::vector<protocol::Record> StorageWriter::record_buffer() {
+    return take_spare(spare_mutex_, spare_records_);
+}
+
+std::vector<std::uint8_t> StorageWriter::raw_buffer() {
+    return take_spare(spare_mutex_, spare_raw_);
+}
+
+void StorageWriter::keep_buffers(std::span<WriteOp> ops) {
+    std::lock_guard lock(spare_mutex_);
+    for (WriteOp& op : ops) {
+        if (auto* chunk = std::get_if<ChunkOp>(&op)) {
+            keep_spare(chunk->records, spare_records_);
+            keep_spare(chunk->raw, spare_raw_);
+        }
+    }
+}
+
+void StorageWriter::apply_batch(std::vector<WriteOp>& batch, std::int64_t now) {
     try {
         apply_in_transaction(batch, now);
         return;
@@ -541,8 +591,8 @@ void StorageWriter::write_op(WriteOp& op, Attempt& a) {
         auto& p = a.pending[id];
         if (chunk->encoded && !chunk->delta)
             throw StorageError("an encoded chunk without its records summed");
-        p.chunks.push_back({seq, chunk->received_ns, chunk->raw, chunk->records,
-                            chunk->encoded.get()});
+        p.chunks.push_back(
+            {seq, chunk->received_ns, chunk->raw, chunk->records, chunk->encoded.get()});
         for (std::size_t i = 0; i < chunk->console.size(); ++i) {
             store_.append_console(id, seq, static_cast<std::int64_t>(i), chunk->console[i]);
         }

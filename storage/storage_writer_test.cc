@@ -346,6 +346,56 @@ TEST_CASE(
     CHECK(summed_samples(db.path, id) == 1000);
 }
 
+TEST_CASE("a chunk's buffers come back for the next chunk once it is written, a bounded few") {
+    TempDb db;
+    StorageWriter writer(db.path);
+    // A sender that asks for buffers: the writer keeps as many as were asked for, at most
+    // kSpareBuffers (none for a sender that never asks).
+    for (std::size_t i = 0; i < StorageWriter::kSpareBuffers + 1; ++i) {
+        CHECK(writer.record_buffer().capacity() == 0);  // none kept yet
+        CHECK(writer.raw_buffer().capacity() == 0);
+    }
+    const SessionId id = writer.reserve_session_id();
+    writer.submit(OpenSessionOp{id, spec_of("board")});
+    const std::size_t chunks = StorageWriter::kSpareBuffers + 2;
+    for (std::size_t i = 0; i < chunks; ++i) {
+        std::vector<Record> records(1000 + i, Record::pc_sample(0x1000));
+        std::vector<std::uint8_t> raw(4096 + i, 0x50);
+        ChunkOp op{
+            id, static_cast<std::int64_t>(i + 1), std::move(raw), std::move(records), {}, {}, {},
+            {}};
+        REQUIRE(writer.submit(std::move(op)));
+    }
+    // Too large to keep: a buffer over kMaxSpareBytes goes back to the allocator.
+    const std::size_t large = StorageWriter::kMaxSpareBytes / sizeof(Record) + 1;
+    REQUIRE(writer.submit(ChunkOp{id, 100, {}, std::vector<Record>(large), {}, {}, {}, {}}));
+    writer.flush();
+    std::size_t records_kept = 0, raw_kept = 0;
+    for (std::size_t i = 0; i < chunks; ++i) {
+        const auto records = writer.record_buffer();
+        const auto raw = writer.raw_buffer();
+        CHECK(records.empty());
+        CHECK(raw.empty());
+        if (records.capacity() > 0) {
+            ++records_kept;
+            CHECK(records.capacity() >= 1000);
+            CHECK(records.capacity() * sizeof(Record) <= StorageWriter::kMaxSpareBytes);
+        }
+        if (raw.capacity() > 0) {
+            ++raw_kept;
+            CHECK(raw.capacity() >= 4096);
+        }
+    }
+    CHECK(records_kept == StorageWriter::kSpareBuffers);
+    CHECK(raw_kept == StorageWriter::kSpareBuffers);
+    // And the chunks were stored whole.
+    SessionStore store(db.path, Database::Mode::kReadOnly);
+    std::size_t stored = 0;
+    store.for_each_chunk(
+        id, [&](std::int64_t, std::span<const std::uint8_t> bytes) { stored += bytes.size(); });
+    CHECK(stored == chunks * 4096 + chunks * (chunks - 1) / 2);
+}
+
 TEST_CASE("after a crash, the records stored after a session's sums are added at the next start") {
     TempDb db;
     SessionId id = 0;

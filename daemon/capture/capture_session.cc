@@ -107,11 +107,15 @@ bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t 
             gathered_ = std::move(raw);
         }
     } else {
-        // The next chunk is likely as large: room for it now, not grown copy by copy.
-        if (gathered_.capacity() < raw.size()) gathered_.reserve(raw.size());
+        // The next chunk is likely as large: room for it now, not grown copy by copy, in a
+        // buffer the writer is done with when it has one (its pages are mapped already).
+        if (gathered_.empty() && gathered_.capacity() < raw.size()) {
+            gathered_ = writer_.raw_buffer();
+            gathered_.reserve(raw.size());
+        }
         op.raw = std::move(raw);
         op.records = std::move(collector_.records);
-        collector_.records = {};
+        collector_.records = writer_.record_buffer();
         collector_.records.reserve(op.records.size());
     }
     if (writer_.submit(std::move(op))) return true;

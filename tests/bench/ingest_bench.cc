@@ -256,8 +256,10 @@ double database_mb(const std::filesystem::path& db) {
 }
 
 struct FileRun {
-    double seconds = 0;      // start to every byte committed (the daemon's clean exit)
-    double database_mb = 0;  // what the session left on disk
+    double seconds = 0;        // start to every byte committed (the daemon's clean exit)
+    bool raw_as_file = false;  // the stored raw bytes are the capture file's, byte for byte
+    std::string gmon;          // the stored session's gmon.out as the API serves it
+    double database_mb = 0;    // what the session left on disk
     double cpu_seconds = 0;
     double profile_p50 = -1, profile_p99 = -1, gmon_p50 = -1, gmon_p99 = -1;
 };
@@ -289,6 +291,26 @@ FileRun run_file_source(const std::string& binary, const std::filesystem::path& 
     daemon.wait(600s);
     run.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     run.database_mb = database_mb(db);
+    {
+        // The stored raw bytes, chunk after chunk, against the capture file.
+        std::ifstream file(capture, std::ios::binary);
+        std::vector<char> expected(65536);
+        bool same = true;
+        std::uint64_t stored = 0;
+        storage::SessionStore store(db, storage::Database::Mode::kReadOnly);
+        store.for_each_chunk(1, [&](std::int64_t, std::span<const std::uint8_t> bytes) {
+            for (std::size_t at = 0; same && at < bytes.size(); at += expected.size()) {
+                const std::size_t n = std::min(expected.size(), bytes.size() - at);
+                same = static_cast<bool>(
+                           file.read(expected.data(), static_cast<std::streamsize>(n))) &&
+                       std::equal(bytes.begin() + static_cast<std::ptrdiff_t>(at),
+                                  bytes.begin() + static_cast<std::ptrdiff_t>(at + n),
+                                  reinterpret_cast<const std::uint8_t*>(expected.data()));
+            }
+            stored += bytes.size();
+        });
+        run.raw_as_file = same && stored == std::filesystem::file_size(capture);
+    }
 
     {
         std::ofstream config(dir / (name + "-idle.toml"));
@@ -304,6 +326,7 @@ FileRun run_file_source(const std::string& binary, const std::filesystem::path& 
         const auto gmon = latencies_ms(port, "/api/v1/sessions/1/gmon.out", 100);
         if (!profile.empty()) run.profile_p50 = profile[50], run.profile_p99 = profile[98];
         if (!gmon.empty()) run.gmon_p50 = gmon[50], run.gmon_p99 = gmon[98];
+        run.gmon = http_get_body(port, "/api/v1/sessions/1/gmon.out").value_or("");
     }
     idle.signal(SIGTERM);
     idle.wait(30s);
@@ -341,6 +364,19 @@ void file_source(const std::string& binary, const std::string& baseline_binary,
                       "-o", (dir / "fast.gmon").string(), "--report", "none"});
     const double convert_s = std::chrono::duration<double>(Clock::now() - t0).count();
     const std::string input = cell("blinky capture (legacy), %.0f MB", size_mb);
+    // What was stored is what came: the raw bytes re-read from SQLite are the file, and the
+    // stored session's gmon.out is convert's, byte for byte.
+    const std::string convert_gmon = testing::read_text(dir / "fast.gmon");
+    const auto check = [&](const FileRun& r, const std::string& who) {
+        std::printf(
+            "check (%s): stored raw bytes %s the capture file; stored gmon.out (%zu bytes) "
+            "%s convert's (%zu bytes)\n",
+            who.c_str(), r.raw_as_file ? "EQUAL" : "DIFFER FROM", r.gmon.size(),
+            !r.gmon.empty() && r.gmon == convert_gmon ? "EQUALS" : "DIFFERS FROM",
+            convert_gmon.size());
+    };
+    if (base) check(*base, "baseline");
+    check(run, "this build");
     bench::table_row("daemon ingest, file://?pace=fast to SQLite", input,
                      cell("%.1f MB/s", size_mb / run.seconds),
                      convert.exit_code == 0

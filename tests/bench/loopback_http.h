@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,8 +37,10 @@ inline bool http_answer_whole(const std::string& head, std::size_t total, const 
 }
 
 // One GET over a fresh loopback connection, read to the end (Connection: close); seconds taken,
-// or a negative number when the answer is not 200 or not whole. `bytes` receives its size.
-inline double http_get_seconds(int port, const std::string& path, std::size_t* bytes = nullptr) {
+// or a negative number when the answer is not 200 or not whole. `bytes` receives its size,
+// `answer` (if given) the whole answer, head included.
+inline double http_get_seconds(int port, const std::string& path, std::size_t* bytes = nullptr,
+                               std::string* answer = nullptr) {
     const auto t0 = std::chrono::steady_clock::now();
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
@@ -62,6 +65,7 @@ inline double http_get_seconds(int port, const std::string& path, std::size_t* b
         const auto got = static_cast<std::size_t>(n);
         total += got;
         if (head.size() < 4096) head.append(buffer, std::min<std::size_t>(got, 4096 - head.size()));
+        if (answer) answer->append(buffer, got);
         tail.append(buffer, got);
         if (tail.size() > 8) tail.erase(0, tail.size() - 8);
     }
@@ -70,6 +74,27 @@ inline double http_get_seconds(int port, const std::string& path, std::size_t* b
     if (bytes) *bytes = total;
     if (head.rfind("HTTP/1.1 200", 0) != 0) return -1;
     return http_answer_whole(head, total, tail) ? s : -1;
+}
+
+// The body of a whole 200 answer to a GET (its chunks joined if it came chunked); nullopt for
+// any other answer.
+inline std::optional<std::string> http_get_body(int port, const std::string& path) {
+    std::string answer;
+    if (http_get_seconds(port, path, nullptr, &answer) < 0) return std::nullopt;
+    const auto end_of_head = answer.find("\r\n\r\n");
+    std::string head = answer.substr(0, end_of_head);
+    for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string body = answer.substr(end_of_head + 4);
+    if (head.find("\r\ntransfer-encoding: chunked") == std::string::npos) return body;
+    std::string joined;
+    for (std::size_t at = 0;;) {
+        const auto line_end = body.find("\r\n", at);
+        if (line_end == std::string::npos) return std::nullopt;
+        const std::size_t size = std::stoull(body.substr(at, line_end - at), nullptr, 16);
+        if (size == 0) return joined;
+        joined.append(body, line_end + 2, size);
+        at = line_end + 2 + size + 2;
+    }
 }
 
 // Latency of `n` requests in milliseconds, sorted (empty: a request failed).
