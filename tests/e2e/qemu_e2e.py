@@ -55,6 +55,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import framed_wire  # noqa: E402
@@ -470,6 +471,14 @@ autostart = true
     except subprocess.TimeoutExpired:
         qemu.kill()
         qemu_rc = None
+    # QEMU has exited, but the daemon may not have read the last bytes yet (on a loaded host it
+    # may not even have started the session): it has read everything once it saw the link close.
+    serve_log = work / f"{board}-{mode}-serve.log"
+    deadline = time.monotonic() + 30
+    while qemu_rc is not None and time.monotonic() < deadline:
+        if "disconnected:" in serve_log.read_text(errors="replace"):
+            break
+        time.sleep(0.05)
     serve.send_signal(signal.SIGTERM)  # everything received is committed before it exits
     try:
         serve_rc = serve.wait(timeout=60)
