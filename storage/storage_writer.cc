@@ -159,8 +159,8 @@ bool StorageWriter::submit(WriteOp op) {
         if (stopping_) return false;
         const bool chunk = std::holds_alternative<ChunkOp>(op);
         if (chunk && queued_bytes_ + bytes > options_.queue_budget_bytes) return false;
-        // The writer sleeps through the interval; a queue a quarter full wakes it early (once, as
-        // it crosses the mark: a wake-up per chunk would cost more than the chunk), and so does
+        // The writer sleeps through the interval; a queue half full wakes it early (once, as it
+        // crosses the mark: a wake-up per chunk would cost more than the chunk), and so does
         // anything but a chunk (rare: a new session's row is there at once, as before).
         wake_now_ = wake_now_ || !chunk;
         wake = !chunk || (queued_bytes_ < commit_early_bytes() &&
