@@ -27,7 +27,8 @@ GmonData sample(TargetLayout layout) {
 TEST_CASE("GNU gmon.out round trip keeps wide counts exactly") {
     for (TargetLayout layout :
          {TargetLayout{4, ByteOrder::kLittle}, TargetLayout{4, ByteOrder::kBig},
-          TargetLayout{8, ByteOrder::kLittle}}) {
+          TargetLayout{8, ByteOrder::kLittle}, TargetLayout{8, ByteOrder::kBig}}) {
+        CAPTURE(layout.addr_bytes);
         const GmonData written = sample(layout);
         const auto bytes = serialize_gmon(written);
         const GmonData raw = parse_gmon(bytes, layout);

@@ -65,6 +65,32 @@ double file_bytes(const GmonData& data) {
     return bytes;
 }
 
+// Stores `v` in `Bytes` bytes of `Order` at `p`; returns the byte after.
+template <int Bytes, ByteOrder Order>
+std::uint8_t* store_uint(std::uint8_t* p, std::uint64_t v) {
+    for (int i = 0; i < Bytes; ++i) {
+        const int shift = Order == ByteOrder::kLittle ? 8 * i : 8 * (Bytes - 1 - i);
+        p[i] = static_cast<std::uint8_t>(v >> shift);
+    }
+    return p + Bytes;
+}
+
+// The arc records, a count wider than 32 bits in several; returns the byte after the last.
+template <int AddrBytes, ByteOrder Order>
+std::uint8_t* store_arcs(std::uint8_t* p, const std::vector<ArcCount>& arcs) {
+    for (const ArcCount& a : arcs) {
+        for (std::uint64_t left = a.count; left > 0;) {
+            const std::uint64_t n = std::min(left, kMaxArcCount);
+            *p++ = kTagCgArc;
+            p = store_uint<AddrBytes, Order>(p, a.from_pc);
+            p = store_uint<AddrBytes, Order>(p, a.self_pc);
+            p = store_uint<4, Order>(p, n);
+            left -= n;
+        }
+    }
+    return p;
+}
+
 template <class Bytes>
 Bytes serialize_as(const GmonData& data) {
     const TargetLayout& t = data.layout;
@@ -79,16 +105,21 @@ Bytes serialize_as(const GmonData& data) {
     put_uint(out, 1, 4, t.order);                   // GMON_VERSION
     for (int i = 0; i < 12; ++i) out.push_back(0);  // spare
     for (const Histogram& h : data.histograms) write_histogram(h, t, out);
-    for (const ArcCount& a : data.arcs) {
-        for (std::uint64_t left = a.count; left > 0;) {
-            const std::uint64_t n = std::min(left, kMaxArcCount);
-            out.push_back(static_cast<typename Bytes::value_type>(kTagCgArc));
-            put_uint(out, a.from_pc, t.addr_bytes, t.order);
-            put_uint(out, a.self_pc, t.addr_bytes, t.order);
-            put_uint(out, n, 4, t.order);
-            left -= n;
-        }
-    }
+    // The arcs (most of a large file) are stored in place rather than appended byte by byte.
+    const std::size_t at = out.size();
+    out.resize(static_cast<std::size_t>(bytes));
+    auto* const first = reinterpret_cast<std::uint8_t*>(out.data()) + at;
+    const std::uint8_t* end = nullptr;
+    if (t.addr_bytes == 4 && t.order == ByteOrder::kLittle)
+        end = store_arcs<4, ByteOrder::kLittle>(first, data.arcs);
+    else if (t.addr_bytes == 4)
+        end = store_arcs<4, ByteOrder::kBig>(first, data.arcs);
+    else if (t.order == ByteOrder::kLittle)
+        end = store_arcs<8, ByteOrder::kLittle>(first, data.arcs);
+    else
+        end = store_arcs<8, ByteOrder::kBig>(first, data.arcs);
+    if (end != reinterpret_cast<const std::uint8_t*>(out.data()) + out.size())
+        throw std::logic_error("gmon.out: arc records do not fill the size computed for them");
     return out;
 }
 

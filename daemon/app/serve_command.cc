@@ -1,5 +1,6 @@
 // `rackprof serve`: the capture daemon. Runs until SIGTERM or SIGINT, then stops reading,
 // hands everything to storage, marks sessions completed and exits 0.
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -120,6 +121,20 @@ void log_what_was_committed(spdlog::logger& log, const storage::StorageLossTotal
         losses.records, losses.bytes, losses.operations_uncommitted, sessions);
 }
 
+// Large answers are built in buffers of tens of MB (a gmon.out of 10^6 arcs sorts 16 MB of arcs
+// and writes 13.5 MB). By default glibc maps each such buffer afresh and unmaps it after the
+// answer, so every request faults its pages in again, zeroed: on the VMs we measured that was
+// two thirds of such a request (p50 171 ms against 51 ms with these settings, the same
+// database, after whole-profile answers). Kept in the heap and not given back below 128 MiB,
+// the pages stay mapped from one answer to the next; the daemon holds up to that much more
+// memory after its largest answers (RSS 185 -> 239 MB in that run).
+void keep_answer_buffers_mapped() {
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest allowed value on 64-bit
+    mallopt(M_TRIM_THRESHOLD, 128 << 20);
+#endif
+}
+
 }  // namespace
 
 int run_serve(const std::vector<std::string>& args) {
@@ -157,6 +172,7 @@ int run_serve(const std::vector<std::string>& args) {
     make_paths_absolute(config);
     if (!cl.has("--config")) give_simulated_boards_firmware(config);
     auto log = make_logger(level);
+    keep_answer_buffers_mapped();
 
     // Signals are taken by this thread alone, with sigwait: block them before any thread starts.
     sigset_t signals;
