@@ -2,12 +2,14 @@
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <fstream>
 #include <system_error>
 
@@ -21,45 +23,18 @@ constexpr std::size_t kReadSize = 64 * 1024;
 // A file replayed flat out: larger reads, fewer chunks (one block holds 256 KiB).
 constexpr std::size_t kFastReadSize = 256 * 1024;
 
-// A serial line is read this often rather than at every byte that arrives: a 1.5 Mbaud board
-// then gives one chunk of ~3 KB per read instead of a wake-up, a read and a chunk (decoding,
-// a hand-off to storage) for every few hundred bytes, which on a rack of hundreds of boards
-// was most of the capture thread's time. The kernel holds what arrives meanwhile (a pty
-// about 14 KB, a USB serial adapter 64 KiB or more); 20 ms adds nothing a live view (updated
-// every 100 ms) would show.
-constexpr std::chrono::milliseconds kSerialPollPeriod{20};
-// A read this large may have found the device's buffer nearly full (a fast line): the next
-// read comes at once, as without a period.
-constexpr std::size_t kBusyReadBytes = 8 * 1024;
-// A tty hands out at most this much per read (its line discipline's buffer). A read that
-// returned less found that buffer drained: another read now would mostly say "nothing more",
-// and on a pty it first waits for the kernel's worker to move what is pending (a sleep and a
-// wake-up; on a rack of 256 boards that read was a fifth of the capture thread's time), so what
-// is left waits for the next period.
-constexpr std::size_t kTtyReadBytes = 4096;
-
-// Reads a stream-like object (descriptor or socket) until it fails; shared by serial and TCP.
-// With a poll period, each read takes everything the device holds, then the reader rests for
-// the period (unless the read was large).
+// Reads a TCP socket as data arrives, until it fails.
 template <typename Stream>
 class StreamReader : public std::enable_shared_from_this<StreamReader<Stream>> {
   public:
-    StreamReader(Stream stream, Link::DataHandler on_data, Link::ClosedHandler on_closed,
-                 std::chrono::milliseconds poll_period = {})
+    StreamReader(Stream stream, Link::DataHandler on_data, Link::ClosedHandler on_closed)
         : stream_(std::move(stream)),
           on_data_(std::move(on_data)),
-          on_closed_(std::move(on_closed)),
-          poll_period_(poll_period),
-          rest_(stream_.get_executor()) {
-        // Reads after the first of each wake-up must say "nothing more", not wait for it.
-        boost::system::error_code ignored;
-        if (poll_period_.count() > 0) stream_.non_blocking(true, ignored);
-    }
+          on_closed_(std::move(on_closed)) {}
 
     void start() { read(); }
     void cancel() {
         cancelled_ = true;
-        rest_.cancel();
         boost::system::error_code ignored;
         stream_.close(ignored);
     }
@@ -70,7 +45,6 @@ class StreamReader : public std::enable_shared_from_this<StreamReader<Stream>> {
             asio::buffer(buffer_),
             [self = this->shared_from_this()](boost::system::error_code ec, std::size_t n) {
                 if (self->cancelled_) return;
-                if (!ec && self->poll_period_.count() > 0) n = self->read_the_rest(n, ec);
                 if (n > 0) self->on_data_(std::span<const std::uint8_t>(self->buffer_.data(), n));
                 if (self->cancelled_) return;  // closed from the data handler
                 if (ec) {
@@ -79,39 +53,141 @@ class StreamReader : public std::enable_shared_from_this<StreamReader<Stream>> {
                         ec == asio::error::eof ? "closed by the other end" : ec.message(), false});
                     return;
                 }
-                self->read_next(n);
+                self->read();
             });
-    }
-    // After the first `n` bytes: whatever else the device holds now, up to the buffer's size,
-    // as long as each read came back full (kTtyReadBytes). Returns the bytes in the buffer.
-    std::size_t read_the_rest(std::size_t n, boost::system::error_code& ec) {
-        std::size_t last = n;
-        while (n < buffer_.size() && last >= kTtyReadBytes) {
-            last = stream_.read_some(asio::buffer(buffer_.data() + n, buffer_.size() - n), ec);
-            n += last;
-            if (ec == asio::error::would_block || ec == asio::error::try_again) {
-                ec = {};
-                break;
-            }
-            if (ec || last == 0) break;
-        }
-        return n;
-    }
-    void read_next(std::size_t last_read) {
-        if (poll_period_.count() == 0 || last_read >= kBusyReadBytes) return read();
-        rest_.expires_after(poll_period_);
-        rest_.async_wait([self = this->shared_from_this()](const boost::system::error_code& ec) {
-            if (!ec && !self->cancelled_) self->read();
-        });
     }
 
     Stream stream_;
     Link::DataHandler on_data_;
     Link::ClosedHandler on_closed_;
-    std::chrono::milliseconds poll_period_;  // 0: read again as soon as a read completes
-    asio::steady_timer rest_;
     std::array<std::uint8_t, kReadSize> buffer_{};
     bool cancelled_ = false;
+};
+
+// Every serial line of one io_context, read in turn every 20 ms on one timer. A line is read
+// that often rather than at every byte that arrives: a 1.5 Mbaud board then gives ~3 KB per
+// read instead of a wake-up and a read for every few hundred bytes. Read in one round, all
+// lines share one wake-up and one buffer, where a timer and a reactor wait per line cost a
+// rack of 256 boards about a tenth more of the daemon's CPU (49-50 % against 53-56 % of a core,
+// same runs) and 16 MB of buffers. The kernel holds what arrives meanwhile: a USB serial
+// adapter 64 KiB or more, a pty less (at 150 kB/s a 30 ms period already made the benchmark's
+// feeder wait, down to 78 % of its rate). 20 ms adds nothing a live view (updated every 100 ms)
+// would show.
+class SerialPoller : public asio::execution_context::service {
+  public:
+    static inline asio::execution_context::id id;  // NOLINT: asio's key for the service
+
+    // One open line. close() (by its link, any time, also from inside its callbacks) ends it;
+    // the poller forgets it after the round.
+    class Line {
+      public:
+        Line(int fd, Link::DataHandler on_data, Link::ClosedHandler on_closed)
+            : fd_(fd), on_data_(std::move(on_data)), on_closed_(std::move(on_closed)) {}
+        ~Line() { close(); }
+        Line(const Line&) = delete;
+        Line& operator=(const Line&) = delete;
+        void close() {
+            if (fd_ >= 0) ::close(fd_);
+            fd_ = -1;
+        }
+        bool open() const { return fd_ >= 0; }
+
+      private:
+        friend class SerialPoller;
+        int fd_;
+        Link::DataHandler on_data_;
+        Link::ClosedHandler on_closed_;
+    };
+
+    explicit SerialPoller(asio::io_context& io)
+        : asio::execution_context::service(io), io_(io), timer_(io) {}
+
+    // Reads `fd` (non-blocking) from the next round on, which comes at once if none is due.
+    std::shared_ptr<Line> add(int fd, Link::DataHandler on_data, Link::ClosedHandler on_closed) {
+        auto line = std::make_shared<Line>(fd, std::move(on_data), std::move(on_closed));
+        lines_.push_back(line);
+        if (!running_) {
+            running_ = true;
+            asio::post(io_, [this] { round(); });
+        }
+        return line;
+    }
+
+  private:
+    static constexpr std::chrono::milliseconds kPeriod{20};
+    // A tty hands out at most this much per read (its line discipline's buffer). A read that
+    // returned less found that buffer drained: another read now would mostly say "nothing
+    // more", and on a pty it first waits for the kernel's worker to move what is pending (a
+    // sleep and a wake-up), so what is left waits for the next round.
+    static constexpr std::size_t kTtyReadBytes = 4096;
+    // A line that gave this much in one round may have found its buffer nearly full (a fast
+    // line): the next round comes at once.
+    static constexpr std::size_t kBusyReadBytes = 8 * 1024;
+
+    void shutdown() override {
+        timer_.cancel();
+        lines_.clear();
+    }
+
+    void round() {
+        const auto started = std::chrono::steady_clock::now();
+        bool busy = false;
+        // By index: a callback may open a line (a reconnect), which appends to lines_.
+        for (std::size_t i = 0; i < lines_.size(); ++i) {
+            const std::shared_ptr<Line> line = lines_[i];  // kept while its callbacks run
+            if (line->open()) busy |= read(*line) >= kBusyReadBytes;
+        }
+        std::erase_if(lines_, [](const std::shared_ptr<Line>& l) { return !l->open(); });
+        if (lines_.empty()) {
+            running_ = false;
+            return;
+        }
+        if (busy) {
+            asio::post(io_, [this] { round(); });
+            return;
+        }
+        // From this round's start: a long round (many lines' bytes to decode) must not
+        // lengthen what each line's kernel buffer has to hold.
+        timer_.expires_at(started + kPeriod);
+        timer_.async_wait([this](const boost::system::error_code& ec) {
+            if (!ec) round();
+        });
+    }
+
+    // What the line holds now, up to the buffer's size, to its data handler; then its end, if
+    // it ended. Returns the bytes read.
+    std::size_t read(Line& line) {
+        std::size_t n = 0;
+        std::string ended;
+        while (n < buffer_.size()) {
+            const ssize_t got = ::read(line.fd_, buffer_.data() + n, buffer_.size() - n);
+            if (got > 0) {
+                n += static_cast<std::size_t>(got);
+                if (static_cast<std::size_t>(got) < kTtyReadBytes) break;
+                continue;
+            }
+            if (got == 0) {
+                ended = "closed by the other end";
+                break;
+            }
+            if (errno == EINTR) continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                ended = std::system_category().message(errno);
+            break;
+        }
+        if (n > 0) line.on_data_(std::span<const std::uint8_t>(buffer_.data(), n));
+        if (!ended.empty() && line.open()) {  // the data handler may have closed it
+            line.close();
+            line.on_closed_(LinkClosed{ended, false});
+        }
+        return n;
+    }
+
+    asio::io_context& io_;
+    asio::steady_timer timer_;
+    std::vector<std::shared_ptr<Line>> lines_;
+    bool running_ = false;                          // a round is due (timer or posted)
+    std::array<std::uint8_t, kReadSize> buffer_{};  // every line's: handlers copy what they keep
 };
 
 class SerialLink : public Link {
@@ -130,21 +206,19 @@ class SerialLink : public Link {
             });
             return;
         }
-        reader_ = std::make_shared<StreamReader<asio::posix::stream_descriptor>>(
-            asio::posix::stream_descriptor(io_, fd), std::move(on_data), std::move(on_closed),
-            kSerialPollPeriod);
-        reader_->start();
+        line_ =
+            asio::use_service<SerialPoller>(io_).add(fd, std::move(on_data), std::move(on_closed));
     }
     void close() override {
-        if (reader_) reader_->cancel();
-        reader_.reset();
+        if (auto line = line_.lock()) line->close();
+        line_.reset();
     }
 
   private:
     asio::io_context& io_;
     std::string path_;
     std::uint32_t baud_;
-    std::shared_ptr<StreamReader<asio::posix::stream_descriptor>> reader_;
+    std::weak_ptr<SerialPoller::Line> line_;
 };
 
 class TcpLink : public Link {
