@@ -1,0 +1,115 @@
+#include "daemon/capture/links.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <optional>
+
+#include "daemon/sim/pty_board.h"
+
+namespace rackprof::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+
+LinkUri serial_uri(const std::string& path) {
+    return parse_link_uri("serial://" + path);
+}
+
+// Each pty's own bytes: a pattern no other pty repeats at the same offset.
+std::vector<std::uint8_t> pattern(std::size_t size, int seed) {
+    std::vector<std::uint8_t> out(size);
+    for (std::size_t i = 0; i < size; ++i)
+        out[i] = static_cast<std::uint8_t>((i * 131 + static_cast<std::size_t>(seed) * 7) >> 3);
+    return out;
+}
+
+TEST_CASE("serial links on one io_context each take their own line's bytes, whole and in order") {
+    boost::asio::io_context io;
+    constexpr int kLines = 5;
+    constexpr std::size_t kBytes = 200 * 1024;  // many rounds' worth: the kernel holds ~4 KiB
+    std::vector<RawPty> ptys;
+    std::vector<std::unique_ptr<Link>> links;
+    std::vector<std::vector<std::uint8_t>> sent, got(kLines);
+    std::vector<std::size_t> written(kLines, 0);
+    int closed = 0;
+    for (int i = 0; i < kLines; ++i) {
+        ptys.push_back(open_raw_pty());
+        sent.push_back(pattern(kBytes, i));
+        links.push_back(make_link(io, serial_uri(ptys.back().slave_path)));
+        links.back()->open(
+            [&got, i](std::span<const std::uint8_t> bytes) {
+                got[static_cast<std::size_t>(i)].insert(got[static_cast<std::size_t>(i)].end(),
+                                                        bytes.begin(), bytes.end());
+            },
+            [&closed](const LinkClosed&) { ++closed; });
+    }
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    const auto done = [&] {
+        for (int i = 0; i < kLines; ++i) {
+            if (got[static_cast<std::size_t>(i)].size() < kBytes) return false;
+        }
+        return true;
+    };
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+        for (int i = 0; i < kLines; ++i) {
+            auto& at = written[static_cast<std::size_t>(i)];
+            const auto& bytes = sent[static_cast<std::size_t>(i)];
+            if (at == bytes.size()) continue;
+            const ssize_t n = ::write(ptys[static_cast<std::size_t>(i)].master, bytes.data() + at,
+                                      std::min<std::size_t>(bytes.size() - at, 1024));
+            if (n > 0) at += static_cast<std::size_t>(n);
+        }
+        io.run_for(2ms);
+    }
+    for (int i = 0; i < kLines; ++i) {
+        CAPTURE(i);
+        CHECK(got[static_cast<std::size_t>(i)] == sent[static_cast<std::size_t>(i)]);
+    }
+    CHECK(closed == 0);
+    for (auto& link : links) link->close();
+    for (auto& pty : ptys) close_raw_pty(pty);
+    io.run_for(50ms);
+    CHECK(closed == 0);  // a link closed by its owner calls nothing back
+}
+
+TEST_CASE("a serial line that goes away is reported once, and a link may reopen from that report") {
+    boost::asio::io_context io;
+    RawPty gone = open_raw_pty();
+    RawPty stays = open_raw_pty();
+    auto first = make_link(io, serial_uri(gone.slave_path));
+    std::optional<LinkClosed> why;
+    int closed = 0, reopened_bytes = 0;
+    first->open([](std::span<const std::uint8_t>) {},
+                [&](const LinkClosed& c) {
+                    ++closed;
+                    why = c;
+                    // A board's reconnect: a new line opened from inside the report.
+                    first = make_link(io, serial_uri(stays.slave_path));
+                    first->open(
+                        [&](std::span<const std::uint8_t> b) {
+                            reopened_bytes += static_cast<int>(b.size());
+                        },
+                        [](const LinkClosed&) {});
+                });
+    io.run_for(50ms);
+    close_raw_pty(gone);  // unplugged: its reader gets an error or the end
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (closed == 0 && std::chrono::steady_clock::now() < deadline) io.run_for(5ms);
+    REQUIRE(closed == 1);
+    CHECK_FALSE(why->reason.empty());
+    CHECK_FALSE(why->final);
+    // The link opened from the report reads its line.
+    const std::vector<std::uint8_t> hello(300, 0x5A);
+    REQUIRE(::write(stays.master, hello.data(), hello.size()) == 300);
+    while (reopened_bytes < 300 && std::chrono::steady_clock::now() < deadline) io.run_for(5ms);
+    CHECK(reopened_bytes == 300);
+    CHECK(closed == 1);
+    first->close();
+    close_raw_pty(stays);
+}
+
+}  // namespace
+}  // namespace rackprof::daemon
