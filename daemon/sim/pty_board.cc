@@ -160,10 +160,11 @@ void PtyBoard::write_piece(const std::uint8_t* data, std::size_t size, std::uint
 
 void PtyBoard::wait_until_read() {
     // Bytes written to the master reach the slave's queue through the kernel's flip buffer a
-    // moment later (later still on a busy host), so one empty look proves nothing: the queue
-    // must stay empty for 100 ms.
+    // moment later (later still on a busy host: the kernel's worker that moves them may wait
+    // behind other work), so one empty look proves nothing: the queue must stay empty for
+    // 300 ms. With 100 ms, a test on a host at load 8 once saw the last bytes lost.
     int empty_looks = 0;
-    while (!stop_ && empty_looks < 10) {
+    while (!stop_ && empty_looks < 30) {
         empty_looks = unread_bytes(pty_) == 0 ? empty_looks + 1 : 0;
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
