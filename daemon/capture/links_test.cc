@@ -75,6 +75,23 @@ TEST_CASE("serial links on one io_context each take their own line's bytes, whol
     CHECK(closed == 0);  // a link closed by its owner calls nothing back
 }
 
+TEST_CASE("a serial line idle for a while is still read when its bytes come") {
+    boost::asio::io_context io;
+    RawPty quiet = open_raw_pty();
+    auto link = make_link(io, serial_uri(quiet.slave_path));
+    std::vector<std::uint8_t> got;
+    link->open([&](std::span<const std::uint8_t> b) { got.insert(got.end(), b.begin(), b.end()); },
+               [](const LinkClosed&) {});
+    io.run_for(800ms);  // long enough to be read less often
+    const auto sent = pattern(3000, 9);
+    REQUIRE(::write(quiet.master, sent.data(), sent.size()) == 3000);
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (got.size() < sent.size() && std::chrono::steady_clock::now() < deadline) io.run_for(5ms);
+    CHECK(got == sent);
+    link->close();
+    close_raw_pty(quiet);
+}
+
 TEST_CASE("a serial line that goes away is reported once, and a link may reopen from that report") {
     boost::asio::io_context io;
     RawPty gone = open_raw_pty();
