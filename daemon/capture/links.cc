@@ -103,13 +103,17 @@ class SerialPoller : public asio::execution_context::service {
     explicit SerialPoller(asio::io_context& io)
         : asio::execution_context::service(io), io_(io), timer_(io) {}
 
-    // Reads `fd` (non-blocking) from the next round on, which comes at once if none is due.
+    // Reads `fd` (non-blocking) from the next round on.
     std::shared_ptr<Line> add(int fd, Link::DataHandler on_data, Link::ClosedHandler on_closed) {
         auto line = std::make_shared<Line>(fd, std::move(on_data), std::move(on_closed));
         lines_.push_back(line);
         if (!running_) {
+            // A period from now, not at once: what the opener posted after opening (a board
+            // marks its link connected and starts its session) runs first, as it did when each
+            // line waited in the reactor; else a line that already holds bytes would start its
+            // session before boards opened earlier, and session ids would not follow the boards.
             running_ = true;
-            asio::post(io_, [this] { round(); });
+            wait_for_round(std::chrono::steady_clock::now());
         }
         return line;
     }
@@ -161,7 +165,11 @@ class SerialPoller : public asio::execution_context::service {
         }
         // From this round's start: a long round (many lines' bytes to decode) must not
         // lengthen what each line's kernel buffer has to hold.
-        timer_.expires_at(started + kPeriod);
+        wait_for_round(started);
+    }
+
+    void wait_for_round(std::chrono::steady_clock::time_point from) {
+        timer_.expires_at(from + kPeriod);
         timer_.async_wait([this](const boost::system::error_code& ec) {
             if (!ec) round();
         });

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 #include <unistd.h>
+#include <boost/asio/post.hpp>
 
 #include <cerrno>
 #include <chrono>
@@ -73,6 +74,32 @@ TEST_CASE("serial links on one io_context each take their own line's bytes, whol
     for (auto& pty : ptys) close_raw_pty(pty);
     io.run_for(50ms);
     CHECK(closed == 0);  // a link closed by its owner calls nothing back
+}
+
+TEST_CASE("a serial line's first bytes come after what its opener posted, line by line") {
+    // A board posts "connected" (and starts its session) after opening: boards opened in turn
+    // must get their sessions in turn even when a later line already holds bytes.
+    boost::asio::io_context io;
+    std::vector<RawPty> ptys;
+    std::vector<std::unique_ptr<Link>> links;
+    std::vector<int> order;  // which line's "connected" or first bytes, in the order they ran
+    for (int i = 0; i < 3; ++i) {
+        ptys.push_back(open_raw_pty());
+        const std::vector<std::uint8_t> early(100, static_cast<std::uint8_t>(i));
+        REQUIRE(::write(ptys.back().master, early.data(), early.size()) == 100);
+    }
+    for (int i = 0; i < 3; ++i) {
+        links.push_back(make_link(io, serial_uri(ptys[static_cast<std::size_t>(i)].slave_path)));
+        links.back()->open([&order, i](std::span<const std::uint8_t>) { order.push_back(10 + i); },
+                           [](const LinkClosed&) {});
+        boost::asio::post(io, [&order, i] { order.push_back(i); });
+    }
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (order.size() < 6 && std::chrono::steady_clock::now() < deadline) io.run_for(5ms);
+    REQUIRE(order.size() == 6);
+    CHECK(std::vector<int>(order.begin(), order.begin() + 3) == std::vector<int>{0, 1, 2});
+    for (auto& link : links) link->close();
+    for (auto& pty : ptys) close_raw_pty(pty);
 }
 
 TEST_CASE("a serial line idle for a while is still read when its bytes come") {
