@@ -19,9 +19,9 @@ namespace asio = boost::asio;
 
 namespace {
 
-constexpr std::size_t kReadSize = 64 * 1024;
+constexpr std::size_t kReadSize = std::size_t{64} * 1024;
 // A file replayed flat out: larger reads, fewer chunks (one block holds 256 KiB).
-constexpr std::size_t kFastReadSize = 256 * 1024;
+constexpr std::size_t kFastReadSize = std::size_t{256} * 1024;
 
 // Reads a TCP socket as data arrives, until it fails.
 template <typename Stream>
@@ -127,7 +127,7 @@ class SerialPoller : public asio::execution_context::service {
     static constexpr std::size_t kTtyReadBytes = 4096;
     // A line that gave this much in one round may have found its buffer nearly full (a fast
     // line): the next round comes at once.
-    static constexpr std::size_t kBusyReadBytes = 8 * 1024;
+    static constexpr std::size_t kBusyReadBytes = std::size_t{8} * 1024;
     // A line that found nothing for half a second (a board not running, a rack mostly idle) is
     // read every fifth round, 100 ms: a read that finds nothing is cheap but not free (256 idle
     // lines read every round took 3.6 % of a core, every fifth round 1.3 %, waiting in the
