@@ -17,6 +17,17 @@ inline void put_uint(Bytes& out, std::uint64_t v, int bytes, ByteOrder order) {
     }
 }
 
+// put_uint at a known place, its size and order fixed at compile time (a large file's records,
+// stored into a buffer sized for them); returns the byte after.
+template <int Bytes, ByteOrder Order>
+inline std::uint8_t* store_uint(std::uint8_t* p, std::uint64_t v) {
+    for (int i = 0; i < Bytes; ++i) {
+        const int shift = Order == ByteOrder::kLittle ? 8 * i : 8 * (Bytes - 1 - i);
+        p[i] = static_cast<std::uint8_t>(v >> shift);
+    }
+    return p + Bytes;
+}
+
 inline std::uint64_t get_uint(const std::uint8_t* p, int bytes, ByteOrder order) {
     std::uint64_t v = 0;
     for (int i = 0; i < bytes; ++i) {

@@ -65,16 +65,6 @@ double file_bytes(const GmonData& data) {
     return bytes;
 }
 
-// Stores `v` in `Bytes` bytes of `Order` at `p`; returns the byte after.
-template <int Bytes, ByteOrder Order>
-std::uint8_t* store_uint(std::uint8_t* p, std::uint64_t v) {
-    for (int i = 0; i < Bytes; ++i) {
-        const int shift = Order == ByteOrder::kLittle ? 8 * i : 8 * (Bytes - 1 - i);
-        p[i] = static_cast<std::uint8_t>(v >> shift);
-    }
-    return p + Bytes;
-}
-
 // The arc records, a count wider than 32 bits in several; returns the byte after the last.
 template <int AddrBytes, ByteOrder Order>
 std::uint8_t* store_arcs(std::uint8_t* p, const std::vector<ArcCount>& arcs) {

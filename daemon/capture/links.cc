@@ -106,15 +106,14 @@ class SerialPoller : public asio::execution_context::service {
     // Reads `fd` (non-blocking) from the next round on.
     std::shared_ptr<Line> add(int fd, Link::DataHandler on_data, Link::ClosedHandler on_closed) {
         auto line = std::make_shared<Line>(fd, std::move(on_data), std::move(on_closed));
+        // Rounds go on while there are lines: with none, none is due.
+        const bool none_due = lines_.empty();
         lines_.push_back(line);
-        if (!running_) {
-            // A period from now, not at once: what the opener posted after opening (a board
-            // marks its link connected and starts its session) runs first, as it did when each
-            // line waited in the reactor; else a line that already holds bytes would start its
-            // session before boards opened earlier, and session ids would not follow the boards.
-            running_ = true;
-            wait_for_round(std::chrono::steady_clock::now());
-        }
+        // A period from now, not at once: what the opener posted after opening (a board marks
+        // its link connected and starts its session) runs first, as it did when each line
+        // waited in the reactor; else a line that already holds bytes would start its session
+        // before boards opened earlier, and session ids would not follow the boards.
+        if (none_due) wait_for_round(std::chrono::steady_clock::now());
         return line;
     }
 
@@ -144,8 +143,8 @@ class SerialPoller : public asio::execution_context::service {
     void round() {
         const auto started = std::chrono::steady_clock::now();
         bool busy = false;
-        // By index: a callback may open a line (a reconnect), which appends to lines_.
         ++rounds_;
+        // By index: a callback may open a line (a reconnect), which appends to lines_.
         for (std::size_t i = 0; i < lines_.size(); ++i) {
             const std::shared_ptr<Line> line = lines_[i];  // kept while its callbacks run
             if (!line->open() || (line->empty_rounds_ >= kIdleRounds && rounds_ % kIdleEvery != 0))
@@ -155,10 +154,7 @@ class SerialPoller : public asio::execution_context::service {
             busy |= n >= kBusyReadBytes;
         }
         std::erase_if(lines_, [](const std::shared_ptr<Line>& l) { return !l->open(); });
-        if (lines_.empty()) {
-            running_ = false;
-            return;
-        }
+        if (lines_.empty()) return;  // the next add() starts the rounds again
         if (busy) {
             asio::post(io_, [this] { round(); });
             return;
@@ -207,7 +203,6 @@ class SerialPoller : public asio::execution_context::service {
     asio::io_context& io_;
     asio::steady_timer timer_;
     std::vector<std::shared_ptr<Line>> lines_;
-    bool running_ = false;  // a round is due (timer or posted)
     std::uint64_t rounds_ = 0;
     std::array<std::uint8_t, kReadSize> buffer_{};  // every line's: handlers copy what they keep
 };
