@@ -236,9 +236,10 @@ void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToSt
         rec_st.bind(6, last.seq).bind(7, last.received_ns);
         rec_st.run();
     };
-    // Runs of chunks not encoded yet are cut into blocks here; an encoded chunk ends a run.
+    // Runs of chunks not encoded yet are cut into blocks here; a chunk's part encoded already
+    // (its raw bytes, its records, or both) ends the run of that part.
     std::vector<ChunkToStore> raw, records;
-    const auto write_runs = [&] {
+    const auto write_raw_run = [&] {
         for_each_block<ChunkToStore>(
             raw, kBlockRawBytes, [](const ChunkToStore& c) { return c.raw.size(); },
             [&](std::span<const ChunkToStore> block) {
@@ -247,6 +248,9 @@ void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToSt
                 for (const auto& c : block) views.push_back({c.received_ns, c.raw});
                 insert_raw(block.front(), block.back(), encode_raw_block(views));
             });
+        raw.clear();
+    };
+    const auto write_record_run = [&] {
         for_each_block<ChunkToStore>(
             records, kBlockRecords, [](const ChunkToStore& c) { return c.records.size(); },
             [&](std::span<const ChunkToStore> block) {
@@ -259,19 +263,21 @@ void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToSt
                 }
                 insert_records(block.front(), block.back(), count, encode_record_block(views));
             });
-        raw.clear();
         records.clear();
     };
     std::optional<SliceSpan> span;
     for (const auto& c : chunks) {
-        if (c.encoded) {
-            write_runs();
-            if (!c.encoded->raw_block.empty()) insert_raw(c, c, c.encoded->raw_block);
-            if (!c.encoded->record_block.empty())
-                insert_records(c, c, c.encoded->records, c.encoded->record_block);
-        } else {
-            if (!c.raw.empty()) raw.push_back(c);
-            if (!c.records.empty()) records.push_back(c);
+        if (c.encoded && !c.encoded->raw_block.empty()) {
+            write_raw_run();
+            insert_raw(c, c, c.encoded->raw_block);
+        } else if (!c.raw.empty()) {
+            raw.push_back(c);
+        }
+        if (c.encoded && !c.encoded->record_block.empty()) {
+            write_record_run();
+            insert_records(c, c, c.encoded->records, c.encoded->record_block);
+        } else if (!c.records.empty()) {
+            records.push_back(c);
         }
         if (c.record_count() == 0) continue;
         if (!span) span = SliceSpan{c.seq, c.seq, c.received_ns, c.received_ns, 0};
@@ -280,14 +286,14 @@ void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToSt
         span->max_ns = std::max(span->max_ns, c.received_ns);
         span->records += c.record_count();
     }
-    write_runs();
+    write_raw_run();
+    write_record_run();
     if (!span) return;
     if (sums) return slices_.add(session, *span, *sums);
     gmon::Aggregate summed;  // an encoded chunk's records are decoded again for it
     for (const auto& c : chunks) {
-        if (!c.encoded) {
-            summed.add(c.records);
-        } else if (!c.encoded->record_block.empty()) {
+        summed.add(c.records);
+        if (c.encoded && !c.encoded->record_block.empty()) {
             for (const auto& d : decode_record_block(c.encoded->record_block, c.received_ns))
                 summed.add(d.records);
         }

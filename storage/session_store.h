@@ -127,15 +127,17 @@ class SessionStore {
         std::int64_t received_ns = 0;
         std::span<const std::uint8_t> raw;
         std::span<const protocol::Record> records;
-        // The chunk already encoded as blocks of its own (raw and records then empty): stored
-        // as they are, a row each.
+        // Parts of the chunk already encoded as blocks of their own (raw bytes, records or both;
+        // such a part is then empty above): stored as they are, a row each.
         const EncodedChunk* encoded = nullptr;
-        std::size_t raw_bytes() const { return encoded ? encoded->raw_bytes : raw.size(); }
-        std::size_t record_count() const { return encoded ? encoded->records : records.size(); }
+        std::size_t raw_bytes() const { return raw.size() + (encoded ? encoded->raw_bytes : 0); }
+        std::size_t record_count() const {
+            return records.size() + (encoded ? encoded->records : 0);
+        }
     };
     // Stores chunks of one session, in order, as zstd blocks (chunk_blocks.h): consecutive
-    // chunks share a row up to kBlockRawBytes raw bytes / kBlockRecords records (a chunk
-    // encoded already has its rows alone); and adds them to the session's record slices
+    // chunks share a row up to kBlockRawBytes raw bytes / kBlockRecords records (a part
+    // encoded already has its row alone); and adds them to the session's record slices
     // (record_slices.h). `sums`: their records summed, when the caller has that anyway (else
     // summed here).
     void append_chunks(std::int64_t session, std::span<const ChunkToStore> chunks,

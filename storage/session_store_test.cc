@@ -360,9 +360,10 @@ TEST_CASE("the writer stores a session's calling-context tree: a chunk's copy, t
 }
 
 TEST_CASE("chunks their sender encoded are stored as the writer would, in order with the rest") {
-    // Two sessions get the same chunks: one as plain chunks, one with every other chunk encoded
-    // by the sender (ChunkOp::encoded, what the capture thread does while the writer is
-    // behind). Raw bytes, records, times, sums and window sums must read back the same.
+    // Two sessions get the same chunks: one as plain chunks, one with parts encoded by the
+    // sender (ChunkOp::encoded): of every three chunks one whole, one only its records (what the
+    // capture thread does while the writer is behind), one plain. Raw bytes, records, times,
+    // sums and window sums must read back the same.
     TempDb db;
     std::vector<ChunkOp> plain;
     for (int i = 0; i < 12; ++i) {
@@ -392,10 +393,14 @@ TEST_CASE("chunks their sender encoded are stored as the writer would, in order 
             REQUIRE(writer.submit(std::move(a)));
             ChunkOp b = plain[i];
             b.session = as_encoded;
-            if (i % 2) {
+            if (i % 3 == 1) {
                 b.encoded = std::make_shared<const EncodedChunk>(
                     encode_chunk(b.received_ns, b.raw, b.records));
                 b.raw.clear();
+                b.records.clear();
+            } else if (i % 3 == 2) {
+                b.encoded = std::make_shared<const EncodedChunk>(
+                    encode_chunk(b.received_ns, {}, b.records));
                 b.records.clear();
             }
             REQUIRE(writer.submit(std::move(b)));

@@ -385,7 +385,14 @@ void StorageWriter::apply(std::vector<WriteOp> ops) {
     std::vector<WriteOp> batch = std::exchange(held_, {});
     batch.reserve(batch.size() + ops.size());
     for (auto& op : ops) batch.push_back(std::move(op));
-    apply_batch(batch, now_ns());
+    {
+        struct Applying {
+            std::atomic<bool>& flag;
+            explicit Applying(std::atomic<bool>& f) : flag(f) { flag.store(true); }
+            ~Applying() { flag.store(false); }
+        } applying(applying_);
+        apply_batch(batch, now_ns());
+    }
     keep_buffers(batch);  // chunks are written or counted lost by now, never held
 }
 

@@ -66,12 +66,13 @@ struct ChunkOp {
     std::optional<gmon::Aggregate> delta;
     // The session's calling-context tree so far, when it changed (replaces the stored one).
     std::shared_ptr<const gmon::CallingContextTree> calling_context = nullptr;
-    // The chunk encoded by the sender already (while the writer is behind: behind()); `raw`
-    // and `records` are then empty and `delta` is required. Stored as rows of its own.
+    // Parts of the chunk the sender encoded already (while the writer is behind: behind()):
+    // its records, its raw bytes, or both; an encoded part is empty in `raw` / `records`, and
+    // `delta` is then required. Each encoded part is stored as a row of its own.
     std::shared_ptr<const EncodedChunk> encoded = nullptr;
 
-    std::size_t raw_bytes() const { return encoded ? encoded->raw_bytes : raw.size(); }
-    std::size_t record_count() const { return encoded ? encoded->records : records.size(); }
+    std::size_t raw_bytes() const { return raw.size() + (encoded ? encoded->raw_bytes : 0); }
+    std::size_t record_count() const { return records.size() + (encoded ? encoded->records : 0); }
 };
 struct GapOp {
     SessionId session;
@@ -208,11 +209,14 @@ class StorageWriter {
     // now: sources that can wait (files) read only then. Any thread.
     bool has_room();
     static constexpr std::size_t kRoomFor = 1u << 20;
-    // Whether the queue holds more than a quarter of its budget: the writer is behind, and a
-    // sender with time to spare (the capture thread) should encode its chunks itself
-    // (ChunkOp::encoded), so that the compression is shared between the two threads. Any thread.
+    // Whether the writer is behind: busy storing earlier chunks while more than an eighth of
+    // its budget waits. A sender with time to spare (the capture thread) should then encode its
+    // chunks' records itself (ChunkOp::encoded), so that the compression is shared between the
+    // two threads. Not while the writer sleeps until its next commit: the sender's time would
+    // then go to work the writer had time for. Any thread.
     bool behind() const {
-        return queued_bytes_now_.load(std::memory_order_relaxed) > options_.queue_budget_bytes / 4;
+        return applying_.load(std::memory_order_relaxed) &&
+               queued_bytes_now_.load(std::memory_order_relaxed) > options_.queue_budget_bytes / 8;
     }
     // An empty buffer for a chunk's records or raw bytes, with the room of one the writer is
     // done with if it kept one (else none). A sender fills it instead of new memory, whose pages
@@ -307,6 +311,7 @@ class StorageWriter {
     std::condition_variable drained_;
     std::deque<WriteOp> queue_;
     std::size_t queued_bytes_ = 0;
+    std::atomic<bool> applying_{false};             // for behind(): a batch is being stored
     std::atomic<std::size_t> queued_bytes_now_{0};  // a copy of queued_bytes_ for behind()
     std::uint64_t submitted_ = 0;
     std::uint64_t applied_ = 0;

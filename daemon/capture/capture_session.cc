@@ -96,24 +96,21 @@ bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t 
                         changed_exceptions(),
                         std::move(delta),
                         std::move(tree)};
+    // The next chunk is likely as large: room for it now, not grown copy by copy, in a buffer
+    // the writer is done with when it has one (its pages are mapped already).
+    if (gathered_.empty() && gathered_.capacity() < raw.size()) {
+        gathered_ = writer_.raw_buffer();
+        gathered_.reserve(raw.size());
+    }
+    op.raw = std::move(raw);
     if (writer_.behind()) {
-        // The writer is behind: this thread encodes the chunk (the compression is most of the
-        // writer's work), and its buffers stay here for the next chunk.
+        // The writer is behind: this thread encodes the chunk's records (their compression is
+        // about as much work as the raw bytes', which the writer keeps), and their buffer stays
+        // here for the next chunk.
         op.encoded = std::make_shared<const storage::EncodedChunk>(
-            storage::encode_chunk(received_ns, raw, collector_.records));
+            storage::encode_chunk(received_ns, {}, collector_.records));
         collector_.records.clear();
-        if (gathered_.empty() && raw.capacity() > gathered_.capacity()) {
-            raw.clear();
-            gathered_ = std::move(raw);
-        }
     } else {
-        // The next chunk is likely as large: room for it now, not grown copy by copy, in a
-        // buffer the writer is done with when it has one (its pages are mapped already).
-        if (gathered_.empty() && gathered_.capacity() < raw.size()) {
-            gathered_ = writer_.raw_buffer();
-            gathered_.reserve(raw.size());
-        }
-        op.raw = std::move(raw);
         op.records = std::move(collector_.records);
         collector_.records = writer_.record_buffer();
         collector_.records.reserve(op.records.size());

@@ -4,7 +4,7 @@
 //     feeder's CPU, bytes taken in vs sent, losses (discards, records lost to backpressure),
 //     RSS. With --baseline OLD_RACKPROF the same rack is read first by OLD_RACKPROF's daemon;
 //  2. one file source replayed flat out (file://...?pace=fast) into SQLite with aggregates,
-//     against an offline `rackprof convert` of the same file.
+//     against an offline `rackprof convert` of the same file; three rounds in turns, medians.
 // TABLE| rows feed run.sh's summary (tests/bench/table.h).
 //
 //   ingest_bench RACKPROF_BINARY [--boards N] [--seconds D] [--file-mb M] [--dir DIR]
@@ -264,11 +264,13 @@ struct FileRun {
     double profile_p50 = -1, profile_p99 = -1, gmon_p50 = -1, gmon_p99 = -1;
 };
 
-// One daemon replays the capture flat out into a new database, then a daemon with no boards
-// serves the stored session: 100 profile and gmon.out requests each.
+// One daemon replays the capture flat out into a new database; with `check`, the stored raw
+// bytes are compared with the file and a daemon with no boards serves the stored session: 100
+// profile and gmon.out requests each.
 FileRun run_file_source(const std::string& binary, const std::filesystem::path& dir,
-                        const std::string& name, const std::filesystem::path& capture) {
+                        const std::string& name, const std::filesystem::path& capture, bool check) {
     const auto db = dir / (name + ".db");
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db.string() + suffix);
     {
         std::ofstream config(dir / (name + ".toml"));
         config << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \"" << db.string()
@@ -291,6 +293,7 @@ FileRun run_file_source(const std::string& binary, const std::filesystem::path& 
     daemon.wait(600s);
     run.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     run.database_mb = database_mb(db);
+    if (!check) return run;
     {
         // The stored raw bytes, chunk after chunk, against the capture file.
         std::ifstream file(capture, std::ios::binary);
@@ -349,20 +352,48 @@ void file_source(const std::string& binary, const std::string& baseline_binary,
     testing::run({binary, "simulate", "--model", "blinky", "--bytes", std::to_string(mb) + "M",
                   "-o", capture.string(), "--write-elf", (dir / "fast.elf").string()});
     const double size_mb = static_cast<double>(std::filesystem::file_size(capture)) / 1e6;
+    // The capture on disk before anything is timed: its writeback would slow whichever run
+    // came first.
+    ::sync();
+    // Rounds in turns (baseline, this build, convert), each figure the median of its rounds:
+    // this machine's speed drifts by a third from minute to minute, so one run each compares
+    // moments more than binaries. The first round also checks and serves what was stored.
+    constexpr int kRounds = 3;
     std::optional<FileRun> base;
-    if (!baseline_binary.empty()) {
-        base = run_file_source(baseline_binary, dir, "file-baseline", capture);
-        print_file_run(*base, "baseline " + baseline_binary, size_mb);
+    FileRun run;
+    std::vector<double> base_s, run_s, convert_s_all;
+    int convert_exit = 0;
+    for (int round = 0; round < kRounds; ++round) {
+        const bool first = round == 0;
+        if (!baseline_binary.empty()) {
+            auto b = run_file_source(baseline_binary, dir, "file-baseline", capture, first);
+            print_file_run(b, "baseline " + baseline_binary, size_mb);
+            base_s.push_back(b.seconds);
+            if (first) base = b;
+        }
+        auto r = run_file_source(binary, dir, "file", capture, first);
+        print_file_run(r, "this build", size_mb);
+        run_s.push_back(r.seconds);
+        if (first) run = r;
+        // Offline convert of the same capture: decode and aggregate, no database.
+        const auto t0 = Clock::now();
+        const auto convert =
+            testing::run({binary, "convert", capture.string(), "--elf", (dir / "fast.elf").string(),
+                          "-o", (dir / "fast.gmon").string(), "--report", "none"});
+        convert_s_all.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        convert_exit |= convert.exit_code;
     }
-    const FileRun run = run_file_source(binary, dir, "file", capture);
-    print_file_run(run, "this build", size_mb);
-
-    // Offline convert of the same capture in the same run: decode and aggregate, no database.
-    const auto t0 = Clock::now();
-    const auto convert =
-        testing::run({binary, "convert", capture.string(), "--elf", (dir / "fast.elf").string(),
-                      "-o", (dir / "fast.gmon").string(), "--report", "none"});
-    const double convert_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    const auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    run.seconds = median(run_s);
+    if (base) base->seconds = median(base_s);
+    const double convert_s = median(convert_s_all);
+    std::printf("medians of %d rounds: this build %.2f s, convert %.2f s", kRounds, run.seconds,
+                convert_s);
+    if (base) std::printf(", baseline %.2f s", base->seconds);
+    std::printf("\n");
     const std::string input = cell("blinky capture (legacy), %.0f MB", size_mb);
     // What was stored is what came: the raw bytes re-read from SQLite are the file, and the
     // stored session's gmon.out is convert's, byte for byte.
@@ -379,10 +410,9 @@ void file_source(const std::string& binary, const std::string& baseline_binary,
     check(run, "this build");
     bench::table_row("daemon ingest, file://?pace=fast to SQLite", input,
                      cell("%.1f MB/s", size_mb / run.seconds),
-                     convert.exit_code == 0
-                         ? cell("rackprof convert %.1f MB/s", size_mb / convert_s)
-                         : "rackprof convert failed",
-                     convert.exit_code == 0 ? convert_s / run.seconds : 0.0);
+                     convert_exit == 0 ? cell("rackprof convert %.1f MB/s", size_mb / convert_s)
+                                       : "rackprof convert failed",
+                     convert_exit == 0 ? convert_s / run.seconds : 0.0);
     bench::table_row("database size / wire bytes", input,
                      cell("%.1f MB (%.3fx)", run.database_mb, run.database_mb / size_mb),
                      cell("wire %.1f MB", size_mb), run.database_mb / size_mb);
