@@ -385,14 +385,9 @@ void StorageWriter::apply(std::vector<WriteOp> ops) {
     std::vector<WriteOp> batch = std::exchange(held_, {});
     batch.reserve(batch.size() + ops.size());
     for (auto& op : ops) batch.push_back(std::move(op));
-    {
-        struct Applying {
-            std::atomic<bool>& flag;
-            explicit Applying(std::atomic<bool>& f) : flag(f) { flag.store(true); }
-            ~Applying() { flag.store(false); }
-        } applying(applying_);
-        apply_batch(batch, now_ns());
-    }
+    applying_.store(true, std::memory_order_relaxed);
+    apply_batch(batch, now_ns());  // storage errors are caught and counted inside
+    applying_.store(false, std::memory_order_relaxed);
     keep_buffers(batch);  // chunks are written or counted lost by now, never held
 }
 
