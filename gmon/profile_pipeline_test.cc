@@ -157,7 +157,7 @@ TEST_CASE("the JSON export equals the report document it replaced, byte for byte
         input->summary = {{"input", "capture.bin"},
                           {"decoder", {{"arcs", 200}, {"resyncs", 0}}},
                           {"board", "b\xB5"}};
-        input->json_options = {5, 0.0, {}};
+        input->json_options = {5, 0.0, {}, {}, {}};
         const auto binned = gmon_data_of(input->source);
         nlohmann::json arcs = nlohmann::json::array();
         for (const auto& a : binned.data.arcs) {

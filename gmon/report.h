@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -33,6 +34,12 @@ struct JsonReportOptions {
     double min_percent = 0.0;  // leave out flat rows below this % time
     // Writes further members into the profile object (the service's counters beside it).
     std::function<void(JsonStream&)> more_fields;
+    // The call graph alone: at most this many entries, whatever `top` says of the flat rows
+    // (0: none; unset: as `top`). A dashboard draws the busiest few and needs every flat row.
+    std::optional<std::size_t> graph_top;
+    // The call graph alone: only the entries of the functions (or the cycle) of this name, as
+    // `gprof -q<name>` prints (a static function's name may be on several); empty: every entry.
+    std::string graph_function;
 };
 
 // The "profile" object of the JSON report, written as it is made (what --report json prints).

@@ -128,15 +128,30 @@ void write_graph_entry(JsonStream& out, const Profile& p, std::size_t entry) {
     out.end_object();
 }
 
-void write_call_graph(JsonStream& out, const Profile& p, std::size_t top) {
+// The entry's name as write_graph_entry writes it.
+std::string entry_name(const Profile& p, std::size_t entry) {
+    if (entry < Profile::kCycleBase) return p.symbols[entry].name;
+    return "<cycle " + std::to_string(p.cycles[entry - Profile::kCycleBase].cycle) + " as a whole>";
+}
+
+std::optional<std::size_t> graph_limit(const JsonReportOptions& options) {
+    if (options.graph_top) return options.graph_top;
+    if (options.top) return options.top;
+    return std::nullopt;
+}
+
+void write_call_graph(JsonStream& out, const Profile& p, const JsonReportOptions& options) {
     out.begin_array();
+    const auto limit = graph_limit(options);
     std::size_t entries = 0;
     for (std::size_t entry : p.graph_order) {
-        if (top && entries >= top) break;
+        if (limit && entries >= *limit) break;
         const bool cycle = entry >= Profile::kCycleBase;
         const ProfileNode& n = cycle ? p.cycles[entry - Profile::kCycleBase] : p.nodes[entry];
         if ((n.ncalls == 0 && n.self_calls == 0 && n.prop_self == 0 && n.prop_child == 0) ||
             !n.print_flag)
+            continue;
+        if (!options.graph_function.empty() && entry_name(p, entry) != options.graph_function)
             continue;
         write_graph_entry(out, p, entry);
         ++entries;
@@ -161,9 +176,11 @@ std::size_t expected_size(const Profile& p, int indent) {
 
 void write_profile_json(JsonStream& out, const Profile& p, const JsonReportOptions& options) {
     const double hz = p.prof_rate;
-    if (!options.top) out.reserve(expected_size(p, out.indent()));
+    // Only a whole call graph is worth its estimate (tens of MB at 10^6 arcs).
+    if (!graph_limit(options) && options.graph_function.empty())
+        out.reserve(expected_size(p, out.indent()));
     out.begin_object();
-    write_call_graph(out.key("call_graph"), p, options.top);
+    write_call_graph(out.key("call_graph"), p, options);
     write_flat(out.key("flat"), p, options);
     out.field("granularity_bytes", p.bin_bytes)
         .field("prof_rate", p.prof_rate)

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <random>
 
@@ -108,8 +109,12 @@ json reference_profile_json(const Profile& p, const JsonReportOptions& options) 
         if ((n.ncalls == 0 && n.self_calls == 0 && n.prop_self == 0 && n.prop_child == 0) ||
             !n.print_flag)
             continue;
-        if (options.top && graph.size() >= options.top) break;  // top trims the graph too
-        graph.push_back(reference_graph_entry(p, entry));
+        // top trims the graph too, unless graph_top says otherwise (0: no entries)
+        const std::size_t limit = options.graph_top.value_or(options.top);
+        if ((options.graph_top || options.top) && graph.size() >= limit) break;
+        json e = reference_graph_entry(p, entry);
+        if (!options.graph_function.empty() && e["name"] != options.graph_function) continue;
+        graph.push_back(std::move(e));
     }
     return {{"seconds_per_sample", p.seconds_per_sample()}, {"prof_rate", p.prof_rate},
             {"total_seconds", p.total_time / hz},           {"total_samples", p.total_samples},
@@ -163,7 +168,8 @@ TEST_CASE("the streamed JSON report equals the document it replaced, byte for by
         const Profile p = random_profile(seed);
         REQUIRE(p.arcs.size() > 3000);
         CHECK_FALSE(p.cycles.empty());
-        const JsonReportOptions kOptions[] = {{}, {10, 0.0, {}}, {0, 0.5, {}}, {3, 0.2, {}}};
+        const JsonReportOptions kOptions[] = {
+            {}, {10, 0.0, {}, {}, {}}, {0, 0.5, {}, {}, {}}, {3, 0.2, {}, {}, {}}};
         for (const JsonReportOptions& options : kOptions) {
             CAPTURE(options.top);
             CAPTURE(options.min_percent);
@@ -179,6 +185,64 @@ TEST_CASE("the streamed JSON report equals the document it replaced, byte for by
             if (options.top) CHECK(reference["call_graph"].size() == options.top);
         }
     }
+}
+
+TEST_CASE("graph_top and graph_function trim the call graph alone, as gprof -q<name> does") {
+    const auto replace = JsonStream::ErrorHandler::replace;
+    const Profile p = random_profile(4);
+    // As a client reads it: names that are not UTF-8 replaced.
+    const json whole = json::parse(reference_profile_json(p, {}).dump(-1, ' ', false, replace));
+    REQUIRE(whole["call_graph"].size() > 40);
+    std::size_t at = 17;  // a plain name, past the first few
+    while (!whole["call_graph"][at]["name"].get<std::string>().starts_with("fn_")) ++at;
+    const std::string named = whole["call_graph"][at]["name"];
+    std::string cycle;
+    for (const auto& e : whole["call_graph"])
+        if (e.contains("members")) cycle = e["name"];
+    REQUIRE_FALSE(cycle.empty());
+    const auto with = [](std::size_t top, std::optional<std::size_t> graph_top,
+                         std::string function) {
+        JsonReportOptions o;
+        o.top = top;
+        o.graph_top = graph_top;
+        o.graph_function = std::move(function);
+        return o;
+    };
+    const JsonReportOptions kOptions[] = {with(0, 40, ""),
+                                          with(0, 0, ""),
+                                          with(3, 40, ""),
+                                          with(0, std::nullopt, named),
+                                          with(1, {}, cycle),
+                                          with(0, 0, named),
+                                          with(0, {}, "none of them")};
+    for (const JsonReportOptions& options : kOptions) {
+        CAPTURE(options.top);
+        CAPTURE(options.graph_function);
+        const json reference = reference_profile_json(p, options);
+        std::string text;
+        JsonStream out(text, -1, 0, replace);
+        write_profile_json(out, p, options);
+        CHECK(text == reference.dump(-1, ' ', false, replace));
+        // The flat rows are top's alone.
+        CHECK(reference["flat"] == reference_profile_json(p, with(options.top, {}, ""))["flat"]);
+    }
+    // What each trims to, spelled out (the reference could share a mistake with the stream).
+    const auto graph_of = [&](const JsonReportOptions& o) {
+        std::string text;
+        JsonStream out(text, -1, 0, replace);
+        write_profile_json(out, p, o);
+        return json::parse(text)["call_graph"];
+    };
+    CHECK(graph_of(with(0, 40, "")).size() == 40);
+    CHECK(graph_of(with(0, 40, ""))[39] == whole["call_graph"][39]);
+    CHECK(graph_of(with(3, 40, "")).size() == 40);
+    CHECK(graph_of(with(0, 0, "")).empty());
+    CHECK(graph_of(with(0, {}, named)) == json::array({whole["call_graph"][at]}));
+    const json cycles = graph_of(with(0, {}, cycle));
+    CHECK_FALSE(cycles.empty());  // a symbol may be named like a cycle too (random_profile's)
+    CHECK(std::any_of(cycles.begin(), cycles.end(),
+                      [](const json& e) { return e.contains("members"); }));
+    CHECK(graph_of(with(0, {}, "none of them")).empty());
 }
 
 TEST_CASE("names that are not UTF-8 stop a strict stream, as they stopped dump()") {

@@ -380,6 +380,15 @@ std::shared_ptr<const gmon::Aggregate> LocalRack::aggregate_between(std::int64_t
 
 namespace {
 
+gmon::JsonReportOptions json_options_of(const ProfileOptions& options) {
+    gmon::JsonReportOptions out;
+    out.top = options.top;
+    out.min_percent = options.min_percent;
+    out.graph_top = options.graph_top;
+    out.graph_function = options.graph_function;
+    return out;
+}
+
 void require_elf(const gmon::ExportInput& input, std::int64_t id) {
     if (!input.source.elf) {
         fail(Failure::kNoElf,
@@ -659,7 +668,7 @@ std::string LocalRack::profile(std::int64_t id, const TimeWindow& window,
     const nlohmann::json sync_check =
         options.sync_reference ? sync_check_of(computed->profile, *options.sync_reference)
                                : nlohmann::json();
-    gmon::JsonReportOptions json_options{options.top, options.min_percent, {}};
+    gmon::JsonReportOptions json_options = json_options_of(options);
     // DWT samples taken while the core slept: a count beside the functions, never one of them
     // (the record batches do not carry them, so a window has none).
     json_options.more_fields = [&](gmon::JsonStream& out) {
@@ -711,7 +720,7 @@ std::string LocalRack::selection_profile(const Selection& selection,
                                          const ProfileOptions& options) {
     const auto merged = merged_selection(selection);
     const gmon::Profile& computed = profile_of(*merged);
-    gmon::JsonReportOptions json_options{options.top, options.min_percent, {}};
+    gmon::JsonReportOptions json_options = json_options_of(options);
     std::size_t omitted = 0;
     const auto functions = gmon::spread_functions(
         computed, json_options,

@@ -89,6 +89,10 @@ struct TimeWindow {
 struct ProfileOptions {
     std::size_t top = 0;       // at most this many flat rows and call-graph entries; 0: all
     double min_percent = 0.0;  // leave out flat rows below this % time
+    // The call graph alone (gmon::JsonReportOptions): at most this many entries (0: none), and
+    // only the entries of this function.
+    std::optional<std::size_t> graph_top;
+    std::string graph_function;
     // A selection's profile only: the per-board spread covers this many of the reported
     // functions (the busiest); unset: gmon::default_spread_limit of the boards.
     std::optional<std::size_t> spread_top;

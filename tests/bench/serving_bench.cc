@@ -259,7 +259,13 @@ int main(int argc, char** argv) {
             ++id;
             const std::string input = cell("%zu distinct arcs", arcs);
             const std::string base = "/api/v1/sessions/" + std::to_string(id);
-            requests.push_back({"profile (dashboard: all of it)", input, base + "/profile"});
+            // What the dashboard asks (an older daemon ignores graph_top and answers the whole
+            // call graph, as its dashboard asked), then the entry of a function selected there.
+            requests.push_back({"profile as the dashboard asks (?graph_top=50)", input,
+                                base + "/profile?graph_top=50"});
+            requests.push_back({"a function's entry (?top=1&graph_function=)", input,
+                                base + "/profile?top=1&graph_function=function_1000"});
+            requests.push_back({"profile, whole call graph", input, base + "/profile"});
             requests.push_back({"profile ?top=50", input, base + "/profile?top=50"});
             requests.push_back({"gmon.out", input, base + "/gmon.out"});
             std::printf("session %lld: %zu distinct arcs stored in %.1f s\n",

@@ -283,6 +283,40 @@ test("profile: sorting (mouse and keyboard), search, call graph and its navigati
   await close();
 });
 
+// A firmware with many functions: the page asks for the call graph's busiest entries only
+// (?graph_top=N, 50 unless its URL says), and a function past them is asked for when selected.
+test("profile: only the busiest call-graph entries come with the page; others on selection", async () => {
+  const whole = await api("GET", `/api/v1/sessions/${sessions.a}/profile`);
+  assert.ok(whole.call_graph.length > 3, `${whole.call_graph.length} entries`);
+  const { page, errors, close } = await open(`/sessions/${sessions.a}?graph_top=2`);
+  await page.waitForSelector("#call-graph-table");
+  // The table holds the two busiest entries, and says so.
+  const indices = await page.$$eval("#call-graph-table tbody", (b) => b.map((x) => x.id));
+  assert.deepEqual(indices, whole.call_graph.slice(0, 2).map((e) => `cg-${e.index}`));
+  assert.match(await page.textContent("#call-graph-trimmed"), /The 2 busiest entries/);
+  // The flat profile is whole.
+  assert.equal(await page.locator("#flat tbody tr").count(), whole.flat.length);
+  // A function past them: its callers and callees come from the server when it is selected.
+  const far = whole.call_graph.slice(2).find((e) => e.cycle === null && e.parents?.length && whole.flat.some((r) => r.name === e.name));
+  assert.ok(far, "a function past the first two entries");
+  const asked = page.waitForRequest((r) => r.url().includes("graph_function=" + encodeURIComponent(far.name)));
+  await page.click(`#flat button.fn:text-is("${far.name}")`);
+  await asked;
+  await page.waitForSelector(`#focus h3:has-text("${far.name}")`);
+  const callers = await page.$$eval("#focus .pair > div:first-child button.fn", (b) => b.map((x) => x.textContent));
+  assert.deepEqual(callers, far.parents.map((l) => l.name));
+  const callees = await page.$$eval("#focus .pair > div:last-child li", (l) => l.map((x) => x.textContent.trim()));
+  assert.deepEqual(callees, (far.children ?? []).map((l) => `${l.name} ${l.count.toLocaleString("en-US")}/${l.of.toLocaleString("en-US")} calls`));
+  // "show more" asks for ten times as many.
+  await page.click("#call-graph-more");
+  await page.waitForFunction(() => location.search.includes("graph_top=20"));
+  await page.waitForSelector("#call-graph-table");
+  const more = await page.$$eval("#call-graph-table tbody", (b) => b.length);
+  assert.equal(more, Math.min(20, whole.call_graph.length));
+  assert.deepEqual(errors, []);
+  await close();
+});
+
 test("the gmon.out button downloads a file arm-none-eabi-gprof reads", async () => {
   const { page, errors, close } = await open(`/sessions/${sessions.a}`);
   const [download] = await Promise.all([page.waitForEvent("download"), page.click('a.download[data-kind="gmon.out"]')]);

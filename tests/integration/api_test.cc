@@ -169,6 +169,22 @@ TEST_CASE("API: health, version, boards, sessions, errors") {
     bool named = false;
     for (const auto& row : whole["call_graph"]) named = named || row["name"] == "gamma";
     CHECK(named);
+
+    // What the dashboard asks: every flat row, the busiest entries of the call graph, then the
+    // entry of the function selected.
+    const std::string base = "/api/v1/sessions/" + std::to_string(first) + "/profile";
+    REQUIRE(whole["call_graph"].size() >= 3);
+    const auto busiest = json::parse(d.call("GET", base + "?graph_top=2").second);
+    CHECK(busiest["flat"] == whole["flat"]);
+    CHECK(busiest["call_graph"] == json::array({whole["call_graph"][0], whole["call_graph"][1]}));
+    json gamma;
+    for (const auto& row : whole["call_graph"])
+        if (row["name"] == "gamma") gamma = row;
+    const auto selected = json::parse(d.call("GET", base + "?top=1&graph_function=gamma").second);
+    CHECK(selected["flat"].size() == 1);
+    CHECK(selected["call_graph"] == json::array({gamma}));
+    CHECK(json::parse(d.call("GET", base + "?graph_top=0").second)["call_graph"].empty());
+    CHECK(d.call("GET", base + "?graph_function=").first == 400);
 }
 
 TEST_CASE("API: the session a log line names is the API's session of that board") {

@@ -84,17 +84,26 @@ class FakeRack : public service::RackService {
         calls.push_back("console " + std::to_string(id) + " " + std::to_string(tail));
         return "hello\n";
     }
+    // What a profile call said of its call graph, when it said anything.
+    static std::string graph_options(const service::ProfileOptions& options) {
+        std::string out;
+        if (options.graph_top) out += " graph_top=" + std::to_string(*options.graph_top);
+        if (!options.graph_function.empty()) out += " graph_function=" + options.graph_function;
+        return out;
+    }
     std::string profile(std::int64_t id, const service::TimeWindow& window,
                         const service::ProfileOptions& options) override {
-        calls.push_back(
-            "profile " + std::to_string(id) + " " + std::to_string(window.from_ns.value_or(-1)) +
-            " " + std::to_string(window.to_ns.value_or(-1)) + " " + std::to_string(options.top));
+        calls.push_back("profile " + std::to_string(id) + " " +
+                        std::to_string(window.from_ns.value_or(-1)) + " " +
+                        std::to_string(window.to_ns.value_or(-1)) + " " +
+                        std::to_string(options.top) + graph_options(options));
         if (id == 8) throw ServiceError(Failure::kNoElf, "session 8 has no usable ELF");
         return R"({"flat":[]})";
     }
     std::string selection_profile(const service::Selection& selection,
                                   const service::ProfileOptions& options) override {
-        calls.push_back("selection_profile " + join(selection) + " " + std::to_string(options.top));
+        calls.push_back("selection_profile " + join(selection) + " " + std::to_string(options.top) +
+                        graph_options(options));
         return R"({"flat":[],"selection":{}})";
     }
     service::Export open_selection_export(const service::Selection& selection,

@@ -38,6 +38,10 @@ std::string error_code(const Response& r) {
     return json::parse(r.body())["error"]["code"].get<std::string>();
 }
 
+std::string error_message(const Response& r) {
+    return json::parse(r.body())["error"]["message"].get<std::string>();
+}
+
 struct Fixture {
     FakeRack rack;
     Api api{rack, ApiOptions{}};
@@ -140,6 +144,22 @@ TEST_CASE_FIXTURE(Fixture, "profiles: window and options read here, refusals map
           http::status::bad_request);
     CHECK(call(http::verb::get, "/api/v1/sessions/7/profile?top=-1").result() ==
           http::status::bad_request);
+    // The call graph's own trims: graph_top (0: no entries) and one function's entries.
+    CHECK(call(http::verb::get, "/api/v1/sessions/7/profile?graph_top=0").result() ==
+          http::status::ok);
+    CHECK(rack.calls.back() == "profile 7 -1 -1 0 graph_top=0");
+    CHECK(call(http::verb::get, "/api/v1/sessions/7/profile?top=1&graph_function=a%20b%3A%3Ac")
+              .result() == http::status::ok);
+    CHECK(rack.calls.back() == "profile 7 -1 -1 1 graph_function=a b::c");
+    CHECK(call(http::verb::get, "/api/v1/sessions/7/profile?graph_top=x").result() ==
+          http::status::bad_request);
+    const auto unnamed = call(http::verb::get, "/api/v1/sessions/7/profile?graph_function=");
+    CHECK(unnamed.result() == http::status::bad_request);
+    CHECK(error_message(unnamed) == "graph_function must name a function");
+    CHECK(call(http::verb::get, "/api/v1/profile?session=7&graph_top=50").result() ==
+          http::status::ok);
+    CHECK(rack.calls.back() ==
+          "selection_profile sessions=7 boards= tags= build_ids= from=0 to=0 0 graph_top=50");
     const auto no_elf = call(http::verb::get, "/api/v1/sessions/8/profile");
     CHECK(no_elf.result() == http::status::unprocessable_entity);
     CHECK(error_code(no_elf) == "no_elf");

@@ -135,6 +135,14 @@ service::ProfileOptions profile_options_of(const std::map<std::string, std::stri
     if (query.count("spread_top"))
         options.spread_top =
             service::parse_count<std::size_t>(query.at("spread_top"), "spread_top");
+    if (query.count("graph_top"))
+        options.graph_top = service::parse_count<std::size_t>(query.at("graph_top"), "graph_top");
+    if (query.count("graph_function")) {
+        options.graph_function = query.at("graph_function");
+        if (options.graph_function.empty())
+            throw HttpError{http::status::bad_request, "bad_request",
+                            "graph_function must name a function"};
+    }
     if (query.count("sync_reference"))
         options.sync_reference = parse_id(query.at("sync_reference"), "sync_reference");
     return options;

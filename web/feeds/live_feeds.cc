@@ -245,7 +245,7 @@ json top_functions(const gmon::ProfileSource& source) {
     json top = json::array();
     if (!source.elf) return top;  // no ELF: the snapshot goes without function names
     try {
-        const json profile = gmon::profile_json(gmon::profile_of(source), {10, 0.0, {}});
+        const json profile = gmon::profile_json(gmon::profile_of(source), {10, 0.0, {}, {}, {}});
         for (const auto& row : profile["flat"])
             top.push_back(
                 {{"name", row["name"]}, {"self_percent", row["percent"]}, {"calls", row["calls"]}});

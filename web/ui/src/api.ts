@@ -275,15 +275,29 @@ async function requestText(path: string): Promise<string> {
   throw new ApiError(reply.status, e?.code ?? "error", e?.message ?? `GET ${path}: ${reply.status}`);
 }
 
+// How many call-graph entries the profile page asks for unless its URL says (?graph_top=N): the
+// drawing's 40 functions and a few cycles, and the table's first page.
+export const kGraphEntries = 50;
+
 export const api = {
   boards: () => request<Board[]>("GET", "/api/v1/boards"),
   sessions: (filter: Record<string, string> = {}) =>
     request<Session[]>("GET", "/api/v1/sessions?" + new URLSearchParams(filter)),
   session: (id: number) => request<Session>("GET", `/api/v1/sessions/${id}`),
-  profile: (id: number, syncReference?: number) =>
-    request<Profile>("GET", `/api/v1/sessions/${id}/profile${syncReference === undefined ? "" : `?sync_reference=${syncReference}`}`),
+  // Every flat row, but only the call graph's kGraphEntries busiest entries: the whole graph of
+  // a firmware with 10^6 arcs is ~175 MB of JSON. Other entries come one at a time (below).
+  profile: (id: number, syncReference?: number, graphTop = kGraphEntries) =>
+    request<Profile>(
+      "GET",
+      `/api/v1/sessions/${id}/profile?` +
+        new URLSearchParams({ graph_top: String(graphTop), ...(syncReference === undefined ? {} : { sync_reference: String(syncReference) }) }),
+    ),
+  // The call-graph entries of the functions of this name (a static function's may be several).
+  graphEntries: (id: number, name: string) =>
+    request<Profile>("GET", `/api/v1/sessions/${id}/profile?` + new URLSearchParams({ top: "1", graph_function: name })).then((p) => p.call_graph),
   // A selection is a query string as the API takes it: "build_id=ab12&tag=lab" or "session=3".
-  selectionProfile: (selection: string) => request<SelectionProfile>("GET", `/api/v1/profile?${selection}`),
+  // The fleet page shows no call graph, so none is asked for.
+  selectionProfile: (selection: string) => request<SelectionProfile>("GET", `/api/v1/profile?${selection}&graph_top=0`),
   diff: (a: string, b: string) =>
     request<Diff>("GET", "/api/v1/diff?" + new URLSearchParams({ a, b })),
   // Stacks as the server estimates them (gprof's attribution of time along the call graph),

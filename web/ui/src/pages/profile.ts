@@ -1,6 +1,6 @@
 // Profile of one session: the flat profile (sortable, searchable), the call graph drawn with
 // caller/callee navigation, and the call-graph table laid out as gprof prints it.
-import { api, ApiError, downloads, exportFormats, rawExports, type AttributedArc, type FlatRow, type GraphEntry, type GraphLine, type Profile } from "../api";
+import { api, ApiError, downloads, exportFormats, kGraphEntries, rawExports, type AttributedArc, type FlatRow, type GraphEntry, type GraphLine, type Profile } from "../api";
 import { count, duration, intervalTitle, isOverhead, percent, plusMinus, seconds, time } from "../format";
 import { downloadLinks, h, link, replace } from "../dom";
 import { callGraphDot, renderCallGraph } from "../callgraph";
@@ -28,6 +28,9 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
   // ?sync_reference=ID: the synchronisation alarm against that session (the dithered run).
   const syncText = _params.get("sync_reference");
   const syncReference = syncText && /^\d+$/.test(syncText) ? Number(syncText) : undefined;
+  // ?graph_top=N: the call graph's N busiest entries on the page (the table's "more" link).
+  const topText = _params.get("graph_top");
+  const graphTop = topText && /^[1-9]\d{0,6}$/.test(topText) ? Number(topText) : kGraphEntries;
   const [session, formats] = await Promise.all([api.session(sid), exportFormats()]);
   // The measured calling-context exports are offered once the session is known to have a tree.
   // Raw bytes and records pruned by retention: their exports are gone (410), so not offered.
@@ -53,14 +56,14 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
   ];
   let profile: Profile;
   try {
-    profile = await api.profile(sid, syncReference);
+    profile = await api.profile(sid, syncReference, graphTop);
   } catch (e) {
     const noElf = e instanceof ApiError && e.code === "no_elf";
     replace(main, ...header, h("p", { class: "error", role: "alert" }, (e as Error).message), noElf ? attachForm(sid, () => profilePage(main, _params, id)) : null);
     return;
   }
 
-  const entries = new Map<string, GraphEntry>(profile.call_graph.map((e) => [e.name, e]));
+  const entries = new Map<string, GraphEntry | undefined>(profile.call_graph.map((e) => [e.name, e]));
   const search = h("input", { type: "search", id: "search", placeholder: "Filter functions", "aria-label": "Filter functions" }) as HTMLInputElement;
   const flatBody = h("tbody");
   const headRow = h("tr");
@@ -117,9 +120,25 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     );
   };
 
-  const renderFocus = () => {
-    const e = selected ? entries.get(selected) : undefined;
-    if (!e) return replace(focus, h("p", { class: "muted" }, "Select a function to see its callers and callees."));
+  // The page has the busiest entries; any other function's is asked for when it is selected.
+  let focusAsked = 0;
+  const renderFocus = async () => {
+    const asked = ++focusAsked;
+    const name = selected;
+    if (name && !entries.has(name)) {
+      replace(focus, h("p", { class: "muted" }, `Loading the callers and callees of ${name}…`));
+      try {
+        const found = await api.graphEntries(sid, name);
+        for (const e of found) entries.set(e.name, e);
+        if (!entries.has(name)) entries.set(name, undefined); // no entry: no calls and no time
+      } catch (err) {
+        if (asked === focusAsked) replace(focus, h("p", { class: "error", role: "alert" }, `The callers and callees of ${name} could not be loaded: ${(err as Error).message}`));
+        return;
+      }
+      if (asked !== focusAsked) return; // another function was selected meanwhile
+    }
+    const e = name ? entries.get(name) : undefined;
+    if (!e) return replace(focus, h("p", { class: "muted" }, name ? `${name} has no call-graph entry (no calls and no time).` : "Select a function to see its callers and callees."));
     const list = (lines: GraphLine[], empty: string) =>
       lines.length
         ? h("ul", {}, lines.map((l) => h("li", {}, h("button", { type: "button", class: "fn", onclick: () => select(l.name) }, l.name), ` ${count(l.count)}/${count(l.of)} calls`)))
@@ -181,7 +200,7 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
   const select = (name: string) => {
     selected = name;
     renderFlat();
-    renderFocus();
+    void renderFocus();
     void renderGraph();
   };
 
@@ -201,11 +220,10 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     h("section", { "aria-labelledby": "h-graph" }, h("h2", { id: "h-graph" }, "Call graph"), h("div", { class: "grid graph-pair" }, graph, focus)),
     h("section", { "aria-labelledby": "h-flame" }, h("h2", { id: "h-flame" }, "Flame graph (icicle; stacks estimated as gprof attributes time)"), flame),
     h("section", { "aria-labelledby": "h-cct" }, h("h2", { id: "h-cct" }, "Measured calling contexts (icicle in cycles, from entry/exit events)"), measured, arcs),
-    h("section", { "aria-labelledby": "h-cg" }, h("h2", { id: "h-cg" }, "Call graph table (as gprof prints it)"), gprofTable(profile.call_graph)),
+    h("section", { "aria-labelledby": "h-cg" }, h("h2", { id: "h-cg" }, "Call graph table (as gprof prints it)"), gprofTable(profile.call_graph, sid, graphTop, _params)),
   );
   renderFlat();
-  renderFocus();
-  await Promise.all([renderGraph(), renderFlame(), renderMeasured()]);
+  await Promise.all([renderFocus(), renderGraph(), renderFlame(), renderMeasured()]);
 }
 
 // Each caller -> callee arc: the cycles measured along it and gprof's estimate (the callee's
@@ -313,38 +331,60 @@ function compare(a: unknown, b: unknown): number {
 }
 
 // gprof's call graph: for each function its callers above, itself (with its index), and its
-// callees below, indented; names link to their own entries.
-function gprofTable(entries: GraphEntry[]) {
-  const ref = (name: string, index: number) => h("a", { href: `#cg-${index}`, class: "mono" }, `${name} [${index}]`);
+// callees below, indented; names link to their own entries (those on the page).
+function gprofTable(entries: GraphEntry[], sid: number, asked: number, params: URLSearchParams) {
+  // Entries past the first `asked` are not on the page: their names are plain text.
+  const shown = new Set(entries.map((e) => e.index));
+  const ref = (name: string, index: number) =>
+    shown.has(index) ? h("a", { href: `#cg-${index}`, class: "mono" }, `${name} [${index}]`) : h("span", { class: "mono" }, `${name} [${index}]`);
+  const more = new URLSearchParams(params);
+  more.set("graph_top", String(Math.min(asked * 10, 9_999_999)));
+  const trimmed =
+    entries.length >= asked
+      ? h(
+          "p",
+          { class: "muted", id: "call-graph-trimmed" },
+          `The ${entries.length} busiest entries (`,
+          link(`/sessions/${sid}?${more}`, "show more", { id: "call-graph-more" }),
+          "); the whole call graph is in the ",
+          h("a", { href: `/api/v1/sessions/${sid}/export/text` }, "gprof text"),
+          " and ",
+          h("a", { href: `/api/v1/sessions/${sid}/profile` }, "JSON"),
+          " downloads.",
+        )
+      : null;
   const line = (l: GraphLine) =>
     h("tr", { class: "sub" }, h("td", {}), h("td", {}), h("td", { class: "num" }, seconds(l.self_seconds)), h("td", { class: "num" }, seconds(l.children_seconds)), h("td", { class: "num" }, `${count(l.count)}/${count(l.of)}`), h("td", { class: "indent" }, ref(l.name, l.index)));
-  return h(
-    "div",
-    { class: "scroll tall" },
+  return [
+    trimmed,
     h(
-      "table",
-      { class: "data gprof", id: "call-graph-table" },
-      h("thead", {}, h("tr", {}, ...["index", "% time", "self", "children", "called", "name"].map((t) => h("th", { scope: "col" }, t)))),
-      entries.map((e) =>
-        h(
-          "tbody",
-          { id: `cg-${e.index}`, class: isOverhead(e.name) ? "overhead" : undefined },
-          e.spontaneous ? h("tr", { class: "sub" }, h("td", { colspan: 5 }), h("td", { class: "indent muted" }, "<spontaneous>")) : null,
-          (e.parents ?? []).map(line),
+      "div",
+      { class: "scroll tall" },
+      h(
+        "table",
+        { class: "data gprof", id: "call-graph-table" },
+        h("thead", {}, h("tr", {}, ...["index", "% time", "self", "children", "called", "name"].map((t) => h("th", { scope: "col" }, t)))),
+        entries.map((e) =>
           h(
-            "tr",
-            { class: "primary" },
-            h("td", {}, `[${e.index}]`),
-            h("td", { class: "num" }, e.percent.toFixed(1)),
-            h("td", { class: "num" }, seconds(e.self_seconds)),
-            h("td", { class: "num" }, seconds(e.children_seconds)),
-            h("td", { class: "num" }, e.self_calls ? `${count(e.called)}+${count(e.self_calls)}` : count(e.called)),
-            h("td", { class: "mono" }, `${e.name} [${e.index}]`, isOverhead(e.name) ? h("span", { class: "tag" }, "overhead") : ""),
+            "tbody",
+            { id: `cg-${e.index}`, class: isOverhead(e.name) ? "overhead" : undefined },
+            e.spontaneous ? h("tr", { class: "sub" }, h("td", { colspan: 5 }), h("td", { class: "indent muted" }, "<spontaneous>")) : null,
+            (e.parents ?? []).map(line),
+            h(
+              "tr",
+              { class: "primary" },
+              h("td", {}, `[${e.index}]`),
+              h("td", { class: "num" }, e.percent.toFixed(1)),
+              h("td", { class: "num" }, seconds(e.self_seconds)),
+              h("td", { class: "num" }, seconds(e.children_seconds)),
+              h("td", { class: "num" }, e.self_calls ? `${count(e.called)}+${count(e.self_calls)}` : count(e.called)),
+              h("td", { class: "mono" }, `${e.name} [${e.index}]`, isOverhead(e.name) ? h("span", { class: "tag" }, "overhead") : ""),
+            ),
+            (e.children ?? []).map(line),
+            (e.members ?? []).map((m) => h("tr", { class: "sub" }, h("td", { colspan: 5 }), h("td", { class: "indent" }, ref(m.name, m.index)))),
           ),
-          (e.children ?? []).map(line),
-          (e.members ?? []).map((m) => h("tr", { class: "sub" }, h("td", { colspan: 5 }), h("td", { class: "indent" }, ref(m.name, m.index)))),
         ),
       ),
     ),
-  );
+  ];
 }
