@@ -2,6 +2,7 @@
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -81,12 +82,16 @@ class SerialPoller : public asio::execution_context::service {
     // the poller forgets it after the round.
     class Line {
       public:
-        Line(int fd, Link::DataHandler on_data, Link::ClosedHandler on_closed)
-            : fd_(fd), on_data_(std::move(on_data)), on_closed_(std::move(on_closed)) {}
+        Line(asio::io_context& io, int fd, Link::DataHandler on_data, Link::ClosedHandler on_closed)
+            : fd_(fd),
+              waiter_(io),
+              on_data_(std::move(on_data)),
+              on_closed_(std::move(on_closed)) {}
         ~Line() { close(); }
         Line(const Line&) = delete;
         Line& operator=(const Line&) = delete;
         void close() {
+            stop_waiting();
             if (fd_ >= 0) ::close(fd_);
             fd_ = -1;
         }
@@ -94,7 +99,17 @@ class SerialPoller : public asio::execution_context::service {
 
       private:
         friend class SerialPoller;
+        // Out of the reactor (a pending wait ends with operation_aborted): a line read in rounds
+        // is not registered, or every byte it got would wake the reactor for nothing.
+        void stop_waiting() {
+            waiting_ = false;
+            if (waiter_.is_open()) (void)waiter_.release();  // the descriptor is fd_, kept
+        }
+
         int fd_;
+        // An idle line waits in the reactor for its next byte instead of being read in rounds.
+        asio::posix::stream_descriptor waiter_;
+        bool waiting_ = false;
         Link::DataHandler on_data_;
         Link::ClosedHandler on_closed_;
         int empty_rounds_ = 0;  // rounds in a row that found nothing
@@ -105,15 +120,13 @@ class SerialPoller : public asio::execution_context::service {
 
     // Reads `fd` (non-blocking) from the next round on.
     std::shared_ptr<Line> add(int fd, Link::DataHandler on_data, Link::ClosedHandler on_closed) {
-        auto line = std::make_shared<Line>(fd, std::move(on_data), std::move(on_closed));
-        // Rounds go on while there are lines: with none, none is due.
-        const bool none_due = lines_.empty();
+        auto line = std::make_shared<Line>(io_, fd, std::move(on_data), std::move(on_closed));
         lines_.push_back(line);
         // A period from now, not at once: what the opener posted after opening (a board marks
         // its link connected and starts its session) runs first, as it did when each line
         // waited in the reactor; else a line that already holds bytes would start its session
         // before boards opened earlier, and session ids would not follow the boards.
-        if (none_due) wait_for_round(std::chrono::steady_clock::now());
+        if (!due_) wait_for_round(std::chrono::steady_clock::now());
         return line;
     }
 
@@ -127,13 +140,12 @@ class SerialPoller : public asio::execution_context::service {
     // A line that gave this much in one round may have found its buffer nearly full (a fast
     // line): the next round comes at once.
     static constexpr std::size_t kBusyReadBytes = std::size_t{8} * 1024;
-    // A line that found nothing for half a second (a board not running, a rack mostly idle) is
-    // read every fifth round, 100 ms: a read that finds nothing is cheap but not free (256 idle
-    // lines read every round took 3.6 % of a core, every fifth round 1.3 %, waiting in the
-    // reactor 0.5-0.7 %; measured at load 2-3). When it wakes, the kernel holds its first
-    // 100 ms (a serial adapter 64 KiB or more; a pty's writer waits a moment).
+    // A line that found nothing for half a second (a board not running, a rack mostly idle)
+    // waits in the reactor for its next byte and leaves the rounds until then: a read that
+    // finds nothing is cheap but not free (256 idle lines read every round took 3.6 % of a
+    // core, every fifth round 1.3 %, waiting in the reactor 0.5-0.7 %; measured at load 2-3).
+    // With every line waiting, no round is due at all.
     static constexpr int kIdleRounds = 25;
-    static constexpr std::uint64_t kIdleEvery = 5;
 
     void shutdown() override {
         timer_.cancel();
@@ -141,21 +153,24 @@ class SerialPoller : public asio::execution_context::service {
     }
 
     void round() {
+        due_ = false;
         const auto started = std::chrono::steady_clock::now();
         bool busy = false;
-        ++rounds_;
+        bool reading = false;  // a line still in the rounds
         // By index: a callback may open a line (a reconnect), which appends to lines_.
         for (std::size_t i = 0; i < lines_.size(); ++i) {
             const std::shared_ptr<Line> line = lines_[i];  // kept while its callbacks run
-            if (!line->open() || (line->empty_rounds_ >= kIdleRounds && rounds_ % kIdleEvery != 0))
-                continue;
+            if (!line->open() || line->waiting_) continue;
             const std::size_t n = read(*line);
             line->empty_rounds_ = n == 0 ? line->empty_rounds_ + 1 : 0;
             busy |= n >= kBusyReadBytes;
+            if (line->open() && line->empty_rounds_ >= kIdleRounds) wait_in_reactor(line);
+            reading |= line->open() && !line->waiting_;
         }
         std::erase_if(lines_, [](const std::shared_ptr<Line>& l) { return !l->open(); });
-        if (lines_.empty()) return;  // the next add() starts the rounds again
+        if (!reading) return;  // the next add() or waking line starts the rounds again
         if (busy) {
+            due_ = true;
             asio::post(io_, [this] { round(); });
             return;
         }
@@ -165,10 +180,35 @@ class SerialPoller : public asio::execution_context::service {
     }
 
     void wait_for_round(std::chrono::steady_clock::time_point from) {
+        due_ = true;
         timer_.expires_at(from + kPeriod);
         timer_.async_wait([this](const boost::system::error_code& ec) {
             if (!ec) round();
         });
+    }
+
+    // The line leaves the rounds until the reactor says it is readable. Armed first, then read
+    // once more: a byte that came after the last read is either read now or wakes the wait.
+    void wait_in_reactor(const std::shared_ptr<Line>& line) {
+        boost::system::error_code ec;
+        (void)line->waiter_.assign(line->fd_, ec);
+        if (ec) return;  // stays in the rounds
+        line->waiting_ = true;
+        line->waiter_.async_wait(
+            asio::posix::stream_descriptor::wait_read,
+            [this, weak = std::weak_ptr<Line>(line)](const boost::system::error_code& error) {
+                const auto woken = weak.lock();
+                // Ended, closed, or already back (a later read found bytes first).
+                if (error || !woken || !woken->open() || !woken->waiting_) return;
+                back_to_rounds(*woken);
+            });
+        if (read(*line) > 0 && line->open()) back_to_rounds(*line);
+    }
+
+    void back_to_rounds(Line& line) {
+        line.stop_waiting();
+        line.empty_rounds_ = 0;
+        if (!due_) wait_for_round(std::chrono::steady_clock::now() - kPeriod);
     }
 
     // What the line holds now, up to the buffer's size, to its data handler; then its end, if
@@ -203,7 +243,7 @@ class SerialPoller : public asio::execution_context::service {
     asio::io_context& io_;
     asio::steady_timer timer_;
     std::vector<std::shared_ptr<Line>> lines_;
-    std::uint64_t rounds_ = 0;
+    bool due_ = false;                              // a round is posted or its timer set
     std::array<std::uint8_t, kReadSize> buffer_{};  // every line's: handlers copy what they keep
 };
 

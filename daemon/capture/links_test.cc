@@ -119,6 +119,57 @@ TEST_CASE("a serial line idle for a while is still read when its bytes come") {
     close_raw_pty(quiet);
 }
 
+TEST_CASE("idle serial lines wait in the reactor: no rounds run, bytes and hang-ups wake them") {
+    boost::asio::io_context io;
+    std::vector<RawPty> ptys;
+    std::vector<std::unique_ptr<Link>> links;
+    std::vector<std::vector<std::uint8_t>> got(3);
+    std::vector<int> closed(3, 0);
+    for (std::size_t i = 0; i < 3; ++i) {
+        ptys.push_back(open_raw_pty());
+        links.push_back(make_link(io, serial_uri(ptys[i].slave_path)));
+        links[i]->open(
+            [&got, i](std::span<const std::uint8_t> b) {
+                got[i].insert(got[i].end(), b.begin(), b.end());
+            },
+            [&closed, i](const LinkClosed&) { ++closed[i]; });
+    }
+    io.run_for(800ms);  // every line idle past half a second
+    // Nothing is due while every line waits (in rounds, 25 would have run in 500 ms).
+    CHECK(io.run_for(500ms) == 0);
+    // Bytes wake their line alone, and all of them are read.
+    const auto sent = pattern(5000, 3);
+    REQUIRE(::write(ptys[1].master, sent.data(), sent.size()) == 5000);
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (got[1].size() < sent.size() && std::chrono::steady_clock::now() < deadline)
+        io.run_for(5ms);
+    CHECK(got[1] == sent);
+    CHECK(got[0].empty());
+    CHECK(got[2].empty());
+    // A line unplugged while it waits is reported, once.
+    close_raw_pty(ptys[2]);
+    while (closed[2] == 0 && std::chrono::steady_clock::now() < deadline) io.run_for(5ms);
+    CHECK(closed[2] == 1);
+    // The woken line goes back to waiting once idle again: nothing due after that either.
+    io.run_for(800ms);
+    CHECK(io.run_for(300ms) == 0);
+    // A waiting line closed by its owner calls nothing back; the others are unaffected.
+    links[0]->close();
+    io.run_for(50ms);
+    CHECK(closed[0] == 0);
+    const auto more = pattern(700, 5);
+    REQUIRE(::write(ptys[1].master, more.data(), more.size()) == 700);
+    while (got[1].size() < sent.size() + more.size() && std::chrono::steady_clock::now() < deadline)
+        io.run_for(5ms);
+    CHECK(got[1].size() == sent.size() + more.size());
+    links[1]->close();
+    links[2]->close();
+    close_raw_pty(ptys[0]);
+    close_raw_pty(ptys[1]);
+    io.run_for(50ms);
+    CHECK(closed == std::vector<int>{0, 0, 1});
+}
+
 TEST_CASE("a serial line that goes away is reported once, and a link may reopen from that report") {
     boost::asio::io_context io;
     RawPty gone = open_raw_pty();
