@@ -3,16 +3,20 @@
 //     `rackprof simulate --boards N` process, for D seconds; the daemon's CPU per board, the
 //     feeder's CPU, bytes taken in vs sent, losses (discards, records lost to backpressure),
 //     RSS. With --baseline OLD_RACKPROF the same rack is read first by OLD_RACKPROF's daemon;
+//     Then the same boards idle (ptys this program holds open and never writes) for
+//     --idle-seconds (10): the daemon's CPU when nothing comes, for each binary;
 //  2. one file source replayed flat out (file://...?pace=fast) into SQLite with aggregates,
 //     against an offline `rackprof convert` of the same file; three rounds in turns, medians.
 // TABLE| rows feed run.sh's summary (tests/bench/table.h).
 //
-//   ingest_bench RACKPROF_BINARY [--boards N] [--seconds D] [--file-mb M] [--dir DIR]
-//                [--baseline OLD_RACKPROF]
+//   ingest_bench RACKPROF_BINARY [--boards N] [--seconds D] [--idle-seconds I] [--file-mb M]
+//                [--dir DIR] [--baseline OLD_RACKPROF]
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -244,6 +248,67 @@ void rack(const std::string& binary, const std::string& baseline_binary,
     rack_table(run, baseline ? &*baseline : nullptr, boards, rate, seconds);
 }
 
+// The daemon's CPU with `boards` serial boards connected and silent: ptys opened here, raw,
+// their slaves linked where the rack's configuration names them, never written.
+double idle_rack_percent(const std::string& daemon_binary, const std::filesystem::path& dir,
+                         const std::string& tag, int boards, int seconds) {
+    const auto config = write_rack_config(dir, tag, boards);
+    const auto ptys = dir / (tag + "-ptys");
+    std::filesystem::create_directories(ptys);
+    std::vector<int> masters;
+    for (int i = 0; i < boards; ++i) {
+        const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+        if (master < 0 || ::grantpt(master) != 0 || ::unlockpt(master) != 0)
+            throw std::runtime_error("cannot open a pty");
+        masters.push_back(master);
+        // Raw on the slave's side, as a serial adapter: the daemon's termios2 sets the rest.
+        termios t{};
+        if (::tcgetattr(master, &t) == 0) {
+            ::cfmakeraw(&t);
+            ::tcsetattr(master, TCSANOW, &t);
+        }
+        std::filesystem::remove(ptys / board_name(i));
+        std::filesystem::create_symlink(::ptsname(master), ptys / board_name(i));
+    }
+    double percent = 0;
+    {
+        testing::Process daemon({daemon_binary, "serve", "--config", config.string()},
+                                dir / (tag + "-serve.log"));
+        std::this_thread::sleep_for(3s);  // every board connected, every line found idle
+        const ProcStat start = proc_stat(daemon.pid());
+        const auto t0 = Clock::now();
+        std::this_thread::sleep_for(std::chrono::seconds(seconds));
+        const ProcStat end = proc_stat(daemon.pid());
+        percent = percent_of_core(end.cpu_seconds - start.cpu_seconds,
+                                  std::chrono::duration<double>(Clock::now() - t0).count());
+        daemon.signal(SIGTERM);
+        daemon.wait(30s);
+    }
+    for (const int m : masters) ::close(m);
+    return percent;
+}
+
+void idle_rack(const std::string& binary, const std::string& baseline_binary,
+               const std::filesystem::path& dir, int boards, int seconds) {
+    const std::string input =
+        bench::cell("%d serial boards connected and silent, %d s", boards, seconds);
+    double base = 0;
+    if (!baseline_binary.empty()) {
+        base = idle_rack_percent(baseline_binary, dir, "idle-baseline", boards, seconds);
+        std::printf("idle rack (baseline %s): %d boards, daemon %.2f%% of one core\n",
+                    baseline_binary.c_str(), boards, base);
+    }
+    const double cpu = idle_rack_percent(binary, dir, "idle", boards, seconds);
+    std::printf("idle rack (%s): %d boards, daemon %.2f%% of one core\n", binary.c_str(), boards,
+                cpu);
+    if (baseline_binary.empty()) {
+        bench::table_row("rack idle: daemon CPU", input, bench::cell("%.2f%% of one core", cpu));
+    } else {
+        bench::table_row("rack idle: daemon CPU", input, bench::cell("%.2f%% of one core", cpu),
+                         bench::cell("--baseline daemon %.2f%%", base), base > 0 ? cpu / base : 0);
+    }
+}
+
 // The database's bytes on disk: the file and its WAL and shared-memory files.
 double database_mb(const std::filesystem::path& db) {
     double bytes = 0;
@@ -445,18 +510,19 @@ void file_source(const std::string& binary, const std::string& baseline_binary,
 int main(int argc, char** argv) {
     if (argc < 2) {
         std::fprintf(stderr,
-                     "usage: ingest_bench RACKPROF_BINARY [--boards N] [--seconds D] [--file-mb M] "
-                     "[--dir DIR] [--baseline OLD_RACKPROF]\n");
+                     "usage: ingest_bench RACKPROF_BINARY [--boards N] [--seconds D] "
+                     "[--idle-seconds I] [--file-mb M] [--dir DIR] [--baseline OLD_RACKPROF]\n");
         return 2;
     }
     const std::string binary = argv[1];
-    int boards = 256, seconds = 30, file_mb = 200;
+    int boards = 256, seconds = 30, idle_seconds = 10, file_mb = 200;
     std::filesystem::path dir;
     std::string baseline;
     for (int i = 2; i + 1 < argc; i += 2) {
         const std::string arg = argv[i];
         if (arg == "--boards") boards = std::atoi(argv[i + 1]);
         if (arg == "--seconds") seconds = std::atoi(argv[i + 1]);
+        if (arg == "--idle-seconds") idle_seconds = std::atoi(argv[i + 1]);
         if (arg == "--file-mb") file_mb = std::atoi(argv[i + 1]);
         if (arg == "--dir") dir = argv[i + 1];
         if (arg == "--baseline") baseline = argv[i + 1];
@@ -465,6 +531,7 @@ int main(int argc, char** argv) {
     if (dir.empty()) dir = temp.path();
     std::filesystem::create_directories(dir);
     if (boards > 0) rack(binary, baseline, dir, boards, seconds);
+    if (boards > 0 && idle_seconds > 0) idle_rack(binary, baseline, dir, boards, idle_seconds);
     if (file_mb > 0) file_source(binary, baseline, dir, file_mb);
     return 0;
 }

@@ -4,7 +4,7 @@
 #   core:   [--mb N] [--arcs N,...] [--only profile]    decode, gmon.out, profile and report speed
 #   swo:    [--mb N]                                     SWO (ITM, ITM+TPIU) decode speed, and
 #                                                        convert with and without a console port
-#   ingest: [--boards N] [--seconds D] [--file-mb M] [--baseline OLD_RACKPROF]
+#   ingest: [--boards N] [--seconds D] [--idle-seconds I] [--file-mb M] [--baseline OLD_RACKPROF]
 #                                                        the daemon: a rack, and one fast file
 #   serving: [--arcs N,...] [--records N] [--fleet-sessions N] [--fleet-boards N]
 #            [--baseline OLD_RACKPROF] [--dir DIR --keep]
