@@ -96,6 +96,11 @@ void write_arcs(JsonStream& out, const Profile& p, const std::vector<std::size_t
     out.end_array();
 }
 
+// A cycle's entry as gprof names it.
+std::string cycle_name(std::size_t cycle) {
+    return "<cycle " + std::to_string(cycle) + " as a whole>";
+}
+
 // The members shared by function and cycle entries sort around the ones that differ, so the
 // entry is written in three calls: before "cycle", from "index" to "name", after "name".
 void write_graph_entry(JsonStream& out, const Profile& p, std::size_t entry) {
@@ -116,7 +121,7 @@ void write_graph_entry(JsonStream& out, const Profile& p, std::size_t entry) {
                 .field("name", p.symbols[m].name)
                 .end_object();
         }
-        out.end_array().field("name", "<cycle " + std::to_string(n.cycle) + " as a whole>");
+        out.end_array().field("name", cycle_name(n.cycle));
     } else {
         out.field("name", p.symbols[entry].name);
         write_arcs(out.key("parents"), p, n.parents, true);
@@ -128,10 +133,10 @@ void write_graph_entry(JsonStream& out, const Profile& p, std::size_t entry) {
     out.end_object();
 }
 
-// The entry's name as write_graph_entry writes it.
-std::string entry_name(const Profile& p, std::size_t entry) {
-    if (entry < Profile::kCycleBase) return p.symbols[entry].name;
-    return "<cycle " + std::to_string(p.cycles[entry - Profile::kCycleBase].cycle) + " as a whole>";
+// Whether the entry is written with this name (graph_function's test).
+bool entry_named(const Profile& p, std::size_t entry, const std::string& name) {
+    if (entry < Profile::kCycleBase) return p.symbols[entry].name == name;
+    return cycle_name(p.cycles[entry - Profile::kCycleBase].cycle) == name;
 }
 
 std::optional<std::size_t> graph_limit(const JsonReportOptions& options) {
@@ -151,7 +156,7 @@ void write_call_graph(JsonStream& out, const Profile& p, const JsonReportOptions
         if ((n.ncalls == 0 && n.self_calls == 0 && n.prop_self == 0 && n.prop_child == 0) ||
             !n.print_flag)
             continue;
-        if (!options.graph_function.empty() && entry_name(p, entry) != options.graph_function)
+        if (!options.graph_function.empty() && !entry_named(p, entry, options.graph_function))
             continue;
         write_graph_entry(out, p, entry);
         ++entries;
