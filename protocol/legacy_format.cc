@@ -31,6 +31,33 @@ void encode_legacy(const Record& record, int addr_bytes, std::vector<std::uint8_
     }
 }
 
+namespace {
+template <int kWidth>
+std::uint8_t* encode_run(std::span<const Record> records, std::uint8_t* out) {
+    const auto put = [](std::uint32_t value, std::uint8_t* at) {
+        for (int k = kWidth - 1; k >= 0; --k, value >>= 8) at[k] = static_cast<std::uint8_t>(value);
+    };
+    for (const Record& r : records) {
+        if (r.kind == RecordKind::kArc) {
+            out[0] = kLegacyArcTag;
+            put(r.from_pc, out + 1);
+            put(r.self_pc, out + 1 + kWidth);
+            out += 1 + 2 * kWidth;
+        } else {
+            out[0] = kLegacyPcTag;
+            put(r.self_pc, out + 1);
+            out += 1 + kWidth;
+        }
+    }
+    return out;
+}
+}  // namespace
+
+std::uint8_t* encode_legacy_run(std::span<const Record> records, int addr_bytes,
+                                std::uint8_t* out) {
+    return addr_bytes == 4 ? encode_run<4>(records, out) : encode_run<3>(records, out);
+}
+
 void append_hex(std::span<const std::uint8_t> bytes, std::string& out) {
     static constexpr char kDigits[] = "0123456789ABCDEF";
     const std::size_t start = out.size();

@@ -45,6 +45,10 @@ inline constexpr std::size_t legacy_record_size(std::uint8_t tag, int addr_bytes
 // Appends the binary wire bytes of one record. Addresses wider than addr_bytes are truncated,
 // exactly as the target runtime does.
 void encode_legacy(const Record& record, int addr_bytes, std::vector<std::uint8_t>& out);
+// The binary wire bytes of a run of records, each sent once (its count is not looked at: the
+// wire carries none), written at `out`, which has room for records.size() arcs; returns the end.
+// For storage rebuilding a chunk's raw bytes from its records (storage/raw_derivation.h).
+std::uint8_t* encode_legacy_run(std::span<const Record> records, int addr_bytes, std::uint8_t* out);
 
 // Appends bytes as upper-case hex-ASCII text, two characters per byte.
 void append_hex(std::span<const std::uint8_t> bytes, std::string& out);

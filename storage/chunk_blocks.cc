@@ -120,35 +120,73 @@ std::vector<std::uint8_t> decompress(std::span<const std::uint8_t> blob) {
     return out;
 }
 
-// The index both kinds share: count, then (time delta, length) per chunk.
-template <class Chunks, class LengthOf>
-std::vector<std::uint8_t> index_of(const Chunks& chunks, LengthOf length_of) {
+// The index both kinds share: count, then per chunk its time delta, its length and its seq
+// delta, and what `extra` appends (a raw chunk's codec).
+template <class Chunks, class LengthOf, class Extra>
+std::vector<std::uint8_t> index_of(const Chunks& chunks, LengthOf length_of, Extra extra) {
     std::vector<std::uint8_t> out;
     put_varint(out, chunks.size());
     std::int64_t previous = chunks.empty() ? 0 : chunks.front().received_ns;
+    std::int64_t previous_seq = chunks.empty() ? 0 : chunks.front().seq;
     for (const auto& c : chunks) {
         put_varint(out, zigzag(wrapping_sub(c.received_ns, previous)));
         previous = c.received_ns;
         put_varint(out, length_of(c));
+        put_varint(out, zigzag(wrapping_sub(c.seq, previous_seq)));
+        previous_seq = c.seq;
+        extra(c, out);
     }
     return out;
 }
 
 struct IndexEntry {
-    std::int64_t received_ns;
-    std::uint64_t length;
+    std::int64_t received_ns = 0;
+    std::uint64_t length = 0;
+    std::int64_t seq = -1;
+    RawCodec codec = RawCodec::kVerbatim;
+    RawDerivation derivation{};
+    // What the payload holds for it: `length` bytes or records, a rebuilt chunk's suffix.
+    std::uint64_t stored() const {
+        return codec == RawCodec::kVerbatim ? length : derivation.suffix;
+    }
 };
 
+enum class BlockKind { kRaw, kRecords };
+
 std::vector<IndexEntry> read_index(PayloadReader& in, std::int64_t row_received_ns,
+                                   std::int64_t row_seq, BlockEncoding encoding, BlockKind kind,
                                    std::size_t payload_bytes) {
+    const bool seqs = encoding == BlockEncoding::kZstdBlockSeq;
+    if (!seqs && encoding != BlockEncoding::kZstdBlock)
+        throw StorageError("a stored block has an unknown encoding " +
+                           std::to_string(static_cast<std::int64_t>(encoding)));
     const std::uint64_t count = in.varint();
     if (count > payload_bytes) throw StorageError("corrupt block: chunk count too large");
     std::vector<IndexEntry> index;
     index.reserve(count);
     std::int64_t t = row_received_ns;
+    std::int64_t seq = row_seq;
     for (std::uint64_t i = 0; i < count; ++i) {
         t = wrapping_add(t, unzigzag(in.varint()));
-        index.push_back({t, in.varint()});
+        IndexEntry e{t, in.varint()};
+        if (seqs) {
+            seq = wrapping_add(seq, unzigzag(in.varint()));
+            e.seq = seq;
+        }
+        if (seqs && kind == BlockKind::kRaw) {
+            const std::uint64_t codec = in.varint();
+            if (codec > kLastRawCodec) throw StorageError("corrupt block: unknown raw codec");
+            e.codec = static_cast<RawCodec>(codec);
+            if (e.codec != RawCodec::kVerbatim) {
+                const std::uint64_t skip = in.varint();
+                const std::uint64_t suffix = in.varint();
+                if (skip > 0xFFFF || suffix > 0xFFFF || suffix > e.length)
+                    throw StorageError("corrupt block: a rebuilt chunk's bounds are wrong");
+                e.derivation = {static_cast<std::uint32_t>(skip),
+                                static_cast<std::uint32_t>(suffix)};
+            }
+        }
+        index.push_back(e);
     }
     return index;
 }
@@ -156,9 +194,19 @@ std::vector<IndexEntry> read_index(PayloadReader& in, std::int64_t row_received_
 }  // namespace
 
 std::vector<std::uint8_t> encode_raw_block(std::span<const RawChunkView> chunks) {
-    std::vector<std::uint8_t> payload =
-        index_of(chunks, [](const RawChunkView& c) { return c.bytes.size(); });
-    for (const auto& c : chunks) payload.insert(payload.end(), c.bytes.begin(), c.bytes.end());
+    std::vector<std::uint8_t> payload = index_of(
+        chunks, [](const RawChunkView& c) { return c.bytes.size(); },
+        [](const RawChunkView& c, std::vector<std::uint8_t>& out) {
+            put_varint(out, static_cast<std::uint8_t>(c.codec));
+            if (c.codec == RawCodec::kVerbatim) return;
+            put_varint(out, c.derivation.skip);
+            put_varint(out, c.derivation.suffix);
+        });
+    for (const auto& c : chunks) {
+        const auto stored =
+            c.codec == RawCodec::kVerbatim ? c.bytes : c.bytes.last(c.derivation.suffix);
+        payload.insert(payload.end(), stored.begin(), stored.end());
+    }
     return compress(payload);
 }
 
@@ -222,8 +270,9 @@ class RecordDeltas {
 };
 
 std::vector<std::uint8_t> encode_record_block(std::span<const RecordChunkView> chunks) {
-    std::vector<std::uint8_t> payload =
-        index_of(chunks, [](const RecordChunkView& c) { return c.records.size(); });
+    std::vector<std::uint8_t> payload = index_of(
+        chunks, [](const RecordChunkView& c) { return c.records.size(); },
+        [](const RecordChunkView&, std::vector<std::uint8_t>&) {});
     std::size_t total = 0;
     for (const auto& c : chunks) total += c.records.size();
     // Heads straight into the payload, values into a scratch buffer with room for the most a
@@ -247,10 +296,14 @@ std::vector<std::uint8_t> encode_record_block(std::span<const RecordChunkView> c
 }
 
 EncodedChunk encode_chunk(std::int64_t received_ns, std::span<const std::uint8_t> raw,
-                          std::span<const protocol::Record> records) {
+                          std::span<const protocol::Record> records, RawCodec codec) {
     EncodedChunk out;
     if (!raw.empty()) {
-        const RawChunkView view{received_ns, raw};
+        RawChunkView view{received_ns, raw};
+        if (const auto derived = derive_raw(codec, raw, records)) {
+            view.codec = codec;
+            view.derivation = *derived;
+        }
         out.raw_block = encode_raw_block(std::span(&view, 1));
         out.raw_bytes = raw.size();
     }
@@ -263,23 +316,28 @@ EncodedChunk encode_chunk(std::int64_t received_ns, std::span<const std::uint8_t
 }
 
 std::vector<DecodedRawChunk> decode_raw_block(std::span<const std::uint8_t> blob,
-                                              std::int64_t row_received_ns) {
+                                              std::int64_t row_received_ns, std::int64_t row_seq,
+                                              BlockEncoding encoding) {
     const auto payload = decompress(blob);
     PayloadReader in(payload);
     std::vector<DecodedRawChunk> out;
-    for (const auto& e : read_index(in, row_received_ns, payload.size())) {
-        const auto bytes = in.take(e.length);
-        out.push_back({e.received_ns, {bytes.begin(), bytes.end()}});
+    for (const auto& e :
+         read_index(in, row_received_ns, row_seq, encoding, BlockKind::kRaw, payload.size())) {
+        const auto bytes = in.take(e.stored());
+        out.push_back(
+            {e.received_ns, {bytes.begin(), bytes.end()}, e.seq, e.codec, e.derivation, e.length});
     }
     if (!in.done()) throw StorageError("corrupt block: bytes after the last chunk");
     return out;
 }
 
 std::vector<DecodedRecordChunk> decode_record_block(std::span<const std::uint8_t> blob,
-                                                    std::int64_t row_received_ns) {
+                                                    std::int64_t row_received_ns,
+                                                    std::int64_t row_seq, BlockEncoding encoding) {
     const auto payload = decompress(blob);
     PayloadReader in(payload);
-    const auto index = read_index(in, row_received_ns, payload.size());
+    const auto index =
+        read_index(in, row_received_ns, row_seq, encoding, BlockKind::kRecords, payload.size());
     std::uint64_t total = 0;
     for (const auto& e : index) {
         if (e.length > payload.size() || total + e.length > payload.size())  // no wrap-around
@@ -293,7 +351,7 @@ std::vector<DecodedRecordChunk> decode_record_block(std::span<const std::uint8_t
     out.reserve(index.size());
     std::size_t at = 0;
     for (const auto& e : index) {
-        DecodedRecordChunk chunk{e.received_ns, {}};
+        DecodedRecordChunk chunk{e.received_ns, {}, e.seq};
         chunk.records.reserve(e.length);
         for (std::uint64_t i = 0; i < e.length; ++i)
             chunk.records.push_back(deltas.get(heads[at++], values));

@@ -6,12 +6,17 @@
 // A block's blob is one zstd frame holding:
 //   varint chunk count
 //   per chunk: zigzag varint of (received_ns - the previous chunk's; the first: - the row's
-//              received_ns), then varint length (raw blocks: bytes; record blocks: records)
-//   the chunks' payloads back to back: raw bytes as received; records as a head byte each
-//   (kind, bit 7: a count follows) for all of them, then varints: an arc's zigzag deltas of
-//   from_pc and self_pc to the block's previous arc, a PC sample's to the previous sample, and
-//   the count where the head says
-// Rows written before v8 (encoding 0) are one chunk each, uncompressed; readers take both.
+//              received_ns), then varint length (raw blocks: bytes; record blocks: records);
+//              since v13 (encoding 2) then the zigzag varint of (seq - the previous chunk's seq;
+//              the first: - the row's seq), and in raw blocks a varint codec (raw_derivation.h): 0
+//              the bytes are stored, else varints skip and suffix, and only the suffix's bytes are
+//              stored
+//   the chunks' payloads back to back: raw bytes as received (a rebuilt chunk's suffix); records
+//   as a head byte each (kind, bit 7: a count follows) for all of them, then varints: an arc's
+//   zigzag deltas of from_pc and self_pc to the block's previous arc, a PC sample's to the
+//   previous sample, and the count where the head says
+// Rows written before v8 (encoding 0) are one chunk each, uncompressed; readers take all three.
+// A rebuilt raw chunk's records are those of the record chunk with the same seq.
 // The bytes are the database's: change them only with a schema migration.
 #pragma once
 
@@ -22,14 +27,18 @@
 
 #include "gmon/aggregate.h"
 #include "protocol/record.h"
+#include "storage/raw_derivation.h"
 
 namespace rackprof::storage {
 
 // The `encoding` column of raw_chunks and record_batches.
 enum class BlockEncoding : std::int64_t {
-    kPlainChunk = 0,  // v7 and before: one chunk, raw bytes or packed records as they are
-    kZstdBlock = 1,   // v8: a block as above
+    kPlainChunk = 0,    // v7 and before: one chunk, raw bytes or packed records as they are
+    kZstdBlock = 1,     // v8: a block as above
+    kZstdBlockSeq = 2,  // v13: each chunk's seq; raw chunks may be rebuilt from their records
 };
+// What encode_raw_block / encode_record_block write.
+inline constexpr BlockEncoding kBlockEncoding = BlockEncoding::kZstdBlockSeq;
 
 // Bounds on one block: the writer starts a new row past them; a reader refuses a blob whose
 // frame claims more (a damaged database must not make a reader allocate gigabytes).
@@ -39,20 +48,29 @@ inline constexpr std::size_t kMaxBlockPayload = 16u << 20;
 
 struct RawChunkView {
     std::int64_t received_ns = 0;
-    std::span<const std::uint8_t> bytes;
+    std::span<const std::uint8_t> bytes;  // all of them, also when rebuilt
+    std::int64_t seq = 0;
+    RawCodec codec = RawCodec::kVerbatim;  // else: stored as `derivation` and the suffix
+    RawDerivation derivation{};
 };
 struct RecordChunkView {
     std::int64_t received_ns = 0;
     std::span<const protocol::Record> records;
+    std::int64_t seq = 0;
 };
 
 struct DecodedRawChunk {
     std::int64_t received_ns = 0;
-    std::vector<std::uint8_t> bytes;
+    std::vector<std::uint8_t> bytes;  // a rebuilt chunk's: its suffix only
+    std::int64_t seq = -1;            // -1: not stored (before v13)
+    RawCodec codec = RawCodec::kVerbatim;
+    RawDerivation derivation{};
+    std::size_t length = 0;  // the chunk's size (bytes.size() unless rebuilt)
 };
 struct DecodedRecordChunk {
     std::int64_t received_ns = 0;
     std::vector<protocol::Record> records;
+    std::int64_t seq = -1;  // -1: not stored (before v13)
 };
 
 // Both take the row's received_ns (the first chunk's) as the base of the times. zstd level:
@@ -71,14 +89,21 @@ struct EncodedChunk {
     std::vector<std::uint8_t> record_block;  // empty: no records
     std::size_t records = 0;
 };
+// Raw bytes that `codec` rebuilds from the records are stored as such (raw_derivation.h).
 EncodedChunk encode_chunk(std::int64_t received_ns, std::span<const std::uint8_t> raw,
-                          std::span<const protocol::Record> records);
+                          std::span<const protocol::Record> records,
+                          RawCodec codec = RawCodec::kVerbatim);
 
 // Throw StorageError for a blob that is not a block (damaged, cut short, too large).
+// The row's received_ns, seq and encoding (kZstdBlock or kZstdBlockSeq) are its columns'.
 std::vector<DecodedRawChunk> decode_raw_block(std::span<const std::uint8_t> blob,
-                                              std::int64_t row_received_ns);
+                                              std::int64_t row_received_ns,
+                                              std::int64_t row_seq = 0,
+                                              BlockEncoding encoding = kBlockEncoding);
 std::vector<DecodedRecordChunk> decode_record_block(std::span<const std::uint8_t> blob,
-                                                    std::int64_t row_received_ns);
+                                                    std::int64_t row_received_ns,
+                                                    std::int64_t row_seq = 0,
+                                                    BlockEncoding encoding = kBlockEncoding);
 
 // Sums (since v10, record_slices.sums): an aggregate as one zstd frame holding
 //   varint arc count, per arc (sorted) the zigzag deltas of from_pc and self_pc to the

@@ -109,10 +109,10 @@ TEST_CASE(
             const auto chunks = decode_record_block(blob, 1000);
             ++decoded;
             std::vector<RecordChunkView> views;
-            for (const auto& c : chunks) views.push_back({c.received_ns, c.records});
+            for (const auto& c : chunks) views.push_back({c.received_ns, c.records, c.seq});
             if (views.empty()) continue;
-            const auto again =
-                decode_record_block(encode_record_block(views), views.front().received_ns);
+            const auto again = decode_record_block(encode_record_block(views),
+                                                   views.front().received_ns, views.front().seq);
             REQUIRE(again.size() == chunks.size());
             for (std::size_t i = 0; i < chunks.size(); ++i) {
                 CHECK(again[i].received_ns == chunks[i].received_ns);

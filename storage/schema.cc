@@ -211,6 +211,13 @@ const char* const kMigrations[] = {
     ALTER TABLE sessions ADD COLUMN raw_pruned_ns INTEGER;
     ALTER TABLE sessions ADD COLUMN raw_pruned_keep_days INTEGER;
     )sql",
+    // 13: blocks of encoding 2 (chunk_blocks.h): each chunk's seq, and raw chunks that are
+    // exactly their records' wire encoding stored as a few bytes saying so (raw_derivation.h).
+    // Nothing to convert: rows of encodings 0 and 1 stay as they are. The version is what keeps
+    // an older rackprof, which would not know encoding 2, away from the file.
+    R"sql(
+    SELECT 1;
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

@@ -58,16 +58,66 @@ constexpr int kFirstCounterColumn = 17;
 bool plain_row(const Statement& row, int encoding_column) {
     const std::int64_t encoding = row.column_int(encoding_column);
     if (encoding == static_cast<std::int64_t>(BlockEncoding::kPlainChunk)) return true;
-    if (encoding == static_cast<std::int64_t>(BlockEncoding::kZstdBlock)) return false;
+    if (encoding == static_cast<std::int64_t>(BlockEncoding::kZstdBlock) ||
+        encoding == static_cast<std::int64_t>(BlockEncoding::kZstdBlockSeq))
+        return false;
     throw StorageError("a stored chunk has an unknown encoding " + std::to_string(encoding));
 }
+BlockEncoding encoding_of(const Statement& row, int encoding_column) {
+    return static_cast<BlockEncoding>(row.column_int(encoding_column));
+}
 
-// A record_batches row's chunks; the row's columns are received_ns, records, encoding.
-std::vector<DecodedRecordChunk> record_chunks_of(const Statement& row) {
-    if (!plain_row(row, 2)) return decode_record_block(row.column_blob(1), row.column_int(0));
+// A record_batches row's chunks; the row's columns are received_ns, records, encoding (the
+// chunks' seqs are counted from `row_seq`: readers that need them select the row's seq).
+std::vector<DecodedRecordChunk> record_chunks_of(const Statement& row, std::int64_t row_seq = 0) {
+    if (!plain_row(row, 2))
+        return decode_record_block(row.column_blob(1), row.column_int(0), row_seq,
+                                   encoding_of(row, 2));
     std::vector<DecodedRecordChunk> one;
-    one.push_back({row.column_int(0), unpack_records(row.column_blob(1))});
+    one.push_back({row.column_int(0), unpack_records(row.column_blob(1)), row_seq});
     return one;
+}
+
+// The records of a session's chunks by seq, for the raw chunks rebuilt from them: the record
+// row holding a seq is decoded once for all of its chunks.
+class RecordsBySeq {
+  public:
+    RecordsBySeq(Database& db, std::int64_t session)
+        : st_(db.prepare("SELECT received_ns, records, encoding, seq FROM record_batches WHERE "
+                         "session_id = ? AND seq <= ? ORDER BY seq DESC LIMIT 1")),
+          session_(session) {}
+    std::span<const protocol::Record> of(std::int64_t seq) {
+        if (const auto* found = find(seq)) return *found;
+        st_.reset();
+        st_.bind(1, session_).bind(2, seq);
+        if (st_.step()) chunks_ = record_chunks_of(st_, st_.column_int(3));
+        if (const auto* found = find(seq)) return *found;
+        throw StorageError("the records raw chunk " + std::to_string(seq) +
+                           " is rebuilt from are missing");
+    }
+
+  private:
+    const std::vector<protocol::Record>* find(std::int64_t seq) const {
+        for (const auto& c : chunks_)
+            if (c.seq == seq) return &c.records;
+        return nullptr;
+    }
+    Statement st_;
+    std::int64_t session_;
+    std::vector<DecodedRecordChunk> chunks_;
+};
+
+// A raw block's chunks with their bytes, rebuilt where they were stored as their records.
+std::vector<DecodedRawChunk> raw_chunks_of(const Statement& row, int blob_column,
+                                           std::int64_t row_seq, RecordsBySeq& records) {
+    auto chunks = decode_raw_block(row.column_blob(blob_column), row.column_int(blob_column - 1),
+                                   row_seq, encoding_of(row, blob_column + 1));
+    for (auto& c : chunks) {
+        if (c.codec == RawCodec::kVerbatim) continue;
+        c.bytes = rebuild_raw(c.codec, c.derivation, records.of(c.seq), c.bytes, c.length);
+        c.codec = RawCodec::kVerbatim;
+    }
+    return chunks;
 }
 
 }  // namespace
@@ -216,11 +266,11 @@ void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToSt
     Statement& raw_st =
         cached(insert_raw_,
                "INSERT INTO raw_chunks (session_id, seq, received_ns, bytes, encoding, last_seq, "
-               "last_ns) VALUES (?, ?, ?, ?, 1, ?, ?)");
+               "last_ns) VALUES (?, ?, ?, ?, 2, ?, ?)");
     Statement& rec_st = cached(
         insert_records_,
         "INSERT INTO record_batches (session_id, seq, received_ns, count, records, encoding, "
-        "last_seq, last_ns) VALUES (?, ?, ?, ?, ?, 1, ?, ?)");
+        "last_seq, last_ns) VALUES (?, ?, ?, ?, ?, 2, ?, ?)");
     // One row; `blob` is bound, not copied: alive until run().
     const auto insert_raw = [&](const ChunkToStore& first, const ChunkToStore& last,
                                 std::span<const std::uint8_t> blob) {
@@ -245,7 +295,14 @@ void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToSt
             [&](std::span<const ChunkToStore> block) {
                 std::vector<RawChunkView> views;
                 views.reserve(block.size());
-                for (const auto& c : block) views.push_back({c.received_ns, c.raw});
+                for (const auto& c : block) {
+                    RawChunkView view{c.received_ns, c.raw, c.seq};
+                    if (const auto derived = derive_raw(c.raw_codec, c.raw, c.records)) {
+                        view.codec = c.raw_codec;
+                        view.derivation = *derived;
+                    }
+                    views.push_back(view);
+                }
                 insert_raw(block.front(), block.back(), encode_raw_block(views));
             });
         raw.clear();
@@ -258,7 +315,7 @@ void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToSt
                 views.reserve(block.size());
                 std::uint64_t count = 0;
                 for (const auto& c : block) {
-                    views.push_back({c.received_ns, c.records});
+                    views.push_back({c.received_ns, c.records, c.seq});
                     count += c.records.size();
                 }
                 insert_records(block.front(), block.back(), count, encode_record_block(views));
@@ -294,7 +351,7 @@ void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToSt
     for (const auto& c : chunks) {
         summed.add(c.records);
         if (c.encoded && !c.encoded->record_block.empty()) {
-            for (const auto& d : decode_record_block(c.encoded->record_block, c.received_ns))
+            for (const auto& d : decode_record_block(c.encoded->record_block, c.received_ns, c.seq))
                 summed.add(d.records);
         }
     }
@@ -705,14 +762,16 @@ void SessionStore::for_each_chunk(
     std::int64_t session,
     const std::function<void(std::int64_t, std::span<const std::uint8_t>)>& f) {
     Statement st = db_.prepare(
-        "SELECT received_ns, bytes, encoding FROM raw_chunks WHERE session_id = ? ORDER BY seq");
+        "SELECT received_ns, bytes, encoding, seq FROM raw_chunks WHERE session_id = ? ORDER BY "
+        "seq");
     st.bind(1, session);
+    RecordsBySeq records(db_, session);
     while (st.step()) {
         if (plain_row(st, 2)) {
             f(st.column_int(0), st.column_blob(1));
             continue;
         }
-        for (const auto& chunk : decode_raw_block(st.column_blob(1), st.column_int(0)))
+        for (const auto& chunk : raw_chunks_of(st, 1, st.column_int(3), records))
             f(chunk.received_ns, chunk.bytes);
     }
 }
@@ -720,10 +779,11 @@ void SessionStore::for_each_chunk(
 std::vector<SessionStore::ChunkRow> SessionStore::chunk_page(std::int64_t session,
                                                              std::int64_t after_seq, int limit) {
     Statement st = db_.prepare(
-        "SELECT COALESCE(last_seq, seq), received_ns, bytes, encoding FROM raw_chunks WHERE "
+        "SELECT COALESCE(last_seq, seq), received_ns, bytes, encoding, seq FROM raw_chunks WHERE "
         "session_id = ? AND seq > ? ORDER BY seq LIMIT ?");
     st.bind(1, session).bind(2, after_seq).bind(3, limit);
     std::vector<ChunkRow> out;
+    RecordsBySeq records(db_, session);
     while (st.step()) {
         const std::int64_t seq = st.column_int(0);
         if (plain_row(st, 3)) {
@@ -731,7 +791,7 @@ std::vector<SessionStore::ChunkRow> SessionStore::chunk_page(std::int64_t sessio
             out.push_back({seq, st.column_int(1), {blob.begin(), blob.end()}});
             continue;
         }
-        for (auto& chunk : decode_raw_block(st.column_blob(2), st.column_int(1)))
+        for (auto& chunk : raw_chunks_of(st, 2, st.column_int(4), records))
             out.push_back({seq, chunk.received_ns, std::move(chunk.bytes)});
     }
     return out;

@@ -130,6 +130,9 @@ class SessionStore {
         // Parts of the chunk already encoded as blocks of their own (raw bytes, records or both;
         // such a part is then empty above): stored as they are, a row each.
         const EncodedChunk* encoded = nullptr;
+        // How the raw bytes may be rebuilt from the records (raw_derivation.h): tried when both
+        // are here; a chunk they rebuild exactly is stored as a few bytes saying so.
+        RawCodec raw_codec = RawCodec::kVerbatim;
         std::size_t raw_bytes() const { return raw.size() + (encoded ? encoded->raw_bytes : 0); }
         std::size_t record_count() const {
             return records.size() + (encoded ? encoded->records : 0);

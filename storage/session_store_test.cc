@@ -3,6 +3,9 @@
 
 #include <filesystem>
 
+#include "protocol/legacy_decoder.h"
+#include "protocol/legacy_format.h"
+#include "protocol/record_sink.h"
 #include "storage/session_store.h"
 #include "storage/storage_writer.h"
 #include "storage/temp_db_test.h"
@@ -444,6 +447,98 @@ TEST_CASE("chunks their sender encoded are stored as the writer would, in order 
         CHECK(store.aggregate_between(as_encoded, from, to) == expected);
         CHECK(store.aggregate_between_rows(as_encoded, from, to) == expected);
     }
+}
+
+TEST_CASE("a legacy stream's chunks are stored as their records and read back byte for byte") {
+    // A clean thesis-format stream cut into chunks that end anywhere, with garbage in one: the
+    // writer (and a sender encoding for it) stores the chunks the records rebuild as a few
+    // bytes, the garbage chunk as it came; every reader gets the wire back exactly.
+    std::vector<std::uint8_t> wire;
+    for (std::uint32_t i = 0; i < 20000; ++i) {
+        protocol::encode_legacy(i % 3 ? Record::arc(0x1000 + i % 97, 0x2000 + i % 13)
+                                      : Record::pc_sample(0x1800 + i % 61),
+                                3, wire);
+    }
+    wire.insert(wire.begin() + 70001, {0xEE, 0xEE, 0x07});
+    protocol::LegacyDecoder decoder({3, protocol::LegacyEncoding::kBinary, std::nullopt});
+    std::vector<ChunkOp> ops;
+    for (std::size_t from = 0, i = 0; from < wire.size(); ++i) {
+        const std::size_t to = std::min(wire.size(), from + 1000 + (i * 4099) % 9000);
+        protocol::RecordCollector sink;
+        decoder.feed(std::span(wire).subspan(from, to - from), sink);
+        if (to == wire.size()) decoder.finish(sink);
+        gmon::Aggregate delta;
+        delta.add(sink.records);
+        ChunkOp op{0,
+                   1000 * static_cast<std::int64_t>(i + 1),
+                   std::vector<std::uint8_t>(wire.begin() + static_cast<std::ptrdiff_t>(from),
+                                             wire.begin() + static_cast<std::ptrdiff_t>(to)),
+                   sink.records,
+                   {},
+                   {},
+                   {},
+                   std::move(delta)};
+        op.raw_codec = RawCodec::kLegacy3;
+        ops.push_back(std::move(op));
+        from = to;
+    }
+    REQUIRE(decoder.stats().bytes_discarded > 0);
+    TempDb db;
+    SessionId id = 0;
+    {
+        StorageWriter writer(db.path, {std::chrono::milliseconds(20), 1 << 20});
+        id = writer.reserve_session_id();
+        writer.submit(OpenSessionOp{id, {}});
+        for (std::size_t i = 0; i < ops.size(); ++i) {
+            ChunkOp op = ops[i];
+            op.session = id;
+            if (i % 4 == 3) {  // what the capture thread does while the writer is behind
+                op.encoded = std::make_shared<const EncodedChunk>(
+                    encode_chunk(op.received_ns, op.raw, op.records, op.raw_codec));
+                op.raw.clear();
+                op.records.clear();
+            }
+            REQUIRE(writer.submit(std::move(op)));
+            if (i % 3 == 2) writer.flush();
+        }
+        writer.submit(CloseSessionOp{id, "completed", 1'000'000, {}});
+        writer.stop();
+    }
+    SessionStore store(db.path, Database::Mode::kReadOnly);
+    std::vector<std::uint8_t> back;
+    std::size_t chunks = 0;
+    store.for_each_chunk(id, [&](std::int64_t t, std::span<const std::uint8_t> bytes) {
+        REQUIRE(chunks < ops.size());
+        CHECK(t == ops[chunks++].received_ns);
+        back.insert(back.end(), bytes.begin(), bytes.end());
+    });
+    CHECK(chunks == ops.size());
+    CHECK(back == wire);
+    std::vector<std::uint8_t> paged;
+    for (std::int64_t after = -1;;) {
+        const auto page = store.chunk_page(id, after, 3);
+        if (page.empty()) break;
+        for (const auto& row : page) paged.insert(paged.end(), row.bytes.begin(), row.bytes.end());
+        after = page.back().seq;
+    }
+    CHECK(paged == wire);
+    // Only the garbage chunk's bytes are stored as they came (zstd still takes them down).
+    Statement sizes = store.db().prepare(
+        "SELECT SUM(length(bytes)), MAX(length(bytes)), COUNT(*) FROM raw_chunks WHERE "
+        "session_id = ?");
+    sizes.bind(1, id);
+    REQUIRE(sizes.step());
+    MESSAGE("raw rows: " << sizes.column_int(2) << ", " << sizes.column_int(0) << " bytes for "
+                         << wire.size() << " wire bytes");
+    CHECK(sizes.column_int(0) < static_cast<std::int64_t>(wire.size() / 20));
+    // A damaged row is an error, never wrong bytes: the records a chunk is rebuilt from gone.
+    {
+        Database rw(db.path);
+        rw.exec("DELETE FROM record_batches WHERE seq = (SELECT MIN(seq) FROM record_batches)");
+    }
+    SessionStore damaged(db.path, Database::Mode::kReadOnly);
+    CHECK_THROWS_AS(damaged.for_each_chunk(id, [](std::int64_t, std::span<const std::uint8_t>) {}),
+                    StorageError);
 }
 
 }  // namespace

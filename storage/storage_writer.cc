@@ -594,7 +594,8 @@ void StorageWriter::write_op(WriteOp& op, Attempt& a) {
         if (chunk->encoded && !chunk->delta)
             throw StorageError("an encoded chunk without its records summed");
         p.chunks.push_back(
-            {seq, chunk->received_ns, chunk->raw, chunk->records, chunk->encoded.get()});
+            {seq, chunk->received_ns, chunk->raw, chunk->records, chunk->encoded.get(),
+             chunk->raw_codec});
         for (std::size_t i = 0; i < chunk->console.size(); ++i) {
             store_.append_console(id, seq, static_cast<std::int64_t>(i), chunk->console[i]);
         }

@@ -70,6 +70,9 @@ struct ChunkOp {
     // its records, its raw bytes, or both; an encoded part is empty in `raw` / `records`, and
     // `delta` is then required. Each encoded part is stored as a row of its own.
     std::shared_ptr<const EncodedChunk> encoded = nullptr;
+    // The wire's codec (raw_derivation.h): the writer stores the raw bytes as their records'
+    // encoding where they are exactly that.
+    RawCodec raw_codec = RawCodec::kVerbatim;
 
     std::size_t raw_bytes() const { return raw.size() + (encoded ? encoded->raw_bytes : 0); }
     std::size_t record_count() const { return records.size() + (encoded ? encoded->records : 0); }

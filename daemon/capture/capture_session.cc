@@ -15,6 +15,7 @@ CaptureSession::CaptureSession(storage::SessionId id, storage::NewSession spec,
       spec_(std::move(spec)),
       writer_(writer),
       decoder_(protocol::make_decoder(wire)),
+      raw_codec_(storage::raw_codec_of(wire)),
       firmware_for_(std::move(firmware_for)) {
     writer_.submit(storage::OpenSessionOp{id_, spec_});
 }
@@ -103,12 +104,18 @@ bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t 
         gathered_.reserve(raw.size());
     }
     op.raw = std::move(raw);
+    op.raw_codec = raw_codec_;
     if (writer_.behind()) {
         // The writer is behind: this thread encodes the chunk's records (their compression is
-        // about as much work as the raw bytes', which the writer keeps), and their buffer stays
-        // here for the next chunk.
-        op.encoded = std::make_shared<const storage::EncodedChunk>(
-            storage::encode_chunk(received_ns, {}, collector_.records));
+        // about as much work as the raw bytes', which the writer keeps, unless the records
+        // rebuild them: then they are stored as such from here), and their buffer stays here
+        // for the next chunk.
+        const bool rebuilt = raw_codec_ != storage::RawCodec::kVerbatim;
+        op.encoded = std::make_shared<const storage::EncodedChunk>(storage::encode_chunk(
+            received_ns,
+            rebuilt ? std::span<const std::uint8_t>(op.raw) : std::span<const std::uint8_t>(),
+            collector_.records, raw_codec_));
+        if (rebuilt) op.raw.clear();
         collector_.records.clear();
     } else {
         op.records = std::move(collector_.records);

@@ -100,6 +100,7 @@ class CaptureSession {
     storage::NewSession spec_;
     storage::StorageWriter& writer_;
     std::unique_ptr<protocol::StreamDecoder> decoder_;
+    storage::RawCodec raw_codec_;  // how storage may rebuild this wire's bytes
     Collector collector_;
     gmon::Aggregate changes_;
     FirmwareForHello firmware_for_;

@@ -2,7 +2,8 @@
 // reader. The input is tried three ways: as a block blob itself (raw and records), and as a
 // block's payload inside a valid zstd frame (what a flipped bit after decompression looks like).
 // Either way the promise is a StorageError or chunks, never a crash or a runaway allocation.
-// Records the decoder accepts must encode and decode to the same records and times again.
+// Records the decoder accepts must encode and decode to the same records, times and seqs again.
+// Both block encodings (v8's, v13's with seqs and rebuilt raw chunks) are tried.
 #include <zstd.h>
 
 #include "storage/chunk_blocks.h"
@@ -14,25 +15,30 @@ namespace {
 
 void decode_records_again(const std::vector<storage::DecodedRecordChunk>& chunks) {
     std::vector<storage::RecordChunkView> views;
-    for (const auto& c : chunks) views.push_back({c.received_ns, c.records});
+    for (const auto& c : chunks) views.push_back({c.received_ns, c.records, c.seq});
     if (views.empty()) return;
     const auto again = storage::decode_record_block(storage::encode_record_block(views),
-                                                    views.front().received_ns);
+                                                    views.front().received_ns, views.front().seq);
     FUZZ_CHECK(again.size() == chunks.size());
     for (std::size_t i = 0; i < chunks.size(); ++i) {
         FUZZ_CHECK(again[i].received_ns == chunks[i].received_ns);
         FUZZ_CHECK(again[i].records == chunks[i].records);
+        FUZZ_CHECK(again[i].seq == chunks[i].seq);
     }
 }
 
 void try_blob(Bytes blob) {
-    try {
-        (void)storage::decode_raw_block(blob, 1000);
-    } catch (const storage::StorageError&) {
-    }
-    try {
-        decode_records_again(storage::decode_record_block(blob, 1000));
-    } catch (const storage::StorageError&) {
+    for (const auto encoding :
+         {storage::BlockEncoding::kZstdBlock, storage::BlockEncoding::kZstdBlockSeq}) {
+        try {
+            for (const auto& c : storage::decode_raw_block(blob, 1000, 7, encoding))
+                FUZZ_CHECK(c.bytes.size() <= c.length);
+        } catch (const storage::StorageError&) {
+        }
+        try {
+            decode_records_again(storage::decode_record_block(blob, 1000, 7, encoding));
+        } catch (const storage::StorageError&) {
+        }
     }
 }
 
