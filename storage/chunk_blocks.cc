@@ -193,6 +193,17 @@ std::vector<IndexEntry> read_index(PayloadReader& in, std::int64_t row_received_
 
 }  // namespace
 
+RawChunkView raw_chunk_view(std::int64_t received_ns, std::span<const std::uint8_t> bytes,
+                            std::int64_t seq, RawCodec codec,
+                            std::span<const protocol::Record> records) {
+    RawChunkView view{received_ns, bytes, seq};
+    if (const auto derived = derive_raw(codec, bytes, records)) {
+        view.codec = codec;
+        view.derivation = *derived;
+    }
+    return view;
+}
+
 std::vector<std::uint8_t> encode_raw_block(std::span<const RawChunkView> chunks) {
     std::vector<std::uint8_t> payload = index_of(
         chunks, [](const RawChunkView& c) { return c.bytes.size(); },
@@ -299,11 +310,7 @@ EncodedChunk encode_chunk(std::int64_t received_ns, std::span<const std::uint8_t
                           std::span<const protocol::Record> records, RawCodec codec) {
     EncodedChunk out;
     if (!raw.empty()) {
-        RawChunkView view{received_ns, raw};
-        if (const auto derived = derive_raw(codec, raw, records)) {
-            view.codec = codec;
-            view.derivation = *derived;
-        }
+        const RawChunkView view = raw_chunk_view(received_ns, raw, 0, codec, records);
         out.raw_block = encode_raw_block(std::span(&view, 1));
         out.raw_bytes = raw.size();
     }

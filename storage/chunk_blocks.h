@@ -53,6 +53,10 @@ struct RawChunkView {
     RawCodec codec = RawCodec::kVerbatim;  // else: stored as `derivation` and the suffix
     RawDerivation derivation{};
 };
+// A chunk's view, stored as its records' encoding when `codec` rebuilds it from them exactly.
+RawChunkView raw_chunk_view(std::int64_t received_ns, std::span<const std::uint8_t> bytes,
+                            std::int64_t seq, RawCodec codec,
+                            std::span<const protocol::Record> records);
 struct RecordChunkView {
     std::int64_t received_ns = 0;
     std::span<const protocol::Record> records;

@@ -295,14 +295,9 @@ void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToSt
             [&](std::span<const ChunkToStore> block) {
                 std::vector<RawChunkView> views;
                 views.reserve(block.size());
-                for (const auto& c : block) {
-                    RawChunkView view{c.received_ns, c.raw, c.seq};
-                    if (const auto derived = derive_raw(c.raw_codec, c.raw, c.records)) {
-                        view.codec = c.raw_codec;
-                        view.derivation = *derived;
-                    }
-                    views.push_back(view);
-                }
+                for (const auto& c : block)
+                    views.push_back(
+                        raw_chunk_view(c.received_ns, c.raw, c.seq, c.raw_codec, c.records));
                 insert_raw(block.front(), block.back(), encode_raw_block(views));
             });
         raw.clear();
