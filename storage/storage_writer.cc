@@ -175,8 +175,17 @@ bool StorageWriter::submit(WriteOp op) {
 }
 
 bool StorageWriter::has_room() {
-    std::lock_guard lock(mutex_);
-    return queued_bytes_ + kRoomFor <= options_.queue_budget_bytes;
+    {
+        std::lock_guard lock(mutex_);
+        source_waits_ = true;
+        // An empty queue always has room: a budget below kRoomFor still makes progress.
+        if (queued_bytes_ == 0 || queued_bytes_ + kRoomFor <= waiting_budget()) return true;
+        // Below the early-commit mark the writer would sleep out its interval while the
+        // source waits.
+        wake_now_ = true;
+    }
+    wake_.notify_one();
+    return false;
 }
 
 void StorageWriter::flush() {
@@ -268,6 +277,7 @@ void StorageWriter::run() {
                     for (auto& op : queue_) ops.push_back(std::move(op));
                     queue_.clear();
                     queued_bytes_ = 0;
+                    source_waits_ = false;  // a source still reading asks again
                     queued_bytes_now_.store(0, std::memory_order_relaxed);
                     stopping = stopping_;
                 }

@@ -208,10 +208,16 @@ class StorageWriter {
     // Queues an operation. Open, gap and close operations are always accepted (they are
     // small and carry state); a chunk is refused when the queue is over budget.
     bool submit(WriteOp op);
-    // Whether a chunk of a typical read (kRoomFor bytes with its records) would be accepted
-    // now: sources that can wait (files) read only then. Any thread.
+    // Whether a source that can wait (a file) should read on: the queue holds less than
+    // waiting_budget() with room for a typical read (kRoomFor bytes with its records). When
+    // not, the writer is woken to commit what is queued at once. Any thread.
     bool has_room();
     static constexpr std::size_t kRoomFor = 1u << 20;
+    // A quarter of the budget: live links keep the rest for bursts that cannot wait. A short
+    // queue also keeps a file's records in cache between the capture thread that writes them
+    // and the writer that reads them: a file ingest with a full 32 MiB queue faulted in twice
+    // the pages and took 5-8 % longer (ingest_bench, same run).
+    std::size_t waiting_budget() const { return options_.queue_budget_bytes / 4; }
     // Whether the writer is behind: busy storing earlier chunks while more than an eighth of
     // its budget waits. A sender with time to spare (the capture thread) should then encode its
     // chunks' records itself (ChunkOp::encoded), so that the compression is shared between the
@@ -280,7 +286,11 @@ class StorageWriter {
     // behind(): a 256-board rack queues ~16 MiB of records and raw bytes per 100 ms, so a
     // quarter mark committed twice as often and took the daemon from 55 % to 62 % of a core
     // (ingest_bench, same run), for no measured gain on a file source.
-    std::size_t commit_early_bytes() const { return options_.queue_budget_bytes / 2; }
+    // While a source waits on has_room() (a file read flat out), half of waiting_budget():
+    // the writer takes the queue before the source has to wait. (Under mutex_.)
+    std::size_t commit_early_bytes() const {
+        return source_waits_ ? waiting_budget() / 2 : options_.queue_budget_bytes / 2;
+    }
     void apply(std::vector<WriteOp> ops);
     void apply_batch(std::vector<WriteOp>& batch, std::int64_t now);
     // The applied chunks' buffers, kept for record_buffer() / raw_buffer().
@@ -319,7 +329,8 @@ class StorageWriter {
     std::uint64_t submitted_ = 0;
     std::uint64_t applied_ = 0;
     bool flush_wanted_ = false;  // a flush() waits: commit now, not at the interval's end
-    bool wake_now_ = false;      // something other than a chunk waits: commit now
+    bool wake_now_ = false;      // something other than a chunk, or a source, waits: commit now
+    bool source_waits_ = false;  // has_room() was asked since the writer last took the queue
     std::atomic<std::uint64_t> failed_transactions_{0};
     bool stopping_ = false;
 

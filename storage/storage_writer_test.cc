@@ -399,6 +399,56 @@ TEST_CASE("a chunk's buffers come back for the next chunk once it is written, a 
     CHECK(stored == chunks * 4096 + chunks * (chunks - 1) / 2);
 }
 
+TEST_CASE("a source that waits keeps the queue to a quarter of the budget, never waiting out "
+          "the commit interval") {
+    TempDb db;
+    StorageWriterOptions options;
+    options.commit_interval = std::chrono::hours(1);  // only a wake-up commits here
+    StorageWriter writer(db.path, options);
+    const SessionId id = writer.reserve_session_id();
+    writer.submit(OpenSessionOp{id, spec_of("file")});
+    writer.flush();
+    // Chunks as a file source hands them over: 256 KiB read, 4096 records.
+    std::size_t sent = 0, waits = 0, most_queued = 0;
+    std::int64_t t = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (sent < 200 && std::chrono::steady_clock::now() < deadline) {
+        if (!writer.has_room()) {
+            ++waits;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            continue;
+        }
+        most_queued = std::max(most_queued, writer.stats().queued_bytes);
+        ChunkOp op{id,
+                   ++t,
+                   std::vector<std::uint8_t>(256 << 10, 0x50),
+                   std::vector<Record>(4096, Record::pc_sample(0x1000)),
+                   {},
+                   {},
+                   {},
+                   {}};
+        REQUIRE(writer.submit(std::move(op)));
+        ++sent;
+    }
+    // All of it went through (a source waiting out the hour-long interval would not), the
+    // queue never held more than the waiting budget, and none was refused.
+    CHECK(sent == 200);
+    CHECK(most_queued + StorageWriter::kRoomFor <= options.queue_budget_bytes / 4);
+    writer.flush();
+    SessionStore store(db.path, Database::Mode::kReadOnly);
+    CHECK(stored_records(store, id) == 200 * 4096);
+    MESSAGE("200 chunks of 256 KiB; the source waited ", waits, " times; most queued ", most_queued,
+            " bytes");
+}
+
+TEST_CASE("an empty queue has room for a source whatever the budget") {
+    TempDb db;
+    StorageWriterOptions options;
+    options.queue_budget_bytes = StorageWriter::kRoomFor / 2;
+    StorageWriter writer(db.path, options);
+    CHECK(writer.has_room());
+}
+
 TEST_CASE("after a crash, the records stored after a session's sums are added at the next start") {
     TempDb db;
     SessionId id = 0;
