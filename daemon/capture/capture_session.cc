@@ -62,7 +62,8 @@ void CaptureSession::on_hello(const protocol::TargetHello& hello) {
 }
 
 bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t received_ns) {
-    gmon::Aggregate delta = std::exchange(collector_.sums, {});  // for the live view and storage
+    gmon::Aggregate delta;  // summed once: for the live view and for the writer
+    delta.add(collector_.records);
     changes_.merge(delta);
     refresh_counters();
     // The live view's newest arcs: only the chunk's tail is looked at.

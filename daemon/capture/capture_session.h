@@ -79,10 +79,8 @@ class CaptureSession {
         std::vector<protocol::ConsoleText> console;
         std::optional<protocol::TargetHello> hello;  // the newest not yet taken
         ingest::CallingContextFeed calling_context;  // function entry/exit events
-        gmon::Aggregate sums;  // of `records`, added while each batch is still in cache
         void on_records(std::span<const protocol::Record> batch) override {
             records.insert(records.end(), batch.begin(), batch.end());
-            sums.add(batch);
         }
         void on_event(const protocol::StreamEvent& event) override {
             if (const auto* h = std::get_if<protocol::TargetHello>(&event)) hello = *h;
