@@ -65,6 +65,12 @@ class PayloadReader {
         return out;
     }
     std::span<const std::uint8_t> rest() { return take(bytes_.size() - at_); }
+    // A length that must fit in what is left.
+    std::size_t varint_within() {
+        const std::uint64_t n = varint();
+        if (n > bytes_.size() - at_) throw StorageError("corrupt block: payload cut short");
+        return static_cast<std::size_t>(n);
+    }
     bool done() const { return at_ == bytes_.size(); }
 
   private:
@@ -156,7 +162,8 @@ enum class BlockKind { kRaw, kRecords };
 std::vector<IndexEntry> read_index(PayloadReader& in, std::int64_t row_received_ns,
                                    std::int64_t row_seq, BlockEncoding encoding, BlockKind kind,
                                    std::size_t payload_bytes) {
-    const bool seqs = encoding == BlockEncoding::kZstdBlockSeq;
+    const bool seqs =
+        encoding == BlockEncoding::kZstdBlockSeq || encoding == BlockEncoding::kZstdBlockColumns;
     if (!seqs && encoding != BlockEncoding::kZstdBlock)
         throw StorageError("a stored block has an unknown encoding " +
                            std::to_string(static_cast<std::int64_t>(encoding)));
@@ -228,12 +235,14 @@ std::vector<std::uint8_t> encode_raw_block(std::span<const RawChunkView> chunks)
 // has a third of the bytes to work through).
 class RecordDeltas {
   public:
-    // The record's head byte at `head`, its values at `values` (room for kMaxValueBytes);
-    // returns the end of the values.
+    // The record's head byte at `head`, its values at `arcs` (an arc's) or `pcs` (a sample's),
+    // each with room for kMaxValueBytes; advances the one written.
     static constexpr std::size_t kMaxValueBytes = 3 * 5;  // 33-bit zigzags, a 32-bit count
-    std::uint8_t* put(const protocol::Record& r, std::uint8_t* head, std::uint8_t* values) {
+    void put(const protocol::Record& r, std::uint8_t* head, std::uint8_t*& arcs,
+             std::uint8_t*& pcs) {
         const bool counted = r.count != 1;
         *head = static_cast<std::uint8_t>(static_cast<std::uint8_t>(r.kind) | (counted ? 0x80 : 0));
+        std::uint8_t*& values = r.kind == protocol::RecordKind::kArc ? arcs : pcs;
         if (r.kind == protocol::RecordKind::kArc) {
             values = put_varint(values, zigzag(std::int64_t{r.from_pc} - from_));
             values = put_varint(values, zigzag(std::int64_t{r.self_pc} - self_));
@@ -244,24 +253,26 @@ class RecordDeltas {
             pc_ = r.self_pc;
         }
         if (counted) values = put_varint(values, r.count);
-        return values;
     }
-    protocol::Record get(std::uint8_t head, PayloadReader& values) {
+    // `arcs` and `pcs` are one reader in blocks before encoding 3.
+    protocol::Record get(std::uint8_t head, PayloadReader& arcs, PayloadReader& pcs) {
         protocol::Record r;
         r.kind = static_cast<protocol::RecordKind>(head & 0x7F);
+        PayloadReader* values = &pcs;
         if (r.kind == protocol::RecordKind::kArc) {
-            from_ = address(from_, unzigzag(values.varint()));
-            self_ = address(self_, unzigzag(values.varint()));
+            values = &arcs;
+            from_ = address(from_, unzigzag(arcs.varint()));
+            self_ = address(self_, unzigzag(arcs.varint()));
             r.from_pc = static_cast<std::uint32_t>(from_);
             r.self_pc = static_cast<std::uint32_t>(self_);
         } else if (r.kind == protocol::RecordKind::kPcSample) {
-            pc_ = address(pc_, unzigzag(values.varint()));
+            pc_ = address(pc_, unzigzag(pcs.varint()));
             r.self_pc = static_cast<std::uint32_t>(pc_);
         } else {
             throw StorageError("corrupt block: unknown record kind");
         }
         if (head & 0x80) {
-            const std::uint64_t count = values.varint();
+            const std::uint64_t count = values->varint();
             if (count > 0xFFFFFFFFu) throw StorageError("corrupt block: count out of range");
             r.count = static_cast<std::uint32_t>(count);
         }
@@ -286,23 +297,27 @@ std::vector<std::uint8_t> encode_record_block(std::span<const RecordChunkView> c
         [](const RecordChunkView&, std::vector<std::uint8_t>&) {});
     std::size_t total = 0;
     for (const auto& c : chunks) total += c.records.size();
-    // Heads straight into the payload, values into a scratch buffer with room for the most a
-    // record can take (no bounds check, no clearing per byte), then appended.
+    // Heads straight into the payload, each kind's values into a scratch buffer of its own with
+    // room for the most a record can take (no bounds check, no clearing per byte), then
+    // appended: the arcs' length, the arcs', the samples'.
     const std::size_t index_bytes = payload.size();
     payload.resize(index_bytes + total);
-    thread_local std::unique_ptr<std::uint8_t[]> scratch;
-    thread_local std::size_t scratch_size = 0;
-    if (scratch_size < total * RecordDeltas::kMaxValueBytes) {
-        scratch_size = total * RecordDeltas::kMaxValueBytes;
-        scratch.reset(new std::uint8_t[scratch_size]);
-    }
+    // Grown, never shrunk: cleared only where it grows.
+    thread_local std::vector<std::uint8_t> scratch;
+    const std::size_t room = total * RecordDeltas::kMaxValueBytes;
+    if (scratch.size() < 2 * room) scratch.resize(2 * room);
     std::uint8_t* head = payload.data() + index_bytes;
-    std::uint8_t* values = scratch.get();
+    std::uint8_t* const arcs_begin = scratch.data();
+    std::uint8_t* const pcs_begin = arcs_begin + room;
+    std::uint8_t* arcs = arcs_begin;
+    std::uint8_t* pcs = pcs_begin;
     RecordDeltas deltas;
     for (const auto& c : chunks) {
-        for (const auto& r : c.records) values = deltas.put(r, head++, values);
+        for (const auto& r : c.records) deltas.put(r, head++, arcs, pcs);
     }
-    payload.insert(payload.end(), scratch.get(), values);
+    put_varint(payload, static_cast<std::uint64_t>(arcs - arcs_begin));
+    payload.insert(payload.end(), arcs_begin, arcs);
+    payload.insert(payload.end(), pcs_begin, pcs);
     return compress(payload);
 }
 
@@ -352,7 +367,11 @@ std::vector<DecodedRecordChunk> decode_record_block(std::span<const std::uint8_t
         total += e.length;
     }
     const auto heads = in.take(total);  // one head byte per record
-    PayloadReader values(in.rest());
+    // Since encoding 3 the arcs' values and the samples' follow one another; before, one run.
+    const bool columns = encoding == BlockEncoding::kZstdBlockColumns;
+    PayloadReader arcs(columns ? in.take(in.varint_within()) : in.rest());
+    PayloadReader samples(in.rest());
+    PayloadReader& pcs = columns ? samples : arcs;
     RecordDeltas deltas;
     std::vector<DecodedRecordChunk> out;
     out.reserve(index.size());
@@ -361,10 +380,11 @@ std::vector<DecodedRecordChunk> decode_record_block(std::span<const std::uint8_t
         DecodedRecordChunk chunk{e.received_ns, {}, e.seq};
         chunk.records.reserve(e.length);
         for (std::uint64_t i = 0; i < e.length; ++i)
-            chunk.records.push_back(deltas.get(heads[at++], values));
+            chunk.records.push_back(deltas.get(heads[at++], arcs, pcs));
         out.push_back(std::move(chunk));
     }
-    if (!values.done()) throw StorageError("corrupt block: bytes after the last record");
+    if (!arcs.done() || !samples.done())
+        throw StorageError("corrupt block: bytes after the last record");
     return out;
 }
 

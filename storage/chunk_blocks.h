@@ -14,7 +14,11 @@
 //   the chunks' payloads back to back: raw bytes as received (a rebuilt chunk's suffix); records
 //   as a head byte each (kind, bit 7: a count follows) for all of them, then varints: an arc's
 //   zigzag deltas of from_pc and self_pc to the block's previous arc, a PC sample's to the
-//   previous sample, and the count where the head says
+//   previous sample, and the count where the head says. Since v14 (encoding 3) the arcs'
+//   varints come first, after their length as a varint, then the samples': an arc stream on its
+//   own repeats as the firmware's call pattern does, which zstd then finds in long matches
+//   (the thesis-style stream's record blocks: 0.46 instead of 0.65 bytes a record, and a third
+//   of the time to encode and compress). Raw blocks of encoding 3 are those of encoding 2.
 // Rows written before v8 (encoding 0) are one chunk each, uncompressed; readers take all three.
 // A rebuilt raw chunk's records are those of the record chunk with the same seq.
 // The bytes are the database's: change them only with a schema migration.
@@ -33,12 +37,13 @@ namespace rackprof::storage {
 
 // The `encoding` column of raw_chunks and record_batches.
 enum class BlockEncoding : std::int64_t {
-    kPlainChunk = 0,    // v7 and before: one chunk, raw bytes or packed records as they are
-    kZstdBlock = 1,     // v8: a block as above
-    kZstdBlockSeq = 2,  // v13: each chunk's seq; raw chunks may be rebuilt from their records
+    kPlainChunk = 0,        // v7 and before: one chunk, raw bytes or packed records as they are
+    kZstdBlock = 1,         // v8: a block as above
+    kZstdBlockSeq = 2,      // v13: each chunk's seq; raw chunks may be rebuilt from their records
+    kZstdBlockColumns = 3,  // v14: record values as two runs, the arcs' and the samples'
 };
 // What encode_raw_block / encode_record_block write.
-inline constexpr BlockEncoding kBlockEncoding = BlockEncoding::kZstdBlockSeq;
+inline constexpr BlockEncoding kBlockEncoding = BlockEncoding::kZstdBlockColumns;
 
 // Bounds on one block: the writer starts a new row past them; a reader refuses a blob whose
 // frame claims more (a damaged database must not make a reader allocate gigabytes).
@@ -99,7 +104,8 @@ EncodedChunk encode_chunk(std::int64_t received_ns, std::span<const std::uint8_t
                           RawCodec codec = RawCodec::kVerbatim);
 
 // Throw StorageError for a blob that is not a block (damaged, cut short, too large).
-// The row's received_ns, seq and encoding (kZstdBlock or kZstdBlockSeq) are its columns'.
+// The row's received_ns, seq and encoding (kZstdBlock, kZstdBlockSeq or kZstdBlockColumns)
+// are its columns'.
 std::vector<DecodedRawChunk> decode_raw_block(std::span<const std::uint8_t> blob,
                                               std::int64_t row_received_ns,
                                               std::int64_t row_seq = 0,

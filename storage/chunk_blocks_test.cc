@@ -56,6 +56,125 @@ TEST_CASE("a record block gives back every chunk's records in order") {
     }
 }
 
+// What blocks of encodings 1 and 2 hold for records (chunk_blocks.h), built byte by byte as
+// rackprof wrote them before v14: the index, the heads, then every record's values in one run.
+Bytes interleaved_record_block(std::span<const RecordChunkView> chunks, bool seqs) {
+    Bytes payload;
+    const auto varint = [&payload](std::uint64_t v) {
+        for (; v >= 0x80; v >>= 7) payload.push_back(static_cast<std::uint8_t>(v | 0x80));
+        payload.push_back(static_cast<std::uint8_t>(v));
+    };
+    const auto zigzag = [](std::int64_t v) {
+        return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);
+    };
+    varint(chunks.size());
+    std::int64_t t = chunks.front().received_ns, seq = chunks.front().seq;
+    for (const auto& c : chunks) {
+        varint(zigzag(c.received_ns - t));
+        varint(c.records.size());
+        if (seqs) varint(zigzag(c.seq - seq));
+        t = c.received_ns;
+        seq = c.seq;
+    }
+    for (const auto& c : chunks)
+        for (const auto& r : c.records)
+            payload.push_back(
+                static_cast<std::uint8_t>(static_cast<int>(r.kind) | (r.count != 1 ? 0x80 : 0)));
+    std::int64_t from = 0, self = 0, pc = 0;
+    for (const auto& c : chunks) {
+        for (const auto& r : c.records) {
+            if (r.kind == protocol::RecordKind::kArc) {
+                varint(zigzag(std::int64_t{r.from_pc} - from));
+                varint(zigzag(std::int64_t{r.self_pc} - self));
+                from = r.from_pc;
+                self = r.self_pc;
+            } else {
+                varint(zigzag(std::int64_t{r.self_pc} - pc));
+                pc = r.self_pc;
+            }
+            if (r.count != 1) varint(r.count);
+        }
+    }
+    Bytes framed(ZSTD_compressBound(payload.size()));
+    framed.resize(ZSTD_compress(framed.data(), framed.size(), payload.data(), payload.size(), 1));
+    return framed;
+}
+
+// A firmware's loop as the thesis-style stream shows it: the same few arcs over and over, in
+// the same order, between PC samples that land anywhere in the code.
+std::vector<std::vector<Record>> loop_chunks(std::size_t chunks, std::size_t records) {
+    std::mt19937 random(14);
+    const std::vector<Record> calls = {
+        Record::arc(0x08000120, 0x08000400), Record::arc(0x08000410, 0x08000800),
+        Record::arc(0x08000820, 0x08000C00, 3), Record::arc(0x08000130, 0x08001000)};
+    std::vector<std::vector<Record>> out(chunks);
+    std::size_t next_call = 0;
+    for (auto& chunk : out) {
+        while (chunk.size() < records) {
+            if (random() % 3 == 0) {
+                chunk.push_back(
+                    Record::pc_sample(0x08000000 + random() % 0x1400, random() % 50 == 0 ? 2 : 1));
+            } else {
+                chunk.push_back(calls[next_call++ % calls.size()]);
+            }
+        }
+    }
+    return out;
+}
+
+TEST_CASE(
+    "a v14 record block keeps arcs' and samples' values apart; v8 and v13 blocks still read") {
+    const auto chunks = loop_chunks(6, 3000);
+    std::vector<RecordChunkView> views;
+    for (std::size_t i = 0; i < chunks.size(); ++i)
+        views.push_back({static_cast<std::int64_t>(5000 + 70 * i), chunks[i],
+                         static_cast<std::int64_t>(40 + i)});
+    const Bytes v14 = encode_record_block(views);
+    const Bytes v13 = interleaved_record_block(views, true);
+    const Bytes v8 = interleaved_record_block(views, false);
+    const auto check = [&](const std::vector<DecodedRecordChunk>& back, bool seqs) {
+        REQUIRE(back.size() == chunks.size());
+        for (std::size_t i = 0; i < chunks.size(); ++i) {
+            CAPTURE(i);
+            CHECK(back[i].received_ns == views[i].received_ns);
+            CHECK(back[i].records == chunks[i]);
+            if (seqs) CHECK(back[i].seq == views[i].seq);
+        }
+    };
+    check(decode_record_block(v14, 5000, 40, BlockEncoding::kZstdBlockColumns), true);
+    check(decode_record_block(v13, 5000, 40, BlockEncoding::kZstdBlockSeq), true);
+    check(decode_record_block(v8, 5000, 0, BlockEncoding::kZstdBlock), false);
+    // What the split is for: the arcs' run repeats as the loop does, the samples' alone.
+    MESSAGE("v14 block " << v14.size() << " bytes, v13 " << v13.size() << " bytes for " << 6 * 3000
+                         << " records");
+    CHECK(v14.size() < v13.size());
+    // A block read with another encoding than its row's is an error, never other records.
+    CHECK_THROWS_AS(decode_record_block(v13, 5000, 40, BlockEncoding::kZstdBlockColumns),
+                    StorageError);
+}
+
+TEST_CASE("a v14 record block whose arcs' length is wrong is a StorageError") {
+    const std::vector<Record> records = {Record::arc(0x100, 0x200), Record::pc_sample(0x300),
+                                         Record::arc(0x104, 0x200, 9)};
+    const RecordChunkView view{1, records, 0};
+    const Bytes blob = encode_record_block(std::span(&view, 1));
+    std::vector<std::uint8_t> payload(ZSTD_getFrameContentSize(blob.data(), blob.size()));
+    REQUIRE(ZSTD_decompress(payload.data(), payload.size(), blob.data(), blob.size()) ==
+            payload.size());
+    // index (count 1, time 0, 3 records, seq 0), 3 heads, then the arcs' length
+    const std::size_t length_at = 4 + records.size();
+    REQUIRE(payload[length_at] < 0x80);
+    for (const int change : {-1, +1, +60}) {
+        CAPTURE(change);
+        Bytes damaged = payload;
+        damaged[length_at] = static_cast<std::uint8_t>(damaged[length_at] + change);
+        Bytes framed(ZSTD_compressBound(damaged.size()));
+        framed.resize(
+            ZSTD_compress(framed.data(), framed.size(), damaged.data(), damaged.size(), 1));
+        CHECK_THROWS_AS(decode_record_block(framed, 1), StorageError);
+    }
+}
+
 TEST_CASE("a damaged block is a StorageError, never a crash or a huge allocation") {
     const Bytes raw = {'A', 0, 0x10, 0x01, 0, 0x20, 0x00};
     const RawChunkView view{5, raw};

@@ -218,6 +218,11 @@ const char* const kMigrations[] = {
     R"sql(
     SELECT 1;
     )sql",
+    // 14: blocks of encoding 3 (chunk_blocks.h): a record block's arc values and sample values
+    // as two runs. Nothing to convert; the version keeps an older rackprof from the file.
+    R"sql(
+    SELECT 1;
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

@@ -7,7 +7,7 @@
 
 namespace rackprof::storage {
 
-inline constexpr int kSchemaVersion = 13;
+inline constexpr int kSchemaVersion = 14;
 // The version that added session_cct (the calling-context tree).
 inline constexpr int kCallingContextSchema = 10;
 // The version that added record_slices and sessions.summed_seq.

@@ -59,7 +59,8 @@ bool plain_row(const Statement& row, int encoding_column) {
     const std::int64_t encoding = row.column_int(encoding_column);
     if (encoding == static_cast<std::int64_t>(BlockEncoding::kPlainChunk)) return true;
     if (encoding == static_cast<std::int64_t>(BlockEncoding::kZstdBlock) ||
-        encoding == static_cast<std::int64_t>(BlockEncoding::kZstdBlockSeq))
+        encoding == static_cast<std::int64_t>(BlockEncoding::kZstdBlockSeq) ||
+        encoding == static_cast<std::int64_t>(BlockEncoding::kZstdBlockColumns))
         return false;
     throw StorageError("a stored chunk has an unknown encoding " + std::to_string(encoding));
 }
@@ -266,11 +267,12 @@ void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToSt
     Statement& raw_st =
         cached(insert_raw_,
                "INSERT INTO raw_chunks (session_id, seq, received_ns, bytes, encoding, last_seq, "
-               "last_ns) VALUES (?, ?, ?, ?, 2, ?, ?)");
+               "last_ns) VALUES (?, ?, ?, ?, 3, ?, ?)");
     Statement& rec_st = cached(
         insert_records_,
         "INSERT INTO record_batches (session_id, seq, received_ns, count, records, encoding, "
-        "last_seq, last_ns) VALUES (?, ?, ?, ?, ?, 2, ?, ?)");
+        "last_seq, last_ns) VALUES (?, ?, ?, ?, ?, 3, ?, ?)");
+    static_assert(kBlockEncoding == BlockEncoding::kZstdBlockColumns, "the rows' encoding");
     // One row; `blob` is bound, not copied: alive until run().
     const auto insert_raw = [&](const ChunkToStore& first, const ChunkToStore& last,
                                 std::span<const std::uint8_t> blob) {

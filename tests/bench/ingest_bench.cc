@@ -78,9 +78,13 @@ std::string board_name(int i) {
 std::filesystem::path write_rack_config(const std::filesystem::path& dir, const std::string& tag,
                                         int boards) {
     const auto path = dir / (tag + ".toml");
+    // A new database each run: read_counters adds up every session in it, and a --dir used
+    // before would count its sessions again.
+    const auto db = dir / (tag + ".db");
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db.string() + suffix);
     std::ofstream config(path);
-    config << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
-           << (dir / (tag + ".db")).string() << "\"\n[logging]\nlevel = \"warn\"\n";
+    config << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \"" << db.string()
+           << "\"\n[logging]\nlevel = \"warn\"\n";
     for (int i = 0; i < boards; ++i) {
         config << "[[boards]]\nname = \"b" << i << "\"\nlink = \"serial://"
                << (dir / (tag + "-ptys") / board_name(i)).string() << "?baud=1500000\"\n";
@@ -347,15 +351,17 @@ FileRun run_file_source(const std::string& binary, const std::filesystem::path& 
     const auto t0 = Clock::now();
     testing::Process daemon({binary, "serve", "--config", (dir / (name + ".toml")).string()},
                             dir / (name + ".log"));
+    // Polled every millisecond, not every 20: a run takes ~0.6 s, and `convert` beside it is
+    // timed to its exit exactly.
     testing::eventually(
         [&] {
             return testing::read_text(dir / (name + ".log")).find("link finished") !=
                    std::string::npos;
         },
-        600s);
+        600s, 1ms);
     run.cpu_seconds = proc_stat(daemon.pid()).cpu_seconds;
     daemon.signal(SIGTERM);
-    daemon.wait(600s);
+    daemon.wait(600s, 1ms);
     run.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     run.database_mb = database_mb(db);
     if (!check) return run;

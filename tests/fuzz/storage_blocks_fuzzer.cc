@@ -3,7 +3,8 @@
 // block's payload inside a valid zstd frame (what a flipped bit after decompression looks like).
 // Either way the promise is a StorageError or chunks, never a crash or a runaway allocation.
 // Records the decoder accepts must encode and decode to the same records, times and seqs again.
-// Both block encodings (v8's, v13's with seqs and rebuilt raw chunks) are tried.
+// Every block encoding (v8's; v13's with seqs and rebuilt raw chunks; v14's with the arcs'
+// and the samples' values apart) is tried.
 #include <zstd.h>
 
 #include "storage/chunk_blocks.h"
@@ -29,7 +30,8 @@ void decode_records_again(const std::vector<storage::DecodedRecordChunk>& chunks
 
 void try_blob(Bytes blob) {
     for (const auto encoding :
-         {storage::BlockEncoding::kZstdBlock, storage::BlockEncoding::kZstdBlockSeq}) {
+         {storage::BlockEncoding::kZstdBlock, storage::BlockEncoding::kZstdBlockSeq,
+          storage::BlockEncoding::kZstdBlockColumns}) {
         try {
             for (const auto& c : storage::decode_raw_block(blob, 1000, 7, encoding))
                 FUZZ_CHECK(c.bytes.size() <= c.length);

@@ -118,8 +118,8 @@ bool Process::running() {
     return true;
 }
 
-int Process::wait(std::chrono::milliseconds timeout) {
-    eventually([&] { return !running(); }, timeout);
+int Process::wait(std::chrono::milliseconds timeout, std::chrono::milliseconds poll) {
+    eventually([&] { return !running(); }, timeout, poll);
     return status_;
 }
 
@@ -142,11 +142,12 @@ long Process::rss_kib() const {
     return 0;
 }
 
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
+                std::chrono::milliseconds poll) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
         if (condition()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        std::this_thread::sleep_for(poll);
     }
     return condition();
 }

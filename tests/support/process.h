@@ -47,7 +47,9 @@ class Process {
     pid_t pid() const { return pid_; }
     void signal(int sig);
     // Waits up to `timeout` for the exit; returns the exit code, or -1 on timeout.
-    int wait(std::chrono::milliseconds timeout);
+    // Polls every `poll` (a benchmark timing the process asks for finer than the default).
+    int wait(std::chrono::milliseconds timeout,
+             std::chrono::milliseconds poll = std::chrono::milliseconds(20));
     bool running();
     int open_fds() const;  // descriptors in /proc/PID/fd
     long rss_kib() const;  // resident memory, /proc/PID/status VmRSS
@@ -57,8 +59,9 @@ class Process {
     int status_ = -1;
 };
 
-// Polls `condition` every 20 ms until true or the timeout passes.
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
+// Polls `condition` every `poll` until true or the timeout passes.
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
+                std::chrono::milliseconds poll = std::chrono::milliseconds(20));
 
 std::string read_text(const std::filesystem::path& path);
 
