@@ -302,12 +302,17 @@ std::vector<std::uint8_t> encode_record_block(std::span<const RecordChunkView> c
     // appended: the arcs' length, the arcs', the samples'.
     const std::size_t index_bytes = payload.size();
     payload.resize(index_bytes + total);
-    // Grown, never shrunk: cleared only where it grows.
-    thread_local std::vector<std::uint8_t> scratch;
+    // Grown, never shrunk, and never cleared: only the pages written become resident (an
+    // import's large chunks would otherwise fault in all of twice their worst case).
+    thread_local std::unique_ptr<std::uint8_t[]> scratch;
+    thread_local std::size_t scratch_size = 0;
     const std::size_t room = total * RecordDeltas::kMaxValueBytes;
-    if (scratch.size() < 2 * room) scratch.resize(2 * room);
+    if (!scratch || scratch_size < 2 * room) {
+        scratch_size = std::max<std::size_t>(2 * room, 1);
+        scratch.reset(new std::uint8_t[scratch_size]);
+    }
     std::uint8_t* head = payload.data() + index_bytes;
-    std::uint8_t* const arcs_begin = scratch.data();
+    std::uint8_t* const arcs_begin = scratch.get();
     std::uint8_t* const pcs_begin = arcs_begin + room;
     std::uint8_t* arcs = arcs_begin;
     std::uint8_t* pcs = pcs_begin;
