@@ -162,11 +162,10 @@ enum class BlockKind { kRaw, kRecords };
 std::vector<IndexEntry> read_index(PayloadReader& in, std::int64_t row_received_ns,
                                    std::int64_t row_seq, BlockEncoding encoding, BlockKind kind,
                                    std::size_t payload_bytes) {
-    const bool seqs =
-        encoding == BlockEncoding::kZstdBlockSeq || encoding == BlockEncoding::kZstdBlockColumns;
-    if (!seqs && encoding != BlockEncoding::kZstdBlock)
+    if (!is_block_encoding(static_cast<std::int64_t>(encoding)))
         throw StorageError("a stored block has an unknown encoding " +
                            std::to_string(static_cast<std::int64_t>(encoding)));
+    const bool seqs = encoding != BlockEncoding::kZstdBlock;
     const std::uint64_t count = in.varint();
     if (count > payload_bytes) throw StorageError("corrupt block: chunk count too large");
     std::vector<IndexEntry> index;

@@ -42,6 +42,12 @@ enum class BlockEncoding : std::int64_t {
     kZstdBlockSeq = 2,      // v13: each chunk's seq; raw chunks may be rebuilt from their records
     kZstdBlockColumns = 3,  // v14: record values as two runs, the arcs' and the samples'
 };
+// Whether a row's `encoding` is one of the block encodings above (not a plain chunk): the one
+// list readers check, so that a new encoding is added here once.
+constexpr bool is_block_encoding(std::int64_t encoding) {
+    return encoding >= static_cast<std::int64_t>(BlockEncoding::kZstdBlock) &&
+           encoding <= static_cast<std::int64_t>(BlockEncoding::kZstdBlockColumns);
+}
 // What encode_raw_block / encode_record_block write.
 inline constexpr BlockEncoding kBlockEncoding = BlockEncoding::kZstdBlockColumns;
 

@@ -58,10 +58,7 @@ constexpr int kFirstCounterColumn = 17;
 bool plain_row(const Statement& row, int encoding_column) {
     const std::int64_t encoding = row.column_int(encoding_column);
     if (encoding == static_cast<std::int64_t>(BlockEncoding::kPlainChunk)) return true;
-    if (encoding == static_cast<std::int64_t>(BlockEncoding::kZstdBlock) ||
-        encoding == static_cast<std::int64_t>(BlockEncoding::kZstdBlockSeq) ||
-        encoding == static_cast<std::int64_t>(BlockEncoding::kZstdBlockColumns))
-        return false;
+    if (is_block_encoding(encoding)) return false;
     throw StorageError("a stored chunk has an unknown encoding " + std::to_string(encoding));
 }
 BlockEncoding encoding_of(const Statement& row, int encoding_column) {
