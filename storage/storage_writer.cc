@@ -396,9 +396,40 @@ void StorageWriter::apply(std::vector<WriteOp> ops) {
     batch.reserve(batch.size() + ops.size());
     for (auto& op : ops) batch.push_back(std::move(op));
     applying_.store(true, std::memory_order_relaxed);
+    sum_chunks(batch);
     apply_batch(batch, now_ns());  // storage errors are caught and counted inside
     applying_.store(false, std::memory_order_relaxed);
     keep_buffers(batch);  // chunks are written or counted lost by now, never held
+}
+
+// Here, not in write_op: an operation tried again alone after a failed transaction is not
+// summed twice, and what goes back to the sender is what was taken, whatever its fate.
+void StorageWriter::sum_chunks(std::span<WriteOp> ops) {
+    std::vector<std::pair<SessionId, const gmon::Aggregate*>> to_sender;
+    std::vector<SessionId> ended;
+    for (WriteOp& op : ops) {
+        if (auto* chunk = std::get_if<ChunkOp>(&op)) {
+            if (chunk->delta) continue;
+            chunk->delta.emplace().add(chunk->records);
+            if (chunk->sums_to_sender) to_sender.emplace_back(chunk->session, &*chunk->delta);
+        } else if (std::holds_alternative<CloseSessionOp>(op) ||
+                   std::holds_alternative<DeleteSessionOp>(op)) {
+            ended.push_back(session_of(op));
+        }
+    }
+    if (to_sender.empty() && ended.empty()) return;
+    std::lock_guard lock(summed_mutex_);
+    for (const auto& [id, delta] : to_sender) summed_[id].merge(*delta);
+    for (const SessionId id : ended) summed_.erase(id);
+}
+
+gmon::Aggregate StorageWriter::take_summed(SessionId session) {
+    std::lock_guard lock(summed_mutex_);
+    const auto it = summed_.find(session);
+    if (it == summed_.end()) return {};
+    gmon::Aggregate sums = std::move(it->second);
+    summed_.erase(it);
+    return sums;
 }
 
 namespace {
@@ -603,9 +634,8 @@ void StorageWriter::write_op(WriteOp& op, Attempt& a) {
         auto& p = a.pending[id];
         if (chunk->encoded && !chunk->delta)
             throw StorageError("an encoded chunk without its records summed");
-        p.chunks.push_back(
-            {seq, chunk->received_ns, chunk->raw, chunk->records, chunk->encoded.get(),
-             chunk->raw_codec});
+        p.chunks.push_back({seq, chunk->received_ns, chunk->raw, chunk->records,
+                            chunk->encoded.get(), chunk->raw_codec});
         for (std::size_t i = 0; i < chunk->console.size(); ++i) {
             store_.append_console(id, seq, static_cast<std::int64_t>(i), chunk->console[i]);
         }
@@ -614,7 +644,7 @@ void StorageWriter::write_op(WriteOp& op, Attempt& a) {
         if (chunk->delta) {
             p.delta.merge(*chunk->delta);
         } else {
-            p.delta.add(chunk->records);
+            p.delta.add(chunk->records);  // not through apply() (which sums them first)
         }
         p.counters = chunk->counters;
         p.counters_changed = true;

@@ -73,6 +73,10 @@ struct ChunkOp {
     // The wire's codec (raw_derivation.h): the writer stores the raw bytes as their records'
     // encoding where they are exactly that.
     RawCodec raw_codec = RawCodec::kVerbatim;
+    // Without `delta`, the writer sums the records itself, once. With this set it also keeps
+    // those sums for the sender (take_summed()): the capture side's live view then costs its
+    // thread nothing, and shows what went to storage.
+    bool sums_to_sender = false;
 
     std::size_t raw_bytes() const { return raw.size() + (encoded ? encoded->raw_bytes : 0); }
     std::size_t record_count() const { return records.size() + (encoded ? encoded->records : 0); }
@@ -243,6 +247,9 @@ class StorageWriter {
         std::vector<std::vector<T>> kept;
         std::size_t asked = 0;
     };
+    // The sums of the session's chunks submitted with sums_to_sender that the writer took since
+    // the last call (empty when none). A session's go when it is closed or deleted. Any thread.
+    gmon::Aggregate take_summed(SessionId session);
     // Blocks until everything submitted so far was applied: committed (sums included) or, while
     // storage fails, counted lost (chunks) or held for a retry (the rest).
     void flush();
@@ -292,6 +299,8 @@ class StorageWriter {
         return source_waits_ ? waiting_budget() / 2 : options_.queue_budget_bytes / 2;
     }
     void apply(std::vector<WriteOp> ops);
+    // Sums the chunks their senders did not (ChunkOp::delta), once, before any attempt.
+    void sum_chunks(std::span<WriteOp> ops);
     void apply_batch(std::vector<WriteOp>& batch, std::int64_t now);
     // The applied chunks' buffers, kept for record_buffer() / raw_buffer().
     void keep_buffers(std::span<WriteOp> ops);
@@ -339,6 +348,9 @@ class StorageWriter {
     std::mutex spare_mutex_;
     Spares<protocol::Record> spare_records_;
     Spares<std::uint8_t> spare_raw_;
+    // Sums kept for take_summed() (their own lock: senders take them while the writer works).
+    std::mutex summed_mutex_;
+    std::map<SessionId, gmon::Aggregate> summed_;
 
     // Writer thread only.
     // Sessions' committed records not yet in their stored sums (sums_interval), since when.

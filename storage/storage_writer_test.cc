@@ -349,6 +349,58 @@ TEST_CASE(
     CHECK(summed_samples(db.path, id) == 1000);
 }
 
+TEST_CASE("the writer sums a chunk its sender did not, once, and hands the sums back when asked") {
+    TempDb db;
+    StorageWriter writer(db.path);
+    const SessionId live = writer.reserve_session_id();
+    writer.submit(OpenSessionOp{live, spec_of("live")});
+    const SessionId other = writer.reserve_session_id();
+    writer.submit(OpenSessionOp{other, spec_of("other")});
+    // A loop's arcs and samples, with counts other than 1, as a framed board sends them.
+    const auto records_of = [](std::uint32_t n) {
+        std::vector<Record> r;
+        for (std::uint32_t i = 0; i < n; ++i) {
+            r.push_back(Record::arc(0x1000 + 4 * (i % 3), 0x2000 + 8 * (i % 5), 1 + i % 4));
+            r.push_back(Record::pc_sample(0x3000 + 2 * (i % 7), 1 + i % 2));
+        }
+        return r;
+    };
+    gmon::Aggregate expected;  // what the writer summed for `live`'s sender
+    gmon::Aggregate all;       // everything `live` stored
+    for (std::uint32_t i = 0; i < 6; ++i) {
+        std::vector<Record> records = records_of(100 + i);
+        all.add(records);
+        ChunkOp op{live, i + 1, {}, records, {}, {}, {}, {}};
+        if (i % 3 == 2) {
+            op.delta.emplace().add(records);  // the sender summed this one: not handed back
+        } else {
+            expected.add(records);
+            op.sums_to_sender = true;
+        }
+        REQUIRE(writer.submit(std::move(op)));
+        // A sender that does not ask gets nothing back, and its chunks are stored all the same.
+        REQUIRE(writer.submit(ChunkOp{other, i + 1, {}, records_of(10), {}, {}, {}, {}}));
+    }
+    writer.flush();
+    const gmon::Aggregate summed = writer.take_summed(live);
+    CHECK(summed.total_calls() == expected.total_calls());
+    CHECK(summed.total_samples() == expected.total_samples());
+    CHECK(summed == expected);
+    CHECK(writer.take_summed(live).empty());  // taken
+    CHECK(writer.take_summed(other).empty());
+    {
+        SessionStore store(db.path, Database::Mode::kReadOnly);
+        CHECK(store.aggregate(live) == all);
+        CHECK(store.aggregate(other).total_samples() == 6 * 10 * 3 / 2);
+    }
+    // A closed session's sums go, taken or not.
+    REQUIRE(writer.submit(ChunkOp{
+        live, 10, {}, records_of(5), {}, {}, {}, {}, nullptr, nullptr, RawCodec::kVerbatim, true}));
+    writer.submit(CloseSessionOp{live, "completed", 11, {}});
+    writer.flush();
+    CHECK(writer.take_summed(live).empty());
+}
+
 TEST_CASE("a chunk's buffers come back for the next chunk once it is written, a bounded few") {
     TempDb db;
     StorageWriter writer(db.path);
@@ -399,8 +451,9 @@ TEST_CASE("a chunk's buffers come back for the next chunk once it is written, a 
     CHECK(stored == chunks * 4096 + chunks * (chunks - 1) / 2);
 }
 
-TEST_CASE("a source that waits keeps the queue to a quarter of the budget, never waiting out "
-          "the commit interval") {
+TEST_CASE(
+    "a source that waits keeps the queue to a quarter of the budget, never waiting out "
+    "the commit interval") {
     TempDb db;
     StorageWriterOptions options;
     options.commit_interval = std::chrono::hours(1);  // only a wake-up commits here

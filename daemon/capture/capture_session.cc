@@ -61,10 +61,13 @@ void CaptureSession::on_hello(const protocol::TargetHello& hello) {
     writer_.submit(std::move(op));
 }
 
+gmon::Aggregate CaptureSession::take_changes() {
+    gmon::Aggregate changes = std::exchange(changes_, {});
+    changes.merge(writer_.take_summed(id_));
+    return changes;
+}
+
 bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t received_ns) {
-    gmon::Aggregate delta;  // summed once: for the live view and for the writer
-    delta.add(collector_.records);
-    changes_.merge(delta);
     refresh_counters();
     // The live view's newest arcs: only the chunk's tail is looked at.
     constexpr std::size_t kNewest = 8;
@@ -95,7 +98,7 @@ bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t 
                         counters_,
                         take_console(received_ns),
                         changed_exceptions(),
-                        std::move(delta),
+                        std::nullopt,
                         std::move(tree)};
     // The next chunk is likely as large: room for it now, not grown copy by copy, in a buffer
     // the writer is done with when it has one (its pages are mapped already).
@@ -106,10 +109,12 @@ bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t 
     op.raw = std::move(raw);
     op.raw_codec = raw_codec_;
     if (writer_.behind()) {
-        // The writer is behind: this thread encodes the chunk's records (their compression is
-        // about as much work as the raw bytes', which the writer keeps, unless the records
-        // rebuild them: then they are stored as such from here), and their buffer stays here
-        // for the next chunk.
+        // The writer is behind: this thread sums and encodes the chunk's records (their
+        // compression is about as much work as the raw bytes', which the writer keeps, unless
+        // the records rebuild them: then they are stored as such from here), and their buffer
+        // stays here for the next chunk.
+        op.delta.emplace().add(collector_.records);
+        changes_.merge(*op.delta);
         const bool rebuilt = raw_codec_ != storage::RawCodec::kVerbatim;
         op.encoded = std::make_shared<const storage::EncodedChunk>(storage::encode_chunk(
             received_ns,
@@ -118,6 +123,8 @@ bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t 
         if (rebuilt) op.raw.clear();
         collector_.records.clear();
     } else {
+        // The writer sums them, off this thread, and gives the sums back (take_changes()).
+        op.sums_to_sender = true;
         op.records = std::move(collector_.records);
         collector_.records = writer_.record_buffer();
         collector_.records.reserve(op.records.size());

@@ -1,11 +1,14 @@
 // One capture window on one board, as the capture loop sees it: decodes each chunk inline,
-// keeps the live aggregate and counters, and hands raw bytes and records to the storage
-// writer. A refused hand-off (storage queue full) is counted as loss, never silent.
+// keeps the counters, and hands raw bytes and records to the storage writer. A refused hand-off
+// (storage queue full) is counted as loss, never silent. The live aggregate's changes are the
+// writer's sums of what it took (this thread sums only while the writer is behind): summing
+// here was a sixth of this thread's time on a file read flat out, where it sets the pace.
 //
 // Reads are gathered before they are handed on: a serial line gives a few KiB per read, and
 // summing, queueing and storing each as a chunk of its own cost more than decoding it. A
 // session hands over when it holds kHandOverBytes, and whenever its board says (hand_over(),
-// at every live publish), so the live view and storage see every byte within that period.
+// at every live publish), so storage sees every byte within that period, and the live view
+// within the writer's commit interval after it.
 #pragma once
 
 #include <chrono>
@@ -48,8 +51,9 @@ class CaptureSession {
     storage::SessionId id() const { return id_; }
     const storage::NewSession& spec() const { return spec_; }
     const storage::SessionCounters& counters() const { return counters_; }
-    // The records aggregated since the last call (what the live snapshot has not seen yet).
-    gmon::Aggregate take_changes() { return std::exchange(changes_, {}); }
+    // The records aggregated since the last call (what the live snapshot has not seen yet): the
+    // chunks this thread summed (while the writer is behind) and those the writer took.
+    gmon::Aggregate take_changes();
     bool in_gap() const { return open_gap_.has_value(); }
     // The most recent arcs received, newest last (for the live view).
     const std::deque<protocol::Record>& newest_arcs() const { return newest_arcs_; }
