@@ -409,7 +409,7 @@ void StorageWriter::sum_chunks(std::span<WriteOp> ops) {
     std::vector<SessionId> ended;
     for (WriteOp& op : ops) {
         if (auto* chunk = std::get_if<ChunkOp>(&op)) {
-            if (chunk->delta) continue;
+            if (chunk->delta || chunk->encoded) continue;  // an encoded one must bring its sums
             chunk->delta.emplace().add(chunk->records);
             if (chunk->sums_to_sender) to_sender.emplace_back(chunk->session, &*chunk->delta);
         } else if (std::holds_alternative<CloseSessionOp>(op) ||
@@ -632,8 +632,8 @@ void StorageWriter::write_op(WriteOp& op, Attempt& a) {
     if (auto* chunk = std::get_if<ChunkOp>(&op)) {
         const std::int64_t seq = a.next_seq[id]++;  // chunk order within the session
         auto& p = a.pending[id];
-        if (chunk->encoded && !chunk->delta)
-            throw StorageError("an encoded chunk without its records summed");
+        // sum_chunks() summed every chunk but an encoded one, whose records it does not hold.
+        if (!chunk->delta) throw StorageError("an encoded chunk without its records summed");
         p.chunks.push_back({seq, chunk->received_ns, chunk->raw, chunk->records,
                             chunk->encoded.get(), chunk->raw_codec});
         for (std::size_t i = 0; i < chunk->console.size(); ++i) {
@@ -641,11 +641,7 @@ void StorageWriter::write_op(WriteOp& op, Attempt& a) {
         }
         if (!chunk->exceptions.empty()) store_.set_exceptions(id, chunk->exceptions);
         if (chunk->calling_context) store_.set_calling_context(id, *chunk->calling_context);
-        if (chunk->delta) {
-            p.delta.merge(*chunk->delta);
-        } else {
-            p.delta.add(chunk->records);  // not through apply() (which sums them first)
-        }
+        p.delta.merge(*chunk->delta);
         p.counters = chunk->counters;
         p.counters_changed = true;
     } else if (auto* gap = std::get_if<GapOp>(&op)) {
