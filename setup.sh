@@ -5,6 +5,8 @@ set -euo pipefail
 
 packages=(
     build-essential cmake ninja-build pkg-config
+    ccache mold                 # every build: a warm compiler cache and a fast linker (tests/run.sh)
+    libcli11-dev                # the command line: options, ranges and help from declarations
     libboost1.81-dev nlohmann-json3-dev libsqlite3-dev libspdlog-dev libtomlplusplus-dev
     doctest-dev libelf-dev libdw-dev libssl-dev libsystemd-dev
     libzstd-dev                 # storage: raw chunks and record batches are kept compressed
