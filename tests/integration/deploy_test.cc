@@ -83,7 +83,7 @@ TEST_CASE("systemd-analyze verifies the unit") {
     CHECK(unit.find("Type=notify") != std::string::npos);
 }
 
-// The figure RELIABILITY.md and deploy/README.md give: `systemd-analyze security --offline`
+// The figure docs/security.md and deploy/README.md give: `systemd-analyze security --offline`
 // scores the unit 1.5 ("OK"); hardening taken away later fails here.
 TEST_CASE("the unit's exposure (systemd-analyze security --offline) is at most 1.5") {
     const auto unit = std::filesystem::path(RACKPROF_SOURCE_DIR) / "deploy/rackprof.service";
