@@ -238,6 +238,7 @@ def main(argv):
     for line in broken:
         print(line)
     if broken:
+        sys.stdout.flush()  # the broken links first, then the count, even when both streams are one
         print(f"{len(broken)} of {checked} links broken in {files} files", file=sys.stderr)
         return 1
     print(f"{checked} links checked in {files} files")
