@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "storage/session_store.h"
+#include "storage/storage_types.h"
 
 namespace rackprof::storage {
 
@@ -57,20 +58,6 @@ struct RetentionOptions {
     int rows_per_transaction = 16;
     // The writer's time for retention between two of its commits.
     std::chrono::milliseconds step_budget{20};
-};
-
-// What retention did (one pass, or a run's total).
-struct RetentionTotals {
-    std::uint64_t sessions_raw_pruned = 0;  // sessions whose raw data is now gone
-    std::uint64_t sessions_deleted = 0;
-    std::uint64_t rows = 0;   // raw_chunks, record_batches and record_slices rows deleted
-    std::uint64_t bytes = 0;  // their blobs' bytes (as stored, compressed)
-    void add(const RetentionTotals& o) {
-        sessions_raw_pruned += o.sessions_raw_pruned;
-        sessions_deleted += o.sessions_deleted;
-        rows += o.rows;
-        bytes += o.bytes;
-    }
 };
 
 // One pass over the sessions the rules reach at `now_ns`, done a little at a time by `step`.

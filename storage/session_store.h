@@ -26,6 +26,7 @@
 #include "storage/record_slices.h"
 #include "storage/schema.h"
 #include "storage/sqlite.h"
+#include "storage/storage_types.h"
 
 namespace rackprof::storage {
 
@@ -49,14 +50,6 @@ struct NewSession {
 // the fleet store's form. histograms_of throws StorageError for text that is not such a list.
 std::string histograms_text(const std::optional<std::vector<gmon::HistogramSpec>>& shapes);
 std::optional<std::vector<gmon::HistogramSpec>> histograms_of(const std::string& text);
-
-// A line of console text the target printed (ITM stimulus port), as received.
-struct ConsoleLine {
-    std::int64_t received_ns = 0;
-    std::uint16_t port = 0;
-    std::string text;
-    friend bool operator==(const ConsoleLine&, const ConsoleLine&) = default;
-};
 
 // One exception's trace so far: how often it was entered and the target cycles spent in it.
 struct ExceptionCount {

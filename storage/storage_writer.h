@@ -42,12 +42,9 @@
 #include "storage/integrity.h"
 #include "storage/retention.h"
 #include "storage/session_store.h"
+#include "storage/storage_types.h"
 
 namespace rackprof::storage {
-
-// A session's id: its row id in the database, reserved by the writer (reserve_session_id)
-// before the row is written, so logs and live views name the id the API serves.
-using SessionId = std::int64_t;
 
 struct OpenSessionOp {
     SessionId session;
@@ -177,19 +174,6 @@ struct StorageLossTotals {
     std::uint64_t operations_uncommitted = 0;  // held at stop, never written
     std::set<SessionId> sessions;              // the sessions that lost something
     bool all_committed() const { return records == 0 && bytes == 0 && operations_uncommitted == 0; }
-};
-
-// The writer as /metrics shows it: what waits, what was committed, what failed, and whether
-// storage is failing now.
-struct WriterStats {
-    std::uint64_t queued_ops = 0;
-    std::uint64_t queued_bytes = 0;
-    std::uint64_t committed_ops = 0;
-    std::uint64_t failed_transactions = 0;
-    bool failing = false;
-    std::uint64_t records_lost = 0;  // to storage failures, this run
-    std::uint64_t bytes_lost = 0;
-    RetentionTotals retention;  // what retention dropped this run
 };
 
 class StorageWriter {

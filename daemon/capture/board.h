@@ -12,11 +12,11 @@
 
 #include <spdlog/logger.h>
 
+#include "daemon/capture/board_status.h"
 #include "daemon/capture/capture_session.h"
 #include "daemon/capture/links.h"
 #include "daemon/capture/live_snapshots.h"
 #include "daemon/config/config.h"
-#include "daemon/service/rack_types.h"  // LinkState, BoardStatus, BoardEvent
 #include "daemon/sim/pty_board.h"
 #include "gmon/symbolizer.h"
 

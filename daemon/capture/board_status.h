@@ -6,7 +6,8 @@
 #include <optional>
 #include <string>
 
-#include "storage/storage_writer.h"  // SessionId, SessionCounters
+#include "storage/counters.h"       // SessionCounters
+#include "storage/storage_types.h"  // SessionId
 
 namespace rackprof::daemon {
 

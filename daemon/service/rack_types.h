@@ -13,7 +13,8 @@
 #include "gmon/aggregate.h"
 #include "gmon/profile_pipeline.h"
 #include "protocol/record.h"
-#include "storage/storage_writer.h"  // SessionId, SessionCounters
+#include "storage/counters.h"       // SessionCounters
+#include "storage/storage_types.h"  // ConsoleLine, WriterStats
 
 namespace rackprof::service {
 
