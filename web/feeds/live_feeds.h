@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "daemon/service/rack_service.h"
-#include "web/server/http_message.h"
+#include "web/server/upgrade_handler.h"
 #include "web/server/token_rule.h"
 
 namespace rackprof::web {

@@ -1,14 +1,14 @@
 // The server's vocabulary: requests, whole and streamed replies, the JSON error shape, and the
-// two things a request can be handed to (an HTTP handler, a WebSocket upgrade). The server room
-// knows only these; the API and the feeds implement them.
+// handler a request is given to. The API implements it; it needs Beast's message types only,
+// not its sockets or parsers (web/server/upgrade_handler.h has the WebSocket side).
 #pragma once
 
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
 
 #include <filesystem>
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -42,17 +42,6 @@ class RequestHandler {
     // Requests whose bodies may be as large as ServerLimits::upload_bytes, received into a
     // file rather than memory.
     virtual bool is_upload(const http::request_header<>& header) const = 0;
-};
-
-// Takes over WebSocket upgrades (the live feeds).
-class UpgradeHandler {
-  public:
-    virtual ~UpgradeHandler() = default;
-    // Takes over an upgrade request (nothing returned: the stream is its own now, and it keeps
-    // `slot`, the connection's place under the server's limits, while the connection lives),
-    // or answers why not: 404 when it is not one of its paths, 401 without the token it needs.
-    virtual std::optional<Response> accept(boost::beast::tcp_stream& stream, const Request& request,
-                                           std::shared_ptr<const void> slot) = 0;
 };
 
 }  // namespace rackprof::web

@@ -18,7 +18,7 @@
 #include <spdlog/logger.h>
 
 #include "web/server/connection_table.h"
-#include "web/server/http_message.h"
+#include "web/server/upgrade_handler.h"
 
 namespace rackprof::web {
 
