@@ -44,7 +44,7 @@ int connect_from(const std::string& source, int port) {
     return fd;
 }
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(RACKPROF_ASAN)
 constexpr int kProbeTimeoutS = 5;  // ASan makes every request several times slower
 #else
 constexpr int kProbeTimeoutS = 2;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (clang, ASan + UBSan) in build-fuzz/ and runs each for a fixed
+# Builds the libFuzzer targets (clang, ASan + UBSan) in build-fuzz/ (or $RACKPROF_FUZZ_BUILD,
+# a folder configured with RACKPROF_FUZZ=ON) and runs each for a fixed
 # time, as many at once as there are cores. Exits non-zero when any target crashes, leaks,
 # times out or breaks an invariant; the input is kept in build-fuzz/fuzz-artifacts/.
 #
@@ -32,14 +33,18 @@ for t in "${targets[@]}"; do
 done
 
 started=$SECONDS
-echo "== fuzz build (clang, libFuzzer, ASan + UBSan) in build-fuzz/"
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-# OSS-Fuzz's flags: -O1 and line tables only (enough for stack traces) build faster than
-# -O2 -g, and without -DNDEBUG the code's own asserts are checked too.
-cmake -S "$top" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DRACKPROF_FUZZ=ON \
-    -DRACKPROF_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" "${launcher[@]}" >/dev/null
+# RACKPROF_FUZZ_BUILD: a build folder configured with RACKPROF_FUZZ=ON already (tests/run.sh's
+# sanitizer build, which also builds the fuzz targets); otherwise build-fuzz/ is configured here.
+if [[ -n ${RACKPROF_FUZZ_BUILD:-} ]]; then
+    build=$RACKPROF_FUZZ_BUILD
+else
+    echo "== fuzz build (clang, libFuzzer, ASan + UBSan) in build-fuzz/"
+    # OSS-Fuzz's flags: -O1 and line tables only (enough for stack traces) build faster than
+    # -O2 -g, and without -DNDEBUG the code's own asserts are checked too.
+    cmake -S "$top" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang \
+        -DRACKPROF_FUZZ=ON -DRACKPROF_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" >/dev/null
+fi
 cmake --build "$build" --target fuzz_all -j "$cores"
 echo "   built in $((SECONDS - started)) s"
 
@@ -102,7 +107,7 @@ finish() {  # $1: target; waits for it and reports
     if ((rc == 0)); then
         printf '   %-12s ok    %s\n' "$t" "$(summary "$logs/$t.log" "$t")"
     else
-        printf '   %-12s FAILED (exit %d): build-fuzz/fuzz-logs/%s.log\n' "$t" "$rc" "$t"
+        printf '   %-12s FAILED (exit %d): %s/%s.log\n' "$t" "$rc" "$logs" "$t"
         grep -hE 'ERROR|violated|SUMMARY|Test unit written|runtime error' "$logs/$t.log" \
             "$logs/$t"/fuzz-*.log 2>/dev/null | head -8 | sed 's/^/      /' || true
         failed+=("$t")
@@ -123,6 +128,6 @@ for t in "${running[@]}"; do finish "$t"; done
 rm -rf /dev/shm/rackprof-api-fuzz-* 2>/dev/null || true  # left by crashed api runs
 echo "== fuzz: $((SECONDS - started)) s in all"
 if ((${#failed[@]})); then
-    echo "fuzz: FAILED: ${failed[*]} (inputs in build-fuzz/fuzz-artifacts/)" >&2
+    echo "fuzz: FAILED: ${failed[*]} (inputs in $artifacts/)" >&2
     exit 1
 fi

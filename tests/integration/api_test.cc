@@ -16,6 +16,7 @@
 
 #include "gmon/synthetic_elf.h"
 #include "storage/sqlite.h"
+#include "tests/integration/api_daemon.h"
 #include "tests/integration/test_support.h"
 
 namespace rackprof {
@@ -24,82 +25,8 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-class ApiDaemon {
-  public:
-    // `server_extra`: more lines of the [server] table (e.g. "token_for_reads = true\n").
-    explicit ApiDaemon(const std::string& listen = "127.0.0.1:0",
-                       const std::vector<std::string>& env = {},
-                       const std::string& server_extra = "") {
-        REQUIRE(testing::rackprof({"simulate", "--model", "deterministic", "--iterations", "1",
-                                   "--write-elf", (dir_ / "model.elf").string()})
-                    .exit_code == 0);
-        std::ofstream(dir_ / "rack.toml")
-            << "[server]\nlisten = \"" << listen << "\"\n"
-            << server_extra << "[storage]\npath = \"" << (dir_ / "rack.db").string()
-            << "\"\n[[boards]]\nname = \"det\"\n"
-            << "link = \"sim://deterministic?rate=40000\"\nelf = \""
-            << (dir_ / "model.elf").string() << "\"\n";
-        env_ = env;
-        launch();
-    }
-    // Stops the daemon (SIGTERM) and starts it again on the same configuration and database.
-    void restart() {
-        stop();
-        launch();
-    }
-    void stop() {
-        daemon_->signal(SIGTERM);
-        REQUIRE(daemon_->wait(5s) == 0);
-        daemon_.reset();
-    }
-    void launch() {
-        daemon_ = std::make_unique<testing::Process>(
-            testing::rackprof_argv({"serve", "--config", (dir_ / "rack.toml").string()}),
-            dir_ / "serve.log", std::filesystem::path(), env_);
-        std::smatch m;
-        REQUIRE(testing::eventually(
-            [&] {
-                log_ = testing::read_text(dir_ / "serve.log");
-                return std::regex_search(log_, m,
-                                         std::regex("HTTP API listening on [0-9.]+:([0-9]+)"));
-            },
-            10s));
-        port_ = m[1].str();
-        REQUIRE(testing::eventually(
-            [&] {
-                return testing::read_text(dir_ / "serve.log").find("[det] session") !=
-                       std::string::npos;
-            },
-            10s));
-    }
-    ~ApiDaemon() {
-        if (!daemon_) return;
-        daemon_->signal(SIGTERM);
-        daemon_->wait(5s);
-    }
-    std::string url(const std::string& path) const { return "http://127.0.0.1:" + port_ + path; }
-    int port() const { return std::stoi(port_); }
-    pid_t pid() const { return daemon_->pid(); }
-    const testing::TempDir& dir() const { return dir_; }
+using testing::ApiDaemon;
 
-    // curl: returns {status, body}.
-    std::pair<int, std::string> call(const std::string& method, const std::string& path,
-                                     const std::vector<std::string>& extra = {}) const {
-        std::vector<std::string> argv = {
-            "curl", "-sS", "-X", method, "-o", (dir_ / "body").string(), "-w", "%{http_code}"};
-        argv.insert(argv.end(), extra.begin(), extra.end());
-        argv.push_back(url(path));
-        const auto r = testing::run(argv);
-        return {std::stoi(r.out.empty() ? "0" : r.out), testing::read_text(dir_ / "body")};
-    }
-
-  private:
-    testing::TempDir dir_;
-    std::unique_ptr<testing::Process> daemon_;
-    std::string log_;
-    std::string port_;
-    std::vector<std::string> env_;
-};
 
 TEST_CASE("API: health, version, boards, sessions, errors") {
     ApiDaemon d;
@@ -798,119 +725,6 @@ TEST_CASE("query values are percent-decoded; a bad escape is a 400") {
     CHECK(bad.first == 400);
     CHECK(json::parse(bad.second)["error"]["code"] == "bad_query");
     CHECK(d.call("GET", "/api/v1/sessions?board=det%").first == 400);
-}
-
-// The daemon's peak resident memory (VmHWM), in bytes.
-std::uint64_t peak_memory(pid_t pid) {
-    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-    for (std::string line; std::getline(status, line);) {
-        if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-    }
-    return 0;
-}
-
-TEST_CASE("a 40 MiB import goes through a file: the daemon's peak memory grows by < 16 MiB") {
-    ApiDaemon d;
-    const auto capture = d.dir() / "big.bin";
-    REQUIRE(testing::rackprof(
-                {"simulate", "--model", "deterministic", "--bytes", "40M", "-o", capture.string()})
-                .exit_code == 0);
-    const std::uint64_t before = peak_memory(d.pid());
-    REQUIRE(before > 0);
-    const auto imported =
-        d.call("POST", "/api/v1/sessions/import?format=bin",
-               {"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + capture.string()});
-    REQUIRE(imported.first == 201);
-    const auto session = json::parse(imported.second);
-    CHECK(session["counters"]["bytes_in"] == std::filesystem::file_size(capture));
-    const std::uint64_t after = peak_memory(d.pid());
-    MESSAGE("peak memory " << before / 1024 << " kB before, " << after / 1024 << " kB after");
-#ifndef __SANITIZE_ADDRESS__  // ASan keeps freed memory in quarantine: its peak says nothing
-    CHECK(after - before < (16u << 20));
-#endif
-    // The raw bytes come back exactly as sent.
-    const auto raw = d.call(
-        "GET", "/api/v1/sessions/" + std::to_string(session["id"].get<std::int64_t>()) + "/raw");
-    CHECK(raw.second == testing::read_text(capture));
-    // No upload file is left behind.
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(d.dir().path()))
-        CHECK(entry.path().filename().string().find("upload") == std::string::npos);
-}
-
-// A GNU gmon.out (little-endian, 32-bit) laid out as rackprof writes one: one histogram of
-// `bins` 2-byte bins from `low_pc`, every 128th bin counted, then a few arcs; returns its
-// samples.
-std::uint64_t write_sparse_gmon(const std::filesystem::path& path, std::uint32_t low_pc,
-                                std::uint32_t bins) {
-    std::ofstream out(path, std::ios::binary);
-    auto put = [&](std::uint64_t value, int size) {
-        // Fields wider than 8 bytes (the 12 reserved ones) are zero past the value's 8.
-        for (int i = 0; i < size; ++i) out.put(i < 8 ? static_cast<char>(value >> (8 * i)) : '\0');
-    };
-    out.write("gmon", 4);
-    put(1, 4);
-    put(0, 12);
-    out.put(0);  // a histogram
-    put(low_pc, 4);
-    put(low_pc + 2ull * bins, 4);
-    put(bins, 4);
-    put(1000, 4);
-    const char dimension[15] = "seconds";
-    out.write(dimension, sizeof dimension);
-    out.put('s');
-    std::uint64_t samples = 0;
-    std::vector<std::uint8_t> piece;
-    for (std::uint32_t i = 0; i < bins; ++i) {
-        const std::uint16_t bin =
-            i % 128 == 0 ? static_cast<std::uint16_t>(i / 128 % 65535 + 1) : 0;
-        samples += bin;
-        piece.push_back(static_cast<std::uint8_t>(bin));
-        piece.push_back(static_cast<std::uint8_t>(bin >> 8));
-        if (piece.size() >= (1u << 20) || i + 1 == bins) {
-            out.write(reinterpret_cast<const char*>(piece.data()),
-                      static_cast<std::streamsize>(piece.size()));
-            piece.clear();
-        }
-    }
-    for (std::uint32_t a = 0; a < 64; ++a) {  // sorted by (from, self), as rackprof writes them
-        out.put(1);
-        put(low_pc + 0x100 + 8 * a, 4);
-        put(low_pc + 0x40 + 4 * (a % 8), 4);
-        put(1000 + a, 4);
-    }
-    return samples;
-}
-
-TEST_CASE(
-    "a 63 MiB gmon.out import streams: the daemon's peak memory grows by < 48 MiB; its gmon.out "
-    "comes back byte for byte") {
-    ApiDaemon d;
-    const auto gmon = d.dir() / "big.gmon";
-    const std::uint32_t bins = 63u << 19;  // 63 MiB of 2-byte bins: under the 64 MiB upload limit
-    const std::uint64_t samples = write_sparse_gmon(gmon, 0x08000000, bins);
-    REQUIRE(std::filesystem::file_size(gmon) < (64u << 20));
-    const std::uint64_t before = peak_memory(d.pid());
-    REQUIRE(before > 0);
-    const auto imported =
-        d.call("POST", "/api/v1/sessions/import?format=gmon&board=big",
-               {"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + gmon.string()});
-    REQUIRE(imported.first == 201);
-    const std::uint64_t after = peak_memory(d.pid());
-    MESSAGE("gmon.out import: peak memory " << before / 1024 << " kB before, " << after / 1024
-                                            << " kB after");
-#ifndef __SANITIZE_ADDRESS__  // ASan keeps freed memory in quarantine: its peak says nothing
-    CHECK(after - before < (48u << 20));
-#endif
-    const auto session = json::parse(imported.second);
-    CHECK(session["counters"]["pc_samples"] == samples);
-    CHECK(session["counters"]["bytes_in"] == std::filesystem::file_size(gmon));
-    const auto id = std::to_string(session["id"].get<std::int64_t>());
-    // Its histogram's shape and every count come back: the same bytes.
-    const auto back = d.call("GET", "/api/v1/sessions/" + id + "/gmon.out");
-    REQUIRE(back.first == 200);
-    CHECK(back.second == testing::read_text(gmon));
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(d.dir().path()))
-        CHECK(entry.path().filename().string().find(".upload") == std::string::npos);
 }
 
 TEST_CASE("uploads above 1 MiB sent with Content-Length are taken; above 64 MiB, 413") {

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "tests/integration/feed.h"
 #include "tests/integration/test_support.h"
 
 namespace rackprof {

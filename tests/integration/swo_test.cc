@@ -20,6 +20,7 @@
 #include "protocol/itm_packet.h"
 #include "protocol/swo_encoder.h"
 #include "storage/session_store.h"
+#include "tests/integration/feed.h"
 #include "tests/integration/test_support.h"
 
 namespace rackprof {

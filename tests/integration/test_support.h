@@ -2,10 +2,6 @@
 // the gprof oracle, and the thesis captures.
 #pragma once
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/websocket.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -48,21 +44,5 @@ struct LoopbackListener {
     int port = 0;
 };
 LoopbackListener listen_loopback(int port = 0);
-
-// A WebSocket feed of a running daemon (e.g. /api/v1/sessions/ID/live), read message by message.
-struct Feed {
-    boost::asio::io_context io;
-    boost::beast::websocket::stream<boost::asio::ip::tcp::socket> ws{io};
-    Feed(const std::string& port, const std::string& path) {
-        boost::asio::ip::tcp::resolver resolver(io);
-        boost::asio::connect(ws.next_layer(), resolver.resolve("127.0.0.1", port));
-        ws.handshake("127.0.0.1", path);
-    }
-    nlohmann::json next() {
-        boost::beast::flat_buffer buffer;
-        ws.read(buffer);
-        return nlohmann::json::parse(boost::beast::buffers_to_string(buffer.data()));
-    }
-};
 
 }  // namespace rackprof::testing

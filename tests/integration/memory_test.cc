@@ -1,0 +1,150 @@
+// The daemon's peak memory while it takes large uploads, which must go through files and streams,
+// never whole into memory. Built and run only without the sanitizers: ASan keeps freed memory in
+// quarantine and shadows the rest, so a peak measured under it says nothing about the daemon.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/api_daemon.h"
+#include "tests/integration/sim_rack.h"
+#include "tests/integration/test_support.h"
+
+namespace rackprof {
+namespace {
+
+using nlohmann::json;
+using testing::ApiDaemon;
+using testing::peak_memory;
+using testing::Rack;
+using testing::SimBoard;
+using namespace std::chrono_literals;
+
+TEST_CASE("unplug and replug 20 times: the daemon's resident memory stays within 5 %") {
+    const std::vector<SimBoard> boards = {
+        {"flaky",
+         {"--model", "deterministic", "--iterations", "220", "--rate", "60000", "--unplug-every",
+          "120", "--unplug-for", "60", "--unplugs", "20"}},
+    };
+    Rack rack(boards);
+    rack.start_boards();
+    rack.start_daemon();
+    REQUIRE(testing::eventually(
+        [&] { return rack.log().find("[flaky] connected") != std::string::npos; }, 10s));
+    std::this_thread::sleep_for(300ms);
+    const long rss_before = rack.daemon().rss_kib();
+    rack.wait_boards();
+    CHECK(rack.truth("flaky")["unplugs"] == 20);
+    std::this_thread::sleep_for(300ms);  // the last reconnect attempts settle
+    const long rss_after = rack.daemon().rss_kib();
+    MESSAGE("20 unplugs: RSS " << rss_before << " -> " << rss_after << " KiB");
+    // Twenty reconnects hold nothing: growth within 5 % (and the allocator's 1 MiB of slack).
+    CHECK(rss_after <= rss_before + rss_before / 20 + 1024);
+    rack.stop_daemon();
+}
+
+TEST_CASE("a 40 MiB import goes through a file: the daemon's peak memory grows by < 16 MiB") {
+    ApiDaemon d;
+    const auto capture = d.dir() / "big.bin";
+    REQUIRE(testing::rackprof(
+                {"simulate", "--model", "deterministic", "--bytes", "40M", "-o", capture.string()})
+                .exit_code == 0);
+    const std::uint64_t before = peak_memory(d.pid());
+    REQUIRE(before > 0);
+    const auto imported =
+        d.call("POST", "/api/v1/sessions/import?format=bin",
+               {"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + capture.string()});
+    REQUIRE(imported.first == 201);
+    const auto session = json::parse(imported.second);
+    CHECK(session["counters"]["bytes_in"] == std::filesystem::file_size(capture));
+    const std::uint64_t after = peak_memory(d.pid());
+    MESSAGE("peak memory " << before / 1024 << " kB before, " << after / 1024 << " kB after");
+    CHECK(after - before < (16u << 20));
+    // The raw bytes come back exactly as sent.
+    const auto raw = d.call(
+        "GET", "/api/v1/sessions/" + std::to_string(session["id"].get<std::int64_t>()) + "/raw");
+    CHECK(raw.second == testing::read_text(capture));
+    // No upload file is left behind.
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(d.dir().path()))
+        CHECK(entry.path().filename().string().find("upload") == std::string::npos);
+}
+
+// A GNU gmon.out (little-endian, 32-bit) laid out as rackprof writes one: one histogram of
+// `bins` 2-byte bins from `low_pc`, every 128th bin counted, then a few arcs; returns its
+// samples.
+std::uint64_t write_sparse_gmon(const std::filesystem::path& path, std::uint32_t low_pc,
+                                std::uint32_t bins) {
+    std::ofstream out(path, std::ios::binary);
+    auto put = [&](std::uint64_t value, int size) {
+        // Fields wider than 8 bytes (the 12 reserved ones) are zero past the value's 8.
+        for (int i = 0; i < size; ++i) out.put(i < 8 ? static_cast<char>(value >> (8 * i)) : '\0');
+    };
+    out.write("gmon", 4);
+    put(1, 4);
+    put(0, 12);
+    out.put(0);  // a histogram
+    put(low_pc, 4);
+    put(low_pc + 2ull * bins, 4);
+    put(bins, 4);
+    put(1000, 4);
+    const char dimension[15] = "seconds";
+    out.write(dimension, sizeof dimension);
+    out.put('s');
+    std::uint64_t samples = 0;
+    std::vector<std::uint8_t> piece;
+    for (std::uint32_t i = 0; i < bins; ++i) {
+        const std::uint16_t bin =
+            i % 128 == 0 ? static_cast<std::uint16_t>(i / 128 % 65535 + 1) : 0;
+        samples += bin;
+        piece.push_back(static_cast<std::uint8_t>(bin));
+        piece.push_back(static_cast<std::uint8_t>(bin >> 8));
+        if (piece.size() >= (1u << 20) || i + 1 == bins) {
+            out.write(reinterpret_cast<const char*>(piece.data()),
+                      static_cast<std::streamsize>(piece.size()));
+            piece.clear();
+        }
+    }
+    for (std::uint32_t a = 0; a < 64; ++a) {  // sorted by (from, self), as rackprof writes them
+        out.put(1);
+        put(low_pc + 0x100 + 8 * a, 4);
+        put(low_pc + 0x40 + 4 * (a % 8), 4);
+        put(1000 + a, 4);
+    }
+    return samples;
+}
+
+TEST_CASE(
+    "a 63 MiB gmon.out import streams: the daemon's peak memory grows by < 48 MiB; its gmon.out "
+    "comes back byte for byte") {
+    ApiDaemon d;
+    const auto gmon = d.dir() / "big.gmon";
+    const std::uint32_t bins = 63u << 19;  // 63 MiB of 2-byte bins: under the 64 MiB upload limit
+    const std::uint64_t samples = write_sparse_gmon(gmon, 0x08000000, bins);
+    REQUIRE(std::filesystem::file_size(gmon) < (64u << 20));
+    const std::uint64_t before = peak_memory(d.pid());
+    REQUIRE(before > 0);
+    const auto imported =
+        d.call("POST", "/api/v1/sessions/import?format=gmon&board=big",
+               {"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + gmon.string()});
+    REQUIRE(imported.first == 201);
+    const std::uint64_t after = peak_memory(d.pid());
+    MESSAGE("gmon.out import: peak memory " << before / 1024 << " kB before, " << after / 1024
+                                            << " kB after");
+    CHECK(after - before < (48u << 20));
+    const auto session = json::parse(imported.second);
+    CHECK(session["counters"]["pc_samples"] == samples);
+    CHECK(session["counters"]["bytes_in"] == std::filesystem::file_size(gmon));
+    const auto id = std::to_string(session["id"].get<std::int64_t>());
+    // Its histogram's shape and every count come back: the same bytes.
+    const auto back = d.call("GET", "/api/v1/sessions/" + id + "/gmon.out");
+    REQUIRE(back.first == 200);
+    CHECK(back.second == testing::read_text(gmon));
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(d.dir().path()))
+        CHECK(entry.path().filename().string().find(".upload") == std::string::npos);
+}
+
+}  // namespace
+}  // namespace rackprof
