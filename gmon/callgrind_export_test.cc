@@ -7,20 +7,16 @@
 #include <filesystem>
 
 #include "gmon/synthetic_elf.h"
+#include "gmon/temp_elf_test.h"
 
 namespace rackprof::gmon {
 namespace {
 
-struct TempElf {
-    std::filesystem::path path;
-    TempElf() {
-        path = std::filesystem::temp_directory_path() /
-               ("rackprof-callgrind-test-" + std::to_string(::getpid()) + ".elf");
-        write_synthetic_elf(path,
-                            {{"main", 0x100, 0x40}, {"work", 0x140, 0x40}, {"leaf", 0x180, 0x40}},
-                            0x100, 0x1c0);
-    }
-    ~TempElf() { std::filesystem::remove(path); }
+// The program of this file's tests.
+struct ProgramElf : TempElf {
+    ProgramElf()
+        : TempElf({{"main", 0x100, 0x40}, {"work", 0x140, 0x40}, {"leaf", 0x180, 0x40}}, 0x100,
+                  0x1c0) {}
 };
 
 std::string body_of(const std::string& file) {
@@ -28,7 +24,7 @@ std::string body_of(const std::string& file) {
 }
 
 TEST_CASE("callgrind: self samples per function, gprof's inclusive cost per arc") {
-    TempElf elf;
+    ProgramElf elf;
     auto a = std::make_shared<Aggregate>();
     a->add_arc(0x104, 0x140, 3);  // main -> work, 3 of work's 4 calls
     a->add_arc(0x184, 0x140, 1);  // leaf -> work
@@ -61,7 +57,7 @@ TEST_CASE("callgrind: self samples per function, gprof's inclusive cost per arc"
 }
 
 TEST_CASE("callgrind: samples credited to no function are a block of their own") {
-    TempElf elf;
+    ProgramElf elf;
     auto a = std::make_shared<Aggregate>();
     a->add_pc(0x110, 3);
     auto input = std::make_shared<ExportInput>();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gmon/synthetic_elf.h"
+#include "gmon/temp_elf_test.h"
 #include "pprof/profile.pb.h"
 
 namespace rackprof::gmon {
@@ -16,14 +17,9 @@ namespace {
 
 namespace pb = perftools::profiles;
 
-struct TempElf {
-    std::filesystem::path path;
-    TempElf() {
-        path = std::filesystem::temp_directory_path() /
-               ("rackprof-pprof-test-" + std::to_string(::getpid()) + ".elf");
-        write_synthetic_elf(path, {{"main", 0x100, 0x40}, {"work", 0x140, 0x40}}, 0x100, 0x180);
-    }
-    ~TempElf() { std::filesystem::remove(path); }
+// The program of this file's tests.
+struct ProgramElf : TempElf {
+    ProgramElf() : TempElf({{"main", 0x100, 0x40}, {"work", 0x140, 0x40}}, 0x100, 0x180) {}
 };
 
 std::shared_ptr<ExportInput> input_with(std::shared_ptr<const Symbolizer> elf) {
@@ -86,7 +82,7 @@ std::map<std::uint64_t, std::string> functions_at(const pb::Profile& p) {
 }
 
 TEST_CASE("pprof: every PC sample and arc comes back exactly, named by the ELF's functions") {
-    TempElf elf;
+    ProgramElf elf;
     auto input = input_with(Symbolizer::load(elf.path));
     input->summary = {{"session", 3}, {"board", "bench-1"}};
     const pb::Profile p = decoded(pprof_profile(*input));
@@ -130,7 +126,7 @@ TEST_CASE("pprof: every PC sample and arc comes back exactly, named by the ELF's
 }
 
 TEST_CASE("pprof: a merged selection names its sessions and boards in comments, not labels") {
-    TempElf elf;
+    ProgramElf elf;
     auto input = input_with(Symbolizer::load(elf.path));
     input->summary = {{"sessions", {1, 2}}, {"boards", {"a", "b"}}, {"build_id", "00ff"}};
     const pb::Profile p = decoded(pprof_profile(*input));

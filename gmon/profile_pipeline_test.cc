@@ -11,18 +11,14 @@
 #include "gmon/gmon_writer.h"
 #include "gmon/report.h"
 #include "gmon/synthetic_elf.h"
+#include "gmon/temp_elf_test.h"
 
 namespace rackprof::gmon {
 namespace {
 
-struct TempElf {
-    std::filesystem::path path;
-    TempElf() {
-        path = std::filesystem::temp_directory_path() /
-               ("rackprof-pipeline-test-" + std::to_string(::getpid()) + ".elf");
-        write_synthetic_elf(path, {{"main", 0x100, 0x40}, {"work", 0x140, 0x40}}, 0x100, 0x180);
-    }
-    ~TempElf() { std::filesystem::remove(path); }
+// The program of this file's tests.
+struct ProgramElf : TempElf {
+    ProgramElf() : TempElf({{"main", 0x100, 0x40}, {"work", 0x140, 0x40}}, 0x100, 0x180) {}
 };
 
 std::shared_ptr<const Aggregate> some_aggregate() {
@@ -40,7 +36,7 @@ std::string all_of(const std::string& format, std::shared_ptr<const ExportInput>
 }
 
 TEST_CASE("the code range: the ELF's, else the announced text range, else the PCs seen") {
-    TempElf elf;
+    ProgramElf elf;
     ProfileSource s;
     s.aggregate = some_aggregate();
     CHECK_FALSE(code_range_of(s).has_value());
@@ -91,7 +87,7 @@ TEST_CASE("histogram shapes from a gmon.out are reproduced exactly, with their r
 }
 
 TEST_CASE("a profile needs the ELF; with it, the pipeline equals the engine on the same data") {
-    TempElf elf;
+    ProgramElf elf;
     ProfileSource s;
     s.aggregate = some_aggregate();
     CHECK_THROWS_AS(profile_of(s), std::invalid_argument);
@@ -104,7 +100,7 @@ TEST_CASE("a profile needs the ELF; with it, the pipeline equals the engine on t
 }
 
 TEST_CASE("every export format is registered once and opens") {
-    TempElf elf;
+    ProgramElf elf;
     auto input = std::make_shared<ExportInput>();
     input->source.aggregate = some_aggregate();
     input->source.elf = Symbolizer::load(elf.path);
@@ -143,7 +139,7 @@ TEST_CASE("every export format is registered once and opens") {
 
 // The JSON export is streamed; it prints what dump(2) printed of the report as a document.
 TEST_CASE("the JSON export equals the report document it replaced, byte for byte") {
-    TempElf elf;
+    ProgramElf elf;
     auto aggregate = std::make_shared<Aggregate>();
     for (std::uint64_t i = 0; i < 200; ++i) {
         aggregate->add_arc(0x100 + 2 * (i * 7 % 0x40) + 1, (i % 3 ? 0x140 : 0x100) + 1, 1 + i);

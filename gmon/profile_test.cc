@@ -11,22 +11,10 @@
 
 #include "gmon/report.h"
 #include "gmon/synthetic_elf.h"
+#include "gmon/temp_elf_test.h"
 
 namespace rackprof::gmon {
 namespace {
-
-struct TempElf {
-    std::filesystem::path path;
-    explicit TempElf(const std::vector<SyntheticFunction>& functions, std::uint32_t low,
-                     std::uint32_t high) {
-        path = std::filesystem::temp_directory_path() /
-               ("rackprof-profile-test-" + std::to_string(::getpid()) + "-" +
-                std::to_string(counter++) + ".elf");
-        write_synthetic_elf(path, functions, low, high);
-    }
-    ~TempElf() { std::filesystem::remove(path); }
-    static inline int counter = 0;
-};
 
 const ProfileNode& node_named(const Profile& p, const std::string& name) {
     for (std::size_t i = 0; i < p.symbols.size(); ++i) {

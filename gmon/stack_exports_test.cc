@@ -13,24 +13,20 @@
 #include "gmon/speedscope_export.h"
 #include "gmon/svg_render.h"
 #include "gmon/synthetic_elf.h"
+#include "gmon/temp_elf_test.h"
 
 namespace rackprof::gmon {
 namespace {
 
-struct TempElf {
-    std::filesystem::path path;
-    TempElf() {
-        path = std::filesystem::temp_directory_path() /
-               ("rackprof-stack-exports-test-" + std::to_string(::getpid()) + ".elf");
-        write_synthetic_elf(path,
-                            {{"main", 0x100, 0x20},
-                             {"fast", 0x120, 0x20},
-                             {"slow", 0x140, 0x20},
-                             {"work", 0x160, 0x20},
-                             {"rare", 0x180, 0x20}},
-                            0x100, 0x1A0);
-    }
-    ~TempElf() { std::filesystem::remove(path); }
+// The program of this file's tests.
+struct ProgramElf : TempElf {
+    ProgramElf()
+        : TempElf({{"main", 0x100, 0x20},
+                   {"fast", 0x120, 0x20},
+                   {"slow", 0x140, 0x20},
+                   {"work", 0x160, 0x20},
+                   {"rare", 0x180, 0x20}},
+                  0x100, 0x1A0) {}
 };
 
 // main -> fast -> work, main -> slow -> work, main -> rare (0.2 % of the time).
@@ -70,7 +66,7 @@ TEST_CASE("gprof2dot's temperature colours: dark blue, green, red") {
 }
 
 TEST_CASE("folded and speedscope exports hold every sample, on the same stacks") {
-    TempElf elf;
+    ProgramElf elf;
     const auto input = input_of(elf);
     CHECK(all_of("folded", input) ==
           "main 100\nmain;fast 1\nmain;fast;work 100\nmain;rare 1\nmain;slow;work 298\n");
@@ -97,7 +93,7 @@ TEST_CASE("folded and speedscope exports hold every sample, on the same stacks")
 }
 
 TEST_CASE("the dot call graph leaves out what is below the thresholds, as gprof2dot does") {
-    TempElf elf;
+    ProgramElf elf;
     const auto input = input_of(elf);
     const std::string dot = all_of("dot", input);
     CAPTURE(dot);

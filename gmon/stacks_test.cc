@@ -12,22 +12,10 @@
 
 #include "gmon/folded_export.h"
 #include "gmon/synthetic_elf.h"
+#include "gmon/temp_elf_test.h"
 
 namespace rackprof::gmon {
 namespace {
-
-struct TempElf {
-    std::filesystem::path path;
-    TempElf(const std::vector<SyntheticFunction>& functions, std::uint32_t low,
-            std::uint32_t high) {
-        path = std::filesystem::temp_directory_path() /
-               ("rackprof-stacks-test-" + std::to_string(::getpid()) + "-" +
-                std::to_string(counter++) + ".elf");
-        write_synthetic_elf(path, functions, low, high);
-    }
-    ~TempElf() { std::filesystem::remove(path); }
-    static inline int counter = 0;
-};
 
 // Functions of 0x20 bytes from 0x100 on, in the order named.
 struct Program {

@@ -27,7 +27,7 @@ class ApiDaemon {
                        const std::vector<std::string>& env = {},
                        const std::string& server_extra = "") {
         REQUIRE(rackprof({"simulate", "--model", "deterministic", "--iterations", "1",
-                                   "--write-elf", (dir_ / "model.elf").string()})
+                          "--write-elf", (dir_ / "model.elf").string()})
                     .exit_code == 0);
         std::ofstream(dir_ / "rack.toml")
             << "[server]\nlisten = \"" << listen << "\"\n"
@@ -50,8 +50,8 @@ class ApiDaemon {
     }
     void launch() {
         daemon_ = std::make_unique<Process>(
-            rackprof_argv({"serve", "--config", (dir_ / "rack.toml").string()}),
-            dir_ / "serve.log", std::filesystem::path(), env_);
+            rackprof_argv({"serve", "--config", (dir_ / "rack.toml").string()}), dir_ / "serve.log",
+            std::filesystem::path(), env_);
         std::smatch m;
         REQUIRE(eventually(
             [&] {
@@ -63,8 +63,7 @@ class ApiDaemon {
         port_ = m[1].str();
         REQUIRE(eventually(
             [&] {
-                return read_text(dir_ / "serve.log").find("[det] session") !=
-                       std::string::npos;
+                return read_text(dir_ / "serve.log").find("[det] session") != std::string::npos;
             },
             std::chrono::seconds(10)));
     }

@@ -114,22 +114,15 @@ TEST_CASE(
 TEST_CASE(
     "unplug and replug 20 times: one session, gaps recorded, nothing lost, no descriptor leak") {
     const std::vector<SimBoard> boards = {
-        {"flaky",
-         {"--model", "deterministic", "--iterations", "220", "--rate", "60000", "--unplug-every",
-          "120", "--unplug-for", "60", "--unplugs", "20"}},
+        testing::unplugging_board("flaky"),
         {"steady", {"--model", "blinky", "--iterations", "100", "--rate", "30000"}},
     };
     Rack rack(boards);
-    rack.start_boards();
-    rack.start_daemon();
-    REQUIRE(testing::eventually(
-        [&] { return rack.log().find("[flaky] connected") != std::string::npos; }, 10s));
-    std::this_thread::sleep_for(300ms);
+    rack.start_connected("flaky");
     const int fds_before = rack.daemon().open_fds();
-    rack.wait_boards();
+    rack.wait_boards_settled();
     const json truth = rack.truth("flaky");
     CHECK(truth["unplugs"] == 20);
-    std::this_thread::sleep_for(300ms);  // the last reconnect attempts settle
     const int fds_after = rack.daemon().open_fds();
     CHECK(fds_after <= fds_before);
     MESSAGE("20 unplugs: descriptors " << fds_before << " -> " << fds_after

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/api_daemon.h"
@@ -20,25 +19,13 @@ using nlohmann::json;
 using testing::ApiDaemon;
 using testing::peak_memory;
 using testing::Rack;
-using testing::SimBoard;
-using namespace std::chrono_literals;
 
 TEST_CASE("unplug and replug 20 times: the daemon's resident memory stays within 5 %") {
-    const std::vector<SimBoard> boards = {
-        {"flaky",
-         {"--model", "deterministic", "--iterations", "220", "--rate", "60000", "--unplug-every",
-          "120", "--unplug-for", "60", "--unplugs", "20"}},
-    };
-    Rack rack(boards);
-    rack.start_boards();
-    rack.start_daemon();
-    REQUIRE(testing::eventually(
-        [&] { return rack.log().find("[flaky] connected") != std::string::npos; }, 10s));
-    std::this_thread::sleep_for(300ms);
+    Rack rack({testing::unplugging_board("flaky")});
+    rack.start_connected("flaky");
     const long rss_before = rack.daemon().rss_kib();
-    rack.wait_boards();
+    rack.wait_boards_settled();
     CHECK(rack.truth("flaky")["unplugs"] == 20);
-    std::this_thread::sleep_for(300ms);  // the last reconnect attempts settle
     const long rss_after = rack.daemon().rss_kib();
     MESSAGE("20 unplugs: RSS " << rss_before << " -> " << rss_after << " KiB");
     // Twenty reconnects hold nothing: growth within 5 % (and the allocator's 1 MiB of slack).

@@ -12,6 +12,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gmon/aggregate.h"
@@ -51,6 +52,13 @@ inline gmon::Aggregate aggregate_of(const nlohmann::json& truth) {
                  pc["count"].get<std::uint64_t>());
     }
     return a;
+}
+
+// A board that unplugs 20 times during its run: 60 ms away after every 120 records.
+inline SimBoard unplugging_board(const std::string& name) {
+    return {name,
+            {"--model", "deterministic", "--iterations", "220", "--rate", "60000", "--unplug-every",
+             "120", "--unplug-for", "60", "--unplugs", "20"}};
 }
 
 class Rack {
@@ -94,14 +102,29 @@ class Rack {
             }
             for (const std::string& a : wire_args(b)) args.push_back(a);
             args.insert(args.begin(), "simulate");
-            sims_.push_back(std::make_unique<Process>(rackprof_argv(args),
-                                                               dir_ / (b.name + ".log")));
+            sims_.push_back(
+                std::make_unique<Process>(rackprof_argv(args), dir_ / (b.name + ".log")));
         }
         for (const auto& b : boards_) {
-            REQUIRE_MESSAGE(
-                eventually([&] { return std::filesystem::exists(dir_ / b.name); }, std::chrono::seconds(10)),
-                read_text(dir_ / (b.name + ".log")));
+            REQUIRE_MESSAGE(eventually([&] { return std::filesystem::exists(dir_ / b.name); },
+                                       std::chrono::seconds(10)),
+                            read_text(dir_ / (b.name + ".log")));
         }
+    }
+
+    // Starts the boards and the daemon, and waits until `board` is connected and settled.
+    void start_connected(const std::string& board) {
+        start_boards();
+        start_daemon();
+        REQUIRE(
+            eventually([&] { return log().find("[" + board + "] connected") != std::string::npos; },
+                       std::chrono::seconds(10)));
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+    // Waits for every board's run to end and the daemon's last reconnect attempts to settle.
+    void wait_boards_settled() {
+        wait_boards();
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
     }
 
     void start_daemon() {
