@@ -1,48 +1,21 @@
 #include "gmon/sampling_stats.h"
 
+#include <boost/math/distributions/binomial.hpp>
+
 #include <algorithm>
 #include <cmath>
 
 namespace rackprof::gmon {
 namespace {
 
-// The continued fraction of the incomplete beta function (modified Lentz), converging for
-// x < (a + 1) / (a + b + 2).
-double beta_continued_fraction(double a, double b, double x) {
-    constexpr double kTiny = 1e-300, kEpsilon = 1e-15;
-    double c = 1.0, d = 1.0 - (a + b) * x / (a + 1.0);
-    d = 1.0 / (std::fabs(d) < kTiny ? kTiny : d);
-    double h = d;
-    for (int m = 1; m <= 100000; ++m) {
-        const double m2 = 2.0 * m;
-        for (const double numerator : {m * (b - m) * x / ((a + m2 - 1) * (a + m2)),
-                                       -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1))}) {
-            d = 1.0 + numerator * d;
-            d = 1.0 / (std::fabs(d) < kTiny ? kTiny : d);
-            c = 1.0 + numerator / c;
-            if (std::fabs(c) < kTiny) c = kTiny;
-            h *= d * c;
-        }
-        if (std::fabs(d * c - 1.0) < kEpsilon) break;
-    }
-    return h;
-}
-
-// I_x(a, b), the regularized incomplete beta function.
-double incomplete_beta(double a, double b, double x) {
-    if (x <= 0) return 0;
-    if (x >= 1) return 1;
-    const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) +
-                                  a * std::log(x) + b * std::log1p(-x));
-    if (x < (a + 1) / (a + b + 2)) return front * beta_continued_fraction(a, b, x) / a;
-    return 1.0 - front * beta_continued_fraction(b, a, 1.0 - x) / b;
-}
-
-constexpr std::uint64_t kExactTrials = 1'000'000;
-
-double normal_upper(double z) {
-    return 0.5 * std::erfc(z / std::sqrt(2.0));
-}
+// A p that is NaN gives NaN rather than an exception: a report shows it, it does not abort.
+// Computed in double, not promoted to long double: a two-sided test then costs 0.3 us rather
+// than 3.5 (the fleet spread runs one per function and board), and stays within 1e-9 (relative)
+// of the long double result up to 3 * 10^7 trials.
+namespace policies = boost::math::policies;
+using TailPolicy = policies::policy<policies::domain_error<policies::ignore_error>,
+                                    policies::promote_double<false>>;
+using Binomial = boost::math::binomial_distribution<double, TailPolicy>;
 
 }  // namespace
 
@@ -63,19 +36,16 @@ double binomial_upper_tail(std::uint64_t k, std::uint64_t n, double p) {
     if (k > n) return 0.0;
     if (p <= 0) return 0.0;
     if (p >= 1) return 1.0;
-    if (n > kExactTrials) {
-        const double mean = static_cast<double>(n) * p;
-        const double sd = std::sqrt(mean * (1 - p));
-        return normal_upper((static_cast<double>(k) - 0.5 - mean) / sd);
-    }
-    // P(X >= k) = I_p(k, n - k + 1).
-    return std::clamp(incomplete_beta(static_cast<double>(k), static_cast<double>(n - k + 1), p),
-                      0.0, 1.0);
+    // P(X >= k) = P(X > k - 1), from the complement itself: no 1 - cdf cancellation in the tail.
+    return boost::math::cdf(
+        boost::math::complement(Binomial(static_cast<double>(n), p), static_cast<double>(k - 1)));
 }
 
 double binomial_lower_tail(std::uint64_t k, std::uint64_t n, double p) {
     if (k >= n) return 1.0;
-    return std::clamp(1.0 - binomial_upper_tail(k + 1, n, p), 0.0, 1.0);
+    if (p <= 0) return 1.0;
+    if (p >= 1) return 0.0;
+    return boost::math::cdf(Binomial(static_cast<double>(n), p), static_cast<double>(k));
 }
 
 double binomial_two_sided(std::uint64_t k, std::uint64_t n, double p) {

@@ -17,8 +17,9 @@ std::pair<double, double> wilson_interval(std::uint64_t k, std::uint64_t n, doub
 // it overlaps in proportion to the overlap, so a function may hold 12.5 samples.
 std::pair<double, double> wilson_interval_of_credit(double k, double n, double z = 1.96);
 
-// P(X >= k) and P(X <= k) for X ~ Binomial(n, p): exact (the regularized incomplete beta
-// function) up to 10^6 trials, the normal approximation with continuity correction above.
+// P(X >= k) and P(X <= k) for X ~ Binomial(n, p), from the regularized incomplete beta
+// function at any n (Boost.Math's binomial distribution), no normal approximation. NaN for a
+// NaN p.
 double binomial_upper_tail(std::uint64_t k, std::uint64_t n, double p);
 double binomial_lower_tail(std::uint64_t k, std::uint64_t n, double p);
 // Two-sided: twice the smaller tail, at most 1.

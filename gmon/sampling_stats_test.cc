@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 
 namespace rackprof::gmon {
 namespace {
@@ -34,8 +35,45 @@ TEST_CASE("binomial tails equal the sum of the binomial terms") {
     }
     CHECK(binomial_upper_tail(0, 10, 0.5) == 1.0);
     CHECK(binomial_upper_tail(11, 10, 0.5) == 0.0);
-    // Above 10^6 trials: the normal approximation, close to the exact tail at the centre.
-    CHECK(binomial_upper_tail(1'000'000, 2'000'002, 0.5) == doctest::Approx(0.5).epsilon(0.01));
+    const double nan = std::numeric_limits<double>::quiet_NaN();  // not an exception
+    CHECK(std::isnan(binomial_upper_tail(3, 10, nan)));
+    CHECK(std::isnan(binomial_lower_tail(3, 10, nan)));
+}
+
+// Reference tails for the double nearest p: exact rational sums of the binomial terms up to
+// n = 1000, the terms summed at 60 digits (mpmath) beyond, the two cross-checked where both
+// run. They cover k = 0 and k = n, tails far below 1e-100, and n past 10^6, where a normal
+// approximation misses the tails (15 or more of 5 * 10^6 at p = 10^-6: 2.3e-4, not 1.1e-5).
+TEST_CASE("binomial tails against reference values, k = 0 to n, n = 1 to 10^7") {
+    struct Case {
+        std::uint64_t k, n;
+        double p, upper, lower;  // P(X >= k), P(X <= k)
+    };
+    const Case cases[] = {
+        {0, 10, 0.5, 1.0, 0.0009765625},
+        {10, 10, 0.5, 0.0009765625, 1.0},
+        {1, 1, 0.3, 0.29999999999999999, 1.0},
+        {5, 20, 0.1, 0.04317449528446339, 0.988746865835491},
+        {8, 300, 0.01, 0.011474078634877691, 0.99639728784996461},
+        {500, 500, 0.3, 3.6360291795869264e-262, 1.0},
+        {0, 500, 0.3, 1.0, 3.5401364944952874e-78},
+        {600, 1000, 0.5, 1.3642320780330092e-10, 0.99999999990991587},
+        {3100, 10000, 0.3, 0.015156387528068862, 0.98565304402320942},
+        {1'000'000, 2'000'002, 0.5, 0.50084628328220628, 0.49971790538453521},
+        {4, 5'000'000, 1e-6, 0.73497422507659958, 0.44049319733147931},
+        {15, 5'000'000, 1e-6, 0.00022625155336996888, 0.99993099254436832},
+        {10100, 10'000'000, 0.001, 0.15974246645121225, 0.84266922001083967},
+        {1'999'000, 2'000'000, 0.9995, 0.5084093674328315, 0.50420839875157696},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.k);
+        CAPTURE(c.n);
+        CAPTURE(c.p);
+        CHECK(binomial_upper_tail(c.k, c.n, c.p) ==
+              doctest::Approx(c.upper).epsilon(1e-9).scale(0));
+        CHECK(binomial_lower_tail(c.k, c.n, c.p) ==
+              doctest::Approx(c.lower).epsilon(1e-9).scale(0));
+    }
 }
 
 TEST_CASE("Wilson's interval: inside [0, 1], around the share, narrowing with n") {

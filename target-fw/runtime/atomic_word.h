@@ -19,7 +19,29 @@ static inline void rp_irq_restore(uint32_t primask) {
     __asm volatile("msr primask, %0" ::"r"(primask) : "memory");
 }
 
-#if defined(__ARM_ARCH_6M__)
+#if defined(RACKPROF_HOST_TEST)
+
+/* The host's unit test (ring_host_test.cc). A compare-and-swap stands in for LDREX/STREX: the
+ * store fails when the word changed since the load, the guarantee the ring builds on. Each
+ * rp_host_preempt() call is a point where an interrupt may come; the test nests producers and
+ * the consumer there. */
+void rp_host_preempt(void);
+
+static inline uint32_t rp_word_begin(volatile uint32_t* word, uint32_t* key) {
+    rp_host_preempt();
+    *key = __atomic_load_n(word, __ATOMIC_SEQ_CST);
+    rp_host_preempt();
+    return *key;
+}
+static inline int rp_word_commit(volatile uint32_t* word, uint32_t value, uint32_t key) {
+    rp_host_preempt();
+    int stored =
+        __atomic_compare_exchange_n(word, &key, value, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    rp_host_preempt();
+    return stored;
+}
+
+#elif defined(__ARM_ARCH_6M__)
 
 static inline uint32_t rp_word_begin(volatile uint32_t* word, uint32_t* key) {
     *key = rp_irq_save();

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "atomic_word.h"
+#include "cm_regs.h"
 #include "port.h"
 #include "rackprof.h"
 #include "rackprof_config.h"
@@ -22,14 +23,12 @@
 #error "counters.c is the RACKPROF_COUNTERS build's"
 #endif
 
-#define DEMCR (*(volatile uint32_t*)0xE000EDFCu)
-#define DEMCR_TRCENA (1u << 24)
-#define DWT_CTRL (*(volatile uint32_t*)0xE0001000u)
-/* CYCCNT, CPICNT, EXCCNT, SLEEPCNT, LSUCNT, FOLDCNT: consecutive words after DWT_CTRL
- * (ARMv7-M ARM C1.8.7-C1.8.12), in the order of the wire's counter mask bits. */
-#define DWT_COUNTER(i) (*(volatile uint32_t*)(0xE0001004u + 4u * (i)))
-#define DWT_CTRL_CYCCNTENA (1u << 0)
-#define DWT_CTRL_EVENTS (0x1Fu << 17) /* CPIEVTENA, EXCEVTENA, SLEEPEVTENA, LSUEVTENA, FOLDEVTENA */
+/* CYCCNT, CPICNT, EXCCNT, SLEEPCNT, LSUCNT, FOLDCNT: consecutive words (ARMv7-M ARM
+ * C1.8.7-C1.8.12), in the order of the wire's counter mask bits. */
+#define DWT_COUNTER(i) ((&DWT_CYCCNT)[i])
+#define DWT_CTRL_EVENTS                                                                    \
+    (DWT_CTRL_CPIEVTENA | DWT_CTRL_EXCEVTENA | DWT_CTRL_SLEEPEVTENA | DWT_CTRL_LSUEVTENA | \
+     DWT_CTRL_FOLDEVTENA)
 
 #define COUNTERS 6u
 #define ALL_COUNTERS 0x3Fu

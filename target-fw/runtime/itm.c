@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "atomic_word.h"
+#include "cm_regs.h"
 #include "itm.h"
 #include "port.h"
 #include "rackprof.h"
@@ -34,35 +35,9 @@ static unsigned take_framed(uint8_t out[4]) {
 
 #if RACKPROF_ITM == RACKPROF_ITM_REGS
 
-#define ITM_STIM(port) (*(volatile uint32_t*)(0xE0000000u + 4u * (port)))
-#define ITM_STIM16(port) (*(volatile uint16_t*)(0xE0000000u + 4u * (port)))
-#define ITM_STIM8(port) (*(volatile uint8_t*)(0xE0000000u + 4u * (port)))
-#define ITM_TER (*(volatile uint32_t*)0xE0000E00u)
-#define ITM_TCR (*(volatile uint32_t*)0xE0000E80u)
-#define ITM_LAR (*(volatile uint32_t*)0xE0000FB0u)
-#define DWT_CTRL (*(volatile uint32_t*)0xE0001000u)
-#define DEMCR (*(volatile uint32_t*)0xE000EDFCu)
-#define SCB_ICSR (*(volatile uint32_t*)0xE000ED04u)
-#define SCB_SHPR3 (*(volatile uint32_t*)0xE000ED20u)
-
-#define DEMCR_TRCENA (1u << 24)    /* C1.6.5: powers the DWT and ITM */
-#define ITM_LAR_UNLOCK 0xC5ACCE55u /* CoreSight lock access key (locked on some cores) */
-#define ITM_TCR_ITMENA (1u << 0)   /* C1.7: ITM on */
-#define ITM_TCR_TSENA (1u << 1)    /* local timestamps */
-#define ITM_TCR_SYNCENA (1u << 2)  /* periodic sync packets (DWT_CTRL.SYNCTAP) */
-#define ITM_TCR_DWTENA (1u << 3)   /* forward DWT packets (PC samples); CMSIS: TXENA */
-#define ITM_TCR_BUSID(id) ((uint32_t)(id) << 16) /* TraceBusID [22:16]: the TPIU stream ID */
-#define ITM_TCR_BUSY (1u << 23)
-#define ITM_BUS_ID 1u                               /* what rackprof's tpiu_stream defaults to */
-#define DWT_CTRL_CYCCNTENA (1u << 0)                /* C1.8.7: the PC sampler counts CYCCNT */
-#define DWT_CTRL_POSTPRESET(n) ((uint32_t)(n) << 1) /* [4:1] reload of POSTCNT */
-#define DWT_CTRL_POSTINIT(n) ((uint32_t)(n) << 5)   /* [8:5] its first value */
-#define DWT_CTRL_CYCTAP (1u << 9)      /* POSTCNT counts at CYCCNT[10]: every 1024 cycles */
-#define DWT_CTRL_SYNCTAP_24 (1u << 10) /* [11:10] = 1: a sync packet every 2^24 cycles */
-#define DWT_CTRL_PCSAMPLENA (1u << 12) /* a PC sample each time POSTCNT wraps */
-#define DWT_CTRL_KEEP 0xFFFF0000u      /* read-only ID bits and event/trace enables: not ours */
-#define ICSR_PENDSVSET (1u << 28)
-#define PENDSV_PRIORITY 0xFFu /* lowest: the drain runs whenever nothing else does */
+#define ITM_BUS_ID 1u             /* what rackprof's tpiu_stream defaults to */
+#define DWT_CTRL_KEEP 0xFFFF0000u /* read-only ID bits and event/trace enables: not ours */
+#define PENDSV_PRIORITY 0xFFu     /* lowest: the drain runs whenever nothing else does */
 #define CYCLES_PER_TAP 1024u
 
 /* A sample every (POSTPRESET + 1) * 1024 cycles: the closest to RACKPROF_SAMPLE_HZ the
@@ -84,13 +59,13 @@ void rp_itm_init(void) {
     while (ITM_TCR & ITM_TCR_BUSY) {
     }
     ITM_TCR = ITM_TCR_ITMENA | ITM_TCR_TSENA | ITM_TCR_SYNCENA | ITM_TCR_DWTENA |
-              ITM_TCR_BUSID(ITM_BUS_ID);
+              ITM_TCR_TRACEBUSID(ITM_BUS_ID);
     ITM_TER |= (1u << RACKPROF_ITM_PORT) | (1u << RACKPROF_CONSOLE_PORT);
     /* The counter fields are set while the cycle counter is stopped, then it starts; PC
      * sampling itself is switched by rp_itm_sampling(). */
     uint32_t n = postpreset();
     DWT_CTRL = (DWT_CTRL & DWT_CTRL_KEEP) | DWT_CTRL_POSTPRESET(n) | DWT_CTRL_POSTINIT(n) |
-               DWT_CTRL_CYCTAP | DWT_CTRL_SYNCTAP_24;
+               DWT_CTRL_CYCTAP | DWT_CTRL_SYNCTAP(1);
     DWT_CTRL |= DWT_CTRL_CYCCNTENA;
     SCB_SHPR3 = (SCB_SHPR3 & 0xFF00FFFFu) | (PENDSV_PRIORITY << 16);
 }
@@ -103,7 +78,7 @@ void rp_itm_sampling(int on) {
 }
 
 void rp_itm_kick(void) {
-    SCB_ICSR = ICSR_PENDSVSET;
+    SCB_ICSR = SCB_ICSR_PENDSVSET;
 }
 
 /* A debugger may switch the ITM or the port off: a disabled port is never ready (the

@@ -2,6 +2,7 @@
 #include "rackprof.h"
 
 #include "atomic_word.h"
+#include "cm_regs.h"
 #include "itm.h"
 #include "port.h"
 #include "rackprof_config.h"
@@ -11,16 +12,6 @@
 volatile uint8_t rackprof_on; /* read by __gnu_mcount_nc before anything else */
 volatile uint32_t rp_dropped;
 
-#define SYST_CSR (*(volatile uint32_t*)0xE000E010u)
-#define SYST_RVR (*(volatile uint32_t*)0xE000E014u)
-#define SYST_CVR (*(volatile uint32_t*)0xE000E018u)
-#define SCB_SHPR3 (*(volatile uint32_t*)0xE000ED20u)
-#define SYST_CSR_ENABLE_TICKINT_CORECLK 7u
-#define DEMCR (*(volatile uint32_t*)0xE000EDFCu)
-#define DEMCR_TRCENA (1u << 24)
-#define DWT_CTRL (*(volatile uint32_t*)0xE0001000u)
-#define DWT_CYCCNT (*(volatile uint32_t*)0xE0001004u)
-#define DWT_CTRL_CYCCNTENA 1u
 /* Below the UART (priority 0), so the queue drains while the sampler runs, and above the
  * application's interrupts (the thesis' rule for steady sampling). */
 #define SYSTICK_PRIORITY 0x40u
@@ -76,7 +67,7 @@ void rackprof_init(void) {
     rp_sample_reload = SYST_RVR;
 #endif
     SYST_CVR = 0;
-    SYST_CSR = SYST_CSR_ENABLE_TICKINT_CORECLK;
+    SYST_CSR = SYST_CSR_ENABLE | SYST_CSR_TICKINT | SYST_CSR_CLKSOURCE;
 #if RACKPROF_EVENTS && !RACKPROF_CYCLE_COUNTER
     stamp_period = SYST_RVR + 1u;
 #endif

@@ -1,5 +1,7 @@
 #include "web/server/token_rule.h"
 
+#include <openssl/crypto.h>
+
 #include <cctype>
 
 namespace rackprof::web {
@@ -37,13 +39,9 @@ std::string_view bearer_credentials(std::string_view authorization) {
 }
 
 bool same_secret(std::string_view given, std::string_view secret) {
-    if (secret.empty()) return false;
-    unsigned difference = given.size() != secret.size() ? 1u : 0u;
-    for (std::size_t i = 0; i < given.size(); ++i) {
-        difference |= static_cast<unsigned char>(given[i]) ^
-                      static_cast<unsigned char>(secret[i % secret.size()]);
-    }
-    return difference == 0;
+    // The length may leak (an attacker learns little from it); the bytes must not.
+    if (secret.empty() || given.size() != secret.size()) return false;
+    return CRYPTO_memcmp(given.data(), secret.data(), secret.size()) == 0;
 }
 
 }  // namespace rackprof::web

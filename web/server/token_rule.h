@@ -25,8 +25,9 @@ struct TokenRule {
 // "Bearer abc" (the scheme in any case, one or more spaces) -> "abc"; "" when it is not one.
 std::string_view bearer_credentials(std::string_view authorization);
 
-// Equal, in a time that depends only on `given`'s length, never on where the first
-// difference is, so a client cannot guess the secret byte by byte.
+// Equal (and `secret` not empty). Equal lengths are compared in a time that never depends on
+// where the first difference is, so a client cannot guess the secret byte by byte; a length
+// that differs is refused at once.
 bool same_secret(std::string_view given, std::string_view secret);
 
 }  // namespace rackprof::web
