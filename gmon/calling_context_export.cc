@@ -181,77 +181,101 @@ std::string cct_folded(const CallingContextTree& tree, const ContextFrameNames& 
     return out;
 }
 
-std::string cct_speedscope(const CallingContextTree& tree, const ContextFrameNames& names,
-                           const std::string& name) {
-    using nlohmann::json;
-    const auto kids = children_of(tree);
-    json frames = json::array();
-    std::map<std::string, std::size_t> frame_index;
-    const auto frame = [&](std::uint32_t node) {
-        const ContextNode& n = tree.nodes()[node];
-        const std::string label = frame_label(names, n);
-        const auto [it, fresh] = frame_index.try_emplace(label, frames.size());
+namespace {
+
+// speedscope's shared frames: one per distinct label, with its source line when known.
+class SpeedscopeFrames {
+  public:
+    SpeedscopeFrames(const CallingContextTree& tree, const ContextFrameNames& names)
+        : tree_(tree), names_(names) {}
+
+    std::size_t index_of(std::uint32_t node) {
+        const ContextNode& n = tree_.nodes()[node];
+        const std::string label = frame_label(names_, n);
+        const auto [it, fresh] = index_.try_emplace(label, frames_.size());
         if (fresh) {
-            json f = {{"name", label}};
+            nlohmann::json f = {{"name", label}};
             if (n.parent != kNoParent) {
-                if (const auto source = names.source(n.function)) {
+                if (const auto source = names_.source(n.function)) {
                     if (!source->file.empty()) f["file"] = source->file;
                     if (source->line > 0) f["line"] = source->line;
                 }
             }
-            frames.push_back(std::move(f));
+            frames_.push_back(std::move(f));
         }
         return it->second;
+    }
+    nlohmann::json take() { return std::move(frames_); }
+
+  private:
+    const CallingContextTree& tree_;
+    const ContextFrameNames& names_;
+    nlohmann::json frames_ = nlohmann::json::array();
+    std::map<std::string, std::size_t> index_;
+};
+
+// The open and close events of the subtree under `root`, laid end to end by inclusive cycles.
+nlohmann::json evented_walk(const CallingContextTree& tree,
+                            const std::vector<std::vector<std::uint32_t>>& kids, std::uint32_t root,
+                            SpeedscopeFrames& frames) {
+    nlohmann::json events = nlohmann::json::array();
+    // Iterative depth-first walk: each node opens at `at`, its children follow it end to
+    // end, and it closes after its inclusive cycles.
+    struct Step {
+        std::uint32_t node;
+        std::size_t next_kid;
+        std::uint64_t opened;
+        std::uint64_t cursor;
     };
+    std::vector<Step> stack{{root, 0, 0, 0}};
+    while (!stack.empty()) {
+        Step& top = stack.back();
+        if (top.next_kid < kids[top.node].size()) {
+            const std::uint32_t kid = kids[top.node][top.next_kid++];
+            const std::uint64_t start = top.cursor;
+            top.cursor += tree.nodes()[kid].inclusive;
+            if (tree.nodes()[kid].inclusive == 0) continue;
+            events.push_back({{"type", "O"}, {"frame", frames.index_of(kid)}, {"at", start}});
+            stack.push_back({kid, 0, start, start});
+            continue;
+        }
+        if (top.node != root) {
+            events.push_back({{"type", "C"},
+                              {"frame", frames.index_of(top.node)},
+                              {"at", top.opened + tree.nodes()[top.node].inclusive}});
+        }
+        stack.pop_back();
+    }
+    return events;
+}
+
+}  // namespace
+
+std::string cct_speedscope(const CallingContextTree& tree, const ContextFrameNames& names,
+                           const std::string& name) {
+    using nlohmann::json;
+    const auto kids = children_of(tree);
+    SpeedscopeFrames frames(tree, names);
     json profiles = json::array();
     std::map<std::uint16_t, std::uint32_t> roots;  // thread mode (0) first
     for (std::uint32_t i = 0; i < tree.nodes().size(); ++i) {
         if (tree.nodes()[i].parent == kNoParent) roots[tree.nodes()[i].exception] = i;
     }
-    for (const auto& entry : roots) {
-        const std::uint32_t root = entry.second;
-        json events = json::array();
-        // Iterative depth-first walk: each node opens at `at`, its children follow it end to
-        // end, and it closes after its inclusive cycles.
-        struct Step {
-            std::uint32_t node;
-            std::size_t next_kid;
-            std::uint64_t opened;
-            std::uint64_t cursor;
-        };
-        std::vector<Step> stack{{root, 0, 0, 0}};
-        while (!stack.empty()) {
-            Step& top = stack.back();
-            if (top.next_kid < kids[top.node].size()) {
-                const std::uint32_t kid = kids[top.node][top.next_kid++];
-                const std::uint64_t start = top.cursor;
-                top.cursor += tree.nodes()[kid].inclusive;
-                if (tree.nodes()[kid].inclusive == 0) continue;
-                events.push_back({{"type", "O"}, {"frame", frame(kid)}, {"at", start}});
-                stack.push_back({kid, 0, start, start});
-                continue;
-            }
-            if (top.node != root) {
-                events.push_back({{"type", "C"},
-                                  {"frame", frame(top.node)},
-                                  {"at", top.opened + tree.nodes()[top.node].inclusive}});
-            }
-            stack.pop_back();
-        }
+    for (const auto& [exception, root] : roots) {
         const ContextNode& r = tree.nodes()[root];
         profiles.push_back({{"type", "evented"},
                             {"name", name + " " + names.of(r) + " (cycles)"},
                             {"unit", "none"},
                             {"startValue", 0},
                             {"endValue", r.inclusive},
-                            {"events", std::move(events)}});
+                            {"events", evented_walk(tree, kids, root, frames)}});
     }
     const json document = {
         {"$schema", "https://www.speedscope.app/file-format-schema.json"},
         {"exporter", "rackprof"},
         {"name", name},
         {"activeProfileIndex", 0},
-        {"shared", {{"frames", std::move(frames)}}},
+        {"shared", {{"frames", frames.take()}}},
         {"profiles", std::move(profiles)},
     };
     return document.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";

@@ -90,6 +90,29 @@ bool ProfileDiff::failed() const {
                        [](const GateResult& g) { return !g.functions.empty(); });
 }
 
+namespace {
+
+// Whether `rule` trips for function `f`: calls are counts, compared exactly; samples trip only
+// beyond sampling error (the ratio exceeds the limit even allowing for it, at `per_test`).
+bool gate_trips(const GateRule& rule, const FunctionDiff& f, const ProfileDiff& d, bool samples,
+                double per_test) {
+    if (rule.metric == GateRule::Metric::kCalls) {
+        const double limit = static_cast<double>(f.a.calls) * rate_change_limit(rule);
+        const double calls = static_cast<double>(f.b.calls);
+        return rule.rise ? calls > limit : calls < limit;
+    }
+    if (!samples) return false;
+    const bool self = rule.metric == GateRule::Metric::kSelf;
+    const std::uint64_t ka = self ? f.a.self_samples : f.a.total_samples;
+    const std::uint64_t kb = self ? f.b.self_samples : f.b.total_samples;
+    const double p =
+        rule.rise ? rate_ratio_above(ka, d.exposure_a, kb, d.exposure_b, rate_change_limit(rule))
+                  : rate_ratio_below(ka, d.exposure_a, kb, d.exposure_b, rate_change_limit(rule));
+    return p < per_test;
+}
+
+}  // namespace
+
 ProfileDiff diff_profiles(const Profile& a, const Profile& b, const DiffOptions& options) {
     ProfileDiff d;
     d.alpha = options.alpha;
@@ -138,24 +161,7 @@ ProfileDiff diff_profiles(const Profile& a, const Profile& b, const DiffOptions&
     for (const auto& rule : options.gates) {
         GateResult result{rule, {}};
         for (const auto& [name, f] : by_name) {
-            bool tripped = false;
-            if (rule.metric == GateRule::Metric::kCalls) {
-                // Counts, not samples: compared exactly.
-                const double limit = static_cast<double>(f.a.calls) * rate_change_limit(rule);
-                const double calls = static_cast<double>(f.b.calls);
-                tripped = rule.rise ? calls > limit : calls < limit;
-            } else if (samples) {
-                const bool self = rule.metric == GateRule::Metric::kSelf;
-                const std::uint64_t ka = self ? f.a.self_samples : f.a.total_samples;
-                const std::uint64_t kb = self ? f.b.self_samples : f.b.total_samples;
-                // Beyond sampling error: the ratio exceeds the limit even allowing for it.
-                const double p = rule.rise ? rate_ratio_above(ka, d.exposure_a, kb, d.exposure_b,
-                                                              rate_change_limit(rule))
-                                           : rate_ratio_below(ka, d.exposure_a, kb, d.exposure_b,
-                                                              rate_change_limit(rule));
-                tripped = p < per_test;
-            }
-            if (tripped) result.functions.push_back(name);
+            if (gate_trips(rule, f, d, samples, per_test)) result.functions.push_back(name);
         }
         d.gates.push_back(std::move(result));
     }

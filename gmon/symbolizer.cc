@@ -66,6 +66,34 @@ Symbolizer::~Symbolizer() {
     if (fd_ >= 0) ::close(fd_);
 }
 
+// What the symbol table needs from the sections: their nm classes by index, and where the
+// symbols and section names are.
+struct Symbolizer::SectionFacts {
+    std::vector<char> classes;
+    Elf_Scn* symtab = nullptr;
+    GElf_Shdr symtab_hdr{};
+    std::size_t shstrndx = 0;
+};
+
+namespace {
+
+// The GNU build-id note of a note section, as lower-case hex, or "".
+std::string build_id_in(Elf_Scn* scn) {
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    GElf_Nhdr nhdr;
+    std::size_t offset = 0, name_off = 0, desc_off = 0;
+    while (data && (offset = gelf_getnote(data, offset, &nhdr, &name_off, &desc_off)) > 0) {
+        const char* note_name = static_cast<const char*>(data->d_buf) + name_off;
+        if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == 4 &&
+            std::memcmp(note_name, "GNU", 4) == 0) {
+            return hex(static_cast<const unsigned char*>(data->d_buf) + desc_off, nhdr.n_descsz);
+        }
+    }
+    return "";
+}
+
+}  // namespace
+
 void Symbolizer::read(const std::filesystem::path& path) {
     path_ = path;
     const std::string where = path.string() + ": ";
@@ -83,77 +111,76 @@ void Symbolizer::read(const std::filesystem::path& path) {
     layout_.addr_bytes = gelf_getclass(elf) == ELFCLASS64 ? 8 : 4;
     layout_.order = ehdr.e_ident[EI_DATA] == ELFDATA2MSB ? ByteOrder::kBig : ByteOrder::kLittle;
 
-    std::size_t shstrndx = 0;
-    if (elf_getshdrstrndx(elf, &shstrndx) != 0) throw ElfError(where + "no section name table");
+    const SectionFacts facts = read_sections(where);
+    if (code_high_ == 0) throw ElfError(where + "has no executable code sections");
+    if (!facts.symtab) throw ElfError(where + "has no symbol table (stripped?); build without -s");
+    read_symbols(facts);
+    handles_->dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nullptr);  // null: no DWARF, fine
+}
 
-    // Section facts first: symbols refer to sections by index.
-    std::vector<char> classes;
+Symbolizer::SectionFacts Symbolizer::read_sections(const std::string& where) {
+    Elf* elf = handles_->elf;
+    SectionFacts facts;
+    if (elf_getshdrstrndx(elf, &facts.shstrndx) != 0)
+        throw ElfError(where + "no section name table");
     code_low_ = std::numeric_limits<std::uint64_t>::max();
     code_high_ = 0;
-    Elf_Scn* symtab = nullptr;
-    GElf_Shdr symtab_hdr{};
     for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
         GElf_Shdr shdr;
         if (!gelf_getshdr(scn, &shdr)) continue;
-        const std::size_t index = elf_ndxscn(scn);
-        const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
-        if (classes.size() <= index) classes.resize(index + 1, '?');
-        classes[index] = section_class(name ? name : "", shdr);
-        if ((shdr.sh_flags & SHF_ALLOC) && (shdr.sh_flags & SHF_EXECINSTR) && shdr.sh_size > 0) {
-            // An end past the address space would wrap and put code_high below code_low.
-            const std::uint64_t limit = layout_.addr_bytes == 8
-                                            ? std::numeric_limits<std::uint64_t>::max()
-                                            : std::uint64_t{1} << 32;
-            if (shdr.sh_addr > limit || shdr.sh_size > limit - shdr.sh_addr)
-                throw ElfError(where + "an executable section ends past the address space");
-            code_low_ = std::min<std::uint64_t>(code_low_, shdr.sh_addr);
-            code_high_ = std::max<std::uint64_t>(code_high_, shdr.sh_addr + shdr.sh_size);
-            if (shdr.sh_type == SHT_PROGBITS) {
-                // Its instructions, for checking a capture against the code (elf_fit.h).
-                Elf_Data* data = elf_getdata(scn, nullptr);
-                if (data && data->d_buf && data->d_size > 0) {
-                    const auto* bytes = static_cast<const std::uint8_t*>(data->d_buf);
-                    code_.push_back(
-                        {shdr.sh_addr,
-                         std::vector<std::uint8_t>(
-                             bytes, bytes + std::min<std::size_t>(data->d_size, shdr.sh_size))});
-                }
-            }
-        }
-        if (name && std::strcmp(name, ".text") == 0) {
-            text_addr_ = shdr.sh_addr;
-            text_size_ = shdr.sh_size;
-        }
-        if (shdr.sh_type == SHT_SYMTAB) {
-            symtab = scn;
-            symtab_hdr = shdr;
-        }
-        if (shdr.sh_type == SHT_NOTE && build_id_.empty()) {
-            Elf_Data* data = elf_getdata(scn, nullptr);
-            GElf_Nhdr nhdr;
-            std::size_t offset = 0, name_off = 0, desc_off = 0;
-            while (data && (offset = gelf_getnote(data, offset, &nhdr, &name_off, &desc_off)) > 0) {
-                const char* note_name = static_cast<const char*>(data->d_buf) + name_off;
-                if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == 4 &&
-                    std::memcmp(note_name, "GNU", 4) == 0) {
-                    build_id_ = hex(static_cast<const unsigned char*>(data->d_buf) + desc_off,
-                                    nhdr.n_descsz);
-                    break;
-                }
-            }
+        read_section(scn, elf_strptr(elf, facts.shstrndx, shdr.sh_name), facts, where);
+    }
+    return facts;
+}
+
+// One section's facts: its class, the code range and bytes, .text, the symbol table, the
+// build-id.
+void Symbolizer::read_section(Elf_Scn* scn, const char* name, SectionFacts& facts,
+                              const std::string& where) {
+    GElf_Shdr shdr;
+    gelf_getshdr(scn, &shdr);
+    const std::size_t index = elf_ndxscn(scn);
+    if (facts.classes.size() <= index) facts.classes.resize(index + 1, '?');
+    facts.classes[index] = section_class(name ? name : "", shdr);
+    if ((shdr.sh_flags & SHF_ALLOC) && (shdr.sh_flags & SHF_EXECINSTR) && shdr.sh_size > 0) {
+        // An end past the address space would wrap and put code_high below code_low.
+        const std::uint64_t limit = layout_.addr_bytes == 8
+                                        ? std::numeric_limits<std::uint64_t>::max()
+                                        : std::uint64_t{1} << 32;
+        if (shdr.sh_addr > limit || shdr.sh_size > limit - shdr.sh_addr)
+            throw ElfError(where + "an executable section ends past the address space");
+        code_low_ = std::min<std::uint64_t>(code_low_, shdr.sh_addr);
+        code_high_ = std::max<std::uint64_t>(code_high_, shdr.sh_addr + shdr.sh_size);
+        Elf_Data* data = shdr.sh_type == SHT_PROGBITS ? elf_getdata(scn, nullptr) : nullptr;
+        if (data && data->d_buf && data->d_size > 0) {
+            // Its instructions, for checking a capture against the code (elf_fit.h).
+            const auto* bytes = static_cast<const std::uint8_t*>(data->d_buf);
+            code_.push_back({shdr.sh_addr, std::vector<std::uint8_t>(
+                                               bytes, bytes + std::min<std::size_t>(
+                                                                  data->d_size, shdr.sh_size))});
         }
     }
-    if (code_high_ == 0) throw ElfError(where + "has no executable code sections");
-    if (!symtab) throw ElfError(where + "has no symbol table (stripped?); build without -s");
+    if (name && std::strcmp(name, ".text") == 0) {
+        text_addr_ = shdr.sh_addr;
+        text_size_ = shdr.sh_size;
+    }
+    if (shdr.sh_type == SHT_SYMTAB) {
+        facts.symtab = scn;
+        facts.symtab_hdr = shdr;
+    }
+    if (shdr.sh_type == SHT_NOTE && build_id_.empty()) build_id_ = build_id_in(scn);
+}
 
-    if (Elf_Scn* strtab = elf_getscn(elf, symtab_hdr.sh_link)) {
+void Symbolizer::read_symbols(const SectionFacts& facts) {
+    Elf* elf = handles_->elf;
+    if (Elf_Scn* strtab = elf_getscn(elf, facts.symtab_hdr.sh_link)) {
         if (Elf_Data* strings = elf_getdata(strtab, nullptr); strings && strings->d_buf) {
             string_table_.assign(static_cast<const char*>(strings->d_buf), strings->d_size);
         }
     }
-    Elf_Data* data = elf_getdata(symtab, nullptr);
+    Elf_Data* data = elf_getdata(facts.symtab, nullptr);
     // The entries libelf actually read, not what sh_size / sh_entsize claim: a header saying
-    // 2^64 made this loop run for ever (gelf_getsym refusing every index past the data).
+    // 2^64 would make this loop run for ever (gelf_getsym refusing every index past the data).
     const std::size_t entry_size =
         gelf_getclass(elf) == ELFCLASS64 ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
     const std::size_t count = data && data->d_type == ELF_T_SYM ? data->d_size / entry_size : 0;
@@ -164,14 +191,14 @@ void Symbolizer::read(const std::filesystem::path& path) {
         if (machine_ == EM_ARM && type == 13) type = STT_FUNC;  // STT_ARM_TFUNC: a Thumb function
         const int bind = GELF_ST_BIND(sym.st_info);
         ElfSymbol s;
-        const char* name = elf_strptr(elf, symtab_hdr.sh_link, sym.st_name);
+        const char* name = elf_strptr(elf, facts.symtab_hdr.sh_link, sym.st_name);
         s.name = name ? name : "";
         if (name && sym.st_name < string_table_.size()) s.name_offset = sym.st_name;
-        if (type == STT_SECTION && s.name.empty() && sym.st_shndx < classes.size()) {
+        if (type == STT_SECTION && s.name.empty() && sym.st_shndx < facts.classes.size()) {
             GElf_Shdr shdr;  // BFD names section symbols after their section
             Elf_Scn* scn = elf_getscn(elf, sym.st_shndx);
             if (scn && gelf_getshdr(scn, &shdr)) {
-                const char* sname = elf_strptr(elf, shstrndx, shdr.sh_name);
+                const char* sname = elf_strptr(elf, facts.shstrndx, shdr.sh_name);
                 s.name = sname ? sname : "";
             }
         }
@@ -186,15 +213,14 @@ void Symbolizer::read(const std::filesystem::path& path) {
         s.weak = bind == STB_WEAK;
         s.defined = sym.st_shndx != SHN_UNDEF && sym.st_shndx != SHN_ABS &&
                     sym.st_shndx != SHN_COMMON && sym.st_shndx < SHN_LORESERVE;
-        if (s.defined && sym.st_shndx < classes.size()) s.section_class = classes[sym.st_shndx];
+        if (s.defined && sym.st_shndx < facts.classes.size())
+            s.section_class = facts.classes[sym.st_shndx];
         if (machine_ == EM_ARM && (s.function || s.ifunc) && (s.addr & 1)) {
             s.addr &= ~std::uint64_t{1};  // Thumb entry points: BFD clears the bit, so do we
             s.thumb = true;
         }
         symbols_.push_back(std::move(s));
     }
-
-    handles_->dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nullptr);  // null: no DWARF, fine
 }
 
 std::optional<std::uint16_t> Symbolizer::code_halfword(std::uint64_t addr) const {

@@ -12,6 +12,8 @@
 
 #include "gmon/gmon_data.h"
 
+struct Elf_Scn;  // libelf's section handle (libelf.h stays out of this header)
+
 namespace rackprof::gmon {
 
 class ElfError : public std::runtime_error {
@@ -74,6 +76,12 @@ class Symbolizer {
   private:
     Symbolizer() = default;
     void read(const std::filesystem::path& path);
+    // The steps of read(): sections first, since symbols refer to them by index.
+    struct SectionFacts;
+    SectionFacts read_sections(const std::string& where);
+    void read_section(Elf_Scn* scn, const char* name, SectionFacts& facts,
+                      const std::string& where);
+    void read_symbols(const SectionFacts& facts);
 
     std::filesystem::path path_;
     int fd_ = -1;

@@ -259,38 +259,41 @@ void for_each_block(std::span<const Chunk> chunks, std::size_t cap, Size size_of
 
 }  // namespace
 
-void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToStore> chunks,
-                                 const gmon::Aggregate* sums) {
-    Statement& raw_st =
-        cached(insert_raw_,
-               "INSERT INTO raw_chunks (session_id, seq, received_ns, bytes, encoding, last_seq, "
-               "last_ns) VALUES (?, ?, ?, ?, 3, ?, ?)");
-    Statement& rec_st = cached(
-        insert_records_,
-        "INSERT INTO record_batches (session_id, seq, received_ns, count, records, encoding, "
-        "last_seq, last_ns) VALUES (?, ?, ?, ?, ?, 3, ?, ?)");
-    static_assert(kBlockEncoding == BlockEncoding::kZstdBlockColumns, "the rows' encoding");
-    // One row; `blob` is bound, not copied: alive until run().
-    const auto insert_raw = [&](const ChunkToStore& first, const ChunkToStore& last,
-                                std::span<const std::uint8_t> blob) {
-        raw_st.bind(1, session).bind(2, first.seq).bind(3, first.received_ns);
-        raw_st.bind_blob(4, blob);
-        raw_st.bind(5, last.seq).bind(6, last.received_ns);
-        raw_st.run();
-    };
-    const auto insert_records = [&](const ChunkToStore& first, const ChunkToStore& last,
-                                    std::uint64_t count, std::span<const std::uint8_t> blob) {
-        rec_st.bind(1, session).bind(2, first.seq).bind(3, first.received_ns);
-        rec_st.bind(4, count).bind_blob(5, blob);
-        rec_st.bind(6, last.seq).bind(7, last.received_ns);
-        rec_st.run();
-    };
-    // Runs of chunks not encoded yet are cut into blocks here; a chunk's part encoded already
-    // (its raw bytes, its records, or both) ends the run of that part.
-    std::vector<ChunkToStore> raw, records;
-    const auto write_raw_run = [&] {
+namespace {
+
+using ChunkToStore = SessionStore::ChunkToStore;
+
+// Writes one session's chunks as block rows: runs of chunks not encoded yet are cut into blocks
+// here; a chunk's part encoded already (its raw bytes, its records, or both) is a row of its own
+// and ends the run of that part, so rows stay in the chunks' order.
+class BlockRows {
+  public:
+    BlockRows(std::int64_t session, Statement& raw_st, Statement& record_st)
+        : session_(session), raw_st_(raw_st), record_st_(record_st) {}
+
+    void add(const ChunkToStore& c) {
+        if (c.encoded && !c.encoded->raw_block.empty()) {
+            flush_raw();
+            insert_raw(c, c, c.encoded->raw_block);
+        } else if (!c.raw.empty()) {
+            raw_.push_back(c);
+        }
+        if (c.encoded && !c.encoded->record_block.empty()) {
+            flush_records();
+            insert_records(c, c, c.encoded->records, c.encoded->record_block);
+        } else if (!c.records.empty()) {
+            records_.push_back(c);
+        }
+    }
+    void flush() {
+        flush_raw();
+        flush_records();
+    }
+
+  private:
+    void flush_raw() {
         for_each_block<ChunkToStore>(
-            raw, kBlockRawBytes, [](const ChunkToStore& c) { return c.raw.size(); },
+            raw_, kBlockRawBytes, [](const ChunkToStore& c) { return c.raw.size(); },
             [&](std::span<const ChunkToStore> block) {
                 std::vector<RawChunkView> views;
                 views.reserve(block.size());
@@ -299,11 +302,11 @@ void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToSt
                         raw_chunk_view(c.received_ns, c.raw, c.seq, c.raw_codec, c.records));
                 insert_raw(block.front(), block.back(), encode_raw_block(views));
             });
-        raw.clear();
-    };
-    const auto write_record_run = [&] {
+        raw_.clear();
+    }
+    void flush_records() {
         for_each_block<ChunkToStore>(
-            records, kBlockRecords, [](const ChunkToStore& c) { return c.records.size(); },
+            records_, kBlockRecords, [](const ChunkToStore& c) { return c.records.size(); },
             [&](std::span<const ChunkToStore> block) {
                 std::vector<RecordChunkView> views;
                 views.reserve(block.size());
@@ -314,34 +317,33 @@ void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToSt
                 }
                 insert_records(block.front(), block.back(), count, encode_record_block(views));
             });
-        records.clear();
-    };
-    std::optional<SliceSpan> span;
-    for (const auto& c : chunks) {
-        if (c.encoded && !c.encoded->raw_block.empty()) {
-            write_raw_run();
-            insert_raw(c, c, c.encoded->raw_block);
-        } else if (!c.raw.empty()) {
-            raw.push_back(c);
-        }
-        if (c.encoded && !c.encoded->record_block.empty()) {
-            write_record_run();
-            insert_records(c, c, c.encoded->records, c.encoded->record_block);
-        } else if (!c.records.empty()) {
-            records.push_back(c);
-        }
-        if (c.record_count() == 0) continue;
-        if (!span) span = SliceSpan{c.seq, c.seq, c.received_ns, c.received_ns, 0};
-        span->last_seq = c.seq;
-        span->min_ns = std::min(span->min_ns, c.received_ns);
-        span->max_ns = std::max(span->max_ns, c.received_ns);
-        span->records += c.record_count();
+        records_.clear();
     }
-    write_raw_run();
-    write_record_run();
-    if (!span) return;
-    if (sums) return slices_.add(session, *span, *sums);
-    gmon::Aggregate summed;  // an encoded chunk's records are decoded again for it
+    // One row; `blob` is bound, not copied: alive until run().
+    void insert_raw(const ChunkToStore& first, const ChunkToStore& last,
+                    std::span<const std::uint8_t> blob) {
+        raw_st_.bind(1, session_).bind(2, first.seq).bind(3, first.received_ns);
+        raw_st_.bind_blob(4, blob);
+        raw_st_.bind(5, last.seq).bind(6, last.received_ns);
+        raw_st_.run();
+    }
+    void insert_records(const ChunkToStore& first, const ChunkToStore& last, std::uint64_t count,
+                        std::span<const std::uint8_t> blob) {
+        record_st_.bind(1, session_).bind(2, first.seq).bind(3, first.received_ns);
+        record_st_.bind(4, count).bind_blob(5, blob);
+        record_st_.bind(6, last.seq).bind(7, last.received_ns);
+        record_st_.run();
+    }
+
+    std::int64_t session_;
+    Statement& raw_st_;
+    Statement& record_st_;
+    std::vector<ChunkToStore> raw_, records_;
+};
+
+// The records of `chunks`, an encoded chunk's decoded again.
+gmon::Aggregate sum_of(std::span<const ChunkToStore> chunks) {
+    gmon::Aggregate summed;
     for (const auto& c : chunks) {
         summed.add(c.records);
         if (c.encoded && !c.encoded->record_block.empty()) {
@@ -349,7 +351,36 @@ void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToSt
                 summed.add(d.records);
         }
     }
-    slices_.add(session, *span, summed);
+    return summed;
+}
+
+}  // namespace
+
+void SessionStore::append_chunks(std::int64_t session, std::span<const ChunkToStore> chunks,
+                                 const gmon::Aggregate* sums) {
+    static_assert(kBlockEncoding == BlockEncoding::kZstdBlockColumns, "the rows' encoding");
+    BlockRows rows(
+        session,
+        cached(insert_raw_,
+               "INSERT INTO raw_chunks (session_id, seq, received_ns, bytes, encoding, last_seq, "
+               "last_ns) VALUES (?, ?, ?, ?, 3, ?, ?)"),
+        cached(insert_records_,
+               "INSERT INTO record_batches (session_id, seq, received_ns, count, records, "
+               "encoding, last_seq, last_ns) VALUES (?, ?, ?, ?, ?, 3, ?, ?)"));
+    std::optional<SliceSpan> span;
+    for (const auto& c : chunks) {
+        rows.add(c);
+        if (c.record_count() == 0) continue;
+        if (!span) span = SliceSpan{c.seq, c.seq, c.received_ns, c.received_ns, 0};
+        span->last_seq = c.seq;
+        span->min_ns = std::min(span->min_ns, c.received_ns);
+        span->max_ns = std::max(span->max_ns, c.received_ns);
+        span->records += c.record_count();
+    }
+    rows.flush();
+    if (!span) return;
+    if (sums) return slices_.add(session, *span, *sums);
+    slices_.add(session, *span, sum_of(chunks));
 }
 
 std::int64_t SessionStore::add_to_aggregate(std::int64_t session, const gmon::Aggregate& delta) {

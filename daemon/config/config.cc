@@ -344,6 +344,119 @@ BoardConfig board_from_json(const nlohmann::json& j) {
     return b;
 }
 
+namespace {
+
+// The table `name` of the root, or nullptr when absent; anything else there is an error.
+const toml::table* section(const std::string& source, const toml::table& root,
+                           const std::string& name) {
+    const toml::node* node = root.get(name);
+    if (!node) return nullptr;
+    const toml::table* t = node->as_table();
+    if (!t) fail(source, *node, name, "must be a table");
+    return t;
+}
+
+void parse_server(const std::string& source, const toml::table& t, DaemonConfig& c) {
+    reject_unknown(source, t, "server.",
+                   {"listen", "token_file", "token_for_reads", "web_root", "api_links"});
+    c.listen = get_string(source, t, "server.", "listen", c.listen);
+    c.token_file = get_string(source, t, "server.", "token_file", "");
+    c.token_for_reads = get_bool(source, t, "server.", "token_for_reads", false);
+    c.web_root = get_string(source, t, "server.", "web_root", "");
+    if (const toml::node* links = t.get("api_links"))
+        c.api_links = get_string_list(source, *links, "server.api_links");
+    try {
+        check_listen_address(c.listen);
+    } catch (const std::invalid_argument& e) {
+        fail(source, *t.get("listen"), "server.listen", e.what());
+    }
+}
+
+void parse_storage(const std::string& source, const toml::table& t, DaemonConfig& c) {
+    reject_unknown(source, t, "storage.", {"path", "keep_raw_days", "keep_sessions_days"});
+    c.storage_path = get_string(source, t, "storage.", "path", c.storage_path.string());
+    c.keep_raw_days = get_days(source, t, "storage.", "keep_raw_days");
+    c.keep_sessions_days = get_days(source, t, "storage.", "keep_sessions_days");
+}
+
+void parse_fleet(const std::string& source, const toml::table& t, FleetConfig& f) {
+    reject_unknown(source, t, "fleet.",
+                   {"url", "bench", "password_file", "sslmode", "sslrootcert", "sslcert", "sslkey",
+                    "push_interval_ms", "retry_max_ms", "keep_sessions_days"});
+    f.url = get_string(source, t, "fleet.", "url", "");
+    f.bench = get_string(source, t, "fleet.", "bench", "");
+    f.password_file = get_string(source, t, "fleet.", "password_file", "");
+    f.sslmode = get_string(source, t, "fleet.", "sslmode", "");
+    f.sslrootcert = get_string(source, t, "fleet.", "sslrootcert", "");
+    f.sslcert = get_string(source, t, "fleet.", "sslcert", "");
+    f.sslkey = get_string(source, t, "fleet.", "sslkey", "");
+    const std::int64_t interval = get_int(source, t, "fleet.", "push_interval_ms", 2000);
+    const std::int64_t retry = get_int(source, t, "fleet.", "retry_max_ms", 300000);
+    if (interval <= 0 || interval > 3'600'000 || retry < interval || retry > 86'400'000) {
+        fail(source, t, "fleet.push_interval_ms",
+             "push_interval_ms must be 1..3600000 and retry_max_ms not below it (at most a "
+             "day)");
+    }
+    f.keep_sessions_days = get_days(source, t, "fleet.", "keep_sessions_days");
+    f.push_interval = std::chrono::milliseconds(interval);
+    f.retry_max = std::chrono::milliseconds(retry);
+    if (t.get("url")) {
+        try {
+            check_fleet_url_text(f.url);
+        } catch (const std::invalid_argument& e) {
+            fail(source, *t.get("url"), "fleet.url", e.what());
+        }
+    }
+    if (!f.bench.empty()) {
+        try {
+            validate_board_name(f.bench);
+        } catch (const BoardFieldError& e) {
+            fail(source, *t.get("bench"), "fleet.bench", e.what());
+        }
+    }
+}
+
+void parse_logging(const std::string& source, const toml::table& t, DaemonConfig& c) {
+    reject_unknown(source, t, "logging.", {"level"});
+    c.log_level = get_string(source, t, "logging.", "level", c.log_level);
+    try {
+        check_log_level(c.log_level);
+    } catch (const ConfigError& e) {
+        fail(source, *t.get("level"), "logging.level", e.what());
+    }
+}
+
+void parse_links(const std::string& source, const toml::table& t, DaemonConfig& c) {
+    reject_unknown(source, t, "links.", {"reconnect_min_ms", "reconnect_max_ms"});
+    const std::int64_t min_ms = get_int(source, t, "links.", "reconnect_min_ms", 100);
+    const std::int64_t max_ms = get_int(source, t, "links.", "reconnect_max_ms", 5000);
+    // An hour at most: larger values overflowed the timers' arithmetic.
+    if (min_ms <= 0 || max_ms > 3'600'000 || max_ms < min_ms) {
+        fail(source, t, "links.reconnect_min_ms",
+             "reconnect_min_ms and reconnect_max_ms must be 1..3600000, min not above max");
+    }
+    c.reconnect_min = std::chrono::milliseconds(min_ms);
+    c.reconnect_max = std::chrono::milliseconds(max_ms);
+}
+
+void parse_boards(const std::string& source, const toml::node& node, DaemonConfig& c) {
+    const toml::array* boards = node.as_array();
+    if (!boards) fail(source, node, "boards", "must be an array of tables ([[boards]])");
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < boards->size(); ++i) {
+        const toml::node& entry = *boards->get(i);
+        const toml::table* t = entry.as_table();
+        if (!t) fail(source, entry, "boards[" + std::to_string(i) + "]", "must be a table");
+        BoardConfig b = parse_board(source, *t, i);
+        if (!names.insert(b.name).second)
+            fail(source, entry, "boards[" + std::to_string(i) + "].name",
+                 "duplicate board name '" + b.name + "'");
+        c.boards.push_back(std::move(b));
+    }
+}
+
+}  // namespace
+
 DaemonConfig parse_config(const std::string& text, const std::string& source) {
     toml::table root;
     try {
@@ -355,110 +468,12 @@ DaemonConfig parse_config(const std::string& text, const std::string& source) {
     DaemonConfig c;
     c.source = source;
     reject_unknown(source, root, "", {"server", "storage", "logging", "links", "boards", "fleet"});
-    if (const toml::node* node = root.get("server")) {
-        const toml::table* t = node->as_table();
-        if (!t) fail(source, *node, "server", "must be a table");
-        reject_unknown(source, *t, "server.",
-                       {"listen", "token_file", "token_for_reads", "web_root", "api_links"});
-        c.listen = get_string(source, *t, "server.", "listen", c.listen);
-        c.token_file = get_string(source, *t, "server.", "token_file", "");
-        c.token_for_reads = get_bool(source, *t, "server.", "token_for_reads", false);
-        c.web_root = get_string(source, *t, "server.", "web_root", "");
-        if (const toml::node* links = t->get("api_links"))
-            c.api_links = get_string_list(source, *links, "server.api_links");
-        try {
-            check_listen_address(c.listen);
-        } catch (const std::invalid_argument& e) {
-            fail(source, *t->get("listen"), "server.listen", e.what());
-        }
-    }
-    if (const toml::node* node = root.get("storage")) {
-        const toml::table* t = node->as_table();
-        if (!t) fail(source, *node, "storage", "must be a table");
-        reject_unknown(source, *t, "storage.", {"path", "keep_raw_days", "keep_sessions_days"});
-        c.storage_path = get_string(source, *t, "storage.", "path", c.storage_path.string());
-        c.keep_raw_days = get_days(source, *t, "storage.", "keep_raw_days");
-        c.keep_sessions_days = get_days(source, *t, "storage.", "keep_sessions_days");
-    }
-    if (const toml::node* node = root.get("fleet")) {
-        const toml::table* t = node->as_table();
-        if (!t) fail(source, *node, "fleet", "must be a table");
-        reject_unknown(source, *t, "fleet.",
-                       {"url", "bench", "password_file", "sslmode", "sslrootcert", "sslcert",
-                        "sslkey", "push_interval_ms", "retry_max_ms", "keep_sessions_days"});
-        FleetConfig& f = c.fleet;
-        f.url = get_string(source, *t, "fleet.", "url", "");
-        f.bench = get_string(source, *t, "fleet.", "bench", "");
-        f.password_file = get_string(source, *t, "fleet.", "password_file", "");
-        f.sslmode = get_string(source, *t, "fleet.", "sslmode", "");
-        f.sslrootcert = get_string(source, *t, "fleet.", "sslrootcert", "");
-        f.sslcert = get_string(source, *t, "fleet.", "sslcert", "");
-        f.sslkey = get_string(source, *t, "fleet.", "sslkey", "");
-        const std::int64_t interval = get_int(source, *t, "fleet.", "push_interval_ms", 2000);
-        const std::int64_t retry = get_int(source, *t, "fleet.", "retry_max_ms", 300000);
-        if (interval <= 0 || interval > 3'600'000 || retry < interval || retry > 86'400'000) {
-            fail(source, *t, "fleet.push_interval_ms",
-                 "push_interval_ms must be 1..3600000 and retry_max_ms not below it (at most a "
-                 "day)");
-        }
-        f.keep_sessions_days = get_days(source, *t, "fleet.", "keep_sessions_days");
-        f.push_interval = std::chrono::milliseconds(interval);
-        f.retry_max = std::chrono::milliseconds(retry);
-        if (t->get("url")) {
-            try {
-                check_fleet_url_text(f.url);
-            } catch (const std::invalid_argument& e) {
-                fail(source, *t->get("url"), "fleet.url", e.what());
-            }
-        }
-        if (!f.bench.empty()) {
-            try {
-                validate_board_name(f.bench);
-            } catch (const BoardFieldError& e) {
-                fail(source, *t->get("bench"), "fleet.bench", e.what());
-            }
-        }
-    }
-    if (const toml::node* node = root.get("logging")) {
-        const toml::table* t = node->as_table();
-        if (!t) fail(source, *node, "logging", "must be a table");
-        reject_unknown(source, *t, "logging.", {"level"});
-        c.log_level = get_string(source, *t, "logging.", "level", c.log_level);
-        try {
-            check_log_level(c.log_level);
-        } catch (const ConfigError& e) {
-            fail(source, *t->get("level"), "logging.level", e.what());
-        }
-    }
-    if (const toml::node* node = root.get("links")) {
-        const toml::table* t = node->as_table();
-        if (!t) fail(source, *node, "links", "must be a table");
-        reject_unknown(source, *t, "links.", {"reconnect_min_ms", "reconnect_max_ms"});
-        const std::int64_t min_ms = get_int(source, *t, "links.", "reconnect_min_ms", 100);
-        const std::int64_t max_ms = get_int(source, *t, "links.", "reconnect_max_ms", 5000);
-        // An hour at most: larger values overflowed the timers' arithmetic.
-        if (min_ms <= 0 || max_ms > 3'600'000 || max_ms < min_ms) {
-            fail(source, *t, "links.reconnect_min_ms",
-                 "reconnect_min_ms and reconnect_max_ms must be 1..3600000, min not above max");
-        }
-        c.reconnect_min = std::chrono::milliseconds(min_ms);
-        c.reconnect_max = std::chrono::milliseconds(max_ms);
-    }
-    if (const toml::node* node = root.get("boards")) {
-        const toml::array* boards = node->as_array();
-        if (!boards) fail(source, *node, "boards", "must be an array of tables ([[boards]])");
-        std::set<std::string> names;
-        for (std::size_t i = 0; i < boards->size(); ++i) {
-            const toml::node& entry = *boards->get(i);
-            const toml::table* t = entry.as_table();
-            if (!t) fail(source, entry, "boards[" + std::to_string(i) + "]", "must be a table");
-            BoardConfig b = parse_board(source, *t, i);
-            if (!names.insert(b.name).second)
-                fail(source, entry, "boards[" + std::to_string(i) + "].name",
-                     "duplicate board name '" + b.name + "'");
-            c.boards.push_back(std::move(b));
-        }
-    }
+    if (const toml::table* t = section(source, root, "server")) parse_server(source, *t, c);
+    if (const toml::table* t = section(source, root, "storage")) parse_storage(source, *t, c);
+    if (const toml::table* t = section(source, root, "fleet")) parse_fleet(source, *t, c.fleet);
+    if (const toml::table* t = section(source, root, "logging")) parse_logging(source, *t, c);
+    if (const toml::table* t = section(source, root, "links")) parse_links(source, *t, c);
+    if (const toml::node* node = root.get("boards")) parse_boards(source, *node, c);
     return c;
 }
 
