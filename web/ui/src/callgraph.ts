@@ -18,7 +18,11 @@ function heat(fraction: number): string {
 // (a sum would disagree with the flat profile, which counts only the first).
 const calls = (e: GraphEntry) => count(e.called) + (e.self_calls ? "+" + count(e.self_calls) : "");
 
-export function callGraphDot(entries: GraphEntry[], totalSeconds: number, selected?: string): string {
+export function callGraphDot(
+  entries: GraphEntry[],
+  totalSeconds: number,
+  selected?: string,
+): string {
   const functions = entries.filter((e) => e.cycle === null || !e.members);
   const shown = [...functions]
     .sort((a, b) => b.percent - a.percent || b.called - a.called)
@@ -40,14 +44,16 @@ export function callGraphDot(entries: GraphEntry[], totalSeconds: number, select
         `${e.name}\n${e.percent.toFixed(1)} % total, ${(self * 100).toFixed(1)} % self\n${calls(e)} calls`,
       )}, fontsize=${size}, fillcolor=${quote(overhead ? "0.0 0.0 0.88" : heat(self))}${
         overhead ? ', style="rounded,filled,dashed"' : ""
-      }${e.name === selected ? ", penwidth=3, color=\"#1d4ed8\"" : ""}, tooltip=${quote(e.name)}];`,
+      }${e.name === selected ? ', penwidth=3, color="#1d4ed8"' : ""}, tooltip=${quote(e.name)}];`,
     );
   }
   for (const e of shown) {
     for (const c of e.children ?? []) {
       if (!names.has(c.name)) continue;
       const width = 1 + Math.min(4, Math.log10(Math.max(1, c.count)));
-      lines.push(`  ${quote(e.name)} -> ${quote(c.name)} [label=${quote(String(c.count))}, penwidth=${width.toFixed(2)}];`);
+      lines.push(
+        `  ${quote(e.name)} -> ${quote(c.name)} [label=${quote(String(c.count))}, penwidth=${width.toFixed(2)}];`,
+      );
     }
   }
   lines.push("}");
