@@ -270,7 +270,7 @@ async function request<T>(
   const reply = await send(method, path, body, type);
   if (reply.status === 204) return undefined as T;
   const text = await reply.text();
-  let json: unknown = null;
+  let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
@@ -309,7 +309,7 @@ export const kGraphEntries = 50;
 export const api = {
   boards: () => request<Board[]>("GET", "/api/v1/boards"),
   sessions: (filter: Record<string, string> = {}) =>
-    request<Session[]>("GET", "/api/v1/sessions?" + new URLSearchParams(filter)),
+    request<Session[]>("GET", "/api/v1/sessions?" + new URLSearchParams(filter).toString()),
   session: (id: number) => request<Session>("GET", `/api/v1/sessions/${id}`),
   // Every flat row, but only the call graph's kGraphEntries busiest entries: the whole graph of
   // a firmware with 10^6 arcs is ~175 MB of JSON. Other entries come one at a time (below).
@@ -320,20 +320,21 @@ export const api = {
         new URLSearchParams({
           graph_top: String(graphTop),
           ...(syncReference === undefined ? {} : { sync_reference: String(syncReference) }),
-        }),
+        }).toString(),
     ),
   // The call-graph entries of the functions of this name (a static function's may be several).
   graphEntries: (id: number, name: string) =>
     request<Profile>(
       "GET",
-      `/api/v1/sessions/${id}/profile?` + new URLSearchParams({ top: "1", graph_function: name }),
+      `/api/v1/sessions/${id}/profile?` +
+        new URLSearchParams({ top: "1", graph_function: name }).toString(),
     ).then((p) => p.call_graph),
   // A selection is a query string as the API takes it: "build_id=ab12&tag=lab" or "session=3".
   // The fleet page shows no call graph, so none is asked for.
   selectionProfile: (selection: string) =>
     request<SelectionProfile>("GET", `/api/v1/profile?${selection}&graph_top=0`),
   diff: (a: string, b: string) =>
-    request<Diff>("GET", "/api/v1/diff?" + new URLSearchParams({ a, b })),
+    request<Diff>("GET", "/api/v1/diff?" + new URLSearchParams({ a, b }).toString()),
   // Stacks as the server estimates them (gprof's attribution of time along the call graph),
   // one "root;caller;callee value" line each: never rebuilt here from the call graph.
   sessionFolded: (id: number) => requestText(`/api/v1/sessions/${id}/export/folded`),
@@ -365,7 +366,7 @@ export const api = {
   importSession: (file: Blob, query: Record<string, string>) =>
     request<Session>(
       "POST",
-      "/api/v1/sessions/import?" + new URLSearchParams(query),
+      "/api/v1/sessions/import?" + new URLSearchParams(query).toString(),
       file,
       "application/octet-stream",
     ),

@@ -56,3 +56,9 @@ export function downloadLinks(
     ),
   ]);
 }
+
+// A form field's text as FormData holds it: "" for a field the form does not have, or a file.
+export function formText(data: FormData, name: string): string {
+  const value = data.get(name);
+  return typeof value === "string" ? value : "";
+}

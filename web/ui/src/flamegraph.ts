@@ -28,7 +28,7 @@ export function parseFolded(text: string): Frame {
     root.value += value;
     for (const name of m[1].split(";")) {
       let children = index.get(node);
-      if (!children) index.set(node, (children = new Map()));
+      if (!children) index.set(node, (children = new Map<string, Frame>()));
       let child = children.get(name);
       if (!child) {
         child = { name, value: 0, self: 0, children: [] };

@@ -13,11 +13,12 @@ import { navigate } from "./router";
 import { apiToken } from "./api";
 
 export type Cleanup = () => void;
+// A page that loads nothing renders at once (returns nothing); the others return a promise.
 export type Page = (
   main: HTMLElement,
   params: URLSearchParams,
   id?: number,
-) => Promise<Cleanup | void>;
+) => Promise<Cleanup | void> | void;
 
 const routes: { pattern: RegExp; nav: string; page: Page }[] = [
   { pattern: /^\/$/, nav: "rack", page: rackPage },

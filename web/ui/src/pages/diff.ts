@@ -3,7 +3,8 @@
 // p-value and its verdict (slower, faster), and b's stacks drawn coloured by their change.
 import { api, type Diff, type DiffFunction, type Session } from "../api";
 import { count, isOverhead, plusMinus } from "../format";
-import { h, link, replace } from "../dom";
+import { formText, h, link, replace } from "../dom";
+import { compareValues } from "../sort";
 import { navigate } from "../router";
 import { buildsOf, selectionPicker, shortId } from "../selection";
 import { differential, drawFlameGraph, parseFolded } from "../flamegraph";
@@ -16,7 +17,7 @@ export function compareRedirect(params: URLSearchParams): string {
     const id = params.get(side);
     if (id && /^\d+$/.test(id)) q.set(side, `session=${id}`);
   }
-  return `/diff${q.size ? "?" + q : ""}`;
+  return `/diff${q.size ? `?${q}` : ""}`;
 }
 
 export async function diffPage(main: HTMLElement, params: URLSearchParams) {
@@ -183,7 +184,7 @@ export function diffForm(sessions: Session[], a = "", b = "") {
         e.preventDefault();
         const data = new FormData(e.target as HTMLFormElement);
         navigate(
-          `/diff?${new URLSearchParams({ a: String(data.get("a")).trim(), b: String(data.get("b")).trim() })}`,
+          `/diff?${new URLSearchParams({ a: formText(data, "a").trim(), b: formText(data, "b").trim() })}`,
         );
       },
     },
@@ -307,7 +308,7 @@ function diffTable(functions: DiffFunction[]) {
     const col = columns.find((c) => c.key === sort?.key);
     const rows = col
       ? [...functions].sort(
-          (x, y) => compare(col.value(x), col.value(y)) * (sort?.descending ? -1 : 1),
+          (x, y) => compareValues(col.value(x), col.value(y)) * (sort?.descending ? -1 : 1),
         )
       : functions;
     replace(
@@ -394,12 +395,4 @@ function diffTable(functions: DiffFunction[]) {
     { class: "scroll tall" },
     h("table", { class: "data", id: "diff-table" }, h("thead", {}, head), body),
   );
-}
-
-function compare(a: unknown, b: unknown): number {
-  if (a === b) return 0;
-  if (a === null || a === undefined) return -1;
-  if (b === null || b === undefined) return 1;
-  if (typeof a === "number" && typeof b === "number") return a - b;
-  return String(a).localeCompare(String(b));
 }

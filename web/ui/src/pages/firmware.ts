@@ -1,9 +1,9 @@
 // Firmware and import: upload an ELF (stored once by build-id), import a capture or a
 // gmon.out as a completed session, optionally named by an uploaded ELF.
 import { api } from "../api";
-import { h, link, replace } from "../dom";
+import { formText, h, link, replace } from "../dom";
 
-export async function firmwarePage(main: HTMLElement) {
+export function firmwarePage(main: HTMLElement) {
   const elfResult = h("div", { role: "status", id: "elf-result" });
   const importResult = h("div", { role: "status", id: "import-result" });
   const firmwareId = h("input", {
@@ -14,73 +14,77 @@ export async function firmwarePage(main: HTMLElement) {
     placeholder: "optional: an uploaded firmware id",
   }) as HTMLInputElement;
 
+  const uploadElf = async (e: Event) => {
+    e.preventDefault();
+    const file = (new FormData(e.target as HTMLFormElement).get("elf") as File | null) ?? null;
+    if (!file || !file.size)
+      return replace(elfResult, h("p", { class: "error" }, "Choose an ELF file first."));
+    replace(elfResult, h("p", { class: "muted" }, "Uploading…"));
+    try {
+      const r = await api.uploadFirmware(file);
+      firmwareId.value = r.id;
+      replace(
+        elfResult,
+        h(
+          "p",
+          {},
+          `${r.stored ? "Stored" : "Already stored"}: firmware `,
+          h("code", {}, r.id),
+          ` (${r.functions} functions). Its id is filled in below.`,
+        ),
+      );
+    } catch (err) {
+      replace(elfResult, h("p", { class: "error", role: "alert" }, (err as Error).message));
+    }
+  };
   const elfForm = h(
     "form",
     {
       id: "elf-form",
-      onsubmit: async (e: Event) => {
-        e.preventDefault();
-        const file = (new FormData(e.target as HTMLFormElement).get("elf") as File | null) ?? null;
-        if (!file || !file.size)
-          return replace(elfResult, h("p", { class: "error" }, "Choose an ELF file first."));
-        replace(elfResult, h("p", { class: "muted" }, "Uploading…"));
-        try {
-          const r = await api.uploadFirmware(file);
-          firmwareId.value = r.id;
-          replace(
-            elfResult,
-            h(
-              "p",
-              {},
-              `${r.stored ? "Stored" : "Already stored"}: firmware `,
-              h("code", {}, r.id),
-              ` (${r.functions} functions). Its id is filled in below.`,
-            ),
-          );
-        } catch (err) {
-          replace(elfResult, h("p", { class: "error", role: "alert" }, (err as Error).message));
-        }
-      },
+      onsubmit: (e: Event) => void uploadElf(e),
     },
     h("label", {}, "ELF file ", h("input", { type: "file", name: "elf", id: "elf-file" })),
     h("button", { type: "submit" }, "Upload"),
   );
 
+  const importCapture = async (e: Event) => {
+    e.preventDefault();
+    const data = new FormData(e.target as HTMLFormElement);
+    const file = data.get("capture") as File | null;
+    if (!file || !file.size)
+      return replace(
+        importResult,
+        h("p", { class: "error" }, "Choose a capture or gmon.out first."),
+      );
+    const query: Record<string, string> = {
+      format: formText(data, "format"),
+      addr_bytes: formText(data, "addr_bytes"),
+    };
+    const board = formText(data, "board");
+    if (board) query.board = board;
+    const firmware = formText(data, "firmware");
+    if (firmware) query.firmware = firmware;
+    replace(importResult, h("p", { class: "muted" }, "Importing…"));
+    try {
+      const s = await api.importSession(file, query);
+      replace(
+        importResult,
+        h(
+          "p",
+          {},
+          `Imported as session ${s.id} (${s.counters.arcs ?? 0} arcs, ${s.counters.pc_samples ?? 0} samples, ${s.counters.bytes_discarded ?? 0} bytes discarded): `,
+          link(`/sessions/${s.id}`, "open its profile"),
+        ),
+      );
+    } catch (err) {
+      replace(importResult, h("p", { class: "error", role: "alert" }, (err as Error).message));
+    }
+  };
   const importForm = h(
     "form",
     {
       id: "import-form",
-      onsubmit: async (e: Event) => {
-        e.preventDefault();
-        const data = new FormData(e.target as HTMLFormElement);
-        const file = data.get("capture") as File | null;
-        if (!file || !file.size)
-          return replace(
-            importResult,
-            h("p", { class: "error" }, "Choose a capture or gmon.out first."),
-          );
-        const query: Record<string, string> = {
-          format: String(data.get("format")),
-          addr_bytes: String(data.get("addr_bytes")),
-        };
-        if (data.get("board")) query.board = String(data.get("board"));
-        if (data.get("firmware")) query.firmware = String(data.get("firmware"));
-        replace(importResult, h("p", { class: "muted" }, "Importing…"));
-        try {
-          const s = await api.importSession(file, query);
-          replace(
-            importResult,
-            h(
-              "p",
-              {},
-              `Imported as session ${s.id} (${s.counters.arcs ?? 0} arcs, ${s.counters.pc_samples ?? 0} samples, ${s.counters.bytes_discarded ?? 0} bytes discarded): `,
-              link(`/sessions/${s.id}`, "open its profile"),
-            ),
-          );
-        } catch (err) {
-          replace(importResult, h("p", { class: "error", role: "alert" }, (err as Error).message));
-        }
-      },
+      onsubmit: (e: Event) => void importCapture(e),
     },
     h("label", {}, "File ", h("input", { type: "file", name: "capture", id: "capture-file" })),
     h(

@@ -10,7 +10,7 @@ import {
   type SpreadFunction,
 } from "../api";
 import { count, percent, seconds } from "../format";
-import { downloadLinks, h, link, replace } from "../dom";
+import { downloadLinks, formText, h, link, replace } from "../dom";
 import { navigate } from "../router";
 import { buildSelection, buildsOf, shortId, type Build } from "../selection";
 import { drawFlameGraph, parseFolded } from "../flamegraph";
@@ -179,7 +179,7 @@ function selectionForm(build: Build, boards: string[], tags: string[]) {
         e.preventDefault();
         const data = new FormData(e.target as HTMLFormElement);
         const picked = data.getAll("board").map(String);
-        const tag = list(String(data.get("tag") ?? ""));
+        const tag = list(formText(data, "tag"));
         navigate(
           `/fleet?${buildSelection(build.build_id, picked.length === build.boards.length ? [] : picked, tag)}`,
         );

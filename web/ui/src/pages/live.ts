@@ -42,7 +42,7 @@ export async function livePage(main: HTMLElement, _params: URLSearchParams, id?:
     role: "img",
   });
 
-  stopButton.addEventListener("click", async () => {
+  const stopSession = async () => {
     stopButton.disabled = true;
     try {
       await api.stopSession(id);
@@ -51,8 +51,8 @@ export async function livePage(main: HTMLElement, _params: URLSearchParams, id?:
       message.textContent = (e as Error).message;
       stopButton.disabled = false;
     }
-  });
-  startButton.addEventListener("click", async () => {
+  };
+  const startSession = async () => {
     startButton.disabled = true;
     try {
       const next = await api.startSession(session.board);
@@ -61,7 +61,9 @@ export async function livePage(main: HTMLElement, _params: URLSearchParams, id?:
       message.textContent = (e as Error).message;
       startButton.disabled = false;
     }
-  });
+  };
+  stopButton.addEventListener("click", () => void stopSession());
+  startButton.addEventListener("click", () => void startSession());
 
   replace(
     main,

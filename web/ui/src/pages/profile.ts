@@ -23,12 +23,14 @@ import {
   seconds,
   time,
 } from "../format";
-import { downloadLinks, h, link, replace } from "../dom";
+import { downloadLinks, formText, h, link, replace } from "../dom";
+import { compareValues } from "../sort";
 import { callGraphDot, renderCallGraph } from "../callgraph";
 import { navigate } from "../router";
 import { drawFlameGraph, parseFolded } from "../flamegraph";
 
-type Key = keyof FlatRow;
+// A column of the flat table: any field of a row but the interval in seconds (not shown).
+type Key = Exclude<keyof FlatRow, "self_seconds_interval">;
 const isMeasured = (format: string) => format.startsWith("cct-");
 const columns: { key: Key; label: string; numeric: boolean }[] = [
   { key: "name", label: "Function", numeric: false },
@@ -138,7 +140,8 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
       .filter((r) => r.name.toLowerCase().includes(needle))
       .sort(
         (a, b) =>
-          compare(sortValue(a, sort.key), sortValue(b, sort.key)) * (sort.descending ? -1 : 1),
+          compareValues(sortValue(a, sort.key), sortValue(b, sort.key)) *
+          (sort.descending ? -1 : 1),
       );
     replace(
       headRow,
@@ -507,33 +510,34 @@ function attributedArcsTable(arcs: AttributedArc[]) {
 // attach it to the session, then the profile is drawn again with the functions named.
 function attachForm(sid: number, reload: () => Promise<unknown>) {
   const result = h("div", { role: "status", id: "attach-result" });
+  const attach = async (e: Event) => {
+    e.preventDefault();
+    const data = new FormData(e.target as HTMLFormElement);
+    const file = data.get("elf") as File | null;
+    let firmware = formText(data, "firmware").trim();
+    if ((!file || !file.size) && !firmware)
+      return replace(
+        result,
+        h(
+          "p",
+          { class: "error" },
+          "Choose the session's ELF file, or give the id of firmware uploaded before.",
+        ),
+      );
+    replace(result, h("p", { class: "muted" }, "Attaching…"));
+    try {
+      if (file && file.size) firmware = (await api.uploadFirmware(file)).id;
+      await api.attachFirmware(sid, firmware);
+      await reload();
+    } catch (err) {
+      replace(result, h("p", { class: "error", role: "alert" }, (err as Error).message));
+    }
+  };
   const form = h(
     "form",
     {
       id: "attach-form",
-      onsubmit: async (e: Event) => {
-        e.preventDefault();
-        const data = new FormData(e.target as HTMLFormElement);
-        const file = data.get("elf") as File | null;
-        let firmware = String(data.get("firmware") ?? "").trim();
-        if ((!file || !file.size) && !firmware)
-          return replace(
-            result,
-            h(
-              "p",
-              { class: "error" },
-              "Choose the session's ELF file, or give the id of firmware uploaded before.",
-            ),
-          );
-        replace(result, h("p", { class: "muted" }, "Attaching…"));
-        try {
-          if (file && file.size) firmware = (await api.uploadFirmware(file)).id;
-          await api.attachFirmware(sid, firmware);
-          await reload();
-        } catch (err) {
-          replace(result, h("p", { class: "error", role: "alert" }, (err as Error).message));
-        }
-      },
+      onsubmit: (e: Event) => void attach(e),
     },
     h("label", {}, "ELF file ", h("input", { type: "file", name: "elf", id: "attach-elf" })),
     h(
@@ -571,7 +575,7 @@ function syncSection(sid: number, profile: Profile) {
       id: "sync-form",
       onsubmit: (e: Event) => {
         e.preventDefault();
-        const ref = String(new FormData(e.target as HTMLFormElement).get("sync_reference")).trim();
+        const ref = formText(new FormData(e.target as HTMLFormElement), "sync_reference").trim();
         if (/^\d+$/.test(ref))
           navigate(`/sessions/${sid}?${new URLSearchParams({ sync_reference: ref })}`);
       },
@@ -603,14 +607,6 @@ function syncSection(sid: number, profile: Profile) {
         ),
     h("p", { class: "meta" }, form),
   );
-}
-
-function compare(a: unknown, b: unknown): number {
-  if (a === b) return 0;
-  if (a === null || a === undefined) return -1;
-  if (b === null || b === undefined) return 1;
-  if (typeof a === "number" && typeof b === "number") return a - b;
-  return String(a).localeCompare(String(b));
 }
 
 // gprof's call graph: for each function its callers above, itself (with its index), and its

@@ -2,7 +2,7 @@
 // The events feed refreshes at once on a change; a 1 s poll keeps the rates moving.
 import { api, feed, type Board, type BoardEvent } from "../api";
 import { count, label, time } from "../format";
-import { h, link, replace } from "../dom";
+import { formText, h, link, replace } from "../dom";
 
 const records = (b: Board) =>
   b.counters ? (b.counters.arcs ?? 0) + (b.counters.pc_samples ?? 0) : 0;
@@ -222,40 +222,41 @@ export function counterList(
 // firmware uploaded before; the API's refusal is shown as it says it.
 function addBoardForm(refresh: () => Promise<void>) {
   const result = h("div", { role: "status", id: "add-board-result" });
+  const addBoard = async (e: Event) => {
+    e.preventDefault();
+    const data = new FormData(e.target as HTMLFormElement);
+    const board: Record<string, string | number | boolean> = {
+      name: formText(data, "name").trim(),
+      link: formText(data, "link").trim(),
+      protocol: formText(data, "protocol"),
+      autostart: data.get("autostart") === "on",
+    };
+    if (board.protocol === "legacy") board.format = formText(data, "format");
+    if (data.get("addr_bytes")) board.addr_bytes = Number(data.get("addr_bytes"));
+    const firmware = formText(data, "firmware").trim();
+    if (firmware) board.firmware = firmware;
+    replace(result, h("p", { class: "muted" }, "Adding…"));
+    try {
+      await api.addBoard(board);
+      replace(result, h("p", {}, `Added board ${board.name}.`));
+      (e.target as HTMLFormElement).reset();
+      await refresh();
+    } catch (err) {
+      replace(
+        result,
+        h(
+          "p",
+          { class: "error", role: "alert" },
+          `Cannot add the board: ${(err as Error).message}`,
+        ),
+      );
+    }
+  };
   const form = h(
     "form",
     {
       id: "add-board",
-      onsubmit: async (e: Event) => {
-        e.preventDefault();
-        const data = new FormData(e.target as HTMLFormElement);
-        const board: Record<string, string | number | boolean> = {
-          name: String(data.get("name") ?? "").trim(),
-          link: String(data.get("link") ?? "").trim(),
-          protocol: String(data.get("protocol")),
-          autostart: data.get("autostart") === "on",
-        };
-        if (board.protocol === "legacy") board.format = String(data.get("format"));
-        if (data.get("addr_bytes")) board.addr_bytes = Number(data.get("addr_bytes"));
-        if (String(data.get("firmware") ?? "").trim())
-          board.firmware = String(data.get("firmware")).trim();
-        replace(result, h("p", { class: "muted" }, "Adding…"));
-        try {
-          await api.addBoard(board);
-          replace(result, h("p", {}, `Added board ${board.name}.`));
-          (e.target as HTMLFormElement).reset();
-          await refresh();
-        } catch (err) {
-          replace(
-            result,
-            h(
-              "p",
-              { class: "error", role: "alert" },
-              `Cannot add the board: ${(err as Error).message}`,
-            ),
-          );
-        }
-      },
+      onsubmit: (e: Event) => void addBoard(e),
     },
     h(
       "label",

@@ -34,8 +34,8 @@ export async function sessionsPage(main: HTMLElement, params: URLSearchParams) {
         e.preventDefault();
         const data = new FormData(e.target as HTMLFormElement);
         const query = new URLSearchParams();
-        for (const [k, v] of data) if (v) query.set(k, String(v));
-        navigate(`/sessions${query.size ? "?" + query : ""}`);
+        for (const [k, v] of data) if (typeof v === "string" && v) query.set(k, v);
+        navigate(`/sessions${query.size ? `?${query}` : ""}`);
       },
     },
     select("board", "Board", boardNames),
