@@ -25,7 +25,7 @@ import {
 } from "../format";
 import { downloadLinks, formText, h, link, replace } from "../dom";
 import { compareValues } from "../sort";
-import { callGraphDot, renderCallGraph } from "../callgraph";
+import { arcCallsText, calledText, callGraphDot, renderCallGraph } from "../callgraph";
 import { navigate } from "../router";
 import { drawFlameGraph, parseFolded } from "../flamegraph";
 
@@ -642,7 +642,7 @@ function gprofTable(entries: GraphEntry[], sid: number, asked: number, params: U
       h("td", {}),
       h("td", { class: "num" }, seconds(l.self_seconds)),
       h("td", { class: "num" }, seconds(l.children_seconds)),
-      h("td", { class: "num" }, `${count(l.count)}/${count(l.of)}`),
+      h("td", { class: "num" }, arcCallsText(l)),
       h("td", { class: "indent" }, ref(l.name, l.index)),
     );
   return [
@@ -684,11 +684,7 @@ function gprofTable(entries: GraphEntry[], sid: number, asked: number, params: U
               h("td", { class: "num" }, e.percent.toFixed(1)),
               h("td", { class: "num" }, seconds(e.self_seconds)),
               h("td", { class: "num" }, seconds(e.children_seconds)),
-              h(
-                "td",
-                { class: "num" },
-                e.self_calls ? `${count(e.called)}+${count(e.self_calls)}` : count(e.called),
-              ),
+              h("td", { class: "num" }, calledText(e)),
               h(
                 "td",
                 { class: "mono" },
