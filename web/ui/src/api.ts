@@ -101,7 +101,12 @@ export interface AttributedArc {
   incomplete: boolean;
 }
 export interface CallingContext {
-  calling_context: { arcs: AttributedArc[]; incomplete_nodes: number; nodes: number; total_cycles: number };
+  calling_context: {
+    arcs: AttributedArc[];
+    incomplete_nodes: number;
+    nodes: number;
+    total_cycles: number;
+  };
 }
 
 // GET .../profile?sync_reference=ID: the synchronisation alarm (gmon/sync_check.h) against
@@ -188,8 +193,18 @@ export interface DiffFunction {
 
 export interface Diff {
   schema: string;
-  a: { selection: SelectionSummary; total_samples: number; total_calls: number; seconds_per_sample: number };
-  b: { selection: SelectionSummary; total_samples: number; total_calls: number; seconds_per_sample: number };
+  a: {
+    selection: SelectionSummary;
+    total_samples: number;
+    total_calls: number;
+    seconds_per_sample: number;
+  };
+  b: {
+    selection: SelectionSummary;
+    total_samples: number;
+    total_calls: number;
+    seconds_per_sample: number;
+  };
   normalization: string;
   test: { name: string; alpha: number; description: string };
   functions: DiffFunction[];
@@ -222,7 +237,10 @@ export interface BoardEvent {
 // with server.token_for_reads); the user enters it once and this browser keeps it.
 export const apiToken = {
   get: () => localStorage.getItem("rackprof.token") ?? "",
-  set: (token: string) => (token ? localStorage.setItem("rackprof.token", token) : localStorage.removeItem("rackprof.token")),
+  set: (token: string) =>
+    token
+      ? localStorage.setItem("rackprof.token", token)
+      : localStorage.removeItem("rackprof.token"),
 };
 
 export class ApiError extends Error {
@@ -243,11 +261,16 @@ function send(method: string, path: string, body?: BodyInit, type?: string): Pro
   return fetch(path, { method, body, headers });
 }
 
-async function request<T>(method: string, path: string, body?: BodyInit, type?: string): Promise<T> {
+async function request<T>(
+  method: string,
+  path: string,
+  body?: BodyInit,
+  type?: string,
+): Promise<T> {
   const reply = await send(method, path, body, type);
   if (reply.status === 204) return undefined as T;
   const text = await reply.text();
-  let json: unknown = null;
+  let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
@@ -272,7 +295,11 @@ async function requestText(path: string): Promise<string> {
   } catch {
     // not JSON: the status says enough
   }
-  throw new ApiError(reply.status, e?.code ?? "error", e?.message ?? `GET ${path}: ${reply.status}`);
+  throw new ApiError(
+    reply.status,
+    e?.code ?? "error",
+    e?.message ?? `GET ${path}: ${reply.status}`,
+  );
 }
 
 // How many call-graph entries the profile page asks for unless its URL says (?graph_top=N): the
@@ -282,7 +309,7 @@ export const kGraphEntries = 50;
 export const api = {
   boards: () => request<Board[]>("GET", "/api/v1/boards"),
   sessions: (filter: Record<string, string> = {}) =>
-    request<Session[]>("GET", "/api/v1/sessions?" + new URLSearchParams(filter)),
+    request<Session[]>("GET", "/api/v1/sessions?" + new URLSearchParams(filter).toString()),
   session: (id: number) => request<Session>("GET", `/api/v1/sessions/${id}`),
   // Every flat row, but only the call graph's kGraphEntries busiest entries: the whole graph of
   // a firmware with 10^6 arcs is ~175 MB of JSON. Other entries come one at a time (below).
@@ -290,16 +317,24 @@ export const api = {
     request<Profile>(
       "GET",
       `/api/v1/sessions/${id}/profile?` +
-        new URLSearchParams({ graph_top: String(graphTop), ...(syncReference === undefined ? {} : { sync_reference: String(syncReference) }) }),
+        new URLSearchParams({
+          graph_top: String(graphTop),
+          ...(syncReference === undefined ? {} : { sync_reference: String(syncReference) }),
+        }).toString(),
     ),
   // The call-graph entries of the functions of this name (a static function's may be several).
   graphEntries: (id: number, name: string) =>
-    request<Profile>("GET", `/api/v1/sessions/${id}/profile?` + new URLSearchParams({ top: "1", graph_function: name })).then((p) => p.call_graph),
+    request<Profile>(
+      "GET",
+      `/api/v1/sessions/${id}/profile?` +
+        new URLSearchParams({ top: "1", graph_function: name }).toString(),
+    ).then((p) => p.call_graph),
   // A selection is a query string as the API takes it: "build_id=ab12&tag=lab" or "session=3".
   // The fleet page shows no call graph, so none is asked for.
-  selectionProfile: (selection: string) => request<SelectionProfile>("GET", `/api/v1/profile?${selection}&graph_top=0`),
+  selectionProfile: (selection: string) =>
+    request<SelectionProfile>("GET", `/api/v1/profile?${selection}&graph_top=0`),
   diff: (a: string, b: string) =>
-    request<Diff>("GET", "/api/v1/diff?" + new URLSearchParams({ a, b })),
+    request<Diff>("GET", "/api/v1/diff?" + new URLSearchParams({ a, b }).toString()),
   // Stacks as the server estimates them (gprof's attribution of time along the call graph),
   // one "root;caller;callee value" line each: never rebuilt here from the call graph.
   sessionFolded: (id: number) => requestText(`/api/v1/sessions/${id}/export/folded`),
@@ -307,8 +342,10 @@ export const api = {
   // Stacks measured from entry/exit events (cycles per calling path): 422 when the session has
   // no calling-context tree.
   sessionCctFolded: (id: number) => requestText(`/api/v1/sessions/${id}/export/cct-folded`),
-  sessionCct: (id: number) => request<CallingContext>("GET", `/api/v1/sessions/${id}/export/cct-json`),
-  addBoard: (board: Record<string, unknown>) => request<Board>("POST", "/api/v1/boards", JSON.stringify(board), "application/json"),
+  sessionCct: (id: number) =>
+    request<CallingContext>("GET", `/api/v1/sessions/${id}/export/cct-json`),
+  addBoard: (board: Record<string, unknown>) =>
+    request<Board>("POST", "/api/v1/boards", JSON.stringify(board), "application/json"),
   startSession: (board: string) =>
     request<Session>("POST", `/api/v1/boards/${encodeURIComponent(board)}/sessions`),
   stopSession: (id: number) => request<Session>("POST", `/api/v1/sessions/${id}/stop`),
@@ -320,11 +357,16 @@ export const api = {
       "application/octet-stream",
     ),
   attachFirmware: (session: number, firmware: string) =>
-    request<Session>("PUT", `/api/v1/sessions/${session}/firmware`, JSON.stringify({ id: firmware }), "application/json"),
+    request<Session>(
+      "PUT",
+      `/api/v1/sessions/${session}/firmware`,
+      JSON.stringify({ id: firmware }),
+      "application/json",
+    ),
   importSession: (file: Blob, query: Record<string, string>) =>
     request<Session>(
       "POST",
-      "/api/v1/sessions/import?" + new URLSearchParams(query),
+      "/api/v1/sessions/import?" + new URLSearchParams(query).toString(),
       file,
       "application/octet-stream",
     ),
@@ -340,20 +382,68 @@ export interface ExportFormats {
 }
 
 const knownFormats: ExportFormats = {
-  session: ["gmon", "text", "text-intervals", "json", "csv", "folded", "speedscope", "dot", "svg", "ndjson", "raw", "cct-folded", "cct-speedscope", "cct-pprof", "cct-json"],
-  selection: ["gmon", "text", "text-intervals", "json", "csv", "folded", "speedscope", "dot", "svg", "cct-folded", "cct-speedscope", "cct-pprof", "cct-json"],
+  session: [
+    "gmon",
+    "text",
+    "text-intervals",
+    "json",
+    "csv",
+    "folded",
+    "speedscope",
+    "dot",
+    "svg",
+    "ndjson",
+    "raw",
+    "cct-folded",
+    "cct-speedscope",
+    "cct-pprof",
+    "cct-json",
+  ],
+  selection: [
+    "gmon",
+    "text",
+    "text-intervals",
+    "json",
+    "csv",
+    "folded",
+    "speedscope",
+    "dot",
+    "svg",
+    "cct-folded",
+    "cct-speedscope",
+    "cct-pprof",
+    "cct-json",
+  ],
 };
 
 // How a format reads on a button; any other is shown by its name.
-const formatLabels: Record<string, string> = { gmon: "gmon.out", json: "JSON", csv: "CSV", folded: "folded stacks", ndjson: "NDJSON", dot: "DOT", svg: "SVG", "cct-folded": "measured folded stacks", "cct-speedscope": "measured speedscope", "cct-pprof": "measured pprof", "cct-json": "measured calling contexts (JSON)" };
+const formatLabels: Record<string, string> = {
+  gmon: "gmon.out",
+  json: "JSON",
+  csv: "CSV",
+  folded: "folded stacks",
+  ndjson: "NDJSON",
+  dot: "DOT",
+  svg: "SVG",
+  "cct-folded": "measured folded stacks",
+  "cct-speedscope": "measured speedscope",
+  "cct-pprof": "measured pprof",
+  "cct-json": "measured calling contexts (JSON)",
+};
 export const formatLabel = (name: string) => formatLabels[name] ?? name;
 
 let formats: Promise<ExportFormats> | null = null;
 
 export function exportFormats(): Promise<ExportFormats> {
-  formats ??= request<{ paths: Record<string, { get?: { parameters?: { name: string; schema?: { enum?: string[] } }[] } }> }>("GET", "/api/v1/openapi.json")
+  formats ??= request<{
+    paths: Record<
+      string,
+      { get?: { parameters?: { name: string; schema?: { enum?: string[] } }[] } }
+    >;
+  }>("GET", "/api/v1/openapi.json")
     .then((doc) => {
-      const listed = (path: string) => doc.paths[path]?.get?.parameters?.find((p) => p.name === "format")?.schema?.enum;
+      const listed = (path: string) =>
+        doc.paths[path]?.get?.parameters?.find((p) => p.name === "format")?.schema?.enum;
       return {
         session: listed("/api/v1/sessions/{id}/export/{format}") ?? knownFormats.session,
         selection: listed("/api/v1/profile/export/{format}") ?? knownFormats.selection,
@@ -371,11 +461,19 @@ export interface Download {
 
 // Session downloads, named by the daemon (Content-Disposition).
 export const downloads = (id: number, names: string[]): Download[] =>
-  names.map((f) => ({ format: f, label: formatLabel(f), href: `/api/v1/sessions/${id}/export/${f}` }));
+  names.map((f) => ({
+    format: f,
+    label: formatLabel(f),
+    href: `/api/v1/sessions/${id}/export/${f}`,
+  }));
 
 // A selection's downloads: the merged profile in every format a merge has.
 export const selectionDownloads = (selection: string, names: string[]): Download[] =>
-  names.map((f) => ({ format: f, label: formatLabel(f), href: `/api/v1/profile/export/${f}?${selection}` }));
+  names.map((f) => ({
+    format: f,
+    label: formatLabel(f),
+    href: `/api/v1/profile/export/${f}?${selection}`,
+  }));
 
 // A WebSocket feed that reconnects until closed; each message is parsed JSON. Browsers cannot
 // set headers on a WebSocket, so the token (needed with server.token_for_reads) goes as ?token=.

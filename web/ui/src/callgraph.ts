@@ -1,6 +1,6 @@
 // The call graph drawn by Graphviz (its WebAssembly build, loaded on first use): one node per
 // function, sized by total time and colored by self time, edges labeled with call counts.
-import type { GraphEntry } from "./api";
+import type { GraphEntry, GraphLine } from "./api";
 import { count, isOverhead } from "./format";
 
 const kMaxNodes = 40; // the busiest functions; a larger graph is unreadable at 1280 px
@@ -16,9 +16,17 @@ function heat(fraction: number): string {
 
 // Calls as gprof's call graph counts them: from elsewhere, "+" the function's calls of itself
 // (a sum would disagree with the flat profile, which counts only the first).
-const calls = (e: GraphEntry) => count(e.called) + (e.self_calls ? "+" + count(e.self_calls) : "");
+export const calledText = (e: GraphEntry) =>
+  count(e.called) + (e.self_calls ? "+" + count(e.self_calls) : "");
 
-export function callGraphDot(entries: GraphEntry[], totalSeconds: number, selected?: string): string {
+// A caller's or callee's line: the calls along this arc "/" all the calls of the callee.
+export const arcCallsText = (l: GraphLine) => `${count(l.count)}/${count(l.of)}`;
+
+export function callGraphDot(
+  entries: GraphEntry[],
+  totalSeconds: number,
+  selected?: string,
+): string {
   const functions = entries.filter((e) => e.cycle === null || !e.members);
   const shown = [...functions]
     .sort((a, b) => b.percent - a.percent || b.called - a.called)
@@ -37,17 +45,19 @@ export function callGraphDot(entries: GraphEntry[], totalSeconds: number, select
     const overhead = isOverhead(e.name);
     lines.push(
       `  ${quote(e.name)} [id=${quote("fn-" + e.index)}, label=${quote(
-        `${e.name}\n${e.percent.toFixed(1)} % total, ${(self * 100).toFixed(1)} % self\n${calls(e)} calls`,
+        `${e.name}\n${e.percent.toFixed(1)} % total, ${(self * 100).toFixed(1)} % self\n${calledText(e)} calls`,
       )}, fontsize=${size}, fillcolor=${quote(overhead ? "0.0 0.0 0.88" : heat(self))}${
         overhead ? ', style="rounded,filled,dashed"' : ""
-      }${e.name === selected ? ", penwidth=3, color=\"#1d4ed8\"" : ""}, tooltip=${quote(e.name)}];`,
+      }${e.name === selected ? ', penwidth=3, color="#1d4ed8"' : ""}, tooltip=${quote(e.name)}];`,
     );
   }
   for (const e of shown) {
     for (const c of e.children ?? []) {
       if (!names.has(c.name)) continue;
       const width = 1 + Math.min(4, Math.log10(Math.max(1, c.count)));
-      lines.push(`  ${quote(e.name)} -> ${quote(c.name)} [label=${quote(String(c.count))}, penwidth=${width.toFixed(2)}];`);
+      lines.push(
+        `  ${quote(e.name)} -> ${quote(c.name)} [label=${quote(String(c.count))}, penwidth=${width.toFixed(2)}];`,
+      );
     }
   }
   lines.push("}");

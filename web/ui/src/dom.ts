@@ -37,6 +37,28 @@ export function link(href: string, text: Child, attrs: Attrs = {}): HTMLElement 
 }
 
 // Download links (the daemon names the files, Content-Disposition), `separator` between them.
-export function downloadLinks(items: { format: string; label: string; href: string }[], separator = ", "): Child[] {
-  return items.map((d, i) => [i ? separator : "", h("a", { href: d.href, download: "", class: "download", "data-kind": d.label, "data-format": d.format }, d.label)]);
+export function downloadLinks(
+  items: { format: string; label: string; href: string }[],
+  separator = ", ",
+): Child[] {
+  return items.map((d, i) => [
+    i ? separator : "",
+    h(
+      "a",
+      {
+        href: d.href,
+        download: "",
+        class: "download",
+        "data-kind": d.label,
+        "data-format": d.format,
+      },
+      d.label,
+    ),
+  ]);
+}
+
+// A form field's text as FormData holds it: "" for a field the form does not have, or a file.
+export function formText(data: FormData, name: string): string {
+  const value = data.get(name);
+  return typeof value === "string" ? value : "";
 }

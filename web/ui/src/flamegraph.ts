@@ -28,7 +28,7 @@ export function parseFolded(text: string): Frame {
     root.value += value;
     for (const name of m[1].split(";")) {
       let children = index.get(node);
-      if (!children) index.set(node, (children = new Map()));
+      if (!children) index.set(node, (children = new Map<string, Frame>()));
       let child = children.get(name);
       if (!child) {
         child = { name, value: 0, self: 0, children: [] };
@@ -47,7 +47,10 @@ export function parseFolded(text: string): Frame {
 // from a to b, a scaled to b's total (so a run twice as long is not "slower" everywhere).
 // Returns the share of a's total in stacks b does not have (drawn nowhere: b has no frame for
 // them) and the largest change of a frame below the root (what full colour means).
-export function differential(a: Frame, b: Frame): { tree: Frame; missing: number; largest: number } {
+export function differential(
+  a: Frame,
+  b: Frame,
+): { tree: Frame; missing: number; largest: number } {
   const scale = a.value > 0 ? b.value / a.value : 0;
   let seen = 0;
   let largest = 0;
@@ -55,7 +58,12 @@ export function differential(a: Frame, b: Frame): { tree: Frame; missing: number
     nb.delta = nb.value - (na?.value ?? 0) * scale;
     if (na) seen += na.self;
     if (depth > 0) largest = Math.max(largest, Math.abs(nb.delta));
-    for (const c of nb.children) walk(c, na?.children.find((x) => x.name === c.name), depth + 1);
+    for (const c of nb.children)
+      walk(
+        c,
+        na?.children.find((x) => x.name === c.name),
+        depth + 1,
+      );
   };
   walk(b, a, 0);
   return { tree: b, missing: a.value > 0 ? 1 - seen / a.value : 0, largest };
@@ -71,15 +79,31 @@ function deltaColor(delta: number, largest: number): string {
   return "rgb(225,225,225)";
 }
 
-const pct = (part: number, whole: number) => (whole > 0 ? ((100 * part) / whole).toFixed(2) : "0.00");
+const pct = (part: number, whole: number) =>
+  whole > 0 ? ((100 * part) / whole).toFixed(2) : "0.00";
 
 // Draws `tree` into `box` (replacing what was there) at the box's width; `unit` names the
 // folded values ("samples"). Frames a click zooms into; the search box highlights matches.
 // With `largest` (from differential()), frames are coloured by their change.
-export function drawFlameGraph(box: HTMLElement, tree: Frame, unit: string, largest?: number): void {
+export function drawFlameGraph(
+  box: HTMLElement,
+  tree: Frame,
+  unit: string,
+  largest?: number,
+): void {
   const diff = largest !== undefined;
-  const details = h("p", { class: "flame-details muted", "aria-live": "polite" }, diff ? "Red: more of the time in B, blue: less (each frame with what it calls; A scaled to B's total). Click a frame to zoom." : "Click a frame to zoom; hover for its figures.");
-  const search = h("input", { type: "search", placeholder: "Highlight functions", "aria-label": "Highlight functions in the flame graph" }) as HTMLInputElement;
+  const details = h(
+    "p",
+    { class: "flame-details muted", "aria-live": "polite" },
+    diff
+      ? "Red: more of the time in B, blue: less (each frame with what it calls; A scaled to B's total). Click a frame to zoom."
+      : "Click a frame to zoom; hover for its figures.",
+  );
+  const search = h("input", {
+    type: "search",
+    placeholder: "Highlight functions",
+    "aria-label": "Highlight functions in the flame graph",
+  }) as HTMLInputElement;
   const reset = h("button", { type: "button" }, "Reset zoom");
   const canvas = h("div", { class: "flame-canvas" });
   replace(box, h("div", { class: "flame-tools" }, search, reset), canvas, details);
@@ -101,15 +125,21 @@ export function drawFlameGraph(box: HTMLElement, tree: Frame, unit: string, larg
         : `${d.data.name}: ${pct(d.value, total)} % (${Math.round(d.value).toLocaleString("en-US")} ${unit})`,
     )
     .setDetailsElement(details);
-  if (diff) chart.setColorMapper((d: FrameNode, original: string) => (d.highlight ? original : deltaColor(d.data.delta ?? 0, largest)));
+  if (diff)
+    chart.setColorMapper((d: FrameNode, original: string) =>
+      d.highlight ? original : deltaColor(d.data.delta ?? 0, largest),
+    );
   select(canvas).datum(tree).call(chart);
   // The library takes a regular expression: the user's text is matched literally.
   const literal = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  search.addEventListener("input", () => (search.value.trim() ? chart.search(literal(search.value.trim())) : chart.clear()));
+  search.addEventListener("input", () =>
+    search.value.trim() ? chart.search(literal(search.value.trim())) : chart.clear(),
+  );
   reset.addEventListener("click", () => chart.resetZoom());
   const svg = canvas.querySelector("svg");
   svg?.setAttribute("role", "img");
   svg?.setAttribute("aria-label", diff ? "differential flame graph" : "flame graph");
 }
 
-const signedPct = (delta: number, total: number) => (delta >= 0 ? "+" : "−") + pct(Math.abs(delta), total);
+const signedPct = (delta: number, total: number) =>
+  (delta >= 0 ? "+" : "−") + pct(Math.abs(delta), total);

@@ -13,7 +13,12 @@ import { navigate } from "./router";
 import { apiToken } from "./api";
 
 export type Cleanup = () => void;
-export type Page = (main: HTMLElement, params: URLSearchParams, id?: number) => Promise<Cleanup | void>;
+// A page that loads nothing renders at once (returns nothing); the others return a promise.
+export type Page = (
+  main: HTMLElement,
+  params: URLSearchParams,
+  id?: number,
+) => Promise<Cleanup | void> | void;
 
 const routes: { pattern: RegExp; nav: string; page: Page }[] = [
   { pattern: /^\/$/, nav: "rack", page: rackPage },
@@ -56,15 +61,27 @@ async function render() {
   try {
     cleanup = await route.page(main, new URLSearchParams(location.search), id);
   } catch (e) {
-    replace(main, h("h1", {}, "Something went wrong"), h("p", { class: "error", role: "alert" }, String((e as Error).message)));
+    replace(
+      main,
+      h("h1", {}, "Something went wrong"),
+      h("p", { class: "error", role: "alert" }, String((e as Error).message)),
+    );
   }
 }
-
 
 // Same-origin links go through the router, except downloads.
 document.addEventListener("click", (e) => {
   const a = (e.target as Element).closest?.("a");
-  if (!a || a.hasAttribute("download") || a.target || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
+  if (
+    !a ||
+    a.hasAttribute("download") ||
+    a.target ||
+    e.ctrlKey ||
+    e.metaKey ||
+    e.shiftKey ||
+    e.button !== 0
+  )
+    return;
   const url = new URL(a.href, location.href);
   if (url.origin !== location.origin || url.pathname.startsWith("/api/")) return;
   e.preventDefault();
@@ -78,5 +95,8 @@ tokenForm.addEventListener("submit", (e) => {
   apiToken.set((tokenForm.elements.namedItem("token") as HTMLInputElement).value.trim());
   void render();
 });
-window.addEventListener("popstate", () => void render().then(() => main.focus({ preventScroll: true })));
+window.addEventListener(
+  "popstate",
+  () => void render().then(() => main.focus({ preventScroll: true })),
+);
 void render();

@@ -19,12 +19,20 @@ export function buildsOf(sessions: Session[]): Build[] {
     byBuild.set(s.build_id, [...(byBuild.get(s.build_id) ?? []), s]);
   }
   return [...byBuild]
-    .map(([build_id, list]) => ({ build_id, sessions: list, boards: [...new Set(list.map((s) => s.board))].sort() }))
+    .map(([build_id, list]) => ({
+      build_id,
+      sessions: list,
+      boards: [...new Set(list.map((s) => s.board))].sort(),
+    }))
     .sort((a, b) => b.sessions.length - a.sessions.length || a.build_id.localeCompare(b.build_id));
 }
 
 // The selection of a build, optionally narrowed to boards and tags (comma lists).
-export function buildSelection(build_id: string, boards: string[] = [], tags: string[] = []): string {
+export function buildSelection(
+  build_id: string,
+  boards: string[] = [],
+  tags: string[] = [],
+): string {
   const q = new URLSearchParams({ build_id });
   if (boards.length) q.set("board", boards.join(","));
   if (tags.length) q.set("tag", tags.join(","));
@@ -47,7 +55,29 @@ export function selectionPicker(target: HTMLInputElement, sessions: Session[], b
       },
     },
     h("option", { value: "" }, "pick…"),
-    h("optgroup", { label: "Builds (all their sessions)" }, builds.map((b) => h("option", { value: buildSelection(b.build_id) }, `${shortId(b.build_id)} · ${b.sessions.length} sessions, ${b.boards.length} boards`))),
-    h("optgroup", { label: "Sessions" }, [...sessions].reverse().map((s) => h("option", { value: `session=${s.id}` }, `#${s.id} ${s.board}${s.build_id ? " · " + shortId(s.build_id) : ""}`))),
+    h(
+      "optgroup",
+      { label: "Builds (all their sessions)" },
+      builds.map((b) =>
+        h(
+          "option",
+          { value: buildSelection(b.build_id) },
+          `${shortId(b.build_id)} · ${b.sessions.length} sessions, ${b.boards.length} boards`,
+        ),
+      ),
+    ),
+    h(
+      "optgroup",
+      { label: "Sessions" },
+      [...sessions]
+        .reverse()
+        .map((s) =>
+          h(
+            "option",
+            { value: `session=${s.id}` },
+            `#${s.id} ${s.board}${s.build_id ? " · " + shortId(s.build_id) : ""}`,
+          ),
+        ),
+    ),
   );
 }

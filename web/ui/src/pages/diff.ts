@@ -3,7 +3,8 @@
 // p-value and its verdict (slower, faster), and b's stacks drawn coloured by their change.
 import { api, type Diff, type DiffFunction, type Session } from "../api";
 import { count, isOverhead, plusMinus } from "../format";
-import { h, link, replace } from "../dom";
+import { formText, h, link, replace } from "../dom";
+import { compareValues } from "../sort";
 import { navigate } from "../router";
 import { buildsOf, selectionPicker, shortId } from "../selection";
 import { differential, drawFlameGraph, parseFolded } from "../flamegraph";
@@ -16,7 +17,7 @@ export function compareRedirect(params: URLSearchParams): string {
     const id = params.get(side);
     if (id && /^\d+$/.test(id)) q.set(side, `session=${id}`);
   }
-  return `/diff${q.size ? "?" + q : ""}`;
+  return `/diff${q.size ? `?${q}` : ""}`;
 }
 
 export async function diffPage(main: HTMLElement, params: URLSearchParams) {
@@ -25,41 +26,100 @@ export async function diffPage(main: HTMLElement, params: URLSearchParams) {
   const sessions = await api.sessions();
   const form = diffForm(sessions, a, b);
   if (!a || !b) {
-    replace(main, h("h1", {}, "Diff"), h("p", { class: "muted" }, "Two selections compared function by function: a session, a build (all its sessions), or a build narrowed to boards or tags. The daemon tests each change; significant ones are marked slower or faster."), form);
+    replace(
+      main,
+      h("h1", {}, "Diff"),
+      h(
+        "p",
+        { class: "muted" },
+        "Two selections compared function by function: a session, a build (all its sessions), or a build narrowed to boards or tags. The daemon tests each change; significant ones are marked slower or faster.",
+      ),
+      form,
+    );
     return;
   }
   let diff: Diff;
   try {
     diff = await api.diff(a, b);
   } catch (e) {
-    replace(main, h("h1", {}, "Diff"), form, h("p", { class: "error", role: "alert" }, (e as Error).message));
+    replace(
+      main,
+      h("h1", {}, "Diff"),
+      form,
+      h("p", { class: "error", role: "alert" }, (e as Error).message),
+    );
     return;
   }
-  const flame = h("div", { class: "flame", id: "diff-flame-graph" }, h("p", { class: "muted" }, "Loading the stacks…"));
+  const flame = h(
+    "div",
+    { class: "flame", id: "diff-flame-graph" },
+    h("p", { class: "muted" }, "Loading the stacks…"),
+  );
   replace(
     main,
     h("h1", {}, "Diff"),
     form,
-    h("p", { class: "meta", id: "diff-sides" }, "A: ", sideText(diff.a, a), h("br"), "B: ", sideText(diff.b, b)),
+    h(
+      "p",
+      { class: "meta", id: "diff-sides" },
+      "A: ",
+      sideText(diff.a, a),
+      h("br"),
+      "B: ",
+      sideText(diff.b, b),
+    ),
     buildNote(diff),
-    h("p", { class: "muted small" }, `Normalized ${diff.normalization}. ${diff.test.name} (alpha ${diff.test.alpha}): ${diff.test.description}`),
+    h(
+      "p",
+      { class: "muted small" },
+      `Normalized ${diff.normalization}. ${diff.test.name} (alpha ${diff.test.alpha}): ${diff.test.description}`,
+    ),
     h(
       "section",
       { "aria-labelledby": "h-diff-table" },
       h("h2", { id: "h-diff-table" }, "Functions"),
       // Self and total seconds are each side's own; the changes compare them normalized.
-      h("p", { class: "meta" }, diff.normalization === "per call" ? `Changes are per call of the whole program (A made ${count(diff.a.total_calls)} calls, B ${count(diff.b.total_calls)}), so a longer run is not slower by itself.` : `Changes are per sample (A has ${count(diff.a.total_samples)} samples, B ${count(diff.b.total_samples)}).`),
+      h(
+        "p",
+        { class: "meta" },
+        diff.normalization === "per call"
+          ? `Changes are per call of the whole program (A made ${count(diff.a.total_calls)} calls, B ${count(diff.b.total_calls)}), so a longer run is not slower by itself.`
+          : `Changes are per sample (A has ${count(diff.a.total_samples)} samples, B ${count(diff.b.total_samples)}).`,
+      ),
       diffTable(diff.functions),
     ),
-    h("section", { "aria-labelledby": "h-diff-flame" }, h("h2", { id: "h-diff-flame" }, "Differential flame graph (B's stacks, coloured by their change from A)"), flame),
+    h(
+      "section",
+      { "aria-labelledby": "h-diff-flame" },
+      h(
+        "h2",
+        { id: "h-diff-flame" },
+        "Differential flame graph (B's stacks, coloured by their change from A)",
+      ),
+      flame,
+    ),
   );
   try {
     const [fa, fb] = await Promise.all([api.selectionFolded(a), api.selectionFolded(b)]);
     const { tree, missing, largest } = differential(parseFolded(fa), parseFolded(fb));
     drawFlameGraph(flame, tree, "samples", largest);
-    if (missing > 0.0005) flame.append(h("p", { class: "muted" }, `${(missing * 100).toFixed(2)} % of A's time is in stacks B does not have (not drawn).`));
+    if (missing > 0.0005)
+      flame.append(
+        h(
+          "p",
+          { class: "muted" },
+          `${(missing * 100).toFixed(2)} % of A's time is in stacks B does not have (not drawn).`,
+        ),
+      );
   } catch (e) {
-    replace(flame, h("p", { class: "error", role: "alert" }, `The stacks could not be loaded: ${(e as Error).message}`));
+    replace(
+      flame,
+      h(
+        "p",
+        { class: "error", role: "alert" },
+        `The stacks could not be loaded: ${(e as Error).message}`,
+      ),
+    );
   }
 }
 
@@ -79,8 +139,17 @@ function buildNote(diff: Diff) {
   const a = diff.a.selection.build_id;
   const b = diff.b.selection.build_id;
   if (a && b && a !== b)
-    return h("p", { class: "notice warn", role: "alert", id: "firmware-warning" }, `Different firmware (build-id ${shortId(a)} vs ${shortId(b)}): functions of the same name may be different code.`);
-  if (!a || !b) return h("p", { class: "muted", id: "firmware-note" }, "Whether both ran the same firmware is unknown (no build-id on one side).");
+    return h(
+      "p",
+      { class: "notice warn", role: "alert", id: "firmware-warning" },
+      `Different firmware (build-id ${shortId(a)} vs ${shortId(b)}): functions of the same name may be different code.`,
+    );
+  if (!a || !b)
+    return h(
+      "p",
+      { class: "muted", id: "firmware-note" },
+      "Whether both ran the same firmware is unknown (no build-id on one side).",
+    );
   return h("p", { class: "muted", id: "firmware-note" }, `Both sides ran build ${shortId(a)}.`);
 }
 
@@ -88,8 +157,23 @@ function buildNote(diff: Diff) {
 export function diffForm(sessions: Session[], a = "", b = "") {
   const builds = buildsOf(sessions);
   const field = (name: "a" | "b", value: string) => {
-    const input = h("input", { name, id: `diff-${name}`, value, size: 32, required: true, placeholder: "session=3 or build_id=…&tag=…", class: "mono", "aria-label": `Selection ${name.toUpperCase()}` }) as HTMLInputElement;
-    return h("label", { class: "side" }, h("span", { class: "side-name" }, name.toUpperCase()), input, selectionPicker(input, sessions, builds));
+    const input = h("input", {
+      name,
+      id: `diff-${name}`,
+      value,
+      size: 32,
+      required: true,
+      placeholder: "session=3 or build_id=…&tag=…",
+      class: "mono",
+      "aria-label": `Selection ${name.toUpperCase()}`,
+    }) as HTMLInputElement;
+    return h(
+      "label",
+      { class: "side" },
+      h("span", { class: "side-name" }, name.toUpperCase()),
+      input,
+      selectionPicker(input, sessions, builds),
+    );
   };
   return h(
     "form",
@@ -99,7 +183,9 @@ export function diffForm(sessions: Session[], a = "", b = "") {
       onsubmit: (e: Event) => {
         e.preventDefault();
         const data = new FormData(e.target as HTMLFormElement);
-        navigate(`/diff?${new URLSearchParams({ a: String(data.get("a")).trim(), b: String(data.get("b")).trim() })}`);
+        navigate(
+          `/diff?${new URLSearchParams({ a: formText(data, "a").trim(), b: formText(data, "b").trim() })}`,
+        );
       },
     },
     field("a", a),
@@ -108,27 +194,108 @@ export function diffForm(sessions: Session[], a = "", b = "") {
   );
 }
 
-type Column = { key: string; label: string; value: (f: DiffFunction) => number | string | null; show: (f: DiffFunction) => string; numeric: boolean };
+type Column = {
+  key: string;
+  label: string;
+  value: (f: DiffFunction) => number | string | null;
+  show: (f: DiffFunction) => string;
+  numeric: boolean;
+};
 
-const rel = (x: number | null) => (x === null ? "new" : `${x > 0 ? "+" : x < 0 ? "−" : "±"}${Math.abs(x * 100).toFixed(1)} %`);
+const rel = (x: number | null) =>
+  x === null ? "new" : `${x > 0 ? "+" : x < 0 ? "−" : "±"}${Math.abs(x * 100).toFixed(1)} %`;
 const secs = (s: number) => s.toFixed(2);
 // A side's share with its sampling error: "12.34 ±0.56" (the 95 % Wilson interval's half width).
-const share = (side: DiffFunction["a"]) => `${side.self_percent.toFixed(2)} ${plusMinus(side.self_percent_interval)}`;
+const share = (side: DiffFunction["a"]) =>
+  `${side.self_percent.toFixed(2)} ${plusMinus(side.self_percent_interval)}`;
 
 const columns: Column[] = [
   { key: "name", label: "Function", value: (f) => f.name, show: (f) => f.name, numeric: false },
-  { key: "a_self", label: "A self s", value: (f) => f.a.self_seconds, show: (f) => secs(f.a.self_seconds), numeric: true },
-  { key: "b_self", label: "B self s", value: (f) => f.b.self_seconds, show: (f) => secs(f.b.self_seconds), numeric: true },
-  { key: "a_share", label: "A self % ± (95 %)", value: (f) => f.a.self_percent, show: (f) => share(f.a), numeric: true },
-  { key: "b_share", label: "B self % ± (95 %)", value: (f) => f.b.self_percent, show: (f) => share(f.b), numeric: true },
-  { key: "self_change", label: "Self change", value: (f) => f.self_change, show: (f) => rel(f.self_change), numeric: true },
-  { key: "delta", label: "Self % Δ", value: (f) => f.self_percent_delta, show: (f) => `${f.self_percent_delta >= 0 ? "+" : "−"}${Math.abs(f.self_percent_delta).toFixed(2)}`, numeric: true },
-  { key: "total_change", label: "Total change", value: (f) => f.total_change, show: (f) => rel(f.total_change), numeric: true },
-  { key: "a_calls", label: "A calls", value: (f) => f.a.calls, show: (f) => count(f.a.calls), numeric: true },
-  { key: "b_calls", label: "B calls", value: (f) => f.b.calls, show: (f) => count(f.b.calls), numeric: true },
-  { key: "calls_change", label: "Calls change", value: (f) => f.calls_change, show: (f) => (f.calls_change === null ? "—" : rel(f.calls_change)), numeric: true },
-  { key: "p_value", label: "p-value", value: (f) => f.p_value, show: (f) => pValue(f.p_value), numeric: true },
-  { key: "change", label: "Verdict", value: (f) => ({ slower: 2, none: 1, faster: 0 })[f.change], show: (f) => (f.change === "none" ? "—" : f.change), numeric: true },
+  {
+    key: "a_self",
+    label: "A self s",
+    value: (f) => f.a.self_seconds,
+    show: (f) => secs(f.a.self_seconds),
+    numeric: true,
+  },
+  {
+    key: "b_self",
+    label: "B self s",
+    value: (f) => f.b.self_seconds,
+    show: (f) => secs(f.b.self_seconds),
+    numeric: true,
+  },
+  {
+    key: "a_share",
+    label: "A self % ± (95 %)",
+    value: (f) => f.a.self_percent,
+    show: (f) => share(f.a),
+    numeric: true,
+  },
+  {
+    key: "b_share",
+    label: "B self % ± (95 %)",
+    value: (f) => f.b.self_percent,
+    show: (f) => share(f.b),
+    numeric: true,
+  },
+  {
+    key: "self_change",
+    label: "Self change",
+    value: (f) => f.self_change,
+    show: (f) => rel(f.self_change),
+    numeric: true,
+  },
+  {
+    key: "delta",
+    label: "Self % Δ",
+    value: (f) => f.self_percent_delta,
+    show: (f) =>
+      `${f.self_percent_delta >= 0 ? "+" : "−"}${Math.abs(f.self_percent_delta).toFixed(2)}`,
+    numeric: true,
+  },
+  {
+    key: "total_change",
+    label: "Total change",
+    value: (f) => f.total_change,
+    show: (f) => rel(f.total_change),
+    numeric: true,
+  },
+  {
+    key: "a_calls",
+    label: "A calls",
+    value: (f) => f.a.calls,
+    show: (f) => count(f.a.calls),
+    numeric: true,
+  },
+  {
+    key: "b_calls",
+    label: "B calls",
+    value: (f) => f.b.calls,
+    show: (f) => count(f.b.calls),
+    numeric: true,
+  },
+  {
+    key: "calls_change",
+    label: "Calls change",
+    value: (f) => f.calls_change,
+    show: (f) => (f.calls_change === null ? "—" : rel(f.calls_change)),
+    numeric: true,
+  },
+  {
+    key: "p_value",
+    label: "p-value",
+    value: (f) => f.p_value,
+    show: (f) => pValue(f.p_value),
+    numeric: true,
+  },
+  {
+    key: "change",
+    label: "Verdict",
+    value: (f) => ({ slower: 2, none: 1, faster: 0 })[f.change],
+    show: (f) => (f.change === "none" ? "—" : f.change),
+    numeric: true,
+  },
 ];
 
 // Sortable by any column; the daemon's order (significant first, then by the size of the
@@ -139,14 +306,39 @@ function diffTable(functions: DiffFunction[]) {
   let sort: { key: string; descending: boolean } | null = null;
   const render = () => {
     const col = columns.find((c) => c.key === sort?.key);
-    const rows = col ? [...functions].sort((x, y) => compare(col.value(x), col.value(y)) * (sort?.descending ? -1 : 1)) : functions;
+    const rows = col
+      ? [...functions].sort(
+          (x, y) => compareValues(col.value(x), col.value(y)) * (sort?.descending ? -1 : 1),
+        )
+      : functions;
     replace(
       head,
       columns.map((c) =>
         h(
           "th",
-          { scope: "col", class: c.numeric ? "num" : "", "aria-sort": sort?.key === c.key ? (sort.descending ? "descending" : "ascending") : "none" },
-          h("button", { type: "button", class: "sort", "data-key": c.key, onclick: () => ((sort = { key: c.key, descending: sort?.key === c.key ? !sort.descending : c.numeric }), render()) }, c.label, sort?.key === c.key ? (sort.descending ? " ▼" : " ▲") : ""),
+          {
+            scope: "col",
+            class: c.numeric ? "num" : "",
+            "aria-sort":
+              sort?.key === c.key ? (sort.descending ? "descending" : "ascending") : "none",
+          },
+          h(
+            "button",
+            {
+              type: "button",
+              class: "sort",
+              "data-key": c.key,
+              onclick: () => (
+                (sort = {
+                  key: c.key,
+                  descending: sort?.key === c.key ? !sort.descending : c.numeric,
+                }),
+                render()
+              ),
+            },
+            c.label,
+            sort?.key === c.key ? (sort.descending ? " ▼" : " ▲") : "",
+          ),
         ),
       ),
     );
@@ -155,26 +347,52 @@ function diffTable(functions: DiffFunction[]) {
       rows.map((f) =>
         h(
           "tr",
-          { "data-function": f.name, "data-change": f.change, class: [f.change !== "none" ? f.change : "", isOverhead(f.name) ? "overhead" : ""].join(" ").trim() || undefined },
+          {
+            "data-function": f.name,
+            "data-change": f.change,
+            class:
+              [f.change !== "none" ? f.change : "", isOverhead(f.name) ? "overhead" : ""]
+                .join(" ")
+                .trim() || undefined,
+          },
           columns.map((c, i) =>
             i === 0
-              ? h("th", { scope: "row", class: "mono" }, f.name, isOverhead(f.name) ? h("span", { class: "tag" }, "overhead") : "")
-              : h("td", { class: `num${c.key === "change" && f.change !== "none" ? " verdict" : ""}`, "data-col": c.key }, c.key === "change" && f.change !== "none" ? h("span", { class: `pill ${f.change}` }, c.show(f)) : c.show(f)),
+              ? h(
+                  "th",
+                  { scope: "row", class: "mono" },
+                  f.name,
+                  isOverhead(f.name) ? h("span", { class: "tag" }, "overhead") : "",
+                )
+              : h(
+                  "td",
+                  {
+                    class: `num${c.key === "change" && f.change !== "none" ? " verdict" : ""}`,
+                    "data-col": c.key,
+                  },
+                  c.key === "change" && f.change !== "none"
+                    ? h("span", { class: `pill ${f.change}` }, c.show(f))
+                    : c.show(f),
+                ),
           ),
         ),
       ),
-      rows.length ? null : h("tr", {}, h("td", { colspan: columns.length, class: "muted" }, "Neither side has a function with samples or calls.")),
+      rows.length
+        ? null
+        : h(
+            "tr",
+            {},
+            h(
+              "td",
+              { colspan: columns.length, class: "muted" },
+              "Neither side has a function with samples or calls.",
+            ),
+          ),
     );
   };
   render();
-  return h("div", { class: "scroll tall" }, h("table", { class: "data", id: "diff-table" }, h("thead", {}, head), body));
+  return h(
+    "div",
+    { class: "scroll tall" },
+    h("table", { class: "data", id: "diff-table" }, h("thead", {}, head), body),
+  );
 }
-
-function compare(a: unknown, b: unknown): number {
-  if (a === b) return 0;
-  if (a === null || a === undefined) return -1;
-  if (b === null || b === undefined) return 1;
-  if (typeof a === "number" && typeof b === "number") return a - b;
-  return String(a).localeCompare(String(b));
-}
-

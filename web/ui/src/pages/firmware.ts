@@ -1,53 +1,115 @@
 // Firmware and import: upload an ELF (stored once by build-id), import a capture or a
 // gmon.out as a completed session, optionally named by an uploaded ELF.
 import { api } from "../api";
-import { h, link, replace } from "../dom";
+import { formText, h, link, replace } from "../dom";
 
-export async function firmwarePage(main: HTMLElement) {
+export function firmwarePage(main: HTMLElement) {
   const elfResult = h("div", { role: "status", id: "elf-result" });
   const importResult = h("div", { role: "status", id: "import-result" });
-  const firmwareId = h("input", { name: "firmware", id: "firmware-id", size: 44, pattern: "[0-9a-f]*", placeholder: "optional: an uploaded firmware id" }) as HTMLInputElement;
+  const firmwareId = h("input", {
+    name: "firmware",
+    id: "firmware-id",
+    size: 44,
+    pattern: "[0-9a-f]*",
+    placeholder: "optional: an uploaded firmware id",
+  }) as HTMLInputElement;
 
+  const uploadElf = async (e: Event) => {
+    e.preventDefault();
+    const file = (new FormData(e.target as HTMLFormElement).get("elf") as File | null) ?? null;
+    if (!file || !file.size)
+      return replace(elfResult, h("p", { class: "error" }, "Choose an ELF file first."));
+    replace(elfResult, h("p", { class: "muted" }, "Uploading…"));
+    try {
+      const r = await api.uploadFirmware(file);
+      firmwareId.value = r.id;
+      replace(
+        elfResult,
+        h(
+          "p",
+          {},
+          `${r.stored ? "Stored" : "Already stored"}: firmware `,
+          h("code", {}, r.id),
+          ` (${r.functions} functions). Its id is filled in below.`,
+        ),
+      );
+    } catch (err) {
+      replace(elfResult, h("p", { class: "error", role: "alert" }, (err as Error).message));
+    }
+  };
   const elfForm = h(
     "form",
-    { id: "elf-form", onsubmit: async (e: Event) => {
-      e.preventDefault();
-      const file = (new FormData(e.target as HTMLFormElement).get("elf") as File | null) ?? null;
-      if (!file || !file.size) return replace(elfResult, h("p", { class: "error" }, "Choose an ELF file first."));
-      replace(elfResult, h("p", { class: "muted" }, "Uploading…"));
-      try {
-        const r = await api.uploadFirmware(file);
-        firmwareId.value = r.id;
-        replace(elfResult, h("p", {}, `${r.stored ? "Stored" : "Already stored"}: firmware `, h("code", {}, r.id), ` (${r.functions} functions). Its id is filled in below.`));
-      } catch (err) {
-        replace(elfResult, h("p", { class: "error", role: "alert" }, (err as Error).message));
-      }
-    } },
+    {
+      id: "elf-form",
+      onsubmit: (e: Event) => void uploadElf(e),
+    },
     h("label", {}, "ELF file ", h("input", { type: "file", name: "elf", id: "elf-file" })),
     h("button", { type: "submit" }, "Upload"),
   );
 
+  const importCapture = async (e: Event) => {
+    e.preventDefault();
+    const data = new FormData(e.target as HTMLFormElement);
+    const file = data.get("capture") as File | null;
+    if (!file || !file.size)
+      return replace(
+        importResult,
+        h("p", { class: "error" }, "Choose a capture or gmon.out first."),
+      );
+    const query: Record<string, string> = {
+      format: formText(data, "format"),
+      addr_bytes: formText(data, "addr_bytes"),
+    };
+    const board = formText(data, "board");
+    if (board) query.board = board;
+    const firmware = formText(data, "firmware");
+    if (firmware) query.firmware = firmware;
+    replace(importResult, h("p", { class: "muted" }, "Importing…"));
+    try {
+      const s = await api.importSession(file, query);
+      replace(
+        importResult,
+        h(
+          "p",
+          {},
+          `Imported as session ${s.id} (${s.counters.arcs ?? 0} arcs, ${s.counters.pc_samples ?? 0} samples, ${s.counters.bytes_discarded ?? 0} bytes discarded): `,
+          link(`/sessions/${s.id}`, "open its profile"),
+        ),
+      );
+    } catch (err) {
+      replace(importResult, h("p", { class: "error", role: "alert" }, (err as Error).message));
+    }
+  };
   const importForm = h(
     "form",
-    { id: "import-form", onsubmit: async (e: Event) => {
-      e.preventDefault();
-      const data = new FormData(e.target as HTMLFormElement);
-      const file = data.get("capture") as File | null;
-      if (!file || !file.size) return replace(importResult, h("p", { class: "error" }, "Choose a capture or gmon.out first."));
-      const query: Record<string, string> = { format: String(data.get("format")), addr_bytes: String(data.get("addr_bytes")) };
-      if (data.get("board")) query.board = String(data.get("board"));
-      if (data.get("firmware")) query.firmware = String(data.get("firmware"));
-      replace(importResult, h("p", { class: "muted" }, "Importing…"));
-      try {
-        const s = await api.importSession(file, query);
-        replace(importResult, h("p", {}, `Imported as session ${s.id} (${s.counters.arcs ?? 0} arcs, ${s.counters.pc_samples ?? 0} samples, ${s.counters.bytes_discarded ?? 0} bytes discarded): `, link(`/sessions/${s.id}`, "open its profile")));
-      } catch (err) {
-        replace(importResult, h("p", { class: "error", role: "alert" }, (err as Error).message));
-      }
-    } },
+    {
+      id: "import-form",
+      onsubmit: (e: Event) => void importCapture(e),
+    },
     h("label", {}, "File ", h("input", { type: "file", name: "capture", id: "capture-file" })),
-    h("label", {}, "Format ", h("select", { name: "format" }, h("option", { value: "bin" }, "binary capture"), h("option", { value: "hex" }, "hex-ASCII capture"), h("option", { value: "gmon" }, "gmon.out"))),
-    h("label", {}, "Address bytes ", h("select", { name: "addr_bytes" }, h("option", { value: "3" }, "3"), h("option", { value: "4" }, "4"))),
+    h(
+      "label",
+      {},
+      "Format ",
+      h(
+        "select",
+        { name: "format" },
+        h("option", { value: "bin" }, "binary capture"),
+        h("option", { value: "hex" }, "hex-ASCII capture"),
+        h("option", { value: "gmon" }, "gmon.out"),
+      ),
+    ),
+    h(
+      "label",
+      {},
+      "Address bytes ",
+      h(
+        "select",
+        { name: "addr_bytes" },
+        h("option", { value: "3" }, "3"),
+        h("option", { value: "4" }, "4"),
+      ),
+    ),
     h("label", {}, "Board name ", h("input", { name: "board", placeholder: "import" })),
     h("label", {}, "Firmware ", firmwareId),
     h("button", { type: "submit" }, "Import"),
@@ -56,7 +118,25 @@ export async function firmwarePage(main: HTMLElement) {
   replace(
     main,
     h("h1", {}, "Firmware & import"),
-    h("section", { "aria-labelledby": "h-elf" }, h("h2", { id: "h-elf" }, "Upload firmware (ELF)"), h("p", { class: "muted" }, "Stored once under its build-id. Name it when you import a capture below or add a board on the Rack page; a session captured without it gets it on its profile page."), elfForm, elfResult),
-    h("section", { "aria-labelledby": "h-import" }, h("h2", { id: "h-import" }, "Import a capture or gmon.out"), h("p", { class: "muted" }, "Stored as a completed session."), importForm, importResult),
+    h(
+      "section",
+      { "aria-labelledby": "h-elf" },
+      h("h2", { id: "h-elf" }, "Upload firmware (ELF)"),
+      h(
+        "p",
+        { class: "muted" },
+        "Stored once under its build-id. Name it when you import a capture below or add a board on the Rack page; a session captured without it gets it on its profile page.",
+      ),
+      elfForm,
+      elfResult,
+    ),
+    h(
+      "section",
+      { "aria-labelledby": "h-import" },
+      h("h2", { id: "h-import" }, "Import a capture or gmon.out"),
+      h("p", { class: "muted" }, "Stored as a completed session."),
+      importForm,
+      importResult,
+    ),
   );
 }

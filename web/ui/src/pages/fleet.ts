@@ -1,14 +1,27 @@
 // Fleet: the sessions of one build (optionally some boards or tags) merged into one profile,
 // its flame graph, and per board its share of a function against the fleet's: boards whose
 // share the test says differs from the rest (spread "outside") are marked in the plot and table.
-import { api, exportFormats, selectionDownloads, type SelectionProfile, type Spread, type SpreadFunction } from "../api";
+import {
+  api,
+  exportFormats,
+  selectionDownloads,
+  type SelectionProfile,
+  type Spread,
+  type SpreadFunction,
+} from "../api";
 import { count, percent, seconds } from "../format";
-import { downloadLinks, h, link, replace } from "../dom";
+import { downloadLinks, formText, h, link, replace } from "../dom";
 import { navigate } from "../router";
 import { buildSelection, buildsOf, shortId, type Build } from "../selection";
 import { drawFlameGraph, parseFolded } from "../flamegraph";
 
-const list = (v: string | null) => (v ? v.split(",").map((x) => x.trim()).filter(Boolean) : []);
+const list = (v: string | null) =>
+  v
+    ? v
+        .split(",")
+        .map((x) => x.trim())
+        .filter(Boolean)
+    : [];
 
 export async function fleetPage(main: HTMLElement, params: URLSearchParams) {
   const [sessions, formats] = await Promise.all([api.sessions(), exportFormats()]);
@@ -19,12 +32,24 @@ export async function fleetPage(main: HTMLElement, params: URLSearchParams) {
   const chosen = builds.find((b) => b.build_id === build);
   const intro = [
     h("h1", {}, "Fleet"),
-    h("p", { class: "muted" }, "The sessions of one firmware build merged into one profile, and how each board's share of a function compares with the fleet's typical (median) board."),
+    h(
+      "p",
+      { class: "muted" },
+      "The sessions of one firmware build merged into one profile, and how each board's share of a function compares with the fleet's typical (median) board.",
+    ),
     buildTable(builds, build),
     chosen ? selectionForm(chosen, boards, tags) : null,
   ];
   if (!build) {
-    replace(main, ...intro, h("p", { class: "muted" }, "No stored session has a build-id yet: import captures with their ELF, or attach one."));
+    replace(
+      main,
+      ...intro,
+      h(
+        "p",
+        { class: "muted" },
+        "No stored session has a build-id yet: import captures with their ELF, or attach one.",
+      ),
+    );
     return;
   }
   const selection = buildSelection(build, boards, tags);
@@ -36,7 +61,11 @@ export async function fleetPage(main: HTMLElement, params: URLSearchParams) {
     return;
   }
   const fn = params.get("function") ?? defaultFunction(profile.spread);
-  const flame = h("div", { class: "flame", id: "flame-graph" }, h("p", { class: "muted" }, "Loading the stacks…"));
+  const flame = h(
+    "div",
+    { class: "flame", id: "flame-graph" },
+    h("p", { class: "muted" }, "Loading the stacks…"),
+  );
   replace(
     main,
     ...intro,
@@ -47,22 +76,52 @@ export async function fleetPage(main: HTMLElement, params: URLSearchParams) {
       `${profile.selection.sessions.length} sessions from ${profile.selection.boards.length} boards (${profile.selection.boards.join(", ")}) · ${seconds(profile.total_seconds)} s sampled (${count(profile.total_samples)} samples) · `,
       link(`/diff?${new URLSearchParams({ a: selection })}`, "diff against…", { id: "fleet-diff" }),
     ),
-    h("p", { class: "meta downloads" }, "download ", downloadLinks(selectionDownloads(selection, formats.selection.filter((f) => !f.startsWith("cct-"))))),
+    h(
+      "p",
+      { class: "meta downloads" },
+      "download ",
+      downloadLinks(
+        selectionDownloads(
+          selection,
+          formats.selection.filter((f) => !f.startsWith("cct-")),
+        ),
+      ),
+    ),
     spreadSection(profile, fn, params),
-    h("section", { "aria-labelledby": "h-flame" }, h("h2", { id: "h-flame" }, "Flame graph (icicle) of the merged stacks"), flame),
-    h("section", { "aria-labelledby": "h-fleet-flat" }, h("h2", { id: "h-fleet-flat" }, "Flat profile"), flatTable(profile, params)),
+    h(
+      "section",
+      { "aria-labelledby": "h-flame" },
+      h("h2", { id: "h-flame" }, "Flame graph (icicle) of the merged stacks"),
+      flame,
+    ),
+    h(
+      "section",
+      { "aria-labelledby": "h-fleet-flat" },
+      h("h2", { id: "h-fleet-flat" }, "Flat profile"),
+      flatTable(profile, params),
+    ),
   );
   try {
     drawFlameGraph(flame, parseFolded(await api.selectionFolded(selection)), "samples");
   } catch (e) {
-    replace(flame, h("p", { class: "error", role: "alert" }, `The stacks could not be loaded: ${(e as Error).message}`));
+    replace(
+      flame,
+      h(
+        "p",
+        { class: "error", role: "alert" },
+        `The stacks could not be loaded: ${(e as Error).message}`,
+      ),
+    );
   }
 }
 
 // The function whose spread is shown first: one with a deviating board, else the busiest.
 function defaultFunction(spread: Spread | undefined): string {
   if (!spread) return "";
-  return (spread.functions.find((f) => f.boards.some((b) => b.outside)) ?? spread.functions[0])?.name ?? "";
+  return (
+    (spread.functions.find((f) => f.boards.some((b) => b.outside)) ?? spread.functions[0])?.name ??
+    ""
+  );
 }
 
 const withParam = (params: URLSearchParams, key: string, value: string) => {
@@ -77,7 +136,15 @@ function buildTable(builds: Build[], current: string) {
     "table",
     { class: "data compact", id: "builds" },
     h("caption", {}, "Builds of the stored sessions"),
-    h("thead", {}, h("tr", {}, ...["Build-id", "Sessions", "Boards", ""].map((t) => h("th", { scope: "col" }, t)))),
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        ...["Build-id", "Sessions", "Boards", ""].map((t) => h("th", { scope: "col" }, t)),
+      ),
+    ),
     h(
       "tbody",
       {},
@@ -88,7 +155,13 @@ function buildTable(builds: Build[], current: string) {
           h("th", { scope: "row", class: "mono", title: b.build_id }, shortId(b.build_id)),
           h("td", { class: "num" }, count(b.sessions.length)),
           h("td", {}, `${b.boards.length}: ${b.boards.join(", ")}`),
-          h("td", {}, b.build_id === current ? h("span", { class: "muted" }, "shown") : link(`/fleet?build_id=${b.build_id}`, "show")),
+          h(
+            "td",
+            {},
+            b.build_id === current
+              ? h("span", { class: "muted" }, "shown")
+              : link(`/fleet?build_id=${b.build_id}`, "show"),
+          ),
         ),
       ),
     ),
@@ -106,12 +179,37 @@ function selectionForm(build: Build, boards: string[], tags: string[]) {
         e.preventDefault();
         const data = new FormData(e.target as HTMLFormElement);
         const picked = data.getAll("board").map(String);
-        const tag = list(String(data.get("tag") ?? ""));
-        navigate(`/fleet?${buildSelection(build.build_id, picked.length === build.boards.length ? [] : picked, tag)}`);
+        const tag = list(formText(data, "tag"));
+        navigate(
+          `/fleet?${buildSelection(build.build_id, picked.length === build.boards.length ? [] : picked, tag)}`,
+        );
       },
     },
-    h("fieldset", { class: "boards" }, h("legend", {}, "Boards"), build.boards.map((b) => h("label", {}, h("input", { type: "checkbox", name: "board", value: b, checked: !boards.length || boards.includes(b) }), " ", b))),
-    h("label", {}, "Tags ", h("input", { name: "tag", value: tags.join(","), size: 14, placeholder: "any" })),
+    h(
+      "fieldset",
+      { class: "boards" },
+      h("legend", {}, "Boards"),
+      build.boards.map((b) =>
+        h(
+          "label",
+          {},
+          h("input", {
+            type: "checkbox",
+            name: "board",
+            value: b,
+            checked: !boards.length || boards.includes(b),
+          }),
+          " ",
+          b,
+        ),
+      ),
+    ),
+    h(
+      "label",
+      {},
+      "Tags ",
+      h("input", { name: "tag", value: tags.join(","), size: 14, placeholder: "any" }),
+    ),
     h("button", { type: "submit" }, "Merge"),
   );
 }
@@ -119,18 +217,41 @@ function selectionForm(build: Build, boards: string[], tags: string[]) {
 function spreadSection(profile: SelectionProfile, fn: string, params: URLSearchParams) {
   const spread = profile.spread;
   const head = h("h2", { id: "h-spread" }, "Per-board spread");
-  if (!spread) return h("section", { "aria-labelledby": "h-spread" }, head, h("p", { class: "muted", id: "spread-missing" }, "This daemon does not compute the per-board spread yet."));
+  if (!spread)
+    return h(
+      "section",
+      { "aria-labelledby": "h-spread" },
+      head,
+      h(
+        "p",
+        { class: "muted", id: "spread-missing" },
+        "This daemon does not compute the per-board spread yet.",
+      ),
+    );
   const f = spread.functions.find((x) => x.name === fn) ?? spread.functions[0];
-  const deviating = spread.functions.flatMap((x) => x.boards.filter((b) => b.outside).map((b) => ({ fn: x, board: b })));
+  const deviating = spread.functions.flatMap((x) =>
+    x.boards.filter((b) => b.outside).map((b) => ({ fn: x, board: b })),
+  );
   return h(
     "section",
     { "aria-labelledby": "h-spread" },
     head,
     h(
       "p",
-      { class: deviating.length ? "notice warn" : "muted", id: "deviating", role: deviating.length ? "status" : undefined },
+      {
+        class: deviating.length ? "notice warn" : "muted",
+        id: "deviating",
+        role: deviating.length ? "status" : undefined,
+      },
       deviating.length
-        ? [`${deviating.length} board × function share${deviating.length > 1 ? "s" : ""} outside the fleet: `, deviating.map((d, i) => [i ? "; " : "", link(withParam(params, "function", d.fn.name), `${d.board.board} in ${d.fn.name}`), ` ${percent(d.board.percent)} vs ${percent(d.fn.fleet_percent)}`])]
+        ? [
+            `${deviating.length} board × function share${deviating.length > 1 ? "s" : ""} outside the fleet: `,
+            deviating.map((d, i) => [
+              i ? "; " : "",
+              link(withParam(params, "function", d.fn.name), `${d.board.board} in ${d.fn.name}`),
+              ` ${percent(d.board.percent)} vs ${percent(d.fn.fleet_percent)}`,
+            ]),
+          ]
         : "No board's share of any function differs from the typical board's beyond sampling error.",
     ),
     h(
@@ -142,17 +263,36 @@ function spreadSection(profile: SelectionProfile, fn: string, params: URLSearchP
         "Function ",
         h(
           "select",
-          { id: "spread-function", onchange: (e: Event) => navigate(withParam(params, "function", (e.target as HTMLSelectElement).value)) },
-          spread.functions.map((x) => h("option", { value: x.name, selected: x === f }, `${x.name}${x.boards.some((b) => b.outside) ? " (deviating boards)" : ""}`)),
+          {
+            id: "spread-function",
+            onchange: (e: Event) =>
+              navigate(withParam(params, "function", (e.target as HTMLSelectElement).value)),
+          },
+          spread.functions.map((x) =>
+            h(
+              "option",
+              { value: x.name, selected: x === f },
+              `${x.name}${x.boards.some((b) => b.outside) ? " (deviating boards)" : ""}`,
+            ),
+          ),
         ),
       ),
     ),
-    f ? h("div", { class: "grid spread-pair" }, spreadPlot(f), spreadTable(f, (board) => againstTheRest(profile, board))) : h("p", { class: "muted" }, "No function has samples."),
+    f
+      ? h(
+          "div",
+          { class: "grid spread-pair" },
+          spreadPlot(f),
+          spreadTable(f, (board) => againstTheRest(profile, board)),
+        )
+      : h("p", { class: "muted" }, "No function has samples."),
     h(
       "p",
       { class: "muted small" },
       `Intervals: ${spread.interval}. Test: ${spread.test}.`,
-      spread.functions_omitted ? ` The spread covers the ${spread.functions.length} busiest functions; ${count(spread.functions_omitted)} more are left out (the API's spread_top= asks for more).` : "",
+      spread.functions_omitted
+        ? ` The spread covers the ${spread.functions.length} busiest functions; ${count(spread.functions_omitted)} more are left out (the API's spread_top= asks for more).`
+        : "",
     ),
   );
 }
@@ -180,23 +320,66 @@ function spreadPlot(f: SpreadFunction): SVGElement {
   const lo = Math.max(0, Math.floor(bottom0 / step) * step - step / 2);
   const hi = Math.min(100, Math.ceil(top0 / step) * step + step / 2);
   const x = (p: number) => left + ((p - lo) / (hi - lo || 1)) * (width - left - 28);
-  const plot = svg("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", id: "spread-plot", "aria-label": `share of ${f.name} per board` });
-  plot.append(svg("text", { x: left, y: 16, class: "axis-title" }, `${f.name}: self % per board (95 % interval)`));
-  plot.append(svg("rect", { x: x(f.fleet_interval[0]), y: top - 4, width: Math.max(1, x(f.fleet_interval[1]) - x(f.fleet_interval[0])), height: f.boards.length * row + 4, class: "fleet-band" }));
-  plot.append(svg("line", { x1: x(f.fleet_percent), x2: x(f.fleet_percent), y1: top - 4, y2: top + f.boards.length * row, class: "fleet-line" }));
+  const plot = svg("svg", {
+    viewBox: `0 0 ${width} ${height}`,
+    width,
+    height,
+    role: "img",
+    id: "spread-plot",
+    "aria-label": `share of ${f.name} per board`,
+  });
+  plot.append(
+    svg(
+      "text",
+      { x: left, y: 16, class: "axis-title" },
+      `${f.name}: self % per board (95 % interval)`,
+    ),
+  );
+  plot.append(
+    svg("rect", {
+      x: x(f.fleet_interval[0]),
+      y: top - 4,
+      width: Math.max(1, x(f.fleet_interval[1]) - x(f.fleet_interval[0])),
+      height: f.boards.length * row + 4,
+      class: "fleet-band",
+    }),
+  );
+  plot.append(
+    svg("line", {
+      x1: x(f.fleet_percent),
+      x2: x(f.fleet_percent),
+      y1: top - 4,
+      y2: top + f.boards.length * row,
+      class: "fleet-line",
+    }),
+  );
   f.boards.forEach((b, i) => {
     const y = top + i * row + row / 2;
     const g = svg("g", { class: b.outside ? "board outside" : "board", "data-board": b.board });
     g.append(svg("text", { x: left - 8, y: y + 4, "text-anchor": "end" }, b.board));
-    g.append(svg("line", { x1: x(b.interval[0]), x2: x(b.interval[1]), y1: y, y2: y, class: "interval" }));
+    g.append(
+      svg("line", { x1: x(b.interval[0]), x2: x(b.interval[1]), y1: y, y2: y, class: "interval" }),
+    );
     g.append(svg("circle", { cx: x(b.percent), cy: y, r: 4.5 }));
-    g.append(svg("title", {}, `${b.board}: ${percent(b.percent)} [${percent(b.interval[0])}, ${percent(b.interval[1])}], p = ${b.p_value.toExponential(2)}${b.outside ? ", outside the fleet" : ""}`));
+    g.append(
+      svg(
+        "title",
+        {},
+        `${b.board}: ${percent(b.percent)} [${percent(b.interval[0])}, ${percent(b.interval[1])}], p = ${b.p_value.toExponential(2)}${b.outside ? ", outside the fleet" : ""}`,
+      ),
+    );
     plot.append(g);
   });
   const axisY = top + f.boards.length * row + 8;
   for (let p = Math.ceil(lo / step) * step; p <= hi + 1e-9; p += step) {
     plot.append(svg("line", { x1: x(p), x2: x(p), y1: axisY - 4, y2: axisY, class: "tick" }));
-    plot.append(svg("text", { x: x(p), y: axisY + 14, "text-anchor": "middle", class: "tick-label" }, `${Number(p.toFixed(6))} %`));
+    plot.append(
+      svg(
+        "text",
+        { x: x(p), y: axisY + 14, "text-anchor": "middle", class: "tick-label" },
+        `${Number(p.toFixed(6))} %`,
+      ),
+    );
   }
   return plot;
 }
@@ -219,11 +402,25 @@ function spreadTable(f: SpreadFunction, diffOf: (board: string) => string | null
   return h(
     "div",
     {},
-    h("p", { class: "meta" }, `Fleet: ${percent(f.fleet_percent)} [${percent(f.fleet_interval[0])}, ${percent(f.fleet_interval[1])}] · boards from ${percent(f.min_percent)} to ${percent(f.max_percent)}, mean ${percent(f.mean_percent)}`),
+    h(
+      "p",
+      { class: "meta" },
+      `Fleet: ${percent(f.fleet_percent)} [${percent(f.fleet_interval[0])}, ${percent(f.fleet_interval[1])}] · boards from ${percent(f.min_percent)} to ${percent(f.max_percent)}, mean ${percent(f.mean_percent)}`,
+    ),
     h(
       "table",
       { class: "data", id: "spread-table" },
-      h("thead", {}, h("tr", {}, ...["Board", "Samples", "Self %", "95 % interval", "p-value", ""].map((t, i) => h("th", { scope: "col", class: i && i < 5 ? "num" : "" }, t)))),
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          ...["Board", "Samples", "Self %", "95 % interval", "p-value", ""].map((t, i) =>
+            h("th", { scope: "col", class: i && i < 5 ? "num" : "" }, t),
+          ),
+        ),
+      ),
       h(
         "tbody",
         {},
@@ -236,7 +433,19 @@ function spreadTable(f: SpreadFunction, diffOf: (board: string) => string | null
             h("td", { class: "num" }, percent(b.percent)),
             h("td", { class: "num" }, `${b.interval[0].toFixed(2)} – ${b.interval[1].toFixed(2)}`),
             h("td", { class: "num" }, pValue(b.p_value)),
-            h("td", {}, b.outside ? [h("span", { class: "pill bad" }, "outside"), " ", diffOf(b.board) ? link(diffOf(b.board) as string, "diff vs the rest", { class: "diff-board" }) : ""] : ""),
+            h(
+              "td",
+              {},
+              b.outside
+                ? [
+                    h("span", { class: "pill bad" }, "outside"),
+                    " ",
+                    diffOf(b.board)
+                      ? link(diffOf(b.board) as string, "diff vs the rest", { class: "diff-board" })
+                      : "",
+                  ]
+                : "",
+            ),
           ),
         ),
       ),
@@ -245,14 +454,30 @@ function spreadTable(f: SpreadFunction, diffOf: (board: string) => string | null
 }
 
 // A p-value as the table shows it; 0 is an underflow of the double the daemon computed.
-export const pValue = (p: number) => (p === 0 ? "< 1e-300" : p < 1e-4 ? p.toExponential(1) : p.toFixed(4));
+export const pValue = (p: number) =>
+  p === 0 ? "< 1e-300" : p < 1e-4 ? p.toExponential(1) : p.toFixed(4);
 
 function flatTable(profile: SelectionProfile, params: URLSearchParams) {
-  const outside = new Map((profile.spread?.functions ?? []).map((f) => [f.name, f.boards.filter((b) => b.outside).map((b) => b.board)]));
+  const outside = new Map(
+    (profile.spread?.functions ?? []).map((f) => [
+      f.name,
+      f.boards.filter((b) => b.outside).map((b) => b.board),
+    ]),
+  );
   return h(
     "table",
     { class: "data", id: "fleet-flat" },
-    h("thead", {}, h("tr", {}, ...["Function", "Self %", "Self s", "Cumulative s", "Calls", "Deviating boards"].map((t, i) => h("th", { scope: "col", class: i && i < 5 ? "num" : "" }, t)))),
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        ...["Function", "Self %", "Self s", "Cumulative s", "Calls", "Deviating boards"].map(
+          (t, i) => h("th", { scope: "col", class: i && i < 5 ? "num" : "" }, t),
+        ),
+      ),
+    ),
     h(
       "tbody",
       {},
@@ -260,12 +485,20 @@ function flatTable(profile: SelectionProfile, params: URLSearchParams) {
         h(
           "tr",
           { "data-function": r.name },
-          h("th", { scope: "row", class: "mono" }, outside.has(r.name) ? link(withParam(params, "function", r.name), r.name) : r.name),
+          h(
+            "th",
+            { scope: "row", class: "mono" },
+            outside.has(r.name) ? link(withParam(params, "function", r.name), r.name) : r.name,
+          ),
           h("td", { class: "num" }, percent(r.percent)),
           h("td", { class: "num" }, seconds(r.self_seconds)),
           h("td", { class: "num" }, seconds(r.cumulative_seconds)),
           h("td", { class: "num" }, count(r.calls)),
-          h("td", { class: (outside.get(r.name) ?? []).length ? "warn" : "muted" }, (outside.get(r.name) ?? []).join(", ") || "—"),
+          h(
+            "td",
+            { class: (outside.get(r.name) ?? []).length ? "warn" : "muted" },
+            (outside.get(r.name) ?? []).join(", ") || "—",
+          ),
         ),
       ),
     ),

@@ -16,17 +16,33 @@ export async function livePage(main: HTMLElement, _params: URLSearchParams, id?:
   const title = h("h1", {}, `Live: ${session.board} · session ${id}`);
   const link_ = h("span", { class: "pill", id: "link-state" }, "connecting");
   const capture = h("span", { class: "pill", id: "capture-state" }, session.state);
-  const storage = h("span", { id: "storage-state" }, storageBadge(session.storage_state, session.storage_error));
+  const storage = h(
+    "span",
+    { id: "storage-state" },
+    storageBadge(session.storage_state, session.storage_error),
+  );
   const rate = h("output", { id: "records-rate", class: "big" }, "—");
   const totals = h("dl", { class: "counters", id: "totals" });
   const losses = h("dl", { class: "counters", id: "losses" });
   const top = h("tbody");
   const message = h("p", { role: "status", class: "muted" });
-  const stopButton = h("button", { type: "button", id: "stop" }, "Stop session") as HTMLButtonElement;
-  const startButton = h("button", { type: "button", id: "start" }, "Start new session") as HTMLButtonElement;
-  const chartBox = h("div", { class: "chart", "aria-label": "records per second, last 30 s", role: "img" });
+  const stopButton = h(
+    "button",
+    { type: "button", id: "stop" },
+    "Stop session",
+  ) as HTMLButtonElement;
+  const startButton = h(
+    "button",
+    { type: "button", id: "start" },
+    "Start new session",
+  ) as HTMLButtonElement;
+  const chartBox = h("div", {
+    class: "chart",
+    "aria-label": "records per second, last 30 s",
+    role: "img",
+  });
 
-  stopButton.addEventListener("click", async () => {
+  const stopSession = async () => {
     stopButton.disabled = true;
     try {
       await api.stopSession(id);
@@ -35,8 +51,8 @@ export async function livePage(main: HTMLElement, _params: URLSearchParams, id?:
       message.textContent = (e as Error).message;
       stopButton.disabled = false;
     }
-  });
-  startButton.addEventListener("click", async () => {
+  };
+  const startSession = async () => {
     startButton.disabled = true;
     try {
       const next = await api.startSession(session.board);
@@ -45,12 +61,24 @@ export async function livePage(main: HTMLElement, _params: URLSearchParams, id?:
       message.textContent = (e as Error).message;
       startButton.disabled = false;
     }
-  });
+  };
+  stopButton.addEventListener("click", () => void stopSession());
+  startButton.addEventListener("click", () => void startSession());
 
   replace(
     main,
     title,
-    h("p", {}, "Link ", link_, " · capture ", capture, storage, " · ", link(`/sessions/${id}`, "full profile")),
+    h(
+      "p",
+      {},
+      "Link ",
+      link_,
+      " · capture ",
+      capture,
+      storage,
+      " · ",
+      link(`/sessions/${id}`, "full profile"),
+    ),
     h(
       "div",
       { class: "grid" },
@@ -73,7 +101,17 @@ export async function livePage(main: HTMLElement, _params: URLSearchParams, id?:
         h(
           "table",
           { class: "data", id: "top-functions" },
-          h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Function"), h("th", { scope: "col", class: "num" }, "Self %"), h("th", { scope: "col", class: "num" }, "Calls"))),
+          h(
+            "thead",
+            {},
+            h(
+              "tr",
+              {},
+              h("th", { scope: "col" }, "Function"),
+              h("th", { scope: "col", class: "num" }, "Self %"),
+              h("th", { scope: "col", class: "num" }, "Calls"),
+            ),
+          ),
           top,
         ),
       ),
@@ -88,7 +126,10 @@ export async function livePage(main: HTMLElement, _params: URLSearchParams, id?:
       height: 220,
       scales: { x: { time: true } },
       legend: { show: false },
-      series: [{}, { label: "records/s", stroke: "#2563eb", fill: "rgba(37,99,235,0.12)", width: 2 }],
+      series: [
+        {},
+        { label: "records/s", stroke: "#2563eb", fill: "rgba(37,99,235,0.12)", width: 2 },
+      ],
       axes: [{}, { size: 70 }],
     },
     [xs, ys],
@@ -119,8 +160,18 @@ export async function livePage(main: HTMLElement, _params: URLSearchParams, id?:
         h(
           "tr",
           { class: isOverhead(f.name) ? "overhead" : "" },
-          h("th", { scope: "row", class: "mono" }, f.name, isOverhead(f.name) ? h("span", { class: "tag" }, "overhead") : ""),
-          h("td", { class: "num" }, percent(f.self_percent), h("span", { class: "bar", style: `width:${Math.min(100, f.self_percent)}%` })),
+          h(
+            "th",
+            { scope: "row", class: "mono" },
+            f.name,
+            isOverhead(f.name) ? h("span", { class: "tag" }, "overhead") : "",
+          ),
+          h(
+            "td",
+            { class: "num" },
+            percent(f.self_percent),
+            h("span", { class: "bar", style: `width:${Math.min(100, f.self_percent)}%` }),
+          ),
           h("td", { class: "num" }, count(f.calls)),
         ),
       ),
@@ -153,7 +204,18 @@ async function chooseSession(main: HTMLElement) {
     main,
     h("h1", {}, "Live"),
     live.length
-      ? h("ul", { class: "choices" }, live.map((b) => h("li", {}, link(`/live/${b.session}`, `${b.name} · session ${b.session}`), ` (${b.state})`)))
+      ? h(
+          "ul",
+          { class: "choices" },
+          live.map((b) =>
+            h(
+              "li",
+              {},
+              link(`/live/${b.session}`, `${b.name} · session ${b.session}`),
+              ` (${b.state})`,
+            ),
+          ),
+        )
       : h("p", {}, "No board is capturing. Start a session from the ", link("/", "Rack"), " page."),
   );
 }

@@ -1,13 +1,36 @@
 // Profile of one session: the flat profile (sortable, searchable), the call graph drawn with
 // caller/callee navigation, and the call-graph table laid out as gprof prints it.
-import { api, ApiError, downloads, exportFormats, kGraphEntries, rawExports, type AttributedArc, type FlatRow, type GraphEntry, type GraphLine, type Profile } from "../api";
-import { count, duration, intervalTitle, isOverhead, percent, plusMinus, seconds, time } from "../format";
-import { downloadLinks, h, link, replace } from "../dom";
-import { callGraphDot, renderCallGraph } from "../callgraph";
+import {
+  api,
+  ApiError,
+  downloads,
+  exportFormats,
+  kGraphEntries,
+  rawExports,
+  type AttributedArc,
+  type FlatRow,
+  type GraphEntry,
+  type GraphLine,
+  type Profile,
+} from "../api";
+import {
+  count,
+  duration,
+  intervalTitle,
+  isOverhead,
+  percent,
+  plusMinus,
+  seconds,
+  time,
+} from "../format";
+import { downloadLinks, formText, h, link, replace } from "../dom";
+import { compareValues } from "../sort";
+import { arcCallsText, calledText, callGraphDot, renderCallGraph } from "../callgraph";
 import { navigate } from "../router";
 import { drawFlameGraph, parseFolded } from "../flamegraph";
 
-type Key = keyof FlatRow;
+// A column of the flat table: any field of a row but the interval in seconds (not shown).
+type Key = Exclude<keyof FlatRow, "self_seconds_interval">;
 const isMeasured = (format: string) => format.startsWith("cct-");
 const columns: { key: Key; label: string; numeric: boolean }[] = [
   { key: "name", label: "Function", numeric: false },
@@ -21,7 +44,12 @@ const columns: { key: Key; label: string; numeric: boolean }[] = [
 ];
 
 // The sampling error's column sorts by the interval's width.
-const sortValue = (r: FlatRow, key: Key) => (key === "self_percent_interval" ? (r.self_percent_interval ? r.self_percent_interval[1] - r.self_percent_interval[0] : null) : r[key]);
+const sortValue = (r: FlatRow, key: Key) =>
+  key === "self_percent_interval"
+    ? r.self_percent_interval
+      ? r.self_percent_interval[1] - r.self_percent_interval[0]
+      : null
+    : r[key];
 
 export async function profilePage(main: HTMLElement, _params: URLSearchParams, id?: number) {
   const sid = id as number;
@@ -34,13 +62,22 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
   const [session, formats] = await Promise.all([api.session(sid), exportFormats()]);
   // The measured calling-context exports are offered once the session is known to have a tree.
   // Raw bytes and records pruned by retention: their exports are gone (410), so not offered.
-  const offered = session.raw_pruned ? formats.session.filter((f) => !rawExports.includes(f)) : formats.session;
+  const offered = session.raw_pruned
+    ? formats.session.filter((f) => !rawExports.includes(f))
+    : formats.session;
   const downloadLine = h(
     "p",
     { class: "meta downloads" },
     "download ",
-    downloadLinks(downloads(sid, offered.filter((f) => !isMeasured(f)))),
-    session.raw_pruned ? h("span", { class: "muted", id: "raw-pruned" }, ` · ${session.raw_pruned.reason}`) : "",
+    downloadLinks(
+      downloads(
+        sid,
+        offered.filter((f) => !isMeasured(f)),
+      ),
+    ),
+    session.raw_pruned
+      ? h("span", { class: "muted", id: "raw-pruned" }, ` · ${session.raw_pruned.reason}`)
+      : "",
   );
   const header = [
     h("h1", {}, `Profile: ${session.board} · session ${sid}`),
@@ -49,8 +86,17 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
       { class: "meta" },
       `${session.state} · started ${time(session.started_ns)} · ${duration(session.started_ns, session.ended_ns)} · `,
       session.state === "capturing" ? [link(`/live/${sid}`, "live view"), " · "] : "",
-      link(`/diff?${new URLSearchParams({ a: `session=${sid}` })}`, "compare with…", { id: "compare-with" }),
-      session.build_id ? [" · ", link(`/fleet?build_id=${session.build_id}`, "its build's fleet", { id: "fleet-of-build" })] : "",
+      link(`/diff?${new URLSearchParams({ a: `session=${sid}` })}`, "compare with…", {
+        id: "compare-with",
+      }),
+      session.build_id
+        ? [
+            " · ",
+            link(`/fleet?build_id=${session.build_id}`, "its build's fleet", {
+              id: "fleet-of-build",
+            }),
+          ]
+        : "",
     ),
     downloadLine,
   ];
@@ -59,16 +105,32 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     profile = await api.profile(sid, syncReference, graphTop);
   } catch (e) {
     const noElf = e instanceof ApiError && e.code === "no_elf";
-    replace(main, ...header, h("p", { class: "error", role: "alert" }, (e as Error).message), noElf ? attachForm(sid, () => profilePage(main, _params, id)) : null);
+    replace(
+      main,
+      ...header,
+      h("p", { class: "error", role: "alert" }, (e as Error).message),
+      noElf ? attachForm(sid, () => profilePage(main, _params, id)) : null,
+    );
     return;
   }
 
-  const entries = new Map<string, GraphEntry | undefined>(profile.call_graph.map((e) => [e.name, e]));
-  const search = h("input", { type: "search", id: "search", placeholder: "Filter functions", "aria-label": "Filter functions" }) as HTMLInputElement;
+  const entries = new Map<string, GraphEntry | undefined>(
+    profile.call_graph.map((e) => [e.name, e]),
+  );
+  const search = h("input", {
+    type: "search",
+    id: "search",
+    placeholder: "Filter functions",
+    "aria-label": "Filter functions",
+  }) as HTMLInputElement;
   const flatBody = h("tbody");
   const headRow = h("tr");
   const focus = h("section", { class: "focus", "aria-live": "polite", id: "focus" });
-  const graph = h("div", { class: "graph", id: "call-graph" }, h("p", { class: "muted" }, "Laying out the call graph…"));
+  const graph = h(
+    "div",
+    { class: "graph", id: "call-graph" },
+    h("p", { class: "muted" }, "Laying out the call graph…"),
+  );
   let sort: { key: Key; descending: boolean } = { key: "percent", descending: true };
   let selected = profile.flat[0]?.name;
 
@@ -76,13 +138,22 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     const needle = search.value.trim().toLowerCase();
     const rows = profile.flat
       .filter((r) => r.name.toLowerCase().includes(needle))
-      .sort((a, b) => compare(sortValue(a, sort.key), sortValue(b, sort.key)) * (sort.descending ? -1 : 1));
+      .sort(
+        (a, b) =>
+          compareValues(sortValue(a, sort.key), sortValue(b, sort.key)) *
+          (sort.descending ? -1 : 1),
+      );
     replace(
       headRow,
       columns.map((c) =>
         h(
           "th",
-          { scope: "col", class: c.numeric ? "num" : "", "aria-sort": sort.key === c.key ? (sort.descending ? "descending" : "ascending") : "none" },
+          {
+            scope: "col",
+            class: c.numeric ? "num" : "",
+            "aria-sort":
+              sort.key === c.key ? (sort.descending ? "descending" : "ascending") : "none",
+          },
           h(
             "button",
             {
@@ -90,7 +161,10 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
               class: "sort",
               "data-key": c.key,
               onclick: () => {
-                sort = { key: c.key, descending: sort.key === c.key ? !sort.descending : c.numeric };
+                sort = {
+                  key: c.key,
+                  descending: sort.key === c.key ? !sort.descending : c.numeric,
+                };
                 renderFlat();
               },
             },
@@ -105,18 +179,48 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
       rows.map((r) =>
         h(
           "tr",
-          { class: [isOverhead(r.name) ? "overhead" : "", r.name === selected ? "selected" : ""].join(" ").trim() || undefined },
-          h("th", { scope: "row", class: "mono" }, h("button", { type: "button", class: "fn", onclick: () => select(r.name) }, r.name), isOverhead(r.name) ? h("span", { class: "tag", title: "time spent in the profiler itself" }, "overhead") : ""),
+          {
+            class:
+              [isOverhead(r.name) ? "overhead" : "", r.name === selected ? "selected" : ""]
+                .join(" ")
+                .trim() || undefined,
+          },
+          h(
+            "th",
+            { scope: "row", class: "mono" },
+            h("button", { type: "button", class: "fn", onclick: () => select(r.name) }, r.name),
+            isOverhead(r.name)
+              ? h("span", { class: "tag", title: "time spent in the profiler itself" }, "overhead")
+              : "",
+          ),
           h("td", { class: "num" }, percent(r.percent)),
-          h("td", { class: "num interval", title: intervalTitle(r.self_percent_interval, "%") }, plusMinus(r.self_percent_interval)),
-          h("td", { class: "num", title: intervalTitle(r.self_seconds_interval, "s") }, seconds(r.self_seconds)),
+          h(
+            "td",
+            { class: "num interval", title: intervalTitle(r.self_percent_interval, "%") },
+            plusMinus(r.self_percent_interval),
+          ),
+          h(
+            "td",
+            { class: "num", title: intervalTitle(r.self_seconds_interval, "s") },
+            seconds(r.self_seconds),
+          ),
           h("td", { class: "num" }, seconds(r.cumulative_seconds)),
           h("td", { class: "num" }, count(r.calls)),
-          h("td", { class: "num" }, r.self_ms_per_call === null ? "—" : r.self_ms_per_call.toFixed(2)),
-          h("td", { class: "num" }, r.total_ms_per_call === null ? "—" : r.total_ms_per_call.toFixed(2)),
+          h(
+            "td",
+            { class: "num" },
+            r.self_ms_per_call === null ? "—" : r.self_ms_per_call.toFixed(2),
+          ),
+          h(
+            "td",
+            { class: "num" },
+            r.total_ms_per_call === null ? "—" : r.total_ms_per_call.toFixed(2),
+          ),
         ),
       ),
-      rows.length ? null : h("tr", {}, h("td", { colspan: columns.length, class: "muted" }, "No function matches.")),
+      rows.length
+        ? null
+        : h("tr", {}, h("td", { colspan: columns.length, class: "muted" }, "No function matches.")),
     );
   };
 
@@ -132,28 +236,73 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
         for (const e of found) entries.set(e.name, e);
         if (!entries.has(name)) entries.set(name, undefined); // no entry: no calls and no time
       } catch (err) {
-        if (asked === focusAsked) replace(focus, h("p", { class: "error", role: "alert" }, `The callers and callees of ${name} could not be loaded: ${(err as Error).message}`));
+        if (asked === focusAsked)
+          replace(
+            focus,
+            h(
+              "p",
+              { class: "error", role: "alert" },
+              `The callers and callees of ${name} could not be loaded: ${(err as Error).message}`,
+            ),
+          );
         return;
       }
       if (asked !== focusAsked) return; // another function was selected meanwhile
     }
     const e = name ? entries.get(name) : undefined;
-    if (!e) return replace(focus, h("p", { class: "muted" }, name ? `${name} has no call-graph entry (no calls and no time).` : "Select a function to see its callers and callees."));
+    if (!e)
+      return replace(
+        focus,
+        h(
+          "p",
+          { class: "muted" },
+          name
+            ? `${name} has no call-graph entry (no calls and no time).`
+            : "Select a function to see its callers and callees.",
+        ),
+      );
     const list = (lines: GraphLine[], empty: string) =>
       lines.length
-        ? h("ul", {}, lines.map((l) => h("li", {}, h("button", { type: "button", class: "fn", onclick: () => select(l.name) }, l.name), ` ${count(l.count)}/${count(l.of)} calls`)))
+        ? h(
+            "ul",
+            {},
+            lines.map((l) =>
+              h(
+                "li",
+                {},
+                h("button", { type: "button", class: "fn", onclick: () => select(l.name) }, l.name),
+                ` ${count(l.count)}/${count(l.of)} calls`,
+              ),
+            ),
+          )
         : h("p", { class: "muted" }, empty);
     replace(
       focus,
       h("h3", {}, e.name, isOverhead(e.name) ? h("span", { class: "tag" }, "overhead") : ""),
-      h("p", {}, `${percent(e.percent)} of the time with callees · self ${seconds(e.self_seconds)} s · children ${seconds(e.children_seconds)} s · called ${count(e.called)}${e.self_calls ? "+" + count(e.self_calls) : ""}`),
-      h("div", { class: "pair" }, h("div", {}, h("h4", {}, "Callers"), list(e.parents ?? [], e.spontaneous ? "spontaneous" : "none")), h("div", {}, h("h4", {}, "Callees"), list(e.children ?? [], "none"))),
+      h(
+        "p",
+        {},
+        `${percent(e.percent)} of the time with callees · self ${seconds(e.self_seconds)} s · children ${seconds(e.children_seconds)} s · called ${count(e.called)}${e.self_calls ? "+" + count(e.self_calls) : ""}`,
+      ),
+      h(
+        "div",
+        { class: "pair" },
+        h(
+          "div",
+          {},
+          h("h4", {}, "Callers"),
+          list(e.parents ?? [], e.spontaneous ? "spontaneous" : "none"),
+        ),
+        h("div", {}, h("h4", {}, "Callees"), list(e.children ?? [], "none")),
+      ),
     );
   };
 
   const renderGraph = async () => {
     try {
-      const svg = await renderCallGraph(callGraphDot(profile.call_graph, profile.total_seconds, selected));
+      const svg = await renderCallGraph(
+        callGraphDot(profile.call_graph, profile.total_seconds, selected),
+      );
       svg.setAttribute("role", "img");
       svg.setAttribute("aria-label", "call graph");
       for (const node of svg.querySelectorAll<SVGGElement>("g.node")) {
@@ -162,27 +311,56 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
       }
       replace(graph, svg);
     } catch (e) {
-      replace(graph, h("p", { class: "error", role: "alert" }, `The call graph could not be drawn: ${(e as Error).message}`));
+      replace(
+        graph,
+        h(
+          "p",
+          { class: "error", role: "alert" },
+          `The call graph could not be drawn: ${(e as Error).message}`,
+        ),
+      );
     }
   };
 
-  const flame = h("div", { class: "flame", id: "flame-graph" }, h("p", { class: "muted" }, "Loading the stacks…"));
+  const flame = h(
+    "div",
+    { class: "flame", id: "flame-graph" },
+    h("p", { class: "muted" }, "Loading the stacks…"),
+  );
   const renderFlame = async () => {
     try {
       drawFlameGraph(flame, parseFolded(await api.sessionFolded(sid)), "samples");
     } catch (e) {
-      replace(flame, h("p", { class: "error", role: "alert" }, `The stacks could not be loaded: ${(e as Error).message}`));
+      replace(
+        flame,
+        h(
+          "p",
+          { class: "error", role: "alert" },
+          `The stacks could not be loaded: ${(e as Error).message}`,
+        ),
+      );
     }
   };
 
   // The measured calling contexts, where the session has them (entry/exit events): an icicle in
   // cycles and each arc's measured time beside gprof's estimate. Without them, a note says the
   // flame graph above is the estimate.
-  const measured = h("div", { class: "flame", id: "cct-flame-graph" }, h("p", { class: "muted" }, "Loading the measured calling contexts…"));
+  const measured = h(
+    "div",
+    { class: "flame", id: "cct-flame-graph" },
+    h("p", { class: "muted" }, "Loading the measured calling contexts…"),
+  );
   const arcs = h("div", { id: "cct-arcs" });
   const renderMeasured = async () => {
     if (!session.calling_context_nodes) {
-      replace(measured, h("p", { class: "muted", id: "cct-none" }, "No calling-context tree: this session has no function entry/exit events, so the flame graph above (gprof's estimate) is all there is."));
+      replace(
+        measured,
+        h(
+          "p",
+          { class: "muted", id: "cct-none" },
+          "No calling-context tree: this session has no function entry/exit events, so the flame graph above (gprof's estimate) is all there is.",
+        ),
+      );
       return;
     }
     try {
@@ -190,10 +368,24 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
       drawFlameGraph(measured, parseFolded(folded), "cycles");
       replace(downloadLine, "download ", downloadLinks(downloads(sid, offered)));
       const c = cct.calling_context;
-      if (c.incomplete_nodes > 0) measured.append(h("p", { class: "muted", id: "cct-incomplete" }, `${c.incomplete_nodes} of ${c.nodes} paths are marked [incomplete]: events were lost or a function had not returned when the capture ended.`));
+      if (c.incomplete_nodes > 0)
+        measured.append(
+          h(
+            "p",
+            { class: "muted", id: "cct-incomplete" },
+            `${c.incomplete_nodes} of ${c.nodes} paths are marked [incomplete]: events were lost or a function had not returned when the capture ended.`,
+          ),
+        );
       replace(arcs, attributedArcsTable(c.arcs));
     } catch (e) {
-      replace(measured, h("p", { class: "error", role: "alert" }, `The measured calling contexts could not be loaded: ${(e as Error).message}`));
+      replace(
+        measured,
+        h(
+          "p",
+          { class: "error", role: "alert" },
+          `The measured calling contexts could not be loaded: ${(e as Error).message}`,
+        ),
+      );
     }
   };
 
@@ -209,7 +401,11 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     main,
     ...header,
     syncSection(sid, profile),
-    h("p", { class: "meta" }, `${seconds(profile.total_seconds)} s sampled (${count(profile.total_samples)} samples) · ${profile.flat.length} functions · ± is the 95 % Wilson score interval of each share (sampling error)`),
+    h(
+      "p",
+      { class: "meta" },
+      `${seconds(profile.total_seconds)} s sampled (${count(profile.total_samples)} samples) · ${profile.flat.length} functions · ± is the 95 % Wilson score interval of each share (sampling error)`,
+    ),
     h(
       "section",
       { "aria-labelledby": "h-flat" },
@@ -217,10 +413,35 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
       search,
       h("table", { class: "data", id: "flat" }, h("thead", {}, headRow), flatBody),
     ),
-    h("section", { "aria-labelledby": "h-graph" }, h("h2", { id: "h-graph" }, "Call graph"), h("div", { class: "grid graph-pair" }, graph, focus)),
-    h("section", { "aria-labelledby": "h-flame" }, h("h2", { id: "h-flame" }, "Flame graph (icicle; stacks estimated as gprof attributes time)"), flame),
-    h("section", { "aria-labelledby": "h-cct" }, h("h2", { id: "h-cct" }, "Measured calling contexts (icicle in cycles, from entry/exit events)"), measured, arcs),
-    h("section", { "aria-labelledby": "h-cg" }, h("h2", { id: "h-cg" }, "Call graph table (as gprof prints it)"), gprofTable(profile.call_graph, sid, graphTop, _params)),
+    h(
+      "section",
+      { "aria-labelledby": "h-graph" },
+      h("h2", { id: "h-graph" }, "Call graph"),
+      h("div", { class: "grid graph-pair" }, graph, focus),
+    ),
+    h(
+      "section",
+      { "aria-labelledby": "h-flame" },
+      h("h2", { id: "h-flame" }, "Flame graph (icicle; stacks estimated as gprof attributes time)"),
+      flame,
+    ),
+    h(
+      "section",
+      { "aria-labelledby": "h-cct" },
+      h(
+        "h2",
+        { id: "h-cct" },
+        "Measured calling contexts (icicle in cycles, from entry/exit events)",
+      ),
+      measured,
+      arcs,
+    ),
+    h(
+      "section",
+      { "aria-labelledby": "h-cg" },
+      h("h2", { id: "h-cg" }, "Call graph table (as gprof prints it)"),
+      gprofTable(profile.call_graph, sid, graphTop, _params),
+    ),
   );
   renderFlat();
   await Promise.all([renderFocus(), renderGraph(), renderFlame(), renderMeasured()]);
@@ -241,17 +462,45 @@ function attributedArcsTable(arcs: AttributedArc[]) {
         h("td", {}, a.callee, a.incomplete ? h("span", { class: "tag" }, "incomplete") : ""),
         h("td", { class: "num" }, count(a.calls), "/", count(a.callee_calls)),
         h("td", { class: "num" }, count(a.measured_cycles), " (", share(a.measured_share), ")"),
-        h("td", { class: "num" }, count(Math.round(a.estimated_cycles)), " (", share(a.estimated_share), ")"),
-        h("td", { class: off ? "num worse" : "num" }, (a.difference_cycles >= 0 ? "+" : "−") + count(Math.round(Math.abs(a.difference_cycles)))),
+        h(
+          "td",
+          { class: "num" },
+          count(Math.round(a.estimated_cycles)),
+          " (",
+          share(a.estimated_share),
+          ")",
+        ),
+        h(
+          "td",
+          { class: off ? "num worse" : "num" },
+          (a.difference_cycles >= 0 ? "+" : "−") + count(Math.round(Math.abs(a.difference_cycles))),
+        ),
       );
     });
   return [
     h("h3", {}, "Caller-attributed arcs: measured vs gprof's estimate"),
-    h("p", { class: "muted" }, "gprof splits a callee's time among its callers by their calls; the measured column is the time the callee really spent when called from that caller (cycles, share of the callee's total)."),
+    h(
+      "p",
+      { class: "muted" },
+      "gprof splits a callee's time among its callers by their calls; the measured column is the time the callee really spent when called from that caller (cycles, share of the callee's total).",
+    ),
     h(
       "table",
       { class: "data", id: "cct-arcs-table" },
-      h("thead", {}, h("tr", {}, h("th", {}, "Caller"), h("th", {}, "Callee"), h("th", {}, "Calls"), h("th", {}, "Measured cycles"), h("th", {}, "gprof's estimate"), h("th", {}, "Difference"))),
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          h("th", {}, "Caller"),
+          h("th", {}, "Callee"),
+          h("th", {}, "Calls"),
+          h("th", {}, "Measured cycles"),
+          h("th", {}, "gprof's estimate"),
+          h("th", {}, "Difference"),
+        ),
+      ),
       h("tbody", {}, rows),
     ),
   ];
@@ -261,32 +510,55 @@ function attributedArcsTable(arcs: AttributedArc[]) {
 // attach it to the session, then the profile is drawn again with the functions named.
 function attachForm(sid: number, reload: () => Promise<unknown>) {
   const result = h("div", { role: "status", id: "attach-result" });
+  const attach = async (e: Event) => {
+    e.preventDefault();
+    const data = new FormData(e.target as HTMLFormElement);
+    const file = data.get("elf") as File | null;
+    let firmware = formText(data, "firmware").trim();
+    if ((!file || !file.size) && !firmware)
+      return replace(
+        result,
+        h(
+          "p",
+          { class: "error" },
+          "Choose the session's ELF file, or give the id of firmware uploaded before.",
+        ),
+      );
+    replace(result, h("p", { class: "muted" }, "Attaching…"));
+    try {
+      if (file && file.size) firmware = (await api.uploadFirmware(file)).id;
+      await api.attachFirmware(sid, firmware);
+      await reload();
+    } catch (err) {
+      replace(result, h("p", { class: "error", role: "alert" }, (err as Error).message));
+    }
+  };
   const form = h(
     "form",
-    { id: "attach-form", onsubmit: async (e: Event) => {
-      e.preventDefault();
-      const data = new FormData(e.target as HTMLFormElement);
-      const file = data.get("elf") as File | null;
-      let firmware = String(data.get("firmware") ?? "").trim();
-      if ((!file || !file.size) && !firmware) return replace(result, h("p", { class: "error" }, "Choose the session's ELF file, or give the id of firmware uploaded before."));
-      replace(result, h("p", { class: "muted" }, "Attaching…"));
-      try {
-        if (file && file.size) firmware = (await api.uploadFirmware(file)).id;
-        await api.attachFirmware(sid, firmware);
-        await reload();
-      } catch (err) {
-        replace(result, h("p", { class: "error", role: "alert" }, (err as Error).message));
-      }
-    } },
+    {
+      id: "attach-form",
+      onsubmit: (e: Event) => void attach(e),
+    },
     h("label", {}, "ELF file ", h("input", { type: "file", name: "elf", id: "attach-elf" })),
-    h("label", {}, "or uploaded firmware id ", h("input", { name: "firmware", id: "attach-id", size: 44, pattern: "[0-9a-f]*" })),
+    h(
+      "label",
+      {},
+      "or uploaded firmware id ",
+      h("input", { name: "firmware", id: "attach-id", size: 44, pattern: "[0-9a-f]*" }),
+    ),
     h("button", { type: "submit" }, "Attach"),
   );
   return h(
     "section",
     { "aria-labelledby": "h-attach" },
     h("h2", { id: "h-attach" }, "Attach firmware"),
-    h("p", { class: "muted" }, "The ELF the board ran names the session's functions: upload it here, or give the id of firmware uploaded before (on the ", link("/firmware", "Firmware & import"), " page)."),
+    h(
+      "p",
+      { class: "muted" },
+      "The ELF the board ran names the session's functions: upload it here, or give the id of firmware uploaded before (on the ",
+      link("/firmware", "Firmware & import"),
+      " page).",
+    ),
     form,
     result,
   );
@@ -303,11 +575,22 @@ function syncSection(sid: number, profile: Profile) {
       id: "sync-form",
       onsubmit: (e: Event) => {
         e.preventDefault();
-        const ref = String(new FormData(e.target as HTMLFormElement).get("sync_reference")).trim();
-        if (/^\d+$/.test(ref)) navigate(`/sessions/${sid}?${new URLSearchParams({ sync_reference: ref })}`);
+        const ref = formText(new FormData(e.target as HTMLFormElement), "sync_reference").trim();
+        if (/^\d+$/.test(ref))
+          navigate(`/sessions/${sid}?${new URLSearchParams({ sync_reference: ref })}`);
       },
     },
-    h("label", {}, "Check sampling synchronisation against the dithered session ", h("input", { name: "sync_reference", inputmode: "numeric", size: 6, value: check ? String(check.reference) : "" })),
+    h(
+      "label",
+      {},
+      "Check sampling synchronisation against the dithered session ",
+      h("input", {
+        name: "sync_reference",
+        inputmode: "numeric",
+        size: 6,
+        value: check ? String(check.reference) : "",
+      }),
+    ),
     " ",
     h("button", { type: "submit" }, "Check"),
   );
@@ -317,17 +600,13 @@ function syncSection(sid: number, profile: Profile) {
     {},
     check.warning
       ? h("p", { class: "error", role: "alert", id: "sync-warning" }, check.warning)
-      : h("p", { class: "meta", id: "sync-ok" }, `No synchronisation: shares agree with session ${check.reference} within sampling error (${check.test.functions_compared} functions).`),
+      : h(
+          "p",
+          { class: "meta", id: "sync-ok" },
+          `No synchronisation: shares agree with session ${check.reference} within sampling error (${check.test.functions_compared} functions).`,
+        ),
     h("p", { class: "meta" }, form),
   );
-}
-
-function compare(a: unknown, b: unknown): number {
-  if (a === b) return 0;
-  if (a === null || a === undefined) return -1;
-  if (b === null || b === undefined) return 1;
-  if (typeof a === "number" && typeof b === "number") return a - b;
-  return String(a).localeCompare(String(b));
 }
 
 // gprof's call graph: for each function its callers above, itself (with its index), and its
@@ -336,7 +615,9 @@ function gprofTable(entries: GraphEntry[], sid: number, asked: number, params: U
   // Entries past the first `asked` are not on the page: their names are plain text.
   const shown = new Set(entries.map((e) => e.index));
   const ref = (name: string, index: number) =>
-    shown.has(index) ? h("a", { href: `#cg-${index}`, class: "mono" }, `${name} [${index}]`) : h("span", { class: "mono" }, `${name} [${index}]`);
+    shown.has(index)
+      ? h("a", { href: `#cg-${index}`, class: "mono" }, `${name} [${index}]`)
+      : h("span", { class: "mono" }, `${name} [${index}]`);
   const more = new URLSearchParams(params);
   more.set("graph_top", String(Math.min(asked * 10, 9_999_999)));
   const trimmed =
@@ -354,7 +635,16 @@ function gprofTable(entries: GraphEntry[], sid: number, asked: number, params: U
         )
       : null;
   const line = (l: GraphLine) =>
-    h("tr", { class: "sub" }, h("td", {}), h("td", {}), h("td", { class: "num" }, seconds(l.self_seconds)), h("td", { class: "num" }, seconds(l.children_seconds)), h("td", { class: "num" }, `${count(l.count)}/${count(l.of)}`), h("td", { class: "indent" }, ref(l.name, l.index)));
+    h(
+      "tr",
+      { class: "sub" },
+      h("td", {}),
+      h("td", {}),
+      h("td", { class: "num" }, seconds(l.self_seconds)),
+      h("td", { class: "num" }, seconds(l.children_seconds)),
+      h("td", { class: "num" }, arcCallsText(l)),
+      h("td", { class: "indent" }, ref(l.name, l.index)),
+    );
   return [
     trimmed,
     h(
@@ -363,12 +653,29 @@ function gprofTable(entries: GraphEntry[], sid: number, asked: number, params: U
       h(
         "table",
         { class: "data gprof", id: "call-graph-table" },
-        h("thead", {}, h("tr", {}, ...["index", "% time", "self", "children", "called", "name"].map((t) => h("th", { scope: "col" }, t)))),
+        h(
+          "thead",
+          {},
+          h(
+            "tr",
+            {},
+            ...["index", "% time", "self", "children", "called", "name"].map((t) =>
+              h("th", { scope: "col" }, t),
+            ),
+          ),
+        ),
         entries.map((e) =>
           h(
             "tbody",
             { id: `cg-${e.index}`, class: isOverhead(e.name) ? "overhead" : undefined },
-            e.spontaneous ? h("tr", { class: "sub" }, h("td", { colspan: 5 }), h("td", { class: "indent muted" }, "<spontaneous>")) : null,
+            e.spontaneous
+              ? h(
+                  "tr",
+                  { class: "sub" },
+                  h("td", { colspan: 5 }),
+                  h("td", { class: "indent muted" }, "<spontaneous>"),
+                )
+              : null,
             (e.parents ?? []).map(line),
             h(
               "tr",
@@ -377,11 +684,23 @@ function gprofTable(entries: GraphEntry[], sid: number, asked: number, params: U
               h("td", { class: "num" }, e.percent.toFixed(1)),
               h("td", { class: "num" }, seconds(e.self_seconds)),
               h("td", { class: "num" }, seconds(e.children_seconds)),
-              h("td", { class: "num" }, e.self_calls ? `${count(e.called)}+${count(e.self_calls)}` : count(e.called)),
-              h("td", { class: "mono" }, `${e.name} [${e.index}]`, isOverhead(e.name) ? h("span", { class: "tag" }, "overhead") : ""),
+              h("td", { class: "num" }, calledText(e)),
+              h(
+                "td",
+                { class: "mono" },
+                `${e.name} [${e.index}]`,
+                isOverhead(e.name) ? h("span", { class: "tag" }, "overhead") : "",
+              ),
             ),
             (e.children ?? []).map(line),
-            (e.members ?? []).map((m) => h("tr", { class: "sub" }, h("td", { colspan: 5 }), h("td", { class: "indent" }, ref(m.name, m.index)))),
+            (e.members ?? []).map((m) =>
+              h(
+                "tr",
+                { class: "sub" },
+                h("td", { colspan: 5 }),
+                h("td", { class: "indent" }, ref(m.name, m.index)),
+              ),
+            ),
           ),
         ),
       ),

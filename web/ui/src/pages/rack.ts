@@ -2,13 +2,18 @@
 // The events feed refreshes at once on a change; a 1 s poll keeps the rates moving.
 import { api, feed, type Board, type BoardEvent } from "../api";
 import { count, label, time } from "../format";
-import { h, link, replace } from "../dom";
+import { formText, h, link, replace } from "../dom";
 
-const records = (b: Board) => (b.counters ? (b.counters.arcs ?? 0) + (b.counters.pc_samples ?? 0) : 0);
+const records = (b: Board) =>
+  b.counters ? (b.counters.arcs ?? 0) + (b.counters.pc_samples ?? 0) : 0;
 
 export async function rackPage(main: HTMLElement) {
   const table = h("tbody");
-  const events = h("ol", { class: "events", "aria-live": "polite" }, h("li", { class: "muted" }, "No link or session change since this page opened."));
+  const events = h(
+    "ol",
+    { class: "events", "aria-live": "polite" },
+    h("li", { class: "muted" }, "No link or session change since this page opened."),
+  );
   const feedState = h("span", { class: "pill" }, "connecting");
   const status = h("p", { class: "error", role: "alert" });
   // The protocol of each board's session (its counters depend on it), asked once per session.
@@ -23,7 +28,13 @@ export async function rackPage(main: HTMLElement) {
       h(
         "thead",
         {},
-        h("tr", {}, ...["Board", "Link", "State", "Records/s", "Session", "Counters", "Last error", ""].map((t) => h("th", { scope: "col" }, t))),
+        h(
+          "tr",
+          {},
+          ...["Board", "Link", "State", "Records/s", "Session", "Counters", "Last error", ""].map(
+            (t) => h("th", { scope: "col" }, t),
+          ),
+        ),
       ),
       table,
     ),
@@ -62,7 +73,9 @@ export async function rackPage(main: HTMLElement) {
         const n = records(b);
         next.set(b.name, { at: now, records: n, session: b.session });
         const rate =
-          before && before.session === b.session && now > before.at ? ((n - before.records) * 1000) / (now - before.at) : null;
+          before && before.session === b.session && now > before.at
+            ? ((n - before.records) * 1000) / (now - before.at)
+            : null;
         return h(
           "tr",
           { "data-board": b.name },
@@ -77,14 +90,26 @@ export async function rackPage(main: HTMLElement) {
           ),
           h("td", { class: "num", "data-col": "rate" }, rate === null ? "—" : count(rate)),
           h("td", {}, b.session ? link(`/live/${b.session}`, `#${b.session}`) : "—"),
-          h("td", {}, counterList(b.counters, b.session === null ? undefined : protocols.get(b.session))),
-          h("td", { class: b.last_error || b.storage_error ? "error" : "muted" }, b.storage_error ?? (b.last_error || "none")),
+          h(
+            "td",
+            {},
+            counterList(b.counters, b.session === null ? undefined : protocols.get(b.session)),
+          ),
+          h(
+            "td",
+            { class: b.last_error || b.storage_error ? "error" : "muted" },
+            b.storage_error ?? (b.last_error || "none"),
+          ),
           h(
             "td",
             {},
             b.session
               ? link(`/sessions/${b.session}`, "Profile")
-              : h("button", { type: "button", class: "start", onclick: () => void start(b.name) }, "Start session"),
+              : h(
+                  "button",
+                  { type: "button", class: "start", onclick: () => void start(b.name) },
+                  "Start session",
+                ),
           ),
         );
       }),
@@ -134,7 +159,11 @@ export async function rackPage(main: HTMLElement) {
 // While the database's commits fail: a visible mark, the database's message on hover.
 export function storageBadge(state: string | undefined, error: string | null | undefined) {
   if (state !== "storage_error") return "";
-  return h("span", { class: "state state-storage_error", title: error ?? "", "data-storage": "storage_error" }, " · storage error: data is being lost");
+  return h(
+    "span",
+    { class: "state state-storage_error", title: error ?? "", "data-storage": "storage_error" },
+    " · storage error: data is being lost",
+  );
 }
 
 // The counters that tell how a board of each protocol is doing; the others stay 0 for it.
@@ -144,13 +173,28 @@ const totalsOf: Record<string, string[]> = {
   itm: ["bytes_in", "arcs", "pc_samples", "sleep_samples"],
 };
 // Data received or sent that never became a record (storage/counters.h marks them).
-const losses = new Set(["bytes_discarded", "resyncs", "gaps", "records_lost", "bytes_lost", "frames_bad", "frames_lost", "target_dropped", "overflows", "records_lost_storage", "bytes_lost_storage"]);
+const losses = new Set([
+  "bytes_discarded",
+  "resyncs",
+  "gaps",
+  "records_lost",
+  "bytes_lost",
+  "frames_bad",
+  "frames_lost",
+  "target_dropped",
+  "overflows",
+  "records_lost_storage",
+  "bytes_lost_storage",
+]);
 const isLoss = (k: string) => losses.has(k) || /discard|lost|resync|gap|drop|overflow|bad/.test(k);
 
 // A board's counters: the totals that matter for its protocol, then every other counter that
 // is not zero (losses of any protocol, TPIU frames of an itm board, any counter the daemon adds
 // later), and "losses: none" when no loss is shown. With the protocol unknown, every counter.
-export function counterList(counters: Record<string, number> | null | undefined, protocol?: string) {
+export function counterList(
+  counters: Record<string, number> | null | undefined,
+  protocol?: string,
+) {
   if (!counters) return h("span", { class: "muted" }, "no session");
   const totals = protocol ? totalsOf[protocol] : undefined;
   const shown = totals
@@ -167,7 +211,9 @@ export function counterList(counters: Record<string, number> | null | undefined,
       h("dt", {}, label(k)),
       h("dd", { class: isLoss(k) && v > 0 ? "warn" : "", "data-counter": k }, count(v)),
     ]),
-    lossFree ? [h("dt", {}, "losses"), h("dd", { class: "ok", "data-counter": "losses" }, "none")] : null,
+    lossFree
+      ? [h("dt", {}, "losses"), h("dd", { class: "ok", "data-counter": "losses" }, "none")]
+      : null,
   );
 }
 
@@ -176,44 +222,125 @@ export function counterList(counters: Record<string, number> | null | undefined,
 // firmware uploaded before; the API's refusal is shown as it says it.
 function addBoardForm(refresh: () => Promise<void>) {
   const result = h("div", { role: "status", id: "add-board-result" });
+  const addBoard = async (e: Event) => {
+    e.preventDefault();
+    const data = new FormData(e.target as HTMLFormElement);
+    const board: Record<string, string | number | boolean> = {
+      name: formText(data, "name").trim(),
+      link: formText(data, "link").trim(),
+      protocol: formText(data, "protocol"),
+      autostart: data.get("autostart") === "on",
+    };
+    if (board.protocol === "legacy") board.format = formText(data, "format");
+    if (data.get("addr_bytes")) board.addr_bytes = Number(data.get("addr_bytes"));
+    const firmware = formText(data, "firmware").trim();
+    if (firmware) board.firmware = firmware;
+    replace(result, h("p", { class: "muted" }, "Adding…"));
+    try {
+      await api.addBoard(board);
+      replace(result, h("p", {}, `Added board ${board.name}.`));
+      (e.target as HTMLFormElement).reset();
+      await refresh();
+    } catch (err) {
+      replace(
+        result,
+        h(
+          "p",
+          { class: "error", role: "alert" },
+          `Cannot add the board: ${(err as Error).message}`,
+        ),
+      );
+    }
+  };
   const form = h(
     "form",
-    { id: "add-board", onsubmit: async (e: Event) => {
-      e.preventDefault();
-      const data = new FormData(e.target as HTMLFormElement);
-      const board: Record<string, string | number | boolean> = {
-        name: String(data.get("name") ?? "").trim(),
-        link: String(data.get("link") ?? "").trim(),
-        protocol: String(data.get("protocol")),
-        autostart: data.get("autostart") === "on",
-      };
-      if (board.protocol === "legacy") board.format = String(data.get("format"));
-      if (data.get("addr_bytes")) board.addr_bytes = Number(data.get("addr_bytes"));
-      if (String(data.get("firmware") ?? "").trim()) board.firmware = String(data.get("firmware")).trim();
-      replace(result, h("p", { class: "muted" }, "Adding…"));
-      try {
-        await api.addBoard(board);
-        replace(result, h("p", {}, `Added board ${board.name}.`));
-        (e.target as HTMLFormElement).reset();
-        await refresh();
-      } catch (err) {
-        replace(result, h("p", { class: "error", role: "alert" }, `Cannot add the board: ${(err as Error).message}`));
-      }
-    } },
-    h("label", {}, "Name ", h("input", { name: "name", required: true, size: 14, placeholder: "m4-2" })),
-    h("label", {}, "Link ", h("input", { name: "link", required: true, size: 36, placeholder: "serial:///dev/ttyUSB0?baud=1500000", class: "mono" })),
-    h("label", {}, "Protocol ", h("select", { name: "protocol" }, ["legacy", "framed", "itm"].map((p) => h("option", { value: p }, p)))),
-    h("label", {}, "Format ", h("select", { name: "format" }, h("option", { value: "bin" }, "bin"), h("option", { value: "hex" }, "hex"))),
-    h("label", {}, "Address bytes ", h("select", { name: "addr_bytes" }, h("option", { value: "" }, "default"), h("option", { value: "3" }, "3"), h("option", { value: "4" }, "4"))),
-    h("label", {}, "Firmware ", h("input", { name: "firmware", size: 20, pattern: "[0-9a-f]*", placeholder: "optional: uploaded id" })),
-    h("label", {}, h("input", { type: "checkbox", name: "autostart", checked: true }), " start capturing when the link is up"),
+    {
+      id: "add-board",
+      onsubmit: (e: Event) => void addBoard(e),
+    },
+    h(
+      "label",
+      {},
+      "Name ",
+      h("input", { name: "name", required: true, size: 14, placeholder: "m4-2" }),
+    ),
+    h(
+      "label",
+      {},
+      "Link ",
+      h("input", {
+        name: "link",
+        required: true,
+        size: 36,
+        placeholder: "serial:///dev/ttyUSB0?baud=1500000",
+        class: "mono",
+      }),
+    ),
+    h(
+      "label",
+      {},
+      "Protocol ",
+      h(
+        "select",
+        { name: "protocol" },
+        ["legacy", "framed", "itm"].map((p) => h("option", { value: p }, p)),
+      ),
+    ),
+    h(
+      "label",
+      {},
+      "Format ",
+      h(
+        "select",
+        { name: "format" },
+        h("option", { value: "bin" }, "bin"),
+        h("option", { value: "hex" }, "hex"),
+      ),
+    ),
+    h(
+      "label",
+      {},
+      "Address bytes ",
+      h(
+        "select",
+        { name: "addr_bytes" },
+        h("option", { value: "" }, "default"),
+        h("option", { value: "3" }, "3"),
+        h("option", { value: "4" }, "4"),
+      ),
+    ),
+    h(
+      "label",
+      {},
+      "Firmware ",
+      h("input", {
+        name: "firmware",
+        size: 20,
+        pattern: "[0-9a-f]*",
+        placeholder: "optional: uploaded id",
+      }),
+    ),
+    h(
+      "label",
+      {},
+      h("input", { type: "checkbox", name: "autostart", checked: true }),
+      " start capturing when the link is up",
+    ),
     h("button", { type: "submit" }, "Add board"),
   );
   return h(
     "section",
     { "aria-labelledby": "h-add-board" },
     h("h2", { id: "h-add-board" }, "Add a board"),
-    h("p", { class: "muted" }, "Kept in the daemon's database. Over the API a board may link only where the configuration's ", h("code", {}, "server.api_links"), " allows (by default /dev/rackprof/*, /dev/ttyUSB*, /dev/ttyACM*, TCP on loopback and sim://); firmware comes from the ", link("/firmware", "uploaded images"), "."),
+    h(
+      "p",
+      { class: "muted" },
+      "Kept in the daemon's database. Over the API a board may link only where the configuration's ",
+      h("code", {}, "server.api_links"),
+      " allows (by default /dev/rackprof/*, /dev/ttyUSB*, /dev/ttyACM*, TCP on loopback and sim://); firmware comes from the ",
+      link("/firmware", "uploaded images"),
+      ".",
+    ),
     form,
     result,
   );

@@ -8,19 +8,36 @@ import { diffForm } from "./diff";
 
 export async function sessionsPage(main: HTMLElement, params: URLSearchParams) {
   const [sessions, boards] = await Promise.all([api.sessions(filterOf(params)), api.boards()]);
-  const boardNames = [...new Set([...boards.map((b) => b.name), ...sessions.map((s) => s.board)])].sort();
+  const boardNames = [
+    ...new Set([...boards.map((b) => b.name), ...sessions.map((s) => s.board)]),
+  ].sort();
   const select = (name: string, label: string, options: string[]) =>
-    h("label", {}, label, " ", h("select", { name }, h("option", { value: "" }, "any"), options.map((o) => h("option", { value: o, selected: params.get(name) === o }, o))));
+    h(
+      "label",
+      {},
+      label,
+      " ",
+      h(
+        "select",
+        { name },
+        h("option", { value: "" }, "any"),
+        options.map((o) => h("option", { value: o, selected: params.get(name) === o }, o)),
+      ),
+    );
 
   const filters = h(
     "form",
-    { class: "filters", role: "search", onsubmit: (e: Event) => {
-      e.preventDefault();
-      const data = new FormData(e.target as HTMLFormElement);
-      const query = new URLSearchParams();
-      for (const [k, v] of data) if (v) query.set(k, String(v));
-      navigate(`/sessions${query.size ? "?" + query : ""}`);
-    } },
+    {
+      class: "filters",
+      role: "search",
+      onsubmit: (e: Event) => {
+        e.preventDefault();
+        const data = new FormData(e.target as HTMLFormElement);
+        const query = new URLSearchParams();
+        for (const [k, v] of data) if (typeof v === "string" && v) query.set(k, v);
+        navigate(`/sessions${query.size ? `?${query}` : ""}`);
+      },
+    },
     select("board", "Board", boardNames),
     select("state", "State", ["capturing", "completed", "interrupted"]),
     h("button", { type: "submit" }, "Filter"),
@@ -33,11 +50,39 @@ export async function sessionsPage(main: HTMLElement, params: URLSearchParams) {
     h(
       "table",
       { class: "data", id: "sessions" },
-      h("thead", {}, h("tr", {}, ...["#", "Board", "State", "Started", "Duration", "Records", "Discarded bytes", "Downloads", ""].map((t) => h("th", { scope: "col" }, t)))),
-      h("tbody", {}, sessions.length ? [...sessions].reverse().map(row) : h("tr", {}, h("td", { colspan: 9, class: "muted" }, "No sessions match."))),
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          ...[
+            "#",
+            "Board",
+            "State",
+            "Started",
+            "Duration",
+            "Records",
+            "Discarded bytes",
+            "Downloads",
+            "",
+          ].map((t) => h("th", { scope: "col" }, t)),
+        ),
+      ),
+      h(
+        "tbody",
+        {},
+        sessions.length
+          ? [...sessions].reverse().map(row)
+          : h("tr", {}, h("td", { colspan: 9, class: "muted" }, "No sessions match.")),
+      ),
     ),
     h("h2", {}, "Compare two sessions or builds"),
-    diffForm(sessions, sessions.length > 1 ? `session=${sessions[sessions.length - 2].id}` : "", sessions.length ? `session=${sessions[sessions.length - 1].id}` : ""),
+    diffForm(
+      sessions,
+      sessions.length > 1 ? `session=${sessions[sessions.length - 2].id}` : "",
+      sessions.length ? `session=${sessions[sessions.length - 1].id}` : "",
+    ),
   );
 }
 
@@ -57,12 +102,33 @@ function row(s: Session) {
     { "data-session": s.id },
     h("th", { scope: "row" }, link(`/sessions/${s.id}`, `#${s.id}`)),
     h("td", {}, s.board),
-    h("td", {}, h("span", { class: `state state-${s.state}` }, s.state), storageBadge(s.storage_state, s.storage_error)),
+    h(
+      "td",
+      {},
+      h("span", { class: `state state-${s.state}` }, s.state),
+      storageBadge(s.storage_state, s.storage_error),
+    ),
     h("td", {}, time(s.started_ns)),
     h("td", {}, duration(s.started_ns, s.ended_ns)),
     h("td", { class: "num" }, count(records)),
-    h("td", { class: `num ${s.counters.bytes_discarded ? "warn" : ""}` }, count(s.counters.bytes_discarded)),
-    h("td", {}, downloadLinks(downloads(s.id, s.raw_pruned ? listed.filter((f) => !rawExports.includes(f)) : listed), " · ")),
-    h("td", {}, link(`/sessions/${s.id}`, "Profile"), s.state === "capturing" ? [" · ", link(`/live/${s.id}`, "Live")] : ""),
+    h(
+      "td",
+      { class: `num ${s.counters.bytes_discarded ? "warn" : ""}` },
+      count(s.counters.bytes_discarded),
+    ),
+    h(
+      "td",
+      {},
+      downloadLinks(
+        downloads(s.id, s.raw_pruned ? listed.filter((f) => !rawExports.includes(f)) : listed),
+        " · ",
+      ),
+    ),
+    h(
+      "td",
+      {},
+      link(`/sessions/${s.id}`, "Profile"),
+      s.state === "capturing" ? [" · ", link(`/live/${s.id}`, "Live")] : "",
+    ),
   );
 }

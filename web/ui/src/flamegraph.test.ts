@@ -1,0 +1,59 @@
+import { describe, expect, it } from "vitest";
+import { differential, parseFolded, type Frame } from "./flamegraph";
+
+const child = (f: Frame, name: string) => {
+  const c = f.children.find((x) => x.name === name);
+  if (!c) throw new Error(`no frame ${name} under ${f.name}`);
+  return c;
+};
+
+describe("parseFolded", () => {
+  it("builds the tree under one root, each frame with what is above it", () => {
+    const root = parseFolded("main;a 3\nmain;b 2\nmain 1\nmain;a;c 4\n");
+    expect(root.name).toBe("all");
+    expect(root.value).toBe(10);
+    expect(root.self).toBe(0);
+    const main = child(root, "main");
+    expect([main.value, main.self]).toEqual([10, 1]);
+    expect(main.children.map((c) => c.name)).toEqual(["a", "b"]);
+    expect([child(main, "a").value, child(main, "a").self]).toEqual([7, 3]);
+    expect([child(child(main, "a"), "c").value, child(child(main, "a"), "c").self]).toEqual([4, 4]);
+    expect(child(main, "b").value).toBe(2);
+  });
+
+  it("skips comments, blank lines and stacks with no positive value", () => {
+    const root = parseFolded("# folded\n\nmain;a 2\nno value\nmain;z 0\nmain;n -1\nmain;e 1e1\n");
+    expect(root.value).toBe(12);
+    expect(child(root, "main").children.map((c) => c.name)).toEqual(["a", "e"]);
+  });
+
+  it("keeps spaces inside frame names and tolerates trailing blanks", () => {
+    const root = parseFolded("main;operator new(unsigned int) 5  \r\n");
+    expect(child(child(root, "main"), "operator new(unsigned int)").value).toBe(5);
+  });
+});
+
+describe("differential", () => {
+  it("scales A to B's total and gives each frame of B its change", () => {
+    const a = parseFolded("main;f 2\nmain;g 2\n");
+    const b = parseFolded("main;f 6\nmain;h 2\n");
+    const { tree, missing, largest } = differential(a, b);
+    expect(tree).toBe(b);
+    const main = child(tree, "main");
+    expect(tree.delta).toBe(0);
+    expect(main.delta).toBe(0); // 8 - 4 × 2
+    expect(child(main, "f").delta).toBe(2); // 6 - 2 × 2
+    expect(child(main, "h").delta).toBe(2); // new in B
+    expect(largest).toBe(2);
+    expect(missing).toBe(0.5); // g, half of A, has no frame in B
+  });
+
+  it("treats an empty A as nothing to compare, the root not counting as a change", () => {
+    const { missing, tree, largest } = differential(parseFolded(""), parseFolded("f 1\ng 3\n"));
+    expect(missing).toBe(0);
+    expect(tree.delta).toBe(4);
+    expect(child(tree, "f").delta).toBe(1);
+    expect(child(tree, "g").delta).toBe(3);
+    expect(largest).toBe(3);
+  });
+});
