@@ -2239,6 +2239,7 @@ export interface components {
             cumulative_seconds: number;
             name: string;
             percent: number;
+            /** @description samples credited from the histogram (gprof splits a bin between the functions it overlaps: fractions) */
             samples: number;
             self_ms_per_call: number | null;
             self_percent_interval: components["schemas"]["Interval"];
