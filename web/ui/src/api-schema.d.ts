@@ -299,6 +299,15 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description a link the configuration does not open over the API (server.api_links), or an ELF by path (over HTTP, firmware comes from the store) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description a board with that name exists */
                 409: {
                     headers: {
@@ -420,6 +429,15 @@ export interface paths {
                 };
                 /** @description a bearer token is needed (write routes; read routes with token_for_reads) */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description a link the configuration does not open over the API (server.api_links), or an ELF by path (over HTTP, firmware comes from the store) */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
