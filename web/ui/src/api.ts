@@ -1,92 +1,30 @@
 // The daemon's HTTP API (web/README.md lists it): typed fetches and WebSocket feeds.
 
-export interface Counters {
-  [name: string]: number;
-}
+import type { components } from "./api-schema";
 
-export interface Board {
-  name: string;
-  link: string;
-  state: string;
-  last_error: string;
-  reconnects: number;
-  session: number | null;
-  counters: Counters | null;
-  storage_state: StorageState;
-  storage_error: string | null;
-}
+// The API's answers are typed from its OpenAPI document (web/api/openapi.json): `npm run gen:api`
+// writes api-schema.d.ts from it, `npm run check:api` checks that file is current.
+type Schemas = components["schemas"];
 
+export type Counters = Schemas["Counters"];
+export type Board = Schemas["Board"];
 // "storage_error" while the database's commits fail (disk full, I/O error): what arrives is
 // counted lost (records_lost_storage) and a gap marks the span.
-export type StorageState = "ok" | "storage_error";
-
-export interface Session {
-  id: number;
-  board: string;
-  link: string;
-  protocol: string;
-  format: string;
-  addr_bytes: number;
-  elf: { path: string; build_id: string; sha256: string };
-  target: { build_id: string; text_lo: string; text_hi: string } | null; // from a framed HELLO
-  build_id: string | null; // the ELF's build-id (else its SHA-256), or the target's
-  state: string;
-  started_ns: number;
-  ended_ns: number | null;
-  counters: Counters;
-  storage_state: StorageState;
-  storage_error: string | null;
-  calling_context_nodes?: number; // present where entry/exit events made a calling-context tree
-  // Set once [storage] keep_raw_days removed the raw bytes and records: the raw and ndjson
-  // exports and time windows answer 410 from then on.
-  raw_pruned?: { at_ns: number; keep_raw_days: number; reason: string } | null;
-}
+export type StorageState = Schemas["StorageState"];
+// A stored session; raw_pruned is set once [storage] keep_raw_days removed the raw bytes and
+// records: the raw and ndjson exports and time windows answer 410 from then on.
+export type Session = Schemas["Session"];
 
 // The exports made from the raw bytes and records, gone once a session's raw data is pruned.
 export const rawExports = ["raw", "ndjson"];
 
-export interface FlatRow {
-  name: string;
-  address: string;
-  percent: number;
-  cumulative_seconds: number;
-  self_seconds: number;
-  samples: number;
-  calls: number | null;
-  self_ms_per_call: number | null;
-  total_ms_per_call: number | null;
-  // The share's sampling error: its 95 % Wilson score interval, in percent and in seconds
-  // (absent from a daemon older than this dashboard).
-  self_percent_interval?: [number, number];
-  self_seconds_interval?: [number, number];
-}
-
-export interface GraphLine {
-  name: string;
-  index: number;
-  self_seconds: number;
-  children_seconds: number;
-  count: number;
-  of: number;
-}
-
-export interface GraphEntry {
-  index: number;
-  name: string;
-  cycle: number | null;
-  spontaneous?: boolean;
-  percent: number;
-  self_seconds: number;
-  children_seconds: number;
-  called: number;
-  self_calls: number;
-  parents?: GraphLine[]; // absent for a cycle as a whole
-  children?: GraphLine[];
-  members?: { name: string; index: number }[];
-}
+export type FlatRow = Schemas["FlatRow"];
+export type GraphLine = Schemas["GraphLine"];
+export type GraphEntry = Schemas["GraphEntry"];
 
 // The calling-context tree measured from function entry/exit events (export cct-json): each
-// arc's true cycles beside gprof's estimate (the callee's total split by calls).
+// arc's true cycles beside gprof's estimate (the callee's total split by calls). An export
+// file, not one of the API's JSON views, so typed here.
 export interface AttributedArc {
   caller: string;
   callee: string;
@@ -111,105 +49,27 @@ export interface CallingContext {
 
 // GET .../profile?sync_reference=ID: the synchronisation alarm (gmon/sync_check.h) against
 // another session of the program sampled with the other sampling-period setting.
-export interface SyncCheck {
-  synchronised: boolean;
-  warning: string | null;
-  reference: number;
-  test: { functions_compared: number; flagged: number; alpha: number };
-}
-
-export interface Profile {
-  total_seconds: number;
-  total_samples: number;
-  seconds_per_sample: number;
-  flat: FlatRow[];
-  call_graph: GraphEntry[];
-  sync_check?: SyncCheck;
-}
+export type SyncCheck = Schemas["SyncCheck"];
+// What a session's profile and a selection's share.
+export type ProfileReport = Schemas["ProfileReport"];
+export type Profile = Schemas["SessionProfile"];
 
 // A selection's merged profile (GET /api/v1/profile?<selection>): a profile plus what was merged
 // and, per board, its share of each function against the fleet's.
-export interface SelectionSummary {
-  sessions: number[];
-  boards: string[];
-  build_id: string | null;
-}
-
-export interface SpreadBoard {
-  board: string;
-  samples: number;
-  percent: number;
-  interval: [number, number];
-  p_value: number;
-  outside: boolean;
-}
-
-export interface SpreadFunction {
-  name: string;
-  fleet_percent: number;
-  fleet_interval: [number, number];
-  mean_percent: number;
-  min_percent: number;
-  max_percent: number;
-  boards: SpreadBoard[];
-}
-
-export interface Spread {
-  interval: string;
-  test: string;
-  boards: { board: string; sessions: number[]; samples: number; calls: number }[];
-  functions: SpreadFunction[];
-  functions_omitted?: number; // the reported functions past the spread's limit (?spread_top=)
-}
-
-export interface SelectionProfile extends Profile {
-  selection: SelectionSummary;
-  spread?: Spread; // absent until the daemon computes it
-}
+export type SelectionSummary = Schemas["SelectionSummary"];
+export type SpreadBoard = Schemas["SpreadBoard"];
+export type SpreadFunction = Schemas["SpreadFunction"];
+export type Spread = Schemas["Spread"];
+export type SelectionProfile = Schemas["SelectionProfile"];
 
 // GET /api/v1/diff?a=<selection>&b=<selection> (schema rackprof.diff/1).
-export interface DiffSide {
-  self_samples: number;
-  self_seconds: number;
-  self_percent: number;
-  self_percent_interval?: [number, number]; // 95 % Wilson score interval of the share
-  total_seconds: number;
-  total_percent: number;
-  calls: number;
-}
+export type DiffSide = Schemas["DiffSide"];
+export type DiffFunction = Schemas["DiffFunction"];
+export type Diff = Schemas["Diff"];
 
-export interface DiffFunction {
-  name: string;
-  a: DiffSide;
-  b: DiffSide;
-  self_change: number | null;
-  total_change: number | null;
-  calls_change: number | null;
-  self_percent_delta: number;
-  p_value: number;
-  significant: boolean;
-  change: "slower" | "faster" | "none";
-}
+export type FirmwareStored = Schemas["FirmwareStored"];
 
-export interface Diff {
-  schema: string;
-  a: {
-    selection: SelectionSummary;
-    total_samples: number;
-    total_calls: number;
-    seconds_per_sample: number;
-  };
-  b: {
-    selection: SelectionSummary;
-    total_samples: number;
-    total_calls: number;
-    seconds_per_sample: number;
-  };
-  normalization: string;
-  test: { name: string; alpha: number; description: string };
-  functions: DiffFunction[];
-}
-
+// The live feeds (WebSockets, not in the OpenAPI document).
 export interface LiveSnapshot {
   session: number;
   state: string;
@@ -217,8 +77,8 @@ export interface LiveSnapshot {
   link?: string;
   records_per_s?: number;
   bytes_per_s?: number;
-  totals?: Counters;
-  losses?: Counters;
+  totals?: Record<string, number>; // the counters the feed shows as totals
+  losses?: Record<string, number>; // and as losses (storage/counters.h LiveSection)
   storage_state?: StorageState;
   storage_error?: string | null;
   top_functions?: { name: string; self_percent: number; calls: number | null }[];
@@ -350,12 +210,7 @@ export const api = {
     request<Session>("POST", `/api/v1/boards/${encodeURIComponent(board)}/sessions`),
   stopSession: (id: number) => request<Session>("POST", `/api/v1/sessions/${id}/stop`),
   uploadFirmware: (file: Blob) =>
-    request<{ id: string; build_id: string; functions: number; stored: boolean }>(
-      "PUT",
-      "/api/v1/firmware",
-      file,
-      "application/octet-stream",
-    ),
+    request<FirmwareStored>("PUT", "/api/v1/firmware", file, "application/octet-stream"),
   attachFirmware: (session: number, firmware: string) =>
     request<Session>(
       "PUT",

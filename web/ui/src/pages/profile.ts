@@ -29,8 +29,9 @@ import { arcCallsText, calledText, callGraphDot, renderCallGraph } from "../call
 import { navigate } from "../router";
 import { drawFlameGraph, parseFolded } from "../flamegraph";
 
-// A column of the flat table: any field of a row but the interval in seconds (not shown).
-type Key = Exclude<keyof FlatRow, "self_seconds_interval">;
+// A column of the flat table: any field of a row but the interval in seconds and the source
+// line (not shown).
+type Key = Exclude<keyof FlatRow, "self_seconds_interval" | "source">;
 const isMeasured = (format: string) => format.startsWith("cct-");
 const columns: { key: Key; label: string; numeric: boolean }[] = [
   { key: "name", label: "Function", numeric: false },
