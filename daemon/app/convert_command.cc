@@ -18,6 +18,7 @@
 #include "daemon/capture/capture_session.h"
 #include "daemon/config/config.h"
 #include "daemon/ingest/capture_import.h"
+#include "daemon/ingest/import_formats.h"
 #include "daemon/ingest/wire_settings.h"
 #include "daemon/service/rack_service.h"
 #include "daemon/service/selection.h"
@@ -318,13 +319,11 @@ void report_events(const ingest::Imported& imported, nlohmann::json& summary) {
 }
 
 Converted from_file(const std::filesystem::path& input, const ConvertOptions& o) {
+    const ingest::ImportFormat* format = ingest::find_import_format(o.format);
+    if (!format) throw UsageError("--format: must be " + ingest::import_format_names(false));
     ingest::ImportSpec spec;
-    spec.kind = o.format == "gmon"   ? ingest::InputKind::kGmon
-                : o.format == "tiva" ? ingest::InputKind::kTiva
-                : o.format == "auto" ? ingest::InputKind::kAuto
-                                     : ingest::InputKind::kCapture;
-    const bool histogram_file = o.format == "gmon" || o.format == "tiva";
-    spec.wire = protocol::WireSpec{o.protocol, histogram_file ? "auto" : o.format, o.addr_bytes,
+    spec.kind = format->kind;
+    spec.wire = protocol::WireSpec{o.protocol, std::string(format->wire_encoding), o.addr_bytes,
                                    ingest::decode_range_of(o.elf.get()), o.swo};
     if (!protocol::wire_format(o.protocol).traits.text_encoding) {
         if (o.format == "hex")

@@ -1,4 +1,5 @@
 #include "daemon/ingest/capture_import.h"
+#include "daemon/ingest/import_formats.h"
 
 #include <doctest/doctest.h>
 
@@ -229,4 +230,20 @@ TEST_CASE("bad input: a truncated gmon.out and an unknown protocol are errors, n
 }
 
 }  // namespace
+}  // namespace rackprof::ingest
+
+namespace rackprof::ingest {
+
+TEST_CASE("import formats: one table for the command line and the API") {
+    REQUIRE(find_import_format("gmon") != nullptr);
+    CHECK(find_import_format("gmon")->kind == InputKind::kGmon);
+    CHECK(find_import_format("tiva")->kind == InputKind::kTiva);
+    CHECK(find_import_format("hex")->wire_encoding == "hex");
+    CHECK(find_import_format("auto")->kind == InputKind::kAuto);
+    CHECK_FALSE(find_import_format("auto")->uploadable);  // detection is the command line's
+    CHECK(find_import_format("elf") == nullptr);
+    CHECK(import_format_names(true) == "bin, hex, gmon or tiva");
+    CHECK(import_format_names(false) == "auto, bin, hex, gmon or tiva");
+}
+
 }  // namespace rackprof::ingest

@@ -14,6 +14,7 @@
 #include "daemon/capture/board.h"
 #include "daemon/capture/capture_session.h"
 #include "daemon/ingest/capture_import.h"
+#include "daemon/ingest/import_formats.h"
 #include "daemon/ingest/wire_settings.h"
 #include "gmon/board_spread.h"
 #include "gmon/calling_context.h"
@@ -932,9 +933,10 @@ json LocalRack::import_session(const std::filesystem::path& file, const ImportPa
     if (const std::string error = storage_error(); !error.empty())
         fail(Failure::kNotReady, "storage is failing (" + error + "): import again later");
     const std::string format = query.count("format") ? query.at("format") : "bin";
-    if (format != "bin" && format != "hex" && format != "gmon" && format != "tiva")
-        fail(Failure::kBadRequest, "format must be bin, hex, gmon or tiva");
-    const bool histogram_file = format == "gmon" || format == "tiva";
+    const ingest::ImportFormat* kind = ingest::find_import_format(format);
+    if (!kind || !kind->uploadable)
+        fail(Failure::kBadRequest, "format must be " + ingest::import_format_names(true));
+    const bool histogram_file = kind->kind != ingest::InputKind::kCapture;
     const daemon::BoardConfig wire_settings = import_wire(query, histogram_file ? "bin" : format);
     std::shared_ptr<const gmon::Symbolizer> elf;
     storage::NewSession spec;
@@ -960,9 +962,7 @@ json LocalRack::import_session(const std::filesystem::path& file, const ImportPa
         spec.elf_sha256 = daemon::file_sha256(path);
     }
     ingest::ImportSpec import;
-    import.kind = format == "gmon"   ? ingest::InputKind::kGmon
-                  : format == "tiva" ? ingest::InputKind::kTiva
-                                     : ingest::InputKind::kCapture;
+    import.kind = kind->kind;
     import.wire = ingest::wire_spec_of(wire_settings);
     import.wire.code_range = ingest::decode_range_of(elf.get());
     import.layout = elf ? elf->layout() : gmon::TargetLayout{};
