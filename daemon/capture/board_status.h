@@ -3,8 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "gmon/profile_pipeline.h"  // CodeRange, Symbolizer
+#include "protocol/record.h"
 
 #include "storage/counters.h"       // SessionCounters
 #include "storage/storage_types.h"  // SessionId
@@ -48,6 +53,18 @@ struct BoardEvent {
     std::string state;  // link: the new state
     std::string reason;
     std::optional<storage::SessionId> session;
+};
+
+// The session's state as of one publish (small: copied on every publish).
+struct LiveState {
+    std::string board;
+    std::string link_state;  // connecting | connected | disconnected | finished | stopped
+    storage::SessionCounters counters;
+    std::vector<protocol::Record> newest_arcs;         // oldest first
+    std::vector<storage::ConsoleLine> newest_console;  // itm; oldest first
+    std::shared_ptr<const gmon::Symbolizer> elf;       // null: addresses only
+    std::optional<gmon::CodeRange> announced_range;    // a framed target's text range
+    std::string storage_error;                         // while storage's commits fail; else ""
 };
 
 }  // namespace rackprof::daemon

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/capture/board_status.h"
 #include "gmon/aggregate.h"
 #include "gmon/profile_pipeline.h"
 #include "gmon/symbolizer.h"
@@ -22,18 +23,6 @@
 #include "storage/storage_writer.h"
 
 namespace rackprof::daemon {
-
-// The session's state as of one publish (small: copied on every publish).
-struct LiveState {
-    std::string board;
-    std::string link_state;  // connecting | connected | disconnected | finished | stopped
-    storage::SessionCounters counters;
-    std::vector<protocol::Record> newest_arcs;         // oldest first
-    std::vector<storage::ConsoleLine> newest_console;  // itm; oldest first
-    std::shared_ptr<const gmon::Symbolizer> elf;       // null: addresses only
-    std::optional<gmon::CodeRange> announced_range;    // a framed target's text range
-    std::string storage_error;                         // while storage's commits fail; else ""
-};
 
 struct LiveSnapshot {
     storage::SessionId session = 0;

@@ -1086,20 +1086,7 @@ json LocalRack::import_capture(const std::filesystem::path& file, const ingest::
 }
 
 std::optional<LiveView> LocalRack::live(std::int64_t id) {
-    auto snapshot = capture_.live_snapshot(id);
-    if (!snapshot) return std::nullopt;
-    LiveView view;
-    view.board = snapshot->state.board;
-    view.link = snapshot->state.link_state;
-    view.counters = snapshot->state.counters;
-    view.newest_arcs = std::move(snapshot->state.newest_arcs);
-    view.newest_console = std::move(snapshot->state.newest_console);
-    view.source.aggregate = snapshot->aggregate;
-    view.source.elf = snapshot->state.elf;
-    view.source.announced_range = snapshot->state.announced_range;
-    view.version = snapshot->version;
-    view.storage_error = std::move(snapshot->state.storage_error);
-    return view;
+    return live_views_.view_of(id, capture_.live_snapshot(id));
 }
 
 }  // namespace rackprof::service

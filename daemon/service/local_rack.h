@@ -13,6 +13,7 @@
 #include "daemon/capture/capture_service.h"
 #include "daemon/ingest/capture_import.h"
 #include "daemon/service/fleet_source.h"
+#include "daemon/service/live_views.h"
 #include "daemon/service/rack_service.h"
 #include "gmon/board_spread.h"
 #include "gmon/elf_fit.h"
@@ -170,6 +171,7 @@ class LocalRack : public RackService {
                                                              const TimeWindow& window);
 
     daemon::CaptureService& capture_;
+    LiveViews live_views_;
     std::filesystem::path storage_path_;
     storage::ReaderPool readers_;
     SymbolizerCache elves_;

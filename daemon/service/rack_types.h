@@ -21,20 +21,26 @@ namespace rackprof::service {
 using daemon::BoardEvent;
 using daemon::BoardStatus;
 using daemon::LinkState;
+using daemon::LiveState;
 using daemon::to_string;
 
-// A capturing session as the capture side last published it (every 100 ms): its state and
-// its live aggregate as a profile source; `version` changes whenever the aggregate does, so a
-// view is computed again only then.
+// A function among a live session's busiest by self time.
+struct LiveFunction {
+    std::string name;
+    double self_percent = 0;
+    std::optional<std::uint64_t> calls;  // none: never called, only sampled (gprof's blank)
+};
+
+// A capturing session as the capture side last published it (every 100 ms), and what its live
+// aggregate shows; `version` changes whenever the aggregate does, and the aggregate's views are
+// computed again only then (daemon/service/live_views.h).
 struct LiveView {
-    std::string board;
-    std::string link;  // the link's state: connecting | connected | disconnected | ...
-    storage::SessionCounters counters;
-    std::vector<protocol::Record> newest_arcs;         // oldest first
-    std::vector<storage::ConsoleLine> newest_console;  // itm; oldest first
-    gmon::ProfileSource source;  // the live aggregate, its ELF (if any), the announced range
+    LiveState state;
     std::uint64_t version = 0;
-    std::string storage_error;  // while storage's commits fail; else ""
+    // The top 10 by self time through the one profile pipeline (the same numbers as a session's
+    // profile); none without an ELF, or with one the data cannot be profiled with.
+    std::vector<LiveFunction> top_functions;
+    std::vector<gmon::ArcCount> busiest_arcs;  // the 5 busiest, busiest first
 };
 
 // What /metrics reports of the rack: every board (its link state and the counters of its

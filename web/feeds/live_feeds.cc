@@ -220,7 +220,6 @@ void LiveFeeds::on_tick() {
             });
             if (it->second.empty()) {
                 rates_.erase(it->first);
-                views_.erase(it->first);
                 it = live_.erase(it);
             } else {
                 sessions.push_back(it->first);
@@ -237,42 +236,8 @@ void LiveFeeds::on_tick() {
     }
 }
 
-namespace {
-
-// The aggregate's views: the top functions by self time through the one profile pipeline (the
-// same numbers as GET /sessions/{id}/profile), and the busiest arcs.
-json top_functions(const gmon::ProfileSource& source) {
-    json top = json::array();
-    if (!source.elf) return top;  // no ELF: the snapshot goes without function names
-    try {
-        const json profile = gmon::profile_json(gmon::profile_of(source), {10, 0.0, {}, {}, {}});
-        for (const auto& row : profile["flat"])
-            top.push_back(
-                {{"name", row["name"]}, {"self_percent", row["percent"]}, {"calls", row["calls"]}});
-    } catch (const std::exception&) {
-        // An ELF the data cannot be profiled with: no names either.
-    }
-    return top;
-}
-
-json busiest_arcs(const gmon::Aggregate& aggregate) {
-    auto arcs = aggregate.arcs();
-    const std::size_t n = std::min<std::size_t>(arcs.size(), 5);
-    std::partial_sort(arcs.begin(), arcs.begin() + static_cast<std::ptrdiff_t>(n), arcs.end(),
-                      [](const auto& a, const auto& b) { return a.count > b.count; });
-    json busiest = json::array();
-    for (std::size_t i = 0; i < n; ++i) {
-        busiest.push_back({{"from", gmon::hex_address(arcs[i].from_pc)},
-                           {"self", gmon::hex_address(arcs[i].self_pc)},
-                           {"count", arcs[i].count}});
-    }
-    return busiest;
-}
-
-}  // namespace
-
-// Totals, rates, losses, link state, the top functions by self time and the busiest arcs. The
-// aggregate's views are computed again only when the capture side published a change.
+// Totals, rates, losses, link state, the top functions by self time and the busiest arcs, as
+// the service's live view has them: the feed only adds rates and serialises.
 std::string LiveFeeds::snapshot(std::int64_t id) {
     json out = {{"session", id}};
     const auto view = rack_.live(id);
@@ -280,10 +245,9 @@ std::string LiveFeeds::snapshot(std::int64_t id) {
         out["state"] = "not_capturing";
         return out.dump();
     }
-    const auto& c = view->counters;
+    const auto& c = view->state.counters;
     const auto now = std::chrono::steady_clock::now();
     double records_per_s = 0, bytes_per_s = 0;
-    std::shared_ptr<const AggregateViews> views;
     {
         std::lock_guard lock(mutex_);
         Rate& last = rates_[id];
@@ -293,38 +257,40 @@ std::string LiveFeeds::snapshot(std::int64_t id) {
             bytes_per_s = static_cast<double>(c.bytes_in - last.bytes) / dt;
         }
         last = {now, c.arcs + c.pc_samples, c.bytes_in};
-        const auto cached = views_.find(id);
-        if (cached != views_.end() && cached->second->version == view->version &&
-            cached->second->elf == view->source.elf)
-            views = cached->second;
     }
-    if (!views) {
-        views = std::make_shared<const AggregateViews>(
-            AggregateViews{view->version, view->source.elf, top_functions(view->source),
-                           busiest_arcs(*view->source.aggregate)});
-        std::lock_guard lock(mutex_);
-        views_[id] = views;
-    }
-    out["board"] = view->board;
+    const daemon::LiveState& state = view->state;
+    out["board"] = state.board;
     out["state"] = "capturing";
-    out["link"] = view->link;
+    out["link"] = state.link_state;
     // While storage's commits fail, what arrives is counted lost (losses.records_lost_storage).
-    out["storage_state"] = view->storage_error.empty() ? "ok" : "storage_error";
-    out["storage_error"] = view->storage_error.empty() ? json(nullptr) : json(view->storage_error);
+    out["storage_state"] = state.storage_error.empty() ? "ok" : "storage_error";
+    out["storage_error"] = state.storage_error.empty() ? json(nullptr) : json(state.storage_error);
     out["records_per_s"] = records_per_s;
     out["bytes_per_s"] = bytes_per_s;
     out["totals"] = storage::live_totals_json(c);
     out["losses"] = storage::live_losses_json(c);
-    out["top_functions"] = views->top_functions;
-    out["busiest_arcs"] = views->busiest_arcs;
+    json top = json::array();
+    for (const auto& f : view->top_functions) {
+        top.push_back({{"name", f.name},
+                       {"self_percent", f.self_percent},
+                       {"calls", f.calls ? json(*f.calls) : json(nullptr)}});
+    }
+    out["top_functions"] = top;
+    json busiest = json::array();
+    for (const auto& a : view->busiest_arcs) {
+        busiest.push_back({{"from", gmon::hex_address(a.from_pc)},
+                           {"self", gmon::hex_address(a.self_pc)},
+                           {"count", a.count}});
+    }
+    out["busiest_arcs"] = busiest;
     json newest = json::array();
-    for (const auto& r : view->newest_arcs) {
+    for (const auto& r : state.newest_arcs) {
         newest.push_back(
             {{"from", gmon::hex_address(r.from_pc)}, {"self", gmon::hex_address(r.self_pc)}});
     }
     out["newest_arcs"] = newest;
     json console = json::array();
-    for (const auto& line : view->newest_console) {
+    for (const auto& line : state.newest_console) {
         console.push_back(
             {{"received_ns", line.received_ns}, {"port", line.port}, {"text", line.text}});
     }

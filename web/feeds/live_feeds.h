@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "daemon/service/rack_service.h"
-#include "web/server/upgrade_handler.h"
 #include "web/server/token_rule.h"
+#include "web/server/upgrade_handler.h"
 
 namespace rackprof::web {
 
@@ -56,14 +56,6 @@ class LiveFeeds : public UpgradeHandler {
         std::uint64_t bytes = 0;
     };
 
-    // What a session's aggregate shows, kept until the capture side publishes a change.
-    struct AggregateViews {
-        std::uint64_t version = 0;
-        std::shared_ptr<const gmon::Symbolizer> elf;
-        nlohmann::json top_functions;
-        nlohmann::json busiest_arcs;
-    };
-
     service::RackService& rack_;
     TokenRule token_;
     std::chrono::milliseconds tick_;
@@ -72,7 +64,6 @@ class LiveFeeds : public UpgradeHandler {
     std::map<std::int64_t, std::vector<std::weak_ptr<FeedClient>>> live_;
     std::vector<std::weak_ptr<FeedClient>> events_;
     std::map<std::int64_t, Rate> rates_;
-    std::map<std::int64_t, std::shared_ptr<const AggregateViews>> views_;
     bool stopped_ = false;
 };
 
