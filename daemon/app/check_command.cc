@@ -2,6 +2,7 @@
 // `rackprof check --config FILE`: the configuration as `serve` would read it, boards listed.
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "daemon/app/commands.h"
 #include "daemon/config/config.h"
@@ -84,21 +85,20 @@ int check_db(const std::filesystem::path& db) {
 
 CommandRun add_check_command(CLI::App& root) {
     struct Args {
-        std::string db, config;
+        std::optional<std::string> db, config;
     };
     auto args = std::make_shared<Args>();
     CLI::App& app = *root.add_subcommand(
         "check", "check a configuration (--config FILE) or a database's integrity (--db FILE)");
     app.footer(kAbout);
-    auto* db =
-        app.add_option("--db", args->db, "the database to check (read-only)")->type_name("FILE");
-    auto* config =
-        app.add_option("--config", args->config, "the configuration to read as serve would")
-            ->type_name("FILE");
-    db->excludes(config);
-    app.require_option(1);
-    return
-        [args] { return args->config.empty() ? check_db(args->db) : check_config(args->config); };
+    app.add_option("--db", args->db, "the database to check (read-only)")->type_name("FILE");
+    app.add_option("--config", args->config, "the configuration to read as serve would")
+        ->type_name("FILE");
+    return [args] {
+        if (args->db.has_value() == args->config.has_value())
+            throw UsageError("check needs --db FILE or --config FILE");
+        return args->config ? check_config(*args->config) : check_db(*args->db);
+    };
 }
 
 }  // namespace rackprof::daemon

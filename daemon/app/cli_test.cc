@@ -72,8 +72,9 @@ TEST_CASE("ranges and choices are refused as they are parsed: exit 2, the option
              {{"diff", "a"}, "B"},
              {{"fleet", "prune", "--keep-sessions-days", "-3"}, "--keep-sessions-days"},
              {{"serve", "--log-level", "loud"}, "--log-level"},
-             {{"check"}, "rackprof check"},
-             {{"check", "--db", "a", "--config", "b"}, "rackprof check"},
+             {{"serve", "--log-level", "verbose"}, "must be trace, debug, info, warn or error"},
+             {{"check"}, "--db FILE or --config FILE"},
+             {{"check", "--db", "a", "--config", "b"}, "--db FILE or --config FILE"},
          }) {
         CAPTURE(says);
         const Run r(args);

@@ -777,7 +777,7 @@ CommandRun add_convert_command(CLI::App& root) {
                    "write FORMAT to -o FILE (- for standard output) instead of gmon.out\n"
                    "(the formats are listed below)")
         ->type_name("FORMAT")
-        ->check(CLI::IsMember(export_names()));
+        ->check(CLI::IsMember(export_names()).description(""));  // listed below
     add_count(app, "--top", args->top, "JSON: at most N flat-profile rows and call-graph entries")
         ->type_name("N");
     app.add_option("--min-percent", args->min_percent,

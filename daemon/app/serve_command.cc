@@ -382,7 +382,16 @@ CommandRun add_serve_command(CLI::App& root) {
         ->type_name("ADDR");
     app.add_option("--log-level", args->log_level, "over logging.level")
         ->type_name("LEVEL")
-        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+        ->check(CLI::Validator(
+            [](std::string& level) {
+                try {
+                    check_log_level(level);
+                } catch (const ConfigError& e) {
+                    return std::string(e.what());
+                }
+                return std::string();
+            },
+            "trace|debug|info|warn|error"));
     return [args] { return run_serve(*args); };
 }
 

@@ -336,7 +336,8 @@ void add_model_options(CLI::App& app, SimulateArgs& args) {
     add_count(app, "--iterations", args.iterations,
               "passes of the model's main loop (default: 100, or unlimited with --bytes)")
         ->type_name("N");
-    add_count(app, "--bytes", args.bytes, "stop after about SIZE binary wire bytes (e.g. 200M)");
+    add_count(app, "--bytes", args.bytes, "stop after about SIZE binary wire bytes (e.g. 200M)")
+        ->type_name("SIZE");
     app.add_option("--protocol", args.protocol, "legacy | framed (default: legacy)")
         ->type_name("P")
         ->check(CLI::IsMember(
