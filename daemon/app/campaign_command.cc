@@ -5,12 +5,12 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "campaign/host_wire.h"
 #include "campaign/metric.h"
 #include "campaign/planner.h"
-#include "daemon/app/command_line.h"
 #include "daemon/app/commands.h"
 #include "daemon/sim/counter_board.h"
 
@@ -18,27 +18,25 @@ namespace rackprof::daemon {
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: rackprof campaign [options]
-
-Finds every function whose share of a metric is at least n % on a board with few counters
+constexpr const char* kAbout =
+    R"(Finds every function whose share of a metric is at least n % on a board with few counters
 (the ARC paper, §3.5): each run measures K functions' inclusive counts; a callee whose callers
 bound it below n % (M(f) <= sum of M(callers), for a monotone metric) is never measured.
 The board is simulated (counts exact); every configuration and answer crosses the framed
 protocol v3 encoding (COUNTER_CONFIG down, FUNCTION_COUNTS and RUN_TOTALS up).
-
-options:
-  --sim MODEL        the simulated board's counter model (default: layers)
-  --functions N      layers: how many functions (default: 60)
-  --seed N           the model's seed (default: 1)
-  --core ARCH        the counters the core has: armv7-m | armv7e-m | armv8-m.main (all six
-                     DWT counters) | armv6-m | armv8-m.base (none) (default: armv7-m)
-  --metric NAME      a metric (default: cycles; built in: cycles, instructions, stall_cycles,
-                     sleep_cycles, cpi, stall_fraction, or a primary counter such as LSUCNT)
-  --metrics FILE     more metric definitions, one a line: [monotone] NAME = FORMULA
-  --threshold N      find every function with at least N % of the metric (default: 5)
-  --slots K          functions measured per run (default: 4; at most the target's slots)
-  --quiet            only the result and the summary, not every run
 )";
+
+struct CampaignArgs {
+    std::string sim = "layers";
+    std::uint64_t functions = 60;
+    std::uint64_t seed = 1;
+    std::string core = "armv7-m";
+    std::string metric = "cycles";
+    std::optional<std::string> metrics;
+    double threshold = 5;
+    std::uint64_t slots = 4;
+    bool quiet = false;
+};
 
 std::string percent(double part, double whole) {
     char buf[32];
@@ -57,25 +55,10 @@ std::string value_text(double v) {
     return buf;
 }
 
-}  // namespace
-
-int run_campaign(const std::vector<std::string>& args) {
-    const CommandLine cl(args,
-                         {"--sim", "--functions", "--seed", "--core", "--metric", "--metrics",
-                          "--threshold", "--slots"},
-                         {"--quiet", "--help"});
-    if (cl.has("--help")) {
-        std::cout << kUsage;
-        return 0;
-    }
-    if (!cl.positionals().empty())
-        throw UsageError("unexpected argument '" + cl.positionals()[0] + "'");
-    const std::string core = cl.get("--core", "armv7-m");
-    const auto available = campaign::core_counters(core);
-    if (!available)
-        throw UsageError("unknown core '" + core + "' (known: " + campaign::core_names() + ")");
+// The built-in metrics and those of --metrics FILE.
+campaign::MetricSet metrics_of(const CampaignArgs& cl) {
     campaign::MetricSet metrics = campaign::MetricSet::builtin();
-    if (const auto file = cl.get("--metrics")) {
+    if (const auto& file = cl.metrics) {
         std::ifstream in(*file);
         if (!in) throw UsageError("cannot read " + *file);
         std::stringstream text;
@@ -86,24 +69,51 @@ int run_campaign(const std::vector<std::string>& args) {
             throw UsageError(*file + ": " + e.what());
         }
     }
+    return metrics;
+}
+
+// One run's configuration and answers, and what the planner knows after it.
+void print_run(const campaign::RunPlan& plan, const campaign::RunResult& result,
+               const campaign::MetricSet& metrics, const campaign::Metric& metric,
+               const campaign::CallGraph& graph, const campaign::Planner& planner) {
+    const double total = metrics.evaluate(metric, result.totals);
+    std::cout << "run " << plan.run << ": COUNTER_CONFIG " << campaign::mask_names(plan.counters)
+              << " ->";
+    for (std::size_t f : plan.functions) std::cout << " " << graph.functions[f].name;
+    std::cout << "\n";
+    for (std::size_t i = 0; i < result.functions.size(); ++i) {
+        const auto& [f, counts] = result.functions[i];
+        const double v = metrics.evaluate(metric, counts);
+        std::cout << "    " << graph.functions[f].name << ": " << value_text(v) << " ("
+                  << percent(v, total) << "), " << result.calls[i] << " calls\n";
+    }
+    std::size_t open = 0, pruned = 0;
+    for (const auto& v : planner.verdicts()) {
+        open += v.state == campaign::FunctionState::kOpen;
+        pruned += v.state == campaign::FunctionState::kPruned;
+    }
+    std::cout << "    -> " << pruned << " pruned, " << open << " still open\n";
+}
+
+int run_campaign(const CampaignArgs& cl) {
+    const std::string& core = cl.core;
+    const auto available = campaign::core_counters(core);
+    if (!available)
+        throw UsageError("unknown core '" + core + "' (known: " + campaign::core_names() + ")");
+    const campaign::MetricSet metrics = metrics_of(cl);
     const campaign::Metric* metric = nullptr;
     try {
-        metric = &metrics.get(cl.get("--metric", "cycles"));
+        metric = &metrics.get(cl.metric);
     } catch (const campaign::MetricError& e) {
         throw UsageError(e.what());
     }
-    double threshold = 0;
-    try {
-        threshold = std::stod(cl.get("--threshold", "5"));
-    } catch (const std::exception&) {
-        throw UsageError("--threshold: a percentage, e.g. 5");
-    }
-    const std::uint64_t slots = cl.get_uint("--slots", 4);
+    const double threshold = cl.threshold;
+    const std::uint64_t slots = cl.slots;
 
     CounterModelOptions board_options;
-    board_options.model = cl.get("--sim", "layers");
-    board_options.functions = cl.get_uint("--functions", 60);
-    board_options.seed = cl.get_uint("--seed", 1);
+    board_options.model = cl.sim;
+    board_options.functions = cl.functions;
+    board_options.seed = cl.seed;
     board_options.counters = *available;
     CounterBoard board(board_options);
 
@@ -121,7 +131,7 @@ int run_campaign(const std::vector<std::string>& args) {
     const auto caps = *wire.capabilities();
     const std::size_t k = std::min<std::size_t>(slots, caps.slots);
     campaign::Planner planner(graph, metrics, *metric, caps.counters, {k, threshold});
-    const bool quiet = cl.has("--quiet");
+    const bool quiet = cl.quiet;
     std::cout << "board: " << board_options.model << ", " << graph.functions.size()
               << " functions, core " << core << " (" << campaign::mask_names(caps.counters) << "), "
               << static_cast<int>(caps.slots) << " slots\n"
@@ -139,24 +149,7 @@ int run_campaign(const std::vector<std::string>& args) {
             return answer;
         },
         [&](const campaign::RunPlan& plan, const campaign::RunResult& result) {
-            if (quiet) return;
-            const double total = metrics.evaluate(*metric, result.totals);
-            std::cout << "run " << plan.run << ": COUNTER_CONFIG "
-                      << campaign::mask_names(plan.counters) << " ->";
-            for (std::size_t f : plan.functions) std::cout << " " << graph.functions[f].name;
-            std::cout << "\n";
-            for (std::size_t i = 0; i < result.functions.size(); ++i) {
-                const auto& [f, counts] = result.functions[i];
-                const double v = metrics.evaluate(*metric, counts);
-                std::cout << "    " << graph.functions[f].name << ": " << value_text(v) << " ("
-                          << percent(v, total) << "), " << result.calls[i] << " calls\n";
-            }
-            std::size_t open = 0, pruned = 0;
-            for (const auto& v : planner.verdicts()) {
-                open += v.state == campaign::FunctionState::kOpen;
-                pruned += v.state == campaign::FunctionState::kPruned;
-            }
-            std::cout << "    -> " << pruned << " pruned, " << open << " still open\n";
+            if (!quiet) print_run(plan, result, metrics, *metric, graph, planner);
         });
     const double total = planner.total();
     std::cout << "\nfunctions with at least " << threshold << " % of " << metric->name << " ("
@@ -178,6 +171,40 @@ int run_campaign(const std::vector<std::string>& args) {
               << "wire: " << config_bytes << " bytes down, " << answer_bytes << " bytes up, "
               << wire.stats().frames_bad << " bad frames\n";
     return 0;
+}
+
+}  // namespace
+
+CommandRun add_campaign_command(CLI::App& root) {
+    auto args = std::make_shared<CampaignArgs>();
+    CLI::App& app = *root.add_subcommand(
+        "campaign", "a counter campaign: find every function above n % of a metric, K per run");
+    app.footer(kAbout);
+    app.add_option("--sim", args->sim, "the simulated board's counter model (default: layers)")
+        ->type_name("MODEL");
+    add_count(app, "--functions", args->functions, "layers: how many functions (default: 60)")
+        ->type_name("N");
+    add_count(app, "--seed", args->seed, "the model's seed (default: 1)")->type_name("N");
+    app.add_option("--core", args->core,
+                   "the counters the core has: armv7-m | armv7e-m | armv8-m.main (all six\n"
+                   "DWT counters) | armv6-m | armv8-m.base (none) (default: armv7-m)")
+        ->type_name("ARCH");
+    app.add_option("--metric", args->metric,
+                   "a metric (default: cycles; built in: cycles, instructions, stall_cycles,\n"
+                   "sleep_cycles, cpi, stall_fraction, or a primary counter such as LSUCNT)")
+        ->type_name("NAME");
+    app.add_option("--metrics", args->metrics,
+                   "more metric definitions, one a line: [monotone] NAME = FORMULA")
+        ->type_name("FILE");
+    app.add_option("--threshold", args->threshold,
+                   "find every function with at least N % of the metric (default: 5)")
+        ->type_name("N")
+        ->check(in_range(0, 100, "a percentage"));
+    add_count(app, "--slots", args->slots,
+              "functions measured per run (default: 4; at most the target's slots)")
+        ->type_name("K");
+    app.add_flag("--quiet", args->quiet, "only the result and the summary, not every run");
+    return [args] { return run_campaign(*args); };
 }
 
 }  // namespace rackprof::daemon

@@ -2,8 +2,8 @@
 // `rackprof check --config FILE`: the configuration as `serve` would read it, boards listed.
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
-#include "daemon/app/command_line.h"
 #include "daemon/app/commands.h"
 #include "daemon/config/config.h"
 #include "storage/integrity.h"
@@ -12,8 +12,7 @@ namespace rackprof::daemon {
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: rackprof check --db FILE
-       rackprof check --config FILE
+constexpr const char* kAbout = R"(rackprof check --db FILE | --config FILE
 
 --db: checks a rackprof database for damage: every page, index and constraint (SQLite's
 PRAGMA integrity_check), without writing to it. Prints "ok" and exits 0 for a sound file;
@@ -68,18 +67,7 @@ int check_config(const std::filesystem::path& file) {
     return 0;
 }
 
-}  // namespace
-
-int run_check(const std::vector<std::string>& args) {
-    const CommandLine cl(args, {"--db", "--config"}, {"--help", "-h"});
-    if (cl.has("--help") || cl.has("-h")) {
-        std::cout << kUsage;
-        return 0;
-    }
-    if (cl.has("--db") == cl.has("--config") || !cl.positionals().empty())
-        throw UsageError("check needs --db FILE or --config FILE");
-    if (cl.has("--config")) return check_config(cl.get("--config", ""));
-    const std::filesystem::path db = cl.get("--db", "");
+int check_db(const std::filesystem::path& db) {
     if (!std::filesystem::is_regular_file(db))
         throw std::runtime_error("no such database: " + db.string());
     storage::Database database(db, storage::Database::Mode::kReadOnly);
@@ -91,6 +79,26 @@ int run_check(const std::vector<std::string>& args) {
     std::cout << db.string() << ": damaged, " << report.problems.size() << " problem(s):\n";
     for (const auto& problem : report.problems) std::cout << "  " << problem << "\n";
     return 1;
+}
+
+}  // namespace
+
+CommandRun add_check_command(CLI::App& root) {
+    struct Args {
+        std::optional<std::string> db, config;
+    };
+    auto args = std::make_shared<Args>();
+    CLI::App& app = *root.add_subcommand(
+        "check", "check a configuration (--config FILE) or a database's integrity (--db FILE)");
+    app.footer(kAbout);
+    app.add_option("--db", args->db, "the database to check (read-only)")->type_name("FILE");
+    app.add_option("--config", args->config, "the configuration to read as serve would")
+        ->type_name("FILE");
+    return [args] {
+        if (args->db.has_value() == args->config.has_value())
+            throw UsageError("check needs --db FILE or --config FILE");
+        return args->config ? check_config(*args->config) : check_db(*args->db);
+    };
 }
 
 }  // namespace rackprof::daemon

@@ -1,20 +1,20 @@
-// The `rackprof` subcommands. Each returns the process exit code; usage errors are thrown as
-// UsageError (exit 2), failures as other exceptions (exit 1).
+// The `rackprof` commands. Each declares its options on a subcommand of the root (help is
+// generated from the declarations) and returns what runs it once they are parsed; usage errors
+// are thrown as UsageError (exit 2), failures as other exceptions (exit 1).
 #pragma once
 
-#include <string>
-#include <vector>
+#include "daemon/app/cli.h"
 
 namespace rackprof::daemon {
 
-int run_convert(const std::vector<std::string>& args);
-int run_diff(const std::vector<std::string>& args);
-int run_check_sync(const std::vector<std::string>& args);
-int run_simulate(const std::vector<std::string>& args);
-int run_demo(const std::vector<std::string>& args);
-int run_serve(const std::vector<std::string>& args);
-int run_check(const std::vector<std::string>& args);
-int run_fleet(const std::vector<std::string>& args);
-int run_campaign(const std::vector<std::string>& args);
+CommandRun add_serve_command(CLI::App& root);
+CommandRun add_convert_command(CLI::App& root);
+CommandRun add_diff_command(CLI::App& root);
+CommandRun add_check_sync_command(CLI::App& root);
+CommandRun add_simulate_command(CLI::App& root);
+CommandRun add_demo_command(CLI::App& root);
+CommandRun add_fleet_command(CLI::App& root);
+CommandRun add_campaign_command(CLI::App& root);
+CommandRun add_check_command(CLI::App& root);
 
 }  // namespace rackprof::daemon

@@ -10,8 +10,8 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <tuple>
 
-#include "daemon/app/command_line.h"
 #include "daemon/app/commands.h"
 #include "daemon/app/decode_summary.h"
 #include "daemon/app/profile_inputs.h"
@@ -37,55 +37,26 @@ namespace rackprof::daemon {
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: rackprof convert CAPTURE [options]
-       rackprof convert --db FILE --session ID [--redecode] [options]
-       rackprof convert --db FILE --select SELECTION [--config FILE] [options]
+constexpr const char* kAbout = R"(rackprof convert CAPTURE [options]
+rackprof convert --db FILE --session ID [--redecode] [options]
+rackprof convert --db FILE --select SELECTION [--config FILE] [options]
 
 Decodes a capture (the thesis' legacy wire format, binary or hex-ASCII text, the rackprof
-framed protocol, or SWO: ITM packets, raw or in TPIU frames), writes a gmon.out that GNU gprof reads, and prints the profile. CAPTURE may also be a gmon.out
-(GNU format detected by its magic; BSD formats with --format gmon), to profile it directly.
+framed protocol, or SWO: ITM packets, raw or in TPIU frames), writes a gmon.out that GNU gprof
+reads, and prints the profile. CAPTURE may also be a gmon.out (GNU format detected by its
+magic; BSD formats with --format gmon), to profile it directly.
 
 A stored session (--db, --session) is profiled from its aggregates; --redecode decodes its
 raw bytes again instead (with --protocol/--format/--addr-bytes overriding what was captured
 with). --select merges the stored aggregates of several sessions of one build, named as the
 API's /api/v1/profile names them: 'build_id=3f2a..&board=a,b&from=NS&to=NS&session=1,2'
 (tag= needs --config FILE: tags are the configuration's).
-
-options:
-  --elf FILE            the firmware's ELF: symbols, code range, byte order (recommended;
-                        a stored session's own ELF is used when it was recorded)
-  -o FILE               where to write gmon.out (default: gmon.out; for a gmon.out input: none)
-  --protocol P          legacy | framed | itm (default: legacy)
-  --format F            auto | bin | hex | gmon | tiva (default: auto; framed, itm: bin);
-                        tiva: a Tiva-style binned PC report (512 bins of 64 bytes, 100 Hz:
-                        'DONE COLLECTING (N)' and CSV lines TimeStamp,42,0,BIN,COUNT,0,0),
-                        detected by auto too
-  --addr-bytes N        3 | 4: address width on the wire (default: 3 for legacy; framed: 4
-                        until the target's HELLO says)
-  --tpiu                itm: the bytes are TPIU formatter frames (OpenOCD -formatter 1)
-  --tpiu-stream N       itm: the ITM's trace source ID in the TPIU frames (default: 1)
-  --framed-port N       itm: the stimulus port carrying rackprof framed records
-  --orbstat-port N      itm: the stimulus port carrying orbstat enter/exit words (often 30)
-  --console-port N      itm: the stimulus port carrying console text (often 0); its lines
-                        are printed to stderr as `console: LINE`
-  --rate HZ             PC sampling rate of the target (default: 1000)
-  --bin-bytes N         bytes per histogram bin, even (default: 2)
-  --report R            text | json | none (default: text; none with --export)
-  --intervals           text: after the flat profile, each row's 95 % Wilson score interval
-                        of its share and self seconds (sampling error); the gprof layout
-                        above it is unchanged
-  --export FORMAT       write FORMAT to -o FILE (- for standard output) instead of gmon.out
-                        (the formats are listed below)
-  --force               profile even when the capture does not fit the ELF's code (call
-                        targets not at function entries, PC samples on data): wrong ELF?
-  --top N               JSON: at most N flat-profile rows and call-graph entries
-  --min-percent P       JSON: leave out flat-profile rows below P % time
 )";
 
-// The usage with the export formats as registered (gmon/export.h): a format added there is
-// listed here with no more code. A capture file's records have receive time 0.
-std::string usage() {
-    std::string out = kUsage;
+// The help's footer with the export formats as registered (gmon/export.h): a format added
+// there is listed here with no more code. A capture file's records have receive time 0.
+std::string about() {
+    std::string out = kAbout;
     out += "\nexport formats (--export):\n";
     for (const auto& f : gmon::export_formats()) {
         std::string name(f.name);
@@ -405,18 +376,18 @@ std::optional<std::filesystem::path> stored_elf(const std::filesystem::path& sto
 
 // Sessions the daemon stored, merged: the one merge the API's fleet profile uses.
 Converted from_selection(const std::filesystem::path& db, const std::string& text,
-                         const ConvertOptions& o, const CommandLine& cl) {
+                         const ConvertOptions& o, const std::optional<std::string>& config) {
     if (!std::filesystem::exists(db)) throw std::runtime_error("no such database: " + db.string());
     try {
         const service::Selection selection =
             service::parse_selection(service::parse_query_string(text));
         std::map<std::string, std::vector<std::string>> boards_by_tag;
         if (!selection.tags.empty()) {
-            if (!cl.has("--config"))
+            if (!config)
                 throw UsageError(
                     "--select with tag= needs --config FILE (tags are the "
                     "configuration's)");
-            for (const auto& b : load_config(cl.get("--config", "")).boards) {
+            for (const auto& b : load_config(*config).boards) {
                 for (const auto& tag : b.tags) boards_by_tag[tag].push_back(b.name);
             }
         }
@@ -449,7 +420,7 @@ Converted from_selection(const std::filesystem::path& db, const std::string& tex
 
 // A session the daemon stored: its aggregates as captured, or its raw bytes decoded again.
 Converted from_session(const std::filesystem::path& db, std::int64_t id, bool redecode,
-                       ConvertOptions& o, const CommandLine& cl) {
+                       ConvertOptions& o, const ProfileInputArgs& args) {
     if (!std::filesystem::exists(db)) throw std::runtime_error("no such database: " + db.string());
     auto store = std::make_shared<storage::SessionStore>(db, storage::Database::Mode::kReadOnly);
     const auto info = store->session(id);
@@ -475,12 +446,12 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
     }
     if (redecode) {
         protocol::WireSpec wire = ingest::wire_spec_of(info->spec);
-        if (cl.has("--protocol")) {
+        if (args.protocol) {
             wire.protocol = o.protocol;
             wire.swo = o.swo;
         }
         if (o.format != "auto") wire.format = o.format;
-        if (cl.has("--addr-bytes")) wire.addr_bytes = o.addr_bytes;
+        if (args.addr_bytes) wire.addr_bytes = o.addr_bytes;
         wire.code_range = ingest::decode_range_of(o.elf.get());
         gmon::Aggregate aggregate;
         ConsoleOutput console;
@@ -533,32 +504,31 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
 }
 
 // The itm options; each is an error with another protocol (it would silently do nothing).
-protocol::SwoOptions swo_options(const CommandLine& cl, const std::string& wire_protocol) {
+// Their ranges were checked as they were parsed.
+protocol::SwoOptions swo_options(const ProfileInputArgs& args, const std::string& wire_protocol) {
     protocol::SwoOptions swo;
     const auto& format = protocol::wire_format(wire_protocol);
-    for (const auto& [flag, key] :
-         {std::pair{"--tpiu", "tpiu"}, std::pair{"--tpiu-stream", "tpiu_stream"},
-          std::pair{"--framed-port", "framed_port"}, std::pair{"--orbstat-port", "orbstat_port"},
-          std::pair{"--console-port", "console_port"}}) {
-        if (cl.has(flag) && !protocol::accepts_key(format, key)) {
+    for (const auto& [given, flag, key] :
+         {std::tuple{args.tpiu, "--tpiu", "tpiu"},
+          std::tuple{args.tpiu_stream.has_value(), "--tpiu-stream", "tpiu_stream"},
+          std::tuple{args.framed_port.has_value(), "--framed-port", "framed_port"},
+          std::tuple{args.orbstat_port.has_value(), "--orbstat-port", "orbstat_port"},
+          std::tuple{args.console_port.has_value(), "--console-port", "console_port"}}) {
+        if (given && !protocol::accepts_key(format, key)) {
             std::string names = protocol::protocols_with_key(key);
             std::erase(names, '"');
             throw UsageError(std::string(flag) + " is for --protocol " + names + " only");
         }
     }
-    auto port = [&](const char* flag) -> std::optional<std::uint16_t> {
-        if (!cl.has(flag)) return std::nullopt;
-        const auto n = cl.get_uint(flag, 0);
-        if (n > 255) throw UsageError(std::string(flag) + " must be an ITM stimulus port, 0..255");
-        return static_cast<std::uint16_t>(n);
+    const auto port = [](const std::optional<unsigned>& n) -> std::optional<std::uint16_t> {
+        if (!n) return std::nullopt;
+        return static_cast<std::uint16_t>(*n);
     };
-    swo.tpiu = cl.has("--tpiu");
-    const auto stream = cl.get_uint("--tpiu-stream", 1);
-    if (stream < 1 || stream > 111) throw UsageError("--tpiu-stream must be 1..111");
-    swo.tpiu_stream = static_cast<std::uint8_t>(stream);
-    swo.framed_port = port("--framed-port");
-    swo.orbstat_port = port("--orbstat-port");
-    swo.console_port = port("--console-port");
+    swo.tpiu = args.tpiu;
+    swo.tpiu_stream = static_cast<std::uint8_t>(args.tpiu_stream.value_or(1));
+    swo.framed_port = port(args.framed_port);
+    swo.orbstat_port = port(args.orbstat_port);
+    swo.console_port = port(args.console_port);
     try {
         protocol::validate(swo);
     } catch (const std::invalid_argument& e) {
@@ -567,43 +537,76 @@ protocol::SwoOptions swo_options(const CommandLine& cl, const std::string& wire_
     return swo;
 }
 
-std::set<std::string> protocol_names() {
-    std::set<std::string> names;
-    for (const auto& f : protocol::wire_formats()) names.emplace(f.name);
+std::vector<std::string> protocol_names() {
+    std::vector<std::string> names;
+    for (const auto& f : protocol::wire_formats()) names.emplace_back(f.name);
     return names;
 }
 
-std::set<std::string> export_names() {
-    std::set<std::string> names;
-    for (const auto& f : gmon::export_formats()) names.emplace(f.name);
+std::vector<std::string> export_names() {
+    std::vector<std::string> names;
+    for (const auto& f : gmon::export_formats()) names.emplace_back(f.name);
     return names;
 }
 
-ConvertOptions parse_options(const CommandLine& cl) {
+// How the input is decoded; the values' ranges were checked as they were parsed.
+ConvertOptions decode_options(const ProfileInputArgs& args) {
     ConvertOptions o;
-    o.protocol = cl.choice("--protocol", "legacy", protocol_names());
-    o.format = cl.choice("--format", "auto", {"auto", "bin", "hex", "gmon", "tiva"});
-    o.report =
-        cl.choice("--report", cl.has("--export") ? "none" : "text", {"text", "json", "none"});
-    o.addr_bytes = static_cast<int>(cl.get_uint(
-        "--addr-bytes",
-        static_cast<std::uint64_t>(protocol::wire_format(o.protocol).default_addr_bytes)));
-    o.swo = swo_options(cl, o.protocol);
-    if (o.addr_bytes != 3 && o.addr_bytes != 4) throw UsageError("--addr-bytes must be 3 or 4");
-    o.rate = static_cast<std::uint32_t>(cl.get_uint("--rate", 1000));
-    if (o.rate == 0) throw UsageError("--rate must be above 0");
-    o.bin_bytes = static_cast<std::uint32_t>(cl.get_uint("--bin-bytes", 2));
-    if (o.bin_bytes == 0 || o.bin_bytes % 2)
-        throw UsageError("--bin-bytes must be a positive even number");
-    o.json.top = cl.get_uint("--top", 0);
-    if (const auto p = cl.get("--min-percent")) {
-        try {
-            o.json.min_percent = std::stod(*p);
-        } catch (const std::exception&) {
-            throw UsageError("--min-percent needs a number");
-        }
-    }
+    o.protocol = args.protocol.value_or("legacy");
+    o.format = args.format;
+    o.addr_bytes = args.addr_bytes.value_or(protocol::wire_format(o.protocol).default_addr_bytes);
+    o.swo = swo_options(args, o.protocol);
+    o.rate = args.rate.value_or(1000);
+    o.bin_bytes = args.bin_bytes;
+    if (args.elf) o.elf = gmon::Symbolizer::load(*args.elf);
     return o;
+}
+
+// A positive even number of bytes.
+CLI::Validator even_bytes() {
+    return CLI::Validator(
+        [](std::string& value) {
+            const bool even = value.find_first_not_of("0123456789") == std::string::npos &&
+                              !value.empty() && value.size() < 19 && std::stoull(value) > 0 &&
+                              std::stoull(value) % 2 == 0;
+            return even ? std::string() : "must be a positive even number";
+        },
+        "EVEN");
+}
+
+// convert's own options, beside the decoding's.
+struct ConvertArgs {
+    ProfileInputArgs input;
+    std::optional<std::string> capture;
+    std::optional<std::string> output;  // -o
+    std::optional<std::string> report;  // else text, or none with --export
+    std::uint64_t top = 0;
+    double min_percent = 0;
+    std::optional<std::uint64_t> session;
+    std::optional<std::string> select;
+    bool redecode = false;
+    bool intervals = false;
+    std::optional<std::string> export_format;
+};
+
+// The input named by --select, --db --session or CAPTURE.
+Converted convert_input(const ConvertArgs& args, ConvertOptions& o) {
+    const auto& in = args.input;
+    if (args.select) {
+        if (!in.db || args.session || args.capture)
+            throw UsageError("--select needs --db FILE, and no --session or CAPTURE");
+        return from_selection(*in.db, *args.select, o, in.config);
+    }
+    if (in.db || args.session) {
+        if (!in.db || !args.session || args.capture)
+            throw UsageError("a stored session needs --db FILE and --session ID, and no CAPTURE");
+        return from_session(*in.db, static_cast<std::int64_t>(*args.session), args.redecode, o, in);
+    }
+    if (!args.capture) throw UsageError("convert needs exactly one CAPTURE file");
+    const std::filesystem::path input = *args.capture;
+    if (!std::filesystem::exists(input))
+        throw std::runtime_error("no such file: " + input.string());
+    return from_file(input, o);
 }
 
 // Writes one export to a file (atomically), or to standard output for "-".
@@ -624,81 +627,19 @@ void write_export(const std::string& format, std::shared_ptr<const gmon::ExportI
     std::cerr << "rackprof: wrote " << path.string() << "\n";
 }
 
-}  // namespace
-
-const std::set<std::string> kProfileInputValued = {
-    "--elf", "--protocol", "--format",      "--addr-bytes",  "--rate",         "--bin-bytes",
-    "--db",  "--config",   "--tpiu-stream", "--framed-port", "--orbstat-port", "--console-port"};
-const std::set<std::string> kProfileInputFlags = {"--tpiu", "--force"};
-
-std::shared_ptr<gmon::ExportInput> profile_input_of(const std::string& argument,
-                                                    const CommandLine& cl) {
-    ConvertOptions o = parse_options(cl);
-    if (const auto elf_path = cl.get("--elf")) o.elf = gmon::Symbolizer::load(*elf_path);
-    std::error_code ec;
-    const bool is_file = std::filesystem::exists(argument, ec);
-    Converted c;
-    if (cl.has("--db") && !is_file && argument.find('=') != std::string::npos) {
-        c = from_selection(cl.get("--db", ""), argument, o, cl);
-    } else {
-        if (!is_file) {
-            throw std::runtime_error("no such file: " + argument +
-                                     (cl.has("--db") ? "" : " (a selection needs --db FILE)"));
-        }
-        c = from_file(argument, o);
-    }
-    check_fit(*c.input, o, cl.has("--force"));
-    if (!c.input->source.elf)
-        throw UsageError(argument + ": no ELF to name its functions (give --elf FILE)");
-    if (o.elf) {
-        c.input->summary["elf"] = o.elf->path().string();
-        c.input->summary["build_id"] = o.elf->build_id();
-    }
-    return c.input;
-}
-
-int run_convert(const std::vector<std::string>& args) {
-    const CommandLine cl(
-        args,
-        {"--elf", "-o", "--protocol", "--format", "--addr-bytes", "--rate", "--bin-bytes",
-         "--report", "--top", "--min-percent", "--db", "--session", "--select", "--config",
-         "--tpiu-stream", "--framed-port", "--orbstat-port", "--console-port", "--export"},
-        {"--help", "-h", "--redecode", "--tpiu", "--force", "--intervals"});
-    if (cl.has("--help") || cl.has("-h")) {
-        std::cout << usage();
-        return 0;
-    }
-    ConvertOptions o = parse_options(cl);
-    const auto export_format = cl.has("--export")
-                                   ? std::optional(cl.choice("--export", "", export_names()))
-                                   : std::nullopt;
-    if (export_format && !cl.has("-o"))
-        throw UsageError("--export " + *export_format + " needs -o FILE (- for standard output)");
-    if (const auto elf_path = cl.get("--elf")) o.elf = gmon::Symbolizer::load(*elf_path);
-
-    Converted c;
-    if (cl.has("--select")) {
-        if (!cl.has("--db") || cl.has("--session") || !cl.positionals().empty())
-            throw UsageError("--select needs --db FILE, and no --session or CAPTURE");
-        c = from_selection(cl.get("--db", ""), cl.get("--select", ""), o, cl);
-    } else if (cl.has("--db") || cl.has("--session")) {
-        if (!cl.has("--db") || !cl.has("--session") || !cl.positionals().empty()) {
-            throw UsageError("a stored session needs --db FILE and --session ID, and no CAPTURE");
-        }
-        c = from_session(cl.get("--db", ""), static_cast<std::int64_t>(cl.get_uint("--session", 0)),
-                         cl.has("--redecode"), o, cl);
-    } else {
-        if (cl.positionals().size() != 1)
-            throw UsageError("convert needs exactly one CAPTURE file\n" + usage());
-        const std::filesystem::path input = cl.positionals()[0];
-        if (!std::filesystem::exists(input))
-            throw std::runtime_error("no such file: " + input.string());
-        c = from_file(input, o);
-    }
+int run_convert(const ConvertArgs& args) {
+    ConvertOptions o = decode_options(args.input);
+    o.report = args.report.value_or(args.export_format ? "none" : "text");
+    o.json.top = args.top;
+    o.json.min_percent = args.min_percent;
+    if (args.export_format && !args.output)
+        throw UsageError("--export " + *args.export_format +
+                         " needs -o FILE (- for standard output)");
+    Converted c = convert_input(args, o);
     auto& in = *c.input;
-    check_fit(in, o, cl.has("--force"));
+    check_fit(in, o, args.input.force);
     // A gmon.out read with --rate is profiled at that rate; its bytes stay as they were.
-    if (in.source.histograms && cl.has("--rate")) in.profile_options.prof_rate_override = o.rate;
+    if (in.source.histograms && args.input.rate) in.profile_options.prof_rate_override = o.rate;
     in.json_options = o.json;
     if (o.elf) {
         in.summary["elf"] = o.elf->path().string();
@@ -709,23 +650,145 @@ int run_convert(const std::vector<std::string>& args) {
                "for function names\n";
     }
 
-    if (export_format) {
-        write_export(*export_format, c.input, cl.get("-o", ""));
-    } else if (const auto output = cl.has("-o")
-                                       ? std::optional<std::filesystem::path>(cl.get("-o", ""))
-                                       : c.default_output) {
+    if (args.export_format) {
+        write_export(*args.export_format, c.input, *args.output);
+    } else if (const auto output = args.output ? std::optional<std::filesystem::path>(*args.output)
+                                               : c.default_output) {
         write_export("gmon", c.input, *output);
         in.summary["gmon_out"] = output->string();
     }
     if (o.report != "none") {
-        const std::string report = o.report == "text" && cl.has("--intervals") && in.source.elf
-                                       ? "text-intervals"
-                                       : o.report;
+        const std::string report =
+            o.report == "text" && args.intervals && in.source.elf ? "text-intervals" : o.report;
         gmon::export_to(report, c.input, [](std::string_view chunk) {
             std::cout.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
         });
     }
     return 0;
+}
+
+// The itm options of the profile inputs.
+void add_swo_options(CLI::App& app, ProfileInputArgs& args) {
+    const auto port = in_range(0, 255, "an ITM stimulus port");
+    app.add_flag("--tpiu", args.tpiu,
+                 "itm: the bytes are TPIU formatter frames (OpenOCD -formatter 1)");
+    add_count(app, "--tpiu-stream", args.tpiu_stream,
+              "itm: the ITM's trace source ID in the TPIU frames (default: 1)")
+        ->check(in_range(1, 111))
+        ->type_name("N");
+    add_count(app, "--framed-port", args.framed_port,
+              "itm: the stimulus port carrying rackprof framed records")
+        ->check(port)
+        ->type_name("N");
+    add_count(app, "--orbstat-port", args.orbstat_port,
+              "itm: the stimulus port carrying orbstat enter/exit words (often 30)")
+        ->check(port)
+        ->type_name("N");
+    add_count(app, "--console-port", args.console_port,
+              "itm: the stimulus port carrying console text (often 0); its lines\n"
+              "are printed to stderr as `console: LINE`")
+        ->check(port)
+        ->type_name("N");
+}
+
+}  // namespace
+
+void add_profile_input_options(CLI::App& app, ProfileInputArgs& args) {
+    app.add_option("--elf", args.elf,
+                   "the firmware's ELF: symbols, code range, byte order (recommended;\n"
+                   "a stored session's own ELF is used when it was recorded)")
+        ->type_name("FILE");
+    app.add_option("--protocol", args.protocol, "the wire format (default: legacy)")
+        ->type_name("P")
+        ->check(CLI::IsMember(protocol_names()));
+    app.add_option("--format", args.format,
+                   "auto | bin | hex | gmon | tiva (default: auto; framed, itm: bin);\n"
+                   "tiva: a Tiva-style binned PC report (512 bins of 64 bytes, 100 Hz:\n"
+                   "'DONE COLLECTING (N)' and CSV lines TimeStamp,42,0,BIN,COUNT,0,0),\n"
+                   "detected by auto too")
+        ->type_name("F")
+        ->check(CLI::IsMember({"auto", "bin", "hex", "gmon", "tiva"}));
+    add_count(app, "--addr-bytes", args.addr_bytes,
+              "address width on the wire (default: 3 for legacy; framed: 4\n"
+              "until the target's HELLO says)")
+        ->check(in_range(3, 4))
+        ->type_name("N");
+    add_swo_options(app, args);
+    add_count(app, "--rate", args.rate, "PC sampling rate of the target (default: 1000)")
+        ->check(at_least(1))
+        ->type_name("HZ");
+    add_count(app, "--bin-bytes", args.bin_bytes, "bytes per histogram bin, even (default: 2)")
+        ->check(even_bytes())
+        ->type_name("N");
+    app.add_option("--db", args.db, "the daemon's database: stored sessions and selections")
+        ->type_name("FILE");
+    app.add_option("--config", args.config, "the daemon's configuration, for selections by tag=")
+        ->type_name("FILE");
+    app.add_flag("--force", args.force,
+                 "profile even when the capture does not fit the ELF's code (call\n"
+                 "targets not at function entries, PC samples on data): wrong ELF?");
+}
+
+std::shared_ptr<gmon::ExportInput> profile_input_of(const std::string& argument,
+                                                    const ProfileInputArgs& args) {
+    ConvertOptions o = decode_options(args);
+    std::error_code ec;
+    const bool is_file = std::filesystem::exists(argument, ec);
+    Converted c;
+    if (args.db && !is_file && argument.find('=') != std::string::npos) {
+        c = from_selection(*args.db, argument, o, args.config);
+    } else {
+        if (!is_file) {
+            throw std::runtime_error("no such file: " + argument +
+                                     (args.db ? "" : " (a selection needs --db FILE)"));
+        }
+        c = from_file(argument, o);
+    }
+    check_fit(*c.input, o, args.force);
+    if (!c.input->source.elf)
+        throw UsageError(argument + ": no ELF to name its functions (give --elf FILE)");
+    if (o.elf) {
+        c.input->summary["elf"] = o.elf->path().string();
+        c.input->summary["build_id"] = o.elf->build_id();
+    }
+    return c.input;
+}
+
+CommandRun add_convert_command(CLI::App& root) {
+    auto args = std::make_shared<ConvertArgs>();
+    CLI::App& app =
+        *root.add_subcommand("convert", "decode a capture into gmon.out and print the profile");
+    app.footer(about());
+    app.add_option("CAPTURE", args->capture, "a capture file or a gmon.out");
+    add_profile_input_options(app, args->input);
+    app.add_option("-o", args->output,
+                   "where to write gmon.out (default: gmon.out; for a gmon.out input: none)")
+        ->type_name("FILE");
+    app.add_option("--report", args->report,
+                   "text | json | none (default: text; none with --export)")
+        ->type_name("R")
+        ->check(CLI::IsMember({"text", "json", "none"}));
+    app.add_flag("--intervals", args->intervals,
+                 "text: after the flat profile, each row's 95 % Wilson score interval\n"
+                 "of its share and self seconds (sampling error); the gprof layout\n"
+                 "above it is unchanged");
+    app.add_option("--export", args->export_format,
+                   "write FORMAT to -o FILE (- for standard output) instead of gmon.out\n"
+                   "(the formats are listed below)")
+        ->type_name("FORMAT")
+        ->check(CLI::IsMember(export_names()).description(""));  // listed below
+    add_count(app, "--top", args->top, "JSON: at most N flat-profile rows and call-graph entries")
+        ->type_name("N");
+    app.add_option("--min-percent", args->min_percent,
+                   "JSON: leave out flat-profile rows below P % time")
+        ->type_name("P");
+    add_count(app, "--session", args->session, "a stored session (with --db)")->type_name("ID");
+    app.add_option("--select", args->select,
+                   "sessions of one build merged (with --db), as the API names them")
+        ->type_name("SELECTION");
+    app.add_flag("--redecode", args->redecode,
+                 "a stored session's raw bytes decoded again, not its aggregates");
+    return [args] { return run_convert(*args); };
 }
 
 }  // namespace rackprof::daemon

@@ -11,10 +11,10 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
-#include "daemon/app/command_line.h"
 #include "daemon/app/commands.h"
 #include "daemon/app/decode_summary.h"
 #include "daemon/ingest/capture_import.h"
@@ -31,20 +31,30 @@ namespace {
 
 constexpr auto kQemuTimeout = std::chrono::seconds(60);
 
-void usage(std::ostream& out) {
-    out << "usage: rackprof demo [--model NAME] [--iterations N] [--dir DIR]\n"
-           "       rackprof demo --qemu [--board mps2-an385|microbit] [--example NAME]\n"
-           "                     [--mode framed|compat|enter-exit] [--firmware-dir DIR] [--dir "
-           "DIR]\n"
-           "\n"
-           "Without --qemu a simulated board runs call model NAME (default blinky).\n"
-           "With --qemu, target-fw's example NAME (default deterministic) runs to completion in\n"
-           "qemu-system-arm with its UART captured to DIR/capture.bin and the firmware copied to\n"
-           "DIR/firmware.elf. Firmware comes from --firmware-dir (default: target-fw/ beside the\n"
-           "rackprof binary, where the build puts it). --mode enter-exit runs the build with\n"
-           "-finstrument-functions: enter/exit events with cycle stamps (examples conflation,\n"
-           "nested). Both write DIR/gmon.out (DIR defaults to var/demo) and print the profile.\n";
-}
+constexpr const char* kAbout =
+    R"(rackprof demo [--model NAME] [--iterations N] [--dir DIR]
+rackprof demo --qemu [--board mps2-an385|microbit] [--example NAME]
+              [--mode framed|compat|enter-exit] [--firmware-dir DIR] [--dir DIR]
+
+Without --qemu a simulated board runs call model NAME (default blinky).
+With --qemu, target-fw's example NAME (default deterministic) runs to completion in
+qemu-system-arm with its UART captured to DIR/capture.bin and the firmware copied to
+DIR/firmware.elf. Firmware comes from --firmware-dir (default: target-fw/ beside the
+rackprof binary, where the build puts it). --mode enter-exit runs the build with
+-finstrument-functions: enter/exit events with cycle stamps (examples conflation,
+nested). Both write DIR/gmon.out (DIR defaults to var/demo) and print the profile.
+)";
+
+struct DemoArgs {
+    std::string model = "blinky";
+    std::uint64_t iterations = 200;
+    std::string dir = "var/demo";
+    bool qemu = false;
+    std::string board = "mps2-an385";
+    std::string example = "deterministic";
+    std::string mode = "framed";
+    std::optional<std::string> firmware_dir;
+};
 
 // Writes gmon.out for `elf`, prints where things are and the profile.
 void write_and_print(gmon::Aggregate aggregate, const std::filesystem::path& elf_path,
@@ -63,10 +73,10 @@ void write_and_print(gmon::Aggregate aggregate, const std::filesystem::path& elf
     gmon::export_to("text", input, [](std::string_view chunk) { std::cout << chunk; });
 }
 
-int simulated_demo(const CommandLine& cl, const std::filesystem::path& dir) {
+int simulated_demo(const DemoArgs& args, const std::filesystem::path& dir) {
     SimulatorOptions options;
-    options.model = cl.get("--model", "blinky");
-    options.max_iterations = cl.get_uint("--iterations", 200);
+    options.model = args.model;
+    options.max_iterations = args.iterations;
     const auto decoder = protocol::make_decoder(protocol::WireSpec{
         wire_format_name(options.protocol), "bin", options.addr_bytes, std::nullopt, {}});
     gmon::Aggregate aggregate;
@@ -114,15 +124,12 @@ std::filesystem::path default_firmware_dir() {
     return ec ? std::filesystem::path("build/target-fw") : exe.parent_path() / "target-fw";
 }
 
-int qemu_demo(const CommandLine& cl, const std::filesystem::path& dir) {
-    const std::string board = cl.get("--board", "mps2-an385");
-    const std::string example = cl.get("--example", "deterministic");
-    const std::string mode = cl.choice("--mode", "framed", {"framed", "compat", "enter-exit"});
-    if (board != "mps2-an385" && board != "microbit")
-        throw UsageError("--board must be mps2-an385 or microbit");
-    const auto given_dir = cl.get("--firmware-dir");
+int qemu_demo(const DemoArgs& args, const std::filesystem::path& dir) {
+    const std::string& board = args.board;
+    const std::string& example = args.example;
+    const std::string& mode = args.mode;
     const std::filesystem::path firmware_dir =
-        given_dir ? std::filesystem::path(*given_dir) : default_firmware_dir();
+        args.firmware_dir ? std::filesystem::path(*args.firmware_dir) : default_firmware_dir();
     const auto elf = firmware_dir / (example + "-" + board + "-" + mode + ".elf");
     if (!std::filesystem::exists(elf)) {
         throw std::runtime_error("no firmware " + elf.string() +
@@ -173,18 +180,35 @@ int qemu_demo(const CommandLine& cl, const std::filesystem::path& dir) {
 
 }  // namespace
 
-int run_demo(const std::vector<std::string>& args) {
-    const CommandLine cl(
-        args,
-        {"--model", "--iterations", "--dir", "--board", "--example", "--mode", "--firmware-dir"},
-        {"--help", "-h", "--qemu"});
-    if (cl.has("--help") || cl.has("-h")) {
-        usage(std::cout);
-        return 0;
-    }
-    const std::filesystem::path dir = cl.get("--dir", "var/demo");
-    std::filesystem::create_directories(dir);
-    return cl.has("--qemu") ? qemu_demo(cl, dir) : simulated_demo(cl, dir);
+CommandRun add_demo_command(CLI::App& root) {
+    auto args = std::make_shared<DemoArgs>();
+    CLI::App& app = *root.add_subcommand(
+        "demo", "simulate a board, convert its capture and print the profile (no hardware needed)");
+    app.footer(kAbout);
+    app.add_option("--model", args->model, "the simulated board's call model (default: blinky)")
+        ->type_name("NAME");
+    add_count(app, "--iterations", args->iterations,
+              "passes of the model's main loop (default: 200)")
+        ->type_name("N");
+    app.add_option("--dir", args->dir, "where gmon.out and the rest go (default: var/demo)")
+        ->type_name("DIR");
+    app.add_flag("--qemu", args->qemu, "run target-fw's example firmware in qemu-system-arm");
+    app.add_option("--board", args->board, "qemu: mps2-an385 | microbit (default: mps2-an385)")
+        ->type_name("BOARD")
+        ->check(CLI::IsMember({"mps2-an385", "microbit"}));
+    app.add_option("--example", args->example, "qemu: target-fw's example (default: deterministic)")
+        ->type_name("NAME");
+    app.add_option("--mode", args->mode, "qemu: framed | compat | enter-exit (default: framed)")
+        ->type_name("MODE")
+        ->check(CLI::IsMember({"framed", "compat", "enter-exit"}));
+    app.add_option("--firmware-dir", args->firmware_dir,
+                   "qemu: where the firmware is (default: target-fw/ beside rackprof)")
+        ->type_name("DIR");
+    return [args] {
+        const std::filesystem::path dir = args->dir;
+        std::filesystem::create_directories(dir);
+        return args->qemu ? qemu_demo(*args, dir) : simulated_demo(*args, dir);
+    };
 }
 
 }  // namespace rackprof::daemon

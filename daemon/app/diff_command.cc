@@ -4,7 +4,6 @@
 #include <iostream>
 #include <stdexcept>
 
-#include "daemon/app/command_line.h"
 #include "daemon/app/commands.h"
 #include "daemon/app/profile_inputs.h"
 #include "gmon/profile_diff.h"
@@ -14,9 +13,8 @@
 namespace rackprof::daemon {
 namespace {
 
-constexpr const char* kUsage = R"(usage: rackprof diff A B [options]
-
-Compares two profiles function by function: self and total time, calls, their changes, and
+constexpr const char* kAbout =
+    R"(Compares two profiles function by function: self and total time, calls, their changes, and
 whether each change is beyond sampling error. A and B are each a capture file, a gmon.out, or
 (with --db) a selection of stored sessions such as 'build_id=3f2a…&board=b1' (the API's syntax).
 They may be different builds: functions are matched by name.
@@ -25,28 +23,26 @@ Self and total time are compared per call of the whole program when both sides h
 runs of different lengths compare, and one function's slowdown does not make the others look
 faster), else as shares of the samples; the test is the exact conditional binomial test of two
 Poisson rates, Bonferroni-corrected over the functions compared. Calls are counts: compared
-exactly.
-
-options:
-  --fail-on RULE   a CI gate (repeatable, or comma-separated): self>+5%, total>+10%,
-                   calls>+0%, self<-20%. Trips for a function whose change is past the
-                   threshold beyond sampling error (calls: exactly).
-  --alpha X        family-wise significance level (default 0.01)
-  --json           print the diff as JSON (schema rackprof.diff/1) instead of the text report
-  --elf FILE       the firmware's ELF (for capture files and gmon.out; a selection's sessions
-                   name theirs)
-  --db FILE        the daemon's database, for selections; --config FILE for tag=
-  --protocol, --format, --addr-bytes, --rate, --bin-bytes, --tpiu, --tpiu-stream,
-  --framed-port, --orbstat-port, --console-port, --force: as for rackprof convert
+exactly. The decoding options are convert's; --elf names the functions of capture files and
+gmon.out (a selection's sessions name theirs).
 
 exit status: 0 no gate tripped, 1 a gate tripped (the functions are named), 2 usage errors and
 inputs that cannot be read or compared (no such file or session, an empty selection, mixed
 builds without merge=by_name), so a CI job tells a regression from a broken job.
 )";
 
-std::vector<gmon::GateRule> gate_rules(const CommandLine& cl) {
+// diff's and check-sync's options.
+struct DiffArgs {
+    ProfileInputArgs input;
+    std::string a, b;
+    std::vector<std::string> fail_on;
+    double alpha = 0.01;
+    bool json = false;
+};
+
+std::vector<gmon::GateRule> gate_rules(const std::vector<std::string>& fail_on) {
     std::vector<gmon::GateRule> rules;
-    for (const auto& value : cl.get_all("--fail-on")) {
+    for (const auto& value : fail_on) {
         for (std::size_t start = 0; start <= value.size();) {
             const auto comma = std::min(value.find(',', start), value.size());
             if (comma > start) {
@@ -62,26 +58,13 @@ std::vector<gmon::GateRule> gate_rules(const CommandLine& cl) {
     return rules;
 }
 
-double alpha_of(const CommandLine& cl) {
-    const auto text = cl.get("--alpha");
-    if (!text) return 0.01;
-    try {
-        std::size_t used = 0;
-        const double alpha = std::stod(*text, &used);
-        if (used == text->size() && alpha > 0 && alpha < 1) return alpha;
-    } catch (const std::exception&) {
-    }
-    throw UsageError("--alpha must be a number between 0 and 1");
-}
-
 std::string label_of(const std::string& argument, const nlohmann::json& summary) {
     if (!summary.contains("sessions")) return argument;
     return argument + " (" + std::to_string(summary["sessions"].size()) + " session(s))";
 }
 
-constexpr const char* kSyncUsage = R"(usage: rackprof check-sync FIXED DITHERED [options]
-
-The synchronisation alarm. A sampling period that divides the program's own period samples the
+constexpr const char* kSyncAbout =
+    R"(The synchronisation alarm. A sampling period that divides the program's own period samples the
 same few PCs every time, and the histogram shows the phase, not the time, however long it runs.
 Capture the program twice: FIXED with the target's fixed sampling period, DITHERED with its
 period dithered (target-fw: -DRACKPROF_SAMPLE_DITHER=64; the simulator: --dither N). Each
@@ -90,20 +73,15 @@ Bonferroni over the functions); shares that differ beyond sampling error mean th
 profile is synchronised with the program: trust the dithered one. FIXED and DITHERED are read as
 for rackprof diff (capture files, gmon.out, or with --db selections).
 
-options:
-  --alpha X        family-wise significance level (default 0.01)
-  --json           print the check as JSON (schema rackprof.sync-check/1)
-  --elf FILE, --db FILE, --protocol, --format, ...: as for rackprof diff
-
 exit status: 0 no synchronisation, 1 synchronised (the functions are named), 2 usage errors and
 inputs that cannot be read or compared.
 )";
 
 // An input that cannot be read is the job's fault, not a finding: exit 2, not 1.
 std::shared_ptr<gmon::ExportInput> readable_input(const std::string& argument,
-                                                  const CommandLine& cl) {
+                                                  const ProfileInputArgs& args) {
     try {
-        return profile_input_of(argument, cl);
+        return profile_input_of(argument, args);
     } catch (const UsageError&) {
         throw;
     } catch (const std::exception& e) {
@@ -111,36 +89,21 @@ std::shared_ptr<gmon::ExportInput> readable_input(const std::string& argument,
     }
 }
 
-}  // namespace
-
-int run_check_sync(const std::vector<std::string>& args) {
-    auto valued = kProfileInputValued;
-    valued.insert("--alpha");
-    auto flags = kProfileInputFlags;
-    flags.insert({"--json", "--help", "-h"});
-    const CommandLine cl(args, valued, flags);
-    if (cl.has("--help") || cl.has("-h")) {
-        std::cout << kSyncUsage;
-        return 0;
-    }
-    if (cl.positionals().size() != 2)
-        throw UsageError("check-sync needs two profiles, FIXED and DITHERED\n" +
-                         std::string(kSyncUsage));
-    const auto& fixed = cl.positionals()[0];
-    const auto& dithered = cl.positionals()[1];
-    const auto input_fixed = readable_input(fixed, cl);
-    const auto input_dithered = readable_input(dithered, cl);
+int run_check_sync(const DiffArgs& cl) {
+    const auto& fixed = cl.a;
+    const auto& dithered = cl.b;
+    const auto input_fixed = readable_input(fixed, cl.input);
+    const auto input_dithered = readable_input(dithered, cl.input);
     gmon::SyncCheck check;
     try {
         check = gmon::check_sync(
             gmon::profile_of(input_fixed->source, input_fixed->profile_options),
-            gmon::profile_of(input_dithered->source, input_dithered->profile_options),
-            alpha_of(cl));
+            gmon::profile_of(input_dithered->source, input_dithered->profile_options), cl.alpha);
     } catch (const std::invalid_argument& e) {
         throw UsageError(std::string("cannot compare ") + fixed + " and " + dithered + ": " +
                          e.what());
     }
-    if (cl.has("--json")) {
+    if (cl.json) {
         std::cout << gmon::sync_check_json(check).dump(2) << "\n";
     } else {
         std::cout << gmon::render_sync_check_text(check, fixed, dithered);
@@ -151,35 +114,14 @@ int run_check_sync(const std::vector<std::string>& args) {
     return 1;
 }
 
-int run_diff(const std::vector<std::string>& args) {
-    auto valued = kProfileInputValued;
-    valued.insert({"--fail-on", "--alpha"});
-    auto flags = kProfileInputFlags;
-    flags.insert({"--json", "--help", "-h"});
-    const CommandLine cl(args, valued, flags);
-    if (cl.has("--help") || cl.has("-h")) {
-        std::cout << kUsage;
-        return 0;
-    }
-    if (cl.positionals().size() != 2)
-        throw UsageError("diff needs two profiles, A and B\n" + std::string(kUsage));
+int run_diff(const DiffArgs& cl) {
     gmon::DiffOptions options;
-    options.gates = gate_rules(cl);
-    options.alpha = alpha_of(cl);
-    const auto& a = cl.positionals()[0];
-    const auto& b = cl.positionals()[1];
-    // An input that cannot be read is the job's fault, not a regression: exit 2, not 1.
-    const auto input_of = [&cl](const std::string& argument) {
-        try {
-            return profile_input_of(argument, cl);
-        } catch (const UsageError&) {
-            throw;
-        } catch (const std::exception& e) {
-            throw UsageError(e.what());
-        }
-    };
-    const auto input_a = input_of(a);
-    const auto input_b = input_of(b);
+    options.gates = gate_rules(cl.fail_on);
+    options.alpha = cl.alpha;
+    const auto& a = cl.a;
+    const auto& b = cl.b;
+    const auto input_a = readable_input(a, cl.input);
+    const auto input_b = readable_input(b, cl.input);
     const gmon::Profile profile_a = gmon::profile_of(input_a->source, input_a->profile_options);
     const gmon::Profile profile_b = gmon::profile_of(input_b->source, input_b->profile_options);
     gmon::ProfileDiff diff;
@@ -188,7 +130,7 @@ int run_diff(const std::vector<std::string>& args) {
     } catch (const std::invalid_argument& e) {
         throw UsageError(std::string("cannot compare ") + a + " and " + b + ": " + e.what());
     }
-    if (cl.has("--json")) {
+    if (cl.json) {
         std::cout << gmon::diff_json(diff, input_a->summary, input_b->summary).dump(2) << "\n";
     } else {
         std::cout << gmon::render_diff_text(diff, label_of(a, input_a->summary),
@@ -203,6 +145,62 @@ int run_diff(const std::vector<std::string>& args) {
         std::cerr << "\n";
     }
     return 1;
+}
+
+// The options both declare: the profiles, the inputs' decoding, --alpha and --json.
+std::shared_ptr<DiffArgs> add_diff_options(CLI::App& app, const char* a, const char* b,
+                                           const char* json) {
+    auto args = std::make_shared<DiffArgs>();
+    app.add_option(a, args->a, "a capture file, a gmon.out, or with --db a selection")->required();
+    app.add_option(b, args->b, "the same, to compare with")->required();
+    app.add_option("--alpha", args->alpha, "family-wise significance level (default 0.01)")
+        ->type_name("X")
+        ->check(CLI::Validator(
+            [](std::string& value) {
+                std::size_t used = 0;
+                double alpha = 0;
+                try {
+                    alpha = std::stod(value, &used);
+                } catch (const std::exception&) {
+                }
+                return used == value.size() && alpha > 0 && alpha < 1
+                           ? std::string()
+                           : "must be a number between 0 and 1";
+            },
+            "0<X<1"));
+    app.add_flag("--json", args->json, json);
+    add_profile_input_options(app, args->input);
+    return args;
+}
+
+}  // namespace
+
+CommandRun add_diff_command(CLI::App& root) {
+    CLI::App& app = *root.add_subcommand(
+        "diff", "compare two profiles function by function; a CI gate with --fail-on");
+    app.footer(kAbout);
+    auto args = add_diff_options(
+        app, "A", "B",
+        "print the diff as JSON (schema rackprof.diff/1) instead of the text report");
+    app.add_option("--fail-on", args->fail_on,
+                   "a CI gate (repeatable, or comma-separated): self>+5%, total>+10%,\n"
+                   "calls>+0%, self<-20%. Trips for a function whose change is past the\n"
+                   "threshold beyond sampling error (calls: exactly).")
+        ->type_name("RULE")
+        ->expected(1)
+        ->allow_extra_args(false)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    return [args] { return run_diff(*args); };
+}
+
+CommandRun add_check_sync_command(CLI::App& root) {
+    CLI::App& app = *root.add_subcommand(
+        "check-sync",
+        "the synchronisation alarm: a fixed-period and a dithered-period profile compared");
+    app.footer(kSyncAbout);
+    auto args = add_diff_options(app, "FIXED", "DITHERED",
+                                 "print the check as JSON (schema rackprof.sync-check/1)");
+    return [args] { return run_check_sync(*args); };
 }
 
 }  // namespace rackprof::daemon

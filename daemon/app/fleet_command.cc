@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
-#include "daemon/app/command_line.h"
 #include "daemon/app/commands.h"
 #include "daemon/config/config.h"
 #include "daemon/fleet/fleet_pusher.h"
@@ -23,13 +23,8 @@
 namespace rackprof::daemon {
 namespace {
 
-constexpr const char* kUsage = R"(usage: rackprof fleet sessions --select SELECTION [connection]
-       rackprof fleet profile --select SELECTION [--report text|json] [--top N]
-                              [--export FORMAT -o FILE] [connection]
-       rackprof fleet diff A B [--json] [--fail-on RULE] [--alpha P] [connection]
-       rackprof fleet prune [--keep-sessions-days N] [connection]
-
-Reads the fleet store: the PostgreSQL database many benches push their completed sessions to
+constexpr const char* kAbout =
+    R"(Reads the fleet store: the PostgreSQL database many benches push their completed sessions to
 ([fleet] in the daemon's configuration). A SELECTION is the API's, plus bench=: e.g.
 'build_id=3f2a…', 'bench=lab-a,lab-b&board=m4-1', 'tag=nightly&from=1700000000000000000'.
 The merge is done by the server; functions are named from the firmware the benches pushed.
@@ -40,25 +35,33 @@ ago with their aggregates (N: --keep-sessions-days, else [fleet] keep_sessions_d
 that old, other rows deleted; benches do not push such sessions again. Raw bytes are never in
 the fleet store (each bench's own retention, [storage] keep_raw_days, governs those).
 
-connection:
-  --url URL              postgresql://user@host:port/db (default: RACKPROF_FLEET_URL); no
-                         password in it
-  --password-file FILE   the password (first line); else PGPASSWORD, PGPASSFILE or ~/.pgpass
-  --sslmode MODE, --sslrootcert FILE   passed to libpq
-  --config FILE          take all of these from a daemon configuration's [fleet]
-
 exit status: 0 ok (fleet diff: no gate tripped), 1 a diff gate tripped or the store failed,
 2 usage errors and empty selections.
 )";
 
-fleet::FleetConnection connection_of(const CommandLine& cl) {
+// The connection (declared on `fleet`) and each command's own options.
+struct FleetArgs {
+    std::optional<std::string> url, password_file, sslmode, sslrootcert, config;
+    std::string select;
+    std::string report = "text";
+    std::uint64_t top = 0;
+    std::optional<std::string> export_format;
+    std::string output = "-";
+    std::string a, b;
+    std::vector<std::string> fail_on;
+    std::optional<double> alpha;
+    bool json = false;
+    std::optional<std::int64_t> keep_sessions_days;
+};
+
+fleet::FleetConnection connection_of(const FleetArgs& cl) {
     FleetConfig f;
-    if (const auto config = cl.get("--config")) f = load_config(*config).fleet;
+    if (cl.config) f = load_config(*cl.config).fleet;
     if (const char* env = std::getenv("RACKPROF_FLEET_URL"); env && f.url.empty()) f.url = env;
-    if (const auto url = cl.get("--url")) f.url = *url;
-    if (const auto p = cl.get("--password-file")) f.password_file = *p;
-    if (const auto m = cl.get("--sslmode")) f.sslmode = *m;
-    if (const auto c = cl.get("--sslrootcert")) f.sslrootcert = *c;
+    if (cl.url) f.url = *cl.url;
+    if (cl.password_file) f.password_file = *cl.password_file;
+    if (cl.sslmode) f.sslmode = *cl.sslmode;
+    if (cl.sslrootcert) f.sslrootcert = *cl.sslrootcert;
     if (f.url.empty()) throw UsageError("no fleet store: give --url URL (or RACKPROF_FLEET_URL)");
     try {
         fleet::check_fleet_url(f.url);
@@ -91,10 +94,10 @@ std::filesystem::path elf_dir() {
            ("rackprof-fleet-firmware-" + std::to_string(::getuid()));
 }
 
-int run_sessions(service::FleetSource& fleet, const CommandLine& cl) {
+int run_sessions(service::FleetSource& fleet, const FleetArgs& cl) {
     std::vector<storage::SessionInfo> sessions;
     try {
-        sessions = fleet.select(selection_of(cl.get("--select", "")));
+        sessions = fleet.select(selection_of(cl.select));
     } catch (const service::ServiceError& e) {
         if (e.failure() == service::Failure::kNotReady) throw std::runtime_error(e.what());
         throw UsageError(e.what());
@@ -114,15 +117,15 @@ int run_sessions(service::FleetSource& fleet, const CommandLine& cl) {
     return 0;
 }
 
-int run_profile(service::FleetSource& fleet, const CommandLine& cl) {
-    const auto input = input_of(fleet, cl.get("--select", ""));
+int run_profile(service::FleetSource& fleet, const FleetArgs& cl) {
+    const auto input = input_of(fleet, cl.select);
     const auto& summary = input->summary;
     std::cerr << "rackprof: merged " << summary["sessions"].size() << " fleet session(s) of "
               << summary["boards"].size() << " board(s)\n";
-    if (const auto format = cl.get("--export")) {
+    if (const auto& format = cl.export_format) {
         if (!gmon::find_export_format(*format) || gmon::find_export_format(*format)->paged)
             throw UsageError("--export: not a selection's format: " + *format);
-        const std::string out = cl.get("-o", "-");
+        const std::string& out = cl.output;
         if (out == "-") {
             gmon::export_to(*format, input, [](std::string_view chunk) {
                 std::cout.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
@@ -139,12 +142,12 @@ int run_profile(service::FleetSource& fleet, const CommandLine& cl) {
     }
     if (!input->source.elf) throw std::runtime_error("no firmware in the fleet names functions");
     const gmon::Profile profile = gmon::profile_of(input->source, input->profile_options);
-    if (cl.choice("--report", "text", {"text", "json"}) == "text") {
+    if (cl.report == "text") {
         std::cout << gmon::render_gprof_text(profile);
         return 0;
     }
     gmon::JsonReportOptions options;
-    options.top = cl.get_uint("--top", 0);
+    options.top = cl.top;
     options.more_fields = [&](gmon::JsonStream& out) { out.field("selection", summary); };
     std::string text;
     gmon::JsonStream out(text, -1, 0, gmon::JsonStream::ErrorHandler::replace);
@@ -153,19 +156,18 @@ int run_profile(service::FleetSource& fleet, const CommandLine& cl) {
     return 0;
 }
 
-int run_fleet_diff(service::FleetSource& fleet, const CommandLine& cl) {
-    if (cl.positionals().size() != 3) throw UsageError("fleet diff needs two selections, A and B");
+int run_fleet_diff(service::FleetSource& fleet, const FleetArgs& cl) {
     gmon::DiffOptions options;
-    for (const auto& rule : cl.get_all("--fail-on")) {
+    for (const auto& rule : cl.fail_on) {
         try {
             options.gates.push_back(gmon::parse_gate_rule(rule));
         } catch (const std::invalid_argument& e) {
             throw UsageError(e.what());
         }
     }
-    if (const auto alpha = cl.get("--alpha")) options.alpha = cl.get_rate("--alpha");
-    const auto a = input_of(fleet, cl.positionals()[1]);
-    const auto b = input_of(fleet, cl.positionals()[2]);
+    if (cl.alpha) options.alpha = *cl.alpha;
+    const auto a = input_of(fleet, cl.a);
+    const auto b = input_of(fleet, cl.b);
     if (!a->source.elf || !b->source.elf)
         throw std::runtime_error("no firmware in the fleet names functions");
     gmon::ProfileDiff diff;
@@ -175,31 +177,19 @@ int run_fleet_diff(service::FleetSource& fleet, const CommandLine& cl) {
     } catch (const std::invalid_argument& e) {
         throw UsageError(std::string("cannot compare: ") + e.what());
     }
-    if (cl.has("--json")) {
+    if (cl.json) {
         std::cout << gmon::diff_json(diff, a->summary, b->summary).dump(2) << "\n";
     } else {
-        std::cout << gmon::render_diff_text(diff, cl.positionals()[1], cl.positionals()[2]);
+        std::cout << gmon::render_diff_text(diff, cl.a, cl.b);
     }
     return diff.failed() ? 1 : 0;
 }
 
 // `fleet prune`: one pass of fleet retention, what it removed on stdout as JSON.
-int run_fleet_prune(const CommandLine& cl) {
+int run_fleet_prune(const FleetArgs& cl) {
     std::int64_t days = 0;
-    if (const auto config = cl.get("--config"))
-        days = load_config(*config).fleet.keep_sessions_days;
-    if (const auto given = cl.get("--keep-sessions-days")) {
-        try {
-            std::size_t end = 0;
-            days = std::stoll(*given, &end);
-            if (end != given->size()) throw std::invalid_argument("trailing text");
-        } catch (const std::exception&) {
-            days = -1;
-        }
-        if (days < 0 || days > kMaxRetentionDays)
-            throw UsageError("--keep-sessions-days must be a number of days from 1 to " +
-                             std::to_string(kMaxRetentionDays) + " (0: keep forever)");
-    }
+    if (cl.config) days = load_config(*cl.config).fleet.keep_sessions_days;
+    if (cl.keep_sessions_days) days = *cl.keep_sessions_days;
     if (days == 0) {
         std::cerr << "rackprof: fleet prune: keep_sessions_days is 0 (keep forever): nothing to "
                      "do\n";
@@ -223,29 +213,100 @@ int run_fleet_prune(const CommandLine& cl) {
     return 0;
 }
 
+// Where the fleet store is: declared on `fleet`, given before or after its command.
+void add_connection_options(CLI::App& app, FleetArgs& args) {
+    const std::string group = "connection";
+    app.add_option("--url", args.url,
+                   "postgresql://user@host:port/db (default: RACKPROF_FLEET_URL); no\n"
+                   "password in it")
+        ->type_name("URL")
+        ->group(group);
+    app.add_option("--password-file", args.password_file,
+                   "the password (first line); else PGPASSWORD, PGPASSFILE or ~/.pgpass")
+        ->type_name("FILE")
+        ->group(group);
+    app.add_option("--sslmode", args.sslmode, "passed to libpq")->type_name("MODE")->group(group);
+    app.add_option("--sslrootcert", args.sslrootcert, "passed to libpq")
+        ->type_name("FILE")
+        ->group(group);
+    app.add_option("--config", args.config,
+                   "take all of these from a daemon configuration's [fleet] (and for\n"
+                   "prune, keep_sessions_days)")
+        ->type_name("FILE")
+        ->group(group);
+}
+
+CLI::App& add_fleet_subcommand(CLI::App& fleet, const std::string& name,
+                               const std::string& description) {
+    CLI::App& app = *fleet.add_subcommand(name, description);
+    app.fallthrough();  // the connection's options after the command's name
+    return app;
+}
+
+void add_select_option(CLI::App& app, FleetArgs& args) {
+    app.add_option("--select", args.select, "the sessions: the API's selection, plus bench=")
+        ->type_name("SELECTION")
+        ->required();
+}
+
+void add_profile_options(CLI::App& app, FleetArgs& args) {
+    add_select_option(app, args);
+    app.add_option("--report", args.report, "text | json (default: text)")
+        ->type_name("R")
+        ->check(CLI::IsMember({"text", "json"}));
+    add_count(app, "--top", args.top, "JSON: at most N flat-profile rows and call-graph entries")
+        ->type_name("N");
+    app.add_option("--export", args.export_format,
+                   "write FORMAT (convert's, not the paged ones) instead of a report")
+        ->type_name("FORMAT");
+    app.add_option("-o", args.output, "where --export writes (default: - for standard output)")
+        ->type_name("FILE");
+}
+
+void add_fleet_diff_options(CLI::App& app, FleetArgs& args) {
+    app.add_option("A", args.a, "a selection")->required();
+    app.add_option("B", args.b, "another selection, to compare with")->required();
+    app.add_flag("--json", args.json, "print the diff as JSON (schema rackprof.diff/1)");
+    app.add_option("--fail-on", args.fail_on, "a CI gate, as for rackprof diff (repeatable)")
+        ->type_name("RULE")
+        ->expected(1)
+        ->allow_extra_args(false)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    app.add_option("--alpha", args.alpha, "family-wise significance level (default 0.01)")
+        ->type_name("P")
+        ->check(probability());
+}
+
 }  // namespace
 
-int run_fleet(const std::vector<std::string>& args) {
-    const CommandLine cl(
-        args,
-        {"--url", "--password-file", "--sslmode", "--sslrootcert", "--config", "--select",
-         "--report", "--top", "--export", "-o", "--fail-on", "--alpha", "--keep-sessions-days"},
-        {"--json", "--help", "-h"});
-    if (cl.has("--help") || cl.has("-h")) {
-        std::cout << kUsage;
-        return 0;
-    }
-    if (cl.positionals().empty())
-        throw UsageError("fleet needs sessions, profile, diff or prune\n" + std::string(kUsage));
-    const std::string what = cl.positionals()[0];
-    if (what == "prune") return run_fleet_prune(cl);
-    if (what != "sessions" && what != "profile" && what != "diff")
-        throw UsageError("fleet: unknown command '" + what + "'\n" + std::string(kUsage));
-    if (what != "diff" && !cl.has("--select")) throw UsageError(what + " needs --select SELECTION");
-    service::FleetSource fleet(connection_of(cl), elf_dir());
-    if (what == "sessions") return run_sessions(fleet, cl);
-    if (what == "profile") return run_profile(fleet, cl);
-    return run_fleet_diff(fleet, cl);
+CommandRun add_fleet_command(CLI::App& root) {
+    auto args = std::make_shared<FleetArgs>();
+    CLI::App& fleet = *root.add_subcommand(
+        "fleet", "read the shared fleet store (PostgreSQL): sessions, merged profiles, diffs");
+    fleet.footer(kAbout);
+    fleet.require_subcommand(1);
+    add_connection_options(fleet, *args);
+    CLI::App& sessions = add_fleet_subcommand(fleet, "sessions", "a selection's sessions, as JSON");
+    add_select_option(sessions, *args);
+    CLI::App& profile =
+        add_fleet_subcommand(fleet, "profile", "a selection's merged profile, or an export of it");
+    add_profile_options(profile, *args);
+    CLI::App& diff = add_fleet_subcommand(fleet, "diff", "two selections compared");
+    add_fleet_diff_options(diff, *args);
+    CLI::App& prune = add_fleet_subcommand(
+        fleet, "prune", "remove the sessions that ended more than N days ago (retention)");
+    prune
+        .add_option("--keep-sessions-days", args->keep_sessions_days,
+                    "N (else [fleet] keep_sessions_days of --config; 0 or none: nothing to do)")
+        ->type_name("N")
+        ->check(in_range(0, static_cast<double>(kMaxRetentionDays), "a number of days"));
+    return [args, &prune, &sessions, &profile] {
+        if (prune.parsed()) return run_fleet_prune(*args);
+        service::FleetSource source(connection_of(*args), elf_dir());
+        if (sessions.parsed()) return run_sessions(source, *args);
+        if (profile.parsed()) return run_profile(source, *args);
+        return run_fleet_diff(source, *args);
+    };
 }
 
 }  // namespace rackprof::daemon

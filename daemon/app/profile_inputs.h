@@ -3,22 +3,41 @@
 // --addr-bytes, --rate, --elf, …), or with --db a selection of stored sessions merged.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
-#include "daemon/app/command_line.h"
+#include "daemon/app/cli.h"
 #include "gmon/export.h"
 
 namespace rackprof::daemon {
 
-// The options convert's decoding takes that take a value, and those that do not.
-extern const std::set<std::string> kProfileInputValued;
-extern const std::set<std::string> kProfileInputFlags;
+// The decoding options convert declares, and diff and check-sync with it.
+struct ProfileInputArgs {
+    std::optional<std::string> elf;
+    std::optional<std::string> protocol;  // else legacy
+    std::string format = "auto";
+    std::optional<int> addr_bytes;  // else the protocol's default
+    std::optional<std::uint32_t> rate;
+    std::uint32_t bin_bytes = 2;
+    std::optional<std::string> db;
+    std::optional<std::string> config;
+    bool tpiu = false;
+    std::optional<unsigned> tpiu_stream;
+    std::optional<unsigned> framed_port;
+    std::optional<unsigned> orbstat_port;
+    std::optional<unsigned> console_port;
+    bool force = false;
+};
+
+// Declares them on `app` (convert, diff, check-sync).
+void add_profile_input_options(CLI::App& app, ProfileInputArgs& args);
 
 // `argument`: a file, or (with --db, when no such file exists and it holds '=') a selection.
 // Throws UsageError for bad options, std::runtime_error when it cannot be read; the input has
 // an ELF (else UsageError: functions could not be named).
 std::shared_ptr<gmon::ExportInput> profile_input_of(const std::string& argument,
-                                                    const CommandLine& cl);
+                                                    const ProfileInputArgs& args);
 
 }  // namespace rackprof::daemon

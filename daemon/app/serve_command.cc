@@ -8,11 +8,11 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "daemon/app/command_line.h"
 #include "daemon/app/commands.h"
 #include "daemon/app/systemd_notifier.h"
 #include "daemon/capture/capture_service.h"
@@ -32,20 +32,19 @@ namespace rackprof::daemon {
 
 namespace {
 
-constexpr const char* kUsage =
-    R"(usage: rackprof serve [--config FILE] [--listen ADDR] [--log-level LEVEL]
-
-Runs the capture daemon: opens every board's link, captures sessions into SQLite, and keeps
+constexpr const char* kAbout =
+    R"(Runs the capture daemon: opens every board's link, captures sessions into SQLite, and keeps
 going through unplugs and reconnects. Without --config it runs on the embedded default: a
 database under ./var and a small simulated rack. SIGTERM or SIGINT stops it cleanly; SIGHUP
 reloads the configuration file (boards added, removed or changed; the others keep running).
 Under systemd it speaks the notify protocol (Type=notify, WatchdogSec=).
-
-  --config FILE      the configuration (TOML; `rackprof check --config FILE` validates one)
-  --listen ADDR      the HTTP API's address, over server.listen: 127.0.0.1:8081, [::1]:8080,
-                     0.0.0.0:8080; port 0 takes any free port (the log says which)
-  --log-level LEVEL  trace | debug | info | warn | error, over logging.level
 )";
+
+struct ServeArgs {
+    std::optional<std::string> config;
+    std::optional<std::string> listen;
+    std::optional<std::string> log_level;
+};
 
 std::shared_ptr<spdlog::logger> make_logger(const std::string& level) {
     auto log = spdlog::stderr_color_mt("rackprof");
@@ -135,105 +134,70 @@ void keep_answer_buffers_mapped() {
 #endif
 }
 
-}  // namespace
-
-int run_serve(const std::vector<std::string>& args) {
-    const CommandLine cl(args, {"--config", "--listen", "--log-level"}, {"--help", "-h"});
-    if (cl.has("--help") || cl.has("-h")) {
-        std::cout << kUsage;
-        return 0;
-    }
-    if (!cl.positionals().empty())
-        throw UsageError("unexpected argument '" + cl.positionals()[0] + "'");
+// The configuration serve runs on, --listen over it; nullopt (said on stderr) when invalid.
+std::optional<DaemonConfig> serve_config(const ServeArgs& cl) {
     DaemonConfig config;
     try {
-        config =
-            cl.has("--config") ? load_config(cl.get("--config", "")) : embedded_default_config();
+        config = cl.config ? load_config(*cl.config) : embedded_default_config();
     } catch (const ConfigError& e) {
         std::cerr << "rackprof serve: invalid configuration: " << e.what() << "\n";
-        return 2;
+        return std::nullopt;
     }
-    if (const auto listen = cl.get("--listen")) config.listen = *listen;
-    const std::string level = cl.get("--log-level", config.log_level);
-    try {
-        check_log_level(level);
-    } catch (const ConfigError& e) {
-        throw UsageError(std::string("--log-level: ") + e.what());
-    }
+    if (cl.listen) config.listen = *cl.listen;
     if (const char* url = std::getenv("RACKPROF_FLEET_URL"); url && *url) config.fleet.url = url;
     if (!config.fleet.url.empty()) {
         try {
             fleet::check_fleet_url(config.fleet.url);
         } catch (const std::invalid_argument& e) {
             std::cerr << "rackprof serve: invalid configuration: fleet.url: " << e.what() << "\n";
-            return 2;
+            return std::nullopt;
         }
     }
     make_paths_absolute(config);
-    if (!cl.has("--config")) give_simulated_boards_firmware(config);
-    auto log = make_logger(level);
-    keep_answer_buffers_mapped();
+    if (!cl.config) give_simulated_boards_firmware(config);
+    return config;
+}
 
-    // Signals are taken by this thread alone, with sigwait: block them before any thread starts.
-    sigset_t signals;
-    sigemptyset(&signals);
-    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, sig);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+// [fleet]: completed sessions pushed to PostgreSQL in the background; selections served
+// from it (every bench's sessions). Null without a fleet store.
+std::unique_ptr<FleetPusher> start_fleet(const DaemonConfig& config, CaptureService& service,
+                                         rackprof::service::LocalRack& rack,
+                                         web::ApiOptions& api_options,
+                                         const std::shared_ptr<spdlog::logger>& log) {
+    if (config.fleet.url.empty()) return nullptr;
+    auto pusher = std::make_unique<FleetPusher>(
+        config.fleet, config.storage_path,
+        [&service] {
+            std::map<std::string, std::vector<std::string>> tags;
+            for (const auto& b : service.board_configs()) tags[b.name] = b.tags;
+            return tags;
+        },
+        log);
+    FleetPusher* p = pusher.get();
+    rack.use_fleet(
+        std::make_shared<rackprof::service::FleetSource>(
+            fleet_connection(config.fleet), config.storage_path.parent_path() / "fleet-firmware"),
+        [p] { return p->status_json(); });
+    log->info("fleet: selections are served from {}", fleet::redacted_url(config.fleet.url));
+    api_options.metrics_sources.push_back([p](web::MetricsText& out) {
+        const auto s = p->status();
+        out.family("rackprof_fleet_pending_sessions", "gauge",
+                   "Completed sessions not yet in the fleet store.");
+        out.sample("rackprof_fleet_pending_sessions", {}, static_cast<double>(s.pending));
+        out.family("rackprof_fleet_pushed_sessions_total", "counter",
+                   "Sessions pushed to the fleet store by this process.");
+        out.sample("rackprof_fleet_pushed_sessions_total", {}, static_cast<double>(s.pushed));
+        out.family("rackprof_fleet_push_failures_total", "counter",
+                   "Push rounds that failed (and were retried).");
+        out.sample("rackprof_fleet_push_failures_total", {}, static_cast<double>(s.failures));
+    });
+    return pusher;
+}
 
-    // Checked before storage opens: a bad address or token must not leave a database behind.
-    boost::asio::ip::tcp::endpoint endpoint;
-    web::ApiOptions api_options;
-    try {
-        endpoint = web::parse_listen_address(config.listen);
-        api_options.token = api_token(config);
-    } catch (const std::invalid_argument& e) {
-        log->error("{}: {}", cl.has("--listen") ? "--listen" : "server.listen", e.what());
-        return 2;
-    } catch (const ConfigError& e) {
-        log->error("{}", e.what());
-        return 2;
-    }
-    log->info("rackprof serve {}: configuration {}, storage {}, {} board(s)", RACKPROF_VERSION,
-              config.source, config.storage_path.string(), config.boards.size());
-    if (!cl.has("--config") && !config.boards.empty()) {
-        log->info("embedded default: simulated boards' firmware written to {}",
-                  std::filesystem::path(config.boards.front().elf).parent_path().string());
-    }
-    CaptureService service(config, log);  // storage is open from here on
-
-    rackprof::service::LocalRack rack(service,
-                                      config.storage_path);  // what web/ reads and writes through
-    // [fleet]: completed sessions pushed to PostgreSQL in the background; selections served
-    // from it (every bench's sessions).
-    std::unique_ptr<FleetPusher> pusher;
-    if (!config.fleet.url.empty()) {
-        pusher = std::make_unique<FleetPusher>(
-            config.fleet, config.storage_path,
-            [&service] {
-                std::map<std::string, std::vector<std::string>> tags;
-                for (const auto& b : service.board_configs()) tags[b.name] = b.tags;
-                return tags;
-            },
-            log);
-        rack.use_fleet(std::make_shared<rackprof::service::FleetSource>(
-                           fleet_connection(config.fleet),
-                           config.storage_path.parent_path() / "fleet-firmware"),
-                       [&pusher] { return pusher->status_json(); });
-        log->info("fleet: selections are served from {}", fleet::redacted_url(config.fleet.url));
-        api_options.metrics_sources.push_back([&pusher](web::MetricsText& out) {
-            const auto s = pusher->status();
-            out.family("rackprof_fleet_pending_sessions", "gauge",
-                       "Completed sessions not yet in the fleet store.");
-            out.sample("rackprof_fleet_pending_sessions", {}, static_cast<double>(s.pending));
-            out.family("rackprof_fleet_pushed_sessions_total", "counter",
-                       "Sessions pushed to the fleet store by this process.");
-            out.sample("rackprof_fleet_pushed_sessions_total", {}, static_cast<double>(s.pushed));
-            out.family("rackprof_fleet_push_failures_total", "counter",
-                       "Push rounds that failed (and were retried).");
-            out.sample("rackprof_fleet_push_failures_total", {}, static_cast<double>(s.failures));
-        });
-    }
-
+// Who may do what over HTTP, and where the dashboard is.
+void configure_api(web::ApiOptions& api_options, const DaemonConfig& config,
+                   const boost::asio::ip::tcp::endpoint& endpoint,
+                   const std::shared_ptr<spdlog::logger>& log) {
     // A configured token guards every mutation, loopback included (a local user who is not the
     // operator is a client too); off loopback one is needed even when none is configured.
     api_options.require_token =
@@ -259,6 +223,101 @@ int run_serve(const std::vector<std::string>& args) {
         log->warn("listening on {} without a token: every mutating request will be refused (401)",
                   config.listen);
     }
+}
+
+// What runs: the configuration, the storage and the boards.
+void log_start(const DaemonConfig& config, bool embedded_default, spdlog::logger& log) {
+    log.info("rackprof serve {}: configuration {}, storage {}, {} board(s)", RACKPROF_VERSION,
+             config.source, config.storage_path.string(), config.boards.size());
+    if (embedded_default && !config.boards.empty()) {
+        log.info("embedded default: simulated boards' firmware written to {}",
+                 std::filesystem::path(config.boards.front().elf).parent_path().string());
+    }
+}
+
+// Signals are taken by the main thread alone, with sigwait: blocked before any thread starts.
+sigset_t block_signals() {
+    sigset_t signals;
+    sigemptyset(&signals);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, sig);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    return signals;
+}
+
+// Every board event to the events feed's clients.
+void publish_board_events(CaptureService& service, web::LiveFeeds& feeds) {
+    service.on_event([&feeds](const BoardEvent& e, std::int64_t session_id) {
+        nlohmann::json event = {
+            {"board", e.board},
+            {"kind", e.kind},
+            {"state", e.state},
+            {"reason", e.reason},
+            {"session", session_id ? nlohmann::json(session_id) : nlohmann::json(nullptr)},
+            {"at_ns", unix_now_ns()}};
+        feeds.publish_event(event.dump());
+    });
+}
+
+// Until SIGTERM or SIGINT; SIGHUP reloads the configuration file.
+void serve_until_stopped(const ServeArgs& cl, const sigset_t& signals, CaptureService& service,
+                         SystemdNotifier& systemd, spdlog::logger& log) {
+    while (true) {
+        int signal = 0;
+        sigwait(&signals, &signal);
+        if (signal != SIGHUP) {
+            log.info("{}: stopping", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+            return;
+        }
+        if (!cl.config) {
+            log.info("SIGHUP: running on the embedded default, there is no file to reload");
+            continue;
+        }
+        systemd.reloading();
+        try {
+            DaemonConfig next = load_config(*cl.config);
+            make_paths_absolute(next);
+            service.reload(next);
+            log.info("SIGHUP: configuration reloaded, {} board(s)", next.boards.size());
+        } catch (const ConfigError& e) {
+            log.error("SIGHUP: invalid configuration, keeping the running one: {}", e.what());
+        }
+        systemd.ready("capturing from " + std::to_string(service.boards().size()) + " board(s)");
+    }
+}
+
+int run_serve(const ServeArgs& cl) {
+    const auto configured = serve_config(cl);
+    if (!configured) return 2;
+    const DaemonConfig& config = *configured;
+    const std::string level = cl.log_level.value_or(config.log_level);
+    auto log = make_logger(level);
+    keep_answer_buffers_mapped();
+
+    const sigset_t signals = block_signals();
+
+    // Checked before storage opens: a bad address or token must not leave a database behind.
+    boost::asio::ip::tcp::endpoint endpoint;
+    web::ApiOptions api_options;
+    try {
+        endpoint = web::parse_listen_address(config.listen);
+        api_options.token = api_token(config);
+    } catch (const std::invalid_argument& e) {
+        log->error("{}: {}", cl.listen ? "--listen" : "server.listen", e.what());
+        return 2;
+    } catch (const ConfigError& e) {
+        log->error("{}", e.what());
+        return 2;
+    }
+    log_start(config, !cl.config, *log);
+    CaptureService service(config, log);  // storage is open from here on
+
+    rackprof::service::LocalRack rack(service,
+                                      config.storage_path);  // what web/ reads and writes through
+    // [fleet]: completed sessions pushed to PostgreSQL in the background; selections served
+    // from it (every bench's sessions).
+    std::unique_ptr<FleetPusher> pusher = start_fleet(config, service, rack, api_options, log);
+
+    configure_api(api_options, config, endpoint, log);
     web::LiveFeeds* feeds_for_metrics = nullptr;  // the feeds need the server's io_context
     api_options.metrics_sources.push_back([&feeds_for_metrics](web::MetricsText& out) {
         if (!feeds_for_metrics) return;
@@ -276,16 +335,7 @@ int run_serve(const std::vector<std::string>& args) {
     feeds_for_metrics = &feeds;
     server.set_feeds(&feeds);
     server.set_upload_dir(config.storage_path.parent_path());  // uploads beside the database
-    service.on_event([&feeds](const BoardEvent& e, std::int64_t session_id) {
-        nlohmann::json event = {
-            {"board", e.board},
-            {"kind", e.kind},
-            {"state", e.state},
-            {"reason", e.reason},
-            {"session", session_id ? nlohmann::json(session_id) : nlohmann::json(nullptr)},
-            {"at_ns", unix_now_ns()}};
-        feeds.publish_event(event.dump());
-    });
+    publish_board_events(service, feeds);
     service.start();
     if (pusher) pusher->start();
     try {
@@ -306,28 +356,7 @@ int run_serve(const std::vector<std::string>& args) {
     }
     systemd.ready("capturing from " + std::to_string(config.boards.size()) + " board(s)");
 
-    while (true) {
-        int signal = 0;
-        sigwait(&signals, &signal);
-        if (signal != SIGHUP) {
-            log->info("{}: stopping", signal == SIGTERM ? "SIGTERM" : "SIGINT");
-            break;
-        }
-        if (!cl.has("--config")) {
-            log->info("SIGHUP: running on the embedded default, there is no file to reload");
-            continue;
-        }
-        systemd.reloading();
-        try {
-            DaemonConfig next = load_config(cl.get("--config", ""));
-            make_paths_absolute(next);
-            service.reload(next);
-            log->info("SIGHUP: configuration reloaded, {} board(s)", next.boards.size());
-        } catch (const ConfigError& e) {
-            log->error("SIGHUP: invalid configuration, keeping the running one: {}", e.what());
-        }
-        systemd.ready("capturing from " + std::to_string(service.boards().size()) + " board(s)");
-    }
+    serve_until_stopped(cl, signals, service, systemd, *log);
     systemd.stopping();
     if (pusher) pusher->stop();
     feeds.stop();
@@ -335,6 +364,35 @@ int run_serve(const std::vector<std::string>& args) {
     service.shutdown();
     log_what_was_committed(*log, service.storage_losses());
     return 0;
+}
+
+}  // namespace
+
+CommandRun add_serve_command(CLI::App& root) {
+    auto args = std::make_shared<ServeArgs>();
+    CLI::App& app = *root.add_subcommand(
+        "serve", "run the capture daemon (embedded default: a simulated rack, ./var/rackprof.db)");
+    app.footer(kAbout);
+    app.add_option("--config", args->config,
+                   "the configuration (TOML; `rackprof check --config FILE` validates one)")
+        ->type_name("FILE");
+    app.add_option("--listen", args->listen,
+                   "the HTTP API's address, over server.listen: 127.0.0.1:8081,\n"
+                   "[::1]:8080, 0.0.0.0:8080; port 0 takes any free port (the log says which)")
+        ->type_name("ADDR");
+    app.add_option("--log-level", args->log_level, "over logging.level")
+        ->type_name("LEVEL")
+        ->check(CLI::Validator(
+            [](std::string& level) {
+                try {
+                    check_log_level(level);
+                } catch (const ConfigError& e) {
+                    return std::string(e.what());
+                }
+                return std::string();
+            },
+            "trace|debug|info|warn|error"));
+    return [args] { return run_serve(*args); };
 }
 
 }  // namespace rackprof::daemon

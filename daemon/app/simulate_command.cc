@@ -7,11 +7,11 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/app/command_line.h"
 #include "daemon/app/commands.h"
 #include "daemon/sim/board_simulator.h"
 #include "daemon/sim/pty_board.h"
@@ -23,59 +23,47 @@ namespace rackprof::daemon {
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: rackprof simulate [options]
-
-Runs a call model as a profiled board would and writes the wire bytes it sends (the thesis'
+constexpr const char* kAbout =
+    R"(Runs a call model as a profiled board would and writes the wire bytes it sends (the thesis'
 legacy format, or the rackprof framed protocol), plus the ground truth: every arc and PC
 sample sent, before any fault.
 
-options:
-  --model NAME       blinky | conflation | deterministic | synced | elf (default: blinky)
-  --elf FILE         with --model elf: take functions and addresses from this ELF
-  --iterations N     passes of the model's main loop (default: 100, or unlimited with --bytes)
-  --bytes SIZE       stop after about SIZE binary wire bytes (e.g. 200M)
-  --protocol P       legacy | framed (default: legacy)
-  --format F         bin | hex (default: bin; framed is binary only)
-  --addr-bytes N     3 | 4 (default: 3)
-  --arc-cache N      framed: an on-target arc cache of N entries; repeats leave as ARC_N
-  --pc-cache N       framed: the same for PC samples (PC_N)
-  --cache-flush N    framed: flush the caches every N passes of the main loop (default: 100)
-  --seed N           random seed for PC positions and faults (default: 1)
-  --dither N         the sampling timer's reload jittered by -N..+N cycles of its 1000 (an
-                     LFSR, as target-fw's RACKPROF_SAMPLE_DITHER); felt by --model synced,
-                     whose loop lasts exactly one sampling period (e.g. --dither 125)
-  --slower NAME=K    another build: function NAME does K times its work (repeatable as
-                     NAME=K,NAME2=K2); its calls stay the same
-  --drop P           drop each byte with probability P
-  --flip P           flip one bit of each byte with probability P
-  --insert P         insert a random byte before each byte with probability P
-  --drop-frames P    framed: lose each whole frame with probability P (not the HELLO and
-                     the final STOP frames, whose loss no receiver could see)
-  -o FILE            where the wire bytes go ('-': standard output)
-  --truth FILE       write the ground truth as JSON
-  --write-elf FILE   write an ELF with the model's functions (to symbolize the capture)
-  --list-models      list the built-in models
-
-as a board on a pseudo-terminal (the daemon opens it like a USB serial adapter):
-  --pty PATH         create a pty and a symlink PATH to it; write the bytes there
-  --rate BYTES/S     wire speed (default: 20000)
-  --unplug-every MS  unplug the board this often: the pty vanishes, PATH disappears
-  --unplug-for MS    how long it stays unplugged (default: 500)
-  --unplugs N        at most N unplugs (default: no limit)
-
-as a rack of boards on pseudo-terminals, all fed by this one process (one event loop, each
-board paced to --rate on its own):
-  --boards N         simulate N boards; board i uses seed (--seed + i) and, with
-                     --model A,B,..., the (i mod count)-th model of the list
-  --pty-dir DIR      create DIR/b0 .. DIR/b{N-1}, symlinks to the boards' ptys
-  --rate BYTES/S     wire speed of each board (default: 20000)
-  --tick-ms MS       write every board this often (default: 10; a USB serial adapter hands
-                     its bytes on every 1 to 16 ms)
-  --truth FILE       {"boards": [...]}: one ground truth per board, in order
-  When every board has sent its bytes and they were read, a last line on standard error
-  says "rack summary" with bytes_sent, seconds, cpu_seconds (of this process) and
-  max_backlog (the most bytes a board had due that its pty had no room for).
+As a board on a pseudo-terminal (--pty), the daemon opens it like a USB serial adapter. As a
+rack of boards on pseudo-terminals (--boards, --pty-dir), all are fed by this one process (one
+event loop, each board paced to --rate on its own); when every board has sent its bytes and
+they were read, a last line on standard error says "rack summary" with bytes_sent, seconds,
+cpu_seconds (of this process) and max_backlog (the most bytes a board had due that its pty had
+no room for).
 )";
+
+struct SimulateArgs {
+    std::string model = "blinky";
+    std::optional<std::string> elf;
+    std::optional<std::uint64_t> iterations;
+    std::uint64_t bytes = 0;
+    std::string protocol = "legacy";
+    std::string format = "bin";
+    int addr_bytes = 3;
+    std::uint64_t arc_cache = 0;
+    std::uint64_t pc_cache = 0;
+    std::optional<std::uint64_t> cache_flush;
+    std::uint64_t seed = 1;
+    std::uint32_t dither = 0;
+    std::optional<std::string> slower;
+    double drop = 0, flip = 0, insert = 0, drop_frames = 0;
+    std::optional<std::string> output;  // -o
+    std::optional<std::string> truth;
+    std::optional<std::string> write_elf;
+    bool list_models = false;
+    std::optional<std::string> pty;
+    std::uint64_t rate = 20000;
+    std::uint64_t unplug_every = 0;
+    std::uint64_t unplug_for = 500;
+    std::uint64_t unplugs = 0;
+    std::optional<std::uint64_t> boards;
+    std::optional<std::string> pty_dir;
+    std::uint64_t tick_ms = 10;
+};
 
 class OutputFile {
   public:
@@ -199,39 +187,36 @@ std::vector<std::string> split_list(const std::string& text) {
 }
 
 // --boards N --pty-dir DIR: the whole rack in this process.
-int run_rack(const CommandLine& cl, const SimulatorOptions& options) {
-    const auto dir = cl.get("--pty-dir");
-    if (!dir) throw UsageError("--boards needs --pty-dir DIR");
-    if (cl.has("-o") || cl.has("--pty") || cl.has("--write-elf") || cl.has("--unplug-every"))
+int run_rack(const SimulateArgs& args, const SimulatorOptions& options) {
+    if (!args.pty_dir) throw UsageError("--boards needs --pty-dir DIR");
+    const std::string dir = *args.pty_dir;
+    if (args.output || args.pty || args.write_elf || args.unplug_every)
         throw UsageError("--boards excludes -o, --pty, --write-elf and --unplug-every");
-    const std::uint64_t count = cl.get_uint("--boards", 1);
-    if (count == 0 || count > 4096) throw UsageError("--boards takes 1..4096");
+    const std::uint64_t count = args.boards.value_or(1);
     PtyRackOptions rack;
-    rack.rate = cl.get_uint("--rate", 20000);
-    if (rack.rate == 0) throw UsageError("--rate must be above 0");
-    rack.tick = std::chrono::milliseconds(cl.get_uint("--tick-ms", 10));
-    if (rack.tick.count() == 0 || rack.tick.count() > 1000)
-        throw UsageError("--tick-ms takes 1..1000");
+    rack.rate = args.rate;
+    rack.tick = std::chrono::milliseconds(args.tick_ms);
     const auto models = split_list(options.model);
-    std::filesystem::create_directories(*dir);
+    std::filesystem::create_directories(dir);
     for (std::uint64_t i = 0; i < count; ++i) {
         SimulatorOptions board = options;
         board.model = models[i % models.size()];
         board.seed = options.seed + i;
         rack.boards.push_back(board);
-        rack.links.push_back(std::filesystem::path(*dir) / board_name(i));
+        rack.links.push_back(std::filesystem::path(dir) / board_name(i));
     }
     raise_descriptor_limit();
     PtyRack feeder(rack);
-    std::cerr << "rackprof: " << count << " boards on " << *dir << "/b0.. at " << rack.rate
+    std::cerr << "rackprof: " << count << " boards on " << dir << "/b0.. at " << rack.rate
               << " bytes/s each\n";
     const PtyRackStats stats = feeder.run();
-    if (const auto path = cl.get("--truth")) {
+    if (args.truth) {
         nlohmann::json boards = nlohmann::json::array();
         for (std::size_t i = 0; i < feeder.size(); ++i)
             boards.push_back(truth_json(feeder.truth(i), rack.boards[i], 0));
         const std::string text = nlohmann::json{{"boards", boards}}.dump(2) + "\n";
-        gmon::write_file_atomically(*path, std::vector<std::uint8_t>(text.begin(), text.end()));
+        gmon::write_file_atomically(*args.truth,
+                                    std::vector<std::uint8_t>(text.begin(), text.end()));
     }
     std::cerr << "rackprof: rack summary boards=" << count << " rate=" << rack.rate
               << " bytes_sent=" << stats.bytes_sent << " seconds=" << stats.seconds
@@ -239,103 +224,91 @@ int run_rack(const CommandLine& cl, const SimulatorOptions& options) {
     return 0;
 }
 
-}  // namespace
-
-int run_simulate(const std::vector<std::string>& args) {
-    const CommandLine cl(args, {"--model",       "--elf",          "--iterations", "--bytes",
-                                "--format",      "--addr-bytes",   "--seed",       "--drop",
-                                "--flip",        "--insert",       "-o",           "--truth",
-                                "--write-elf",   "--protocol",     "--arc-cache",  "--cache-flush",
-                                "--drop-frames", "--pc-cache",     "--slower",     "--pty",
-                                "--rate",        "--unplug-every", "--unplug-for", "--unplugs",
-                                "--boards",      "--pty-dir",      "--tick-ms",    "--dither"},
-                         {"--help", "-h", "--list-models"});
-    if (cl.has("--help") || cl.has("-h")) {
-        std::cout << kUsage;
-        return 0;
-    }
-    if (cl.has("--list-models")) {
-        for (const auto& [name, what] : builtin_models()) std::cout << name << "\t" << what << "\n";
-        return 0;
-    }
-    if (!cl.positionals().empty())
-        throw UsageError("unexpected argument '" + cl.positionals()[0] + "'");
+// The simulator's options; each value's range was checked as it was parsed.
+SimulatorOptions simulator_options(const SimulateArgs& args) {
     SimulatorOptions options;
-    options.model = cl.get("--model", "blinky");
-    if (const auto elf = cl.get("--elf")) options.elf = gmon::Symbolizer::load(*elf);
-    options.addr_bytes = static_cast<int>(cl.get_uint("--addr-bytes", 3));
-    if (options.addr_bytes != 3 && options.addr_bytes != 4)
-        throw UsageError("--addr-bytes must be 3 or 4");
-    options.encoding = cl.choice("--format", "bin", {"bin", "hex"}) == "hex"
-                           ? protocol::LegacyEncoding::kHex
-                           : protocol::LegacyEncoding::kBinary;
-    options.seed = cl.get_uint("--seed", 1);
-    options.dither_cycles = static_cast<std::uint32_t>(cl.get_uint("--dither", 0));
-    if (options.dither_cycles >= kSamplePeriodCycles)
-        throw UsageError("--dither must be below the sampling period (1000 cycles)");
-    options.faults = {cl.get_rate("--drop"), cl.get_rate("--flip"), cl.get_rate("--insert"),
-                      cl.get_rate("--drop-frames")};
-    options.protocol = *simulated_protocol(cl.choice(
-        "--protocol", "legacy",
-        {wire_format_name(WireProtocol::kLegacy), wire_format_name(WireProtocol::kFramed)}));
-    options.arc_cache = cl.get_uint("--arc-cache", 0);
-    options.pc_cache = cl.get_uint("--pc-cache", 0);
-    options.arc_cache_flush = cl.get_uint("--cache-flush", options.arc_cache_flush);
+    options.model = args.model;
+    if (args.elf) options.elf = gmon::Symbolizer::load(*args.elf);
+    options.addr_bytes = args.addr_bytes;
+    options.encoding =
+        args.format == "hex" ? protocol::LegacyEncoding::kHex : protocol::LegacyEncoding::kBinary;
+    options.seed = args.seed;
+    options.dither_cycles = args.dither;
+    options.faults = {args.drop, args.flip, args.insert, args.drop_frames};
+    options.protocol = *simulated_protocol(args.protocol);
+    options.arc_cache = args.arc_cache;
+    options.pc_cache = args.pc_cache;
+    options.arc_cache_flush = args.cache_flush.value_or(options.arc_cache_flush);
     if (options.protocol != WireProtocol::kFramed &&
         (options.arc_cache > 0 || options.pc_cache > 0 || options.faults.frame_drop > 0))
         throw UsageError("--arc-cache, --pc-cache and --drop-frames need --protocol framed");
     if (options.protocol == WireProtocol::kFramed &&
         options.encoding != protocol::LegacyEncoding::kBinary)
         throw UsageError("--protocol framed is binary only: leave out --format hex");
-    if (const auto slower = cl.get("--slower")) options.work_factor = parse_work_factors(*slower);
-    options.max_bytes = cl.get_uint("--bytes", 0);
-    options.max_iterations = cl.get_uint("--iterations", options.max_bytes ? 0 : 100);
+    if (args.slower) options.work_factor = parse_work_factors(*args.slower);
+    options.max_bytes = args.bytes;
+    options.max_iterations = args.iterations.value_or(options.max_bytes ? 0 : 100);
+    return options;
+}
 
-    if (cl.has("--boards") || cl.has("--pty-dir")) return run_rack(cl, options);
+// --pty PATH: one board on a pseudo-terminal, unplugged now and then.
+GroundTruth run_pty(const SimulateArgs& args, const SimulatorOptions& options,
+                    std::uint64_t& unplugs) {
+    if (args.output) throw UsageError("--pty and -o exclude each other");
+    PtyBoardOptions p;
+    p.simulator = options;
+    p.rate = args.rate;
+    p.simulator.piece_bytes = std::max<std::size_t>(64, p.rate / 50);
+    p.link_path = *args.pty;
+    p.unplug_every = std::chrono::milliseconds(args.unplug_every);
+    p.unplug_for = std::chrono::milliseconds(args.unplug_for);
+    p.max_unplugs = args.unplugs;
+    PtyBoard board(p);
+    std::cerr << "rackprof: board '" << options.model << "' on " << *args.pty << " -> "
+              << board.device().string() << " at " << p.rate << " bytes/s\n";
+    board.start();
+    GroundTruth truth = board.wait();
+    unplugs = board.unplugs();
+    if (!board.error().empty())
+        throw std::runtime_error("the board on " + *args.pty + " failed: " + board.error());
+    return truth;
+}
 
-    GroundTruth truth;
+// -o FILE (or -): the wire bytes to a file or a pipe.
+GroundTruth run_to_file(const SimulateArgs& args, const SimulatorOptions& options) {
+    const auto& out_path = args.output;
+    if (!out_path && !args.truth && !args.write_elf) {
+        throw UsageError(
+            "say where the wire bytes go: -o FILE, -o - for standard output, or --pty PATH");
+    }
+    if (out_path && *out_path == "-" && ::isatty(STDOUT_FILENO)) {
+        throw UsageError("refusing to write wire bytes to a terminal; use -o FILE or a pipe");
+    }
+    std::optional<OutputFile> out;
+    if (out_path) out.emplace(*out_path);
+    GroundTruth truth = simulate_board(options, [&](const std::uint8_t* data, std::size_t size) {
+        if (out) out->write(data, size);
+    });
+    if (out) out->close();
+    return truth;
+}
+
+int run_simulate(const SimulateArgs& args) {
+    if (args.list_models) {
+        for (const auto& [name, what] : builtin_models()) std::cout << name << "\t" << what << "\n";
+        return 0;
+    }
+    const SimulatorOptions options = simulator_options(args);
+    if (args.boards || args.pty_dir) return run_rack(args, options);
     std::uint64_t unplugs = 0;
-    if (const auto pty = cl.get("--pty")) {
-        if (cl.has("-o")) throw UsageError("--pty and -o exclude each other");
-        PtyBoardOptions p;
-        p.simulator = options;
-        p.rate = cl.get_uint("--rate", 20000);
-        if (p.rate == 0) throw UsageError("--rate must be above 0");
-        p.simulator.piece_bytes = std::max<std::size_t>(64, p.rate / 50);
-        p.link_path = *pty;
-        p.unplug_every = std::chrono::milliseconds(cl.get_uint("--unplug-every", 0));
-        p.unplug_for = std::chrono::milliseconds(cl.get_uint("--unplug-for", 500));
-        p.max_unplugs = cl.get_uint("--unplugs", 0);
-        PtyBoard board(p);
-        std::cerr << "rackprof: board '" << options.model << "' on " << *pty << " -> "
-                  << board.device().string() << " at " << p.rate << " bytes/s\n";
-        board.start();
-        truth = board.wait();
-        unplugs = board.unplugs();
-        if (!board.error().empty())
-            throw std::runtime_error("the board on " + *pty + " failed: " + board.error());
-    } else {
-        const auto out_path = cl.get("-o");
-        if (!out_path && !cl.has("--truth") && !cl.has("--write-elf")) {
-            throw UsageError(
-                "say where the wire bytes go: -o FILE, -o - for standard output, or --pty PATH");
-        }
-        if (out_path && *out_path == "-" && ::isatty(STDOUT_FILENO)) {
-            throw UsageError("refusing to write wire bytes to a terminal; use -o FILE or a pipe");
-        }
-        std::optional<OutputFile> out;
-        if (out_path) out.emplace(*out_path);
-        truth = simulate_board(options, [&](const std::uint8_t* data, std::size_t size) {
-            if (out) out->write(data, size);
-        });
-        if (out) out->close();
-    }
-
-    if (const auto path = cl.get("--truth")) {
+    const GroundTruth truth =
+        args.pty ? run_pty(args, options, unplugs) : run_to_file(args, options);
+    if (args.truth) {
         const std::string text = truth_json(truth, options, unplugs).dump(2) + "\n";
-        gmon::write_file_atomically(*path, std::vector<std::uint8_t>(text.begin(), text.end()));
+        gmon::write_file_atomically(*args.truth,
+                                    std::vector<std::uint8_t>(text.begin(), text.end()));
     }
-    if (const auto path = cl.get("--write-elf")) write_model_elf(*path, truth);
+    if (args.write_elf) write_model_elf(*args.write_elf, truth);
     std::cerr << "rackprof: simulated " << truth.model << ": " << truth.iterations
               << " iterations, " << truth.arcs_sent << " arcs and " << truth.pc_samples_sent
               << " PC samples in " << truth.wire_bytes << " wire bytes";
@@ -349,6 +322,131 @@ int run_simulate(const std::vector<std::string>& args) {
     }
     std::cerr << "\n";
     return 0;
+}
+
+// The model and its wire: what is simulated.
+void add_model_options(CLI::App& app, SimulateArgs& args) {
+    app.add_option("--model", args.model,
+                   "blinky | conflation | deterministic | synced | elf (default: blinky;\n"
+                   "with --boards, A,B,... gives board i the (i mod count)-th model)")
+        ->type_name("NAME");
+    app.add_option("--elf", args.elf,
+                   "with --model elf: take functions and addresses from this ELF")
+        ->type_name("FILE");
+    add_count(app, "--iterations", args.iterations,
+              "passes of the model's main loop (default: 100, or unlimited with --bytes)")
+        ->type_name("N");
+    add_count(app, "--bytes", args.bytes, "stop after about SIZE binary wire bytes (e.g. 200M)")
+        ->type_name("SIZE");
+    app.add_option("--protocol", args.protocol, "legacy | framed (default: legacy)")
+        ->type_name("P")
+        ->check(CLI::IsMember(
+            {wire_format_name(WireProtocol::kLegacy), wire_format_name(WireProtocol::kFramed)}));
+    app.add_option("--format", args.format, "bin | hex (default: bin; framed is binary only)")
+        ->type_name("F")
+        ->check(CLI::IsMember({"bin", "hex"}));
+    add_count(app, "--addr-bytes", args.addr_bytes, "address width on the wire (default: 3)")
+        ->type_name("N")
+        ->check(in_range(3, 4));
+    add_count(app, "--arc-cache", args.arc_cache,
+              "framed: an on-target arc cache of N entries; repeats leave as ARC_N")
+        ->type_name("N");
+    add_count(app, "--pc-cache", args.pc_cache, "framed: the same for PC samples (PC_N)")
+        ->type_name("N");
+    add_count(app, "--cache-flush", args.cache_flush,
+              "framed: flush the caches every N passes of the main loop (default: 100)")
+        ->type_name("N");
+    add_count(app, "--seed", args.seed, "random seed for PC positions and faults (default: 1)")
+        ->type_name("N");
+    add_count(app, "--dither", args.dither,
+              "the sampling timer's reload jittered by -N..+N cycles of its 1000 (an\n"
+              "LFSR, as target-fw's RACKPROF_SAMPLE_DITHER); felt by --model synced,\n"
+              "whose loop lasts exactly one sampling period (e.g. --dither 125)")
+        ->type_name("N")
+        ->check(in_range(0, kSamplePeriodCycles - 1, "below the sampling period"));
+    app.add_option("--slower", args.slower,
+                   "another build: function NAME does K times its work (several as\n"
+                   "NAME=K,NAME2=K2); its calls stay the same")
+        ->type_name("NAME=K");
+}
+
+// Faults on the wire, and where the bytes and the truth go.
+void add_fault_and_output_options(CLI::App& app, SimulateArgs& args) {
+    app.add_option("--drop", args.drop, "drop each byte with probability P")
+        ->type_name("P")
+        ->check(probability());
+    app.add_option("--flip", args.flip, "flip one bit of each byte with probability P")
+        ->type_name("P")
+        ->check(probability());
+    app.add_option("--insert", args.insert,
+                   "insert a random byte before each byte with probability P")
+        ->type_name("P")
+        ->check(probability());
+    app.add_option("--drop-frames", args.drop_frames,
+                   "framed: lose each whole frame with probability P (not the HELLO and\n"
+                   "the final STOP frames, whose loss no receiver could see)")
+        ->type_name("P")
+        ->check(probability());
+    app.add_option("-o", args.output, "where the wire bytes go ('-': standard output)")
+        ->type_name("FILE");
+    app.add_option("--truth", args.truth,
+                   "write the ground truth as JSON (--boards: {\"boards\": [...]}, in order)")
+        ->type_name("FILE");
+    app.add_option("--write-elf", args.write_elf,
+                   "write an ELF with the model's functions (to symbolize the capture)")
+        ->type_name("FILE");
+    app.add_flag("--list-models", args.list_models, "list the built-in models");
+}
+
+// A board on a pseudo-terminal, or a rack of them.
+void add_pty_options(CLI::App& app, SimulateArgs& args) {
+    const std::string pty = "a board on a pty";
+    const std::string rack = "a rack of boards on ptys";
+    app.add_option("--pty", args.pty,
+                   "create a pty and a symlink PATH to it; write the bytes there")
+        ->type_name("PATH")
+        ->group(pty);
+    add_count(app, "--rate", args.rate, "wire speed of each board (default: 20000)")
+        ->type_name("BYTES/S")
+        ->check(at_least(1))
+        ->group(pty);
+    add_count(app, "--unplug-every", args.unplug_every,
+              "unplug the board this often: the pty vanishes, PATH disappears")
+        ->type_name("MS")
+        ->group(pty);
+    add_count(app, "--unplug-for", args.unplug_for, "how long it stays unplugged (default: 500)")
+        ->type_name("MS")
+        ->group(pty);
+    add_count(app, "--unplugs", args.unplugs, "at most N unplugs (default: no limit)")
+        ->type_name("N")
+        ->group(pty);
+    add_count(app, "--boards", args.boards, "simulate N boards; board i uses seed (--seed + i)")
+        ->type_name("N")
+        ->check(in_range(1, 4096))
+        ->group(rack);
+    app.add_option("--pty-dir", args.pty_dir,
+                   "create DIR/b0 .. DIR/b{N-1}, symlinks to the boards' ptys")
+        ->type_name("DIR")
+        ->group(rack);
+    add_count(app, "--tick-ms", args.tick_ms,
+              "write every board this often (default: 10; a USB serial adapter hands\n"
+              "its bytes on every 1 to 16 ms)")
+        ->type_name("MS")
+        ->check(in_range(1, 1000))
+        ->group(rack);
+}
+
+}  // namespace
+
+CommandRun add_simulate_command(CLI::App& root) {
+    auto args = std::make_shared<SimulateArgs>();
+    CLI::App& app = *root.add_subcommand(
+        "simulate", "run a virtual board: write the wire bytes it sends, and its ground truth");
+    app.footer(kAbout);
+    add_model_options(app, *args);
+    add_fault_and_output_options(app, *args);
+    add_pty_options(app, *args);
+    return [args] { return run_simulate(*args); };
 }
 
 }  // namespace rackprof::daemon
