@@ -418,6 +418,53 @@ Converted from_selection(const std::filesystem::path& db, const std::string& tex
     }
 }
 
+// A stored session's raw bytes decoded again, with the options' wire settings over its own.
+void redecode_into(gmon::ExportInput& in, storage::SessionStore& store,
+                   const storage::SessionInfo& info, std::int64_t id, const std::string& what,
+                   const ConvertOptions& o, const ProfileInputArgs& args) {
+    protocol::WireSpec wire = ingest::wire_spec_of(info.spec);
+    if (args.protocol) {
+        wire.protocol = o.protocol;
+        wire.swo = o.swo;
+    }
+    if (o.format != "auto") wire.format = o.format;
+    if (args.addr_bytes) wire.addr_bytes = o.addr_bytes;
+    wire.code_range = ingest::decode_range_of(o.elf.get());
+    gmon::Aggregate aggregate;
+    ConsoleOutput console;
+    ingest::AggregateImportSink sink(aggregate,
+                                     [&](const protocol::ConsoleText& l) { console.line(l); });
+    const auto imported = ingest::redecode_session(store, id, wire, sink);
+    console.flush();
+    std::cerr << "rackprof: re-decoded " << what << ": " << summary_line(imported.stats, aggregate)
+              << "\n";
+    report_events(imported, in.summary);
+    check_decoded(imported.stats, o, what);
+    in.source = source_of(std::move(aggregate), o,
+                          imported.hello ? ingest::target_info_of(*imported.hello) : info.target);
+    in.summary["decoder"] = storage::decoder_stats_json(imported.stats);
+    if (protocol::wire_format(wire.protocol).traits.swo)
+        in.summary["exceptions"] = exceptions_json(imported.exceptions);
+    in.calling_context = imported.calling_context;
+}
+
+// A stored session's aggregates as captured.
+void stored_into(gmon::ExportInput& in, storage::SessionStore& store,
+                 const storage::SessionInfo& info, std::int64_t id, const std::string& what,
+                 const ConvertOptions& o) {
+    const auto& k = info.counters;
+    const protocol::DecoderStats stats = storage::decoder_counters(k);
+    gmon::Aggregate aggregate = store.aggregate(id);
+    std::cerr << "rackprof: " << what << " (" << info.spec.board << ", " << info.state
+              << "): " << summary_line(stats, aggregate) << "; " << k.gaps << " gaps, "
+              << k.records_lost << " records lost\n";
+    check_decoded(stats, o, what);
+    in.source = source_of(std::move(aggregate), o, info.target);
+    in.summary["decoder"] = storage::decoder_stats_json(stats);
+    if (auto tree = store.calling_context(id); !tree.empty())
+        in.calling_context = std::make_shared<const gmon::CallingContextTree>(std::move(tree));
+}
+
 // A session the daemon stored: its aggregates as captured, or its raw bytes decoded again.
 Converted from_session(const std::filesystem::path& db, std::int64_t id, bool redecode,
                        ConvertOptions& o, const ProfileInputArgs& args) {
@@ -445,43 +492,9 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
                                  "; its aggregates are kept (convert it without --redecode)");
     }
     if (redecode) {
-        protocol::WireSpec wire = ingest::wire_spec_of(info->spec);
-        if (args.protocol) {
-            wire.protocol = o.protocol;
-            wire.swo = o.swo;
-        }
-        if (o.format != "auto") wire.format = o.format;
-        if (args.addr_bytes) wire.addr_bytes = o.addr_bytes;
-        wire.code_range = ingest::decode_range_of(o.elf.get());
-        gmon::Aggregate aggregate;
-        ConsoleOutput console;
-        ingest::AggregateImportSink sink(aggregate,
-                                         [&](const protocol::ConsoleText& l) { console.line(l); });
-        const auto imported = ingest::redecode_session(*store, id, wire, sink);
-        console.flush();
-        std::cerr << "rackprof: re-decoded " << what << ": "
-                  << summary_line(imported.stats, aggregate) << "\n";
-        report_events(imported, in.summary);
-        check_decoded(imported.stats, o, what);
-        in.source =
-            source_of(std::move(aggregate), o,
-                      imported.hello ? ingest::target_info_of(*imported.hello) : info->target);
-        in.summary["decoder"] = storage::decoder_stats_json(imported.stats);
-        if (protocol::wire_format(wire.protocol).traits.swo)
-            in.summary["exceptions"] = exceptions_json(imported.exceptions);
-        in.calling_context = imported.calling_context;
+        redecode_into(in, *store, *info, id, what, o, args);
     } else {
-        const auto& k = info->counters;
-        const protocol::DecoderStats stats = storage::decoder_counters(k);
-        gmon::Aggregate aggregate = store->aggregate(id);
-        std::cerr << "rackprof: " << what << " (" << info->spec.board << ", " << info->state
-                  << "): " << summary_line(stats, aggregate) << "; " << k.gaps << " gaps, "
-                  << k.records_lost << " records lost\n";
-        check_decoded(stats, o, what);
-        in.source = source_of(std::move(aggregate), o, info->target);
-        in.summary["decoder"] = storage::decoder_stats_json(stats);
-        if (auto tree = store->calling_context(id); !tree.empty())
-            in.calling_context = std::make_shared<const gmon::CallingContextTree>(std::move(tree));
+        stored_into(in, *store, *info, id, what, o);
     }
     in.summary["session"] = {{"id", id},
                              {"board", info->spec.board},
