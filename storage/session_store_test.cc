@@ -439,8 +439,9 @@ TEST_CASE("chunks their sender encoded are stored as the writer would, in order 
     for (const auto& c : plain) all.add(c.records);
     CHECK(store.aggregate(as_plain) == all);
     CHECK(store.aggregate(as_encoded) == all);
-    for (const auto& [from, to] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+    for (const auto& range : std::vector<std::pair<std::int64_t, std::int64_t>>{
              {0, 20000}, {2500, 9000}, {4000, 4000}}) {
+        const std::int64_t from = range.first, to = range.second;  // CAPTURE takes no bindings
         CAPTURE(from);
         const auto expected = store.aggregate_between_rows(as_plain, from, to);
         CHECK(store.aggregate_between(as_plain, from, to) == expected);
