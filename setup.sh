@@ -74,7 +74,8 @@ npm_install() {  # $1: a folder with package-lock.json
 npm_install "$here/web/ui"
 npm_install "$here/tests/browser"
 if [[ ! -f $here/web/dist/index.html ]] ||
-    [[ -n $(find "$here/web/ui" -path "$here/web/ui/node_modules" -prune -o -type f -newer "$here/web/dist/index.html" -print -quit) ]]; then
+    [[ -n $(find "$here/web/ui" "$here/web/api/openapi.json" -path "$here/web/ui/node_modules" -prune \
+        -o -type f ! -name api-schema.d.ts -newer "$here/web/dist/index.html" -print -quit) ]]; then
     echo "setup: building the dashboard into web/dist"
     (cd "$here/web/ui" && npm run --silent build >/dev/null)
 else

@@ -177,9 +177,9 @@ int run_campaign(const CampaignArgs& cl) {
 
 CommandRun add_campaign_command(CLI::App& root) {
     auto args = std::make_shared<CampaignArgs>();
-    CLI::App& app = *root.add_subcommand(
-        "campaign", "a counter campaign: find every function above n % of a metric, K per run");
-    app.footer(kAbout);
+    CLI::App& app = add_command(
+        root, "campaign",
+        "a counter campaign: find every function above n % of a metric, K per run", kAbout);
     app.add_option("--sim", args->sim, "the simulated board's counter model (default: layers)")
         ->type_name("MODEL");
     add_count(app, "--functions", args->functions, "layers: how many functions (default: 60)")

@@ -88,9 +88,9 @@ CommandRun add_check_command(CLI::App& root) {
         std::optional<std::string> db, config;
     };
     auto args = std::make_shared<Args>();
-    CLI::App& app = *root.add_subcommand(
-        "check", "check a configuration (--config FILE) or a database's integrity (--db FILE)");
-    app.footer(kAbout);
+    CLI::App& app = add_command(
+        root, "check",
+        "check a configuration (--config FILE) or a database's integrity (--db FILE)", kAbout);
     app.add_option("--db", args->db, "the database to check (read-only)")->type_name("FILE");
     app.add_option("--config", args->config, "the configuration to read as serve would")
         ->type_name("FILE");

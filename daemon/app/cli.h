@@ -46,6 +46,15 @@ CLI::Option* add_count(CLI::App& app, const std::string& name, T& value,
     return app.add_option(name, value, description)->transform(size_transform());
 }
 
+// A command's subcommand of `root`: its one-line summary in the list of commands, and its
+// footer, the longer explanation its help prints after the options.
+inline CLI::App& add_command(CLI::App& root, const std::string& name, const std::string& summary,
+                             const std::string& footer) {
+    CLI::App& app = *root.add_subcommand(name, summary);
+    app.footer(footer);
+    return app;
+}
+
 // What runs a command once its options are parsed; returns the exit code.
 using CommandRun = std::function<int()>;
 

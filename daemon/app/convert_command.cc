@@ -769,9 +769,8 @@ std::shared_ptr<gmon::ExportInput> profile_input_of(const std::string& argument,
 
 CommandRun add_convert_command(CLI::App& root) {
     auto args = std::make_shared<ConvertArgs>();
-    CLI::App& app =
-        *root.add_subcommand("convert", "decode a capture into gmon.out and print the profile");
-    app.footer(about());
+    CLI::App& app = add_command(root, "convert",
+                                "decode a capture into gmon.out and print the profile", about());
     app.add_option("CAPTURE", args->capture, "a capture file or a gmon.out");
     add_profile_input_options(app, args->input);
     app.add_option("-o", args->output,

@@ -182,9 +182,9 @@ int qemu_demo(const DemoArgs& args, const std::filesystem::path& dir) {
 
 CommandRun add_demo_command(CLI::App& root) {
     auto args = std::make_shared<DemoArgs>();
-    CLI::App& app = *root.add_subcommand(
-        "demo", "simulate a board, convert its capture and print the profile (no hardware needed)");
-    app.footer(kAbout);
+    CLI::App& app = add_command(
+        root, "demo",
+        "simulate a board, convert its capture and print the profile (no hardware needed)", kAbout);
     app.add_option("--model", args->model, "the simulated board's call model (default: blinky)")
         ->type_name("NAME");
     add_count(app, "--iterations", args->iterations,

@@ -176,9 +176,9 @@ std::shared_ptr<DiffArgs> add_diff_options(CLI::App& app, const char* a, const c
 }  // namespace
 
 CommandRun add_diff_command(CLI::App& root) {
-    CLI::App& app = *root.add_subcommand(
-        "diff", "compare two profiles function by function; a CI gate with --fail-on");
-    app.footer(kAbout);
+    CLI::App& app =
+        add_command(root, "diff",
+                    "compare two profiles function by function; a CI gate with --fail-on", kAbout);
     auto args = add_diff_options(
         app, "A", "B",
         "print the diff as JSON (schema rackprof.diff/1) instead of the text report");
@@ -194,10 +194,10 @@ CommandRun add_diff_command(CLI::App& root) {
 }
 
 CommandRun add_check_sync_command(CLI::App& root) {
-    CLI::App& app = *root.add_subcommand(
-        "check-sync",
-        "the synchronisation alarm: a fixed-period and a dithered-period profile compared");
-    app.footer(kSyncAbout);
+    CLI::App& app = add_command(
+        root, "check-sync",
+        "the synchronisation alarm: a fixed-period and a dithered-period profile compared",
+        kSyncAbout);
     auto args = add_diff_options(app, "FIXED", "DITHERED",
                                  "print the check as JSON (schema rackprof.sync-check/1)");
     return [args] { return run_check_sync(*args); };

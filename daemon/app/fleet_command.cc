@@ -281,9 +281,9 @@ void add_fleet_diff_options(CLI::App& app, FleetArgs& args) {
 
 CommandRun add_fleet_command(CLI::App& root) {
     auto args = std::make_shared<FleetArgs>();
-    CLI::App& fleet = *root.add_subcommand(
-        "fleet", "read the shared fleet store (PostgreSQL): sessions, merged profiles, diffs");
-    fleet.footer(kAbout);
+    CLI::App& fleet = add_command(
+        root, "fleet", "read the shared fleet store (PostgreSQL): sessions, merged profiles, diffs",
+        kAbout);
     fleet.require_subcommand(1);
     add_connection_options(fleet, *args);
     CLI::App& sessions = add_fleet_subcommand(fleet, "sessions", "a selection's sessions, as JSON");

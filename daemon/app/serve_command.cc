@@ -370,9 +370,9 @@ int run_serve(const ServeArgs& cl) {
 
 CommandRun add_serve_command(CLI::App& root) {
     auto args = std::make_shared<ServeArgs>();
-    CLI::App& app = *root.add_subcommand(
-        "serve", "run the capture daemon (embedded default: a simulated rack, ./var/rackprof.db)");
-    app.footer(kAbout);
+    CLI::App& app = add_command(
+        root, "serve",
+        "run the capture daemon (embedded default: a simulated rack, ./var/rackprof.db)", kAbout);
     app.add_option("--config", args->config,
                    "the configuration (TOML; `rackprof check --config FILE` validates one)")
         ->type_name("FILE");

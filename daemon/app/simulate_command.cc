@@ -440,9 +440,9 @@ void add_pty_options(CLI::App& app, SimulateArgs& args) {
 
 CommandRun add_simulate_command(CLI::App& root) {
     auto args = std::make_shared<SimulateArgs>();
-    CLI::App& app = *root.add_subcommand(
-        "simulate", "run a virtual board: write the wire bytes it sends, and its ground truth");
-    app.footer(kAbout);
+    CLI::App& app = add_command(
+        root, "simulate",
+        "run a virtual board: write the wire bytes it sends, and its ground truth", kAbout);
     add_model_options(app, *args);
     add_fault_and_output_options(app, *args);
     add_pty_options(app, *args);

@@ -3,7 +3,7 @@
 import type { components } from "./api-schema";
 
 // The API's answers are typed from its OpenAPI document (web/api/openapi.json): `npm run gen:api`
-// writes api-schema.d.ts from it, `npm run check:api` checks that file is current.
+// writes api-schema.d.ts from it before every build and check (it is not committed).
 type Schemas = components["schemas"];
 
 export type Counters = Schemas["Counters"];
