@@ -12,6 +12,7 @@
 #include <iterator>
 #include <thread>
 
+#include "daemon/service/failure_of_test.h"
 #include "gmon/synthetic_elf.h"
 
 namespace rackprof::service {
@@ -31,16 +32,6 @@ struct ScratchDir {
         std::filesystem::remove_all(path, ignored);
     }
 };
-
-Failure failure_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const ServiceError& e) {
-        return e.failure();
-    }
-    FAIL("no ServiceError");
-    return Failure::kBadRequest;
-}
 
 TEST_CASE("the reader pool opens lazily, reuses, and waits when every connection is out") {
     ScratchDir dir;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 
+#include "daemon/service/failure_of_test.h"
 #include "daemon/service/rack_service.h"
 #include "gmon/profile_pipeline.h"
 #include "gmon/synthetic_elf.h"
@@ -28,16 +29,6 @@ std::vector<std::int64_t> ids(const std::vector<storage::SessionInfo>& sessions)
     std::vector<std::int64_t> out;
     for (const auto& s : sessions) out.push_back(s.id);
     return out;
-}
-
-Failure failure_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const ServiceError& e) {
-        return e.failure();
-    }
-    FAIL("no ServiceError");
-    return Failure::kInvalid;
 }
 
 TEST_CASE("selection: one syntax for the query string and the CLI") {

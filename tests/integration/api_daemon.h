@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <regex>
 #include <string>
@@ -88,6 +89,13 @@ class ApiDaemon {
         return {std::stoi(r.out.empty() ? "0" : r.out), read_text(dir_ / "body")};
     }
 
+    // `path` with `file` as its body, sent chunked (as curl sends a stream of unknown length).
+    std::pair<int, std::string> upload_chunked(const std::string& method, const std::string& path,
+                                               const std::filesystem::path& file) const {
+        return call(method, path,
+                    {"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + file.string()});
+    }
+
   private:
     TempDir dir_;
     std::unique_ptr<Process> daemon_;
@@ -103,6 +111,16 @@ inline std::uint64_t peak_memory(pid_t pid) {
         if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
     }
     return 0;
+}
+
+// The growth of the daemon's peak memory (VmHWM) while `work` runs, in bytes.
+inline std::uint64_t peak_growth(pid_t pid, const std::function<void()>& work) {
+    const std::uint64_t before = peak_memory(pid);
+    REQUIRE(before > 0);
+    work();
+    const std::uint64_t after = peak_memory(pid);
+    MESSAGE("peak memory " << before / 1024 << " kB before, " << after / 1024 << " kB after");
+    return after - before;
 }
 
 }  // namespace rackprof::testing

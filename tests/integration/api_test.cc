@@ -27,7 +27,6 @@ using namespace std::chrono_literals;
 
 using testing::ApiDaemon;
 
-
 TEST_CASE("API: health, version, boards, sessions, errors") {
     ApiDaemon d;
     CHECK(d.call("GET", "/healthz") == std::pair<int, std::string>{200, "{\"status\":\"ok\"}\n"});
@@ -739,10 +738,7 @@ TEST_CASE("uploads above 1 MiB sent with Content-Length are taken; above 64 MiB,
     CHECK(length.first == 201);
     const auto put = d.call("PUT", "/api/v1/firmware", {"-T", capture.string()});
     CHECK(put.first == 422);  // read whole, then found not to be an ELF
-    const auto chunked =
-        d.call("POST", "/api/v1/sessions/import?format=bin",
-               {"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + capture.string()});
-    CHECK(chunked.first == 201);
+    CHECK(d.upload_chunked("POST", "/api/v1/sessions/import?format=bin", capture).first == 201);
     // Above the upload limit: refused from the header alone, with a message naming the limit.
     std::filesystem::resize_file(capture, (64u << 20) + 1);
     const auto huge = d.call("POST", "/api/v1/sessions/import?format=bin",
@@ -756,9 +752,7 @@ TEST_CASE("uploads above 1 MiB sent with Content-Length are taken; above 64 MiB,
               .first == 413);
     // Chunked above the limit: refused on the way, its file removed like every other upload's.
     std::filesystem::resize_file(capture, (64u << 20) + 1);
-    CHECK(d.call("PUT", "/api/v1/firmware",
-                 {"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + capture.string()})
-              .first == 413);
+    CHECK(d.upload_chunked("PUT", "/api/v1/firmware", capture).first == 413);
     CHECK(d.call("GET", "/healthz").first == 200);
     for (const auto& entry : std::filesystem::recursive_directory_iterator(d.dir().path()))
         CHECK(entry.path().filename().string().find(".upload") == std::string::npos);

@@ -316,17 +316,7 @@ TEST_CASE("pprof and callgrind over HTTP: a session's export and a fleet selecti
         testing::rackprof_argv({"serve", "--config", (dir / "rack.toml").string()}),
         dir / "serve.log");
     const std::string port = testing::wait_for_api_port(dir / "serve.log");
-    json sessions;
-    REQUIRE(testing::eventually(
-        [&] {
-            const auto reply = testing::http_get(port, "/api/v1/sessions");
-            if (reply.status != 200) return false;
-            sessions = json::parse(reply.body);
-            return sessions.size() == 3 &&
-                   std::all_of(sessions.begin(), sessions.end(),
-                               [](const json& s) { return s["state"] == "completed"; });
-        },
-        20s));
+    const json sessions = testing::wait_for_completed_sessions(port, 3);
     const bool have_go = installed("go", "pprof over HTTP");
     const bool have_annotate = installed("callgrind_annotate", "callgrind over HTTP");
 

@@ -61,17 +61,7 @@ TEST_CASE("fleet profile: one build's boards merged exactly; another build refus
         testing::rackprof_argv({"serve", "--config", (dir / "rack.toml").string()}),
         dir / "serve.log");
     const std::string port = testing::wait_for_api_port(dir / "serve.log");
-    json sessions;
-    REQUIRE(testing::eventually(
-        [&] {
-            const auto reply = testing::http_get(port, "/api/v1/sessions");
-            if (reply.status != 200) return false;
-            sessions = json::parse(reply.body);
-            return sessions.size() == 4 &&
-                   std::all_of(sessions.begin(), sessions.end(),
-                               [](const json& s) { return s["state"] == "completed"; });
-        },
-        20s));
+    const json sessions = testing::wait_for_completed_sessions(port, 4);
     std::string build_id;
     for (const auto& s : sessions) {
         REQUIRE(s["build_id"].is_string());

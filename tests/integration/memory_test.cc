@@ -17,7 +17,7 @@ namespace {
 
 using nlohmann::json;
 using testing::ApiDaemon;
-using testing::peak_memory;
+using testing::peak_growth;
 using testing::Rack;
 
 TEST_CASE("unplug and replug 20 times: the daemon's resident memory stays within 5 %") {
@@ -39,17 +39,13 @@ TEST_CASE("a 40 MiB import goes through a file: the daemon's peak memory grows b
     REQUIRE(testing::rackprof(
                 {"simulate", "--model", "deterministic", "--bytes", "40M", "-o", capture.string()})
                 .exit_code == 0);
-    const std::uint64_t before = peak_memory(d.pid());
-    REQUIRE(before > 0);
-    const auto imported =
-        d.call("POST", "/api/v1/sessions/import?format=bin",
-               {"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + capture.string()});
+    std::pair<int, std::string> imported;
+    CHECK(peak_growth(d.pid(), [&] {
+              imported = d.upload_chunked("POST", "/api/v1/sessions/import?format=bin", capture);
+          }) < (16u << 20));
     REQUIRE(imported.first == 201);
     const auto session = json::parse(imported.second);
     CHECK(session["counters"]["bytes_in"] == std::filesystem::file_size(capture));
-    const std::uint64_t after = peak_memory(d.pid());
-    MESSAGE("peak memory " << before / 1024 << " kB before, " << after / 1024 << " kB after");
-    CHECK(after - before < (16u << 20));
     // The raw bytes come back exactly as sent.
     const auto raw = d.call(
         "GET", "/api/v1/sessions/" + std::to_string(session["id"].get<std::int64_t>()) + "/raw");
@@ -111,16 +107,12 @@ TEST_CASE(
     const std::uint32_t bins = 63u << 19;  // 63 MiB of 2-byte bins: under the 64 MiB upload limit
     const std::uint64_t samples = write_sparse_gmon(gmon, 0x08000000, bins);
     REQUIRE(std::filesystem::file_size(gmon) < (64u << 20));
-    const std::uint64_t before = peak_memory(d.pid());
-    REQUIRE(before > 0);
-    const auto imported =
-        d.call("POST", "/api/v1/sessions/import?format=gmon&board=big",
-               {"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + gmon.string()});
+    std::pair<int, std::string> imported;
+    CHECK(peak_growth(d.pid(), [&] {
+              imported =
+                  d.upload_chunked("POST", "/api/v1/sessions/import?format=gmon&board=big", gmon);
+          }) < (48u << 20));
     REQUIRE(imported.first == 201);
-    const std::uint64_t after = peak_memory(d.pid());
-    MESSAGE("gmon.out import: peak memory " << before / 1024 << " kB before, " << after / 1024
-                                            << " kB after");
-    CHECK(after - before < (48u << 20));
     const auto session = json::parse(imported.second);
     CHECK(session["counters"]["pc_samples"] == samples);
     CHECK(session["counters"]["bytes_in"] == std::filesystem::file_size(gmon));

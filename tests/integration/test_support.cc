@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <iostream>
@@ -55,6 +56,21 @@ std::string wait_for_api_port(const std::filesystem::path& log_path) {
         },
         std::chrono::seconds(10)));
     return port;
+}
+
+nlohmann::json wait_for_completed_sessions(const std::string& port, std::size_t count) {
+    nlohmann::json sessions;
+    REQUIRE(eventually(
+        [&] {
+            const auto reply = http_get(port, "/api/v1/sessions");
+            if (reply.status != 200) return false;
+            sessions = nlohmann::json::parse(reply.body);
+            return sessions.size() == count &&
+                   std::all_of(sessions.begin(), sessions.end(),
+                               [](const nlohmann::json& s) { return s["state"] == "completed"; });
+        },
+        std::chrono::seconds(20)));
+    return sessions;
 }
 
 HttpReply http_get(const std::string& port, const std::string& path,

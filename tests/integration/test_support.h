@@ -27,6 +27,10 @@ std::string api_port_in(const std::string& log);
 // Waits up to 10 s for the log file at `log_path` to announce the port; fails the test if not.
 std::string wait_for_api_port(const std::filesystem::path& log_path);
 
+// Waits up to 20 s until the daemon on `port` lists `count` sessions, every one completed (file
+// links replayed to their end); returns them. Fails the test if not.
+nlohmann::json wait_for_completed_sessions(const std::string& port, std::size_t count);
+
 // GET http://127.0.0.1:PORT/PATH with curl: {HTTP status (0 when curl failed), body}. With
 // `to_file` the body goes there instead (a download) and the returned body is empty.
 struct HttpReply {
