@@ -13,7 +13,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
 # A clone in another folder hits the same cache: paths are taken relative to the tree, and the
 # folder is not part of the key.
+# The precompiled test headers are cached too (ccache's documented PCH settings).
 export CCACHE_BASEDIR=$top CCACHE_NOHASHDIR=1
+export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 started=$SECONDS
