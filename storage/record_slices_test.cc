@@ -134,9 +134,11 @@ std::vector<std::pair<std::int64_t, std::int64_t>> windows_of(const WrittenSessi
 int check_windows(SessionStore& store, const WrittenSession& w, std::mt19937_64& rng) {
     const auto slices = slice_rows(store, w.id);
     int sliced = 0;
-    for (const auto& [from, to] : windows_of(w, slices, rng)) {
-        CAPTURE(from - w.first_ns);
-        CAPTURE(to - w.first_ns);
+    for (const auto& window : windows_of(w, slices, rng)) {
+        const auto [from, to] = window;
+        const auto from_start = from - w.first_ns, to_start = to - w.first_ns;
+        CAPTURE(from_start);  // CAPTURE takes no structured bindings (clang 14)
+        CAPTURE(to_start);
         const auto expected = store.aggregate_between_rows(w.id, from, to);
         const auto got = store.aggregate_between(w.id, from, to);
         CHECK(got == expected);
