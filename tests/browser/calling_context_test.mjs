@@ -14,29 +14,19 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { binary, source, launchBrowser, startDaemon } from "./daemon.mjs";
+import { launchBrowser, rackprofIn, startDaemon } from "./daemon.mjs";
+import { artifacts, chromium, downloadHrefs, openPage, requireBrowser, serverConfig, skipper, tearDown } from "./harness.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const webRoot = process.env.RACKPROF_WEB_ROOT ?? path.join(source, "web/dist");
-const artifacts = process.env.RACKPROF_ARTIFACTS ?? path.join(source, "build/test-artifacts");
-const chromium = process.env.RACKPROF_CHROMIUM ?? "/usr/bin/chromium";
 const nm = "/usr/bin/arm-none-eabi-nm";
 
-function skip(why) {
-  console.log(`SKIP calling-context browser tests: ${why}`);
-  process.exit(77);
-}
-if (!fs.existsSync(chromium)) skip(`${chromium} is missing (apt-get install chromium; ./setup.sh)`);
-if (!fs.existsSync(path.join(here, "node_modules/playwright-core"))) skip("tests/browser/node_modules is missing (./setup.sh installs it)");
-if (!fs.existsSync(path.join(webRoot, "index.html"))) skip(`${webRoot} holds no built dashboard (./setup.sh builds web/ui)`);
-if (!fs.existsSync(binary)) skip(`${binary} is not built`);
+const skip = skipper("calling-context browser tests");
+requireBrowser(skip);
 if (!fs.existsSync(nm)) skip(`${nm} is missing (binutils-arm-none-eabi)`);
 
 const { chromium: playwright } = await import("playwright-core");
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rackprof-cct-"));
-const rackprof = (...args) => execFileSync(binary, args, { cwd: dir, stdio: ["ignore", "pipe", "pipe"] }).toString();
+const rackprof = rackprofIn(dir);
 
 // ITM: a synchronization packet, then 4-byte software packets on port 30 (header port << 3 | 3).
 function orbstatCapture(fn) {
@@ -69,12 +59,7 @@ let browser;
 let withTree;
 let withoutTree;
 
-async function api(method, url, body) {
-  const r = await fetch(base + url, { method, body, headers: body ? { "Content-Type": "application/octet-stream" } : {} });
-  const json = await r.json();
-  assert.ok(r.ok, `${method} ${url}: ${r.status} ${JSON.stringify(json)}`);
-  return json;
-}
+const api = (method, url, body) => daemon.api(method, url, body);
 
 before(async () => {
   fs.mkdirSync(artifacts, { recursive: true });
@@ -85,7 +70,7 @@ before(async () => {
     if (name) fn[name] = parseInt(address, 16);
   }
   for (const name of ["main", "fast", "slow", "doSomething"]) assert.ok(fn[name] !== undefined, `${name} in the ELF`);
-  daemon = await startDaemon(dir, `[server]\nlisten = "127.0.0.1:0"\nweb_root = "${webRoot}"\n[storage]\npath = "${dir}/rack.db"\n`);
+  daemon = await startDaemon(dir, serverConfig(`${dir}/rack.db`));
   base = daemon.base;
   const firmware = await api("PUT", "/api/v1/firmware", fs.readFileSync(path.join(dir, "fig4.elf")));
   withTree = (await api("POST", `/api/v1/sessions/import?format=bin&protocol=itm&orbstat_port=30&board=fig4&firmware=${firmware.id}`, orbstatCapture(fn))).id;
@@ -93,20 +78,9 @@ before(async () => {
   browser = await launchBrowser(playwright, chromium, dir);
 });
 
-after(async () => {
-  await browser?.close();
-  await daemon?.stop();
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+after(() => tearDown(browser, daemon, dir));
 
-async function open(url) {
-  const page = await browser.newPage();
-  const errors = [];
-  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
-  page.on("pageerror", (e) => errors.push(String(e)));
-  await page.goto(base + url);
-  return { page, errors };
-}
+const open = (url) => openPage(browser, base, url);
 
 test("the measured icicle and the caller-attributed arcs: 10 %/90 % against gprof's 50/50", async () => {
   const { page, errors } = await open(`/sessions/${withTree}`);
@@ -134,7 +108,7 @@ test("the measured icicle and the caller-attributed arcs: 10 %/90 % against gpro
   assert.ok(row("fast").off && row("slow").off, "both arcs highlighted");
   assert.match(row("fast").cells[5], /^−1,200$/); // 3 passes × (100 − 500) cycles
   // With a tree, the measured exports are offered too, each answering 200.
-  const links = await page.$$eval("p.downloads a.download", (as) => as.map((a) => a.getAttribute("href")));
+  const links = await downloadHrefs(page);
   for (const f of ["cct-folded", "cct-speedscope", "cct-pprof", "cct-json"]) {
     const href = `/api/v1/sessions/${withTree}/export/${f}`;
     assert.ok(links.includes(href), `${f} in ${links}`);
@@ -150,7 +124,7 @@ test("a session without entry/exit events says it has no calling-context tree", 
   const { page, errors } = await open(`/sessions/${withoutTree}`);
   await page.waitForSelector("#cct-none");
   await page.waitForSelector("#flame-graph svg g.frame"); // the estimate is still drawn
-  const links = await page.$$eval("p.downloads a.download", (as) => as.map((a) => a.getAttribute("href")));
+  const links = await downloadHrefs(page);
   assert.ok(!links.some((l) => l.includes("/export/cct-")), `no measured exports offered: ${links}`);
   assert.deepEqual(errors, []); // the page knew from the session: no 422 was asked for
   await page.close();

@@ -1,12 +1,16 @@
 // A real `rackprof serve` for the tests here: started on a configuration in a temporary
 // folder, its port read from the log line "HTTP API listening on IP:PORT", stopped by SIGTERM.
-import { spawn } from "node:child_process";
+import assert from "node:assert/strict";
+import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const source = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const binary = process.env.RACKPROF_BINARY ?? path.join(source, "build/rackprof");
+
+// `rackprof ARGS...` run in `dir`, its standard output returned (it throws when the command fails).
+export const rackprofIn = (dir) => (...args) => execFileSync(binary, args, { cwd: dir, stdio: ["ignore", "pipe", "pipe"] }).toString();
 
 export async function eventually(check, ms, what) {
   const end = Date.now() + ms;
@@ -30,9 +34,17 @@ export async function startDaemon(dir, toml, ready = () => true) {
     const m = /HTTP API listening on [0-9.]+:(\d+)/.exec(text);
     return m && ready(text) ? m[1] : null;
   }, 15000, "the daemon to listen");
+  const base = `http://127.0.0.1:${port}`;
   return {
-    base: `http://127.0.0.1:${port}`,
+    base,
     log: () => fs.readFileSync(logPath, "utf8"),
+    // The API's JSON answer to `method url` (a body goes as octet-stream); asserts a 2xx status.
+    api: async (method, url, body) => {
+      const r = await fetch(base + url, { method, body, headers: body ? { "Content-Type": "application/octet-stream" } : {} });
+      const json = await r.json();
+      assert.ok(r.ok, `${method} ${url}: ${r.status} ${JSON.stringify(json)}`);
+      return json;
+    },
     stop: async () => {
       child.kill("SIGTERM");
       return exited;

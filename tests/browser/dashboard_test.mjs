@@ -8,18 +8,10 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { binary, eventually, source, launchBrowser, startDaemon } from "./daemon.mjs";
+import { eventually, launchBrowser, rackprofIn, source, startDaemon } from "./daemon.mjs";
+import { artifacts, chromium, openPage, requireBrowser, screenshot, serverConfig, skipper, tearDown } from "./harness.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const webRoot = process.env.RACKPROF_WEB_ROOT ?? path.join(source, "web/dist");
-const artifacts = process.env.RACKPROF_ARTIFACTS ?? path.join(source, "build/test-artifacts");
-const chromium = process.env.RACKPROF_CHROMIUM ?? "/usr/bin/chromium";
-
-function skip(why) {
-  console.log(`SKIP browser tests: ${why}`);
-  process.exit(77);
-}
+const skip = skipper("browser tests");
 const gprof = (() => {
   try {
     return execFileSync("sh", ["-c", "command -v arm-none-eabi-gprof"]).toString().trim();
@@ -27,16 +19,13 @@ const gprof = (() => {
     return "";
   }
 })();
-if (!fs.existsSync(chromium)) skip(`${chromium} is missing (apt-get install chromium; ./setup.sh)`);
-if (!fs.existsSync(path.join(here, "node_modules/playwright-core"))) skip("tests/browser/node_modules is missing (./setup.sh installs it)");
-if (!fs.existsSync(path.join(webRoot, "index.html"))) skip(`${webRoot} holds no built dashboard (./setup.sh builds web/ui)`);
-if (!fs.existsSync(binary)) skip(`${binary} is not built`);
+requireBrowser(skip);
 if (!gprof) skip("arm-none-eabi-gprof is missing");
 
 const { chromium: playwright } = await import("playwright-core");
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rackprof-browser-"));
-const rackprof = (...args) => execFileSync(binary, args, { cwd: dir, stdio: ["ignore", "pipe", "pipe"] }).toString();
+const rackprof = rackprofIn(dir);
 let daemon;
 let base;
 let browser;
@@ -59,12 +48,7 @@ function truthProfile(file) {
   return out;
 }
 
-async function api(method, url, body) {
-  const r = await fetch(base + url, { method, body, headers: body ? { "Content-Type": "application/octet-stream" } : {} });
-  const json = await r.json();
-  assert.ok(r.ok, `${method} ${url}: ${r.status} ${JSON.stringify(json)}`);
-  return json;
-}
+const api = (method, url, body) => daemon.api(method, url, body);
 
 before(async () => {
   fs.mkdirSync(artifacts, { recursive: true });
@@ -78,7 +62,7 @@ before(async () => {
   truth.b = truthProfile(path.join(dir, "b.json"));
   daemon = await startDaemon(
     dir,
-    `[server]\nlisten = "127.0.0.1:0"\nweb_root = "${webRoot}"\n[storage]\npath = "${dir}/rack.db"\n` +
+    serverConfig(`${dir}/rack.db`) +
       `[[boards]]\nname = "det"\nlink = "sim://deterministic?rate=40000"\nelf = "${dir}/model.elf"\n` +
       `[[boards]]\nname = "blinky"\nlink = "sim://blinky?rate=20000"\nelf = "${dir}/blinky.elf"\n`,
     (log) => log.includes("[det] session") && log.includes("[blinky] session"),
@@ -91,26 +75,10 @@ before(async () => {
   browser = await launchBrowser(playwright, chromium, dir, { acceptDownloads: true });
 });
 
-after(async () => {
-  await browser?.close();
-  await daemon?.stop();
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+after(() => tearDown(browser, daemon, dir));
 
 // A page at 1280x800 whose console errors and uncaught exceptions are collected.
-async function open(url) {
-  const page = await browser.newPage();
-  const errors = [];
-  // With the URL: "Failed to load resource: 404" alone does not say which.
-  page.on("console", (m) => m.type() === "error" && errors.push(`${m.text()} ${m.location()?.url ?? ""}`.trim()));
-  page.on("pageerror", (e) => errors.push(String(e)));
-  await page.goto(base + url);
-  return { page, errors, close: () => page.close() };
-}
-
-async function screenshot(page, name) {
-  await page.screenshot({ path: path.join(artifacts, `dashboard-${name}.png`), fullPage: true });
-}
+const open = (url) => openPage(browser, base, url);
 
 test("rack: every board with its link state, a moving records/s, live events, start", async () => {
   const { page, errors, close } = await open("/");

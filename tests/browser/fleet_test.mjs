@@ -7,31 +7,18 @@
 // dashboard are missing.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { binary, source, launchBrowser, startDaemon } from "./daemon.mjs";
+import { launchBrowser, rackprofIn, startDaemon } from "./daemon.mjs";
+import { artifacts, chromium, downloadHrefs, openPage, requireBrowser, screenshot, serverConfig, skipper, tearDown } from "./harness.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const webRoot = process.env.RACKPROF_WEB_ROOT ?? path.join(source, "web/dist");
-const artifacts = process.env.RACKPROF_ARTIFACTS ?? path.join(source, "build/test-artifacts");
-const chromium = process.env.RACKPROF_CHROMIUM ?? "/usr/bin/chromium";
-
-function skip(why) {
-  console.log(`SKIP fleet browser tests: ${why}`);
-  process.exit(77);
-}
-if (!fs.existsSync(chromium)) skip(`${chromium} is missing (apt-get install chromium; ./setup.sh)`);
-if (!fs.existsSync(path.join(here, "node_modules/playwright-core"))) skip("tests/browser/node_modules is missing (./setup.sh installs it)");
-if (!fs.existsSync(path.join(webRoot, "index.html"))) skip(`${webRoot} holds no built dashboard (./setup.sh builds web/ui)`);
-if (!fs.existsSync(binary)) skip(`${binary} is not built`);
+requireBrowser(skipper("fleet browser tests"));
 
 const { chromium: playwright } = await import("playwright-core");
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rackprof-fleet-"));
-const rackprof = (...args) => execFileSync(binary, args, { cwd: dir, stdio: ["ignore", "pipe", "pipe"] }).toString();
+const rackprof = rackprofIn(dir);
 const boards = ["f1", "f2", "f3", "f4"];
 const outlier = "f4";
 const sessions = {};
@@ -41,12 +28,7 @@ let daemon;
 let base;
 let browser;
 
-async function api(method, url, body) {
-  const r = await fetch(base + url, { method, body, headers: body ? { "Content-Type": "application/octet-stream" } : {} });
-  const json = await r.json();
-  assert.ok(r.ok, `${method} ${url}: ${r.status} ${JSON.stringify(json)}`);
-  return json;
-}
+const api = (method, url, body) => daemon.api(method, url, body);
 
 before(async () => {
   fs.mkdirSync(artifacts, { recursive: true });
@@ -56,7 +38,7 @@ before(async () => {
     const elf = i === 0 ? ["--write-elf", "model.elf"] : [];
     rackprof("simulate", "--model", "deterministic", "--iterations", "200", "--seed", String(i + 1), ...slower, "-o", `${board}.bin`, ...elf);
   }
-  daemon = await startDaemon(dir, `[server]\nlisten = "127.0.0.1:0"\nweb_root = "${webRoot}"\n[storage]\npath = "${dir}/rack.db"\n`);
+  daemon = await startDaemon(dir, serverConfig(`${dir}/rack.db`));
   base = daemon.base;
   const firmware = await api("PUT", "/api/v1/firmware", fs.readFileSync(path.join(dir, "model.elf")));
   for (const board of boards) {
@@ -67,25 +49,9 @@ before(async () => {
   browser = await launchBrowser(playwright, chromium, dir, { acceptDownloads: true });
 });
 
-after(async () => {
-  await browser?.close();
-  await daemon?.stop();
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+after(() => tearDown(browser, daemon, dir));
 
-async function open(url) {
-  const page = await browser.newPage();
-  const errors = [];
-  // With the URL: "Failed to load resource: 404" alone does not say which.
-  page.on("console", (m) => m.type() === "error" && errors.push(`${m.text()} ${m.location()?.url ?? ""}`.trim()));
-  page.on("pageerror", (e) => errors.push(String(e)));
-  await page.goto(base + url);
-  return { page, errors, close: () => page.close() };
-}
-
-async function screenshot(page, name) {
-  await page.screenshot({ path: path.join(artifacts, `dashboard-${name}.png`), fullPage: true });
-}
+const open = (url) => openPage(browser, base, url);
 
 // The export formats the daemon's OpenAPI document enumerates (checked there against the
 // registry), or, from a document without the enum, the registry's formats this test knows;
@@ -120,7 +86,7 @@ test("fleet: the build's sessions merged, the outlier board marked in the plot a
   const gammaRow = (await page.locator('#fleet-flat tr[data-function="gamma"] td').allTextContents()).map((t) => t.trim());
   assert.equal(gammaRow[0], `${merged.flat.find((r) => r.name === "gamma").percent.toFixed(2)} %`);
   // Every export of the selection is offered.
-  const kinds = await page.$$eval("p.downloads a.download", (as) => as.map((a) => a.getAttribute("href")));
+  const kinds = await downloadHrefs(page);
   // The measured calling-context exports (cct-*) answer 422 without a tree: offered only on a
   // session's profile that has one (calling_context_test.mjs).
   for (const f of (await formats()).selection.filter((f) => !f.startsWith("cct-"))) {
@@ -213,7 +179,7 @@ test("flame graph of one session, every export downloadable, and 'compare withâ€
   assert.ok(total > 0, folded);
   for (const [root, n] of byRoot) if (n >= total / 100) assert.ok(names.includes(root), `${root} in ${names}`);
   // Every format the export registry has, each a link that answers 200.
-  const links = await page.$$eval("p.downloads a.download", (as) => as.map((a) => a.getAttribute("href")));
+  const links = await downloadHrefs(page);
   for (const f of (await formats()).session.filter((f) => !f.startsWith("cct-"))) {
     const href = links.find((l) => l === `/api/v1/sessions/${sessions.f1}/export/${f}`);
     assert.ok(href, `${f} in ${links}`);

@@ -10,22 +10,11 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { binary, eventually, source, launchBrowser, startDaemon } from "./daemon.mjs";
+import { eventually, launchBrowser, startDaemon } from "./daemon.mjs";
+import { artifacts, chromium, requireBrowser, serverConfig, skipper } from "./harness.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const webRoot = process.env.RACKPROF_WEB_ROOT ?? path.join(source, "web/dist");
-const artifacts = process.env.RACKPROF_ARTIFACTS ?? path.join(source, "build/test-artifacts");
-const chromium = process.env.RACKPROF_CHROMIUM ?? "/usr/bin/chromium";
-
-function skip(why) {
-  console.log(`SKIP storage badge browser test: ${why}`);
-  process.exit(77);
-}
-if (!fs.existsSync(chromium)) skip(`${chromium} is missing (apt-get install chromium; ./setup.sh)`);
-if (!fs.existsSync(path.join(here, "node_modules/playwright-core"))) skip("tests/browser/node_modules is missing (./setup.sh installs it)");
-if (!fs.existsSync(path.join(webRoot, "index.html"))) skip(`${webRoot} holds no built dashboard (./setup.sh builds web/ui)`);
-if (!fs.existsSync(binary)) skip(`${binary} is not built`);
+const skip = skipper("storage badge browser test");
+requireBrowser(skip);
 if (process.getuid?.() !== 0) skip("mounting a small tmpfs for the database needs root (CAP_SYS_ADMIN)");
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rackprof-storage-badge-"));
@@ -67,7 +56,7 @@ before(async () => {
   fs.mkdirSync(artifacts, { recursive: true });
   daemon = await startDaemon(
     dir,
-    `[server]\nlisten = "127.0.0.1:0"\nweb_root = "${webRoot}"\n[storage]\npath = "${fsDir}/rack.db"\n` +
+    serverConfig(`${fsDir}/rack.db`) +
       `[[boards]]\nname = "filling"\nlink = "sim://deterministic?rate=40000"\n`,
     (log) => log.includes("[filling] session"),
   );

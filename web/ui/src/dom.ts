@@ -62,3 +62,66 @@ export function formText(data: FormData, name: string): string {
   const value = data.get(name);
   return typeof value === "string" ? value : "";
 }
+
+// An error said at once to screen readers too (role "alert").
+export function alertText(text: string, attrs: Attrs = {}): HTMLElement {
+  return h("p", { class: "error", role: "alert", ...attrs }, text);
+}
+
+// A section headed by an <h2> of id `id` that labels it.
+export function section(id: string, title: Child, ...children: Child[]): HTMLElement {
+  return h("section", { "aria-labelledby": id }, h("h2", { id }, title), ...children);
+}
+
+// A form handled here, not sent by the browser: `submit` gets its data and the form itself.
+export function form(
+  attrs: Attrs,
+  submit: (data: FormData, form: HTMLFormElement) => unknown,
+  ...children: Child[]
+): HTMLElement {
+  const onsubmit = (e: Event) => {
+    e.preventDefault();
+    const el = e.target as HTMLFormElement;
+    void submit(new FormData(el), el);
+  };
+  return h("form", { ...attrs, onsubmit }, ...children);
+}
+
+// A labelled <select> named `name`: its options are values shown as they are, or [value, text]
+// pairs; the one whose value is `selected` is picked.
+export function selectField(
+  label: string,
+  name: string,
+  options: (string | [string, string])[],
+  selected?: string | null,
+): HTMLElement {
+  return h(
+    "label",
+    {},
+    label,
+    h(
+      "select",
+      { name },
+      options.map((o) => {
+        const [value, text] = typeof o === "string" ? [o, o] : o;
+        return h("option", { value, selected: selected !== undefined && value === selected }, text);
+      }),
+    ),
+  );
+}
+
+// What a form does on submission, said in `result`: `doing` ("Uploading…") while `action`
+// runs (it says itself what came of it), and its error, after `failure`, if it throws.
+export async function attempt(
+  result: Element,
+  doing: string,
+  action: () => Promise<unknown>,
+  failure = "",
+): Promise<void> {
+  replace(result, h("p", { class: "muted" }, doing));
+  try {
+    await action();
+  } catch (err) {
+    replace(result, alertText(`${failure}${(err as Error).message}`));
+  }
+}

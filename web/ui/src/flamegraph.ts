@@ -4,7 +4,7 @@
 // graph. Drawn by d3-flame-graph as SVG: one <g class="frame" name="fn"> per frame.
 import flamegraph, { type FrameNode } from "d3-flame-graph";
 import { select } from "d3-selection";
-import { h, replace } from "./dom";
+import { alertText, h, replace } from "./dom";
 
 export interface Frame {
   name: string;
@@ -143,3 +143,17 @@ export function drawFlameGraph(
 
 const signedPct = (delta: number, total: number) =>
   (delta >= 0 ? "+" : "−") + pct(Math.abs(delta), total);
+
+// A box for a flame graph, saying its stacks are on their way.
+export function flameBox(id: string): HTMLElement {
+  return h("div", { class: "flame", id }, h("p", { class: "muted" }, "Loading the stacks…"));
+}
+
+// Draws a flame graph into `flame` (`draw` loads its stacks), or says why it could not.
+export async function drawStacks(flame: HTMLElement, draw: () => Promise<void>): Promise<void> {
+  try {
+    await draw();
+  } catch (e) {
+    replace(flame, alertText(`The stacks could not be loaded: ${(e as Error).message}`));
+  }
+}

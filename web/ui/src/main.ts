@@ -1,7 +1,7 @@
 // The single page: a router from the URL path to one page at a time. Each page renders into
 // <main> and returns what stops its timers and feeds when the user leaves it.
 import "./style.css";
-import { h, replace } from "./dom";
+import { alertText, h, replace } from "./dom";
 import { rackPage } from "./pages/rack";
 import { livePage } from "./pages/live";
 import { profilePage } from "./pages/profile";
@@ -61,11 +61,7 @@ async function render() {
   try {
     cleanup = await route.page(main, new URLSearchParams(location.search), id);
   } catch (e) {
-    replace(
-      main,
-      h("h1", {}, "Something went wrong"),
-      h("p", { class: "error", role: "alert" }, String((e as Error).message)),
-    );
+    replace(main, h("h1", {}, "Something went wrong"), alertText(String((e as Error).message)));
   }
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { compareValues, type SortValue } from "./sort";
+import { compareValues, sortedBy, type SortValue } from "./sort";
 
 const sorted = (values: SortValue[]) => [...values].sort(compareValues);
 
@@ -19,5 +19,14 @@ describe("compareValues", () => {
   it("compares equal values as equal", () => {
     expect(compareValues(2, 2)).toBe(0);
     expect(compareValues("x", "x")).toBe(0);
+  });
+});
+
+describe("sortedBy", () => {
+  const rows = [{ n: 2 }, { n: null }, { n: 10 }];
+  it("sorts a copy by a row's value, either way", () => {
+    expect(sortedBy(rows, (r) => r.n, false).map((r) => r.n)).toEqual([null, 2, 10]);
+    expect(sortedBy(rows, (r) => r.n, true).map((r) => r.n)).toEqual([10, 2, null]);
+    expect(rows.map((r) => r.n)).toEqual([2, null, 10]);
   });
 });

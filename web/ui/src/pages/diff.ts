@@ -3,11 +3,11 @@
 // p-value and its verdict (slower, faster), and b's stacks drawn coloured by their change.
 import { api, type Diff, type DiffFunction, type Session } from "../api";
 import { count, isOverhead, plusMinus } from "../format";
-import { formText, h, link, replace } from "../dom";
-import { compareValues } from "../sort";
+import { alertText, form, formText, h, link, replace, section } from "../dom";
+import { sortedBy, sortHeaders, type Sort } from "../sort";
 import { navigate } from "../router";
 import { buildsOf, selectionPicker, shortId } from "../selection";
-import { differential, drawFlameGraph, parseFolded } from "../flamegraph";
+import { differential, drawFlameGraph, drawStacks, flameBox, parseFolded } from "../flamegraph";
 import { pValue } from "./fleet";
 
 // The old Compare page's URL (/compare?a=3&b=4, session ids) now opens this page.
@@ -24,7 +24,7 @@ export async function diffPage(main: HTMLElement, params: URLSearchParams) {
   const a = params.get("a")?.trim() ?? "";
   const b = params.get("b")?.trim() ?? "";
   const sessions = await api.sessions();
-  const form = diffForm(sessions, a, b);
+  const picker = diffForm(sessions, a, b);
   if (!a || !b) {
     replace(
       main,
@@ -34,7 +34,7 @@ export async function diffPage(main: HTMLElement, params: URLSearchParams) {
         { class: "muted" },
         "Two selections compared function by function: a session, a build (all its sessions), or a build narrowed to boards or tags. The daemon tests each change; significant ones are marked slower or faster.",
       ),
-      form,
+      picker,
     );
     return;
   }
@@ -42,23 +42,14 @@ export async function diffPage(main: HTMLElement, params: URLSearchParams) {
   try {
     diff = await api.diff(a, b);
   } catch (e) {
-    replace(
-      main,
-      h("h1", {}, "Diff"),
-      form,
-      h("p", { class: "error", role: "alert" }, (e as Error).message),
-    );
+    replace(main, h("h1", {}, "Diff"), picker, alertText((e as Error).message));
     return;
   }
-  const flame = h(
-    "div",
-    { class: "flame", id: "diff-flame-graph" },
-    h("p", { class: "muted" }, "Loading the stacks…"),
-  );
+  const flame = flameBox("diff-flame-graph");
   replace(
     main,
     h("h1", {}, "Diff"),
-    form,
+    picker,
     h(
       "p",
       { class: "meta", id: "diff-sides" },
@@ -74,10 +65,9 @@ export async function diffPage(main: HTMLElement, params: URLSearchParams) {
       { class: "muted small" },
       `Normalized ${diff.normalization}. ${diff.test.name} (alpha ${diff.test.alpha}): ${diff.test.description}`,
     ),
-    h(
-      "section",
-      { "aria-labelledby": "h-diff-table" },
-      h("h2", { id: "h-diff-table" }, "Functions"),
+    section(
+      "h-diff-table",
+      "Functions",
       // Self and total seconds are each side's own; the changes compare them normalized.
       h(
         "p",
@@ -88,18 +78,13 @@ export async function diffPage(main: HTMLElement, params: URLSearchParams) {
       ),
       diffTable(diff.functions),
     ),
-    h(
-      "section",
-      { "aria-labelledby": "h-diff-flame" },
-      h(
-        "h2",
-        { id: "h-diff-flame" },
-        "Differential flame graph (B's stacks, coloured by their change from A)",
-      ),
+    section(
+      "h-diff-flame",
+      "Differential flame graph (B's stacks, coloured by their change from A)",
       flame,
     ),
   );
-  try {
+  await drawStacks(flame, async () => {
     const [fa, fb] = await Promise.all([api.selectionFolded(a), api.selectionFolded(b)]);
     const { tree, missing, largest } = differential(parseFolded(fa), parseFolded(fb));
     drawFlameGraph(flame, tree, "samples", largest);
@@ -111,16 +96,7 @@ export async function diffPage(main: HTMLElement, params: URLSearchParams) {
           `${(missing * 100).toFixed(2)} % of A's time is in stacks B does not have (not drawn).`,
         ),
       );
-  } catch (e) {
-    replace(
-      flame,
-      h(
-        "p",
-        { class: "error", role: "alert" },
-        `The stacks could not be loaded: ${(e as Error).message}`,
-      ),
-    );
-  }
+  });
 }
 
 function sideText(side: Diff["a"], selection: string) {
@@ -175,19 +151,12 @@ export function diffForm(sessions: Session[], a = "", b = "") {
       selectionPicker(input, sessions, builds),
     );
   };
-  return h(
-    "form",
-    {
-      class: "filters",
-      id: "diff-form",
-      onsubmit: (e: Event) => {
-        e.preventDefault();
-        const data = new FormData(e.target as HTMLFormElement);
-        navigate(
-          `/diff?${new URLSearchParams({ a: formText(data, "a").trim(), b: formText(data, "b").trim() })}`,
-        );
-      },
-    },
+  return form(
+    { class: "filters", id: "diff-form" },
+    (data) =>
+      navigate(
+        `/diff?${new URLSearchParams({ a: formText(data, "a").trim(), b: formText(data, "b").trim() })}`,
+      ),
     field("a", a),
     field("b", b),
     h("button", { type: "submit" }, "Diff"),
@@ -303,44 +272,16 @@ const columns: Column[] = [
 function diffTable(functions: DiffFunction[]) {
   const head = h("tr");
   const body = h("tbody");
-  let sort: { key: string; descending: boolean } | null = null;
+  let sort: Sort<string> | null = null;
   const render = () => {
     const col = columns.find((c) => c.key === sort?.key);
-    const rows = col
-      ? [...functions].sort(
-          (x, y) => compareValues(col.value(x), col.value(y)) * (sort?.descending ? -1 : 1),
-        )
-      : functions;
+    const rows = col ? sortedBy(functions, col.value, sort?.descending ?? false) : functions;
     replace(
       head,
-      columns.map((c) =>
-        h(
-          "th",
-          {
-            scope: "col",
-            class: c.numeric ? "num" : "",
-            "aria-sort":
-              sort?.key === c.key ? (sort.descending ? "descending" : "ascending") : "none",
-          },
-          h(
-            "button",
-            {
-              type: "button",
-              class: "sort",
-              "data-key": c.key,
-              onclick: () => (
-                (sort = {
-                  key: c.key,
-                  descending: sort?.key === c.key ? !sort.descending : c.numeric,
-                }),
-                render()
-              ),
-            },
-            c.label,
-            sort?.key === c.key ? (sort.descending ? " ▼" : " ▲") : "",
-          ),
-        ),
-      ),
+      sortHeaders(columns, sort, (s) => {
+        sort = s;
+        render();
+      }),
     );
     replace(
       body,

@@ -1,7 +1,7 @@
 // Firmware and import: upload an ELF (stored once by build-id), import a capture or a
 // gmon.out as a completed session, optionally named by an uploaded ELF.
 import { api } from "../api";
-import { formText, h, link, replace } from "../dom";
+import { attempt, form, formText, h, link, replace, section, selectField } from "../dom";
 
 export function firmwarePage(main: HTMLElement) {
   const elfResult = h("div", { role: "status", id: "elf-result" });
@@ -14,13 +14,11 @@ export function firmwarePage(main: HTMLElement) {
     placeholder: "optional: an uploaded firmware id",
   }) as HTMLInputElement;
 
-  const uploadElf = async (e: Event) => {
-    e.preventDefault();
-    const file = (new FormData(e.target as HTMLFormElement).get("elf") as File | null) ?? null;
+  const uploadElf = async (data: FormData) => {
+    const file = (data.get("elf") as File | null) ?? null;
     if (!file || !file.size)
       return replace(elfResult, h("p", { class: "error" }, "Choose an ELF file first."));
-    replace(elfResult, h("p", { class: "muted" }, "Uploading…"));
-    try {
+    await attempt(elfResult, "Uploading…", async () => {
       const r = await api.uploadFirmware(file);
       firmwareId.value = r.id;
       replace(
@@ -33,23 +31,16 @@ export function firmwarePage(main: HTMLElement) {
           ` (${r.functions} functions). Its id is filled in below.`,
         ),
       );
-    } catch (err) {
-      replace(elfResult, h("p", { class: "error", role: "alert" }, (err as Error).message));
-    }
+    });
   };
-  const elfForm = h(
-    "form",
-    {
-      id: "elf-form",
-      onsubmit: (e: Event) => void uploadElf(e),
-    },
+  const elfForm = form(
+    { id: "elf-form" },
+    uploadElf,
     h("label", {}, "ELF file ", h("input", { type: "file", name: "elf", id: "elf-file" })),
     h("button", { type: "submit" }, "Upload"),
   );
 
-  const importCapture = async (e: Event) => {
-    e.preventDefault();
-    const data = new FormData(e.target as HTMLFormElement);
+  const importCapture = async (data: FormData) => {
     const file = data.get("capture") as File | null;
     if (!file || !file.size)
       return replace(
@@ -64,8 +55,7 @@ export function firmwarePage(main: HTMLElement) {
     if (board) query.board = board;
     const firmware = formText(data, "firmware");
     if (firmware) query.firmware = firmware;
-    replace(importResult, h("p", { class: "muted" }, "Importing…"));
-    try {
+    await attempt(importResult, "Importing…", async () => {
       const s = await api.importSession(file, query);
       replace(
         importResult,
@@ -76,40 +66,18 @@ export function firmwarePage(main: HTMLElement) {
           link(`/sessions/${s.id}`, "open its profile"),
         ),
       );
-    } catch (err) {
-      replace(importResult, h("p", { class: "error", role: "alert" }, (err as Error).message));
-    }
+    });
   };
-  const importForm = h(
-    "form",
-    {
-      id: "import-form",
-      onsubmit: (e: Event) => void importCapture(e),
-    },
+  const importForm = form(
+    { id: "import-form" },
+    importCapture,
     h("label", {}, "File ", h("input", { type: "file", name: "capture", id: "capture-file" })),
-    h(
-      "label",
-      {},
-      "Format ",
-      h(
-        "select",
-        { name: "format" },
-        h("option", { value: "bin" }, "binary capture"),
-        h("option", { value: "hex" }, "hex-ASCII capture"),
-        h("option", { value: "gmon" }, "gmon.out"),
-      ),
-    ),
-    h(
-      "label",
-      {},
-      "Address bytes ",
-      h(
-        "select",
-        { name: "addr_bytes" },
-        h("option", { value: "3" }, "3"),
-        h("option", { value: "4" }, "4"),
-      ),
-    ),
+    selectField("Format ", "format", [
+      ["bin", "binary capture"],
+      ["hex", "hex-ASCII capture"],
+      ["gmon", "gmon.out"],
+    ]),
+    selectField("Address bytes ", "addr_bytes", ["3", "4"]),
     h("label", {}, "Board name ", h("input", { name: "board", placeholder: "import" })),
     h("label", {}, "Firmware ", firmwareId),
     h("button", { type: "submit" }, "Import"),
@@ -118,10 +86,9 @@ export function firmwarePage(main: HTMLElement) {
   replace(
     main,
     h("h1", {}, "Firmware & import"),
-    h(
-      "section",
-      { "aria-labelledby": "h-elf" },
-      h("h2", { id: "h-elf" }, "Upload firmware (ELF)"),
+    section(
+      "h-elf",
+      "Upload firmware (ELF)",
       h(
         "p",
         { class: "muted" },
@@ -130,10 +97,9 @@ export function firmwarePage(main: HTMLElement) {
       elfForm,
       elfResult,
     ),
-    h(
-      "section",
-      { "aria-labelledby": "h-import" },
-      h("h2", { id: "h-import" }, "Import a capture or gmon.out"),
+    section(
+      "h-import",
+      "Import a capture or gmon.out",
       h("p", { class: "muted" }, "Stored as a completed session."),
       importForm,
       importResult,

@@ -10,10 +10,10 @@ import {
   type SpreadFunction,
 } from "../api";
 import { count, percent, seconds } from "../format";
-import { downloadLinks, formText, h, link, replace } from "../dom";
+import { alertText, downloadLinks, form, formText, h, link, replace, section } from "../dom";
 import { navigate } from "../router";
 import { buildSelection, buildsOf, shortId, type Build } from "../selection";
-import { drawFlameGraph, parseFolded } from "../flamegraph";
+import { drawFlameGraph, drawStacks, flameBox, parseFolded } from "../flamegraph";
 
 const list = (v: string | null) =>
   v
@@ -57,15 +57,11 @@ export async function fleetPage(main: HTMLElement, params: URLSearchParams) {
   try {
     profile = await api.selectionProfile(selection);
   } catch (e) {
-    replace(main, ...intro, h("p", { class: "error", role: "alert" }, (e as Error).message));
+    replace(main, ...intro, alertText((e as Error).message));
     return;
   }
   const fn = params.get("function") ?? defaultFunction(profile.spread);
-  const flame = h(
-    "div",
-    { class: "flame", id: "flame-graph" },
-    h("p", { class: "muted" }, "Loading the stacks…"),
-  );
+  const flame = flameBox("flame-graph");
   replace(
     main,
     ...intro,
@@ -88,31 +84,12 @@ export async function fleetPage(main: HTMLElement, params: URLSearchParams) {
       ),
     ),
     spreadSection(profile, fn, params),
-    h(
-      "section",
-      { "aria-labelledby": "h-flame" },
-      h("h2", { id: "h-flame" }, "Flame graph (icicle) of the merged stacks"),
-      flame,
-    ),
-    h(
-      "section",
-      { "aria-labelledby": "h-fleet-flat" },
-      h("h2", { id: "h-fleet-flat" }, "Flat profile"),
-      flatTable(profile, params),
-    ),
+    section("h-flame", "Flame graph (icicle) of the merged stacks", flame),
+    section("h-fleet-flat", "Flat profile", flatTable(profile, params)),
   );
-  try {
-    drawFlameGraph(flame, parseFolded(await api.selectionFolded(selection)), "samples");
-  } catch (e) {
-    replace(
-      flame,
-      h(
-        "p",
-        { class: "error", role: "alert" },
-        `The stacks could not be loaded: ${(e as Error).message}`,
-      ),
-    );
-  }
+  await drawStacks(flame, async () =>
+    drawFlameGraph(flame, parseFolded(await api.selectionFolded(selection)), "samples"),
+  );
 }
 
 // The function whose spread is shown first: one with a deviating board, else the busiest.
@@ -170,20 +147,14 @@ function buildTable(builds: Build[], current: string) {
 
 // Narrow the build to some of its boards, or to boards with a tag.
 function selectionForm(build: Build, boards: string[], tags: string[]) {
-  return h(
-    "form",
-    {
-      class: "filters",
-      id: "fleet-form",
-      onsubmit: (e: Event) => {
-        e.preventDefault();
-        const data = new FormData(e.target as HTMLFormElement);
-        const picked = data.getAll("board").map(String);
-        const tag = list(formText(data, "tag"));
-        navigate(
-          `/fleet?${buildSelection(build.build_id, picked.length === build.boards.length ? [] : picked, tag)}`,
-        );
-      },
+  return form(
+    { class: "filters", id: "fleet-form" },
+    (data) => {
+      const picked = data.getAll("board").map(String);
+      const tag = list(formText(data, "tag"));
+      navigate(
+        `/fleet?${buildSelection(build.build_id, picked.length === build.boards.length ? [] : picked, tag)}`,
+      );
     },
     h(
       "fieldset",
@@ -216,12 +187,11 @@ function selectionForm(build: Build, boards: string[], tags: string[]) {
 
 function spreadSection(profile: SelectionProfile, fn: string, params: URLSearchParams) {
   const spread = profile.spread;
-  const head = h("h2", { id: "h-spread" }, "Per-board spread");
+  const title = "Per-board spread";
   if (!spread)
-    return h(
-      "section",
-      { "aria-labelledby": "h-spread" },
-      head,
+    return section(
+      "h-spread",
+      title,
       h(
         "p",
         { class: "muted", id: "spread-missing" },
@@ -232,10 +202,9 @@ function spreadSection(profile: SelectionProfile, fn: string, params: URLSearchP
   const deviating = spread.functions.flatMap((x) =>
     x.boards.filter((b) => b.outside).map((b) => ({ fn: x, board: b })),
   );
-  return h(
-    "section",
-    { "aria-labelledby": "h-spread" },
-    head,
+  return section(
+    "h-spread",
+    title,
     h(
       "p",
       {
@@ -254,9 +223,9 @@ function spreadSection(profile: SelectionProfile, fn: string, params: URLSearchP
           ]
         : "No board's share of any function differs from the typical board's beyond sampling error.",
     ),
-    h(
-      "form",
-      { class: "filters", onsubmit: (e: Event) => e.preventDefault() },
+    form(
+      { class: "filters" },
+      () => undefined, // the picker navigates by itself
       h(
         "label",
         {},

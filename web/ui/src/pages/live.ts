@@ -4,7 +4,7 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import { api, feed, type LiveSnapshot } from "../api";
 import { count, isOverhead, label, percent } from "../format";
-import { h, link, replace } from "../dom";
+import { h, link, replace, section } from "../dom";
 import { storageBadge } from "./rack";
 import { navigate } from "../router";
 
@@ -82,10 +82,9 @@ export async function livePage(main: HTMLElement, _params: URLSearchParams, id?:
     h(
       "div",
       { class: "grid" },
-      h(
-        "section",
-        { "aria-labelledby": "h-rate" },
-        h("h2", { id: "h-rate" }, "Records/s ", rate),
+      section(
+        "h-rate",
+        ["Records/s ", rate],
         chartBox,
         h("div", { class: "buttons" }, stopButton, startButton),
         message,
@@ -94,10 +93,9 @@ export async function livePage(main: HTMLElement, _params: URLSearchParams, id?:
         h("h2", {}, "Losses"),
         losses,
       ),
-      h(
-        "section",
-        { "aria-labelledby": "h-top" },
-        h("h2", { id: "h-top" }, "Top functions by self time"),
+      section(
+        "h-top",
+        "Top functions by self time",
         h(
           "table",
           { class: "data", id: "top-functions" },

@@ -23,11 +23,21 @@ import {
   seconds,
   time,
 } from "../format";
-import { downloadLinks, formText, h, link, replace } from "../dom";
-import { compareValues } from "../sort";
+import {
+  alertText,
+  attempt,
+  downloadLinks,
+  form,
+  formText,
+  h,
+  link,
+  replace,
+  section,
+} from "../dom";
+import { sortedBy, sortHeaders, type Sort } from "../sort";
 import { arcCallsText, calledText, callGraphDot, renderCallGraph } from "../callgraph";
 import { navigate } from "../router";
-import { drawFlameGraph, parseFolded } from "../flamegraph";
+import { drawFlameGraph, drawStacks, flameBox, parseFolded } from "../flamegraph";
 
 // A column of the flat table: any field of a row but the interval in seconds and the source
 // line (not shown).
@@ -109,7 +119,7 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     replace(
       main,
       ...header,
-      h("p", { class: "error", role: "alert" }, (e as Error).message),
+      alertText((e as Error).message),
       noElf ? attachForm(sid, () => profilePage(main, _params, id)) : null,
     );
     return;
@@ -132,48 +142,22 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     { class: "graph", id: "call-graph" },
     h("p", { class: "muted" }, "Laying out the call graph…"),
   );
-  let sort: { key: Key; descending: boolean } = { key: "percent", descending: true };
+  let sort: Sort<Key> = { key: "percent", descending: true };
   let selected = profile.flat[0]?.name;
 
   const renderFlat = () => {
     const needle = search.value.trim().toLowerCase();
-    const rows = profile.flat
-      .filter((r) => r.name.toLowerCase().includes(needle))
-      .sort(
-        (a, b) =>
-          compareValues(sortValue(a, sort.key), sortValue(b, sort.key)) *
-          (sort.descending ? -1 : 1),
-      );
+    const rows = sortedBy(
+      profile.flat.filter((r) => r.name.toLowerCase().includes(needle)),
+      (r) => sortValue(r, sort.key),
+      sort.descending,
+    );
     replace(
       headRow,
-      columns.map((c) =>
-        h(
-          "th",
-          {
-            scope: "col",
-            class: c.numeric ? "num" : "",
-            "aria-sort":
-              sort.key === c.key ? (sort.descending ? "descending" : "ascending") : "none",
-          },
-          h(
-            "button",
-            {
-              type: "button",
-              class: "sort",
-              "data-key": c.key,
-              onclick: () => {
-                sort = {
-                  key: c.key,
-                  descending: sort.key === c.key ? !sort.descending : c.numeric,
-                };
-                renderFlat();
-              },
-            },
-            c.label,
-            sort.key === c.key ? (sort.descending ? " ▼" : " ▲") : "",
-          ),
-        ),
-      ),
+      sortHeaders(columns, sort, (s) => {
+        sort = s;
+        renderFlat();
+      }),
     );
     replace(
       flatBody,
@@ -240,9 +224,7 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
         if (asked === focusAsked)
           replace(
             focus,
-            h(
-              "p",
-              { class: "error", role: "alert" },
+            alertText(
               `The callers and callees of ${name} could not be loaded: ${(err as Error).message}`,
             ),
           );
@@ -312,36 +294,15 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
       }
       replace(graph, svg);
     } catch (e) {
-      replace(
-        graph,
-        h(
-          "p",
-          { class: "error", role: "alert" },
-          `The call graph could not be drawn: ${(e as Error).message}`,
-        ),
-      );
+      replace(graph, alertText(`The call graph could not be drawn: ${(e as Error).message}`));
     }
   };
 
-  const flame = h(
-    "div",
-    { class: "flame", id: "flame-graph" },
-    h("p", { class: "muted" }, "Loading the stacks…"),
-  );
-  const renderFlame = async () => {
-    try {
-      drawFlameGraph(flame, parseFolded(await api.sessionFolded(sid)), "samples");
-    } catch (e) {
-      replace(
-        flame,
-        h(
-          "p",
-          { class: "error", role: "alert" },
-          `The stacks could not be loaded: ${(e as Error).message}`,
-        ),
-      );
-    }
-  };
+  const flame = flameBox("flame-graph");
+  const renderFlame = () =>
+    drawStacks(flame, async () =>
+      drawFlameGraph(flame, parseFolded(await api.sessionFolded(sid)), "samples"),
+    );
 
   // The measured calling contexts, where the session has them (entry/exit events): an icicle in
   // cycles and each arc's measured time beside gprof's estimate. Without them, a note says the
@@ -381,11 +342,7 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     } catch (e) {
       replace(
         measured,
-        h(
-          "p",
-          { class: "error", role: "alert" },
-          `The measured calling contexts could not be loaded: ${(e as Error).message}`,
-        ),
+        alertText(`The measured calling contexts could not be loaded: ${(e as Error).message}`),
       );
     }
   };
@@ -407,40 +364,23 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
       { class: "meta" },
       `${seconds(profile.total_seconds)} s sampled (${count(profile.total_samples)} samples) · ${profile.flat.length} functions · ± is the 95 % Wilson score interval of each share (sampling error)`,
     ),
-    h(
-      "section",
-      { "aria-labelledby": "h-flat" },
-      h("h2", { id: "h-flat" }, "Flat profile"),
+    section(
+      "h-flat",
+      "Flat profile",
       search,
       h("table", { class: "data", id: "flat" }, h("thead", {}, headRow), flatBody),
     ),
-    h(
-      "section",
-      { "aria-labelledby": "h-graph" },
-      h("h2", { id: "h-graph" }, "Call graph"),
-      h("div", { class: "grid graph-pair" }, graph, focus),
-    ),
-    h(
-      "section",
-      { "aria-labelledby": "h-flame" },
-      h("h2", { id: "h-flame" }, "Flame graph (icicle; stacks estimated as gprof attributes time)"),
-      flame,
-    ),
-    h(
-      "section",
-      { "aria-labelledby": "h-cct" },
-      h(
-        "h2",
-        { id: "h-cct" },
-        "Measured calling contexts (icicle in cycles, from entry/exit events)",
-      ),
+    section("h-graph", "Call graph", h("div", { class: "grid graph-pair" }, graph, focus)),
+    section("h-flame", "Flame graph (icicle; stacks estimated as gprof attributes time)", flame),
+    section(
+      "h-cct",
+      "Measured calling contexts (icicle in cycles, from entry/exit events)",
       measured,
       arcs,
     ),
-    h(
-      "section",
-      { "aria-labelledby": "h-cg" },
-      h("h2", { id: "h-cg" }, "Call graph table (as gprof prints it)"),
+    section(
+      "h-cg",
+      "Call graph table (as gprof prints it)",
       gprofTable(profile.call_graph, sid, graphTop, _params),
     ),
   );
@@ -511,9 +451,7 @@ function attributedArcsTable(arcs: AttributedArc[]) {
 // attach it to the session, then the profile is drawn again with the functions named.
 function attachForm(sid: number, reload: () => Promise<unknown>) {
   const result = h("div", { role: "status", id: "attach-result" });
-  const attach = async (e: Event) => {
-    e.preventDefault();
-    const data = new FormData(e.target as HTMLFormElement);
+  const attach = async (data: FormData) => {
     const file = data.get("elf") as File | null;
     let firmware = formText(data, "firmware").trim();
     if ((!file || !file.size) && !firmware)
@@ -525,21 +463,15 @@ function attachForm(sid: number, reload: () => Promise<unknown>) {
           "Choose the session's ELF file, or give the id of firmware uploaded before.",
         ),
       );
-    replace(result, h("p", { class: "muted" }, "Attaching…"));
-    try {
+    await attempt(result, "Attaching…", async () => {
       if (file && file.size) firmware = (await api.uploadFirmware(file)).id;
       await api.attachFirmware(sid, firmware);
       await reload();
-    } catch (err) {
-      replace(result, h("p", { class: "error", role: "alert" }, (err as Error).message));
-    }
+    });
   };
-  const form = h(
-    "form",
-    {
-      id: "attach-form",
-      onsubmit: (e: Event) => void attach(e),
-    },
+  const attachFields = form(
+    { id: "attach-form" },
+    attach,
     h("label", {}, "ELF file ", h("input", { type: "file", name: "elf", id: "attach-elf" })),
     h(
       "label",
@@ -549,10 +481,9 @@ function attachForm(sid: number, reload: () => Promise<unknown>) {
     ),
     h("button", { type: "submit" }, "Attach"),
   );
-  return h(
-    "section",
-    { "aria-labelledby": "h-attach" },
-    h("h2", { id: "h-attach" }, "Attach firmware"),
+  return section(
+    "h-attach",
+    "Attach firmware",
     h(
       "p",
       { class: "muted" },
@@ -560,7 +491,7 @@ function attachForm(sid: number, reload: () => Promise<unknown>) {
       link("/firmware", "Firmware & import"),
       " page).",
     ),
-    form,
+    attachFields,
     result,
   );
 }
@@ -569,17 +500,12 @@ function attachForm(sid: number, reload: () => Promise<unknown>) {
 // with a dithered period; a warning when their shares differ beyond sampling error.
 function syncSection(sid: number, profile: Profile) {
   const check = profile.sync_check;
-  const form = h(
-    "form",
-    {
-      class: "inline",
-      id: "sync-form",
-      onsubmit: (e: Event) => {
-        e.preventDefault();
-        const ref = formText(new FormData(e.target as HTMLFormElement), "sync_reference").trim();
-        if (/^\d+$/.test(ref))
-          navigate(`/sessions/${sid}?${new URLSearchParams({ sync_reference: ref })}`);
-      },
+  const syncForm = form(
+    { class: "inline", id: "sync-form" },
+    (data) => {
+      const ref = formText(data, "sync_reference").trim();
+      if (/^\d+$/.test(ref))
+        navigate(`/sessions/${sid}?${new URLSearchParams({ sync_reference: ref })}`);
     },
     h(
       "label",
@@ -595,18 +521,18 @@ function syncSection(sid: number, profile: Profile) {
     " ",
     h("button", { type: "submit" }, "Check"),
   );
-  if (!check) return h("p", { class: "meta" }, form);
+  if (!check) return h("p", { class: "meta" }, syncForm);
   return h(
     "div",
     {},
     check.warning
-      ? h("p", { class: "error", role: "alert", id: "sync-warning" }, check.warning)
+      ? alertText(check.warning, { id: "sync-warning" })
       : h(
           "p",
           { class: "meta", id: "sync-ok" },
           `No synchronisation: shares agree with session ${check.reference} within sampling error (${check.test.functions_compared} functions).`,
         ),
-    h("p", { class: "meta" }, form),
+    h("p", { class: "meta" }, syncForm),
   );
 }
 

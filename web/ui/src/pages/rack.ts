@@ -2,7 +2,7 @@
 // The events feed refreshes at once on a change; a 1 s poll keeps the rates moving.
 import { api, feed, type Board, type BoardEvent } from "../api";
 import { count, label, time } from "../format";
-import { formText, h, link, replace } from "../dom";
+import { attempt, form, formText, h, link, replace, section, selectField } from "../dom";
 
 const records = (b: Board) =>
   b.counters ? (b.counters.arcs ?? 0) + (b.counters.pc_samples ?? 0) : 0;
@@ -222,9 +222,7 @@ export function counterList(
 // firmware uploaded before; the API's refusal is shown as it says it.
 function addBoardForm(refresh: () => Promise<void>) {
   const result = h("div", { role: "status", id: "add-board-result" });
-  const addBoard = async (e: Event) => {
-    e.preventDefault();
-    const data = new FormData(e.target as HTMLFormElement);
+  const addBoard = async (data: FormData, added: HTMLFormElement) => {
     const board: Record<string, string | number | boolean> = {
       name: formText(data, "name").trim(),
       link: formText(data, "link").trim(),
@@ -235,29 +233,21 @@ function addBoardForm(refresh: () => Promise<void>) {
     if (data.get("addr_bytes")) board.addr_bytes = Number(data.get("addr_bytes"));
     const firmware = formText(data, "firmware").trim();
     if (firmware) board.firmware = firmware;
-    replace(result, h("p", { class: "muted" }, "Adding…"));
-    try {
-      await api.addBoard(board);
-      replace(result, h("p", {}, `Added board ${board.name}.`));
-      (e.target as HTMLFormElement).reset();
-      await refresh();
-    } catch (err) {
-      replace(
-        result,
-        h(
-          "p",
-          { class: "error", role: "alert" },
-          `Cannot add the board: ${(err as Error).message}`,
-        ),
-      );
-    }
+    await attempt(
+      result,
+      "Adding…",
+      async () => {
+        await api.addBoard(board);
+        replace(result, h("p", {}, `Added board ${board.name}.`));
+        added.reset();
+        await refresh();
+      },
+      "Cannot add the board: ",
+    );
   };
-  const form = h(
-    "form",
-    {
-      id: "add-board",
-      onsubmit: (e: Event) => void addBoard(e),
-    },
+  const fields = form(
+    { id: "add-board" },
+    addBoard,
     h(
       "label",
       {},
@@ -276,39 +266,9 @@ function addBoardForm(refresh: () => Promise<void>) {
         class: "mono",
       }),
     ),
-    h(
-      "label",
-      {},
-      "Protocol ",
-      h(
-        "select",
-        { name: "protocol" },
-        ["legacy", "framed", "itm"].map((p) => h("option", { value: p }, p)),
-      ),
-    ),
-    h(
-      "label",
-      {},
-      "Format ",
-      h(
-        "select",
-        { name: "format" },
-        h("option", { value: "bin" }, "bin"),
-        h("option", { value: "hex" }, "hex"),
-      ),
-    ),
-    h(
-      "label",
-      {},
-      "Address bytes ",
-      h(
-        "select",
-        { name: "addr_bytes" },
-        h("option", { value: "" }, "default"),
-        h("option", { value: "3" }, "3"),
-        h("option", { value: "4" }, "4"),
-      ),
-    ),
+    selectField("Protocol ", "protocol", ["legacy", "framed", "itm"]),
+    selectField("Format ", "format", ["bin", "hex"]),
+    selectField("Address bytes ", "addr_bytes", [["", "default"], "3", "4"]),
     h(
       "label",
       {},
@@ -328,10 +288,9 @@ function addBoardForm(refresh: () => Promise<void>) {
     ),
     h("button", { type: "submit" }, "Add board"),
   );
-  return h(
-    "section",
-    { "aria-labelledby": "h-add-board" },
-    h("h2", { id: "h-add-board" }, "Add a board"),
+  return section(
+    "h-add-board",
+    "Add a board",
     h(
       "p",
       { class: "muted" },
@@ -341,7 +300,7 @@ function addBoardForm(refresh: () => Promise<void>) {
       link("/firmware", "uploaded images"),
       ".",
     ),
-    form,
+    fields,
     result,
   );
 }

@@ -1,7 +1,7 @@
 // Sessions: the stored sessions with filters, downloads, and two picked for a diff.
 import { api, downloads, rawExports, type Session } from "../api";
 import { count, duration, time } from "../format";
-import { downloadLinks, h, link, replace } from "../dom";
+import { downloadLinks, form, h, link, replace, selectField } from "../dom";
 import { storageBadge } from "./rack";
 import { navigate } from "../router";
 import { diffForm } from "./diff";
@@ -12,31 +12,14 @@ export async function sessionsPage(main: HTMLElement, params: URLSearchParams) {
     ...new Set([...boards.map((b) => b.name), ...sessions.map((s) => s.board)]),
   ].sort();
   const select = (name: string, label: string, options: string[]) =>
-    h(
-      "label",
-      {},
-      label,
-      " ",
-      h(
-        "select",
-        { name },
-        h("option", { value: "" }, "any"),
-        options.map((o) => h("option", { value: o, selected: params.get(name) === o }, o)),
-      ),
-    );
+    selectField(`${label} `, name, [["", "any"], ...options], params.get(name));
 
-  const filters = h(
-    "form",
-    {
-      class: "filters",
-      role: "search",
-      onsubmit: (e: Event) => {
-        e.preventDefault();
-        const data = new FormData(e.target as HTMLFormElement);
-        const query = new URLSearchParams();
-        for (const [k, v] of data) if (typeof v === "string" && v) query.set(k, v);
-        navigate(`/sessions${query.size ? `?${query}` : ""}`);
-      },
+  const filters = form(
+    { class: "filters", role: "search" },
+    (data) => {
+      const query = new URLSearchParams();
+      for (const [k, v] of data) if (typeof v === "string" && v) query.set(k, v);
+      navigate(`/sessions${query.size ? `?${query}` : ""}`);
     },
     select("board", "Board", boardNames),
     select("state", "State", ["capturing", "completed", "interrupted"]),
