@@ -1,4 +1,5 @@
 #include "storage/storage_writer.h"
+#include "storage/writer_detail.h"
 
 #include <sys/statvfs.h>
 
@@ -7,27 +8,12 @@
 
 namespace rackprof::storage {
 
-namespace {
+namespace detail {
 
 std::int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
                std::chrono::system_clock::now().time_since_epoch())
         .count();
-}
-
-std::size_t op_bytes(const WriteOp& op) {
-    if (const auto* chunk = std::get_if<ChunkOp>(&op)) {
-        std::size_t text = 0;
-        for (const auto& line : chunk->console) text += line.text.size();
-        const std::size_t delta =
-            chunk->delta ? (chunk->delta->distinct_arcs() + chunk->delta->distinct_pcs()) * 24 : 0;
-        const std::size_t encoded =
-            chunk->encoded ? chunk->encoded->raw_block.size() + chunk->encoded->record_block.size()
-                           : 0;
-        return chunk->raw.size() + chunk->records.size() * sizeof(protocol::Record) + encoded +
-               text + delta + sizeof(ChunkOp);
-    }
-    return sizeof(WriteOp);
 }
 
 std::string human_bytes(std::uint64_t bytes) {
@@ -73,6 +59,27 @@ bool replaces(const WriteOp& held, const WriteOp& op) {
     if (std::holds_alternative<TargetOp>(op) || std::holds_alternative<SetFirmwareOp>(op))
         return session_of(held) == session_of(op);
     return false;
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+namespace {
+
+std::size_t op_bytes(const WriteOp& op) {
+    if (const auto* chunk = std::get_if<ChunkOp>(&op)) {
+        std::size_t text = 0;
+        for (const auto& line : chunk->console) text += line.text.size();
+        const std::size_t delta =
+            chunk->delta ? (chunk->delta->distinct_arcs() + chunk->delta->distinct_pcs()) * 24 : 0;
+        const std::size_t encoded =
+            chunk->encoded ? chunk->encoded->raw_block.size() + chunk->encoded->record_block.size()
+                           : 0;
+        return chunk->raw.size() + chunk->records.size() * sizeof(protocol::Record) + encoded +
+               text + delta + sizeof(ChunkOp);
+    }
+    return sizeof(WriteOp);
 }
 
 void limit_size(Database& db, std::uint64_t max_bytes) {
@@ -303,91 +310,6 @@ void StorageWriter::run() {
     }
 }
 
-RetentionTotals StorageWriter::prune_now() {
-    std::unique_lock lock(mutex_);
-    if (stopping_) return {};
-    // A pass that began before this call may have listed its sessions too early: wait for
-    // one that begins after it.
-    const std::uint64_t target = retention_started_ + 1;
-    ++prune_wanted_;
-    wake_.notify_one();
-    drained_.wait(lock, [&] { return retention_finished_ >= target || stopping_; });
-    return last_pass_;
-}
-
-void StorageWriter::retention_step() {
-    const auto steady = std::chrono::steady_clock::now();
-    const auto finish = [this](const RetentionTotals& totals) {
-        {
-            std::lock_guard lock(mutex_);
-            ++retention_finished_;
-            last_pass_ = totals;
-            retention_totals_.add(totals);
-        }
-        drained_.notify_all();
-    };
-    if (!retention_pass_) {
-        bool wanted = false;
-        {
-            std::lock_guard lock(mutex_);
-            wanted = prune_wanted_ > 0;
-            const bool due = options_.retention.rules.any() && steady >= next_retention_;
-            if (!due && !wanted) return;
-            prune_wanted_ = 0;  // this pass answers them
-            ++retention_started_;
-        }
-        next_retention_ = steady + options_.retention.interval;
-        try {
-            retention_pass_.emplace(
-                store_, options_.retention.rules,
-                options_.retention.clock ? options_.retention.clock() : now_ns(), open_sessions_);
-        } catch (const StorageError& e) {
-            report(StorageEvent::Kind::kPruneFailed,
-                   std::string("retention: listing what is due failed (tried again in an "
-                               "interval): ") +
-                       e.what());
-            return finish({});
-        }
-    }
-    try {
-        const auto whole = retention_pass_->step(options_.retention.step_budget,
-                                                 options_.retention.rows_per_transaction);
-        // Their raw rows are gone; the rest goes as any deleted session goes.
-        for (const SessionId id : whole) apply({DeleteSessionOp{id}});
-    } catch (const StorageError& e) {
-        const RetentionTotals partial = retention_pass_->totals();
-        retention_pass_.reset();
-        report(StorageEvent::Kind::kPruneFailed,
-               std::string("retention: a pass stopped (tried again in an interval): ") + e.what());
-        return finish(partial);
-    }
-    if (!retention_pass_->done()) return;
-    const RetentionTotals totals = retention_pass_->totals();
-    retention_pass_.reset();
-    if (totals.rows > 0 || totals.sessions_deleted > 0) {
-        std::uint64_t free_bytes = 0;
-        try {
-            Statement pages = store_.db().prepare("PRAGMA freelist_count");
-            pages.step();
-            Statement size = store_.db().prepare("PRAGMA page_size");
-            size.step();
-            free_bytes = static_cast<std::uint64_t>(pages.column_int(0) * size.column_int(0));
-        } catch (const StorageError&) {
-        }
-        report(StorageEvent::Kind::kPruned,
-               "retention: raw data of " + std::to_string(totals.sessions_raw_pruned) +
-                   " session(s) pruned (keep_raw_days = " +
-                   std::to_string(options_.retention.rules.keep_raw_days) + "), " +
-                   std::to_string(totals.sessions_deleted) + " session(s) deleted (" +
-                   "keep_sessions_days = " +
-                   std::to_string(options_.retention.rules.keep_sessions_days) +
-                   "): " + std::to_string(totals.rows) + " rows, " + human_bytes(totals.bytes) +
-                   " freed; " + human_bytes(free_bytes) + " of " + path_.string() +
-                   " now free for new data (the file does not shrink)");
-    }
-    finish(totals);
-}
-
 // One transaction for what was held and everything that queued up meanwhile. If storage as a
 // whole fails, chunks are lost (counted) and the rest is held; if one operation is at fault,
 // each is tried alone, so it cannot take the others with it.
@@ -432,49 +354,17 @@ gmon::Aggregate StorageWriter::take_summed(SessionId session) {
     return sums;
 }
 
-namespace {
-
-// Spare buffers of one kind. Only as many are kept as senders asked for (up to kSpareBuffers):
-// chunks of a sender that never asks (an import) are freed as before, so keeping costs no
-// memory where nobody takes them.
-template <class T>
-std::vector<T> take_spare(std::mutex& mutex, StorageWriter::Spares<T>& spares) {
-    std::lock_guard lock(mutex);
-    spares.asked = std::min(spares.asked + 1, StorageWriter::kSpareBuffers);
-    if (spares.kept.empty()) return {};
-    std::vector<T> buffer = std::move(spares.kept.back());
-    spares.kept.pop_back();
-    return buffer;
-}
-
-template <class T>
-void keep_spare(std::vector<T>& buffer, StorageWriter::Spares<T>& spares) {
-    if (spares.asked == 0 || buffer.capacity() == 0 ||
-        buffer.capacity() * sizeof(T) > StorageWriter::kMaxSpareBytes ||
-        spares.kept.size() >= StorageWriter::kSpareBuffers)
-        return;
-    --spares.asked;
-    buffer.clear();
-    spares.kept.push_back(std::move(buffer));
-}
-
-}  // namespace
-
 std::vector<protocol::Record> StorageWriter::record_buffer() {
-    return take_spare(spare_mutex_, spare_records_);
+    return buffers_.records();
 }
 
 std::vector<std::uint8_t> StorageWriter::raw_buffer() {
-    return take_spare(spare_mutex_, spare_raw_);
+    return buffers_.raw();
 }
 
 void StorageWriter::keep_buffers(std::span<WriteOp> ops) {
-    std::lock_guard lock(spare_mutex_);
     for (WriteOp& op : ops) {
-        if (auto* chunk = std::get_if<ChunkOp>(&op)) {
-            keep_spare(chunk->records, spare_records_);
-            keep_spare(chunk->raw, spare_raw_);
-        }
+        if (auto* chunk = std::get_if<ChunkOp>(&op)) buffers_.keep(chunk->records, chunk->raw);
     }
 }
 
@@ -677,160 +567,6 @@ void StorageWriter::write_storage_gaps(Attempt& a) {
             p.counters = ledger.last_counters;
             p.counters_changed = true;
         }
-    }
-}
-
-void StorageWriter::failed(std::span<WriteOp> ops, const StorageError& error, std::int64_t now) {
-    ++failed_transactions_;
-    if (!health().failing) begin_episode(error, now);
-    for (WriteOp& op : ops) {
-        if (const auto* chunk = std::get_if<ChunkOp>(&op)) {
-            lose_chunk(*chunk, episode_reason_, now);
-        } else {
-            hold(std::move(op));
-        }
-    }
-    const auto since = std::chrono::steady_clock::now() - last_report_;
-    if (since >= options_.report_interval) {
-        report(StorageEvent::Kind::kStillFailing,
-               "storage: still failing (" + std::string(error.what()) + "); " +
-                   std::to_string(episode_records_) + " records (" + human_bytes(episode_bytes_) +
-                   ") lost so far; " + path_.string() + ": " + free_space(path_));
-    }
-}
-
-void StorageWriter::begin_episode(const StorageError& error, std::int64_t now) {
-    episode_records_ = episode_bytes_ = 0;
-    episode_reason_ = sqlite3_errstr(error.sqlite_code());
-    {
-        std::lock_guard lock(health_mutex_);
-        health_ = {true, error.what(), now};
-    }
-    report(StorageEvent::Kind::kFailing,
-           "storage: commits fail: " + std::string(error.what()) + "; database " + path_.string() +
-               ", " + free_space(path_) +
-               " on its file system. Capture goes on: what cannot be committed is counted lost "
-               "(records_lost_storage) with a gap in each session, and commits are retried every " +
-               std::to_string(options_.commit_interval.count()) + " ms");
-}
-
-void StorageWriter::end_episode(std::int64_t now) {
-    StorageHealth was;
-    {
-        std::lock_guard lock(health_mutex_);
-        if (!health_.failing) return;
-        was = std::exchange(health_, {});
-    }
-    char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%.1f", static_cast<double>(now - was.since_ns) / 1e9);
-    report(StorageEvent::Kind::kRecovered,
-           "storage: commits succeed again after " + std::string(seconds) + " s; " +
-               std::to_string(episode_records_) + " records (" + human_bytes(episode_bytes_) +
-               ") were lost meanwhile (counted in records_lost_storage, a gap in each session)");
-}
-
-void StorageWriter::lose_chunk(const ChunkOp& chunk, const std::string& reason, std::int64_t now) {
-    Ledger& l = ledgers_[chunk.session];
-    l.records += chunk.record_count();
-    l.bytes += chunk.raw_bytes();
-    if (!l.gap_since_ns) {
-        l.gap_since_ns = chunk.received_ns > 0 ? chunk.received_ns : now;
-        l.gap_reason = reason;
-        ++l.gaps;
-    }
-    l.gap_records += chunk.record_count();
-    l.gap_bytes += chunk.raw_bytes();
-    if (chunk.counters.bytes_in >= l.last_counters.bytes_in) l.last_counters = chunk.counters;
-    episode_records_ += chunk.record_count();
-    episode_bytes_ += chunk.raw_bytes();
-    {
-        std::lock_guard lock(health_mutex_);
-        totals_.records += chunk.record_count();
-        totals_.bytes += chunk.raw_bytes();
-        totals_.sessions.insert(chunk.session);
-    }
-    publish_losses(chunk.session);
-}
-
-// Keeps an operation for the next transaction, coalesced so that memory stays bounded.
-void StorageWriter::hold(WriteOp op) {
-    for (WriteOp& held : held_) {
-        if (replaces(held, op)) {
-            held = std::move(op);
-            return;
-        }
-    }
-    if (const auto* gap = std::get_if<GapOp>(&op)) {
-        GapOp* last = nullptr;
-        std::size_t count = 0;
-        for (WriteOp& held : held_) {
-            if (auto* g = std::get_if<GapOp>(&held); g && g->session == gap->session) {
-                last = g;
-                ++count;
-            }
-        }
-        if (last && count >= kMaxHeldGaps) {
-            last->gap.ended_ns = gap->gap.ended_ns;
-            last->gap.reason = "several link gaps while storage was failing";
-            last->counters = gap->counters;
-            return;
-        }
-    }
-    held_.push_back(std::move(op));
-}
-
-// One operation failed on its own (not storage as a whole): it is lost, and said so, at most
-// once per report interval.
-void StorageWriter::lost_alone(WriteOp& op, const StorageError& error, std::int64_t now) {
-    ++failed_transactions_;
-    if (const auto* chunk = std::get_if<ChunkOp>(&op)) lose_chunk(*chunk, error.what(), now);
-    const auto at = std::chrono::steady_clock::now();
-    if (last_op_report_ != std::chrono::steady_clock::time_point{} &&
-        at - last_op_report_ < options_.report_interval) {
-        ++unreported_lost_operations_;
-        return;
-    }
-    std::string message = std::string("storage: operation lost: ") + error.what();
-    if (unreported_lost_operations_ > 0)
-        message += " (and " + std::to_string(unreported_lost_operations_) + " more since)";
-    unreported_lost_operations_ = 0;
-    last_op_report_ = at;
-    report(StorageEvent::Kind::kOperationLost, message);
-}
-
-void StorageWriter::report_uncommitted() {
-    std::set<SessionId> sessions;
-    for (const WriteOp& op : held_) {
-        if (const SessionId id = session_of(op)) sessions.insert(id);
-    }
-    std::string names;
-    for (const SessionId id : sessions) names += (names.empty() ? "" : ", ") + std::to_string(id);
-    {
-        std::lock_guard lock(health_mutex_);
-        totals_.operations_uncommitted = held_.size();
-        totals_.sessions.insert(sessions.begin(), sessions.end());
-    }
-    report(StorageEvent::Kind::kUncommitted,
-           "storage: stopping with " + std::to_string(held_.size()) +
-               " operation(s) never written (" + health().error + ")" +
-               (names.empty() ? std::string()
-                              : "; session(s) " + names +
-                                    " stay as last written (a capturing one becomes "
-                                    "'interrupted' at the next start)"));
-}
-
-void StorageWriter::report(StorageEvent::Kind kind, const std::string& message) {
-    if (kind == StorageEvent::Kind::kFailing || kind == StorageEvent::Kind::kStillFailing)
-        last_report_ = std::chrono::steady_clock::now();
-    if (on_event_) on_event_({kind, message});
-}
-
-void StorageWriter::publish_losses(SessionId session) {
-    std::lock_guard lock(health_mutex_);
-    if (const auto it = ledgers_.find(session); it != ledgers_.end()) {
-        losses_[session] = it->second;
-    } else {
-        losses_.erase(session);
     }
 }
 

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "storage/aggregate_cache.h"
+#include "storage/chunk_buffers.h"
 #include "storage/integrity.h"
 #include "storage/retention.h"
 #include "storage/session_store.h"
@@ -216,21 +217,9 @@ class StorageWriter {
                queued_bytes_now_.load(std::memory_order_relaxed) > options_.queue_budget_bytes / 8;
     }
     // An empty buffer for a chunk's records or raw bytes, with the room of one the writer is
-    // done with if it kept one (else none). A sender fills it instead of new memory, whose pages
-    // fault on their first write: copying a file source's records into fresh buffers was a
-    // tenth of the capture thread's time. Any thread.
+    // done with if it kept one (chunk_buffers.h). Any thread.
     std::vector<protocol::Record> record_buffer();
     std::vector<std::uint8_t> raw_buffer();
-    // At most this many buffers of each kind are kept, each of at most kMaxSpareBytes.
-    static constexpr std::size_t kSpareBuffers = 4;
-    static constexpr std::size_t kMaxSpareBytes = 2u << 20;
-    // Kept buffers of one kind, and how many more senders asked for than they were given back:
-    // only that many are kept (a sender that never asks, an import, leaves none behind).
-    template <class T>
-    struct Spares {
-        std::vector<std::vector<T>> kept;
-        std::size_t asked = 0;
-    };
     // The sums of the session's chunks submitted with sums_to_sender that the writer took since
     // the last call (empty when none). A session's go when it is closed or deleted. Any thread.
     gmon::Aggregate take_summed(SessionId session);
@@ -327,11 +316,7 @@ class StorageWriter {
     std::atomic<std::uint64_t> failed_transactions_{0};
     bool stopping_ = false;
 
-    // Buffers of applied chunks for senders to fill again (their own lock: senders take them
-    // while the writer works).
-    std::mutex spare_mutex_;
-    Spares<protocol::Record> spare_records_;
-    Spares<std::uint8_t> spare_raw_;
+    ChunkBuffers buffers_;  // applied chunks' buffers, for senders to fill again
     // Sums kept for take_summed() (their own lock: senders take them while the writer works).
     std::mutex summed_mutex_;
     std::map<SessionId, gmon::Aggregate> summed_;
