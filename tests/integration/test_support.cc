@@ -14,6 +14,11 @@
 
 namespace rackprof::testing {
 
+const char* const kRackprofBinary = RACKPROF_BINARY_PATH;
+const char* const kSourceDir = RACKPROF_SOURCE_DIR_PATH;
+const char* const kBuildDir = RACKPROF_BUILD_DIR_PATH;
+const char* const kSharedData = RACKPROF_SHARED_DATA_PATH;
+
 std::vector<std::string> rackprof_argv(const std::vector<std::string>& args) {
     std::vector<std::string> argv = {RACKPROF_BINARY};
     argv.insert(argv.end(), args.begin(), args.end());

@@ -11,6 +11,17 @@
 
 namespace rackprof::testing {
 
+// The paths the suites were built for, compiled into test_support.cc alone (the suites' own
+// files carry no absolute path, so a clone of the tree elsewhere hits ccache for them).
+extern const char* const kRackprofBinary;  // the rackprof binary under test
+extern const char* const kSourceDir;       // the source tree
+extern const char* const kBuildDir;        // its build folder
+extern const char* const kSharedData;      // ../shared/data/thesis beside the tree
+#define RACKPROF_BINARY ::rackprof::testing::kRackprofBinary
+#define RACKPROF_SOURCE_DIR ::rackprof::testing::kSourceDir
+#define RACKPROF_BUILD_DIR ::rackprof::testing::kBuildDir
+#define RACKPROF_SHARED_DATA ::rackprof::testing::kSharedData
+
 std::vector<std::string> rackprof_argv(const std::vector<std::string>& args);
 // Runs the rackprof binary under test.
 CommandResult rackprof(const std::vector<std::string>& args);
