@@ -406,13 +406,13 @@ TEST_CASE("a chunk's buffers come back for the next chunk once it is written, a 
     StorageWriter writer(db.path);
     // A sender that asks for buffers: the writer keeps as many as were asked for, at most
     // kSpareBuffers (none for a sender that never asks).
-    for (std::size_t i = 0; i < StorageWriter::kSpareBuffers + 1; ++i) {
+    for (std::size_t i = 0; i < ChunkBuffers::kKept + 1; ++i) {
         CHECK(writer.record_buffer().capacity() == 0);  // none kept yet
         CHECK(writer.raw_buffer().capacity() == 0);
     }
     const SessionId id = writer.reserve_session_id();
     writer.submit(OpenSessionOp{id, spec_of("board")});
-    const std::size_t chunks = StorageWriter::kSpareBuffers + 2;
+    const std::size_t chunks = ChunkBuffers::kKept + 2;
     for (std::size_t i = 0; i < chunks; ++i) {
         std::vector<Record> records(1000 + i, Record::pc_sample(0x1000));
         std::vector<std::uint8_t> raw(4096 + i, 0x50);
@@ -422,7 +422,7 @@ TEST_CASE("a chunk's buffers come back for the next chunk once it is written, a 
         REQUIRE(writer.submit(std::move(op)));
     }
     // Too large to keep: a buffer over kMaxSpareBytes goes back to the allocator.
-    const std::size_t large = StorageWriter::kMaxSpareBytes / sizeof(Record) + 1;
+    const std::size_t large = ChunkBuffers::kMaxBytes / sizeof(Record) + 1;
     REQUIRE(writer.submit(ChunkOp{id, 100, {}, std::vector<Record>(large), {}, {}, {}, {}}));
     writer.flush();
     std::size_t records_kept = 0, raw_kept = 0;
@@ -434,15 +434,15 @@ TEST_CASE("a chunk's buffers come back for the next chunk once it is written, a 
         if (records.capacity() > 0) {
             ++records_kept;
             CHECK(records.capacity() >= 1000);
-            CHECK(records.capacity() * sizeof(Record) <= StorageWriter::kMaxSpareBytes);
+            CHECK(records.capacity() * sizeof(Record) <= ChunkBuffers::kMaxBytes);
         }
         if (raw.capacity() > 0) {
             ++raw_kept;
             CHECK(raw.capacity() >= 4096);
         }
     }
-    CHECK(records_kept == StorageWriter::kSpareBuffers);
-    CHECK(raw_kept == StorageWriter::kSpareBuffers);
+    CHECK(records_kept == ChunkBuffers::kKept);
+    CHECK(raw_kept == ChunkBuffers::kKept);
     // And the chunks were stored whole.
     SessionStore store(db.path, Database::Mode::kReadOnly);
     std::size_t stored = 0;
