@@ -405,7 +405,7 @@ TEST_CASE("a chunk's buffers come back for the next chunk once it is written, a 
     TempDb db;
     StorageWriter writer(db.path);
     // A sender that asks for buffers: the writer keeps as many as were asked for, at most
-    // kSpareBuffers (none for a sender that never asks).
+    // ChunkBuffers::kKept (none for a sender that never asks).
     for (std::size_t i = 0; i < ChunkBuffers::kKept + 1; ++i) {
         CHECK(writer.record_buffer().capacity() == 0);  // none kept yet
         CHECK(writer.raw_buffer().capacity() == 0);
@@ -421,7 +421,7 @@ TEST_CASE("a chunk's buffers come back for the next chunk once it is written, a 
             {}};
         REQUIRE(writer.submit(std::move(op)));
     }
-    // Too large to keep: a buffer over kMaxSpareBytes goes back to the allocator.
+    // Too large to keep: a buffer over ChunkBuffers::kMaxBytes goes back to the allocator.
     const std::size_t large = ChunkBuffers::kMaxBytes / sizeof(Record) + 1;
     REQUIRE(writer.submit(ChunkOp{id, 100, {}, std::vector<Record>(large), {}, {}, {}, {}}));
     writer.flush();
