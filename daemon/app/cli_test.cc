@@ -57,7 +57,7 @@ TEST_CASE("fleet: the connection before or after the command") {
 }
 
 TEST_CASE("ranges and choices are refused as they are parsed: exit 2, the option named") {
-    for (const auto& [args, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+    for (const auto& refusal : std::vector<std::pair<std::vector<std::string>, std::string>>{
              {{"convert", "x", "--addr-bytes", "5"}, "--addr-bytes"},
              {{"convert", "x", "--protocol", "itm", "--console-port", "256"}, "0..255"},
              {{"convert", "x", "--rate", "fast"}, "needs a whole number"},
@@ -76,7 +76,8 @@ TEST_CASE("ranges and choices are refused as they are parsed: exit 2, the option
              {{"check"}, "--db FILE or --config FILE"},
              {{"check", "--db", "a", "--config", "b"}, "--db FILE or --config FILE"},
          }) {
-        CAPTURE(says);
+        const auto& [args, says] = refusal;
+        CAPTURE(refusal.second);  // CAPTURE takes no structured bindings (clang 14)
         const Run r(args);
         CHECK(r.code == 2);
         CHECK(r.err.str().find(says) != std::string::npos);
