@@ -355,7 +355,9 @@ TEST_CASE("a gmon.out keeps its profiling rate and histogram through convert (gp
 
 TEST_CASE("convert --export writes every registered format; the stored session's too") {
     testing::TempDir dir;
-    const auto [capture, elf] = simulate_with_elf(dir, "deterministic", "40");
+    const Simulated simulated = simulate_with_elf(dir, "deterministic", "40");
+    const auto& capture = simulated.capture;  // lambdas take no structured bindings (clang 14)
+    const auto& elf = simulated.elf;
     auto exported = [&](const std::string& format) {
         const auto out = dir / ("out." + format);
         const auto r = rackprof({"convert", capture.string(), "--elf", elf.string(), "--export",

@@ -351,7 +351,8 @@ TEST_CASE("convert --console-port: many lines, all of them, in order, before the
     std::ofstream(with_record, std::ios::binary) << text_of(itm);
 
     for (const auto& [file, ok] : {std::pair{with_record, true}, std::pair{no_records, false}}) {
-        CAPTURE(ok);
+        const bool has_record = ok;  // CAPTURE takes no structured binding (clang 14)
+        CAPTURE(has_record);
         const auto conv =
             testing::rackprof({"convert", file.string(), "--protocol", "itm", "--console-port", "0",
                                "-o", (dir / "gmon.out").string(), "--report", "none"});
@@ -384,7 +385,8 @@ TEST_CASE("convert --protocol itm: console on stderr, ITM counters and exception
     std::ofstream(tpiu_capture, std::ios::binary) << text_of(in_tpiu_frames(part.itm));
 
     for (const auto& [file, tpiu] : {std::pair{capture, false}, std::pair{tpiu_capture, true}}) {
-        CAPTURE(tpiu);
+        const bool formatted = tpiu;  // CAPTURE takes no structured binding (clang 14)
+        CAPTURE(formatted);
         std::vector<std::string> args = {"convert", file.string(), "--protocol", "itm", "--elf",
                                          elf_path.string(), "--framed-port", "1", "--orbstat-port",
                                          "30", "--console-port", "0", "-o",

@@ -188,9 +188,12 @@ TEST_CASE("window profiles over HTTP count exactly the records received in the w
     for (const auto& [session, chunks] :
          {std::pair<int, const std::vector<StoredChunk>*>{1, &old_chunks}, {2, &new_chunks}}) {
         for (const auto& [from, to] : windows(db, session, chunks->back().received_ns, rng)) {
-            CAPTURE(session);
-            CAPTURE(from - kT0);
-            CAPTURE(to - kT0);
+            // CAPTURE takes no structured bindings (clang 14).
+            const int stored_session = session;
+            const auto from_start = from - kT0, to_start = to - kT0;
+            CAPTURE(stored_session);
+            CAPTURE(from_start);
+            CAPTURE(to_start);
             const auto reply = testing::http_get(
                 port, "/api/v1/sessions/" + std::to_string(session) +
                           "/profile?from=" + std::to_string(from) + "&to=" + std::to_string(to));

@@ -1,7 +1,10 @@
 // The API against a fake rack: status codes, bodies and the calls made, with no socket and
 // no daemon.
 #include <doctest/doctest.h>
+
 #include <unistd.h>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/write.hpp>
 
 #include <filesystem>
 #include <fstream>

@@ -7,7 +7,11 @@
 namespace rackprof::web {
 
 const std::string& openapi_document() {
-    static const std::string document(kOpenApiDocument);
+    static const std::string document = [] {
+        std::string whole;
+        for (const std::string_view part : kOpenApiDocumentParts) whole += part;
+        return whole;
+    }();
     return document;
 }
 
