@@ -4,6 +4,8 @@
 // configuration, push concurrently; the server stops and comes back while a bench has sessions
 // to push; a fleet-only daemon (no boards) and `rackprof fleet` serve the merged profile. Every
 // count is compared with the sum of the simulator's exact truths: nothing lost, nothing doubled.
+#include <signal.h>
+
 #include <doctest/doctest.h>
 
 #include <fstream>
