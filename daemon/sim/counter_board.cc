@@ -26,7 +26,10 @@ std::vector<CounterFunction> layers(std::size_t n, std::uint64_t seed) {
         fn.name = f == 0 ? "main" : "fn_" + std::to_string(f);
         fn.addr = addr | 1u;  // Thumb
         addr += 0x20 + 4 * static_cast<std::uint32_t>(rng() % 32);
-        const std::uint64_t cycles = 4 + (rng() % 30) * (rng() % 6 == 0 ? 40 : 1);
+        // One draw per statement: the operands' order is the compiler's to choose, and a model
+        // must be the same whichever compiler built it.
+        const std::uint64_t base = rng() % 30;
+        const std::uint64_t cycles = 4 + base * (rng() % 6 == 0 ? 40 : 1);
         protocol::CounterValues& own = fn.own;
         own[0] = cycles;                           // CYCCNT
         own[1] = cycles * (rng() % 20) / 100;      // CPICNT
