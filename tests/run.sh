@@ -73,6 +73,6 @@ if phase "build (clang, ASan + UBSan + fuzzers, warnings are errors)" build_asan
     phase "tests under ASan + UBSan: unit, integration, fault, PostgreSQL" \
         ctest --test-dir "$top/build-asan" --output-on-failure -j "$jobs" \
         -L '^(unit|integration|fault|pg)$' || true
-    phase "fuzzing: every target 10 s (tests/fuzz/README.md; hours: tests/fuzz/run.sh 3600)" \
+    phase "fuzzing: every target 10 s (docs/fuzzing.md; hours: tests/fuzz/run.sh 3600)" \
         env RACKPROF_FUZZ_BUILD="$top/build-asan" "$top/tests/fuzz/run.sh" 10 || true
 fi
