@@ -231,11 +231,11 @@ void export_to(std::string_view format, const std::shared_ptr<const ExportInput>
     while (auto chunk = stream()) out(*chunk);
 }
 
-// Members in nlohmann's key order, as dump() printed the document this was built as.
+// Members in nlohmann's key order (sorted), as nlohmann's dump() would print the document.
 void write_report_json(JsonStream& out, const ExportInput& input) {
     const auto binned = gmon_data_of(input.source);
     out.begin_object();
-    // Only where a tree was measured: reports of sources without one stay as they were.
+    // Only where a tree was measured: reports of sources without one have no such member.
     if (input.calling_context && !input.calling_context->empty()) {
         write_calling_context_json(out.key("calling_context"), *input.calling_context,
                                    ContextFrameNames(input.source.elf.get()));

@@ -96,8 +96,8 @@ TEST_CASE("truncated and malformed files are clear errors") {
                     GmonFormatError);
 }
 
-// Found by tests/fuzz (gmon): the reader skipped to the end of a BSD header longer than the
-// file, and every later bounds check passed (a 5 GB allocation, then reads past the end).
+// A fuzz input (gmon): a reader that skips to the end of a BSD header longer than the file
+// passes every later bounds check (a huge allocation, then reads past the end).
 TEST_CASE("a BSD file shorter than its own header is refused, not read past its end") {
     // 64-bit old BSD: low, high, ncnt (20 bytes) then 3 of the 4 header padding bytes.
     std::vector<std::uint8_t> old_bsd(23, 0x51);
@@ -111,8 +111,8 @@ TEST_CASE("a BSD file shorter than its own header is refused, not read past its 
                          GmonFormatError);
 }
 
-// Found by tests/fuzz (gmon): a 64-bit BSD arc count near 2^64 was split into 2^32 records
-// of 21 bytes, written one at a time (a 90 GB buffer; the fuzzer's 25 s timeout).
+// A fuzz input (gmon): a 64-bit BSD arc count near 2^64, split into 2^32 records of 21 bytes
+// written one at a time, would need a buffer of tens of GB.
 TEST_CASE("counts too wide for any sane gmon.out are refused, not written for ever") {
     GmonData arcs;
     arcs.arcs = {{0x100, 0x200, std::uint64_t{1} << 63}};

@@ -1,7 +1,6 @@
 // Room for a report of megabytes in one string, its pages mapped before they are written:
 // writing 16 MB of fresh memory a 4 KiB page fault at a time is 4096 faults, which on a
-// virtual machine cost as much as formatting the report itself (a quarter of the text
-// report's time at 10^5 arcs, and more at 10^4, perf).
+// virtual machine can cost as much as formatting the report itself.
 #pragma once
 
 #include <cstdint>

@@ -183,8 +183,8 @@ TEST_CASE("the JSON export equals the report document it replaced, byte for byte
     }
 }
 
-// Found with the api fuzz target (a hand-written input): an import's ?board= with a byte
-// 0xB5 was stored, and the JSON export threw on it: a 500 for that session for ever.
+// An import's ?board= with a byte 0xB5 is stored as it came; the JSON export must not throw on
+// it (a 500 for that session for ever).
 TEST_CASE("the JSON export replaces bytes that are not UTF-8") {
     auto input = std::make_shared<ExportInput>();
     input->source.aggregate = some_aggregate();

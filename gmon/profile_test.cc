@@ -102,9 +102,9 @@ TEST_CASE("a wrong ELF is a clear error") {
     CHECK_THROWS_AS(Symbolizer::load("/nonexistent/firmware.elf"), ElfError);
 }
 
-// Found by tests/fuzz (symbolizer): the symbol loop counted entries from the section header,
-// so a .symtab claiming 4 GB (its data unreadable) spun through 2^32 failing reads (10 s
-// here, far longer for a 64-bit ELF): an uploaded ELF could hang an API thread.
+// A fuzz input (symbolizer): a symbol loop counting entries from the section header would
+// spin through 2^32 failing reads for a .symtab claiming 4 GB (its data unreadable): an
+// uploaded ELF must not hang an API thread.
 TEST_CASE("a symbol table header larger than the file is not looped over") {
     TempElf elf({{"main", 0x100, 0x20}}, 0x100, 0x120);
     std::string bytes;
@@ -168,8 +168,8 @@ std::string elf64_with_code_section(std::uint64_t addr, std::uint64_t size) {
     return out + std::string(".text\0.shstrtab\0", 17) + std::string(0x200, '\0');
 }
 
-// Found by tests/fuzz (symbolizer): an executable section ending past 2^64 wrapped, leaving
-// code_high below code_low, a range no PC is in (imports dropped every record).
+// A fuzz input (symbolizer): an executable section ending past 2^64 would wrap, leaving
+// code_high below code_low, a range no PC is in (imports would drop every record).
 TEST_CASE("an executable section past the end of the address space is refused") {
     const auto path = std::filesystem::temp_directory_path() /
                       ("rackprof-wrapped-" + std::to_string(::getpid()) + ".elf");

@@ -1,7 +1,7 @@
 // Sorting by a 64-bit key: an LSD radix sort, 16 bits a pass, that skips the digits every key
 // shares (addresses of a Cortex-M target use 24 bits or fewer, so an arc's key from << 32 | self
-// takes four passes, a PC's two). Sorting 10^6 arcs with std::sort was half of a gmon.out
-// request's time.
+// takes four passes, a PC's two): for 10^6 arcs, far fewer steps than a comparison sort, on
+// the path of every gmon.out request.
 #pragma once
 
 #include <algorithm>

@@ -1,5 +1,6 @@
-// The streamed JSON report against the document it replaced: the same bytes, compact and
-// indented, on a sizeable random profile with cycles, self-calls, sources and awkward names.
+// The streamed JSON report against the same report built as one nlohmann document: the same
+// bytes, compact and indented, on a sizeable random profile with cycles, self-calls, sources and
+// awkward names.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -18,7 +19,7 @@ namespace {
 
 using nlohmann::json;
 
-// The JSON report's "profile" object as it was built before it was streamed: the reference.
+// The JSON report's "profile" object built as one document: the reference.
 json reference_ratio(double numerator, std::uint64_t calls) {
     return calls ? json(numerator / static_cast<double>(calls)) : json(nullptr);
 }

@@ -1,5 +1,5 @@
 // Sessions' aggregates kept in memory, so a profile or gmon.out request does not rebuild one
-// from SQLite (0.16 s at 10^5 distinct arcs, 1 s at 10^6).
+// from SQLite (a read of every distinct arc and PC of the session).
 //
 // Versions keep it exact without holding the writer back: every commit that changes a
 // session's aggregate counts its `aggregate_version` up (session_store.h). The writer hands each

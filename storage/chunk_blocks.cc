@@ -36,7 +36,7 @@ std::int64_t unzigzag(std::uint64_t v) {
 }
 
 // Time steps wrap (two's complement) instead of overflowing: a damaged block gives wrong times,
-// never undefined behaviour (found by the storage_blocks fuzz target).
+// never undefined behaviour (the storage_blocks fuzz target checks it).
 std::int64_t wrapping_add(std::int64_t a, std::int64_t b) {
     return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
 }

@@ -1,4 +1,4 @@
-// Blocks: how raw chunks and record batches sit on disk since schema v8. The storage writer
+// Blocks: how raw chunks and record batches sit on disk. The storage writer
 // puts every chunk one transaction brings for a session into one block row (two: one for the raw
 // bytes, one for the records), compressed together with zstd, so the database grows by a
 // fraction of the wire bytes instead of twice them.
@@ -7,19 +7,18 @@
 //   varint chunk count
 //   per chunk: zigzag varint of (received_ns - the previous chunk's; the first: - the row's
 //              received_ns), then varint length (raw blocks: bytes; record blocks: records);
-//              since v13 (encoding 2) then the zigzag varint of (seq - the previous chunk's seq;
+//              from encoding 2 on, then the zigzag varint of (seq - the previous chunk's seq;
 //              the first: - the row's seq), and in raw blocks a varint codec (raw_derivation.h): 0
 //              the bytes are stored, else varints skip and suffix, and only the suffix's bytes are
 //              stored
 //   the chunks' payloads back to back: raw bytes as received (a rebuilt chunk's suffix); records
 //   as a head byte each (kind, bit 7: a count follows) for all of them, then varints: an arc's
 //   zigzag deltas of from_pc and self_pc to the block's previous arc, a PC sample's to the
-//   previous sample, and the count where the head says. Since v14 (encoding 3) the arcs'
-//   varints come first, after their length as a varint, then the samples': an arc stream on its
-//   own repeats as the firmware's call pattern does, which zstd then finds in long matches
-//   (the thesis-style stream's record blocks: 0.46 instead of 0.65 bytes a record, and a third
-//   of the time to encode and compress). Raw blocks of encoding 3 are those of encoding 2.
-// Rows written before v8 (encoding 0) are one chunk each, uncompressed; readers take all three.
+//   previous sample, and the count where the head says. In encoding 3 the arcs' varints come
+//   first, after their length as a varint, then the samples': an arc stream on its own repeats
+//   as the firmware's call pattern does, which zstd then finds in long matches. Raw blocks of
+//   encoding 3 are those of encoding 2.
+// Rows of encoding 0 are one chunk each, uncompressed; readers take every encoding.
 // A rebuilt raw chunk's records are those of the record chunk with the same seq.
 // The bytes are the database's: change them only with a schema migration.
 #pragma once
@@ -121,7 +120,7 @@ std::vector<DecodedRecordChunk> decode_record_block(std::span<const std::uint8_t
                                                     std::int64_t row_seq = 0,
                                                     BlockEncoding encoding = kBlockEncoding);
 
-// Sums (since v10, record_slices.sums): an aggregate as one zstd frame holding
+// Sums (record_slices.sums): an aggregate as one zstd frame holding
 //   varint arc count, per arc (sorted) the zigzag deltas of from_pc and self_pc to the
 //   previous arc's and the count; varint PC count, per PC (sorted) its delta to the previous
 //   PC's and the count.

@@ -199,12 +199,12 @@ TEST_CASE("a damaged block is a StorageError, never a crash or a huge allocation
     CHECK_THROWS_AS(decode_record_block(Bytes{1, 2, 3}, 0), StorageError);
 }
 
-// Found by tests/fuzz (storage_blocks, UBSan), commit 10e9bf2: a damaged block's time steps
-// overflowed a signed sum (undefined behaviour), and so could address deltas and the record
-// count. The input is tests/fuzz/corpus/storage_blocks/regression-time-delta-overflow, tried as
-// the fuzz target tries it: as a block itself, and as the payload of a valid zstd frame. The
-// promise: a StorageError or chunks, and chunks that encode and decode to themselves; the
-// sanitizer run (tests/run.sh) catches the undefined behaviour itself.
+// A fuzz input (storage_blocks, UBSan): a damaged block's time steps can overflow a signed sum
+// (undefined behaviour), and so can address deltas and the record count. The input is
+// tests/fuzz/corpus/storage_blocks/regression-time-delta-overflow, tried as the fuzz target tries
+// it: as a block itself, and as the payload of a valid zstd frame. The promise: a StorageError or
+// chunks, and chunks that encode and decode to themselves; the sanitizer run (tests/run.sh) catches
+// the undefined behaviour itself.
 TEST_CASE(
     "a block whose time steps overflow: a StorageError or chunks, never undefined "
     "behaviour (fuzz regression)") {

@@ -1,6 +1,6 @@
 // Buffers of chunks the writer has stored, for senders to fill again: a fresh buffer's pages
-// fault on their first write, and copying a file source's records into fresh buffers was a
-// tenth of the capture thread's time. Only as many are kept as senders asked for, so a sender
+// fault on their first write, a cost the capture thread pays per page on a file read flat
+// out. Only as many are kept as senders asked for, so a sender
 // that never asks (an import) leaves none behind. Any thread.
 #pragma once
 

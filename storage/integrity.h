@@ -2,7 +2,7 @@
 // `rackprof check` runs.
 //
 // At start, PRAGMA quick_check reads the whole file: about 1 s per GB from the page cache and
-// 15 s per GB from a cold disk (measured: 1.3 GB, 1.3 s warm, 18 s cold). So a database up to
+// over ten times as long from a cold disk. So a database up to
 // kFullCheckAtStartBytes gets the whole quick_check; a larger one only its header's sanity and
 // the quick_check of its small tables (sessions, boards, gaps, exception counts: milliseconds),
 // and the caller says the full check was skipped.

@@ -1,9 +1,9 @@
 // Raw bytes rebuilt from records. A clean thesis-format (legacy binary) stream is exactly the
 // wire encoding of the records decoded from it, so a chunk whose bytes are that encoding is
-// stored as a few bytes saying so: zstd over the raw bytes was most of a file ingest's time,
-// and the records are stored anyway. Whatever does not rebuild exactly (resynchronisation,
-// garbage, hex text, the other protocols) is stored as it came. The stored bytes are the
-// database's (chunk_blocks.h): change them only with a schema migration.
+// stored as a few bytes saying so: compressing the raw bytes would cost about as much as
+// everything else a file ingest does, and the records are stored anyway. Whatever does not rebuild
+// exactly (resynchronisation, garbage, hex text, the other protocols) is stored as it came. The
+// stored bytes are the database's (chunk_blocks.h): change them only with a schema migration.
 #pragma once
 
 #include <cstdint>

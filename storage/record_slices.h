@@ -96,8 +96,8 @@ std::vector<SeqRange> ranges_to_decode(Database& db, std::int64_t session, std::
 // A window's sums as its slices and the rows at its edges are added. Its PCs lie in the
 // firmware's text and each slice's come sorted, so they are added into an array by address
 // (two-byte slots over the slices' PC range, up to kMaxSlots of them): a walk through memory,
-// where a hash table of 10^5 PCs grew by rehashing and was then sorted for the profile. They
-// come out sorted (Aggregate::adopt_sorted_pcs). Arcs, odd PCs and PCs beyond the array go
+// where a hash table of many PCs grows by rehashing and must then be sorted for the profile.
+// They come out sorted (Aggregate::adopt_sorted_pcs). Arcs, odd PCs and PCs beyond the array go
 // into tables; a PC in both is summed, so the answer is the same whatever the order.
 //
 // A slice's block is decoded straight into the array, a run of PCs at a time (no vectors of

@@ -38,9 +38,8 @@ Database::Database(const std::filesystem::path& path, Mode mode) : path_(path) {
         exec("PRAGMA journal_mode=WAL");
         exec("PRAGMA synchronous=NORMAL");  // WAL: durable at each checkpoint, never corrupt
         // A checkpoint every 4 MiB of WAL (256 pages), not SQLite's 16 MiB: the writer does it
-        // while capture goes on, where a stop had to copy up to 16 MiB back first (the 210 MB
-        // replay's exit came 40 ms sooner, medians of 7 alternating runs; a checkpoint is also
-        // when NORMAL commits become durable).
+        // while capture goes on, so a stop does not have to copy up to 16 MiB back first (a
+        // checkpoint is also when NORMAL commits become durable).
         exec("PRAGMA wal_autocheckpoint=256");
     }
     exec("PRAGMA foreign_keys=ON");

@@ -68,12 +68,11 @@ class StreamReader : public std::enable_shared_from_this<StreamReader<Stream>> {
 // Every serial line of one io_context, read in turn every 20 ms on one timer. A line is read
 // that often rather than at every byte that arrives: a 1.5 Mbaud board then gives ~3 KB per
 // read instead of a wake-up and a read for every few hundred bytes. Read in one round, all
-// lines share one wake-up and one buffer, where a timer and a reactor wait per line cost a
-// rack of 256 boards about a tenth more of the daemon's CPU (49-50 % against 53-56 % of a core,
-// same runs) and 16 MB of buffers. The kernel holds what arrives meanwhile: a USB serial
-// adapter 64 KiB or more, a pty less (at 150 kB/s a 30 ms period already made the benchmark's
-// feeder wait, down to 78 % of its rate). 20 ms adds nothing a live view (updated every 100 ms)
-// would show.
+// lines share one wake-up and one buffer, where a timer and a reactor wait per line would cost
+// a rack of 256 boards more of the daemon's CPU and a buffer per line. The kernel holds what
+// arrives meanwhile: a USB serial adapter 64 KiB or more, a pty less (at 150 kB/s, 30 ms
+// fills a pty's buffer, and the writer behind it has to wait). 20 ms adds nothing a live view
+// (updated every 100 ms) would show.
 class SerialPoller : public asio::execution_context::service {
   public:
     static inline asio::execution_context::id id;  // NOLINT: asio's key for the service
@@ -142,9 +141,9 @@ class SerialPoller : public asio::execution_context::service {
     static constexpr std::size_t kBusyReadBytes = std::size_t{8} * 1024;
     // A line that found nothing for half a second (a board not running, a rack mostly idle)
     // waits in the reactor for its next byte and leaves the rounds until then: a read that
-    // finds nothing is cheap but not free (256 idle lines read every round took 3.6 % of a
-    // core, every fifth round 1.3 %, waiting in the reactor 0.5-0.7 %; measured at load 2-3).
-    // With every line waiting, no round is due at all.
+    // finds nothing is cheap but not free, and a rack of idle lines read every round adds up;
+    // a line waiting in the reactor costs nothing until a byte comes. With every line
+    // waiting, no round is due at all.
     static constexpr int kIdleRounds = 25;
 
     void shutdown() override {

@@ -124,7 +124,7 @@ DaemonConfig load_config(const std::filesystem::path& path);
 DaemonConfig parse_config(const std::string& text, const std::string& source_name);
 DaemonConfig embedded_default_config();
 // The storage path, the token file, the web root and every board's ELF made absolute against
-// the working directory now: sessions record the ELF path, and `convert --db` run from another
+// the working directory: sessions record the ELF path, and `convert --db` run from another
 // folder must still find it.
 void make_paths_absolute(DaemonConfig& config);
 

@@ -106,8 +106,7 @@ void PtyBoard::run() {
     // (records enter it as they are encoded, and a piece holds whole records).
     const GroundTruth* sent = nullptr;
     std::uint64_t samples_before = 0;
-    BoardSimulation simulation(options_.simulator, [&](const std::uint8_t* data,
-                                                       std::size_t size) {
+    BoardSimulation simulation(options_.simulator, [&](const std::uint8_t* data, std::size_t size) {
         const std::uint64_t samples = sent ? sent->aggregate.total_samples() : 0;
         if (options_.unplug_every.count() > 0 &&
             Clock::now() - last_plug >= options_.unplug_every &&
@@ -146,11 +145,11 @@ void PtyBoard::write_piece(const std::uint8_t* data, std::size_t size, std::uint
     // target's timer needs samples / sample_hz seconds to take its samples. The clock runs on
     // from the last due time while the board keeps up, so sleeps that oversleep a little do not
     // add up; after a stall (a full pty, an unplug) it restarts from now.
-    auto needed = std::chrono::microseconds(size * 1'000'000 /
-                                            std::max<std::uint64_t>(1, options_.rate));
+    auto needed =
+        std::chrono::microseconds(size * 1'000'000 / std::max<std::uint64_t>(1, options_.rate));
     if (options_.sample_hz > 0)
-        needed = std::max(needed, std::chrono::microseconds(samples * 1'000'000 /
-                                                            options_.sample_hz));
+        needed =
+            std::max(needed, std::chrono::microseconds(samples * 1'000'000 / options_.sample_hz));
     const auto from = start - due_ < std::chrono::milliseconds(50) ? due_ : start;
     due_ = from + needed;
     while (!stop_ && Clock::now() < due_)
@@ -162,7 +161,7 @@ void PtyBoard::wait_until_read() {
     // Bytes written to the master reach the slave's queue through the kernel's flip buffer a
     // moment later (later still on a busy host: the kernel's worker that moves them may wait
     // behind other work), so one empty look proves nothing: the queue must stay empty for
-    // 300 ms. With 100 ms, a test on a host at load 8 once saw the last bytes lost.
+    // 300 ms, long enough for a heavily loaded host's worker to catch up.
     int empty_looks = 0;
     while (!stop_ && empty_looks < 30) {
         empty_looks = unread_bytes(pty_) == 0 ? empty_looks + 1 : 0;

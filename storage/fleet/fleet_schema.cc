@@ -236,8 +236,8 @@ FleetPruned FleetStore::prune(std::int64_t before_ns, std::int64_t keep_days) {
 
 FleetStore::FleetStore(const FleetConnection& connection) : db_(connection_parameters(connection)) {
     // The statements here are many small lookups whose row estimates (arrays of ids) are
-    // far too high: PostgreSQL's JIT then compiled them for 1.5 s to save milliseconds
-    // (EXPLAIN ANALYZE of the board sums over 10^4 sessions: 1.7 s with, 0.26 s without).
+    // far too high: PostgreSQL's JIT would then spend far longer compiling them than they
+    // take to run.
     db_.exec("SET jit = off");
     migrate();
 }

@@ -8,7 +8,7 @@
 #define ROUNDS 40u
 /* Enough work that a call's own time dwarfs the profiler's cost at its entry and exit: the
  * enter-exit build's stamps show doSomething under slow() taking about 9x its time under fast()
- * (the hooks add about 200 cycles per call, which with 300 iterations made it 8x). */
+ * (the hooks add about 200 cycles per call, which fewer iterations would make felt). */
 #define FAST_WORK 2000u
 #define SLOW_WORK (9u * FAST_WORK)
 

@@ -194,8 +194,8 @@ TEST_CASE_FIXTURE(Fixture, "diff: two selections as values, gates, 422 when one 
     }
 }
 
-// Found by tests/fuzz (api, UBSan): ?tail=1e300 was cast from double to int, undefined
-// behaviour (on x86 a negative tail); the same for ?top= and the import's numeric settings.
+// A fuzz input (api, UBSan): ?tail=1e300 cast from double to int is undefined behaviour (on
+// x86 a negative tail); the same for ?top= and the import's numeric settings.
 TEST_CASE_FIXTURE(Fixture, "numbers past the range of their type are clamped, not cast") {
     CHECK(call(http::verb::get, "/api/v1/sessions/7/console?tail=1e300").result() ==
           http::status::ok);
@@ -299,8 +299,8 @@ TEST_CASE_FIXTURE(Fixture, "firmware and imports") {
     CHECK_FALSE(api.is_upload(request(http::verb::post, "/api/v1/boards")));
 }
 
-// Found by tests/fuzz (api): an error quoting a path that is not UTF-8 threw from the JSON
-// dump inside Api::handle's own catch, out of the server's thread: the daemon terminated.
+// A fuzz input (api): an error quoting a path that is not UTF-8 must not throw from the JSON
+// dump inside Api::handle's own catch, out of the server's thread (the daemon would end).
 TEST_CASE_FIXTURE(Fixture, "bytes that are not UTF-8 in a path or a view still give JSON") {
     const auto missing = call(http::verb::get, "/api/v1/boards/b\xB5");
     CHECK(missing.result() == http::status::not_found);

@@ -318,8 +318,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
     void send(Response response) {
         // The write gets its own deadline: the one read() set ran while the answer was being
-        // computed (a fleet profile over 10^4 sessions took longer), and an expired one cut a
-        // large body short.
+        // computed (a fleet profile over 10^4 sessions can take as long), and an expired one
+        // would cut a large body short.
         stream_.expires_after(context_.limits.request_time);
         response.prepare_payload();
         auto shared = std::make_shared<Response>(std::move(response));

@@ -27,7 +27,7 @@ const routes: { pattern: RegExp; nav: string; page: Page }[] = [
   { pattern: /^\/sessions\/(\d+)$/, nav: "sessions", page: profilePage },
   { pattern: /^\/fleet$/, nav: "fleet", page: fleetPage },
   { pattern: /^\/diff$/, nav: "diff", page: diffPage },
-  // The Compare page's old links (two session ids) open the Diff of those sessions.
+  // Compare links (two session ids) open the Diff of those sessions.
   {
     pattern: /^\/compare$/,
     nav: "diff",

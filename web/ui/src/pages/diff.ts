@@ -10,7 +10,7 @@ import { buildsOf, selectionPicker, shortId } from "../selection";
 import { differential, drawFlameGraph, drawStacks, flameBox, parseFolded } from "../flamegraph";
 import { pValue } from "./fleet";
 
-// The old Compare page's URL (/compare?a=3&b=4, session ids) now opens this page.
+// A Compare URL (/compare?a=3&b=4, session ids) opens this page.
 export function compareRedirect(params: URLSearchParams): string {
   const q = new URLSearchParams();
   for (const side of ["a", "b"]) {
