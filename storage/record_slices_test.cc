@@ -410,8 +410,9 @@ TEST_CASE("record slices: written by the storage writer, closed with the session
         w.first_ns = w.last_ns = kT0;
         for (int i = 0; i < 300; ++i) {
             w.last_ns += 1'000'000;
-            REQUIRE(writer.submit(
-                ChunkOp{w.id, w.last_ns, {}, random_records(rng, 1000), {}, {}, {}, {}}));
+            ChunkOp op{w.id, w.last_ns, {}, random_records(rng, 1000), {}, {}, {}, {}};
+            op.delta.emplace().add(op.records);  // its sender sums a chunk
+            REQUIRE(writer.submit(std::move(op)));
             if (i % 50 == 0) writer.flush();  // several commits
         }
         REQUIRE(writer.submit(CloseSessionOp{w.id, "completed", w.last_ns, {}}));

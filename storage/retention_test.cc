@@ -44,14 +44,16 @@ SessionId write_session(StorageWriter& writer, const std::string& board, std::in
         counters.bytes_in += raw.size();
         counters.pc_samples += 100;
         counters.arcs += 100;
-        REQUIRE(writer.submit(ChunkOp{id,
-                                      started_ns + i * 1'000'000'000LL,
-                                      std::move(raw),
-                                      std::move(records),
-                                      counters,
-                                      {},
-                                      {},
-                                      {}}));
+        ChunkOp op{id,
+                   started_ns + i * 1'000'000'000LL,
+                   std::move(raw),
+                   std::move(records),
+                   counters,
+                   {},
+                   {},
+                   {}};
+        op.delta.emplace().add(op.records);  // its sender sums a chunk
+        REQUIRE(writer.submit(std::move(op)));
     }
     if (ended_ns != 0) writer.submit(CloseSessionOp{id, "completed", ended_ns, counters});
     writer.flush();

@@ -81,6 +81,7 @@ TEST_CASE("the writer batches, commits, and marks crashed sessions interrupted o
         writer.submit(OpenSessionOp{id, spec});
         for (int i = 0; i < 100; ++i) {
             ChunkOp chunk{id, i, {0x50, 0, 0, 2}, {Record::pc_sample(2)}, {}, {}, {}, {}};
+            chunk.delta.emplace().add(chunk.records);
             chunk.counters.pc_samples = static_cast<std::uint64_t>(i) + 1;
             REQUIRE(writer.submit(std::move(chunk)));
         }

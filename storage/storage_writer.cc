@@ -318,40 +318,9 @@ void StorageWriter::apply(std::vector<WriteOp> ops) {
     batch.reserve(batch.size() + ops.size());
     for (auto& op : ops) batch.push_back(std::move(op));
     applying_.store(true, std::memory_order_relaxed);
-    sum_chunks(batch);
     apply_batch(batch, now_ns());  // storage errors are caught and counted inside
     applying_.store(false, std::memory_order_relaxed);
     keep_buffers(batch);  // chunks are written or counted lost by now, never held
-}
-
-// Here, not in write_op: an operation tried again alone after a failed transaction is not
-// summed twice, and what goes back to the sender is what was taken, whatever its fate.
-void StorageWriter::sum_chunks(std::span<WriteOp> ops) {
-    std::vector<std::pair<SessionId, const gmon::Aggregate*>> to_sender;
-    std::vector<SessionId> ended;
-    for (WriteOp& op : ops) {
-        if (auto* chunk = std::get_if<ChunkOp>(&op)) {
-            if (chunk->delta || chunk->encoded) continue;  // an encoded one must bring its sums
-            chunk->delta.emplace().add(chunk->records);
-            if (chunk->sums_to_sender) to_sender.emplace_back(chunk->session, &*chunk->delta);
-        } else if (std::holds_alternative<CloseSessionOp>(op) ||
-                   std::holds_alternative<DeleteSessionOp>(op)) {
-            ended.push_back(session_of(op));
-        }
-    }
-    if (to_sender.empty() && ended.empty()) return;
-    std::lock_guard lock(summed_mutex_);
-    for (const auto& [id, delta] : to_sender) summed_[id].merge(*delta);
-    for (const SessionId id : ended) summed_.erase(id);
-}
-
-gmon::Aggregate StorageWriter::take_summed(SessionId session) {
-    std::lock_guard lock(summed_mutex_);
-    const auto it = summed_.find(session);
-    if (it == summed_.end()) return {};
-    gmon::Aggregate sums = std::move(it->second);
-    summed_.erase(it);
-    return sums;
 }
 
 std::vector<protocol::Record> StorageWriter::record_buffer() {
@@ -520,10 +489,11 @@ void StorageWriter::write_op(WriteOp& op, Attempt& a) {
         throw StorageError("an operation for session " + std::to_string(id) +
                            ", which is not open");
     if (auto* chunk = std::get_if<ChunkOp>(&op)) {
+        // Its sender summed its records (ChunkOp::delta); the writer never sums them itself.
+        if (!chunk->delta && chunk->record_count() > 0)
+            throw StorageError("a chunk whose records its sender did not sum (ChunkOp::delta)");
         const std::int64_t seq = a.next_seq[id]++;  // chunk order within the session
         auto& p = a.pending[id];
-        // sum_chunks() summed every chunk but an encoded one, whose records it does not hold.
-        if (!chunk->delta) throw StorageError("an encoded chunk without its records summed");
         p.chunks.push_back({seq, chunk->received_ns, chunk->raw, chunk->records,
                             chunk->encoded.get(), chunk->raw_codec});
         for (std::size_t i = 0; i < chunk->console.size(); ++i) {
@@ -531,7 +501,7 @@ void StorageWriter::write_op(WriteOp& op, Attempt& a) {
         }
         if (!chunk->exceptions.empty()) store_.set_exceptions(id, chunk->exceptions);
         if (chunk->calling_context) store_.set_calling_context(id, *chunk->calling_context);
-        p.delta.merge(*chunk->delta);
+        if (chunk->delta) p.delta.merge(*chunk->delta);
         p.counters = chunk->counters;
         p.counters_changed = true;
     } else if (auto* gap = std::get_if<GapOp>(&op)) {

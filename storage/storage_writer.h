@@ -59,22 +59,20 @@ struct ChunkOp {
     SessionCounters counters;                // the session's counters after this chunk
     std::vector<ConsoleLine> console;        // lines completed by this chunk
     std::vector<ExceptionCount> exceptions;  // the totals, when they changed; else empty
-    // The records summed, when the sender has them anyway (the capture side does, for its live
-    // view): the writer then adds this instead of going through every record again.
+    // The chunk's records summed by its sender (gmon::Aggregate::add), whatever the writer's
+    // load: required when the chunk has records (encoded or not). The writer adds it to the
+    // session's aggregate and never sums records itself; a chunk with records but no delta is
+    // lost alone (counted, reported).
     std::optional<gmon::Aggregate> delta;
     // The session's calling-context tree so far, when it changed (replaces the stored one).
     std::shared_ptr<const gmon::CallingContextTree> calling_context = nullptr;
     // Parts of the chunk the sender encoded already (while the writer is behind: behind()):
-    // its records, its raw bytes, or both; an encoded part is empty in `raw` / `records`, and
-    // `delta` is then required. Each encoded part is stored as a row of its own.
+    // its records, its raw bytes, or both; an encoded part is empty in `raw` / `records`. Each
+    // encoded part is stored as a row of its own.
     std::shared_ptr<const EncodedChunk> encoded = nullptr;
     // The wire's codec (raw_derivation.h): the writer stores the raw bytes as their records'
     // encoding where they are exactly that.
     RawCodec raw_codec = RawCodec::kVerbatim;
-    // Without `delta`, the writer sums the records itself, once. With this set it also keeps
-    // those sums for the sender (take_summed()): the capture side's live view then costs its
-    // thread nothing, and shows what went to storage.
-    bool sums_to_sender = false;
 
     std::size_t raw_bytes() const { return raw.size() + (encoded ? encoded->raw_bytes : 0); }
     std::size_t record_count() const { return records.size() + (encoded ? encoded->records : 0); }
@@ -133,7 +131,7 @@ struct StorageWriterOptions {
     // Refuse a damaged database at start (integrity.h's check_at_start), before writing to it.
     bool check_at_start = true;
     // How often a capturing session's sums (its arcs and PCs) are written: rewriting a few
-    // hundred rows per session at every commit was a third of the writer's time on a 256-board
+    // hundred rows per session at every commit would be much of the writer's work on a large
     // rack. Its records are committed at every commit all the same, and readers add those after
     // the sums (SessionStore::aggregate), so nothing lags; the sums are also written at its
     // close, on flush() and at stop, and after a crash at the next start
@@ -204,8 +202,7 @@ class StorageWriter {
     static constexpr std::size_t kRoomFor = 1u << 20;
     // A quarter of the budget: live links keep the rest for bursts that cannot wait. A short
     // queue also keeps a file's records in cache between the capture thread that writes them
-    // and the writer that reads them: with the whole 32 MiB for a file, its ingest took
-    // 1.11-1.23x as long (ingest_bench, same runs).
+    // and the writer that reads them.
     std::size_t waiting_budget() const { return options_.queue_budget_bytes / 4; }
     // Whether the writer is behind: busy storing earlier chunks while more than an eighth of
     // its budget waits. A sender with time to spare (the capture thread) should then encode its
@@ -220,9 +217,6 @@ class StorageWriter {
     // done with if it kept one (chunk_buffers.h). Any thread.
     std::vector<protocol::Record> record_buffer();
     std::vector<std::uint8_t> raw_buffer();
-    // The sums of the session's chunks submitted with sums_to_sender that the writer took since
-    // the last call (empty when none). A session's go when it is closed or deleted. Any thread.
-    gmon::Aggregate take_summed(SessionId session);
     // Blocks until everything submitted so far was applied: committed (sums included) or, while
     // storage fails, counted lost (chunks) or held for a retry (the rest).
     void flush();
@@ -262,18 +256,15 @@ class StorageWriter {
     struct Attempt;  // one transaction's bookkeeping (storage_writer.cc)
 
     void run();
-    // Queued bytes that start a commit before the interval ends. Half, not the quarter of
-    // behind(): a 256-board rack queues ~16 MiB of records and raw bytes per 100 ms, so a
-    // quarter mark committed twice as often and took the daemon from 55 % to 62 % of a core
-    // (ingest_bench, same run), for no measured gain on a file source.
+    // Queued bytes that start a commit before the interval ends. Half, not a quarter: a
+    // 256-board rack queues ~16 MiB of records and raw bytes per 100 ms, so a quarter mark
+    // would commit twice as often, and each commit costs the daemon CPU.
     // While a source waits on has_room() (a file read flat out), half of waiting_budget():
     // the writer takes the queue before the source has to wait. (Under mutex_.)
     std::size_t commit_early_bytes() const {
         return source_waits_ ? waiting_budget() / 2 : options_.queue_budget_bytes / 2;
     }
     void apply(std::vector<WriteOp> ops);
-    // Sums the chunks their senders did not (ChunkOp::delta), once, before any attempt.
-    void sum_chunks(std::span<WriteOp> ops);
     void apply_batch(std::vector<WriteOp>& batch, std::int64_t now);
     // The applied chunks' buffers, kept for record_buffer() / raw_buffer().
     void keep_buffers(std::span<WriteOp> ops);
@@ -317,9 +308,6 @@ class StorageWriter {
     bool stopping_ = false;
 
     ChunkBuffers buffers_;  // applied chunks' buffers, for senders to fill again
-    // Sums kept for take_summed() (their own lock: senders take them while the writer works).
-    std::mutex summed_mutex_;
-    std::map<SessionId, gmon::Aggregate> summed_;
 
     // Writer thread only.
     // Sessions' committed records not yet in their stored sums (sums_interval), since when.

@@ -52,9 +52,8 @@ class Sender {
             b = static_cast<std::uint8_t>(
                 (noise_ = noise_ * 6364136223846793005u + 1442695040888963407u) >> 56);
         ChunkOp op{id_, t_, std::move(raw), std::move(records), counters_, {}, {}, {}};
+        op.delta.emplace().add(op.records);  // its sender sums a chunk
         if (encode_ && t_ % 2) {
-            op.delta.emplace();
-            op.delta->add(op.records);
             const bool whole = t_ % 4 == 1;
             op.encoded = std::make_shared<const EncodedChunk>(encode_chunk(
                 t_, whole ? std::span<const std::uint8_t>(op.raw) : std::span<const std::uint8_t>(),
@@ -349,13 +348,13 @@ TEST_CASE(
     CHECK(summed_samples(db.path, id) == 1000);
 }
 
-TEST_CASE("the writer sums a chunk its sender did not, once, and hands the sums back when asked") {
+TEST_CASE("the writer adds the sums its senders give, and stores no records without them") {
     TempDb db;
     StorageWriter writer(db.path);
-    const SessionId live = writer.reserve_session_id();
-    writer.submit(OpenSessionOp{live, spec_of("live")});
-    const SessionId other = writer.reserve_session_id();
-    writer.submit(OpenSessionOp{other, spec_of("other")});
+    Events events;
+    writer.on_event([&](const StorageEvent& e) { events.add(e); });
+    const SessionId id = writer.reserve_session_id();
+    writer.submit(OpenSessionOp{id, spec_of("board")});
     // A loop's arcs and samples, with counts other than 1, as a framed board sends them.
     const auto records_of = [](std::uint32_t n) {
         std::vector<Record> r;
@@ -365,40 +364,25 @@ TEST_CASE("the writer sums a chunk its sender did not, once, and hands the sums 
         }
         return r;
     };
-    gmon::Aggregate expected;  // what the writer summed for `live`'s sender
-    gmon::Aggregate all;       // everything `live` stored
+    gmon::Aggregate sent;  // what the sender summed
     for (std::uint32_t i = 0; i < 6; ++i) {
-        std::vector<Record> records = records_of(100 + i);
-        all.add(records);
-        ChunkOp op{live, i + 1, {}, records, {}, {}, {}, {}};
-        if (i % 3 == 2) {
-            op.delta.emplace().add(records);  // the sender summed this one: not handed back
-        } else {
-            expected.add(records);
-            op.sums_to_sender = true;
-        }
+        ChunkOp op{id, i + 1, {}, records_of(100 + i), {}, {}, {}, {}};
+        op.delta.emplace().add(op.records);
+        sent.merge(*op.delta);
         REQUIRE(writer.submit(std::move(op)));
-        // A sender that does not ask gets nothing back, and its chunks are stored all the same.
-        REQUIRE(writer.submit(ChunkOp{other, i + 1, {}, records_of(10), {}, {}, {}, {}}));
     }
+    // A chunk without records needs no sums; one with records but without them is refused by
+    // the writer (lost, counted, reported): the writer does not sum a chunk itself.
+    REQUIRE(writer.submit(ChunkOp{id, 7, {0x50}, {}, {}, {}, {}, {}}));
+    REQUIRE(writer.submit(ChunkOp{id, 8, {}, records_of(5), {}, {}, {}, {}}));
     writer.flush();
-    const gmon::Aggregate summed = writer.take_summed(live);
-    CHECK(summed.total_calls() == expected.total_calls());
-    CHECK(summed.total_samples() == expected.total_samples());
-    CHECK(summed == expected);
-    CHECK(writer.take_summed(live).empty());  // taken
-    CHECK(writer.take_summed(other).empty());
-    {
-        SessionStore store(db.path, Database::Mode::kReadOnly);
-        CHECK(store.aggregate(live) == all);
-        CHECK(store.aggregate(other).total_samples() == 6 * 10 * 3 / 2);
-    }
-    // A closed session's sums go, taken or not.
-    REQUIRE(writer.submit(ChunkOp{
-        live, 10, {}, records_of(5), {}, {}, {}, {}, nullptr, nullptr, RawCodec::kVerbatim, true}));
-    writer.submit(CloseSessionOp{live, "completed", 11, {}});
-    writer.flush();
-    CHECK(writer.take_summed(live).empty());
+    SessionStore store(db.path, Database::Mode::kReadOnly);
+    CHECK(store.aggregate(id) == sent);
+    CHECK(stored_records(store, id) == 2 * (100 + 101 + 102 + 103 + 104 + 105));
+    CHECK(writer.with_storage_losses(id, {}).records_lost_storage == 10);
+    const auto lost = events.of(Kind::kOperationLost);
+    REQUIRE(lost.size() == 1);
+    CHECK(lost[0].message.find("did not sum") != std::string::npos);
 }
 
 TEST_CASE("a chunk's buffers come back for the next chunk once it is written, a bounded few") {
@@ -419,11 +403,14 @@ TEST_CASE("a chunk's buffers come back for the next chunk once it is written, a 
         ChunkOp op{
             id, static_cast<std::int64_t>(i + 1), std::move(raw), std::move(records), {}, {}, {},
             {}};
+        op.delta.emplace().add(op.records);
         REQUIRE(writer.submit(std::move(op)));
     }
     // Too large to keep: a buffer over ChunkBuffers::kMaxBytes goes back to the allocator.
     const std::size_t large = ChunkBuffers::kMaxBytes / sizeof(Record) + 1;
-    REQUIRE(writer.submit(ChunkOp{id, 100, {}, std::vector<Record>(large), {}, {}, {}, {}}));
+    ChunkOp large_op{id, 100, {}, std::vector<Record>(large), {}, {}, {}, {}};
+    large_op.delta.emplace().add(large_op.records);
+    REQUIRE(writer.submit(std::move(large_op)));
     writer.flush();
     std::size_t records_kept = 0, raw_kept = 0;
     for (std::size_t i = 0; i < chunks; ++i) {
@@ -480,6 +467,7 @@ TEST_CASE(
                    {},
                    {},
                    {}};
+        op.delta.emplace().add(op.records);
         REQUIRE(writer.submit(std::move(op)));
         ++sent;
     }

@@ -351,8 +351,10 @@ void SessionImport::append(std::vector<std::uint8_t> raw, std::vector<protocol::
     // A piece lost to a failing disk would be counted, but an import can simply be refused.
     if (writer_.health().failing)
         throw std::runtime_error("storage is failing: " + writer_.health().error);
-    if (!writer_.submit(storage::ChunkOp{
-            id_, received_ns_, std::move(raw), std::move(records), counters, {}, {}, {}})) {
+    storage::ChunkOp op{id_, received_ns_, std::move(raw), std::move(records), counters, {}, {},
+                        {}};
+    op.delta.emplace().add(op.records);  // summed by its sender, as a capture session's chunk
+    if (!writer_.submit(std::move(op))) {
         throw std::runtime_error("storage is too busy to take the import now; try again");
     }
 }

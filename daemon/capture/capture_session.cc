@@ -62,9 +62,7 @@ void CaptureSession::on_hello(const protocol::TargetHello& hello) {
 }
 
 gmon::Aggregate CaptureSession::take_changes() {
-    gmon::Aggregate changes = std::exchange(changes_, {});
-    changes.merge(writer_.take_summed(id_));
-    return changes;
+    return std::exchange(changes_, {});
 }
 
 bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t received_ns) {
@@ -108,13 +106,16 @@ bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t 
     }
     op.raw = std::move(raw);
     op.raw_codec = raw_codec_;
+    // This thread sums every chunk's records, whatever the writer's load: the live view needs
+    // the sums, and storage adds them as they are (ChunkOp::delta).
+    gmon::Aggregate sums;
+    sums.add(collector_.records);
+    op.delta = sums;
     if (writer_.behind()) {
-        // The writer is behind: this thread sums and encodes the chunk's records (their
+        // The writer is behind: this thread also encodes the chunk's records (their
         // compression is about as much work as the raw bytes', which the writer keeps, unless
         // the records rebuild them: then they are stored as such from here), and their buffer
         // stays here for the next chunk.
-        op.delta.emplace().add(collector_.records);
-        changes_.merge(*op.delta);
         const bool rebuilt = raw_codec_ != storage::RawCodec::kVerbatim;
         op.encoded = std::make_shared<const storage::EncodedChunk>(storage::encode_chunk(
             received_ns,
@@ -123,13 +124,14 @@ bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t 
         if (rebuilt) op.raw.clear();
         collector_.records.clear();
     } else {
-        // The writer sums them, off this thread, and gives the sums back (take_changes()).
-        op.sums_to_sender = true;
         op.records = std::move(collector_.records);
         collector_.records = writer_.record_buffer();
         collector_.records.reserve(op.records.size());
     }
-    if (writer_.submit(std::move(op))) return true;
+    if (writer_.submit(std::move(op))) {
+        changes_.merge(sums);  // the live view shows what went to storage
+        return true;
+    }
     counters_.records_lost += records;
     counters_.bytes_lost += bytes;
     return false;

@@ -1,8 +1,8 @@
 // One capture window on one board, as the capture loop sees it: decodes each chunk inline,
 // keeps the counters, and hands raw bytes and records to the storage writer. A refused hand-off
-// (storage queue full) is counted as loss, never silent. The live aggregate's changes are the
-// writer's sums of what it took (this thread sums only while the writer is behind): summing
-// here was a sixth of this thread's time on a file read flat out, where it sets the pace.
+// (storage queue full) is counted as loss, never silent. The session sums every chunk's records
+// itself, whatever the writer's load: the sums are the live aggregate's changes and go to
+// storage with the chunk (ChunkOp::delta), so the live view and storage agree by construction.
 //
 // Reads are gathered before they are handed on: a serial line gives a few KiB per read, and
 // summing, queueing and storing each as a chunk of its own cost more than decoding it. A
@@ -52,7 +52,7 @@ class CaptureSession {
     const storage::NewSession& spec() const { return spec_; }
     const storage::SessionCounters& counters() const { return counters_; }
     // The records aggregated since the last call (what the live snapshot has not seen yet): the
-    // chunks this thread summed (while the writer is behind) and those the writer took.
+    // sums of every chunk handed to storage (a refused one is in neither).
     gmon::Aggregate take_changes();
     bool in_gap() const { return open_gap_.has_value(); }
     // The most recent arcs received, newest last (for the live view).

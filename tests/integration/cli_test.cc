@@ -474,14 +474,11 @@ void write_database(const std::filesystem::path& path) {
     for (int i = 0; i < 400; ++i) {
         std::vector<protocol::Record> records(100, protocol::Record::pc_sample(0x1000 + 2 * i));
         counters.pc_samples += records.size();
-        writer.submit(storage::ChunkOp{id,
-                                       i + 1,
-                                       std::vector<std::uint8_t>(8 << 10, 0x5A),
-                                       std::move(records),
-                                       counters,
-                                       {},
-                                       {},
-                                       {}});
+        storage::ChunkOp op{
+            id, i + 1, std::vector<std::uint8_t>(8 << 10, 0x5A), std::move(records), counters, {},
+            {}, {}};
+        op.delta.emplace().add(op.records);  // its sender sums a chunk
+        writer.submit(std::move(op));
     }
     writer.submit(storage::CloseSessionOp{id, "completed", 401, counters});
     writer.stop();
