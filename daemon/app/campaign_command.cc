@@ -14,7 +14,7 @@
 #include "daemon/app/commands.h"
 #include "daemon/sim/counter_board.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::app {
 
 namespace {
 
@@ -110,12 +110,12 @@ int run_campaign(const CampaignArgs& cl) {
     const double threshold = cl.threshold;
     const std::uint64_t slots = cl.slots;
 
-    CounterModelOptions board_options;
+    sim::CounterModelOptions board_options;
     board_options.model = cl.sim;
     board_options.functions = cl.functions;
     board_options.seed = cl.seed;
     board_options.counters = *available;
-    CounterBoard board(board_options);
+    sim::CounterBoard board(board_options);
 
     // The static call graph, as the firmware's code gives it.
     campaign::CallGraph graph;
@@ -207,4 +207,4 @@ CommandRun add_campaign_command(CLI::App& root) {
     return [args] { return run_campaign(*args); };
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::app

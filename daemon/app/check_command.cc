@@ -8,7 +8,7 @@
 #include "daemon/config/config.h"
 #include "storage/integrity.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::app {
 
 namespace {
 
@@ -30,14 +30,14 @@ std::string yes_no(bool b) {
 }
 
 int check_config(const std::filesystem::path& file) {
-    DaemonConfig config;
+    config::DaemonConfig config;
     try {
-        config = load_config(file);
-    } catch (const ConfigError& e) {
+        config = config::load_config(file);
+    } catch (const config::ConfigError& e) {
         std::cout << "invalid configuration: " << e.what() << "\n";
         return 1;
     }
-    make_paths_absolute(config);
+    config::make_paths_absolute(config);
     std::cout << file.string() << ": ok\n"
               << "  listen   " << config.listen
               << (config.token_file.empty() ? "" : ", token file ")
@@ -46,7 +46,7 @@ int check_config(const std::filesystem::path& file) {
               << "  logging  " << config.log_level << "\n"
               << "  " << config.boards.size() << " board(s)\n";
     int missing_elves = 0;
-    for (const BoardConfig& b : config.boards) {
+    for (const config::BoardConfig& b : config.boards) {
         std::cout << "  - " << b.name << ": " << b.link << ", " << b.protocol;
         if (b.protocol == "legacy") std::cout << " " << b.format;
         std::cout << ", " << b.addr_bytes << "-byte addresses, autostart " << yes_no(b.autostart);
@@ -101,4 +101,4 @@ CommandRun add_check_command(CLI::App& root) {
     };
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::app

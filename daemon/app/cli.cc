@@ -6,7 +6,7 @@
 
 #include "daemon/app/commands.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::app {
 
 namespace {
 
@@ -161,4 +161,4 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     }
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::app

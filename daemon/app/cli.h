@@ -14,7 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::app {
 
 // A mistake in the command line that no validator can see alone (options that exclude each
 // other, a file that is not a selection, …): the command exits 2.
@@ -69,4 +69,4 @@ struct Cli {
 // usage errors to `err`; returns the exit code.
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::app

@@ -6,7 +6,7 @@
 
 #include <doctest/doctest.h>
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::app {
 namespace {
 
 // Parses `args` on a fresh root; the commands are declared but not run.
@@ -133,4 +133,4 @@ TEST_CASE("sizes") {
 }
 
 }  // namespace
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::app

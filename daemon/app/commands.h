@@ -5,7 +5,7 @@
 
 #include "daemon/app/cli.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::app {
 
 CommandRun add_serve_command(CLI::App& root);
 CommandRun add_convert_command(CLI::App& root);
@@ -17,4 +17,4 @@ CommandRun add_fleet_command(CLI::App& root);
 CommandRun add_campaign_command(CLI::App& root);
 CommandRun add_check_command(CLI::App& root);
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::app

@@ -33,7 +33,7 @@
 #include "storage/session_pages.h"
 #include "storage/session_store.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::app {
 
 namespace {
 
@@ -387,7 +387,7 @@ Converted from_selection(const std::filesystem::path& db, const std::string& tex
                 throw UsageError(
                     "--select with tag= needs --config FILE (tags are the "
                     "configuration's)");
-            for (const auto& b : load_config(*config).boards) {
+            for (const auto& b : config::load_config(*config).boards) {
                 for (const auto& tag : b.tags) boards_by_tag[tag].push_back(b.name);
             }
         }
@@ -803,4 +803,4 @@ CommandRun add_convert_command(CLI::App& root) {
     return [args] { return run_convert(*args); };
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::app

@@ -1,6 +1,6 @@
 #include "daemon/app/decode_summary.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::app {
 
 std::string summary_line(const protocol::DecoderStats& s, const gmon::Aggregate& decoded) {
     std::string line = "decoded " + std::to_string(s.records()) + " records (" +
@@ -25,4 +25,4 @@ std::string summary_line(const protocol::DecoderStats& s, const gmon::Aggregate&
     return line;
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::app

@@ -26,7 +26,7 @@
 
 extern char** environ;
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::app {
 namespace {
 
 constexpr auto kQemuTimeout = std::chrono::seconds(60);
@@ -74,21 +74,21 @@ void write_and_print(gmon::Aggregate aggregate, const std::filesystem::path& elf
 }
 
 int simulated_demo(const DemoArgs& args, const std::filesystem::path& dir) {
-    SimulatorOptions options;
+    sim::SimulatorOptions options;
     options.model = args.model;
     options.max_iterations = args.iterations;
     const auto decoder = protocol::make_decoder(protocol::WireSpec{
-        wire_format_name(options.protocol), "bin", options.addr_bytes, std::nullopt, {}});
+        sim::wire_format_name(options.protocol), "bin", options.addr_bytes, std::nullopt, {}});
     gmon::Aggregate aggregate;
     gmon::AggregateSink sink(aggregate);
-    const GroundTruth truth =
-        simulate_board(options, [&](const std::uint8_t* data, std::size_t size) {
+    const sim::GroundTruth truth =
+        sim::simulate_board(options, [&](const std::uint8_t* data, std::size_t size) {
             decoder->feed(std::span<const std::uint8_t>(data, size), sink);
         });
     decoder->finish(sink);
 
     const auto elf_path = dir / (options.model + ".elf");
-    write_model_elf(elf_path.string(), truth);
+    sim::write_model_elf(elf_path.string(), truth);
     std::cout << "rackprof demo: simulated board '" << options.model
               << "': " << summary_line(decoder->stats(), aggregate) << "\n";
     const bool exact = truth.aggregate == aggregate;
@@ -211,4 +211,4 @@ CommandRun add_demo_command(CLI::App& root) {
     };
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::app

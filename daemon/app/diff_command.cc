@@ -10,7 +10,7 @@
 #include "gmon/profile_pipeline.h"
 #include "gmon/sync_check.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::app {
 namespace {
 
 constexpr const char* kAbout =
@@ -203,4 +203,4 @@ CommandRun add_check_sync_command(CLI::App& root) {
     return [args] { return run_check_sync(*args); };
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::app

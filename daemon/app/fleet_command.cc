@@ -20,7 +20,7 @@
 #include "gmon/report.h"
 #include "storage/fleet/fleet_store.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::app {
 namespace {
 
 constexpr const char* kAbout =
@@ -54,9 +54,9 @@ struct FleetArgs {
     std::optional<std::int64_t> keep_sessions_days;
 };
 
-fleet::FleetConnection connection_of(const FleetArgs& cl) {
-    FleetConfig f;
-    if (cl.config) f = load_config(*cl.config).fleet;
+storage::fleet::FleetConnection connection_of(const FleetArgs& cl) {
+    config::FleetConfig f;
+    if (cl.config) f = config::load_config(*cl.config).fleet;
     if (const char* env = std::getenv("RACKPROF_FLEET_URL"); env && f.url.empty()) f.url = env;
     if (cl.url) f.url = *cl.url;
     if (cl.password_file) f.password_file = *cl.password_file;
@@ -64,11 +64,11 @@ fleet::FleetConnection connection_of(const FleetArgs& cl) {
     if (cl.sslrootcert) f.sslrootcert = *cl.sslrootcert;
     if (f.url.empty()) throw UsageError("no fleet store: give --url URL (or RACKPROF_FLEET_URL)");
     try {
-        fleet::check_fleet_url(f.url);
+        storage::fleet::check_fleet_url(f.url);
     } catch (const std::invalid_argument& e) {
         throw UsageError(std::string("--url: ") + e.what());
     }
-    return fleet_connection(f);
+    return fleet::fleet_connection(f);
 }
 
 service::Selection selection_of(const std::string& text) {
@@ -188,19 +188,19 @@ int run_fleet_diff(service::FleetSource& fleet, const FleetArgs& cl) {
 // `fleet prune`: one pass of fleet retention, what it removed on stdout as JSON.
 int run_fleet_prune(const FleetArgs& cl) {
     std::int64_t days = 0;
-    if (cl.config) days = load_config(*cl.config).fleet.keep_sessions_days;
+    if (cl.config) days = config::load_config(*cl.config).fleet.keep_sessions_days;
     if (cl.keep_sessions_days) days = *cl.keep_sessions_days;
     if (days == 0) {
         std::cerr << "rackprof: fleet prune: keep_sessions_days is 0 (keep forever): nothing to "
                      "do\n";
         return 0;
     }
-    fleet::FleetStore store(connection_of(cl));
+    storage::fleet::FleetStore store(connection_of(cl));
     const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                  std::chrono::system_clock::now().time_since_epoch())
                                  .count();
     const std::int64_t before = now - days * 86'400'000'000'000;
-    const fleet::FleetPruned pruned = store.prune(before, days);
+    const storage::fleet::FleetPruned pruned = store.prune(before, days);
     std::cerr << "rackprof: fleet prune: " << pruned.sessions_deleted
               << " session(s) that ended more than " << days << " day(s) ago removed ("
               << pruned.months_dropped.size() << " month partition(s) dropped whole)\n";
@@ -299,7 +299,7 @@ CommandRun add_fleet_command(CLI::App& root) {
         .add_option("--keep-sessions-days", args->keep_sessions_days,
                     "N (else [fleet] keep_sessions_days of --config; 0 or none: nothing to do)")
         ->type_name("N")
-        ->check(in_range(0, static_cast<double>(kMaxRetentionDays), "a number of days"));
+        ->check(in_range(0, static_cast<double>(config::kMaxRetentionDays), "a number of days"));
     return [args, &prune, &sessions, &profile] {
         if (prune.parsed()) return run_fleet_prune(*args);
         service::FleetSource source(connection_of(*args), elf_dir());
@@ -309,4 +309,4 @@ CommandRun add_fleet_command(CLI::App& root) {
     };
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::app

@@ -7,6 +7,6 @@
 #include "daemon/app/cli.h"
 
 int main(int argc, char** argv) {
-    return rackprof::daemon::run_cli(std::vector<std::string>(argv + 1, argv + argc), std::cout,
-                                     std::cerr);
+    return rackprof::daemon::app::run_cli(std::vector<std::string>(argv + 1, argv + argc),
+                                          std::cout, std::cerr);
 }

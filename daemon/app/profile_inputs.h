@@ -11,7 +11,7 @@
 #include "daemon/app/cli.h"
 #include "gmon/export.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::app {
 
 // The decoding options convert declares, and diff and check-sync with it.
 struct ProfileInputArgs {
@@ -40,4 +40,4 @@ void add_profile_input_options(CLI::App& app, ProfileInputArgs& args);
 std::shared_ptr<gmon::ExportInput> profile_input_of(const std::string& argument,
                                                     const ProfileInputArgs& args);
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::app

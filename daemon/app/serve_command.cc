@@ -28,7 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::app {
 
 namespace {
 
@@ -58,11 +58,13 @@ std::shared_ptr<spdlog::logger> make_logger(const std::string& level) {
 
 // The API token: the file named in the config, else $RACKPROF_API_TOKEN; trailing space dropped.
 // A token file that cannot be read (or is empty) is an error, not an open bench.
-std::string api_token(const DaemonConfig& config) {
+std::string api_token(const config::DaemonConfig& config) {
     std::string token;
     if (!config.token_file.empty()) {
         std::ifstream f(config.token_file);
-        if (!f) throw ConfigError("server.token_file: cannot read " + config.token_file.string());
+        if (!f)
+            throw config::ConfigError("server.token_file: cannot read " +
+                                      config.token_file.string());
         std::getline(f, token);
     } else if (const char* env = std::getenv("RACKPROF_API_TOKEN")) {
         token = env;
@@ -70,23 +72,24 @@ std::string api_token(const DaemonConfig& config) {
     while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back())))
         token.pop_back();
     if (!config.token_file.empty() && token.empty())
-        throw ConfigError("server.token_file: " + config.token_file.string() + " is empty");
+        throw config::ConfigError("server.token_file: " + config.token_file.string() + " is empty");
     return token;
 }
 
 // The embedded default's simulated boards get their models' ELFs (written next to the
 // database), so profiles and live views name functions out of the box.
-void give_simulated_boards_firmware(DaemonConfig& config) {
+void give_simulated_boards_firmware(config::DaemonConfig& config) {
     const auto dir = config.storage_path.parent_path() / "firmware";
-    for (BoardConfig& b : config.boards) {
-        const LinkUri uri = parse_link_uri(b.link);
+    for (config::BoardConfig& b : config.boards) {
+        const config::LinkUri uri = config::parse_link_uri(b.link);
         if (uri.scheme != "sim" || !b.elf.empty()) continue;
-        SimulatorOptions model;
+        sim::SimulatorOptions model;
         model.model = uri.path;
-        const GroundTruth truth = simulate_board(model, [](const std::uint8_t*, std::size_t) {});
+        const sim::GroundTruth truth =
+            sim::simulate_board(model, [](const std::uint8_t*, std::size_t) {});
         std::filesystem::create_directories(dir);
         const auto path = dir / (uri.path + ".elf");
-        write_model_elf(path, truth);
+        sim::write_model_elf(path, truth);
         b.elf = path.string();
     }
 }
@@ -135,11 +138,11 @@ void keep_answer_buffers_mapped() {
 }
 
 // The configuration serve runs on, --listen over it; nullopt (said on stderr) when invalid.
-std::optional<DaemonConfig> serve_config(const ServeArgs& cl) {
-    DaemonConfig config;
+std::optional<config::DaemonConfig> serve_config(const ServeArgs& cl) {
+    config::DaemonConfig config;
     try {
-        config = cl.config ? load_config(*cl.config) : embedded_default_config();
-    } catch (const ConfigError& e) {
+        config = cl.config ? config::load_config(*cl.config) : config::embedded_default_config();
+    } catch (const config::ConfigError& e) {
         std::cerr << "rackprof serve: invalid configuration: " << e.what() << "\n";
         return std::nullopt;
     }
@@ -147,25 +150,26 @@ std::optional<DaemonConfig> serve_config(const ServeArgs& cl) {
     if (const char* url = std::getenv("RACKPROF_FLEET_URL"); url && *url) config.fleet.url = url;
     if (!config.fleet.url.empty()) {
         try {
-            fleet::check_fleet_url(config.fleet.url);
+            storage::fleet::check_fleet_url(config.fleet.url);
         } catch (const std::invalid_argument& e) {
             std::cerr << "rackprof serve: invalid configuration: fleet.url: " << e.what() << "\n";
             return std::nullopt;
         }
     }
-    make_paths_absolute(config);
+    config::make_paths_absolute(config);
     if (!cl.config) give_simulated_boards_firmware(config);
     return config;
 }
 
 // [fleet]: completed sessions pushed to PostgreSQL in the background; selections served
 // from it (every bench's sessions). Null without a fleet store.
-std::unique_ptr<FleetPusher> start_fleet(const DaemonConfig& config, CaptureService& service,
-                                         rackprof::service::LocalRack& rack,
-                                         web::ApiOptions& api_options,
-                                         const std::shared_ptr<spdlog::logger>& log) {
+std::unique_ptr<fleet::FleetPusher> start_fleet(const config::DaemonConfig& config,
+                                                capture::CaptureService& service,
+                                                rackprof::daemon::service::LocalRack& rack,
+                                                web::api::ApiOptions& api_options,
+                                                const std::shared_ptr<spdlog::logger>& log) {
     if (config.fleet.url.empty()) return nullptr;
-    auto pusher = std::make_unique<FleetPusher>(
+    auto pusher = std::make_unique<fleet::FleetPusher>(
         config.fleet, config.storage_path,
         [&service] {
             std::map<std::string, std::vector<std::string>> tags;
@@ -173,13 +177,14 @@ std::unique_ptr<FleetPusher> start_fleet(const DaemonConfig& config, CaptureServ
             return tags;
         },
         log);
-    FleetPusher* p = pusher.get();
-    rack.use_fleet(
-        std::make_shared<rackprof::service::FleetSource>(
-            fleet_connection(config.fleet), config.storage_path.parent_path() / "fleet-firmware"),
-        [p] { return p->status_json(); });
-    log->info("fleet: selections are served from {}", fleet::redacted_url(config.fleet.url));
-    api_options.metrics_sources.push_back([p](web::MetricsText& out) {
+    fleet::FleetPusher* p = pusher.get();
+    rack.use_fleet(std::make_shared<rackprof::daemon::service::FleetSource>(
+                       fleet::fleet_connection(config.fleet),
+                       config.storage_path.parent_path() / "fleet-firmware"),
+                   [p] { return p->status_json(); });
+    log->info("fleet: selections are served from {}",
+              storage::fleet::redacted_url(config.fleet.url));
+    api_options.metrics_sources.push_back([p](web::api::MetricsText& out) {
         const auto s = p->status();
         out.family("rackprof_fleet_pending_sessions", "gauge",
                    "Completed sessions not yet in the fleet store.");
@@ -195,7 +200,7 @@ std::unique_ptr<FleetPusher> start_fleet(const DaemonConfig& config, CaptureServ
 }
 
 // Who may do what over HTTP, and where the dashboard is.
-void configure_api(web::ApiOptions& api_options, const DaemonConfig& config,
+void configure_api(web::api::ApiOptions& api_options, const config::DaemonConfig& config,
                    const boost::asio::ip::tcp::endpoint& endpoint,
                    const std::shared_ptr<spdlog::logger>& log) {
     // A configured token guards every mutation, loopback included (a local user who is not the
@@ -205,9 +210,9 @@ void configure_api(web::ApiOptions& api_options, const DaemonConfig& config,
     api_options.token_for_reads = config.token_for_reads;
     api_options.log_error = [log](const std::string& what) { log->error("http: {}", what); };
     std::error_code no_exe;
-    api_options.web_root =
-        web::find_web_root(config.web_root, std::filesystem::read_symlink("/proc/self/exe", no_exe),
-                           RACKPROF_SOURCE_WEB_DIST);
+    api_options.web_root = web::server::find_web_root(
+        config.web_root, std::filesystem::read_symlink("/proc/self/exe", no_exe),
+        RACKPROF_SOURCE_WEB_DIST);
     if (std::filesystem::is_regular_file(api_options.web_root / "index.html", no_exe)) {
         log->info("dashboard: serving {}", api_options.web_root.string());
     } else {
@@ -226,7 +231,7 @@ void configure_api(web::ApiOptions& api_options, const DaemonConfig& config,
 }
 
 // What runs: the configuration, the storage and the boards.
-void log_start(const DaemonConfig& config, bool embedded_default, spdlog::logger& log) {
+void log_start(const config::DaemonConfig& config, bool embedded_default, spdlog::logger& log) {
     log.info("rackprof serve {}: configuration {}, storage {}, {} board(s)", RACKPROF_VERSION,
              config.source, config.storage_path.string(), config.boards.size());
     if (embedded_default && !config.boards.empty()) {
@@ -245,22 +250,23 @@ sigset_t block_signals() {
 }
 
 // Every board event to the events feed's clients.
-void publish_board_events(CaptureService& service, web::LiveFeeds& feeds) {
-    service.on_event([&feeds](const BoardEvent& e, std::int64_t session_id) {
+void publish_board_events(capture::CaptureService& service, web::feeds::LiveFeeds& feeds) {
+    service.on_event([&feeds](const capture::BoardEvent& e, std::int64_t session_id) {
         nlohmann::json event = {
             {"board", e.board},
             {"kind", e.kind},
             {"state", e.state},
             {"reason", e.reason},
             {"session", session_id ? nlohmann::json(session_id) : nlohmann::json(nullptr)},
-            {"at_ns", unix_now_ns()}};
+            {"at_ns", capture::unix_now_ns()}};
         feeds.publish_event(event.dump());
     });
 }
 
 // Until SIGTERM or SIGINT; SIGHUP reloads the configuration file.
-void serve_until_stopped(const ServeArgs& cl, const sigset_t& signals, CaptureService& service,
-                         SystemdNotifier& systemd, spdlog::logger& log) {
+void serve_until_stopped(const ServeArgs& cl, const sigset_t& signals,
+                         capture::CaptureService& service, SystemdNotifier& systemd,
+                         spdlog::logger& log) {
     while (true) {
         int signal = 0;
         sigwait(&signals, &signal);
@@ -274,11 +280,11 @@ void serve_until_stopped(const ServeArgs& cl, const sigset_t& signals, CaptureSe
         }
         systemd.reloading();
         try {
-            DaemonConfig next = load_config(*cl.config);
-            make_paths_absolute(next);
+            config::DaemonConfig next = config::load_config(*cl.config);
+            config::make_paths_absolute(next);
             service.reload(next);
             log.info("SIGHUP: configuration reloaded, {} board(s)", next.boards.size());
-        } catch (const ConfigError& e) {
+        } catch (const config::ConfigError& e) {
             log.error("SIGHUP: invalid configuration, keeping the running one: {}", e.what());
         }
         systemd.ready("capturing from " + std::to_string(service.boards().size()) + " board(s)");
@@ -288,7 +294,7 @@ void serve_until_stopped(const ServeArgs& cl, const sigset_t& signals, CaptureSe
 int run_serve(const ServeArgs& cl) {
     const auto configured = serve_config(cl);
     if (!configured) return 2;
-    const DaemonConfig& config = *configured;
+    const config::DaemonConfig& config = *configured;
     const std::string level = cl.log_level.value_or(config.log_level);
     auto log = make_logger(level);
     keep_answer_buffers_mapped();
@@ -297,29 +303,31 @@ int run_serve(const ServeArgs& cl) {
 
     // Checked before storage opens: a bad address or token must not leave a database behind.
     boost::asio::ip::tcp::endpoint endpoint;
-    web::ApiOptions api_options;
+    web::api::ApiOptions api_options;
     try {
-        endpoint = web::parse_listen_address(config.listen);
+        endpoint = web::server::parse_listen_address(config.listen);
         api_options.token = api_token(config);
     } catch (const std::invalid_argument& e) {
         log->error("{}: {}", cl.listen ? "--listen" : "server.listen", e.what());
         return 2;
-    } catch (const ConfigError& e) {
+    } catch (const config::ConfigError& e) {
         log->error("{}", e.what());
         return 2;
     }
     log_start(config, !cl.config, *log);
-    CaptureService service(config, log);  // storage is open from here on
+    capture::CaptureService service(config, log);  // storage is open from here on
 
-    rackprof::service::LocalRack rack(service,
-                                      config.storage_path);  // what web/ reads and writes through
+    rackprof::daemon::service::LocalRack rack(
+        service,
+        config.storage_path);  // what web/ reads and writes through
     // [fleet]: completed sessions pushed to PostgreSQL in the background; selections served
     // from it (every bench's sessions).
-    std::unique_ptr<FleetPusher> pusher = start_fleet(config, service, rack, api_options, log);
+    std::unique_ptr<fleet::FleetPusher> pusher =
+        start_fleet(config, service, rack, api_options, log);
 
     configure_api(api_options, config, endpoint, log);
-    web::LiveFeeds* feeds_for_metrics = nullptr;  // the feeds need the server's io_context
-    api_options.metrics_sources.push_back([&feeds_for_metrics](web::MetricsText& out) {
+    web::feeds::LiveFeeds* feeds_for_metrics = nullptr;  // the feeds need the server's io_context
+    api_options.metrics_sources.push_back([&feeds_for_metrics](web::api::MetricsText& out) {
         if (!feeds_for_metrics) return;
         const auto clients = feeds_for_metrics->clients();
         out.family("rackprof_feed_clients", "gauge", "Connected WebSocket clients, by feed.");
@@ -327,9 +335,9 @@ int run_serve(const ServeArgs& cl) {
         out.sample("rackprof_feed_clients", {{"feed", "events"}},
                    static_cast<double>(clients.events));
     });
-    web::Api api(rack, api_options);
-    web::HttpServer server(api, log);
-    web::LiveFeeds feeds(
+    web::api::Api api(rack, api_options);
+    web::server::HttpServer server(api, log);
+    web::feeds::LiveFeeds feeds(
         server.io(), rack,
         {api_options.token, api_options.require_token, api_options.token_for_reads});
     feeds_for_metrics = &feeds;
@@ -385,8 +393,8 @@ CommandRun add_serve_command(CLI::App& root) {
         ->check(CLI::Validator(
             [](std::string& level) {
                 try {
-                    check_log_level(level);
-                } catch (const ConfigError& e) {
+                    config::check_log_level(level);
+                } catch (const config::ConfigError& e) {
                     return std::string(e.what());
                 }
                 return std::string();
@@ -395,4 +403,4 @@ CommandRun add_serve_command(CLI::App& root) {
     return [args] { return run_serve(*args); };
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::app

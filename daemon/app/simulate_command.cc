@@ -19,7 +19,7 @@
 #include "gmon/gmon_writer.h"
 #include "gmon/report.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::app {
 
 namespace {
 
@@ -94,7 +94,7 @@ class OutputFile {
     bool owned_ = false;
 };
 
-nlohmann::json truth_json(const GroundTruth& truth, const SimulatorOptions& options,
+nlohmann::json truth_json(const sim::GroundTruth& truth, const sim::SimulatorOptions& options,
                           std::uint64_t unplugs) {
     nlohmann::json functions = nlohmann::json::array();
     for (const auto& f : truth.functions) {
@@ -112,7 +112,7 @@ nlohmann::json truth_json(const GroundTruth& truth, const SimulatorOptions& opti
         pcs.push_back({{"pc", gmon::hex_address(p.pc)}, {"count", p.count}});
     }
     return {{"model", truth.model},
-            {"protocol", wire_format_name(options.protocol)},
+            {"protocol", sim::wire_format_name(options.protocol)},
             {"format", options.encoding == protocol::LegacyEncoding::kHex ? "hex" : "bin"},
             {"arc_cache", options.arc_cache},
             {"pc_cache", options.pc_cache},
@@ -187,29 +187,29 @@ std::vector<std::string> split_list(const std::string& text) {
 }
 
 // --boards N --pty-dir DIR: the whole rack in this process.
-int run_rack(const SimulateArgs& args, const SimulatorOptions& options) {
+int run_rack(const SimulateArgs& args, const sim::SimulatorOptions& options) {
     if (!args.pty_dir) throw UsageError("--boards needs --pty-dir DIR");
     const std::string dir = *args.pty_dir;
     if (args.output || args.pty || args.write_elf || args.unplug_every)
         throw UsageError("--boards excludes -o, --pty, --write-elf and --unplug-every");
     const std::uint64_t count = args.boards.value_or(1);
-    PtyRackOptions rack;
+    sim::PtyRackOptions rack;
     rack.rate = args.rate;
     rack.tick = std::chrono::milliseconds(args.tick_ms);
     const auto models = split_list(options.model);
     std::filesystem::create_directories(dir);
     for (std::uint64_t i = 0; i < count; ++i) {
-        SimulatorOptions board = options;
+        sim::SimulatorOptions board = options;
         board.model = models[i % models.size()];
         board.seed = options.seed + i;
         rack.boards.push_back(board);
         rack.links.push_back(std::filesystem::path(dir) / board_name(i));
     }
     raise_descriptor_limit();
-    PtyRack feeder(rack);
+    sim::PtyRack feeder(rack);
     std::cerr << "rackprof: " << count << " boards on " << dir << "/b0.. at " << rack.rate
               << " bytes/s each\n";
-    const PtyRackStats stats = feeder.run();
+    const sim::PtyRackStats stats = feeder.run();
     if (args.truth) {
         nlohmann::json boards = nlohmann::json::array();
         for (std::size_t i = 0; i < feeder.size(); ++i)
@@ -225,8 +225,8 @@ int run_rack(const SimulateArgs& args, const SimulatorOptions& options) {
 }
 
 // The simulator's options; each value's range was checked as it was parsed.
-SimulatorOptions simulator_options(const SimulateArgs& args) {
-    SimulatorOptions options;
+sim::SimulatorOptions simulator_options(const SimulateArgs& args) {
+    sim::SimulatorOptions options;
     options.model = args.model;
     if (args.elf) options.elf = gmon::Symbolizer::load(*args.elf);
     options.addr_bytes = args.addr_bytes;
@@ -235,14 +235,14 @@ SimulatorOptions simulator_options(const SimulateArgs& args) {
     options.seed = args.seed;
     options.dither_cycles = args.dither;
     options.faults = {args.drop, args.flip, args.insert, args.drop_frames};
-    options.protocol = *simulated_protocol(args.protocol);
+    options.protocol = *sim::simulated_protocol(args.protocol);
     options.arc_cache = args.arc_cache;
     options.pc_cache = args.pc_cache;
     options.arc_cache_flush = args.cache_flush.value_or(options.arc_cache_flush);
-    if (options.protocol != WireProtocol::kFramed &&
+    if (options.protocol != sim::WireProtocol::kFramed &&
         (options.arc_cache > 0 || options.pc_cache > 0 || options.faults.frame_drop > 0))
         throw UsageError("--arc-cache, --pc-cache and --drop-frames need --protocol framed");
-    if (options.protocol == WireProtocol::kFramed &&
+    if (options.protocol == sim::WireProtocol::kFramed &&
         options.encoding != protocol::LegacyEncoding::kBinary)
         throw UsageError("--protocol framed is binary only: leave out --format hex");
     if (args.slower) options.work_factor = parse_work_factors(*args.slower);
@@ -252,10 +252,10 @@ SimulatorOptions simulator_options(const SimulateArgs& args) {
 }
 
 // --pty PATH: one board on a pseudo-terminal, unplugged now and then.
-GroundTruth run_pty(const SimulateArgs& args, const SimulatorOptions& options,
-                    std::uint64_t& unplugs) {
+sim::GroundTruth run_pty(const SimulateArgs& args, const sim::SimulatorOptions& options,
+                         std::uint64_t& unplugs) {
     if (args.output) throw UsageError("--pty and -o exclude each other");
-    PtyBoardOptions p;
+    sim::PtyBoardOptions p;
     p.simulator = options;
     p.rate = args.rate;
     p.simulator.piece_bytes = std::max<std::size_t>(64, p.rate / 50);
@@ -263,11 +263,11 @@ GroundTruth run_pty(const SimulateArgs& args, const SimulatorOptions& options,
     p.unplug_every = std::chrono::milliseconds(args.unplug_every);
     p.unplug_for = std::chrono::milliseconds(args.unplug_for);
     p.max_unplugs = args.unplugs;
-    PtyBoard board(p);
+    sim::PtyBoard board(p);
     std::cerr << "rackprof: board '" << options.model << "' on " << *args.pty << " -> "
               << board.device().string() << " at " << p.rate << " bytes/s\n";
     board.start();
-    GroundTruth truth = board.wait();
+    sim::GroundTruth truth = board.wait();
     unplugs = board.unplugs();
     if (!board.error().empty())
         throw std::runtime_error("the board on " + *args.pty + " failed: " + board.error());
@@ -275,7 +275,7 @@ GroundTruth run_pty(const SimulateArgs& args, const SimulatorOptions& options,
 }
 
 // -o FILE (or -): the wire bytes to a file or a pipe.
-GroundTruth run_to_file(const SimulateArgs& args, const SimulatorOptions& options) {
+sim::GroundTruth run_to_file(const SimulateArgs& args, const sim::SimulatorOptions& options) {
     const auto& out_path = args.output;
     if (!out_path && !args.truth && !args.write_elf) {
         throw UsageError(
@@ -286,29 +286,31 @@ GroundTruth run_to_file(const SimulateArgs& args, const SimulatorOptions& option
     }
     std::optional<OutputFile> out;
     if (out_path) out.emplace(*out_path);
-    GroundTruth truth = simulate_board(options, [&](const std::uint8_t* data, std::size_t size) {
-        if (out) out->write(data, size);
-    });
+    sim::GroundTruth truth =
+        sim::simulate_board(options, [&](const std::uint8_t* data, std::size_t size) {
+            if (out) out->write(data, size);
+        });
     if (out) out->close();
     return truth;
 }
 
 int run_simulate(const SimulateArgs& args) {
     if (args.list_models) {
-        for (const auto& [name, what] : builtin_models()) std::cout << name << "\t" << what << "\n";
+        for (const auto& [name, what] : sim::builtin_models())
+            std::cout << name << "\t" << what << "\n";
         return 0;
     }
-    const SimulatorOptions options = simulator_options(args);
+    const sim::SimulatorOptions options = simulator_options(args);
     if (args.boards || args.pty_dir) return run_rack(args, options);
     std::uint64_t unplugs = 0;
-    const GroundTruth truth =
+    const sim::GroundTruth truth =
         args.pty ? run_pty(args, options, unplugs) : run_to_file(args, options);
     if (args.truth) {
         const std::string text = truth_json(truth, options, unplugs).dump(2) + "\n";
         gmon::write_file_atomically(*args.truth,
                                     std::vector<std::uint8_t>(text.begin(), text.end()));
     }
-    if (args.write_elf) write_model_elf(*args.write_elf, truth);
+    if (args.write_elf) sim::write_model_elf(*args.write_elf, truth);
     std::cerr << "rackprof: simulated " << truth.model << ": " << truth.iterations
               << " iterations, " << truth.arcs_sent << " arcs and " << truth.pc_samples_sent
               << " PC samples in " << truth.wire_bytes << " wire bytes";
@@ -340,8 +342,8 @@ void add_model_options(CLI::App& app, SimulateArgs& args) {
         ->type_name("SIZE");
     app.add_option("--protocol", args.protocol, "legacy | framed (default: legacy)")
         ->type_name("P")
-        ->check(CLI::IsMember(
-            {wire_format_name(WireProtocol::kLegacy), wire_format_name(WireProtocol::kFramed)}));
+        ->check(CLI::IsMember({sim::wire_format_name(sim::WireProtocol::kLegacy),
+                               sim::wire_format_name(sim::WireProtocol::kFramed)}));
     app.add_option("--format", args.format, "bin | hex (default: bin; framed is binary only)")
         ->type_name("F")
         ->check(CLI::IsMember({"bin", "hex"}));
@@ -363,7 +365,7 @@ void add_model_options(CLI::App& app, SimulateArgs& args) {
               "LFSR, as target-fw's RACKPROF_SAMPLE_DITHER); felt by --model synced,\n"
               "whose loop lasts exactly one sampling period (e.g. --dither 125)")
         ->type_name("N")
-        ->check(in_range(0, kSamplePeriodCycles - 1, "below the sampling period"));
+        ->check(in_range(0, sim::kSamplePeriodCycles - 1, "below the sampling period"));
     app.add_option("--slower", args.slower,
                    "another build: function NAME does K times its work (several as\n"
                    "NAME=K,NAME2=K2); its calls stay the same")
@@ -449,4 +451,4 @@ CommandRun add_simulate_command(CLI::App& root) {
     return [args] { return run_simulate(*args); };
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::app

@@ -2,7 +2,7 @@
 
 #include <systemd/sd-daemon.h>
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::app {
 
 void SystemdNotifier::ready(const std::string& status) {
     sd_notify(0, ("READY=1\nSTATUS=" + status).c_str());
@@ -26,4 +26,4 @@ std::optional<std::chrono::microseconds> SystemdNotifier::watchdog_interval() co
     return std::nullopt;
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::app

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::app {
 
 class SystemdNotifier {
   public:
@@ -19,4 +19,4 @@ class SystemdNotifier {
     std::optional<std::chrono::microseconds> watchdog_interval() const;
 };
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::app

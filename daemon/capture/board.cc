@@ -7,7 +7,7 @@
 #include <atomic>
 #include <fstream>
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::capture {
 
 std::string file_sha256(const std::filesystem::path& path) {
     std::ifstream f(path, std::ios::binary);
@@ -30,13 +30,13 @@ std::string file_sha256(const std::filesystem::path& path) {
     return out;
 }
 
-Board::Board(boost::asio::io_context& io, BoardConfig config, storage::StorageWriter& writer,
-             std::shared_ptr<spdlog::logger> log, std::chrono::milliseconds reconnect_min,
-             std::chrono::milliseconds reconnect_max, std::filesystem::path firmware_dir,
-             BoardEventSink events, LiveSnapshots* live)
+Board::Board(boost::asio::io_context& io, config::BoardConfig config,
+             storage::StorageWriter& writer, std::shared_ptr<spdlog::logger> log,
+             std::chrono::milliseconds reconnect_min, std::chrono::milliseconds reconnect_max,
+             std::filesystem::path firmware_dir, BoardEventSink events, LiveSnapshots* live)
     : io_(io),
       config_(std::move(config)),
-      uri_(parse_link_uri(config_.link)),
+      uri_(config::parse_link_uri(config_.link)),
       writer_(writer),
       log_(std::move(log)),
       reconnect_min_(reconnect_min),
@@ -52,15 +52,16 @@ Board::~Board() = default;
 void Board::start() {
     if (!config_.elf.empty()) load_elf(config_.elf);
     if (uri_.scheme == "sim") {
-        PtyBoardOptions o;
+        sim::PtyBoardOptions o;
         o.simulator.model = uri_.path;
         o.simulator.seed = uri_.number("seed", 1);
         o.simulator.max_iterations = 0;
         o.simulator.addr_bytes = config_.addr_bytes;
         o.simulator.encoding = config_.format == "hex" ? protocol::LegacyEncoding::kHex
                                                        : protocol::LegacyEncoding::kBinary;
-        o.simulator.protocol = simulated_protocol(config_.protocol).value_or(WireProtocol::kLegacy);
-        if (o.simulator.protocol == WireProtocol::kFramed) {
+        o.simulator.protocol =
+            sim::simulated_protocol(config_.protocol).value_or(sim::WireProtocol::kLegacy);
+        if (o.simulator.protocol == sim::WireProtocol::kFramed) {
             o.simulator.arc_cache = uri_.number("arc_cache", 0);
             o.simulator.pc_cache = uri_.number("pc_cache", 0);
         }
@@ -70,9 +71,9 @@ void Board::start() {
         o.sample_hz = o.simulator.sample_hz;
         // 20 ms of bytes per piece, within bounds whatever the rate (parse_link_uri bounds it).
         o.simulator.piece_bytes = std::clamp<std::size_t>(o.rate / 50, 64, 256u << 10);
-        simulated_ = std::make_unique<PtyBoard>(o);
+        simulated_ = std::make_unique<sim::PtyBoard>(o);
         simulated_->start();
-        link_ = make_link(io_, parse_link_uri("serial://" + simulated_->device().string()));
+        link_ = make_link(io_, config::parse_link_uri("serial://" + simulated_->device().string()));
     } else {
         link_ = make_link(io_, uri_);
     }
@@ -307,4 +308,4 @@ BoardStatus Board::status() {
     return s;
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::capture

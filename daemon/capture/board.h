@@ -20,7 +20,7 @@
 #include "daemon/sim/pty_board.h"
 #include "gmon/symbolizer.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::capture {
 
 using BoardEventSink = std::function<void(const BoardEvent&)>;
 
@@ -28,7 +28,7 @@ class Board {
   public:
     // `firmware_dir`: uploaded ELFs stored as <build-id>.elf, searched when a framed target's
     // HELLO names a build-id and the board's config names no ELF.
-    Board(boost::asio::io_context& io, BoardConfig config, storage::StorageWriter& writer,
+    Board(boost::asio::io_context& io, config::BoardConfig config, storage::StorageWriter& writer,
           std::shared_ptr<spdlog::logger> log, std::chrono::milliseconds reconnect_min,
           std::chrono::milliseconds reconnect_max, std::filesystem::path firmware_dir,
           BoardEventSink events = {}, LiveSnapshots* live = nullptr);
@@ -48,7 +48,7 @@ class Board {
     // changes since the last publish); the capture service calls it every 100 ms.
     void publish_live();
     const std::string& name() const { return config_.name; }
-    const BoardConfig& config() const { return config_; }
+    const config::BoardConfig& config() const { return config_; }
 
   private:
     void connect();
@@ -63,15 +63,15 @@ class Board {
     std::string storage_error();  // while storage fails and a session loses data; else ""
 
     boost::asio::io_context& io_;
-    BoardConfig config_;
-    LinkUri uri_;
+    config::BoardConfig config_;
+    config::LinkUri uri_;
     storage::StorageWriter& writer_;
     std::shared_ptr<spdlog::logger> log_;
     std::chrono::milliseconds reconnect_min_;
     std::chrono::milliseconds reconnect_max_;
     std::chrono::milliseconds backoff_;
     boost::asio::steady_timer retry_timer_;
-    std::unique_ptr<PtyBoard> simulated_;  // sim:// boards: the simulator behind a pty
+    std::unique_ptr<sim::PtyBoard> simulated_;  // sim:// boards: the simulator behind a pty
     std::unique_ptr<Link> link_;
     std::filesystem::path firmware_dir_;
     std::shared_ptr<const gmon::Symbolizer> elf_;
@@ -90,4 +90,4 @@ class Board {
 // Hex SHA-256 of a file ("" if unreadable).
 std::string file_sha256(const std::filesystem::path& path);
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::capture

@@ -14,7 +14,7 @@
 #include "storage/counters.h"       // SessionCounters
 #include "storage/storage_types.h"  // SessionId
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::capture {
 
 enum class LinkState { kConnecting, kConnected, kDisconnected, kFinished, kStopped };
 // Plain data the web side shows too, so defined here rather than in the capture library.
@@ -67,4 +67,4 @@ struct LiveState {
     std::string storage_error;                         // while storage's commits fail; else ""
 };
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::capture

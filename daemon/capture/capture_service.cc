@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <future>
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::capture {
 
 namespace {
 
@@ -30,7 +30,7 @@ void log_storage_event(spdlog::logger& log, const storage::StorageEvent& e) {
 
 }  // namespace
 
-CaptureService::CaptureService(DaemonConfig config, std::shared_ptr<spdlog::logger> log)
+CaptureService::CaptureService(config::DaemonConfig config, std::shared_ptr<spdlog::logger> log)
     : config_(std::move(config)), log_(std::move(log)) {
     if (config_.storage_path.has_parent_path())
         std::filesystem::create_directories(config_.storage_path.parent_path());
@@ -50,17 +50,17 @@ CaptureService::CaptureService(DaemonConfig config, std::shared_ptr<spdlog::logg
         log_->warn("{} session(s) left capturing by an earlier run are now marked interrupted",
                    writer_->interrupted_at_start());
     }
-    for (const BoardConfig& b : config_.boards) {
+    for (const config::BoardConfig& b : config_.boards) {
         boards_.push_back(make_board(b));
     }
     // Boards added through the API in earlier runs.
     storage::SessionStore stored(config_.storage_path, storage::Database::Mode::kReadOnly);
     for (const auto& [name, text] : stored.stored_boards()) {
         try {
-            BoardConfig b = board_from_json(nlohmann::json::parse(text));
+            config::BoardConfig b = config::board_from_json(nlohmann::json::parse(text));
             // Created over the API: still bound by what the API may open (an older rackprof
             // let any link through, and the board would be reopened at every start).
-            LinkPolicy{config_.api_links}.check(b.link);
+            config::LinkPolicy{config_.api_links}.check(b.link);
             if (std::any_of(boards_.begin(), boards_.end(),
                             [&](const auto& x) { return x->name() == b.name; })) {
                 log_->warn(
@@ -71,7 +71,8 @@ CaptureService::CaptureService(DaemonConfig config, std::shared_ptr<spdlog::logg
             api_boards_.insert(b.name);
             boards_.push_back(make_board(b));
         } catch (const std::exception& e) {
-            log_->error("[{}] stored board is unusable, skipped: {}", printable(name), e.what());
+            log_->error("[{}] stored board is unusable, skipped: {}", config::printable(name),
+                        e.what());
         }
     }
 }
@@ -80,7 +81,7 @@ CaptureService::~CaptureService() {
     shutdown();
 }
 
-std::unique_ptr<Board> CaptureService::make_board(const BoardConfig& b) {
+std::unique_ptr<Board> CaptureService::make_board(const config::BoardConfig& b) {
     return std::make_unique<Board>(
         io_, b, *writer_, log_, config_.reconnect_min, config_.reconnect_max,
         config_.storage_path.parent_path() / "firmware",
@@ -154,7 +155,7 @@ void CaptureService::shutdown() {
     if (writer_) writer_->stop();  // commits what the boards handed over
 }
 
-void CaptureService::reload(const DaemonConfig& next) {
+void CaptureService::reload(const config::DaemonConfig& next) {
     if (next.storage_path != config_.storage_path) {
         log_->warn("reload: storage.path changed to {}; it takes effect at the next start",
                    next.storage_path.string());
@@ -177,7 +178,7 @@ void CaptureService::reload(const DaemonConfig& next) {
             }
             const auto wanted =
                 std::find_if(next.boards.begin(), next.boards.end(),
-                             [&](const BoardConfig& b) { return b.name == board->name(); });
+                             [&](const config::BoardConfig& b) { return b.name == board->name(); });
             if (wanted != next.boards.end() && *wanted == board->config()) {
                 kept.push_back(std::move(board));
                 continue;
@@ -186,7 +187,7 @@ void CaptureService::reload(const DaemonConfig& next) {
                        wanted == next.boards.end() ? "removed" : "changed: restarting");
             board->shutdown();
         }
-        for (const BoardConfig& b : next.boards) {
+        for (const config::BoardConfig& b : next.boards) {
             const bool present = std::any_of(kept.begin(), kept.end(),
                                              [&](const auto& k) { return k->name() == b.name; });
             if (present) continue;
@@ -258,13 +259,13 @@ bool CaptureService::stop_session(const std::string& name) {
     return found;
 }
 
-CaptureService::BoardChange CaptureService::add_board(const BoardConfig& b) {
+CaptureService::BoardChange CaptureService::add_board(const config::BoardConfig& b) {
     const auto result = on_capture_thread([&] {
         if (std::any_of(boards_.begin(), boards_.end(),
                         [&](const auto& x) { return x->name() == b.name; })) {
             return BoardChange::kExists;
         }
-        writer_->submit(storage::SaveBoardOp{b.name, board_to_json(b).dump()});
+        writer_->submit(storage::SaveBoardOp{b.name, config::board_to_json(b).dump()});
         api_boards_.insert(b.name);
         boards_.push_back(make_board(b));
         if (running_) {
@@ -281,13 +282,13 @@ CaptureService::BoardChange CaptureService::add_board(const BoardConfig& b) {
     return result;
 }
 
-CaptureService::BoardChange CaptureService::update_board(const BoardConfig& b) {
+CaptureService::BoardChange CaptureService::update_board(const config::BoardConfig& b) {
     const auto result = on_capture_thread([&] {
         const auto it = std::find_if(boards_.begin(), boards_.end(),
                                      [&](const auto& x) { return x->name() == b.name; });
         if (it == boards_.end()) return BoardChange::kNotFound;
         if (!api_boards_.count(b.name)) return BoardChange::kFromFile;
-        writer_->submit(storage::SaveBoardOp{b.name, board_to_json(b).dump()});
+        writer_->submit(storage::SaveBoardOp{b.name, config::board_to_json(b).dump()});
         if ((*it)->config() == b) return BoardChange::kDone;
         (*it)->shutdown();
         *it = make_board(b);
@@ -320,9 +321,9 @@ bool CaptureService::from_api(const std::string& name) {
     return on_capture_thread([&] { return api_boards_.count(name) > 0; });
 }
 
-std::vector<BoardConfig> CaptureService::board_configs() {
+std::vector<config::BoardConfig> CaptureService::board_configs() {
     return on_capture_thread([&] {
-        std::vector<BoardConfig> out;
+        std::vector<config::BoardConfig> out;
         for (const auto& b : boards_) out.push_back(b->config());
         return out;
     });
@@ -391,4 +392,4 @@ bool CaptureService::stop_stored_session(std::int64_t id) {
     return false;
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::capture

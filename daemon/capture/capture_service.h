@@ -21,7 +21,7 @@
 #include "daemon/config/config.h"
 #include "storage/storage_writer.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::capture {
 
 // A session stored from data made elsewhere, one piece (raw bytes and their records) at a
 // time: each piece waits for the one before it to be committed, so an import of any size
@@ -53,7 +53,7 @@ class SessionImport {
 class CaptureService {
   public:
     // Opens storage (throws storage::StorageError) and makes the boards; nothing runs yet.
-    CaptureService(DaemonConfig config, std::shared_ptr<spdlog::logger> log);
+    CaptureService(config::DaemonConfig config, std::shared_ptr<spdlog::logger> log);
     ~CaptureService();
     CaptureService(const CaptureService&) = delete;
     CaptureService& operator=(const CaptureService&) = delete;
@@ -65,7 +65,7 @@ class CaptureService {
     // Applies a new configuration's boards (SIGHUP): removed boards stop, changed ones restart,
     // new ones start; untouched boards keep their links and sessions. Settings that need a
     // restart (storage path) are reported in the log and otherwise left alone.
-    void reload(const DaemonConfig& config);
+    void reload(const config::DaemonConfig& config);
     // Calls `beat` on the capture thread every `interval`: proof the capture loop is alive.
     void set_heartbeat(std::chrono::microseconds interval, std::function<void()> beat);
 
@@ -87,11 +87,11 @@ class CaptureService {
     // Boards managed through the API (stored in the database, restored at start). The file's
     // boards are the file's: these refuse them. Results: "" on success, else why not.
     enum class BoardChange { kDone, kExists, kNotFound, kFromFile };
-    BoardChange add_board(const BoardConfig& board);
-    BoardChange update_board(const BoardConfig& board);
+    BoardChange add_board(const config::BoardConfig& board);
+    BoardChange update_board(const config::BoardConfig& board);
     BoardChange remove_board(const std::string& name);
     bool from_api(const std::string& name);
-    std::vector<BoardConfig> board_configs();
+    std::vector<config::BoardConfig> board_configs();
 
     // Attaches a firmware image to a stored session (through the writer).
     void set_session_firmware(std::int64_t id, const std::string& elf_path,
@@ -101,7 +101,7 @@ class CaptureService {
     std::unique_ptr<SessionImport> begin_import(const storage::NewSession& spec);
     // Deletes a stored session through the writer; false while a board is capturing it.
     bool delete_stored_session(std::int64_t id);
-    const DaemonConfig& config() const { return config_; }
+    const config::DaemonConfig& config() const { return config_; }
     storage::WriterStats writer_stats() { return writer_->stats(); }
     // Whether storage's commits are failing now (disk full, I/O error), and since when.
     storage::StorageHealth storage_health() { return writer_->health(); }
@@ -113,10 +113,10 @@ class CaptureService {
   private:
     template <typename F>
     auto on_capture_thread(F&& f) -> decltype(f());
-    std::unique_ptr<Board> make_board(const BoardConfig& config);
+    std::unique_ptr<Board> make_board(const config::BoardConfig& config);
     void publish_live();
 
-    DaemonConfig config_;
+    config::DaemonConfig config_;
     std::shared_ptr<spdlog::logger> log_;
     boost::asio::io_context io_;
     storage::AggregateCache aggregates_;  // before writer_, which updates it until it stops
@@ -132,4 +132,4 @@ class CaptureService {
     std::atomic<bool> running_{false};
 };
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::capture

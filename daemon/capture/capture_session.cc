@@ -1,6 +1,6 @@
 #include "daemon/capture/capture_session.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::capture {
 
 std::int64_t unix_now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -181,4 +181,4 @@ void CaptureSession::end(const std::string& state, std::int64_t at_ns) {
         storage::CloseSessionOp{id_, state, at_ns, counters_, collector_.calling_context.tree()});
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::capture

@@ -29,7 +29,7 @@
 #include "protocol/stream_event.h"
 #include "storage/storage_writer.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::capture {
 
 std::int64_t unix_now_ns();
 // The firmware a board picks for a target that introduced itself (empty: it stays as it is).
@@ -119,4 +119,4 @@ class CaptureSession {
     std::int64_t calling_context_stored_ns_ = 0;  // when a tree last went with a chunk
 };
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::capture

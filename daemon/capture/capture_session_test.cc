@@ -6,7 +6,7 @@
 #include "storage/session_store.h"
 #include "storage/temp_db_test.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::capture {
 namespace {
 
 // A legacy stream of a firmware's loop: arcs and PC samples, `n` of each, `salt` moving them.
@@ -89,4 +89,4 @@ TEST_CASE("the live changes add up to the stored aggregate while the writer is b
 }
 
 }  // namespace
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::capture

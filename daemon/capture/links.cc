@@ -14,7 +14,7 @@
 #include <fstream>
 #include <system_error>
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::capture {
 
 namespace asio = boost::asio;
 
@@ -424,7 +424,7 @@ class FileLink : public Link {
 
 }  // namespace
 
-std::unique_ptr<Link> make_link(asio::io_context& io, const LinkUri& uri) {
+std::unique_ptr<Link> make_link(asio::io_context& io, const config::LinkUri& uri) {
     if (uri.scheme == "serial")
         return std::make_unique<SerialLink>(io, uri.path,
                                             static_cast<std::uint32_t>(uri.number("baud", 0)));
@@ -436,4 +436,4 @@ std::unique_ptr<Link> make_link(asio::io_context& io, const LinkUri& uri) {
     throw std::invalid_argument("links of kind '" + uri.scheme + "' are made by the board");
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::capture

@@ -12,7 +12,7 @@
 
 #include "daemon/config/link_uri.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::capture {
 
 struct LinkClosed {
     std::string reason;
@@ -36,10 +36,10 @@ class Link {
 };
 
 // Throws std::invalid_argument for a URI this build cannot serve.
-std::unique_ptr<Link> make_link(boost::asio::io_context& io, const LinkUri& uri);
+std::unique_ptr<Link> make_link(boost::asio::io_context& io, const config::LinkUri& uri);
 
 // Opens a serial device raw (8N1, no flow control, no line discipline) at any baud rate,
 // exclusively. Returns the descriptor; throws std::system_error naming the device.
 int open_serial_device(const std::string& path, std::uint32_t baud);
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::capture

@@ -10,13 +10,13 @@
 
 #include "daemon/sim/pty_board.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::capture {
 namespace {
 
 using namespace std::chrono_literals;
 
-LinkUri serial_uri(const std::string& path) {
-    return parse_link_uri("serial://" + path);
+config::LinkUri serial_uri(const std::string& path) {
+    return config::parse_link_uri("serial://" + path);
 }
 
 // Each pty's own bytes: a pattern no other pty repeats at the same offset.
@@ -31,13 +31,13 @@ TEST_CASE("serial links on one io_context each take their own line's bytes, whol
     boost::asio::io_context io;
     constexpr int kLines = 5;
     constexpr std::size_t kBytes = 200 * 1024;  // many rounds' worth: the kernel holds ~4 KiB
-    std::vector<RawPty> ptys;
+    std::vector<sim::RawPty> ptys;
     std::vector<std::unique_ptr<Link>> links;
     std::vector<std::vector<std::uint8_t>> sent, got(kLines);
     std::vector<std::size_t> written(kLines, 0);
     int closed = 0;
     for (int i = 0; i < kLines; ++i) {
-        ptys.push_back(open_raw_pty());
+        ptys.push_back(sim::open_raw_pty());
         sent.push_back(pattern(kBytes, i));
         links.push_back(make_link(io, serial_uri(ptys.back().slave_path)));
         links.back()->open(
@@ -71,7 +71,7 @@ TEST_CASE("serial links on one io_context each take their own line's bytes, whol
     }
     CHECK(closed == 0);
     for (auto& link : links) link->close();
-    for (auto& pty : ptys) close_raw_pty(pty);
+    for (auto& pty : ptys) sim::close_raw_pty(pty);
     io.run_for(50ms);
     CHECK(closed == 0);  // a link closed by its owner calls nothing back
 }
@@ -80,11 +80,11 @@ TEST_CASE("a serial line's first bytes come after what its opener posted, line b
     // A board posts "connected" (and starts its session) after opening: boards opened in turn
     // must get their sessions in turn even when a later line already holds bytes.
     boost::asio::io_context io;
-    std::vector<RawPty> ptys;
+    std::vector<sim::RawPty> ptys;
     std::vector<std::unique_ptr<Link>> links;
     std::vector<int> order;  // which line's "connected" or first bytes, in the order they ran
     for (int i = 0; i < 3; ++i) {
-        ptys.push_back(open_raw_pty());
+        ptys.push_back(sim::open_raw_pty());
         const std::vector<std::uint8_t> early(100, static_cast<std::uint8_t>(i));
         REQUIRE(::write(ptys.back().master, early.data(), early.size()) == 100);
     }
@@ -99,12 +99,12 @@ TEST_CASE("a serial line's first bytes come after what its opener posted, line b
     REQUIRE(order.size() == 6);
     CHECK(std::vector<int>(order.begin(), order.begin() + 3) == std::vector<int>{0, 1, 2});
     for (auto& link : links) link->close();
-    for (auto& pty : ptys) close_raw_pty(pty);
+    for (auto& pty : ptys) sim::close_raw_pty(pty);
 }
 
 TEST_CASE("a serial line idle for a while is still read when its bytes come") {
     boost::asio::io_context io;
-    RawPty quiet = open_raw_pty();
+    sim::RawPty quiet = sim::open_raw_pty();
     auto link = make_link(io, serial_uri(quiet.slave_path));
     std::vector<std::uint8_t> got;
     link->open([&](std::span<const std::uint8_t> b) { got.insert(got.end(), b.begin(), b.end()); },
@@ -116,17 +116,17 @@ TEST_CASE("a serial line idle for a while is still read when its bytes come") {
     while (got.size() < sent.size() && std::chrono::steady_clock::now() < deadline) io.run_for(5ms);
     CHECK(got == sent);
     link->close();
-    close_raw_pty(quiet);
+    sim::close_raw_pty(quiet);
 }
 
 TEST_CASE("idle serial lines wait in the reactor: no rounds run, bytes and hang-ups wake them") {
     boost::asio::io_context io;
-    std::vector<RawPty> ptys;
+    std::vector<sim::RawPty> ptys;
     std::vector<std::unique_ptr<Link>> links;
     std::vector<std::vector<std::uint8_t>> got(3);
     std::vector<int> closed(3, 0);
     for (std::size_t i = 0; i < 3; ++i) {
-        ptys.push_back(open_raw_pty());
+        ptys.push_back(sim::open_raw_pty());
         links.push_back(make_link(io, serial_uri(ptys[i].slave_path)));
         links[i]->open(
             [&got, i](std::span<const std::uint8_t> b) {
@@ -147,7 +147,7 @@ TEST_CASE("idle serial lines wait in the reactor: no rounds run, bytes and hang-
     CHECK(got[0].empty());
     CHECK(got[2].empty());
     // A line unplugged while it waits is reported, once.
-    close_raw_pty(ptys[2]);
+    sim::close_raw_pty(ptys[2]);
     while (closed[2] == 0 && std::chrono::steady_clock::now() < deadline) io.run_for(5ms);
     CHECK(closed[2] == 1);
     // The woken line goes back to waiting once idle again: nothing due after that either.
@@ -164,16 +164,16 @@ TEST_CASE("idle serial lines wait in the reactor: no rounds run, bytes and hang-
     CHECK(got[1].size() == sent.size() + more.size());
     links[1]->close();
     links[2]->close();
-    close_raw_pty(ptys[0]);
-    close_raw_pty(ptys[1]);
+    sim::close_raw_pty(ptys[0]);
+    sim::close_raw_pty(ptys[1]);
     io.run_for(50ms);
     CHECK(closed == std::vector<int>{0, 0, 1});
 }
 
 TEST_CASE("a serial line that goes away is reported once, and a link may reopen from that report") {
     boost::asio::io_context io;
-    RawPty gone = open_raw_pty();
-    RawPty stays = open_raw_pty();
+    sim::RawPty gone = sim::open_raw_pty();
+    sim::RawPty stays = sim::open_raw_pty();
     auto first = make_link(io, serial_uri(gone.slave_path));
     std::optional<LinkClosed> why;
     int closed = 0, reopened_bytes = 0;
@@ -190,7 +190,7 @@ TEST_CASE("a serial line that goes away is reported once, and a link may reopen 
                         [](const LinkClosed&) {});
                 });
     io.run_for(50ms);
-    close_raw_pty(gone);  // unplugged: its reader gets an error or the end
+    sim::close_raw_pty(gone);  // unplugged: its reader gets an error or the end
     const auto deadline = std::chrono::steady_clock::now() + 10s;
     while (closed == 0 && std::chrono::steady_clock::now() < deadline) io.run_for(5ms);
     REQUIRE(closed == 1);
@@ -203,8 +203,8 @@ TEST_CASE("a serial line that goes away is reported once, and a link may reopen 
     CHECK(reopened_bytes == 300);
     CHECK(closed == 1);
     first->close();
-    close_raw_pty(stays);
+    sim::close_raw_pty(stays);
 }
 
 }  // namespace
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::capture

@@ -1,6 +1,6 @@
 #include "daemon/capture/live_snapshots.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::capture {
 
 void LiveSnapshots::publish(storage::SessionId session, LiveState state,
                             const gmon::Aggregate& delta) {
@@ -58,4 +58,4 @@ std::optional<LiveSnapshot> LiveSnapshots::snapshot(storage::SessionId session) 
     return out;
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::capture

@@ -22,7 +22,7 @@
 #include "storage/session_store.h"
 #include "storage/storage_writer.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::capture {
 
 struct LiveSnapshot {
     storage::SessionId session = 0;
@@ -57,4 +57,4 @@ class LiveSnapshots {
     std::map<storage::SessionId, Entry> entries_;
 };
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::capture

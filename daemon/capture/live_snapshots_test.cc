@@ -4,7 +4,7 @@
 
 #include <thread>
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::capture {
 namespace {
 
 gmon::Aggregate arcs(std::uint64_t from, std::uint64_t count) {
@@ -67,4 +67,4 @@ TEST_CASE("live snapshots: a publisher and readers on other threads see every co
 }
 
 }  // namespace
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::capture

@@ -10,7 +10,7 @@
 #include <string>
 #include <system_error>
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::capture {
 
 int open_serial_device(const std::string& path, std::uint32_t baud) {
     const int fd = ::open(path.c_str(), O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
@@ -43,4 +43,4 @@ int open_serial_device(const std::string& path, std::uint32_t baud) {
     return fd;
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::capture

@@ -12,7 +12,7 @@
 #include "daemon/config/link_uri.h"
 #include "protocol/wire_format.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::config {
 
 namespace {
 
@@ -546,4 +546,4 @@ DaemonConfig embedded_default_config() {
     return c;
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::config

@@ -13,7 +13,7 @@
 
 #include "daemon/config/link_policy.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::config {
 
 // "FILE:LINE: KEY: what is wrong" — the daemon exits with code 2 and starts nothing.
 class ConfigError : public std::runtime_error {
@@ -128,4 +128,4 @@ DaemonConfig embedded_default_config();
 // folder must still find it.
 void make_paths_absolute(DaemonConfig& config);
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::config

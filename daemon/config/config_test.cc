@@ -4,7 +4,7 @@
 
 #include "daemon/config/link_uri.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::config {
 namespace {
 
 TEST_CASE("the documented keys parse") {
@@ -341,4 +341,4 @@ push_interval_ms = 500
 }
 
 }  // namespace
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::config

@@ -6,7 +6,7 @@
 
 #include "daemon/config/link_uri.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::config {
 
 namespace {
 
@@ -50,4 +50,4 @@ std::vector<std::string> default_api_links() {
             "tcp://127.0.0.1:*",        "tcp://\\[::1\\]:*",     "sim://*"};
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::config

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::config {
 
 // Glob patterns (`*`, `?`, `[...]`, as fnmatch) over a link's canonical form: `scheme://path`
 // or `tcp://host:port`, without the query. A link must match one of them.
@@ -24,4 +24,4 @@ struct LinkPolicy {
 // simulator: nothing that reads an arbitrary file or reaches another host.
 std::vector<std::string> default_api_links();
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::config

@@ -4,7 +4,7 @@
 #include <cctype>
 #include <set>
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::config {
 
 std::uint64_t LinkUri::number(const std::string& key, std::uint64_t fallback) const {
     const auto it = params.find(key);
@@ -147,4 +147,4 @@ LinkUri parse_link_uri(const std::string& text) {
     return uri;
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::config

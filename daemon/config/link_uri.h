@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::config {
 
 struct LinkUri {
     std::string scheme;  // serial | tcp | file | sim
@@ -26,4 +26,4 @@ struct LinkUri {
 // Throws std::invalid_argument with a message saying what is wrong.
 LinkUri parse_link_uri(const std::string& text);
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::config

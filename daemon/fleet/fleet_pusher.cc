@@ -9,7 +9,7 @@
 #include "storage/fleet/fleet_store.h"
 #include "storage/session_store.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::fleet {
 namespace {
 
 std::int64_t now_ns() {
@@ -26,11 +26,11 @@ std::string host_name() {
     return name;
 }
 
-fleet::FleetConnection fleet_connection(const FleetConfig& c) {
+storage::fleet::FleetConnection fleet_connection(const config::FleetConfig& c) {
     return {c.url, c.password_file, c.sslmode, c.sslrootcert, c.sslcert, c.sslkey};
 }
 
-FleetPusher::FleetPusher(FleetConfig config, std::filesystem::path storage_path,
+FleetPusher::FleetPusher(config::FleetConfig config, std::filesystem::path storage_path,
                          std::function<std::map<std::string, std::vector<std::string>>()> tags_of,
                          std::shared_ptr<spdlog::logger> log)
     : config_(std::move(config)),
@@ -47,7 +47,7 @@ FleetPusher::~FleetPusher() {
 
 void FleetPusher::start() {
     log_->info("fleet: pushing completed sessions as bench '{}' to {}", config_.bench,
-               fleet::redacted_url(config_.url));
+               storage::fleet::redacted_url(config_.url));
     thread_ = std::thread([this] { run(); });
 }
 
@@ -118,7 +118,7 @@ void FleetPusher::run() {
 }
 
 void FleetPusher::push_round() {
-    if (!store_) store_ = std::make_unique<fleet::FleetStore>(fleet_connection(config_));
+    if (!store_) store_ = std::make_unique<storage::fleet::FleetStore>(fleet_connection(config_));
     if (!std::filesystem::exists(storage_path_)) return;
     storage::SessionStore local(storage_path_, storage::Database::Mode::kReadOnly);
     const auto already = store_->pushed(config_.bench);
@@ -128,7 +128,7 @@ void FleetPusher::push_round() {
     for (auto& s : local.sessions()) {
         if (s.state == "capturing") continue;  // completed sessions only: counts are final
         if (already.count({s.id, s.spec.started_ns})) continue;
-        if (fleet::fleet_session_end(s) < retained_from) continue;
+        if (storage::fleet::fleet_session_end(s) < retained_from) continue;
         waiting.push_back(std::move(s));
     }
     {
@@ -150,7 +150,7 @@ void FleetPusher::push_round() {
             }
             elf = cached;
         }
-        fleet::PushedSession pushed{config_.bench, s, {}, service::build_id_of(s)};
+        storage::fleet::PushedSession pushed{config_.bench, s, {}, service::build_id_of(s)};
         if (const auto it = tags.find(s.spec.board); it != tags.end()) pushed.tags = it->second;
         const bool added = store_->push_session(pushed, local.aggregate(s.id), elf);
         const std::lock_guard lock(mutex_);
@@ -164,4 +164,4 @@ void FleetPusher::push_round() {
     log_->info("fleet: pushed {} session(s) as bench '{}'", waiting.size(), config_.bench);
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::fleet

@@ -24,16 +24,16 @@
 #include "daemon/config/config.h"
 #include "storage/fleet/fleet_url.h"
 
-namespace rackprof::fleet {
+namespace rackprof::storage::fleet {
 class FleetStore;
 }
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::fleet {
 
 // The host name: a bench's name in the fleet when [fleet] bench names none.
 std::string host_name();
 // The configuration's TLS and password settings as the fleet store takes them.
-fleet::FleetConnection fleet_connection(const FleetConfig& config);
+storage::fleet::FleetConnection fleet_connection(const config::FleetConfig& config);
 
 class FleetPusher {
   public:
@@ -48,7 +48,7 @@ class FleetPusher {
         double last_push_seconds = 0;      // the latest session's push
     };
     // `tags_of`: the boards' tags now (board name -> tags), labels pushed with each session.
-    FleetPusher(FleetConfig config, std::filesystem::path storage_path,
+    FleetPusher(config::FleetConfig config, std::filesystem::path storage_path,
                 std::function<std::map<std::string, std::vector<std::string>>()> tags_of,
                 std::shared_ptr<spdlog::logger> log);
     ~FleetPusher();  // stops
@@ -66,11 +66,12 @@ class FleetPusher {
     void run();
     void push_round();  // throws on any failure
 
-    FleetConfig config_;
+    config::FleetConfig config_;
     std::filesystem::path storage_path_;
     std::function<std::map<std::string, std::vector<std::string>>()> tags_of_;
     std::shared_ptr<spdlog::logger> log_;
-    std::unique_ptr<fleet::FleetStore> store_;  // the thread's own; null while disconnected
+    std::unique_ptr<storage::fleet::FleetStore>
+        store_;  // the thread's own; null while disconnected
     mutable std::mutex mutex_;
     std::condition_variable wake_;
     bool stopping_ = false;
@@ -79,4 +80,4 @@ class FleetPusher {
     std::thread thread_;
 };
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::fleet

@@ -13,7 +13,7 @@
 #include "protocol/decoder_stats.h"
 #include "protocol/stream_event.h"
 
-namespace rackprof::ingest {
+namespace rackprof::daemon::ingest {
 
 class CallingContextFeed {
   public:
@@ -62,4 +62,4 @@ class CallingContextFeed {
     bool changed_ = false;
 };
 
-}  // namespace rackprof::ingest
+}  // namespace rackprof::daemon::ingest

@@ -14,7 +14,7 @@
 #include "protocol/wire_format.h"
 #include "storage/session_store.h"
 
-namespace rackprof::ingest {
+namespace rackprof::daemon::ingest {
 
 namespace {
 
@@ -444,4 +444,4 @@ Imported redecode_session(storage::SessionStore& store, std::int64_t session, co
     return finished(*decoder, tap, wire);
 }
 
-}  // namespace rackprof::ingest
+}  // namespace rackprof::daemon::ingest

@@ -28,7 +28,7 @@ namespace rackprof::storage {
 class SessionStore;
 }
 
-namespace rackprof::ingest {
+namespace rackprof::daemon::ingest {
 
 using protocol::WireSpec;
 
@@ -152,4 +152,4 @@ class AggregateImportSink : public gmon::AggregateSink {
 // Records kept in order (what a stored import needs).
 using protocol::RecordCollector;
 
-}  // namespace rackprof::ingest
+}  // namespace rackprof::daemon::ingest

@@ -15,7 +15,7 @@
 #include "gmon/profile_pipeline.h"
 #include "protocol/legacy_format.h"
 
-namespace rackprof::ingest {
+namespace rackprof::daemon::ingest {
 namespace {
 
 // A 5 Hz histogram of fractional bin width (as the thesis' host program wrote).
@@ -230,9 +230,9 @@ TEST_CASE("bad input: a truncated gmon.out and an unknown protocol are errors, n
 }
 
 }  // namespace
-}  // namespace rackprof::ingest
+}  // namespace rackprof::daemon::ingest
 
-namespace rackprof::ingest {
+namespace rackprof::daemon::ingest {
 
 TEST_CASE("import formats: one table for the command line and the API") {
     REQUIRE(find_import_format("gmon") != nullptr);
@@ -246,4 +246,4 @@ TEST_CASE("import formats: one table for the command line and the API") {
     CHECK(import_format_names(false) == "auto, bin, hex, gmon or tiva");
 }
 
-}  // namespace rackprof::ingest
+}  // namespace rackprof::daemon::ingest

@@ -2,7 +2,7 @@
 
 #include <array>
 
-namespace rackprof::ingest {
+namespace rackprof::daemon::ingest {
 
 namespace {
 
@@ -41,4 +41,4 @@ std::string import_format_names(bool uploadable_only) {
     return names;
 }
 
-}  // namespace rackprof::ingest
+}  // namespace rackprof::daemon::ingest

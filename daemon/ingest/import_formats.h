@@ -9,7 +9,7 @@
 
 #include "daemon/ingest/capture_import.h"
 
-namespace rackprof::ingest {
+namespace rackprof::daemon::ingest {
 
 struct ImportFormat {
     std::string_view name;
@@ -27,4 +27,4 @@ const ImportFormat* find_import_format(std::string_view name);
 // "bin, hex, gmon or tiva": the names an error message offers.
 std::string import_format_names(bool uploadable_only);
 
-}  // namespace rackprof::ingest
+}  // namespace rackprof::daemon::ingest

@@ -6,9 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace rackprof::ingest {
+namespace rackprof::daemon::ingest {
 
-WireSpec wire_spec_of(const daemon::BoardConfig& board) {
+WireSpec wire_spec_of(const config::BoardConfig& board) {
     WireSpec wire{board.protocol, board.format, board.addr_bytes, std::nullopt, {}};
     wire.swo.tpiu = board.tpiu;
     wire.swo.tpiu_stream = static_cast<std::uint8_t>(board.tpiu_stream);
@@ -74,4 +74,4 @@ protocol::SwoOptions swo_options_from_json(const std::string& text) {
     return swo;
 }
 
-}  // namespace rackprof::ingest
+}  // namespace rackprof::daemon::ingest

@@ -13,12 +13,12 @@
 #include "protocol/wire_format.h"
 #include "storage/session_store.h"
 
-namespace rackprof::ingest {
+namespace rackprof::daemon::ingest {
 
 using protocol::WireSpec;
 
 // The wire a board's configuration describes (its code range comes from its ELF, later).
-WireSpec wire_spec_of(const daemon::BoardConfig& board);
+WireSpec wire_spec_of(const config::BoardConfig& board);
 
 // The wire a stored session was captured with (its code range is the caller's to add).
 WireSpec wire_spec_of(const storage::NewSession& session);
@@ -39,4 +39,4 @@ std::string swo_options_json(const protocol::SwoOptions& swo);
 std::string wire_options_json(const WireSpec& wire);
 protocol::SwoOptions swo_options_from_json(const std::string& text);
 
-}  // namespace rackprof::ingest
+}  // namespace rackprof::daemon::ingest

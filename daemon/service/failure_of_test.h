@@ -7,7 +7,7 @@
 
 #include "daemon/service/rack_service.h"
 
-namespace rackprof::service {
+namespace rackprof::daemon::service {
 
 // The failure `f` throws as a ServiceError; fails the test when it throws none.
 inline Failure failure_of(const std::function<void()>& f) {
@@ -20,4 +20,4 @@ inline Failure failure_of(const std::function<void()>& f) {
     return Failure::kBadRequest;
 }
 
-}  // namespace rackprof::service
+}  // namespace rackprof::daemon::service

@@ -6,12 +6,12 @@
 
 #include "daemon/service/rack_service.h"
 
-namespace rackprof::service {
+namespace rackprof::daemon::service {
 
 namespace {
 
 // A filter as text: which kept sessions answer it.
-std::string filter_key(const fleet::FleetFilter& f) {
+std::string filter_key(const storage::fleet::FleetFilter& f) {
     std::string key;
     const auto list = [&key](const auto& values) {
         for (const auto& v : values) {
@@ -34,7 +34,7 @@ std::string filter_key(const fleet::FleetFilter& f) {
 
 }  // namespace
 
-FleetSource::FleetSource(fleet::FleetConnection connection, std::filesystem::path elf_dir)
+FleetSource::FleetSource(storage::fleet::FleetConnection connection, std::filesystem::path elf_dir)
     : connection_(std::move(connection)), elf_dir_(std::move(elf_dir)) {}
 
 template <typename F>
@@ -43,9 +43,9 @@ auto FleetSource::with_store(F&& f) {
     // One retry on a fresh connection: a server restarted since the last request.
     for (int attempt = 0;; ++attempt) {
         try {
-            if (!store_) store_ = std::make_unique<fleet::FleetStore>(connection_);
+            if (!store_) store_ = std::make_unique<storage::fleet::FleetStore>(connection_);
             return f(*store_);
-        } catch (const fleet::PgError& e) {
+        } catch (const storage::fleet::PgError& e) {
             store_.reset();
             if (attempt == 1) {
                 throw ServiceError(Failure::kNotReady,
@@ -59,10 +59,10 @@ auto FleetSource::with_store(F&& f) {
 }
 
 std::vector<storage::SessionInfo> FleetSource::select(const Selection& selection) {
-    fleet::FleetFilter filter{selection.sessions, selection.benches,   selection.boards,
-                              selection.tags,     selection.build_ids, selection.from_ns,
-                              selection.to_ns};
-    auto sessions = with_store([&](fleet::FleetStore& store) {
+    storage::fleet::FleetFilter filter{selection.sessions, selection.benches,   selection.boards,
+                                       selection.tags,     selection.build_ids, selection.from_ns,
+                                       selection.to_ns};
+    auto sessions = with_store([&](storage::fleet::FleetStore& store) {
         // The last selections' sessions, read again only when their fingerprint moved: ten
         // thousand rows are most of a repeated fleet request's time.
         const std::string key = filter_key(filter);
@@ -103,16 +103,16 @@ std::vector<storage::SessionInfo> FleetSource::select(const Selection& selection
 }
 
 std::shared_ptr<const gmon::Aggregate> FleetSource::sum(const std::vector<std::int64_t>& ids) {
-    return with_store([&](fleet::FleetStore& store) {
+    return with_store([&](storage::fleet::FleetStore& store) {
         return std::make_shared<const gmon::Aggregate>(store.sum(ids));
     });
 }
 
-std::vector<fleet::FleetBoardSum> FleetSource::board_sums(
+std::vector<storage::fleet::FleetBoardSum> FleetSource::board_sums(
     const std::vector<std::int64_t>& ids, const gmon::FunctionIndex& index,
     const std::vector<std::uint64_t>& functions) {
     return with_store(
-        [&](fleet::FleetStore& store) { return store.board_sums(ids, index, functions); });
+        [&](storage::fleet::FleetStore& store) { return store.board_sums(ids, index, functions); });
 }
 
 std::shared_ptr<gmon::ExportInput> fleet_input(FleetSource& fleet, const Selection& selection) {
@@ -135,4 +135,4 @@ std::shared_ptr<gmon::ExportInput> fleet_input(FleetSource& fleet, const Selecti
         [](const std::string& path) { return gmon::Symbolizer::load(path); });
 }
 
-}  // namespace rackprof::service
+}  // namespace rackprof::daemon::service

@@ -14,13 +14,13 @@
 #include "gmon/aggregate.h"
 #include "storage/fleet/fleet_store.h"
 
-namespace rackprof::service {
+namespace rackprof::daemon::service {
 
 class FleetSource {
   public:
     // `elf_dir`: where firmware images stored in the fleet are written to be symbolized.
     // Connects on first use (and again after a failure).
-    FleetSource(fleet::FleetConnection connection, std::filesystem::path elf_dir);
+    FleetSource(storage::fleet::FleetConnection connection, std::filesystem::path elf_dir);
 
     // The selection's sessions in id order, boards named "bench/board", each one's ELF (from
     // the fleet's firmware table) written to elf_dir and named by spec.elf_path. ServiceError:
@@ -31,18 +31,18 @@ class FleetSource {
     std::shared_ptr<const gmon::Aggregate> sum(const std::vector<std::int64_t>& session_ids);
     // Per board of the sessions: calls, samples and samples in the functions starting at
     // `functions` (FleetStore::board_sums). kNotReady as above.
-    std::vector<fleet::FleetBoardSum> board_sums(const std::vector<std::int64_t>& session_ids,
-                                                 const gmon::FunctionIndex& index,
-                                                 const std::vector<std::uint64_t>& functions);
+    std::vector<storage::fleet::FleetBoardSum> board_sums(
+        const std::vector<std::int64_t>& session_ids, const gmon::FunctionIndex& index,
+        const std::vector<std::uint64_t>& functions);
 
   private:
     template <typename F>
     auto with_store(F&& f);
 
-    fleet::FleetConnection connection_;
+    storage::fleet::FleetConnection connection_;
     std::filesystem::path elf_dir_;
     std::mutex mutex_;  // one libpq connection: one query at a time
-    std::unique_ptr<fleet::FleetStore> store_;
+    std::unique_ptr<storage::fleet::FleetStore> store_;
     struct KeptSelection {
         std::string key;  // the selection (selection_key)
         std::string fingerprint;
@@ -54,4 +54,4 @@ class FleetSource {
 // The whole selection as one profile input, merged in SQL (the `rackprof fleet` commands').
 std::shared_ptr<gmon::ExportInput> fleet_input(FleetSource& fleet, const Selection& selection);
 
-}  // namespace rackprof::service
+}  // namespace rackprof::daemon::service

@@ -4,7 +4,7 @@
 
 #include "gmon/report.h"
 
-namespace rackprof::service {
+namespace rackprof::daemon::service {
 
 namespace {
 
@@ -36,7 +36,7 @@ std::vector<gmon::ArcCount> busiest_arcs(const gmon::Aggregate& aggregate) {
 }  // namespace
 
 std::optional<LiveView> LiveViews::view_of(std::int64_t session,
-                                           std::optional<daemon::LiveSnapshot> snapshot) {
+                                           std::optional<capture::LiveSnapshot> snapshot) {
     if (!snapshot) {  // not capturing (any more): nothing to keep for it
         std::lock_guard lock(mutex_);
         computed_.erase(session);
@@ -67,4 +67,4 @@ std::optional<LiveView> LiveViews::view_of(std::int64_t session,
                     computed->busiest_arcs};
 }
 
-}  // namespace rackprof::service
+}  // namespace rackprof::daemon::service

@@ -12,13 +12,13 @@
 #include "daemon/capture/live_snapshots.h"
 #include "daemon/service/rack_types.h"
 
-namespace rackprof::service {
+namespace rackprof::daemon::service {
 
 class LiveViews {
   public:
     // The view of `snapshot` (none: the session is not capturing).
     std::optional<LiveView> view_of(std::int64_t session,
-                                    std::optional<daemon::LiveSnapshot> snapshot);
+                                    std::optional<capture::LiveSnapshot> snapshot);
 
   private:
     static constexpr std::size_t kMaxSessions = 4096;
@@ -32,4 +32,4 @@ class LiveViews {
     std::map<std::int64_t, std::shared_ptr<const Computed>> computed_;
 };
 
-}  // namespace rackprof::service
+}  // namespace rackprof::daemon::service

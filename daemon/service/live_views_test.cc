@@ -4,16 +4,16 @@
 
 #include "gmon/temp_elf_test.h"
 
-namespace rackprof::service {
+namespace rackprof::daemon::service {
 namespace {
 
-daemon::LiveSnapshot snapshot_of(std::shared_ptr<const gmon::Symbolizer> elf, std::uint64_t version,
-                                 std::uint64_t work_samples) {
+capture::LiveSnapshot snapshot_of(std::shared_ptr<const gmon::Symbolizer> elf,
+                                  std::uint64_t version, std::uint64_t work_samples) {
     auto aggregate = std::make_shared<gmon::Aggregate>();
     for (std::uint32_t i = 0; i < 7; ++i) aggregate->add_arc(0x104, 0x140 + 4 * i, 10 + i);
     aggregate->add_pc(0x150, work_samples);
     aggregate->add_pc(0x108, 10);
-    daemon::LiveSnapshot s;
+    capture::LiveSnapshot s;
     s.session = 1;
     s.state.board = "b";
     s.state.elf = std::move(elf);
@@ -51,4 +51,4 @@ TEST_CASE("live views: top functions through the profile, the 5 busiest arcs, ca
 }
 
 }  // namespace
-}  // namespace rackprof::service
+}  // namespace rackprof::daemon::service

@@ -30,7 +30,7 @@
 #include "storage/retention.h"
 #include "storage/session_pages.h"
 
-namespace rackprof::service {
+namespace rackprof::daemon::service {
 
 namespace {
 
@@ -126,7 +126,7 @@ json session_json(const storage::SessionInfo& s, const std::string& storage_erro
 
 // ---- boards -----------------------------------------------------------------------------
 
-using BoardChange = daemon::CaptureService::BoardChange;
+using BoardChange = capture::CaptureService::BoardChange;
 
 void fail_for(BoardChange change, const std::string& board) {
     if (change == BoardChange::kExists)
@@ -173,7 +173,7 @@ bool is_hex_id(const std::string& id) {
 
 // An imported capture's wire from the query (protocol, addr_bytes and the itm keys, as a
 // board's), checked by the same rules as a board's settings.
-daemon::BoardConfig import_wire(const ImportParameters& query, const std::string& format) {
+config::BoardConfig import_wire(const ImportParameters& query, const std::string& format) {
     json board = {{"name", "import"}, {"link", "file:///import"}, {"format", format}};
     if (query.count("protocol")) board["protocol"] = query.at("protocol");
     for (const char* key :
@@ -182,8 +182,8 @@ daemon::BoardConfig import_wire(const ImportParameters& query, const std::string
     }
     if (query.count("tpiu")) board["tpiu"] = query.at("tpiu") == "true" || query.at("tpiu") == "1";
     try {
-        return daemon::board_from_json(board);
-    } catch (const daemon::BoardFieldError& e) {
+        return config::board_from_json(board);
+    } catch (const config::BoardFieldError& e) {
         fail(Failure::kBadRequest, e.key() + ": " + e.what());
     }
 }
@@ -467,7 +467,7 @@ std::shared_ptr<const gmon::Symbolizer> SymbolizerCache::get(const std::string& 
 
 // ---- LocalRack --------------------------------------------------------------------------
 
-LocalRack::LocalRack(daemon::CaptureService& capture, std::filesystem::path storage_path,
+LocalRack::LocalRack(capture::CaptureService& capture, std::filesystem::path storage_path,
                      std::size_t readers)
     : capture_(capture), storage_path_(std::move(storage_path)), readers_(storage_path_, readers) {}
 
@@ -537,7 +537,7 @@ json LocalRack::board(const std::string& name) {
 
 // A board's settings from an API body; `name` (when set) is the path's and wins. "firmware":
 // an uploaded image's id stands for its stored ELF (no paths over HTTP).
-daemon::BoardConfig LocalRack::board_from_body(json body, const std::string& name) {
+config::BoardConfig LocalRack::board_from_body(json body, const std::string& name) {
     try {
         if (!name.empty() && body.is_object()) {
             if (body.contains("name") && body["name"] != name)
@@ -553,21 +553,21 @@ daemon::BoardConfig LocalRack::board_from_body(json body, const std::string& nam
             body.erase("firmware");
             body["elf"] = path.string();
         }
-        daemon::BoardConfig board = daemon::board_from_json(body);
+        config::BoardConfig board = config::board_from_json(body);
         check_api_board(board);
         return board;
     } catch (const json::exception&) {
         fail(Failure::kBadRequest, "the body is not JSON");
-    } catch (const daemon::BoardFieldError& e) {
+    } catch (const config::BoardFieldError& e) {
         fail(Failure::kInvalid, e.key() + ": " + e.what());
     }
 }
 
 // What a board created over HTTP may open: a link the configuration allows and firmware from
 // the store, never a path of the caller's choosing (the daemon would read it and serve it).
-void LocalRack::check_api_board(const daemon::BoardConfig& board) const {
+void LocalRack::check_api_board(const config::BoardConfig& board) const {
     try {
-        daemon::LinkPolicy{capture_.config().api_links}.check(board.link);
+        config::LinkPolicy{capture_.config().api_links}.check(board.link);
     } catch (const std::invalid_argument& e) {
         fail(Failure::kForbidden, std::string("link: ") + e.what());
     }
@@ -583,13 +583,13 @@ void LocalRack::check_api_board(const daemon::BoardConfig& board) const {
 }
 
 json LocalRack::add_board(const json& body) {
-    const daemon::BoardConfig config = board_from_body(body, "");
+    const config::BoardConfig config = board_from_body(body, "");
     fail_for(capture_.add_board(config), config.name);
     return board(config.name);
 }
 
 json LocalRack::update_board(const std::string& name, const json& body) {
-    const daemon::BoardConfig config = board_from_body(body, name);
+    const config::BoardConfig config = board_from_body(body, name);
     fail_for(capture_.update_board(config), config.name);
     return board(config.name);
 }
@@ -901,7 +901,7 @@ Stored LocalRack::put_firmware(const std::filesystem::path& upload) {
     } catch (const std::exception&) {
         fail(Failure::kNotAnElf, "the body is not a usable ELF file (with symbols)");
     }
-    const std::string sha256 = daemon::file_sha256(upload);
+    const std::string sha256 = capture::file_sha256(upload);
     const std::string id = firmware_id(*elf, sha256);
     const auto dir = firmware_dir();
     std::filesystem::create_directories(dir);
@@ -924,7 +924,7 @@ json LocalRack::attach_firmware(std::int64_t session_id, const std::string& id) 
         fail(Failure::kNotFound, "no firmware " + id + "; PUT it first");
     const auto elf = elves_.get(path.string());
     capture_.set_session_firmware(session_id, path.string(), elf->build_id(),
-                                  daemon::file_sha256(path));
+                                  capture::file_sha256(path));
     return session_json(stored_session(session_id), storage_error());
 }
 
@@ -937,20 +937,20 @@ json LocalRack::import_session(const std::filesystem::path& file, const ImportPa
     if (!kind || !kind->uploadable)
         fail(Failure::kBadRequest, "format must be " + ingest::import_format_names(true));
     const bool histogram_file = kind->kind != ingest::InputKind::kCapture;
-    const daemon::BoardConfig wire_settings = import_wire(query, histogram_file ? "bin" : format);
+    const config::BoardConfig wire_settings = import_wire(query, histogram_file ? "bin" : format);
     std::shared_ptr<const gmon::Symbolizer> elf;
     storage::NewSession spec;
     spec.board = query.count("board") ? query.at("board") : "import";
     try {
-        daemon::validate_board_name(spec.board);  // it reaches file names and log lines
-    } catch (const daemon::BoardFieldError& e) {
+        config::validate_board_name(spec.board);  // it reaches file names and log lines
+    } catch (const config::BoardFieldError& e) {
         fail(Failure::kBadRequest, std::string("board: ") + e.what());
     }
     spec.link = "import";
     spec.protocol = wire_settings.protocol;
     spec.format = format;
     spec.addr_bytes = wire_settings.addr_bytes;
-    spec.started_ns = daemon::unix_now_ns();
+    spec.started_ns = capture::unix_now_ns();
     if (query.count("firmware")) {
         const std::string id = query.at("firmware");
         const auto path = firmware_dir() / (id + ".elf");
@@ -959,7 +959,7 @@ json LocalRack::import_session(const std::filesystem::path& file, const ImportPa
         elf = elves_.get(path.string());
         spec.elf_path = path.string();
         spec.elf_build_id = elf->build_id();
-        spec.elf_sha256 = daemon::file_sha256(path);
+        spec.elf_sha256 = capture::file_sha256(path);
     }
     ingest::ImportSpec import;
     import.kind = kind->kind;
@@ -978,7 +978,7 @@ namespace {
 // records are counted wherever they are), so an import of any size holds about two pieces.
 class ImportPieces : public protocol::RecordSink {
   public:
-    explicit ImportPieces(daemon::SessionImport& stored) : stored_(stored) {
+    explicit ImportPieces(capture::SessionImport& stored) : stored_(stored) {
         records_.reserve(kRecordsPerPiece);
     }
     void on_records(std::span<const protocol::Record> batch) override {
@@ -1007,7 +1007,7 @@ class ImportPieces : public protocol::RecordSink {
         appended_ = true;
     }
 
-    daemon::SessionImport& stored_;
+    capture::SessionImport& stored_;
     std::vector<protocol::Record> records_;
     storage::SessionCounters so_far_;  // what the session shows while the import goes on
     bool appended_ = false;
@@ -1089,4 +1089,4 @@ std::optional<LiveView> LocalRack::live(std::int64_t id) {
     return live_views_.view_of(id, capture_.live_snapshot(id));
 }
 
-}  // namespace rackprof::service
+}  // namespace rackprof::daemon::service

@@ -22,7 +22,7 @@
 #include "gmon/symbolizer.h"
 #include "storage/reader_pool.h"
 
-namespace rackprof::service {
+namespace rackprof::daemon::service {
 
 // Firmware images by path, loaded once and shared while their file is unchanged; the 16 most
 // recently used are kept.
@@ -80,7 +80,7 @@ class ProfileCache {
 
 class LocalRack : public RackService {
   public:
-    LocalRack(daemon::CaptureService& capture, std::filesystem::path storage_path,
+    LocalRack(capture::CaptureService& capture, std::filesystem::path storage_path,
               std::size_t readers = 4);
 
     // From here on, selections (profiles, exports, diffs) are answered from the fleet store:
@@ -122,8 +122,8 @@ class LocalRack : public RackService {
     storage::SessionInfo stored_session(std::int64_t id);
     std::string storage_error();  // what storage says while its commits fail; else ""
     std::filesystem::path firmware_dir() const;
-    daemon::BoardConfig board_from_body(nlohmann::json body, const std::string& name);
-    void check_api_board(const daemon::BoardConfig& board) const;
+    config::BoardConfig board_from_body(nlohmann::json body, const std::string& name);
+    void check_api_board(const config::BoardConfig& board) const;
     nlohmann::json import_gmon(const std::filesystem::path& file, const ingest::ImportSpec& import,
                                storage::NewSession spec);
     nlohmann::json sync_check_of(const gmon::Profile& fixed, std::int64_t reference);
@@ -170,7 +170,7 @@ class LocalRack : public RackService {
     std::shared_ptr<const gmon::Aggregate> aggregate_between(std::int64_t id,
                                                              const TimeWindow& window);
 
-    daemon::CaptureService& capture_;
+    capture::CaptureService& capture_;
     LiveViews live_views_;
     std::filesystem::path storage_path_;
     storage::ReaderPool readers_;
@@ -182,4 +182,4 @@ class LocalRack : public RackService {
     std::function<nlohmann::json()> fleet_status_;
 };
 
-}  // namespace rackprof::service
+}  // namespace rackprof::daemon::service

@@ -15,7 +15,7 @@
 #include "daemon/service/failure_of_test.h"
 #include "gmon/synthetic_elf.h"
 
-namespace rackprof::service {
+namespace rackprof::daemon::service {
 namespace {
 
 using namespace std::chrono_literals;
@@ -136,11 +136,11 @@ TEST_CASE("the profile cache keeps how the capture fits the ELF's code") {
 
 TEST_CASE("an empty rack: views, refusals as failures") {
     ScratchDir dir;
-    daemon::DaemonConfig config;
+    config::DaemonConfig config;
     config.storage_path = dir.path / "rack.db";
     auto log =
         std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>());
-    daemon::CaptureService capture(config, log);
+    capture::CaptureService capture(config, log);
     LocalRack rack(capture, config.storage_path);
     CHECK(rack.readiness() == nlohmann::json{{"status", "ready"},
                                              {"boards", 0},
@@ -189,15 +189,15 @@ TEST_CASE("firmware that names no functions for gprof is refused as not a usable
     const auto text = elf.find(std::string(".text\0", 6));
     REQUIRE(text != std::string::npos);
     elf[text + 4] = 'x';  // ".texx": still executable code, no longer gprof's .text
-    daemon::DaemonConfig config;
+    config::DaemonConfig config;
     config.storage_path = dir.path / "rack.db";
     auto log =
         std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>());
-    daemon::CaptureService capture(config, log);
+    capture::CaptureService capture(config, log);
     LocalRack rack(capture, config.storage_path);
     CHECK(failure_of([&] { rack.put_firmware(elf); }) == Failure::kNotAnElf);
     capture.shutdown();
 }
 
 }  // namespace
-}  // namespace rackprof::service
+}  // namespace rackprof::daemon::service

@@ -20,7 +20,7 @@
 #include "daemon/service/rack_types.h"
 #include "daemon/service/selection.h"
 
-namespace rackprof::service {
+namespace rackprof::daemon::service {
 
 // Why the service refused: web/api maps each to one HTTP status and error code.
 enum class Failure {
@@ -198,4 +198,4 @@ class RackService {
     virtual std::optional<LiveView> live(std::int64_t id) = 0;
 };
 
-}  // namespace rackprof::service
+}  // namespace rackprof::daemon::service

@@ -16,13 +16,13 @@
 #include "storage/counters.h"       // SessionCounters
 #include "storage/storage_types.h"  // ConsoleLine, WriterStats
 
-namespace rackprof::service {
+namespace rackprof::daemon::service {
 
-using daemon::BoardEvent;
-using daemon::BoardStatus;
-using daemon::LinkState;
-using daemon::LiveState;
-using daemon::to_string;
+using capture::BoardEvent;
+using capture::BoardStatus;
+using capture::LinkState;
+using capture::LiveState;
+using capture::to_string;
 
 // A function among a live session's busiest by self time.
 struct LiveFunction {
@@ -58,4 +58,4 @@ struct RackMetrics {
     storage::WriterStats writer;
 };
 
-}  // namespace rackprof::service
+}  // namespace rackprof::daemon::service

@@ -7,7 +7,7 @@
 #include "daemon/service/rack_service.h"
 #include "gmon/name_layout.h"
 
-namespace rackprof::service {
+namespace rackprof::daemon::service {
 
 namespace {
 
@@ -289,4 +289,4 @@ std::shared_ptr<gmon::ExportInput> merged_input(
     return input;
 }
 
-}  // namespace rackprof::service
+}  // namespace rackprof::daemon::service

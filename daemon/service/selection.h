@@ -18,7 +18,7 @@
 #include "gmon/export.h"
 #include "storage/session_store.h"
 
-namespace rackprof::service {
+namespace rackprof::daemon::service {
 
 struct Selection {
     std::vector<std::int64_t> sessions;  // session=1,2
@@ -82,4 +82,4 @@ std::shared_ptr<gmon::ExportInput> merged_input(
     const std::function<std::shared_ptr<const gmon::Symbolizer>(const std::string&)>& elf_of,
     bool by_name = false, const std::filesystem::path& scratch = {});
 
-}  // namespace rackprof::service
+}  // namespace rackprof::daemon::service

@@ -12,7 +12,7 @@
 #include "gmon/profile_pipeline.h"
 #include "gmon/synthetic_elf.h"
 
-namespace rackprof::service {
+namespace rackprof::daemon::service {
 namespace {
 
 storage::SessionInfo session(std::int64_t id, const std::string& board, const std::string& build,
@@ -172,4 +172,4 @@ TEST_CASE("selection: bench= names fleet benches; a bench's own sessions are not
 }
 
 }  // namespace
-}  // namespace rackprof::service
+}  // namespace rackprof::daemon::service

@@ -7,7 +7,7 @@
 #include "daemon/sim/target_cache.h"
 #include "gmon/synthetic_elf.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::sim {
 
 const char* wire_format_name(WireProtocol protocol) {
     return protocol == WireProtocol::kFramed ? "framed" : "legacy";
@@ -544,4 +544,4 @@ void write_model_elf(const std::filesystem::path& path, const GroundTruth& truth
     gmon::write_synthetic_elf(path, functions, truth.code_range.low, truth.code_range.high);
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::sim

@@ -19,7 +19,7 @@
 #include "protocol/framed_format.h"
 #include "protocol/legacy_format.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::sim {
 
 // Byte-level faults applied to the binary wire, each a per-byte probability.
 struct FaultSpec {
@@ -139,4 +139,4 @@ class BoardSimulation {
 // Writes an ELF holding the model's functions, so its captures symbolize like real firmware.
 void write_model_elf(const std::filesystem::path& path, const GroundTruth& truth);
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::sim

@@ -6,7 +6,7 @@
 
 #include "protocol/wire_format.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::sim {
 namespace {
 
 struct Capture {
@@ -202,4 +202,4 @@ TEST_CASE("a byte budget stops the simulation") {
 }
 
 }  // namespace
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::sim

@@ -5,7 +5,7 @@
 #include <random>
 #include <stdexcept>
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::sim {
 
 namespace {
 
@@ -216,4 +216,4 @@ void CounterBoard::compute_truth() {
     totals_ = inclusive_[0];
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::sim

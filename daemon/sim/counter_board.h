@@ -12,7 +12,7 @@
 
 #include "protocol/framed_decoder.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::sim {
 
 struct CounterModelOptions {
     std::string model = "layers";  // see counter_models()
@@ -67,4 +67,4 @@ class CounterBoard {
     std::uint64_t runs_ = 0;
 };
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::sim

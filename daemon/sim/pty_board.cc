@@ -11,7 +11,7 @@
 #include <cstring>
 #include <stdexcept>
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::sim {
 
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -176,4 +176,4 @@ GroundTruth PtyBoard::wait() {
     return truth_ ? *truth_ : GroundTruth{};
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::sim

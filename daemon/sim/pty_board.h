@@ -13,7 +13,7 @@
 
 #include "daemon/sim/board_simulator.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::sim {
 
 // A raw-mode pseudo-terminal, as a board's wire: bytes written to `master` arrive at
 // `slave_path`. `keeper` is our own slave descriptor: it keeps the pty alive while no reader
@@ -31,7 +31,7 @@ std::size_t unread_bytes(const RawPty& pty);
 
 struct PtyBoardOptions {
     SimulatorOptions simulator;
-    std::uint64_t rate = 20000;       // wire bytes per second
+    std::uint64_t rate = 20000;  // wire bytes per second
     // Above 0: the board also runs in real time, its PC samples leaving at most this many per
     // second of wall time (the rate a profile of them assumes: simulator.sample_hz), so that a
     // capture's sampled seconds match the time it took. 0: only `rate` paces (a test feeder).
@@ -79,4 +79,4 @@ class PtyBoard {
     std::thread thread_;
 };
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::sim

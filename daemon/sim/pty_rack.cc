@@ -11,7 +11,7 @@
 
 #include "daemon/sim/pty_board.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::sim {
 
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -192,4 +192,4 @@ void PtyRack::wait_until_read(const std::atomic<bool>* stop) const {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
 }
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::sim

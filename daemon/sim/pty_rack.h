@@ -15,7 +15,7 @@
 
 #include "daemon/sim/board_simulator.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::sim {
 
 struct PtyRackOptions {
     std::vector<SimulatorOptions> boards;      // one pty each
@@ -62,4 +62,4 @@ class PtyRack {
     std::uint64_t max_backlog_ = 0;
 };
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::sim

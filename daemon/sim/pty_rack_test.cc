@@ -9,7 +9,7 @@
 
 #include <thread>
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::sim {
 namespace {
 
 std::vector<std::uint8_t> single_board_bytes(const SimulatorOptions& options) {
@@ -160,4 +160,4 @@ TEST_CASE("a simulated board in real time sends its samples at its sampling rate
 }
 
 }  // namespace
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::sim

@@ -9,7 +9,7 @@
 
 #include "protocol/record.h"
 
-namespace rackprof::daemon {
+namespace rackprof::daemon::sim {
 
 class RecordCache {
   public:
@@ -42,4 +42,4 @@ class RecordCache {
     std::vector<protocol::Record> entries_;  // count 0: empty
 };
 
-}  // namespace rackprof::daemon
+}  // namespace rackprof::daemon::sim

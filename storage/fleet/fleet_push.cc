@@ -15,7 +15,7 @@
 #include "gmon/profile.h"
 #include "storage/counters_json.h"
 
-namespace rackprof::fleet {
+namespace rackprof::storage::fleet {
 
 using namespace detail;
 
@@ -212,4 +212,4 @@ void FleetStore::add_to_board_sums(const PushedSession& session, const gmon::Agg
          pg_array(samples)});
 }
 
-}  // namespace rackprof::fleet
+}  // namespace rackprof::storage::fleet

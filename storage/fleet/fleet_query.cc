@@ -15,7 +15,7 @@
 #include "gmon/profile.h"
 #include "storage/counters_json.h"
 
-namespace rackprof::fleet {
+namespace rackprof::storage::fleet {
 
 using namespace detail;
 using nlohmann::json;
@@ -279,4 +279,4 @@ std::int64_t FleetStore::session_bytes() {
         .integer(0, 0);
 }
 
-}  // namespace rackprof::fleet
+}  // namespace rackprof::storage::fleet

@@ -15,7 +15,7 @@
 #include "gmon/profile.h"
 #include "storage/counters_json.h"
 
-namespace rackprof::fleet {
+namespace rackprof::storage::fleet {
 
 using namespace detail;
 using nlohmann::json;
@@ -275,4 +275,4 @@ void FleetStore::ensure_month(std::int64_t started_ns) {
     }
 }
 
-}  // namespace rackprof::fleet
+}  // namespace rackprof::storage::fleet

@@ -9,7 +9,7 @@
 
 #include "storage/fleet/pg.h"
 
-namespace rackprof::fleet::detail {
+namespace rackprof::storage::fleet::detail {
 
 // Advisory lock keys: one bench at a time migrates, or creates a month's partitions.
 constexpr const char* kMigrationLock = "SELECT pg_advisory_xact_lock(72010001)";
@@ -44,4 +44,4 @@ inline std::string text_array(const std::vector<std::string>& values) {
 // its partitions' suffix (yYYYYmMM).
 std::pair<std::int64_t, std::int64_t> month_of(std::int64_t ns, std::string& name);
 
-}  // namespace rackprof::fleet::detail
+}  // namespace rackprof::storage::fleet::detail

@@ -23,7 +23,7 @@
 #include "storage/fleet/pg.h"
 #include "storage/session_store.h"
 
-namespace rackprof::fleet {
+namespace rackprof::storage::fleet {
 
 // The schema version this rackprof writes; migrate() brings older databases up to it.
 inline constexpr int kFleetSchemaVersion = 4;
@@ -128,4 +128,4 @@ class FleetStore {
     PgConnection db_;
 };
 
-}  // namespace rackprof::fleet
+}  // namespace rackprof::storage::fleet

@@ -6,7 +6,7 @@
 #include <memory>
 #include <stdexcept>
 
-namespace rackprof::fleet {
+namespace rackprof::storage::fleet {
 namespace {
 
 using Options = std::unique_ptr<PQconninfoOption, void (*)(PQconninfoOption*)>;
@@ -89,4 +89,4 @@ std::vector<std::pair<std::string, std::string>> connection_parameters(
     return out;
 }
 
-}  // namespace rackprof::fleet
+}  // namespace rackprof::storage::fleet

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace rackprof::fleet {
+namespace rackprof::storage::fleet {
 
 struct FleetConnection {
     std::string url;                      // postgresql://user@host:port/db?sslmode=…
@@ -32,4 +32,4 @@ std::string redacted_url(const std::string& url);
 std::vector<std::pair<std::string, std::string>> connection_parameters(
     const FleetConnection& connection);
 
-}  // namespace rackprof::fleet
+}  // namespace rackprof::storage::fleet

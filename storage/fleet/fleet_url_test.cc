@@ -7,7 +7,7 @@
 
 #include "storage/temp_db_test.h"
 
-namespace rackprof::fleet {
+namespace rackprof::storage::fleet {
 
 TEST_CASE("fleet URL: passwords refused, logs show no secret, settings passed to libpq") {
     CHECK_NOTHROW(check_fleet_url("postgresql://rackprof@db.lab:5432/fleet?sslmode=require"));
@@ -51,4 +51,4 @@ TEST_CASE("fleet URL: passwords refused, logs show no secret, settings passed to
     CHECK_THROWS_AS(connection_parameters(c), std::runtime_error);
 }
 
-}  // namespace rackprof::fleet
+}  // namespace rackprof::storage::fleet

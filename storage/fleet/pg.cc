@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-namespace rackprof::fleet {
+namespace rackprof::storage::fleet {
 
 std::int64_t PgResult::integer(int row, int column) const {
     return std::strtoll(PQgetvalue(result_.get(), row, column), nullptr, 10);
@@ -107,4 +107,4 @@ std::string pg_bytea(const std::string& bytes) {
     return out;
 }
 
-}  // namespace rackprof::fleet
+}  // namespace rackprof::storage::fleet

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace rackprof::fleet {
+namespace rackprof::storage::fleet {
 
 class PgError : public std::runtime_error {
   public:
@@ -76,4 +76,4 @@ std::string pg_array(const std::vector<std::int64_t>& values);
 // bytea as a hex literal parameter ("\x0a1b…").
 std::string pg_bytea(const std::string& bytes);
 
-}  // namespace rackprof::fleet
+}  // namespace rackprof::storage::fleet

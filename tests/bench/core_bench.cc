@@ -54,14 +54,14 @@ constexpr const char* kThesisWire =
 // One wire to benchmark: how the simulator writes it and how the decoder reads it.
 struct Wire {
     const char* name;
-    daemon::WireProtocol protocol;
+    daemon::sim::WireProtocol protocol;
     protocol::LegacyEncoding encoding;
     std::size_t arc_cache;
     std::size_t pc_cache = 0;
 };
 
-daemon::SimulatorOptions simulator_options(const Wire& wire) {
-    daemon::SimulatorOptions o;
+daemon::sim::SimulatorOptions simulator_options(const Wire& wire) {
+    daemon::sim::SimulatorOptions o;
     o.model = "blinky";
     o.protocol = wire.protocol;
     o.encoding = wire.encoding;
@@ -72,7 +72,7 @@ daemon::SimulatorOptions simulator_options(const Wire& wire) {
 
 protocol::WireSpec wire_spec(const Wire& wire) {
     protocol::WireSpec spec;
-    spec.protocol = daemon::wire_format_name(wire.protocol);
+    spec.protocol = daemon::sim::wire_format_name(wire.protocol);
     spec.format = wire.encoding == protocol::LegacyEncoding::kHex ? "hex" : "bin";
     return spec;
 }
@@ -86,10 +86,10 @@ std::filesystem::path make_capture(const std::filesystem::path& dir, const Wire&
         std::perror(path.c_str());
         std::exit(1);
     }
-    daemon::SimulatorOptions o = simulator_options(wire);
+    daemon::sim::SimulatorOptions o = simulator_options(wire);
     o.max_iterations = 0;
     o.max_bytes = hex ? bytes / 2 : bytes;  // hex text is twice the wire bytes
-    daemon::simulate_board(
+    daemon::sim::simulate_board(
         o, [&](const std::uint8_t* data, std::size_t size) { std::fwrite(data, 1, size, f); });
     std::fclose(f);
     return path;
@@ -104,11 +104,11 @@ void bench_decode(const std::filesystem::path& dir, const Wire& wire, std::uint6
         gmon::Aggregate aggregate;
         const auto start = Clock::now();
         const double cpu_start = cpu_seconds(RUSAGE_SELF);
-        ingest::AggregateImportSink sink(aggregate);
-        ingest::ImportSpec spec;
-        spec.kind = ingest::InputKind::kCapture;
+        daemon::ingest::AggregateImportSink sink(aggregate);
+        daemon::ingest::ImportSpec spec;
+        spec.kind = daemon::ingest::InputKind::kCapture;
         spec.wire = wire_spec(wire);
-        stats = ingest::import_file(path, spec, sink).stats;
+        stats = daemon::ingest::import_file(path, spec, sink).stats;
         best.wall = std::min(best.wall, seconds_since(start));
         best.cpu = std::min(best.cpu, cpu_seconds(RUSAGE_SELF) - cpu_start);
     }
@@ -139,20 +139,20 @@ void bench_wire_size() {
         int addr_bytes;
     };
     const Row rows[] = {
-        {"legacy, 3-byte addresses", {"", daemon::WireProtocol::kLegacy, {}, 0}, 3},
-        {"framed, no cache, 3-byte", {"", daemon::WireProtocol::kFramed, {}, 0}, 3},
-        {"framed, 32-entry arc cache, 3-byte", {"", daemon::WireProtocol::kFramed, {}, 32}, 3},
-        {"framed, 32-entry arc cache, 4-byte", {"", daemon::WireProtocol::kFramed, {}, 32}, 4},
+        {"legacy, 3-byte addresses", {"", daemon::sim::WireProtocol::kLegacy, {}, 0}, 3},
+        {"framed, no cache, 3-byte", {"", daemon::sim::WireProtocol::kFramed, {}, 0}, 3},
+        {"framed, 32-entry arc cache, 3-byte", {"", daemon::sim::WireProtocol::kFramed, {}, 32}, 3},
+        {"framed, 32-entry arc cache, 4-byte", {"", daemon::sim::WireProtocol::kFramed, {}, 32}, 4},
         {"framed, arc + 32-entry PC cache, 3-byte",
-         {"", daemon::WireProtocol::kFramed, {}, 32, 32},
+         {"", daemon::sim::WireProtocol::kFramed, {}, 32, 32},
          3},
     };
     double legacy_per_call = 0;
     for (const Row& row : rows) {
-        daemon::SimulatorOptions o = simulator_options(row.wire);
+        daemon::sim::SimulatorOptions o = simulator_options(row.wire);
         o.addr_bytes = row.addr_bytes;
         o.max_iterations = iterations;
-        const auto truth = daemon::simulate_board(o, [](const std::uint8_t*, std::size_t) {});
+        const auto truth = daemon::sim::simulate_board(o, [](const std::uint8_t*, std::size_t) {});
         const double per_call =
             static_cast<double>(truth.wire_bytes) / static_cast<double>(truth.calls);
         if (legacy_per_call == 0) legacy_per_call = per_call;
@@ -197,7 +197,7 @@ void bench_thesis_wire(const std::filesystem::path& capture) {
         protocol::FramedEncoder encoder(3);
         encoder.hello({protocol::kFramedVersion, 3, protocol::kHelloArcCache, 0x410, 0x20000, 1000,
                        48'000'000, std::vector<std::uint8_t>(20, 0xAB)});
-        std::optional<daemon::RecordCache> arcs(32), pcs;
+        std::optional<daemon::sim::RecordCache> arcs(32), pcs;
         if (pc_cache) pcs.emplace(pc_cache);
         auto send = [&](const protocol::Record& r) { encoder.record(r); };
         std::uint64_t samples = 0;
@@ -326,10 +326,10 @@ int main(int argc, char** argv) {
     std::printf("published: %s, %s\n", kThesis, kThesisWire);
     bench::table_row("published, quoted", kThesis, kThesisWire);
     const Wire wires[] = {
-        {"legacy binary", daemon::WireProtocol::kLegacy, protocol::LegacyEncoding::kBinary, 0},
-        {"legacy hex", daemon::WireProtocol::kLegacy, protocol::LegacyEncoding::kHex, 0},
-        {"framed", daemon::WireProtocol::kFramed, protocol::LegacyEncoding::kBinary, 0},
-        {"framed+cache", daemon::WireProtocol::kFramed, protocol::LegacyEncoding::kBinary, 32},
+        {"legacy binary", daemon::sim::WireProtocol::kLegacy, protocol::LegacyEncoding::kBinary, 0},
+        {"legacy hex", daemon::sim::WireProtocol::kLegacy, protocol::LegacyEncoding::kHex, 0},
+        {"framed", daemon::sim::WireProtocol::kFramed, protocol::LegacyEncoding::kBinary, 0},
+        {"framed+cache", daemon::sim::WireProtocol::kFramed, protocol::LegacyEncoding::kBinary, 32},
     };
     for (const Wire& wire : wires) bench_decode(dir, wire, mb << 20);
     bench_wire_size();

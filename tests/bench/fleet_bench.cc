@@ -75,9 +75,9 @@ gmon::Aggregate session_aggregate(const gmon::Aggregate& build, const Sizes& siz
     return a;
 }
 
-fleet::PushedSession pushed_session(const std::string& bench, std::int64_t local_id,
-                                    const std::string& board, const gmon::Aggregate& a) {
-    fleet::PushedSession s;
+storage::fleet::PushedSession pushed_session(const std::string& bench, std::int64_t local_id,
+                                             const std::string& board, const gmon::Aggregate& a) {
+    storage::fleet::PushedSession s;
     s.bench = bench;
     s.build_id = kBuildId;
     s.tags = {"nightly"};
@@ -194,7 +194,7 @@ void measure(const std::string& binary, const Sizes& sizes, const std::filesyste
         }
         url = own_server->url();
     }
-    fleet::FleetConnection connection;
+    storage::fleet::FleetConnection connection;
     connection.url = url;
 
     // The build: 2000 functions; its arcs and PCs are what sessions take runs of.
@@ -212,7 +212,7 @@ void measure(const std::string& binary, const Sizes& sizes, const std::filesyste
     std::atomic<std::size_t> failures{0};
     std::string first_failure;
     const auto push_start = Clock::now();
-    const bool push = fleet::FleetStore(connection).count("sessions") <
+    const bool push = storage::fleet::FleetStore(connection).count("sessions") <
                       static_cast<std::int64_t>(sizes.sessions);
     if (!push) std::printf("push: skipped, the server at --url holds the sessions already\n");
     if (push) {
@@ -223,7 +223,7 @@ void measure(const std::string& binary, const Sizes& sizes, const std::filesyste
                     sizes.sessions / sizes.benches + (b < sizes.sessions % sizes.benches ? 1 : 0);
                 std::vector<double> mine;
                 try {
-                    fleet::FleetStore store(connection);
+                    storage::fleet::FleetStore store(connection);
                     std::mt19937_64 rng(100 + b);
                     const std::string bench = "bench-" + std::to_string(b);
                     for (std::size_t i = 0; i < share; ++i) {
@@ -251,7 +251,7 @@ void measure(const std::string& binary, const Sizes& sizes, const std::filesyste
     if (failures > 0)
         std::printf("push: %zu failures; first: %s\n", failures.load(), first_failure.c_str());
 
-    fleet::FleetStore store(connection);
+    storage::fleet::FleetStore store(connection);
     const auto stored = store.count("sessions");
     const double pg_per_session = static_cast<double>(store.session_bytes()) /
                                   static_cast<double>(std::max<std::int64_t>(1, stored));
@@ -283,7 +283,7 @@ void measure(const std::string& binary, const Sizes& sizes, const std::filesyste
     const std::string input = cell("%lld sessions of one build, %zu boards",
                                    static_cast<long long>(stored), sizes.benches * sizes.boards);
     {
-        fleet::FleetFilter filter;
+        storage::fleet::FleetFilter filter;
         filter.build_ids = {kBuildId};
         auto t0 = Clock::now();
         const auto sessions = store.sessions(filter);
@@ -363,11 +363,11 @@ void measure(const std::string& binary, const Sizes& sizes, const std::filesyste
                        functions.size()),
                   input, cell("%.0f ms (first %.0f ms)", board_sums_again_ms, board_sums_ms),
                   cell("one sum per board %.0f ms", boards_ms), board_sums_again_ms / boards_ms);
-        fleet::PgConnection db(fleet::connection_parameters(connection));
+        storage::fleet::PgConnection db(storage::fleet::connection_parameters(connection));
         const auto plan = db.query(
             "EXPLAIN (ANALYZE, BUFFERS) SELECT from_pc, self_pc, sum(count)::bigint FROM arcs "
             "WHERE session_id = ANY($1::bigint[]) GROUP BY from_pc, self_pc",
-            {fleet::pg_array(ids)});
+            {storage::fleet::pg_array(ids)});
         std::printf("EXPLAIN ANALYZE of the arcs' sum from the sessions' rows:\n");
         for (int i = 0; i < plan.rows(); ++i)  // a Filter line holds every id: cut
             std::printf("  %.150s\n", plan.text(i, 0).c_str());
@@ -412,8 +412,8 @@ void measure(const std::string& binary, const Sizes& sizes, const std::filesyste
         std::filesystem::remove(dir / "serve.log");
     }
     const auto cli =
-        command_time(binary + " fleet profile --url '" + url +
-                     "' --select build_id=" + kBuildId + " --report json > /dev/null 2>&1");
+        command_time(binary + " fleet profile --url '" + url + "' --select build_id=" + kBuildId +
+                     " --report json > /dev/null 2>&1");
     if (cli) {
         std::printf(
             "cli: rackprof fleet profile --select build_id=… --report json: %.0f ms wall, "

@@ -40,7 +40,7 @@ std::filesystem::path scratch_dir() {
 }
 
 // The next whole request in `in` (advanced past it), or nothing when the rest is not one.
-std::optional<web::Request> next_request(Bytes& in, const web::Api& api) {
+std::optional<web::server::Request> next_request(Bytes& in, const web::api::Api& api) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(kHeaderLimit));
     parser.body_limit(kBodyLimit);
@@ -82,10 +82,10 @@ void check_parses_back(Message message, bool head) {
     for (const auto& field : message) FUZZ_CHECK(back[field.name_string()] == field.value());
 }
 
-void check_response(const web::Response& r, bool head) {
+void check_response(const web::server::Response& r, bool head) {
     const auto status = r.result_int();
     FUZZ_CHECK(status >= 200 && status < 500);
-    web::Response sent = r;
+    web::server::Response sent = r;
     sent.prepare_payload();  // as the server does
     check_parses_back(std::move(sent), head);
     const bool is_json = r[http::field::content_type].starts_with("application/json");
@@ -101,7 +101,7 @@ void check_response(const web::Response& r, bool head) {
     FUZZ_CHECK(status < 400 || is_json);
 }
 
-void check_streamed(web::StreamedResponse& r) {
+void check_streamed(web::server::StreamedResponse& r) {
     FUZZ_CHECK(r.header.result_int() == 200);
     r.header.chunked(true);
     check_parses_back(r.header, true);
@@ -119,46 +119,46 @@ bool verbose() {
     return on;
 }
 
-void print_exchange(const web::Request& request, const web::Reply& reply) {
-    const auto* whole = std::get_if<web::Response>(&reply);
-    std::fprintf(
-        stderr, "%s %s -> %u %s\n", std::string(request.method_string()).c_str(),
-        std::string(request.target()).c_str(),
-        whole ? whole->result_int() : std::get<web::StreamedResponse>(reply).header.result_int(),
-        whole ? whole->body().substr(0, 160).c_str() : "(streamed)");
+void print_exchange(const web::server::Request& request, const web::server::Reply& reply) {
+    const auto* whole = std::get_if<web::server::Response>(&reply);
+    std::fprintf(stderr, "%s %s -> %u %s\n", std::string(request.method_string()).c_str(),
+                 std::string(request.target()).c_str(),
+                 whole ? whole->result_int()
+                       : std::get<web::server::StreamedResponse>(reply).header.result_int(),
+                 whole ? whole->body().substr(0, 160).c_str() : "(streamed)");
 }
 
 // One connection's requests against a fresh rack.
 void serve(Bytes in) {
     const auto dir = scratch_dir();
     std::filesystem::remove_all(dir);
-    daemon::DaemonConfig config;
+    daemon::config::DaemonConfig config;
     config.boards.clear();
     config.storage_path = dir / "rack.db";
     auto log =
         std::make_shared<spdlog::logger>("fuzz", std::make_shared<spdlog::sinks::null_sink_mt>());
     std::string internal_error;
     {
-        daemon::CaptureService capture(config, log);
-        service::LocalRack rack(capture, config.storage_path, 1);
-        web::ApiOptions options;
+        daemon::capture::CaptureService capture(config, log);
+        daemon::service::LocalRack rack(capture, config.storage_path, 1);
+        web::api::ApiOptions options;
         options.log_error = [&](const std::string& what) { internal_error = what; };
-        web::Api api(rack, options);
+        web::api::Api api(rack, options);
         for (int i = 0; i < kMaxRequests; ++i) {
             auto request = next_request(in, api);
             if (!request) break;
             const bool head = request->method() == http::verb::head;
             const bool keep_alive = request->keep_alive();
-            web::Reply reply = api.handle(*request);
+            web::server::Reply reply = api.handle(*request);
             if (verbose()) print_exchange(*request, reply);
             if (!internal_error.empty()) {
                 std::fprintf(stderr, "500 from the API: %s\n", internal_error.c_str());
                 FUZZ_CHECK(internal_error.empty());
             }
-            if (auto* whole = std::get_if<web::Response>(&reply)) {
+            if (auto* whole = std::get_if<web::server::Response>(&reply)) {
                 check_response(*whole, head);
             } else {
-                check_streamed(std::get<web::StreamedResponse>(reply));
+                check_streamed(std::get<web::server::StreamedResponse>(reply));
             }
             if (!keep_alive) break;
         }

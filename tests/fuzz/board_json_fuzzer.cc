@@ -9,14 +9,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     using namespace rackprof;
     const auto json = nlohmann::json::parse(fuzz::as_text({data, size}), nullptr, false);
     if (json.is_discarded()) return 0;
-    daemon::BoardConfig board;
+    daemon::config::BoardConfig board;
     try {
-        board = daemon::board_from_json(json);
-    } catch (const daemon::BoardFieldError&) {
+        board = daemon::config::board_from_json(json);
+    } catch (const daemon::config::BoardFieldError&) {
         return 0;
     }
-    const auto again = daemon::board_to_json(board);
-    FUZZ_CHECK(daemon::board_from_json(again) == board);
-    FUZZ_CHECK(daemon::board_from_json(nlohmann::json::parse(again.dump())) == board);
+    const auto again = daemon::config::board_to_json(board);
+    FUZZ_CHECK(daemon::config::board_from_json(again) == board);
+    FUZZ_CHECK(daemon::config::board_from_json(nlohmann::json::parse(again.dump())) == board);
     return 0;
 }

@@ -9,19 +9,21 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace rackprof;
-    daemon::DaemonConfig config;
+    daemon::config::DaemonConfig config;
     try {
-        config = daemon::parse_config(std::string(fuzz::as_text({data, size})), "fuzz.toml");
-    } catch (const daemon::ConfigError& e) {
+        config =
+            daemon::config::parse_config(std::string(fuzz::as_text({data, size})), "fuzz.toml");
+    } catch (const daemon::config::ConfigError& e) {
         FUZZ_CHECK(std::string(e.what()).rfind("fuzz.toml:", 0) == 0);
         return 0;
     }
     FUZZ_CHECK(config.reconnect_min.count() > 0 && config.reconnect_min <= config.reconnect_max);
     std::set<std::string> names;
-    for (const daemon::BoardConfig& board : config.boards) {
+    for (const daemon::config::BoardConfig& board : config.boards) {
         FUZZ_CHECK(names.insert(board.name).second);
-        daemon::validate_board(board);  // throws (a crash here) if the file let a bad one in
-        FUZZ_CHECK(daemon::board_from_json(daemon::board_to_json(board)) == board);
+        daemon::config::validate_board(
+            board);  // throws (a crash here) if the file let a bad one in
+        FUZZ_CHECK(daemon::config::board_from_json(daemon::config::board_to_json(board)) == board);
     }
     return 0;
 }

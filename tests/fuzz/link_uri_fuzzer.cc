@@ -9,9 +9,9 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace rackprof;
     const std::string text(fuzz::as_text({data, size}));
-    daemon::LinkUri uri;
+    daemon::config::LinkUri uri;
     try {
-        uri = daemon::parse_link_uri(text);
+        uri = daemon::config::parse_link_uri(text);
     } catch (const std::invalid_argument& e) {
         FUZZ_CHECK(*e.what() != '\0');
         return 0;

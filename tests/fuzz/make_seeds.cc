@@ -316,7 +316,7 @@ void api_seeds() {
             .write(reinterpret_cast<const char*>(elf.data()),
                    static_cast<std::streamsize>(elf.size()));
     }
-    const std::string firmware_id = daemon::file_sha256(elf_path);  // it has no build-id
+    const std::string firmware_id = daemon::capture::file_sha256(elf_path);  // it has no build-id
     fs::remove(elf_path);
     Bytes capture;
     for (const Record& r : {Record::arc(0x401, 0x441), Record::arc(0x441, 0x461),

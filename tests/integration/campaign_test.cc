@@ -21,7 +21,7 @@
 namespace rackprof {
 namespace {
 
-campaign::CallGraph graph_of(const daemon::CounterBoard& board) {
+campaign::CallGraph graph_of(const daemon::sim::CounterBoard& board) {
     campaign::CallGraph graph;
     for (const auto& f : board.functions()) graph.add(f.name, f.addr);
     for (std::size_t f = 0; f < board.functions().size(); ++f) {
@@ -38,10 +38,10 @@ struct Outcome {
 
 // One campaign over the wire; checks it against the board's truth. `split`: each answer
 // arrives in two pieces, the second only on the next exchange.
-Outcome campaign_against_truth(const daemon::CounterModelOptions& options,
+Outcome campaign_against_truth(const daemon::sim::CounterModelOptions& options,
                                const std::string& metric_name, double threshold, std::size_t slots,
                                bool split = false) {
-    daemon::CounterBoard board(options);
+    daemon::sim::CounterBoard board(options);
     const campaign::CallGraph graph = graph_of(board);
     const campaign::MetricSet metrics = campaign::MetricSet::builtin();
     const campaign::Metric& metric = metrics.get(metric_name);
@@ -104,7 +104,7 @@ Outcome campaign_against_truth(const daemon::CounterModelOptions& options,
 TEST_CASE("campaign: cycles above 5 % found exactly, in fewer runs than ceil(N/K)") {
     for (std::uint64_t seed = 1; seed <= 5; ++seed) {
         CAPTURE(seed);
-        daemon::CounterModelOptions options;
+        daemon::sim::CounterModelOptions options;
         options.functions = 60;
         options.seed = seed;
         const Outcome o = campaign_against_truth(options, "cycles", 5.0, 4, seed % 2 == 0);
@@ -117,7 +117,7 @@ TEST_CASE("campaign: cycles above 5 % found exactly, in fewer runs than ceil(N/K
 }
 
 TEST_CASE("campaign: instructions (all six DWT counters) and 3-byte addresses") {
-    daemon::CounterModelOptions options;
+    daemon::sim::CounterModelOptions options;
     options.functions = 120;
     options.addr_bytes = 3;
     options.seed = 9;
@@ -126,17 +126,17 @@ TEST_CASE("campaign: instructions (all six DWT counters) and 3-byte addresses") 
 }
 
 TEST_CASE("campaign: a non-monotone metric measures every function") {
-    daemon::CounterModelOptions options;
+    daemon::sim::CounterModelOptions options;
     options.functions = 30;
     const Outcome o = campaign_against_truth(options, "stall_fraction", 5.0, 4);
     CHECK(o.runs == o.runs_without);
 }
 
 TEST_CASE("campaign: an ARMv6-M core has no counters; the board refuses what it lacks") {
-    daemon::CounterModelOptions options;
+    daemon::sim::CounterModelOptions options;
     options.functions = 20;
     options.counters = 0;  // armv6-m
-    daemon::CounterBoard board(options);
+    daemon::sim::CounterBoard board(options);
     const campaign::CallGraph graph = graph_of(board);
     campaign::HostWire wire(graph);
     wire.feed(board.start());
@@ -163,8 +163,8 @@ TEST_CASE("rackprof campaign prints every run, the functions found and the runs 
     CHECK(std::stoi(m[1]) == 15);
     CHECK(with < 15);
     // The functions it prints are the truth's.
-    daemon::CounterModelOptions options;
-    daemon::CounterBoard board(options);
+    daemon::sim::CounterModelOptions options;
+    daemon::sim::CounterBoard board(options);
     const double total = static_cast<double>(board.totals()[0]);
     for (std::size_t f = 0; f < board.functions().size(); ++f) {
         const double v = static_cast<double>(board.inclusive(f)[0]);

@@ -149,9 +149,9 @@ TEST_CASE("fleet store on PostgreSQL: benches push concurrently, survive an outa
 
     // The store itself: eight sessions, no more, each bench's two; the figures of a push.
     {
-        fleet::FleetConnection connection;
+        storage::fleet::FleetConnection connection;
         connection.url = url;
-        fleet::FleetStore store(connection);
+        storage::fleet::FleetStore store(connection);
         CHECK(store.count("sessions") == 8);
         for (const auto& b : benches) CHECK(store.pushed(b.name).size() == 2);
         // The build sums kept at push time add up to the sessions' own rows: for the whole
@@ -250,9 +250,9 @@ TEST_CASE("fleet store on PostgreSQL: fleet prune drops old months and rows, kee
     if (!server) return;
     auto& pg = *server;
     const std::string url = pg.url();
-    fleet::FleetConnection connection;
+    storage::fleet::FleetConnection connection;
     connection.url = url;
-    fleet::FleetStore store(connection);
+    storage::fleet::FleetStore store(connection);
 
     constexpr std::int64_t kDay = 86'400'000'000'000;
     const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -273,7 +273,7 @@ TEST_CASE("fleet store on PostgreSQL: fleet prune drops old months and rows, kee
     std::map<std::int64_t, gmon::Aggregate> sums;
     std::map<std::int64_t, storage::SessionInfo> infos;
     for (const auto& p : plan) {
-        fleet::PushedSession s;
+        storage::fleet::PushedSession s;
         s.bench = "retention";
         s.info.id = p.id;
         s.info.spec.board = "b" + std::to_string(p.id);
@@ -333,7 +333,7 @@ TEST_CASE("fleet store on PostgreSQL: fleet prune drops old months and rows, kee
     // Session 1's month: its three partitions are gone; the selection of its board is empty.
     CHECK(old_month.size() == 8);
     {
-        fleet::PgConnection sql(fleet::connection_parameters(connection));
+        storage::fleet::PgConnection sql(storage::fleet::connection_parameters(connection));
         for (const char* table : {"sessions_", "arcs_", "pc_samples_", "build_groups_",
                                   "build_arcs_", "build_pcs_", "board_groups_", "board_functions_"})
             CHECK(sql.query("SELECT to_regclass($1)", {table + old_month}).is_null(0, 0));
@@ -344,9 +344,9 @@ TEST_CASE("fleet store on PostgreSQL: fleet prune drops old months and rows, kee
 
     // A bench pushing 1 or 2 again (its own copies stay) is refused; young pushes still go in.
     CHECK(store.retained_from() > 0);
-    fleet::PushedSession again{"retention", infos[2], {}, ""};
+    storage::fleet::PushedSession again{"retention", infos[2], {}, ""};
     CHECK_FALSE(store.push_session(again, sums[2], nullptr));
-    fleet::PushedSession fresh{"retention", infos[4], {}, ""};
+    storage::fleet::PushedSession fresh{"retention", infos[4], {}, ""};
     fresh.info.id = 5;
     CHECK(store.push_session(fresh, sums[4], nullptr));
     CHECK(store.count("sessions") == 3);
@@ -368,12 +368,12 @@ namespace {
 
 // What the board sums must equal: each board's calls, samples and samples by function from its
 // selected sessions' own rows.
-void check_board_sums(fleet::FleetStore& store, const std::vector<std::int64_t>& ids,
+void check_board_sums(storage::fleet::FleetStore& store, const std::vector<std::int64_t>& ids,
                       const gmon::FunctionIndex& index) {
     std::vector<std::uint64_t> functions;
     for (const auto& f : index.symbols()) functions.push_back(f.addr);
     std::map<std::string, std::vector<std::int64_t>> by_board;
-    fleet::FleetFilter filter;
+    storage::fleet::FleetFilter filter;
     filter.sessions = ids;
     for (const auto& s : store.sessions(filter)) by_board[s.spec.board].push_back(s.id);
     const auto sums = store.board_sums(ids, index, functions);
@@ -404,9 +404,9 @@ TEST_CASE("fleet store on PostgreSQL: per-board sums for the spread match the se
     const auto server = testing::PgServer::start_or_skip(dir.path(), "fleet board sums test");
     if (!server) return;
     auto& pg = *server;
-    fleet::FleetConnection connection;
+    storage::fleet::FleetConnection connection;
     connection.url = pg.url();
-    fleet::FleetStore store(connection);
+    storage::fleet::FleetStore store(connection);
     const auto elf_path = dir.path() / "det.elf";
     REQUIRE(testing::rackprof({"simulate", "--model", "deterministic", "--iterations", "2", "-o",
                                (dir.path() / "det.bin").string(), "--write-elf", elf_path.string()})
@@ -423,7 +423,7 @@ TEST_CASE("fleet store on PostgreSQL: per-board sums for the spread match the se
     for (const auto& [bench, board] :
          {std::pair{"bench-a", "a"}, std::pair{"bench-a", "b"}, std::pair{"bench-b", "c"}}) {
         for (int i = 0; i < 3; ++i) {
-            fleet::PushedSession s;
+            storage::fleet::PushedSession s;
             s.bench = bench;
             s.info.id = ++local;
             s.info.spec.board = board;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks every `#include "room/..."` against the rooms' allow-lists.
+"""Checks every `#include "room/..."` against the rooms' allow-lists, and that namespace = folder.
 
 A room is a folder whose README.md has a line `Depends on: a, b/c` (or `Depends on: nothing`):
 the rooms its C/C++ files may include, listed directly (nothing is implied transitively).
@@ -8,6 +8,10 @@ names a room when its path starts with that room's path (the longest such room w
 allowed if that is the file's own room or one its README lists. The Depends-on lines must form
 no cycle, so no room reaches a room above it. Folders without a Depends-on line (tests/) are
 not checked.
+
+Namespace = folder: a room's C++ code lives in `rackprof::` + its path with `/` as `::` (say
+`rackprof::daemon::capture` for daemon/capture), or in a namespace inside that one (`::detail`).
+Another room's namespace may be opened only to declare its classes ahead (`class Foo;`).
 
 Usage: check_includes.py [REPO_ROOT]     (default: the repository holding this file)
        check_includes.py --self-test
@@ -21,6 +25,9 @@ import tempfile
 
 DEPENDS_RE = re.compile(r"^Depends on:\s*(.*?)\s*$")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+NAMESPACE_RE = re.compile(r"^namespace\s+(rackprof(?:::\w+)*)\s*\{(.*)$")
+FORWARD_RE = re.compile(r"^\s*(?:(?:class|struct|union|enum(?:\s+class)?)\s+\w+(?:\s*:\s*[\w:]+)?\s*;"
+                        r"|//.*|)\s*$")
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".inl", ".ipp")
 
 
@@ -113,6 +120,30 @@ def room_files(root, room, rooms):
                 yield os.path.join(dirpath, name)
 
 
+def namespace_problems(rel, lines, room):
+    """The lines of one file of `room` that open a namespace other than the room's own, except
+    to declare another room's classes ahead."""
+    own = "rackprof::" + room.replace("/", "::")
+    problems = []
+    for number, line in enumerate(lines, 1):
+        m = NAMESPACE_RE.match(line)
+        if not m or m.group(1) == own or m.group(1).startswith(own + "::"):
+            continue
+        rest = m.group(2).strip()
+        if rest.endswith("}"):
+            body = [rest[:-1]]
+        else:
+            body = []
+            for inner in lines[number:]:
+                if inner.startswith("}"):
+                    break
+                body.append(inner)
+        if not all(FORWARD_RE.match(b) for b in body):
+            problems.append(f"{rel}:{number}: namespace {m.group(1)} in room {room}"
+                            f" (its code belongs in {own})")
+    return problems
+
+
 def check(root):
     """Returns (messages, ok, summary)."""
     rooms, problems = find_rooms(root)
@@ -127,18 +158,21 @@ def check(root):
         for path in room_files(root, room, rooms):
             rel = os.path.relpath(path, root).replace(os.sep, "/")
             with open(path, encoding="utf-8", errors="replace") as f:
-                for number, line in enumerate(f, 1):
-                    m = INCLUDE_RE.match(line)
-                    if not m:
-                        continue
-                    target = room_of(m.group(1), rooms)
-                    if target is None:
-                        continue  # a file of this folder, or of something not a room
-                    includes += 1
-                    if target not in allowed:
-                        messages.append(f"{rel}:{number}: room {room} includes room {target}"
-                                        f" (not in {room}'s Depends on)")
-    summary = f"{includes} includes in {len(rooms)} rooms checked"
+                lines = f.read().splitlines()
+            if path.endswith((".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".ipp")):
+                messages += namespace_problems(rel, lines, room)
+            for number, line in enumerate(lines, 1):
+                m = INCLUDE_RE.match(line)
+                if not m:
+                    continue
+                target = room_of(m.group(1), rooms)
+                if target is None:
+                    continue  # a file of this folder, or of something not a room
+                includes += 1
+                if target not in allowed:
+                    messages.append(f"{rel}:{number}: room {room} includes room {target}"
+                                    f" (not in {room}'s Depends on)")
+    summary = f"{includes} includes and the namespaces of {len(rooms)} rooms checked"
     return messages, not messages, summary
 
 
@@ -170,8 +204,11 @@ def self_test():
         write(root, "low/inner/README.md", "# low/inner/\n\nDepends on: nothing\n")
         write(root, "high/README.md", "# high/\n\nDepends on: low\n")
         write(root, "notes/README.md", "# notes/\n\nNo rule here.\n")
-        write(root, "low/inner/x.h", '#pragma once\n#include <vector>\n')
-        write(root, "low/a.h", '#pragma once\n#include "low/inner/x.h"\n#include "local.h"\n')
+        write(root, "low/inner/x.h", '#pragma once\n#include <vector>\n'
+              'namespace rackprof::low::inner {\nstruct X {};\n}  // namespace rackprof::low::inner\n')
+        write(root, "low/a.h", '#pragma once\n#include "low/inner/x.h"\n#include "local.h"\n'
+              'namespace rackprof::high {\nclass B;\n}  // namespace rackprof::high\n'
+              'namespace rackprof::low::detail {\nint f();\n}  // namespace rackprof::low::detail\n')
         write(root, "low/a.cc", '#include "low/a.h"\n')
         write(root, "high/b.h", '#pragma once\n#include "low/a.h"\n')
         write(root, "notes/anything.cc", '#include "high/b.h"\n')
@@ -187,6 +224,11 @@ def self_test():
                "low/a_test.cc:3: room low includes room high (not in low's Depends on)")
         os.remove(os.path.join(root, "low/a_test.cc"))
         expect("clean again", root, True)
+
+        write(root, "high/d.cc", 'namespace rackprof::low {\nint helper() { return 1; }\n}\n')
+        expect("code in another room's namespace", root, False,
+               "high/d.cc:1: namespace rackprof::low in room high (its code belongs in rackprof::high)")
+        os.remove(os.path.join(root, "high/d.cc"))
 
         write(root, "low/inner/README.md", "# low/inner/\n\nDepends on: high\n")
         expect("cycle", root, False, "cycle in the rooms' Depends on: ")

@@ -8,7 +8,7 @@
 #include "web/api/replies.h"
 #include "web/server/static_site.h"
 
-namespace rackprof::web {
+namespace rackprof::web::api {
 
 RouteTable api_routes() {
     RouteTable routes;
@@ -21,12 +21,12 @@ RouteTable api_routes() {
     return routes;
 }
 
-Api::Api(service::RackService& rack, ApiOptions options)
+Api::Api(daemon::service::RackService& rack, ApiOptions options)
     : rack_(rack),
       options_(std::move(options)),
       token_rule_{options_.token, options_.require_token, options_.token_for_reads},
       routes_(api_routes()),
-      site_(std::make_unique<StaticSite>(options_.web_root)),
+      site_(std::make_unique<server::StaticSite>(options_.web_root)),
       server_metrics_([this](MetricsText& out) {
           http_metrics_.write(out);
           for (const auto& source : options_.metrics_sources) source(out);
@@ -40,13 +40,13 @@ bool Api::is_upload(const http::request_header<>& header) const {
 }
 
 // Every answer is counted by route pattern (the dashboard's files as one route), with its time.
-Reply Api::handle(const Request& request, const std::filesystem::path& body_file) {
+server::Reply Api::handle(const server::Request& request, const std::filesystem::path& body_file) {
     const auto started = std::chrono::steady_clock::now();
     std::string route = "(none)";
-    Reply reply = answer(request, body_file, route);
+    server::Reply reply = answer(request, body_file, route);
     const unsigned status = std::visit(
         [](const auto& r) {
-            if constexpr (std::is_same_v<std::decay_t<decltype(r)>, Response>)
+            if constexpr (std::is_same_v<std::decay_t<decltype(r)>, server::Response>)
                 return r.result_int();
             else
                 return r.header.result_int();
@@ -57,30 +57,31 @@ Reply Api::handle(const Request& request, const std::filesystem::path& body_file
     return reply;
 }
 
-Reply Api::answer(const Request& request, const std::filesystem::path& body_file,
-                  std::string& route) {
+server::Reply Api::answer(const server::Request& request, const std::filesystem::path& body_file,
+                          std::string& route) {
     try {
         return dispatch(request, body_file, route);
     } catch (const HttpError& e) {
-        return error_response(e.status, e.code, e.message, request.version(), request.keep_alive());
-    } catch (const service::ServiceError& e) {
+        return server::error_response(e.status, e.code, e.message, request.version(),
+                                      request.keep_alive());
+    } catch (const daemon::service::ServiceError& e) {
         const HttpError http_error = http_error_of(e);
-        return error_response(http_error.status, http_error.code, http_error.message,
-                              request.version(), request.keep_alive());
+        return server::error_response(http_error.status, http_error.code, http_error.message,
+                                      request.version(), request.keep_alive());
     } catch (const std::exception& e) {
         // The details (paths, SQL) go to the log, not to the client; the query stays out of it,
         // as it may hold a token.
         const std::string_view target = request.target();
         if (options_.log_error)
             options_.log_error(std::string(target.substr(0, target.find('?'))) + ": " + e.what());
-        return error_response(http::status::internal_server_error, "internal",
-                              "internal error; the daemon's log has the details", request.version(),
-                              request.keep_alive());
+        return server::error_response(http::status::internal_server_error, "internal",
+                                      "internal error; the daemon's log has the details",
+                                      request.version(), request.keep_alive());
     }
 }
 
-Reply Api::dispatch(const Request& request, const std::filesystem::path& body_file,
-                    std::string& route) {
+server::Reply Api::dispatch(const server::Request& request, const std::filesystem::path& body_file,
+                            std::string& route) {
     const auto method = request.method();
     const bool read = method == http::verb::get || method == http::verb::head;
     const auto match = routes_.match(method, request.target());
@@ -94,10 +95,11 @@ Reply Api::dispatch(const Request& request, const std::filesystem::path& body_fi
         return site_->serve(request);
     }
     // Without a route, a request is judged by its method: what could write needs the token.
-    const Access access = match.route                            ? match.route->access
-                          : match.path_access == Access::kPublic ? Access::kPublic
-                          : read                                 ? Access::kRead
-                                                                 : Access::kWrite;
+    const server::Access access = match.route ? match.route->access
+                                  : match.path_access == server::Access::kPublic
+                                      ? server::Access::kPublic
+                                  : read ? server::Access::kRead
+                                         : server::Access::kWrite;
     if (!token_rule_.admits(access, request[http::field::authorization])) {
         throw HttpError{http::status::unauthorized, "unauthorized",
                         "this request needs Authorization: Bearer <token>"};
@@ -113,4 +115,4 @@ Reply Api::dispatch(const Request& request, const std::filesystem::path& body_fi
         Call{request, match.path, query, rack_, body_file, &server_metrics_});
 }
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::api

@@ -14,7 +14,11 @@
 #include "web/api/route_table.h"
 #include "web/server/http_message.h"
 
-namespace rackprof::web {
+namespace rackprof::web::server {
+class StaticSite;
+}  // namespace rackprof::web::server
+
+namespace rackprof::web::api {
 
 struct ApiOptions {
     std::string token;             // "" : no token configured
@@ -28,34 +32,33 @@ struct ApiOptions {
 // Every route of the API, as served (the OpenAPI document lists exactly these).
 RouteTable api_routes();
 
-class StaticSite;
-
-class Api : public RequestHandler {
+class Api : public server::RequestHandler {
   public:
-    Api(service::RackService& rack, ApiOptions options);
+    Api(daemon::service::RackService& rack, ApiOptions options);
     ~Api() override;
     Api(const Api&) = delete;
     Api& operator=(const Api&) = delete;
 
-    Reply handle(const Request& request, const std::filesystem::path& body_file) override;
+    server::Reply handle(const server::Request& request,
+                         const std::filesystem::path& body_file) override;
     // A request without an upload.
-    Reply handle(const Request& request) { return handle(request, {}); }
+    server::Reply handle(const server::Request& request) { return handle(request, {}); }
     bool is_upload(const http::request_header<>& header) const override;
     const RouteTable& routes() const { return routes_; }
 
   private:
-    Reply answer(const Request& request, const std::filesystem::path& body_file,
-                 std::string& route);
-    Reply dispatch(const Request& request, const std::filesystem::path& body_file,
-                   std::string& route);
+    server::Reply answer(const server::Request& request, const std::filesystem::path& body_file,
+                         std::string& route);
+    server::Reply dispatch(const server::Request& request, const std::filesystem::path& body_file,
+                           std::string& route);
 
-    service::RackService& rack_;
+    daemon::service::RackService& rack_;
     ApiOptions options_;
-    TokenRule token_rule_;
+    server::TokenRule token_rule_;
     RouteTable routes_;
-    std::unique_ptr<StaticSite> site_;
+    std::unique_ptr<server::StaticSite> site_;
     HttpMetrics http_metrics_;
     std::function<void(MetricsText&)> server_metrics_;
 };
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::api

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-namespace rackprof::web {
+namespace rackprof::web::api {
 
 namespace {
 
@@ -83,10 +83,10 @@ std::string content_disposition(const std::string& filename) {
 
 namespace {
 
-Reply download_reply(const Call& c, service::Export out) {
+server::Reply download_reply(const Call& c, daemon::service::Export out) {
     const auto disposition = content_disposition(out.filename);
     if (out.whole) {
-        Response r{http::status::ok, c.request.version()};
+        server::Response r{http::status::ok, c.request.version()};
         r.set(http::field::content_type, out.content_type);
         r.set(http::field::content_disposition, disposition);
         r.keep_alive(c.request.keep_alive());
@@ -98,7 +98,7 @@ Reply download_reply(const Call& c, service::Export out) {
         }
         return r;
     }
-    StreamedResponse reply;
+    server::StreamedResponse reply;
     reply.header.version(c.request.version());
     reply.header.result(http::status::ok);
     reply.header.keep_alive(c.request.keep_alive());
@@ -115,59 +115,60 @@ std::string with_intervals(const Call& c, const std::string& format) {
     return wanted && format == "text" ? "text-intervals" : format;
 }
 
-Reply export_reply(const Call& c, const std::string& format) {
+server::Reply export_reply(const Call& c, const std::string& format) {
     const auto id = parse_id(c.path.at("id"), "the session id");
     return download_reply(c, c.rack.open_export(id, with_intervals(c, format), window_of(c.query)));
 }
 
 // The parameters a selection's views take besides the selection's own keys.
-service::Selection selection_of(const Call& c, std::initializer_list<const char*> also) {
+daemon::service::Selection selection_of(const Call& c, std::initializer_list<const char*> also) {
     for (const auto& parameter : c.query) {
         const std::string& key = parameter.first;  // a name lambdas may capture (clang 14)
         const auto is = [&key](const char* k) { return key == k; };
-        if (std::none_of(std::begin(service::kSelectionKeys), std::end(service::kSelectionKeys),
-                         is) &&
+        if (std::none_of(std::begin(daemon::service::kSelectionKeys),
+                         std::end(daemon::service::kSelectionKeys), is) &&
             std::none_of(also.begin(), also.end(), is)) {
-            throw service::ServiceError(service::Failure::kBadRequest,
-                                        "unknown parameter '" + key +
-                                            "' (a selection takes session, board, tag, "
-                                            "build_id, bench, from and to)");
+            throw daemon::service::ServiceError(daemon::service::Failure::kBadRequest,
+                                                "unknown parameter '" + key +
+                                                    "' (a selection takes session, board, tag, "
+                                                    "build_id, bench, from and to)");
         }
     }
-    return service::parse_selection(c.query);
+    return daemon::service::parse_selection(c.query);
 }
 
 // One side of a diff: ?a=<selection> with the selection's own query string as the value
 // ("build_id=3f2a&board=b1", %-encoded once more inside the URL).
-service::Selection diff_side(const Call& c, const char* side) {
+daemon::service::Selection diff_side(const Call& c, const char* side) {
     const auto it = c.query.find(side);
     if (it == c.query.end() || it->second.empty()) {
-        throw service::ServiceError(
-            service::Failure::kBadRequest,
+        throw daemon::service::ServiceError(
+            daemon::service::Failure::kBadRequest,
             std::string("missing ?") + side + "=<selection> (e.g. a=build_id%3D3f2a%26board%3Db1)");
     }
     try {
-        return service::parse_selection(service::parse_query_string(it->second));
-    } catch (const service::ServiceError& e) {
-        throw service::ServiceError(e.failure(), std::string(side) + ": " + e.what());
+        return daemon::service::parse_selection(daemon::service::parse_query_string(it->second));
+    } catch (const daemon::service::ServiceError& e) {
+        throw daemon::service::ServiceError(e.failure(), std::string(side) + ": " + e.what());
     }
 }
 
 // GET /diff: the two sides, ?alpha=, ?fail_on=RULE,RULE, ?format=json|text. A tripped gate is
 // a 422 with the whole diff in the body, so `curl --fail` fails a CI job on it.
-Reply diff_reply(const Call& c) {
+server::Reply diff_reply(const Call& c) {
     for (const auto& parameter : c.query) {
         const std::string& key = parameter.first;
         if (key != "a" && key != "b" && key != "alpha" && key != "fail_on" && key != "format") {
-            throw service::ServiceError(
-                service::Failure::kBadRequest,
+            throw daemon::service::ServiceError(
+                daemon::service::Failure::kBadRequest,
                 "unknown parameter '" + key + "' (a diff takes a, b, alpha, fail_on and format)");
         }
     }
     const std::string format = c.query.count("format") ? c.query.at("format") : "json";
     if (format != "json" && format != "text")
-        throw service::ServiceError(service::Failure::kBadRequest, "format is json or text");
-    service::DiffRequest request;
+        throw daemon::service::ServiceError(daemon::service::Failure::kBadRequest,
+                                            "format is json or text");
+    daemon::service::DiffRequest request;
     if (c.query.count("alpha")) request.alpha = parse_number(c.query.at("alpha"), "alpha");
     if (c.query.count("fail_on")) {
         const std::string& rules = c.query.at("fail_on");
@@ -180,7 +181,7 @@ Reply diff_reply(const Call& c) {
     auto result = c.rack.diff(diff_side(c, "a"), diff_side(c, "b"), request);
     const auto status = result.failed ? http::status::unprocessable_entity : http::status::ok;
     if (format == "text") {
-        Response reply = text_reply(c.request, std::move(result.text));
+        server::Response reply = text_reply(c.request, std::move(result.text));
         reply.result(status);
         return reply;
     }
@@ -199,7 +200,7 @@ Reply diff_reply(const Call& c) {
 }  // namespace
 
 void add_selection_routes(RouteTable& routes) {
-    routes.add({http::verb::get, "/api/v1/profile", Access::kRead,
+    routes.add({http::verb::get, "/api/v1/profile", server::Access::kRead,
                 [](const Call& c) {
                     return json_text_reply(c.request,
                                            c.rack.selection_profile(
@@ -208,29 +209,29 @@ void add_selection_routes(RouteTable& routes) {
                                                profile_options_of(c.query)));
                 },
                 "the merged profile of a selection of sessions (one build) as JSON"});
-    routes.add({http::verb::get, "/api/v1/profile/export/{format}", Access::kRead,
+    routes.add({http::verb::get, "/api/v1/profile/export/{format}", server::Access::kRead,
                 [](const Call& c) {
                     return download_reply(
                         c, c.rack.open_selection_export(selection_of(c, {"intervals"}),
                                                         with_intervals(c, c.path.at("format"))));
                 },
                 "the merged profile of a selection as a file, in any export format made whole"});
-    routes.add({http::verb::get, "/api/v1/diff", Access::kRead, diff_reply,
+    routes.add({http::verb::get, "/api/v1/diff", server::Access::kRead, diff_reply,
                 "two selections compared function by function; 422 when a fail_on gate trips"});
 }
 
 void add_export_routes(RouteTable& routes) {
-    routes.add({http::verb::get, "/api/v1/sessions/{id}/export/{format}", Access::kRead,
+    routes.add({http::verb::get, "/api/v1/sessions/{id}/export/{format}", server::Access::kRead,
                 [](const Call& c) { return export_reply(c, c.path.at("format")); },
                 "the session as a file, in any export format"});
     for (const auto& [alias, format] :
          {std::pair{"gmon.out", "gmon"}, std::pair{"records.csv", "csv"},
           std::pair{"records.ndjson", "ndjson"}, std::pair{"raw", "raw"}}) {
         routes.add(
-            {http::verb::get, std::string("/api/v1/sessions/{id}/") + alias, Access::kRead,
+            {http::verb::get, std::string("/api/v1/sessions/{id}/") + alias, server::Access::kRead,
              [format = std::string(format)](const Call& c) { return export_reply(c, format); },
              std::string("export/") + format + ", by its older path"});
     }
 }
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::api

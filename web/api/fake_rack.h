@@ -10,13 +10,13 @@
 
 #include "daemon/service/rack_service.h"
 
-namespace rackprof::web::testing {
+namespace rackprof::web::api::testing {
 
+using daemon::service::Failure;
+using daemon::service::ServiceError;
 using nlohmann::json;
-using service::Failure;
-using service::ServiceError;
 
-class FakeRack : public service::RackService {
+class FakeRack : public daemon::service::RackService {
   public:
     std::vector<std::string> calls;  // "method arg", in order
     json board_view = {{"name", "det"}, {"state", "connected"}};
@@ -27,10 +27,10 @@ class FakeRack : public service::RackService {
         if (!ready) throw ServiceError(Failure::kNotReady, "storage is not available");
         return {{"status", "ready"}, {"boards", 1}};
     }
-    service::RackMetrics metrics() override {
+    daemon::service::RackMetrics metrics() override {
         calls.push_back("metrics");
-        service::RackMetrics m;
-        m.boards.push_back({"det", service::LinkState::kConnected, true, 2, {}});
+        daemon::service::RackMetrics m;
+        m.boards.push_back({"det", daemon::service::LinkState::kConnected, true, 2, {}});
         m.boards.back().counters.bytes_in = 1234;
         m.boards.back().counters.records_lost = 5;
         m.writer.queued_ops = 3;
@@ -68,7 +68,7 @@ class FakeRack : public service::RackService {
     void delete_session(std::int64_t id) override {
         calls.push_back("delete_session " + std::to_string(id));
     }
-    json sessions(const service::SessionFilter& filter) override {
+    json sessions(const daemon::service::SessionFilter& filter) override {
         calls.push_back("sessions " + filter.board.value_or("*") + " " + filter.tag.value_or("*") +
                         " " + filter.state.value_or("*") + " " +
                         std::to_string(filter.started_from_ns) + " " +
@@ -85,14 +85,14 @@ class FakeRack : public service::RackService {
         return "hello\n";
     }
     // What a profile call said of its call graph, when it said anything.
-    static std::string graph_options(const service::ProfileOptions& options) {
+    static std::string graph_options(const daemon::service::ProfileOptions& options) {
         std::string out;
         if (options.graph_top) out += " graph_top=" + std::to_string(*options.graph_top);
         if (!options.graph_function.empty()) out += " graph_function=" + options.graph_function;
         return out;
     }
-    std::string profile(std::int64_t id, const service::TimeWindow& window,
-                        const service::ProfileOptions& options) override {
+    std::string profile(std::int64_t id, const daemon::service::TimeWindow& window,
+                        const daemon::service::ProfileOptions& options) override {
         calls.push_back("profile " + std::to_string(id) + " " +
                         std::to_string(window.from_ns.value_or(-1)) + " " +
                         std::to_string(window.to_ns.value_or(-1)) + " " +
@@ -100,19 +100,20 @@ class FakeRack : public service::RackService {
         if (id == 8) throw ServiceError(Failure::kNoElf, "session 8 has no usable ELF");
         return R"({"flat":[]})";
     }
-    std::string selection_profile(const service::Selection& selection,
-                                  const service::ProfileOptions& options) override {
+    std::string selection_profile(const daemon::service::Selection& selection,
+                                  const daemon::service::ProfileOptions& options) override {
         calls.push_back("selection_profile " + join(selection) + " " + std::to_string(options.top) +
                         graph_options(options));
         return R"({"flat":[],"selection":{}})";
     }
-    service::Export open_selection_export(const service::Selection& selection,
-                                          const std::string& format) override {
+    daemon::service::Export open_selection_export(const daemon::service::Selection& selection,
+                                                  const std::string& format) override {
         calls.push_back("open_selection_export " + join(selection) + " " + format);
         return {"application/octet-stream", "selection-3f2a.gmon.out", true, pieces({"gmon"})};
     }
-    service::DiffResult diff(const service::Selection& a, const service::Selection& b,
-                             const service::DiffRequest& request) override {
+    daemon::service::DiffResult diff(const daemon::service::Selection& a,
+                                     const daemon::service::Selection& b,
+                                     const daemon::service::DiffRequest& request) override {
         std::string rules;
         for (const auto& r : request.fail_on) rules += " " + r;
         calls.push_back("diff " + join(a) + " | " + join(b) +
@@ -121,7 +122,7 @@ class FakeRack : public service::RackService {
         return {{{"schema", "rackprof.diff/1"}, {"failed", failed}}, "diff text\n", failed};
     }
     // "sessions=1,2 boards=a tags=x build_ids=ab from=0 to=0"
-    static std::string join(const service::Selection& s) {
+    static std::string join(const daemon::service::Selection& s) {
         const auto list = [](const auto& values) {
             std::string out;
             for (const auto& v : values) {
@@ -137,8 +138,8 @@ class FakeRack : public service::RackService {
                " tags=" + list(s.tags) + " build_ids=" + list(s.build_ids) +
                " from=" + std::to_string(s.from_ns) + " to=" + std::to_string(s.to_ns);
     }
-    service::Export open_export(std::int64_t id, const std::string& format,
-                                const service::TimeWindow&) override {
+    daemon::service::Export open_export(std::int64_t id, const std::string& format,
+                                        const daemon::service::TimeWindow&) override {
         calls.push_back("open_export " + std::to_string(id) + " " + format);
         // Named as LocalRack names them: the stored session's board and its id.
         const std::string name =
@@ -150,7 +151,7 @@ class FakeRack : public service::RackService {
         throw ServiceError(Failure::kUnknownFormat, "unknown format '" + format + "'");
     }
     // Uploads are files: the calls record their contents' sizes.
-    service::Stored put_firmware(const std::filesystem::path& file) override {
+    daemon::service::Stored put_firmware(const std::filesystem::path& file) override {
         const std::string elf = contents(file);
         calls.push_back("put_firmware " + std::to_string(elf.size()));
         if (elf == "junk") throw ServiceError(Failure::kNotAnElf, "not an ELF");
@@ -162,12 +163,12 @@ class FakeRack : public service::RackService {
         return session_view;
     }
     json import_session(const std::filesystem::path& file,
-                        const service::ImportParameters& query) override {
+                        const daemon::service::ImportParameters& query) override {
         calls.push_back("import_session " + std::to_string(contents(file).size()) + " " +
                         (query.count("format") ? query.at("format") : "-"));
         return session_view;
     }
-    std::optional<service::LiveView> live(std::int64_t) override { return std::nullopt; }
+    std::optional<daemon::service::LiveView> live(std::int64_t) override { return std::nullopt; }
 
     bool ready = true;
 
@@ -185,4 +186,4 @@ class FakeRack : public service::RackService {
     }
 };
 
-}  // namespace rackprof::web::testing
+}  // namespace rackprof::web::api::testing

@@ -2,10 +2,10 @@
 #include "web/api/handlers.h"
 #include "web/api/replies.h"
 
-namespace rackprof::web {
+namespace rackprof::web::api {
 
 void add_firmware_routes(RouteTable& routes) {
-    routes.add({http::verb::put, "/api/v1/firmware", Access::kWrite,
+    routes.add({http::verb::put, "/api/v1/firmware", server::Access::kWrite,
                 [](const Call& c) {
                     const auto stored = c.rack.put_firmware(c.upload());
                     return json_reply(c.request,
@@ -14,7 +14,7 @@ void add_firmware_routes(RouteTable& routes) {
                 },
                 "stores an ELF image under its build-id", true});
     routes.add_json(
-        http::verb::put, "/api/v1/sessions/{id}/firmware", Access::kWrite, http::status::ok,
+        http::verb::put, "/api/v1/sessions/{id}/firmware", server::Access::kWrite, http::status::ok,
         [](const Call& c) {
             const auto session = parse_id(c.path.at("id"), "the session id");
             const auto body = json_body(c.request);
@@ -26,4 +26,4 @@ void add_firmware_routes(RouteTable& routes) {
         "names a session's functions with an uploaded image");
 }
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::api

@@ -6,7 +6,7 @@
 
 #include "web/api/route_table.h"
 
-namespace rackprof::web {
+namespace rackprof::web::api {
 
 // /healthz, /readyz, /api/v1/version, /api/v1/openapi.json (status.cc).
 void add_status_routes(RouteTable& routes);
@@ -27,4 +27,4 @@ std::string content_disposition(const std::string& filename);
 // The OpenAPI document (web/api/openapi.json, embedded at build time).
 const std::string& openapi_document();
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::api

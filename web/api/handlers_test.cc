@@ -15,15 +15,15 @@
 #include "web/api/fake_rack.h"
 #include "web/api/handlers.h"
 
-namespace rackprof::web {
+namespace rackprof::web::api {
 namespace {
 
 using nlohmann::json;
 using testing::FakeRack;
 
-Request request(http::verb method, const std::string& target, const std::string& body = "",
-                const std::string& content_type = "application/json") {
-    Request r{method, target, 11};
+server::Request request(http::verb method, const std::string& target, const std::string& body = "",
+                        const std::string& content_type = "application/json") {
+    server::Request r{method, target, 11};
     if (!body.empty()) {
         r.set(http::field::content_type, content_type);
         r.body() = body;
@@ -32,32 +32,33 @@ Request request(http::verb method, const std::string& target, const std::string&
     return r;
 }
 
-Response whole(Reply reply) {
-    REQUIRE(std::holds_alternative<Response>(reply));
-    return std::get<Response>(std::move(reply));
+server::Response whole(server::Reply reply) {
+    REQUIRE(std::holds_alternative<server::Response>(reply));
+    return std::get<server::Response>(std::move(reply));
 }
 
-std::string error_code(const Response& r) {
+std::string error_code(const server::Response& r) {
     return json::parse(r.body())["error"]["code"].get<std::string>();
 }
 
-std::string error_message(const Response& r) {
+std::string error_message(const server::Response& r) {
     return json::parse(r.body())["error"]["message"].get<std::string>();
 }
 
 struct Fixture {
     FakeRack rack;
     Api api{rack, ApiOptions{}};
-    Response call(http::verb method, const std::string& target, const std::string& body = "",
-                  const std::string& content_type = "application/json") {
+    server::Response call(http::verb method, const std::string& target,
+                          const std::string& body = "",
+                          const std::string& content_type = "application/json") {
         return whole(api.handle(request(method, target, body, content_type)));
     }
     // An upload: the server hands the body over as a file.
-    Response upload(http::verb method, const std::string& target, const std::string& body) {
+    server::Response upload(http::verb method, const std::string& target, const std::string& body) {
         const auto file = std::filesystem::temp_directory_path() /
                           ("rackprof-upload-test-" + std::to_string(::getpid()));
         std::ofstream(file, std::ios::binary) << body;
-        Response r = whole(api.handle(request(method, target), file));
+        server::Response r = whole(api.handle(request(method, target), file));
         std::filesystem::remove(file);
         return r;
     }
@@ -217,8 +218,8 @@ TEST_CASE_FIXTURE(Fixture, "exports: the format route and its aliases, whole or 
     CHECK(gmon[http::field::content_disposition] == "attachment; filename=\"det-7.gmon.out\"");
     CHECK(call(http::verb::get, "/api/v1/sessions/7/gmon.out").body() == "gmon");
     auto reply = api.handle(request(http::verb::get, "/api/v1/sessions/7/records.csv"));
-    REQUIRE(std::holds_alternative<StreamedResponse>(reply));
-    auto& streamed = std::get<StreamedResponse>(reply);
+    REQUIRE(std::holds_alternative<server::StreamedResponse>(reply));
+    auto& streamed = std::get<server::StreamedResponse>(reply);
     CHECK(streamed.header[http::field::content_type] == "text/csv");
     std::string body;
     while (auto chunk = streamed.next()) body += *chunk;
@@ -258,8 +259,8 @@ TEST_CASE_FIXTURE(Fixture,
     CHECK(std::distance(parsed.begin(), parsed.end()) == std::distance(gmon.begin(), gmon.end()));
 
     auto reply = api.handle(request(http::verb::get, "/api/v1/sessions/7/records.csv"));
-    REQUIRE(std::holds_alternative<StreamedResponse>(reply));
-    CHECK(std::get<StreamedResponse>(reply).header[http::field::content_disposition] ==
+    REQUIRE(std::holds_alternative<server::StreamedResponse>(reply));
+    CHECK(std::get<server::StreamedResponse>(reply).header[http::field::content_disposition] ==
           "attachment; filename=\"x__Set-Cookie:_a_b-7.csv\"");
 }
 
@@ -318,7 +319,7 @@ TEST_CASE("the token: writes off loopback, reads with token_for_reads, probes ne
     options.require_token = true;
     Api api(rack, options);
     auto status = [&](http::verb method, const std::string& target, const std::string& auth = "") {
-        Request r = request(method, target);
+        server::Request r = request(method, target);
         if (!auth.empty()) r.set(http::field::authorization, auth);
         return whole(api.handle(r)).result();
     };
@@ -334,7 +335,7 @@ TEST_CASE("the token: writes off loopback, reads with token_for_reads, probes ne
     options.token_for_reads = true;
     Api closed(rack, options);
     auto read = [&](const std::string& target, const std::string& auth = "") {
-        Request r = request(http::verb::get, target);
+        server::Request r = request(http::verb::get, target);
         if (!auth.empty()) r.set(http::field::authorization, auth);
         return whole(closed.handle(r)).result();
     };
@@ -361,4 +362,4 @@ TEST_CASE("unexpected failures are 500s with the details in the log only") {
 }
 
 }  // namespace
-}  // namespace rackprof::web
+}  // namespace rackprof::web::api

@@ -5,7 +5,7 @@
 
 #include "storage/counters.h"
 
-namespace rackprof::web {
+namespace rackprof::web::api {
 
 namespace {
 
@@ -103,15 +103,15 @@ void HttpMetrics::write(MetricsText& out) const {
     }
 }
 
-void write_rack_metrics(MetricsText& out, const service::RackMetrics& rack) {
-    using service::LinkState;
+void write_rack_metrics(MetricsText& out, const daemon::service::RackMetrics& rack) {
+    using daemon::service::LinkState;
     out.family("rackprof_boards", "gauge", "Boards by the state of their link.");
     for (const LinkState state :
          {LinkState::kConnecting, LinkState::kConnected, LinkState::kDisconnected,
           LinkState::kFinished, LinkState::kStopped}) {
         double n = 0;
         for (const auto& b : rack.boards) n += b.state == state ? 1 : 0;
-        out.sample("rackprof_boards", {{"state", service::to_string(state)}}, n);
+        out.sample("rackprof_boards", {{"state", daemon::service::to_string(state)}}, n);
     }
     out.family("rackprof_board_capturing", "gauge", "1 while the board has a session capturing.");
     for (const auto& b : rack.boards)
@@ -170,4 +170,4 @@ void write_rack_metrics(MetricsText& out, const service::RackMetrics& rack) {
     }
 }
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::api

@@ -16,7 +16,7 @@
 
 #include "daemon/service/rack_types.h"
 
-namespace rackprof::web {
+namespace rackprof::web::api {
 
 using MetricLabels = std::vector<std::pair<std::string_view, std::string>>;
 
@@ -57,6 +57,6 @@ class HttpMetrics {
 };
 
 // Boards by link state, each board's counters (every loss named), the storage writer.
-void write_rack_metrics(MetricsText& out, const service::RackMetrics& rack);
+void write_rack_metrics(MetricsText& out, const daemon::service::RackMetrics& rack);
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::api

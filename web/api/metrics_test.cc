@@ -6,15 +6,15 @@
 #include "web/api/fake_rack.h"
 #include "web/api/metrics.h"
 
-namespace rackprof::web {
+namespace rackprof::web::api {
 namespace {
 
-Response get(Api& api, const std::string& target, const std::string& authorization = "") {
-    Request r{http::verb::get, target, 11};
+server::Response get(Api& api, const std::string& target, const std::string& authorization = "") {
+    server::Request r{http::verb::get, target, 11};
     if (!authorization.empty()) r.set(http::field::authorization, authorization);
     auto reply = api.handle(r);
-    REQUIRE(std::holds_alternative<Response>(reply));
-    return std::get<Response>(std::move(reply));
+    REQUIRE(std::holds_alternative<server::Response>(reply));
+    return std::get<server::Response>(std::move(reply));
 }
 
 bool has_line(const std::string& text, const std::string& line) {
@@ -32,7 +32,7 @@ TEST_CASE("/metrics: the rack's boards, counters and writer in the Prometheus te
     get(api, "/api/v1/sessions/7");
     get(api, "/api/v1/sessions/7?x=1");
     get(api, "/api/v1/nothing");
-    const Response r = get(api, "/metrics");
+    const server::Response r = get(api, "/metrics");
     CHECK(r.result() == http::status::ok);
     CHECK(r[http::field::content_type] == "text/plain; version=0.0.4; charset=utf-8");
     const std::string& text = r.body();
@@ -75,4 +75,4 @@ TEST_CASE("metric label values are escaped as the format requires") {
 }
 
 }  // namespace
-}  // namespace rackprof::web
+}  // namespace rackprof::web::api

@@ -7,7 +7,7 @@
 #include "web/api/api.h"
 #include "web/api/handlers.h"
 
-namespace rackprof::web {
+namespace rackprof::web::api {
 namespace {
 
 using nlohmann::json;
@@ -63,4 +63,4 @@ TEST_CASE("the OpenAPI document's export formats are the export registry's") {
 }
 
 }  // namespace
-}  // namespace rackprof::web
+}  // namespace rackprof::web::api

@@ -3,13 +3,13 @@
 #include <array>
 #include <charconv>
 
-namespace rackprof::web {
+namespace rackprof::web::api {
 
+using daemon::service::Failure;
 using nlohmann::json;
-using service::Failure;
 
-Response json_reply(const Request& request, http::status status, const json& body) {
-    Response r{status, request.version()};
+server::Response json_reply(const server::Request& request, http::status status, const json& body) {
+    server::Response r{status, request.version()};
     r.set(http::field::content_type, "application/json");
     r.keep_alive(request.keep_alive());
     // Views may hold bytes that are not UTF-8 (a board name from an import's query): replaced
@@ -18,22 +18,22 @@ Response json_reply(const Request& request, http::status status, const json& bod
     return r;
 }
 
-Response empty_reply(const Request& request, http::status status) {
-    Response r{status, request.version()};
+server::Response empty_reply(const server::Request& request, http::status status) {
+    server::Response r{status, request.version()};
     r.keep_alive(request.keep_alive());
     return r;
 }
 
-Response text_reply(const Request& request, std::string text) {
-    Response r{http::status::ok, request.version()};
+server::Response text_reply(const server::Request& request, std::string text) {
+    server::Response r{http::status::ok, request.version()};
     r.set(http::field::content_type, "text/plain; charset=utf-8");
     r.keep_alive(request.keep_alive());
     r.body() = std::move(text);
     return r;
 }
 
-Response json_text_reply(const Request& request, std::string json_text) {
-    Response r{http::status::ok, request.version()};
+server::Response json_text_reply(const server::Request& request, std::string json_text) {
+    server::Response r{http::status::ok, request.version()};
     r.set(http::field::content_type, "application/json");
     r.keep_alive(request.keep_alive());
     r.body() = std::move(json_text);
@@ -73,18 +73,19 @@ constexpr bool covers_every_failure() {
     }
     return kFailureReplies.back().failure == Failure::kGone;
 }
-static_assert(covers_every_failure(), "kFailureReplies: one row per service::Failure, in order");
+static_assert(covers_every_failure(),
+              "kFailureReplies: one row per daemon::service::Failure, in order");
 
 }  // namespace
 
-HttpError http_error_of(const service::ServiceError& error) {
+HttpError http_error_of(const daemon::service::ServiceError& error) {
     for (const auto& row : kFailureReplies) {
         if (row.failure == error.failure()) return {row.status, row.code, error.what()};
     }
     return {http::status::internal_server_error, "internal", error.what()};
 }
 
-json json_body(const Request& request) {
+json json_body(const server::Request& request) {
     if (request[http::field::content_type].find("application/json") == std::string_view::npos) {
         throw HttpError{http::status::unsupported_media_type, "unsupported_media_type",
                         "send application/json"};
@@ -117,26 +118,29 @@ std::int64_t parse_time(const std::string& text, const char* what) {
 }
 
 double parse_number(const std::string& text, const char* what) {
-    return service::parse_non_negative(text, what);
+    return daemon::service::parse_non_negative(text, what);
 }
 
-service::TimeWindow window_of(const std::map<std::string, std::string>& query) {
-    service::TimeWindow window;
+daemon::service::TimeWindow window_of(const std::map<std::string, std::string>& query) {
+    daemon::service::TimeWindow window;
     if (query.count("from")) window.from_ns = parse_time(query.at("from"), "from");
     if (query.count("to")) window.to_ns = parse_time(query.at("to"), "to");
     return window;
 }
 
-service::ProfileOptions profile_options_of(const std::map<std::string, std::string>& query) {
-    service::ProfileOptions options;
-    if (query.count("top")) options.top = service::parse_count<std::size_t>(query.at("top"), "top");
+daemon::service::ProfileOptions profile_options_of(
+    const std::map<std::string, std::string>& query) {
+    daemon::service::ProfileOptions options;
+    if (query.count("top"))
+        options.top = daemon::service::parse_count<std::size_t>(query.at("top"), "top");
     if (query.count("min_percent"))
         options.min_percent = parse_number(query.at("min_percent"), "min_percent");
     if (query.count("spread_top"))
         options.spread_top =
-            service::parse_count<std::size_t>(query.at("spread_top"), "spread_top");
+            daemon::service::parse_count<std::size_t>(query.at("spread_top"), "spread_top");
     if (query.count("graph_top"))
-        options.graph_top = service::parse_count<std::size_t>(query.at("graph_top"), "graph_top");
+        options.graph_top =
+            daemon::service::parse_count<std::size_t>(query.at("graph_top"), "graph_top");
     if (query.count("graph_function")) {
         options.graph_function = query.at("graph_function");
         if (options.graph_function.empty())
@@ -148,4 +152,4 @@ service::ProfileOptions profile_options_of(const std::map<std::string, std::stri
     return options;
 }
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::api

@@ -11,7 +11,9 @@
 #include "daemon/service/rack_service.h"
 #include "web/server/http_message.h"
 
-namespace rackprof::web {
+namespace rackprof::web::api {
+
+namespace http = boost::beast::http;
 
 // A refusal decided by the transport itself (method, token, media type, parameters).
 struct HttpError {
@@ -21,24 +23,25 @@ struct HttpError {
 };
 
 // A JSON body answering `request` (same HTTP version and keep-alive).
-Response json_reply(const Request& request, http::status status, const nlohmann::json& body);
-Response empty_reply(const Request& request, http::status status);
-Response text_reply(const Request& request, std::string text);
+server::Response json_reply(const server::Request& request, http::status status,
+                            const nlohmann::json& body);
+server::Response empty_reply(const server::Request& request, http::status status);
+server::Response text_reply(const server::Request& request, std::string text);
 // JSON a view wrote as text itself (valid UTF-8 JSON, the view's promise).
-Response json_text_reply(const Request& request, std::string json_text);
+server::Response json_text_reply(const server::Request& request, std::string json_text);
 
 // The status and error code for each of the service's failures: the only such table.
-HttpError http_error_of(const service::ServiceError& error);
+HttpError http_error_of(const daemon::service::ServiceError& error);
 
 // The body as JSON; 415 unless sent as application/json, 400 unless it parses.
-nlohmann::json json_body(const Request& request);
+nlohmann::json json_body(const server::Request& request);
 
 std::int64_t parse_id(const std::string& text, const char* what);
 std::int64_t parse_time(const std::string& text, const char* what);
 double parse_number(const std::string& text, const char* what);
 // ?from=&to= (receive times, Unix ns).
-service::TimeWindow window_of(const std::map<std::string, std::string>& query);
+daemon::service::TimeWindow window_of(const std::map<std::string, std::string>& query);
 // ?top=&min_percent= of a profile view.
-service::ProfileOptions profile_options_of(const std::map<std::string, std::string>& query);
+daemon::service::ProfileOptions profile_options_of(const std::map<std::string, std::string>& query);
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::api

@@ -5,7 +5,7 @@
 #include "web/api/replies.h"
 #include "web/server/request_target.h"
 
-namespace rackprof::web {
+namespace rackprof::web::api {
 
 namespace {
 
@@ -48,7 +48,7 @@ std::vector<std::string> split_path(std::string_view target) {
 }
 
 std::map<std::string, std::string> query_of(std::string_view target) {
-    auto values = query_values(target);
+    auto values = server::query_values(target);
     if (!values)
         throw HttpError{http::status::bad_request, "bad_query",
                         "the query has a bad %-escape (% must be followed by two hex digits)"};
@@ -65,7 +65,7 @@ void RouteTable::add(Route route) {
     routes_.push_back(std::move(route));
 }
 
-void RouteTable::add_json(http::verb method, std::string pattern, Access access,
+void RouteTable::add_json(http::verb method, std::string pattern, server::Access access,
                           http::status status, JsonView view, std::string summary, bool upload) {
     add({method, std::move(pattern), access,
          [status, view = std::move(view)](const Call& c) {
@@ -94,10 +94,10 @@ RouteTable::Match RouteTable::match(http::verb method, std::string_view target) 
     bool all_public = true;
     for (const auto& r : routes_) {
         if (r.pattern != pattern) continue;
-        all_public = all_public && r.access == Access::kPublic;
+        all_public = all_public && r.access == server::Access::kPublic;
         if (r.method == wanted) out.route = &r;
     }
-    out.path_access = all_public ? Access::kPublic : Access::kWrite;
+    out.path_access = all_public ? server::Access::kPublic : server::Access::kWrite;
     return out;
 }
 
@@ -112,4 +112,4 @@ std::set<std::pair<std::string, std::string>> RouteTable::endpoints() const {
     return out;
 }
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::api

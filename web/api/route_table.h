@@ -17,31 +17,33 @@
 #include "web/server/http_message.h"
 #include "web/server/token_rule.h"  // Access, TokenRule
 
-namespace rackprof::web {
+namespace rackprof::web::api {
+
+namespace http = boost::beast::http;
 
 class MetricsText;
 
 // What a handler is given: the request, the path's {name} values, the query, the rack, and for
 // an upload route the file holding the body.
 struct Call {
-    const Request& request;
+    const server::Request& request;
     const std::map<std::string, std::string>& path;
     const std::map<std::string, std::string>& query;
-    service::RackService& rack;
+    daemon::service::RackService& rack;
     const std::filesystem::path& body_file;
     // What the server itself reports on /metrics (requests, feeds), beside the rack's.
     const std::function<void(MetricsText&)>* server_metrics = nullptr;
     // The upload's file; HttpError 400 when the request came without one.
     const std::filesystem::path& upload() const;
 };
-using Handler = std::function<Reply(const Call&)>;
+using Handler = std::function<server::Reply(const Call&)>;
 // What most handlers compute: the JSON body of the reply.
 using JsonView = std::function<nlohmann::json(const Call&)>;
 
 struct Route {
     http::verb method;
     std::string pattern;
-    Access access;
+    server::Access access;
     Handler handler;
     std::string summary;  // one line, for the log and the reader of the table
     bool upload = false;  // the body may be as large as ServerLimits::upload_bytes
@@ -51,13 +53,14 @@ class RouteTable {
   public:
     void add(Route route);
     // The common route: `view`'s JSON, answered with `status`.
-    void add_json(http::verb method, std::string pattern, Access access, http::status status,
-                  JsonView view, std::string summary, bool upload = false);
+    void add_json(http::verb method, std::string pattern, server::Access access,
+                  http::status status, JsonView view, std::string summary, bool upload = false);
 
     struct Match {
-        const Route* route = nullptr;         // null: no route for this method (see path_known)
-        bool path_known = false;              // some route has this path: 405 rather than 404
-        Access path_access = Access::kWrite;  // kPublic when every route on the path is
+        const Route* route = nullptr;  // null: no route for this method (see path_known)
+        bool path_known = false;       // some route has this path: 405 rather than 404
+        server::Access path_access =
+            server::Access::kWrite;  // kPublic when every route on the path is
         std::map<std::string, std::string> path;
     };
     // The most specific pattern for the path (literal segments win over {name}), then the
@@ -78,4 +81,4 @@ std::vector<std::string> split_path(std::string_view target);
 // A bad escape is HttpError 400 "bad_query".
 std::map<std::string, std::string> query_of(std::string_view target);
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::api

@@ -5,26 +5,28 @@
 #include "web/api/api.h"
 #include "web/api/replies.h"
 
-namespace rackprof::web {
+namespace rackprof::web::api {
 namespace {
 
 Handler answer(const char* what) {
     return [what](const Call& c) {
-        Response r{http::status::ok, c.request.version()};
+        server::Response r{http::status::ok, c.request.version()};
         r.body() = what;
-        return Reply(std::move(r));
+        return server::Reply(std::move(r));
     };
 }
 
 RouteTable sample_table() {
     RouteTable t;
-    t.add({http::verb::get, "/healthz", Access::kPublic, answer("health"), "h"});
-    t.add({http::verb::get, "/api/v1/sessions/{id}", Access::kRead, answer("session"), "s"});
-    t.add({http::verb::delete_, "/api/v1/sessions/{id}", Access::kWrite, answer("delete"), "d"});
+    t.add({http::verb::get, "/healthz", server::Access::kPublic, answer("health"), "h"});
     t.add(
-        {http::verb::post, "/api/v1/sessions/import", Access::kWrite, answer("import"), "i", true});
-    t.add({http::verb::get, "/api/v1/sessions/{id}/export/{format}", Access::kRead, answer("x"),
-           "x"});
+        {http::verb::get, "/api/v1/sessions/{id}", server::Access::kRead, answer("session"), "s"});
+    t.add({http::verb::delete_, "/api/v1/sessions/{id}", server::Access::kWrite, answer("delete"),
+           "d"});
+    t.add({http::verb::post, "/api/v1/sessions/import", server::Access::kWrite, answer("import"),
+           "i", true});
+    t.add({http::verb::get, "/api/v1/sessions/{id}/export/{format}", server::Access::kRead,
+           answer("x"), "x"});
     return t;
 }
 
@@ -53,10 +55,10 @@ TEST_CASE("a literal segment wins over a {name}; a known path without the method
     m = t.match(http::verb::put, "/api/v1/sessions/3");
     CHECK(m.path_known);
     CHECK(m.route == nullptr);
-    CHECK(m.path_access == Access::kWrite);
+    CHECK(m.path_access == server::Access::kWrite);
     m = t.match(http::verb::post, "/healthz");
     CHECK(m.path_known);
-    CHECK(m.path_access == Access::kPublic);
+    CHECK(m.path_access == server::Access::kPublic);
     m = t.match(http::verb::get, "/api/v1/sessions/3/nothing");
     CHECK_FALSE(m.path_known);
     CHECK(m.route == nullptr);
@@ -82,28 +84,29 @@ TEST_CASE("query names and values are percent-decoded, '+' is a space; bad escap
 }
 
 TEST_CASE("the token rule: writes need it when required, reads only with token_for_reads") {
-    TokenRule loopback{"secret", false, false};
-    CHECK(loopback.admits(Access::kWrite, ""));
-    TokenRule open_reads{"secret", true, false};
-    CHECK(open_reads.admits(Access::kRead, ""));
-    CHECK_FALSE(open_reads.admits(Access::kWrite, ""));
-    CHECK_FALSE(open_reads.admits(Access::kWrite, "Bearer wrong"));
-    CHECK(open_reads.admits(Access::kWrite, "Bearer secret"));
-    TokenRule closed{"secret", true, true};
-    CHECK_FALSE(closed.admits(Access::kRead, ""));
-    CHECK(closed.admits(Access::kRead, "Bearer secret"));
-    CHECK(closed.admits(Access::kPublic, ""));
+    server::TokenRule loopback{"secret", false, false};
+    CHECK(loopback.admits(server::Access::kWrite, ""));
+    server::TokenRule open_reads{"secret", true, false};
+    CHECK(open_reads.admits(server::Access::kRead, ""));
+    CHECK_FALSE(open_reads.admits(server::Access::kWrite, ""));
+    CHECK_FALSE(open_reads.admits(server::Access::kWrite, "Bearer wrong"));
+    CHECK(open_reads.admits(server::Access::kWrite, "Bearer secret"));
+    server::TokenRule closed{"secret", true, true};
+    CHECK_FALSE(closed.admits(server::Access::kRead, ""));
+    CHECK(closed.admits(server::Access::kRead, "Bearer secret"));
+    CHECK(closed.admits(server::Access::kPublic, ""));
     for (const char* scheme : {"bearer ", "BEARER ", "bEaReR ", "Bearer   "}) {
         CAPTURE(scheme);
-        CHECK(closed.admits(Access::kRead, std::string(scheme) + "secret"));
+        CHECK(closed.admits(server::Access::kRead, std::string(scheme) + "secret"));
     }
     for (const char* wrong : {"Bearer secre", "Bearer secrets", "Bearer", "Bearersecret",
                               "Basic secret", "secret", "Bearer  secret x"}) {
         CAPTURE(wrong);
-        CHECK_FALSE(closed.admits(Access::kRead, wrong));
+        CHECK_FALSE(closed.admits(server::Access::kRead, wrong));
     }
-    TokenRule no_token{"", true, false};  // required but none configured: writes are refused
-    CHECK_FALSE(no_token.admits(Access::kWrite, "Bearer "));
+    server::TokenRule no_token{"", true,
+                               false};  // required but none configured: writes are refused
+    CHECK_FALSE(no_token.admits(server::Access::kWrite, "Bearer "));
 }
 
 TEST_CASE("every API route declares its access: probes public, GETs read, the rest write") {
@@ -111,11 +114,11 @@ TEST_CASE("every API route declares its access: probes public, GETs read, the re
     for (const auto& r : routes.routes()) {
         CAPTURE(r.pattern);
         if (r.pattern == "/healthz" || r.pattern == "/readyz") {
-            CHECK(r.access == Access::kPublic);
+            CHECK(r.access == server::Access::kPublic);
         } else if (r.method == http::verb::get) {
-            CHECK(r.access == Access::kRead);
+            CHECK(r.access == server::Access::kRead);
         } else {
-            CHECK(r.access == Access::kWrite);
+            CHECK(r.access == server::Access::kWrite);
         }
         CHECK(r.upload ==
               (r.pattern == "/api/v1/firmware" || r.pattern == "/api/v1/sessions/import"));
@@ -123,4 +126,4 @@ TEST_CASE("every API route declares its access: probes public, GETs read, the re
 }
 
 }  // namespace
-}  // namespace rackprof::web
+}  // namespace rackprof::web::api

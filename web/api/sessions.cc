@@ -2,7 +2,7 @@
 #include "web/api/handlers.h"
 #include "web/api/replies.h"
 
-namespace rackprof::web {
+namespace rackprof::web::api {
 
 namespace {
 
@@ -10,8 +10,8 @@ std::int64_t session_id(const Call& c) {
     return parse_id(c.path.at("id"), "the session id");
 }
 
-service::SessionFilter filter_of(const std::map<std::string, std::string>& query) {
-    service::SessionFilter filter;
+daemon::service::SessionFilter filter_of(const std::map<std::string, std::string>& query) {
+    daemon::service::SessionFilter filter;
     if (query.count("board")) filter.board = query.at("board");
     if (query.count("tag")) filter.tag = query.at("tag");
     if (query.count("state")) filter.state = query.at("state");
@@ -26,35 +26,35 @@ void add_session_routes(RouteTable& routes) {
     using http::status;
     using http::verb;
     routes.add_json(
-        verb::get, "/api/v1/sessions", Access::kRead, status::ok,
+        verb::get, "/api/v1/sessions", server::Access::kRead, status::ok,
         [](const Call& c) { return c.rack.sessions(filter_of(c.query)); },
         "stored sessions, filtered by board, tag, state and start time");
     routes.add_json(
-        verb::post, "/api/v1/sessions/import", Access::kWrite, status::created,
+        verb::post, "/api/v1/sessions/import", server::Access::kWrite, status::created,
         [](const Call& c) { return c.rack.import_session(c.upload(), c.query); },
         "stores a capture or gmon.out made elsewhere", true);
     routes.add_json(
-        verb::get, "/api/v1/sessions/{id}", Access::kRead, status::ok,
+        verb::get, "/api/v1/sessions/{id}", server::Access::kRead, status::ok,
         [](const Call& c) { return c.rack.session(session_id(c)); }, "one session");
-    routes.add({verb::delete_, "/api/v1/sessions/{id}", Access::kWrite,
+    routes.add({verb::delete_, "/api/v1/sessions/{id}", server::Access::kWrite,
                 [](const Call& c) {
                     c.rack.delete_session(session_id(c));
                     return empty_reply(c.request, status::no_content);
                 },
                 "deletes a stored session"});
     routes.add_json(
-        verb::post, "/api/v1/sessions/{id}/stop", Access::kWrite, status::ok,
+        verb::post, "/api/v1/sessions/{id}/stop", server::Access::kWrite, status::ok,
         [](const Call& c) { return c.rack.stop_session(session_id(c)); },
         "stops a capturing session");
-    routes.add({verb::get, "/api/v1/sessions/{id}/console", Access::kRead,
+    routes.add({verb::get, "/api/v1/sessions/{id}/console", server::Access::kRead,
                 [](const Call& c) {
-                    const int tail = c.query.count("tail")
-                                         ? service::parse_count<int>(c.query.at("tail"), "tail")
-                                         : 0;
+                    const int tail = c.query.count("tail") ? daemon::service::parse_count<int>(
+                                                                 c.query.at("tail"), "tail")
+                                                           : 0;
                     return text_reply(c.request, c.rack.console(session_id(c), tail));
                 },
                 "the console text the target printed"});
-    routes.add({verb::get, "/api/v1/sessions/{id}/profile", Access::kRead,
+    routes.add({verb::get, "/api/v1/sessions/{id}/profile", server::Access::kRead,
                 [](const Call& c) {
                     const auto id = session_id(c);  // a bad id is the error named first
                     const auto window = window_of(c.query);
@@ -64,4 +64,4 @@ void add_session_routes(RouteTable& routes) {
                 "the gprof profile as JSON"});
 }
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::api

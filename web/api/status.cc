@@ -4,7 +4,7 @@
 #include "web/api/openapi_document.h"
 #include "web/api/replies.h"
 
-namespace rackprof::web {
+namespace rackprof::web::api {
 
 const std::string& openapi_document() {
     static const std::string document = [] {
@@ -20,39 +20,39 @@ void add_status_routes(RouteTable& routes) {
     using http::verb;
     using nlohmann::json;
     routes.add_json(
-        verb::get, "/healthz", Access::kPublic, status::ok,
+        verb::get, "/healthz", server::Access::kPublic, status::ok,
         [](const Call&) {
             return json{{"status", "ok"}};
         },
         "the process answers");
     routes.add_json(
-        verb::get, "/readyz", Access::kPublic, status::ok,
+        verb::get, "/readyz", server::Access::kPublic, status::ok,
         [](const Call& c) { return c.rack.readiness(); }, "storage is available");
     routes.add_json(
-        verb::get, "/api/v1/version", Access::kRead, status::ok,
+        verb::get, "/api/v1/version", server::Access::kRead, status::ok,
         [](const Call&) {
             return json{{"name", "rackprof"}, {"version", RACKPROF_VERSION}, {"api", "v1"}};
         },
         "the daemon's version");
-    routes.add({verb::get, "/metrics", Access::kRead,
+    routes.add({verb::get, "/metrics", server::Access::kRead,
                 [](const Call& c) {
                     MetricsText out;
                     write_rack_metrics(out, c.rack.metrics());
                     if (c.server_metrics) (*c.server_metrics)(out);
-                    Response r{status::ok, c.request.version()};
+                    server::Response r{status::ok, c.request.version()};
                     r.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
                     r.keep_alive(c.request.keep_alive());
                     r.body() = out.text();
                     return r;
                 },
                 "the daemon in the Prometheus text format"});
-    routes.add({verb::get, "/api/v1/openapi.json", Access::kRead,
+    routes.add({verb::get, "/api/v1/openapi.json", server::Access::kRead,
                 [](const Call& c) {
-                    Response r = json_reply(c.request, status::ok, nullptr);
+                    server::Response r = json_reply(c.request, status::ok, nullptr);
                     r.body() = openapi_document();
                     return r;
                 },
                 "this API as an OpenAPI 3 document"});
 }
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::api

@@ -13,7 +13,9 @@
 #include "storage/counters_json.h"
 #include "web/server/request_target.h"
 
-namespace rackprof::web {
+namespace rackprof::web::feeds {
+
+namespace http = boost::beast::http;
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -37,7 +39,7 @@ class FeedClient : public std::enable_shared_from_this<FeedClient> {
     FeedClient(beast::tcp_stream stream, std::shared_ptr<const void> slot, std::size_t backlog)
         : ws_(std::move(stream)), slot_(std::move(slot)), backlog_(backlog) {}
 
-    void start(const Request& request) {
+    void start(const server::Request& request) {
         beast::get_lowest_layer(ws_).expires_never();
         ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
         ws_.read_message_max(kLargestIncoming);
@@ -113,8 +115,8 @@ class FeedClient : public std::enable_shared_from_this<FeedClient> {
     std::chrono::steady_clock::time_point write_started_;
 };
 
-LiveFeeds::LiveFeeds(asio::io_context& io, service::RackService& rack, TokenRule token,
-                     std::chrono::milliseconds tick)
+LiveFeeds::LiveFeeds(asio::io_context& io, daemon::service::RackService& rack,
+                     server::TokenRule token, std::chrono::milliseconds tick)
     : rack_(rack), token_(std::move(token)), tick_(tick), timer_(io) {}
 
 LiveFeeds::~LiveFeeds() {
@@ -163,27 +165,30 @@ std::int64_t live_session_of(std::string_view path) {
 }
 
 // Browsers cannot set headers on a WebSocket, so the token may come as ?token= as well.
-bool carries_token(const TokenRule& rule, const Request& request) {
-    if (!rule.needs_token(Access::kRead)) return true;
-    if (rule.admits(Access::kRead, request[http::field::authorization])) return true;
-    const auto query = query_values(request.target());
-    return query && query->count("token") && rule.admits_token(Access::kRead, query->at("token"));
+bool carries_token(const server::TokenRule& rule, const server::Request& request) {
+    if (!rule.needs_token(server::Access::kRead)) return true;
+    if (rule.admits(server::Access::kRead, request[http::field::authorization])) return true;
+    const auto query = server::query_values(request.target());
+    return query && query->count("token") &&
+           rule.admits_token(server::Access::kRead, query->at("token"));
 }
 
 }  // namespace
 
-std::optional<Response> LiveFeeds::accept(beast::tcp_stream& stream, const Request& request,
-                                          std::shared_ptr<const void> slot) {
+std::optional<server::Response> LiveFeeds::accept(beast::tcp_stream& stream,
+                                                  const server::Request& request,
+                                                  std::shared_ptr<const void> slot) {
     const std::string_view target = request.target();
     const std::string_view path = target.substr(0, target.find('?'));
     const std::int64_t session = live_session_of(path);
     if (path != "/api/v1/events" && session == 0)
-        return error_response(http::status::not_found, "not_found", "no WebSocket feed here",
-                              request.version(), false);
+        return server::error_response(http::status::not_found, "not_found",
+                                      "no WebSocket feed here", request.version(), false);
     if (!carries_token(token_, request))
-        return error_response(http::status::unauthorized, "unauthorized",
-                              "this feed needs ?token=<token> or Authorization: Bearer <token>",
-                              request.version(), false);
+        return server::error_response(
+            http::status::unauthorized, "unauthorized",
+            "this feed needs ?token=<token> or Authorization: Bearer <token>", request.version(),
+            false);
     auto client = std::make_shared<FeedClient>(std::move(stream), std::move(slot),
                                                session ? 1 : kEventBacklog);
     {
@@ -258,7 +263,7 @@ std::string LiveFeeds::snapshot(std::int64_t id) {
         }
         last = {now, c.arcs + c.pc_samples, c.bytes_in};
     }
-    const daemon::LiveState& state = view->state;
+    const daemon::capture::LiveState& state = view->state;
     out["board"] = state.board;
     out["state"] = "capturing";
     out["link"] = state.link_state;
@@ -299,4 +304,4 @@ std::string LiveFeeds::snapshot(std::int64_t id) {
     return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::feeds

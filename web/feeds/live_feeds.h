@@ -20,14 +20,15 @@
 #include "web/server/token_rule.h"
 #include "web/server/upgrade_handler.h"
 
-namespace rackprof::web {
+namespace rackprof::web::feeds {
 
 class FeedClient;
 
-class LiveFeeds : public UpgradeHandler {
+class LiveFeeds : public server::UpgradeHandler {
   public:
     // `token`: the API's rule; the feeds are reads (a token only with token_for_reads).
-    LiveFeeds(boost::asio::io_context& io, service::RackService& rack, TokenRule token = {},
+    LiveFeeds(boost::asio::io_context& io, daemon::service::RackService& rack,
+              server::TokenRule token = {},
               std::chrono::milliseconds tick = std::chrono::milliseconds(250));
     ~LiveFeeds() override;
 
@@ -35,8 +36,9 @@ class LiveFeeds : public UpgradeHandler {
     void stop();
     // Takes over an upgrade request for one of the feed paths; else a 404, or a 401 when the
     // token is needed and neither `?token=` nor `Authorization: Bearer` carries it.
-    std::optional<Response> accept(boost::beast::tcp_stream& stream, const Request& request,
-                                   std::shared_ptr<const void> slot) override;
+    std::optional<server::Response> accept(boost::beast::tcp_stream& stream,
+                                           const server::Request& request,
+                                           std::shared_ptr<const void> slot) override;
     // Queues an event for every /api/v1/events client (any thread).
     void publish_event(const std::string& json);
     // Connected clients, for /metrics.
@@ -56,8 +58,8 @@ class LiveFeeds : public UpgradeHandler {
         std::uint64_t bytes = 0;
     };
 
-    service::RackService& rack_;
-    TokenRule token_;
+    daemon::service::RackService& rack_;
+    server::TokenRule token_;
     std::chrono::milliseconds tick_;
     boost::asio::steady_timer timer_;
     std::mutex mutex_;
@@ -67,4 +69,4 @@ class LiveFeeds : public UpgradeHandler {
     bool stopped_ = false;
 };
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::feeds

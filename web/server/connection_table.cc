@@ -1,6 +1,6 @@
 #include "web/server/connection_table.h"
 
-namespace rackprof::web {
+namespace rackprof::web::server {
 
 ConnectionTable::Admission ConnectionTable::admit(const boost::asio::ip::address& client,
                                                   std::function<void()> close,
@@ -143,4 +143,4 @@ std::optional<LimitEpisode::Summary> LimitEpisode::end_if_quiet(Clock::time_poin
     return out;
 }
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::server

@@ -17,7 +17,7 @@
 #include <mutex>
 #include <optional>
 
-namespace rackprof::web {
+namespace rackprof::web::server {
 
 struct ConnectionLimits {
     std::size_t total = 256;
@@ -117,4 +117,4 @@ class LimitEpisode {
     Summary counts_;
 };
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::server

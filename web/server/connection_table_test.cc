@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace rackprof::web {
+namespace rackprof::web::server {
 namespace {
 
 using Slot = ConnectionTable::Slot;
@@ -143,4 +143,4 @@ TEST_CASE("an episode of refusals and reclaims is told once, then counted when i
 }
 
 }  // namespace
-}  // namespace rackprof::web
+}  // namespace rackprof::web::server

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace rackprof::web {
+namespace rackprof::web::server {
 
 Response error_response(http::status status, const std::string& code, const std::string& message,
                         unsigned version, bool keep_alive) {
@@ -16,4 +16,4 @@ Response error_response(http::status status, const std::string& code, const std:
     return r;
 }
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::server

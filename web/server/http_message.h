@@ -13,7 +13,7 @@
 #include <string>
 #include <variant>
 
-namespace rackprof::web {
+namespace rackprof::web::server {
 
 namespace http = boost::beast::http;
 using Request = http::request<http::string_body>;
@@ -44,4 +44,4 @@ class RequestHandler {
     virtual bool is_upload(const http::request_header<>& header) const = 0;
 };
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::server

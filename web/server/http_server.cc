@@ -13,7 +13,7 @@
 #include <optional>
 #include <system_error>
 
-namespace rackprof::web {
+namespace rackprof::web::server {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -484,4 +484,4 @@ void HttpServer::stop() {
     threads_.clear();
 }
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::server

@@ -20,7 +20,7 @@
 #include "web/server/connection_table.h"
 #include "web/server/upgrade_handler.h"
 
-namespace rackprof::web {
+namespace rackprof::web::server {
 
 struct ServerContext;
 
@@ -89,4 +89,4 @@ class HttpServer {
 // "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:8080" -> endpoint. Throws std::invalid_argument.
 boost::asio::ip::tcp::endpoint parse_listen_address(const std::string& listen);
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::server

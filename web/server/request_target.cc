@@ -1,6 +1,6 @@
 #include "web/server/request_target.h"
 
-namespace rackprof::web {
+namespace rackprof::web::server {
 
 namespace {
 
@@ -53,4 +53,4 @@ std::optional<std::map<std::string, std::string>> query_values(std::string_view 
     return out;
 }
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::server

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace rackprof::web {
+namespace rackprof::web::server {
 
 // "a%20b" -> "a b"; with `plus_is_space`, "a+b" -> "a b" too. Nothing for a bad escape ("%",
 // "%4", "%zz").
@@ -17,4 +17,4 @@ std::optional<std::string> percent_decode(std::string_view text, bool plus_is_sp
 // escape is bad.
 std::optional<std::map<std::string, std::string>> query_values(std::string_view target);
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::server

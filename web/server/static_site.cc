@@ -8,7 +8,7 @@
 
 #include "web/server/request_target.h"
 
-namespace rackprof::web {
+namespace rackprof::web::server {
 
 namespace fs = std::filesystem;
 
@@ -141,4 +141,4 @@ Response StaticSite::serve(const Request& request) const {
     return r;
 }
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::server

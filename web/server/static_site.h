@@ -10,7 +10,7 @@
 
 #include "web/server/http_message.h"
 
-namespace rackprof::web {
+namespace rackprof::web::server {
 
 class StaticSite {
   public:
@@ -39,4 +39,4 @@ std::filesystem::path find_web_root(const std::filesystem::path& configured,
                                     const std::filesystem::path& executable,
                                     const std::filesystem::path& source_dist);
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::server

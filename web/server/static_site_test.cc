@@ -6,7 +6,7 @@
 #include <fstream>
 
 namespace fs = std::filesystem;
-using namespace rackprof::web;
+using namespace rackprof::web::server;
 
 namespace {
 

@@ -4,7 +4,7 @@
 
 #include <cctype>
 
-namespace rackprof::web {
+namespace rackprof::web::server {
 
 bool TokenRule::needs_token(Access access) const {
     switch (access) {
@@ -44,4 +44,4 @@ bool same_secret(std::string_view given, std::string_view secret) {
     return CRYPTO_memcmp(given.data(), secret.data(), secret.size()) == 0;
 }
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::server

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace rackprof::web {
+namespace rackprof::web::server {
 
 // Who may call a route: anyone (health probes), readers (a token only with token_for_reads),
 // writers (a token whenever one is required).
@@ -30,4 +30,4 @@ std::string_view bearer_credentials(std::string_view authorization);
 // that differs is refused at once.
 bool same_secret(std::string_view given, std::string_view secret);
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::server

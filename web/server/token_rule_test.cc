@@ -4,7 +4,7 @@
 
 #include <string>
 
-namespace rackprof::web {
+namespace rackprof::web::server {
 namespace {
 
 TEST_CASE("same_secret: equal bytes and equal lengths only, never an empty secret") {
@@ -28,4 +28,4 @@ TEST_CASE("same_secret: equal bytes and equal lengths only, never an empty secre
 }
 
 }  // namespace
-}  // namespace rackprof::web
+}  // namespace rackprof::web::server

@@ -9,7 +9,7 @@
 
 #include "web/server/http_message.h"
 
-namespace rackprof::web {
+namespace rackprof::web::server {
 
 // Takes over WebSocket upgrades (the live feeds).
 class UpgradeHandler {
@@ -22,4 +22,4 @@ class UpgradeHandler {
                                            std::shared_ptr<const void> slot) = 0;
 };
 
-}  // namespace rackprof::web
+}  // namespace rackprof::web::server
