@@ -20,6 +20,7 @@
 #include "daemon/fleet/fleet_pusher.h"
 #include "daemon/service/local_rack.h"
 #include "daemon/sim/board_simulator.h"
+#include "storage/database_lock.h"
 #include "storage/fleet/fleet_url.h"
 #include "web/api/api.h"
 #include "web/feeds/live_feeds.h"
@@ -157,7 +158,6 @@ std::optional<config::DaemonConfig> serve_config(const ServeArgs& cl) {
         }
     }
     config::make_paths_absolute(config);
-    if (!cl.config) give_simulated_boards_firmware(config);
     return config;
 }
 
@@ -291,10 +291,25 @@ void serve_until_stopped(const ServeArgs& cl, const sigset_t& signals,
     }
 }
 
+// One daemon per database: taken before anything is changed (the database, the firmware
+// folder); nullopt (said in the log) when another process holds it.
+std::optional<storage::DatabaseLock> lock_database(const config::DaemonConfig& config,
+                                                   spdlog::logger& log) {
+    try {
+        std::filesystem::create_directories(config.storage_path.parent_path());
+        return std::optional<storage::DatabaseLock>(std::in_place, config.storage_path);
+    } catch (const storage::DatabaseLocked& e) {
+        log.error("{}", e.what());
+    } catch (const std::exception& e) {
+        log.error("cannot lock the database: {}", e.what());
+    }
+    return std::nullopt;
+}
+
 int run_serve(const ServeArgs& cl) {
-    const auto configured = serve_config(cl);
+    auto configured = serve_config(cl);
     if (!configured) return 2;
-    const config::DaemonConfig& config = *configured;
+    config::DaemonConfig& config = *configured;
     const std::string level = cl.log_level.value_or(config.log_level);
     auto log = make_logger(level);
     keep_answer_buffers_mapped();
@@ -314,12 +329,13 @@ int run_serve(const ServeArgs& cl) {
         log->error("{}", e.what());
         return 2;
     }
+    const std::optional<storage::DatabaseLock> lock = lock_database(config, *log);
+    if (!lock) return 2;
+    if (!cl.config) give_simulated_boards_firmware(config);
     log_start(config, !cl.config, *log);
     capture::CaptureService service(config, log);  // storage is open from here on
 
-    rackprof::daemon::service::LocalRack rack(
-        service,
-        config.storage_path);  // what web/ reads and writes through
+    daemon::service::LocalRack rack(service, config.storage_path);  // what web/ goes through
     // [fleet]: completed sessions pushed to PostgreSQL in the background; selections served
     // from it (every bench's sessions).
     std::unique_ptr<fleet::FleetPusher> pusher =

@@ -27,6 +27,37 @@ using namespace std::chrono_literals;
 
 using testing::ApiDaemon;
 
+TEST_CASE(
+    "serve: a second daemon on the same database exits 2 naming the first, changing nothing") {
+    ApiDaemon d;
+    const auto before = json::parse(d.call("GET", "/api/v1/sessions?state=capturing").second);
+    REQUIRE(before.size() == 1);
+    const auto firmware = d.dir() / "firmware";
+    const bool had_firmware = std::filesystem::exists(firmware);
+    // Bounded: without the lock a second daemon would start (port 0) and run on.
+    testing::Process second(
+        testing::rackprof_argv({"serve", "--config", (d.dir() / "rack.toml").string()}),
+        d.dir() / "second.log");
+    const int exit_code = second.wait(10s);
+    if (exit_code < 0) second.signal(SIGKILL);
+    CHECK(exit_code == 2);
+    CHECK(testing::read_text(d.dir() / "second.log")
+              .find("in use by another rackprof serve (pid " + std::to_string(d.pid()) + ")") !=
+          std::string::npos);
+    CHECK(std::filesystem::exists(firmware) == had_firmware);
+    // The first daemon's session is still capturing (not marked interrupted) and still served.
+    const auto after = json::parse(d.call("GET", "/api/v1/sessions?state=capturing").second);
+    REQUIRE(after.size() == 1);
+    CHECK(after[0]["id"] == before[0]["id"]);
+    CHECK(json::parse(d.call("GET", "/api/v1/sessions?state=interrupted").second).empty());
+    // Reading beside it does not disturb it either: `check --db` reads the file.
+    const auto check = testing::rackprof({"check", "--db", (d.dir() / "rack.db").string()});
+    CHECK(check.exit_code == 0);
+    // Stopped, it lets go: the next daemon on the database starts.
+    d.restart();
+    CHECK(d.call("GET", "/healthz").first == 200);
+}
+
 TEST_CASE("API: health, version, boards, sessions, errors") {
     ApiDaemon d;
     CHECK(d.call("GET", "/healthz") == std::pair<int, std::string>{200, "{\"status\":\"ok\"}\n"});
