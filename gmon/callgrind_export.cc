@@ -36,7 +36,9 @@ void header(std::ostringstream& out, const ExportInput& input, const Profile& p)
     const double ms = p.prof_rate ? 1000.0 / p.prof_rate : 0;
     out << "desc: Samples: PC samples at " << p.prof_rate << " Hz (one is " << ms << " ms)\n";
     out << "desc: Calls: costs are gprof's propagated time along each arc, in whole samples\n";
-    for (const auto& [key, value] : input.summary.items()) {
+    for (const auto& [key, item] : input.summary.items()) {
+        // A stored session's summary is an object: its id stands for it.
+        const nlohmann::json& value = item.is_object() && item.contains("id") ? item["id"] : item;
         if (value.is_string() && !value.get<std::string>().empty())
             out << "desc: " << key << ": " << one_line(value.get<std::string>()) << "\n";
         else if (value.is_number() || value.is_array())

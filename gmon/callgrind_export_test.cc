@@ -54,6 +54,11 @@ TEST_CASE("callgrind: self samples per function, gprof's inclusive cost per arc"
           "\nfl=???\nfn=work\n0 40\n"
           "\nfl=???\nfn=leaf\n0 6\n"
           "cfl=???\ncfn=work\ncalls=1 0\n0 10\n");
+    // A stored session's summary object: its id stands for it.
+    input->summary["session"] = {{"id", 5}, {"state", "completed"}};
+    std::string stored;
+    export_to("callgrind", input, [&](std::string_view chunk) { stored += chunk; });
+    CHECK(stored.find("desc: session: 5\n") != std::string::npos);
 }
 
 TEST_CASE("callgrind: samples credited to no function are a block of their own") {

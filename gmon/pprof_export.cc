@@ -40,8 +40,10 @@ std::uint32_t rate_of(const ExportInput& input) {
     return input.source.prof_rate ? input.source.prof_rate : 1000;
 }
 
-// A summary value as one line of text: "3", "blinky", "1, 2, 3"; empty for objects and nulls.
+// A summary value as one line of text: "3", "blinky", "1, 2, 3"; empty for nulls and objects,
+// but a stored session's object stands for its id.
 std::string text_of(const nlohmann::json& value) {
+    if (value.is_object()) return value.contains("id") ? text_of(value["id"]) : std::string();
     if (value.is_string()) return value.get<std::string>();
     if (value.is_number() || value.is_boolean()) return value.dump();
     if (!value.is_array()) return {};

@@ -138,6 +138,16 @@ TEST_CASE("pprof: a merged selection names its sessions and boards in comments, 
     for (const auto& s : p.sample()) CHECK(s.label_size() == 0);
 }
 
+TEST_CASE("pprof: a stored session's summary object is labelled by its id") {
+    ProgramElf elf;
+    auto input = input_with(Symbolizer::load(elf.path));
+    input->summary = {{"session", {{"id", 9}, {"state", "completed"}}}, {"board", "bench-2"}};
+    const pb::Profile p = decoded(pprof_profile(*input));
+    const std::map<std::string, std::string> labels = {{"board", "bench-2"}, {"session", "9"}};
+    REQUIRE(p.sample_size() > 0);
+    for (const auto& s : samples_of(p)) CHECK(s.labels == labels);
+}
+
 TEST_CASE("pprof: without an ELF, addresses only over the range they span") {
     auto input = input_with(nullptr);
     const pb::Profile p = decoded(pprof_profile(*input));

@@ -22,6 +22,7 @@
 #include "daemon/ingest/wire_settings.h"
 #include "daemon/service/rack_service.h"
 #include "daemon/service/selection.h"
+#include "daemon/service/stored_session_input.h"
 #include "gmon/elf_fit.h"
 #include "gmon/export.h"
 #include "gmon/gmon_reader.h"
@@ -30,7 +31,6 @@
 #include "gmon/symbolizer.h"
 #include "protocol/wire_format.h"
 #include "storage/counters_json.h"
-#include "storage/session_pages.h"
 #include "storage/session_store.h"
 
 namespace rackprof::daemon::app {
@@ -81,14 +81,7 @@ void print_progress(std::uint64_t done, std::uint64_t total) {
     if (done >= total) std::fputs("\r\033[K", stderr);
 }
 
-nlohmann::json exceptions_json(const std::map<std::uint16_t, protocol::ExceptionStats>& e) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& [number, stats] : e) {
-        out.push_back(
-            {{"exception", number}, {"entries", stats.entries}, {"cycles", stats.cycles}});
-    }
-    return out;
-}
+using service::exceptions_json;
 
 // Console lines on stderr, as `console: LINE`. They come by the thousand and stderr is
 // unbuffered (three writes a line made convert with a console port 15x slower), so they are
@@ -448,21 +441,26 @@ void redecode_into(gmon::ExportInput& in, storage::SessionStore& store,
     in.calling_context = imported.calling_context;
 }
 
-// A stored session's aggregates as captured.
-void stored_into(gmon::ExportInput& in, storage::SessionStore& store,
-                 const storage::SessionInfo& info, std::int64_t id, const std::string& what,
-                 const ConvertOptions& o) {
+// A stored session's aggregates as captured: the daemon's export input of it, at --rate and
+// --bin-bytes (an imported gmon.out's own histograms keep theirs).
+std::shared_ptr<gmon::ExportInput> stored_input(std::shared_ptr<storage::SessionStore> store,
+                                                const storage::SessionInfo& info,
+                                                const std::string& what, const ConvertOptions& o) {
     const auto& k = info.counters;
     const protocol::DecoderStats stats = storage::decoder_counters(k);
-    gmon::Aggregate aggregate = store.aggregate(id);
+    auto aggregate = std::make_shared<const gmon::Aggregate>(store->aggregate(info.id));
     std::cerr << "rackprof: " << what << " (" << info.spec.board << ", " << info.state
-              << "): " << summary_line(stats, aggregate) << "; " << k.gaps << " gaps, "
+              << "): " << summary_line(stats, *aggregate) << "; " << k.gaps << " gaps, "
               << k.records_lost << " records lost\n";
     check_decoded(stats, o, what);
-    in.source = source_of(std::move(aggregate), o, info.target);
-    in.summary["decoder"] = storage::decoder_stats_json(stats);
-    if (auto tree = store.calling_context(id); !tree.empty())
-        in.calling_context = std::make_shared<const gmon::CallingContextTree>(std::move(tree));
+    std::shared_ptr<const gmon::CallingContextTree> calling_context;
+    if (auto tree = store->calling_context(info.id); !tree.empty())
+        calling_context = std::make_shared<const gmon::CallingContextTree>(std::move(tree));
+    auto input = service::stored_session_input(
+        info, {std::move(aggregate), o.elf, std::move(calling_context)}, [store] { return store; });
+    input->source.prof_rate = o.rate;
+    input->source.bin_bytes = o.bin_bytes;
+    return input;
 }
 
 // A session the daemon stored: its aggregates as captured, or its raw bytes decoded again.
@@ -483,35 +481,20 @@ Converted from_session(const std::filesystem::path& db, std::int64_t id, bool re
         }
     }
     const std::string what = "session " + std::to_string(id);
-    Converted c;
-    auto& in = *c.input;
-    const auto& traits = protocol::wire_format(info->spec.protocol).traits;
     if (redecode && info->raw_pruned) {
         throw std::runtime_error(what + " cannot be re-decoded: its " +
                                  storage::raw_pruned_reason(*info->raw_pruned) +
                                  "; its aggregates are kept (convert it without --redecode)");
     }
+    Converted c;
     if (redecode) {
-        redecode_into(in, *store, *info, id, what, o, args);
+        // The stored session's input, its source and decoder counters decoded again.
+        c.input = service::stored_session_input(*info, {nullptr, o.elf, nullptr},
+                                                [store] { return store; });
+        redecode_into(*c.input, *store, *info, id, what, o, args);
     } else {
-        stored_into(in, *store, *info, id, what, o);
+        c.input = stored_input(store, *info, what, o);
     }
-    in.summary["session"] = {{"id", id},
-                             {"board", info->spec.board},
-                             {"state", info->state},
-                             {"gaps", info->counters.gaps},
-                             {"records_lost", info->counters.records_lost}};
-    in.summary["protocol"] = info->spec.protocol;
-    in.summary["format"] = info->spec.format;
-    in.summary["addr_bytes"] = info->spec.addr_bytes;
-    if (!info->target.build_id.empty()) in.summary["target_build_id"] = info->target.build_id;
-    if (traits.swo && !in.summary.contains("exceptions")) {
-        std::map<std::uint16_t, protocol::ExceptionStats> stored;
-        for (const auto& e : info->exceptions) stored[e.number] = {e.entries, e.cycles};
-        in.summary["exceptions"] = exceptions_json(stored);
-    }
-    in.raw = storage::raw_pages([store] { return store; }, id);
-    in.records = storage::record_pages([store] { return store; }, id);
     c.default_output = "gmon.out";
     return c;
 }

@@ -1,0 +1,197 @@
+#include "daemon/service/upload_import.h"
+
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "daemon/capture/board.h"
+#include "daemon/capture/capture_session.h"
+#include "daemon/ingest/import_formats.h"
+#include "daemon/ingest/wire_settings.h"
+#include "gmon/gmon_reader.h"
+#include "storage/counters_json.h"
+
+namespace rackprof::daemon::service {
+
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void fail(Failure failure, const std::string& message) {
+    throw ServiceError(failure, message);
+}
+
+// An imported capture's wire from the query (protocol, addr_bytes and the itm keys, as a
+// board's), checked by the same rules as a board's settings.
+config::BoardConfig import_wire(const ImportParameters& query, const std::string& format) {
+    json board = {{"name", "import"}, {"link", "file:///import"}, {"format", format}};
+    if (query.count("protocol")) board["protocol"] = query.at("protocol");
+    for (const char* key :
+         {"addr_bytes", "tpiu_stream", "framed_port", "orbstat_port", "console_port"}) {
+        if (query.count(key)) board[key] = parse_count<int>(query.at(key), key);
+    }
+    if (query.count("tpiu")) board["tpiu"] = query.at("tpiu") == "true" || query.at("tpiu") == "1";
+    try {
+        return config::board_from_json(board);
+    } catch (const config::BoardFieldError& e) {
+        fail(Failure::kBadRequest, e.key() + ": " + e.what());
+    }
+}
+
+// An import's records and raw bytes handed to storage as they come, in pieces of about 1 MiB
+// each (a chunk's raw bytes and records need not match: raw chunks are read back in order and
+// records are counted wherever they are), so an import of any size holds about two pieces.
+class ImportPieces : public protocol::RecordSink {
+  public:
+    explicit ImportPieces(capture::SessionImport& stored) : stored_(stored) {
+        records_.reserve(kRecordsPerPiece);
+    }
+    void on_records(std::span<const protocol::Record> batch) override {
+        for (const auto& r : batch) {
+            records_.push_back(r);
+            if (records_.size() == kRecordsPerPiece) append({});
+        }
+    }
+    void on_raw(std::span<const std::uint8_t> bytes) {
+        so_far_.bytes_in += bytes.size();
+        append({bytes.begin(), bytes.end()});
+    }
+    // The last piece; a session with no records at all still gets one (empty) piece.
+    void finish() {
+        if (!records_.empty() || !appended_) append({});
+    }
+
+  private:
+    static constexpr std::size_t kRecordsPerPiece = 64 * 1024;  // 1 MiB of records
+
+    void append(std::vector<std::uint8_t> raw) {
+        std::vector<protocol::Record> records;
+        records.reserve(kRecordsPerPiece);
+        records.swap(records_);
+        stored_.append(std::move(raw), std::move(records), so_far_);
+        appended_ = true;
+    }
+
+    capture::SessionImport& stored_;
+    std::vector<protocol::Record> records_;
+    storage::SessionCounters so_far_;  // what the session shows while the import goes on
+    bool appended_ = false;
+};
+
+}  // namespace
+
+std::int64_t UploadImport::import(const std::filesystem::path& file,
+                                  const ImportParameters& query) {
+    // Its records would be counted lost, not stored: refused, for the client to try again.
+    if (const storage::StorageHealth health = capture_.storage_health(); health.failing)
+        fail(Failure::kNotReady, "storage is failing (" + health.error + "): import again later");
+    const std::string format = query.count("format") ? query.at("format") : "bin";
+    const ingest::ImportFormat* kind = ingest::find_import_format(format);
+    if (!kind || !kind->uploadable)
+        fail(Failure::kBadRequest, "format must be " + ingest::import_format_names(true));
+    const bool histogram_file = kind->kind != ingest::InputKind::kCapture;
+    const config::BoardConfig wire_settings = import_wire(query, histogram_file ? "bin" : format);
+    std::shared_ptr<const gmon::Symbolizer> elf;
+    storage::NewSession spec;
+    spec.board = query.count("board") ? query.at("board") : "import";
+    try {
+        config::validate_board_name(spec.board);  // it reaches file names and log lines
+    } catch (const config::BoardFieldError& e) {
+        fail(Failure::kBadRequest, std::string("board: ") + e.what());
+    }
+    spec.link = "import";
+    spec.protocol = wire_settings.protocol;
+    spec.format = format;
+    spec.addr_bytes = wire_settings.addr_bytes;
+    spec.started_ns = capture::unix_now_ns();
+    if (query.count("firmware")) {
+        const std::string id = query.at("firmware");
+        const auto path = firmware_.find(id);
+        if (!path) fail(Failure::kNotFound, "no firmware " + id);
+        elf = elves_.get(path->string());
+        spec.elf_path = path->string();
+        spec.elf_build_id = elf->build_id();
+        spec.elf_sha256 = capture::file_sha256(*path);
+    }
+    ingest::ImportSpec import;
+    import.kind = kind->kind;
+    import.wire = ingest::wire_spec_of(wire_settings);
+    import.wire.code_range = ingest::decode_range_of(elf.get());
+    import.layout = elf ? elf->layout() : gmon::TargetLayout{};
+    if (import.kind == ingest::InputKind::kGmon) return import_gmon(file, import, spec);
+    if (import.kind == ingest::InputKind::kTiva) return import_tiva(file, spec);
+    return import_capture(file, import, spec);
+}
+
+// A gmon.out is mapped, not read whole: its histograms' shapes go with the session's row,
+// then its records are stored in pieces as its bins are read (no raw bytes).
+std::int64_t UploadImport::import_gmon(const std::filesystem::path& file,
+                                       const ingest::ImportSpec& import, storage::NewSession spec) {
+    const auto bad_gmon = [&](const gmon::GmonFormatError& e) {
+        std::string why = e.what();  // without the upload's path, which is the daemon's business
+        if (why.starts_with(file.string() + ": ")) why.erase(0, file.string().size() + 2);
+        fail(Failure::kBadGmon, why);
+    };
+    std::optional<ingest::GmonFile> gmon_file;
+    try {
+        gmon_file.emplace(file, import.layout);
+    } catch (const gmon::GmonFormatError& e) {
+        bad_gmon(e);
+    }
+    spec.histograms = gmon_file->histograms();  // its own ranges and rate, exactly
+    const auto stored = capture_.begin_import(spec);
+    ImportPieces pieces(*stored);
+    ingest::Imported imported;
+    try {
+        imported = gmon_file->emit(pieces);
+    } catch (const gmon::GmonFormatError& e) {
+        bad_gmon(e);
+    }
+    pieces.finish();
+    storage::SessionCounters counters;
+    storage::set_decoder_counters(counters, imported.stats);
+    return stored->complete(counters);
+}
+
+// A Tiva binned PC report becomes a session as a gmon.out does: its histogram's shape (512
+// bins of 64 bytes, 100 Hz) with the session's row, its bins as PC-sample records.
+std::int64_t UploadImport::import_tiva(const std::filesystem::path& file,
+                                       storage::NewSession spec) {
+    std::optional<gmon::TivaReport> report;
+    try {
+        report = ingest::read_tiva_file(file);
+    } catch (const gmon::TivaFormatError& e) {
+        std::string why = e.what();  // without the upload's path, which is the daemon's business
+        if (why.starts_with(file.string() + ": ")) why.erase(0, file.string().size() + 2);
+        fail(Failure::kBadGmon, why);
+    }
+    spec.histograms = {report->shape};
+    const auto stored = capture_.begin_import(spec);
+    ImportPieces pieces(*stored);
+    std::error_code ec;
+    const auto bytes_in = std::filesystem::file_size(file, ec);
+    const ingest::Imported imported = ingest::emit_tiva(*report, ec ? 0 : bytes_in, pieces);
+    pieces.finish();
+    storage::SessionCounters counters;
+    storage::set_decoder_counters(counters, imported.stats);
+    return stored->complete(counters);
+}
+
+std::int64_t UploadImport::import_capture(const std::filesystem::path& file,
+                                          const ingest::ImportSpec& import,
+                                          storage::NewSession spec) {
+    spec.wire_options = ingest::wire_options_json(import.wire);
+    const auto stored = capture_.begin_import(spec);
+    ImportPieces pieces(*stored);
+    const ingest::Imported imported =
+        ingest::import_file(file, import, pieces, {},
+                            [&](std::span<const std::uint8_t> bytes) { pieces.on_raw(bytes); });
+    if (imported.stats.records() == 0)
+        fail(Failure::kNoRecords, "no records found: check format, protocol and addr_bytes");
+    pieces.finish();
+    storage::SessionCounters counters;
+    storage::set_decoder_counters(counters, imported.stats);
+    return stored->complete(counters, imported.calling_context);
+}
+
+}  // namespace rackprof::daemon::service
