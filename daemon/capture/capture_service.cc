@@ -282,10 +282,14 @@ CaptureService::BoardChange CaptureService::add_board(const config::BoardConfig&
     return result;
 }
 
+std::vector<std::unique_ptr<Board>>::iterator CaptureService::board_named(const std::string& name) {
+    return std::find_if(boards_.begin(), boards_.end(),
+                        [&](const auto& x) { return x->name() == name; });
+}
+
 CaptureService::BoardChange CaptureService::update_board(const config::BoardConfig& b) {
     const auto result = on_capture_thread([&] {
-        const auto it = std::find_if(boards_.begin(), boards_.end(),
-                                     [&](const auto& x) { return x->name() == b.name; });
+        const auto it = board_named(b.name);
         if (it == boards_.end()) return BoardChange::kNotFound;
         if (!api_boards_.count(b.name)) return BoardChange::kFromFile;
         writer_->submit(storage::SaveBoardOp{b.name, config::board_to_json(b).dump()});
@@ -302,8 +306,7 @@ CaptureService::BoardChange CaptureService::update_board(const config::BoardConf
 
 CaptureService::BoardChange CaptureService::remove_board(const std::string& name) {
     const auto result = on_capture_thread([&] {
-        const auto it = std::find_if(boards_.begin(), boards_.end(),
-                                     [&](const auto& x) { return x->name() == name; });
+        const auto it = board_named(name);
         if (it == boards_.end()) return BoardChange::kNotFound;
         if (!api_boards_.count(name)) return BoardChange::kFromFile;
         writer_->submit(storage::SaveBoardOp{name, ""});

@@ -115,6 +115,8 @@ class CaptureService {
     auto on_capture_thread(F&& f) -> decltype(f());
     std::unique_ptr<Board> make_board(const config::BoardConfig& config);
     void publish_live();
+    // The board of that name in boards_ (capture thread), or boards_.end().
+    std::vector<std::unique_ptr<Board>>::iterator board_named(const std::string& name);
 
     config::DaemonConfig config_;
     std::shared_ptr<spdlog::logger> log_;

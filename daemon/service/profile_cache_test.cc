@@ -3,22 +3,24 @@
 
 #include <doctest/doctest.h>
 
-#include <chrono>
-
 #include "daemon/service/scratch_rack_test.h"
 #include "gmon/synthetic_elf.h"
 
 namespace rackprof::daemon::service {
 namespace {
 
-using namespace std::chrono_literals;
-
-TEST_CASE("the profile cache serves a profile while its aggregate and ELF are the ones served") {
-    ScratchDir dir;
+// A profile source over an ELF of two functions, main (0x100) and work (0x120).
+gmon::ProfileSource main_and_work(const ScratchDir& dir) {
     const auto elf = dir.path / "fw.elf";
     gmon::write_synthetic_elf(elf, {{"main", 0x100, 0x20}, {"work", 0x120, 0x20}}, 0x100, 0x200);
     gmon::ProfileSource source;
     source.elf = gmon::Symbolizer::load(elf);
+    return source;
+}
+
+TEST_CASE("the profile cache serves a profile while its aggregate and ELF are the ones served") {
+    ScratchDir dir;
+    gmon::ProfileSource source = main_and_work(dir);
     auto counts = std::make_shared<gmon::Aggregate>();
     counts->add_arc(0x105, 0x121, 7);
     counts->add_pc(0x124, 3);
@@ -36,7 +38,7 @@ TEST_CASE("the profile cache serves a profile while its aggregate and ELF are th
     CHECK(after_commit != first);
     CHECK(after_commit->profile.nodes[1].ncalls == 8);
 
-    source.elf = gmon::Symbolizer::load(elf);  // the firmware loaded again
+    source.elf = gmon::Symbolizer::load(dir.path / "fw.elf");  // the firmware loaded again
     CHECK(cache.get(1, source) != after_commit);
     cache.get(3, source);
     cache.get(4, source);
@@ -45,13 +47,10 @@ TEST_CASE("the profile cache serves a profile while its aggregate and ELF are th
 }
 
 // GET .../profile reports "wrong_elf" from this: a capture of other firmware is served, with
-// the evidence, never refused (issue 16).
+// the evidence, never refused.
 TEST_CASE("the profile cache keeps how the capture fits the ELF's code") {
     ScratchDir dir;
-    const auto elf = dir.path / "fw.elf";
-    gmon::write_synthetic_elf(elf, {{"main", 0x100, 0x20}, {"work", 0x120, 0x20}}, 0x100, 0x200);
-    gmon::ProfileSource source;
-    source.elf = gmon::Symbolizer::load(elf);
+    gmon::ProfileSource source = main_and_work(dir);
     auto fits = std::make_shared<gmon::Aggregate>();
     fits->add_arc(0x105, 0x125, 7);  // work's entry + 4: after its prologue's BL
     source.aggregate = fits;

@@ -17,6 +17,18 @@ Selection boards(const std::string& names) {
     return parse_selection(parse_query_string("board=" + names));
 }
 
+// A rack's selection merges over their own readers, aggregates and ELF cache.
+struct MergesOf {
+    explicit MergesOf(ScratchRack& rack)
+        : readers(rack.config.storage_path, 2),
+          aggregates(rack.capture.aggregates(), readers),
+          merges(rack.capture, readers, aggregates, elves, rack.dir.path / "by-name") {}
+    storage::ReaderPool readers;
+    StoredAggregates aggregates;
+    SymbolizerCache elves;
+    SelectionMerges merges;
+};
+
 TEST_CASE("selection merges: the boards' sums are the spread's, the fleet's their sum") {
     ScratchRack rack;
     const auto elf = rack.dir.path / "fw.elf";
@@ -24,10 +36,8 @@ TEST_CASE("selection merges: the boards' sums are the spread's, the fleet's thei
     rack.store("b1", {Record::arc(0x105, 0x121, 2), Record::pc_sample(0x124, 3)}, elf.string());
     rack.store("b1", {Record::arc(0x105, 0x121, 1), Record::pc_sample(0x104, 1)}, elf.string());
     rack.store("b2", {Record::arc(0x105, 0x121, 4), Record::pc_sample(0x124, 5)}, elf.string());
-    storage::ReaderPool readers(rack.config.storage_path, 2);
-    StoredAggregates aggregates(rack.capture.aggregates(), readers);
-    SymbolizerCache elves;
-    SelectionMerges merges(rack.capture, readers, aggregates, elves, rack.dir.path / "by-name");
+    MergesOf of(rack);
+    SelectionMerges& merges = of.merges;
 
     const auto merged = merges.merged(boards("b1,b2"));
     CHECK(merged->input->source.aggregate->total_calls() == 7);
@@ -55,10 +65,8 @@ TEST_CASE("selection merges: the boards' sums are the spread's, the fleet's thei
 TEST_CASE("selection merges: without an ELF there is no profile to name functions") {
     ScratchRack rack;
     rack.store("b1", {Record::arc(0x105, 0x121, 2)});
-    storage::ReaderPool readers(rack.config.storage_path, 2);
-    StoredAggregates aggregates(rack.capture.aggregates(), readers);
-    SymbolizerCache elves;
-    SelectionMerges merges(rack.capture, readers, aggregates, elves, rack.dir.path / "by-name");
+    MergesOf of(rack);
+    SelectionMerges& merges = of.merges;
     const auto merged = merges.merged(boards("b1"));
     CHECK(merged->input->source.aggregate->total_calls() == 2);
     CHECK(failure_of([&] { SelectionMerges::profile_of(*merged); }) == Failure::kNoElf);

@@ -214,21 +214,22 @@ def self_test():
         write(root, "notes/anything.cc", '#include "high/b.h"\n')
         expect("clean tree", root, True)
 
-        write(root, "high/c.cc", '#include "high/b.h"\n#include "low/inner/x.h"\n')
-        expect("a room skipping its dependency's dependency", root, False,
-               "high/c.cc:2: room high includes room low/inner (not in high's Depends on)")
-        os.remove(os.path.join(root, "high/c.cc"))
+        def planted(label, path, text, needle):
+            """A file planted in the clean tree fails the check, and the tree is clean without it."""
+            write(root, path, text)
+            expect(label, root, False, needle)
+            os.remove(os.path.join(root, path))
 
-        write(root, "low/a_test.cc", '#include "low/a.h"\n\n#include "high/b.h"\n')
-        expect("upward include", root, False,
-               "low/a_test.cc:3: room low includes room high (not in low's Depends on)")
-        os.remove(os.path.join(root, "low/a_test.cc"))
+        planted("a room skipping its dependency's dependency", "high/c.cc",
+                '#include "high/b.h"\n#include "low/inner/x.h"\n',
+                "high/c.cc:2: room high includes room low/inner (not in high's Depends on)")
+        planted("upward include", "low/a_test.cc", '#include "low/a.h"\n\n#include "high/b.h"\n',
+                "low/a_test.cc:3: room low includes room high (not in low's Depends on)")
+        planted("code in another room's namespace", "high/d.cc",
+                'namespace rackprof::low {\nint helper() { return 1; }\n}\n',
+                "high/d.cc:1: namespace rackprof::low in room high"
+                " (its code belongs in rackprof::high)")
         expect("clean again", root, True)
-
-        write(root, "high/d.cc", 'namespace rackprof::low {\nint helper() { return 1; }\n}\n')
-        expect("code in another room's namespace", root, False,
-               "high/d.cc:1: namespace rackprof::low in room high (its code belongs in rackprof::high)")
-        os.remove(os.path.join(root, "high/d.cc"))
 
         write(root, "low/inner/README.md", "# low/inner/\n\nDepends on: high\n")
         expect("cycle", root, False, "cycle in the rooms' Depends on: ")
