@@ -291,6 +291,47 @@ void serve_until_stopped(const ServeArgs& cl, const sigset_t& signals,
     }
 }
 
+// The API's address, and its token into `api_options`; nullopt (said in the log) when either
+// is wrong.
+std::optional<boost::asio::ip::tcp::endpoint> listen_endpoint(const ServeArgs& cl,
+                                                              const config::DaemonConfig& config,
+                                                              web::api::ApiOptions& api_options,
+                                                              spdlog::logger& log) {
+    try {
+        const auto endpoint = web::server::parse_listen_address(config.listen);
+        api_options.token = api_token(config);
+        return endpoint;
+    } catch (const std::invalid_argument& e) {
+        log.error("{}: {}", cl.listen ? "--listen" : "server.listen", e.what());
+    } catch (const config::ConfigError& e) {
+        log.error("{}", e.what());
+    }
+    return std::nullopt;
+}
+
+// The live feeds' clients on /metrics, once `feeds` is set (the feeds need the server's
+// io_context, which comes after the API's options).
+web::api::MetricsSource feed_client_metrics(web::feeds::LiveFeeds* const& feeds) {
+    return [&feeds](web::api::MetricsText& out) {
+        if (!feeds) return;
+        const auto clients = feeds->clients();
+        out.family("rackprof_feed_clients", "gauge", "Connected WebSocket clients, by feed.");
+        out.sample("rackprof_feed_clients", {{"feed", "live"}}, static_cast<double>(clients.live));
+        out.sample("rackprof_feed_clients", {{"feed", "events"}},
+                   static_cast<double>(clients.events));
+    };
+}
+
+// systemd's watchdog, pinged from the capture loop itself: a stuck loop stops the pings and
+// systemd acts.
+void start_watchdog(capture::CaptureService& service, SystemdNotifier& systemd,
+                    spdlog::logger& log) {
+    if (const auto interval = systemd.watchdog_interval()) {
+        service.set_heartbeat(*interval / 2, [&systemd] { systemd.watchdog(); });
+        log.info("systemd watchdog: pinging every {} ms", (*interval / 2).count() / 1000);
+    }
+}
+
 // One daemon per database: taken before anything is changed (the database, the firmware
 // folder); nullopt (said in the log) when another process holds it.
 std::optional<storage::DatabaseLock> lock_database(const config::DaemonConfig& config,
@@ -317,18 +358,9 @@ int run_serve(const ServeArgs& cl) {
     const sigset_t signals = block_signals();
 
     // Checked before storage opens: a bad address or token must not leave a database behind.
-    boost::asio::ip::tcp::endpoint endpoint;
     web::api::ApiOptions api_options;
-    try {
-        endpoint = web::server::parse_listen_address(config.listen);
-        api_options.token = api_token(config);
-    } catch (const std::invalid_argument& e) {
-        log->error("{}: {}", cl.listen ? "--listen" : "server.listen", e.what());
-        return 2;
-    } catch (const config::ConfigError& e) {
-        log->error("{}", e.what());
-        return 2;
-    }
+    const auto endpoint = listen_endpoint(cl, config, api_options, *log);
+    if (!endpoint) return 2;
     const std::optional<storage::DatabaseLock> lock = lock_database(config, *log);
     if (!lock) return 2;
     if (!cl.config) give_simulated_boards_firmware(config);
@@ -341,16 +373,9 @@ int run_serve(const ServeArgs& cl) {
     std::unique_ptr<fleet::FleetPusher> pusher =
         start_fleet(config, service, rack, api_options, log);
 
-    configure_api(api_options, config, endpoint, log);
+    configure_api(api_options, config, *endpoint, log);
     web::feeds::LiveFeeds* feeds_for_metrics = nullptr;  // the feeds need the server's io_context
-    api_options.metrics_sources.push_back([&feeds_for_metrics](web::api::MetricsText& out) {
-        if (!feeds_for_metrics) return;
-        const auto clients = feeds_for_metrics->clients();
-        out.family("rackprof_feed_clients", "gauge", "Connected WebSocket clients, by feed.");
-        out.sample("rackprof_feed_clients", {{"feed", "live"}}, static_cast<double>(clients.live));
-        out.sample("rackprof_feed_clients", {{"feed", "events"}},
-                   static_cast<double>(clients.events));
-    });
+    api_options.metrics_sources.push_back(feed_client_metrics(feeds_for_metrics));
     web::api::Api api(rack, api_options);
     web::server::HttpServer server(api, log);
     web::feeds::LiveFeeds feeds(
@@ -373,11 +398,7 @@ int run_serve(const ServeArgs& cl) {
         return 1;
     }
     SystemdNotifier systemd;
-    if (const auto interval = systemd.watchdog_interval()) {
-        // Pinged from the capture loop itself: a stuck loop stops the pings and systemd acts.
-        service.set_heartbeat(*interval / 2, [&systemd] { systemd.watchdog(); });
-        log->info("systemd watchdog: pinging every {} ms", (*interval / 2).count() / 1000);
-    }
+    start_watchdog(service, systemd, *log);
     systemd.ready("capturing from " + std::to_string(config.boards.size()) + " board(s)");
 
     serve_until_stopped(cl, signals, service, systemd, *log);
