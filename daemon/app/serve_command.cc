@@ -124,13 +124,11 @@ void log_what_was_committed(spdlog::logger& log, const storage::StorageLossTotal
         losses.records, losses.bytes, losses.operations_uncommitted, sessions);
 }
 
-// Large answers are built in buffers of tens of MB (a gmon.out of 10^6 arcs sorts 16 MB of arcs
-// and writes 13.5 MB). By default glibc maps each such buffer afresh and unmaps it after the
-// answer, so every request faults its pages in again, zeroed: on the VMs we measured that was
-// two thirds of such a request (p50 171 ms against 51 ms with these settings, the same
-// database, after whole-profile answers). Kept in the heap and not given back below 128 MiB,
-// the pages stay mapped from one answer to the next; the daemon holds up to that much more
-// memory after its largest answers (RSS 185 -> 239 MB in that run).
+// Large answers are built in buffers of tens of MB (a gmon.out of 10^6 arcs sorts 16 MB of
+// arcs). By default glibc maps each such buffer afresh and unmaps it after the answer, so every
+// request faults its pages in again, zeroed: most of such a request's time. Kept in the heap
+// and not given back below 128 MiB, the pages stay mapped from one answer to the next, at the
+// cost of holding up to that much more memory after the largest answers.
 void keep_answer_buffers_mapped() {
 #ifdef __GLIBC__
     mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest allowed value on 64-bit
