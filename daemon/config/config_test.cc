@@ -247,6 +247,14 @@ TEST_CASE("the API link policy allows what the configuration lists, nothing else
     CHECK_FALSE(policy.allows("tcp://10.0.0.5:3443"));
     CHECK_FALSE(policy.allows("serial:///etc/passwd"));
     CHECK_FALSE(policy.allows("serial:///dev/rackprof/../../etc/passwd"));
+    // A glob's '*' sees a port, never more host: these name other hosts than 127.0.0.1.
+    CHECK_FALSE(policy.allows("tcp://127.0.0.1:1.evil.example:9000"));
+    CHECK_FALSE(policy.allows("tcp://127.0.0.1:22@10.0.0.1:80"));
+    CHECK_THROWS_WITH(parse_link_uri("tcp://127.0.0.1:22@10.0.0.1:80"),
+                      doctest::Contains("bad tcp host '127.0.0.1:22@10.0.0.1'"));
+    CHECK_THROWS_AS(parse_link_uri("tcp://[::1:3443"), std::invalid_argument);
+    CHECK_THROWS_AS(parse_link_uri("tcp://a b:3443"), std::invalid_argument);
+    CHECK_NOTHROW(parse_link_uri("tcp://bench-7.lab.example:3443"));
     CHECK_THROWS_WITH(policy.check("file:///etc/shadow"), doctest::Contains("server.api_links"));
     CHECK_FALSE(LinkPolicy{}.allows("sim://blinky"));  // an empty list: no boards over HTTP
 

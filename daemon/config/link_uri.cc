@@ -71,6 +71,22 @@ void check_path(const std::string& path) {
     }
 }
 
+// A host name (letters, digits, '-' and '.') or a bracketed IPv6 address: nothing else may
+// reach the resolver, and a link policy's glob must see a host, never a port or a userinfo
+// dressed as one ("127.0.0.1:1.evil.example", "127.0.0.1:22@10.0.0.1").
+void check_tcp_host(const std::string& host) {
+    const auto name_char = [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '.'; };
+    const auto v6_char = [](unsigned char c) { return std::isxdigit(c) || c == ':' || c == '.'; };
+    const bool name =
+        !host.empty() && host.size() <= 253 && std::all_of(host.begin(), host.end(), name_char);
+    const bool v6 = host.size() > 2 && host.front() == '[' && host.back() == ']' &&
+                    std::all_of(host.begin() + 1, host.end() - 1, v6_char);
+    if (!name && !v6) {
+        throw std::invalid_argument("bad tcp host '" + host +
+                                    "' (a host name, an IPv4 address or [IPv6])");
+    }
+}
+
 }  // namespace
 
 LinkUri parse_link_uri(const std::string& text) {
@@ -119,6 +135,7 @@ LinkUri parse_link_uri(const std::string& text) {
         if (colon == std::string::npos || colon == 0)
             throw std::invalid_argument("tcp links need host:port");
         uri.host = rest.substr(0, colon);
+        check_tcp_host(uri.host);
         const std::string port = rest.substr(colon + 1);
         if (port.empty() || port.size() > 5 ||
             !std::all_of(port.begin(), port.end(),
