@@ -133,7 +133,12 @@ TEST_CASE("gate rules: metric, direction, a percentage; anything else is refused
     CHECK(r.fraction == doctest::Approx(-0.2));
     CHECK(parse_gate_rule("self>+5%").fraction == doctest::Approx(0.05));
     CHECK(parse_gate_rule("calls>0%").fraction == 0.0);
-    for (const char* bad : {"self", "self>5", "speed>+5%", "self>+x%", "self>-100%", "self>+5%%"}) {
+    CHECK(parse_gate_rule("self>5.5%").fraction == doctest::Approx(0.055));
+    CHECK(parse_gate_rule("calls>-99%").fraction == doctest::Approx(-0.99));
+    // A URL's '+' arrives as a space: "self>+-5%" must not read as -5 %.
+    for (const char* bad : {"self", "self>5", "speed>+5%", "self>+x%", "self>-100%", "self>+5%%",
+                            "self> -5%", "self>+-5%", "self>--5%", "self>1e1%", "self>0x10%",
+                            "self>inf%", "self>+%", "self>5 %", "self>.%"}) {
         CAPTURE(bad);
         CHECK_THROWS_AS(parse_gate_rule(bad), std::invalid_argument);
     }

@@ -1,10 +1,12 @@
 #include "gmon/profile_diff.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <stdexcept>
+#include <system_error>
 
 #include "gmon/sampling_stats.h"
 
@@ -71,16 +73,22 @@ GateRule parse_gate_rule(std::string_view text) {
     std::string value(text.substr(op + 1));
     if (value.empty() || value.back() != '%') throw bad("the change ends in '%'");
     value.pop_back();
-    try {
-        std::size_t used = 0;
-        const double percent = std::stod(value, &used);
-        if (used != value.size() || !std::isfinite(percent)) throw bad("not a number");
-        rule.fraction = percent / 100.0;
-    } catch (const std::invalid_argument&) {
-        throw bad("not a number");
-    } catch (const std::out_of_range&) {
+    // One optional sign, then decimal digits with at most one point: no spaces (a URL's '+'
+    // arrives as one), doubled signs, exponents, hex or inf, which strtod would take.
+    const std::string_view digits = std::string_view(value).substr(
+        !value.empty() && (value[0] == '+' || value[0] == '-') ? 1 : 0);
+    const bool decimal =
+        std::count(digits.begin(), digits.end(), '.') <= 1 &&
+        std::any_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+        std::all_of(digits.begin(), digits.end(),
+                    [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
+    double percent = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), percent);
+    if (!decimal || ec != std::errc() || end != digits.data() + digits.size() ||
+        !std::isfinite(percent)) {
         throw bad("not a number");
     }
+    rule.fraction = (value[0] == '-' ? -percent : percent) / 100.0;
     if (rule.fraction <= -1.0) throw bad("a change below -100% cannot happen");
     return rule;
 }

@@ -3,6 +3,9 @@
 // the feeds are thin transports over this, and tests drive them with a fake.
 #pragma once
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -13,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -50,13 +54,23 @@ class ServiceError : public std::runtime_error {
 };
 
 // A parameter as a non-negative number ("3", "0.5"), the rule for every numeric parameter of
-// the API and of an import; kBadRequest naming `what` otherwise.
+// the API and of an import; kBadRequest naming `what` otherwise. Decimal digits and at most one
+// point only: no sign, exponent, hex ("0x10"), "inf" or spaces, which strtod would take.
 inline double parse_non_negative(const std::string& text, const char* what) {
-    try {
-        std::size_t used = 0;
-        const double v = std::stod(text, &used);
-        if (used == text.size() && v >= 0) return v;
-    } catch (const std::exception&) {
+    const bool decimal =
+        std::count(text.begin(), text.end(), '.') <= 1 &&
+        std::any_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+        std::all_of(text.begin(), text.end(),
+                    [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
+    double v = 0;
+    if (decimal) {
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec == std::errc() && end == text.data() + text.size() && std::isfinite(v)) return v;
+        if (ec == std::errc::result_out_of_range) {  // past double's range, either way
+            const std::string whole = text.substr(0, text.find('.'));
+            const bool huge = whole.find_first_not_of('0') != std::string::npos;
+            return huge ? std::numeric_limits<double>::max() : 0.0;
+        }
     }
     throw ServiceError(Failure::kBadRequest, std::string(what) + " must be a non-negative number");
 }

@@ -198,18 +198,44 @@ TEST_CASE_FIXTURE(Fixture, "diff: two selections as values, gates, 422 when one 
 // A fuzz input (api, UBSan): ?tail=1e300 cast from double to int is undefined behaviour (on
 // x86 a negative tail); the same for ?top= and the import's numeric settings.
 TEST_CASE_FIXTURE(Fixture, "numbers past the range of their type are clamped, not cast") {
-    CHECK(call(http::verb::get, "/api/v1/sessions/7/console?tail=1e300").result() ==
-          http::status::ok);
+    const std::string huge(400, '9');
+    REQUIRE(call(http::verb::get, "/api/v1/sessions/7/console?tail=" + huge).result() ==
+            http::status::ok);
     CHECK(rack.calls.back() == "console 7 2147483647");
-    CHECK(call(http::verb::get, "/api/v1/sessions/7/console?tail=inf").result() ==
-          http::status::ok);
-    CHECK(rack.calls.back() == "console 7 2147483647");
-    CHECK(call(http::verb::get, "/api/v1/sessions/7/profile?top=1e300").result() ==
+    CHECK(call(http::verb::get, "/api/v1/sessions/7/profile?top=" + huge).result() ==
           http::status::ok);
     CHECK(rack.calls.back() == "profile 7 -1 -1 18446744073709551615");
     CHECK(call(http::verb::get, "/api/v1/sessions/7/console?tail=2.9").result() ==
           http::status::ok);
     CHECK(rack.calls.back() == "console 7 2");
+    const std::string tiny = "0." + std::string(400, '0') + "1";
+    CHECK(call(http::verb::get, "/api/v1/sessions/7/console?tail=" + tiny).result() ==
+          http::status::ok);
+    CHECK(rack.calls.back() == "console 7 0");
+}
+
+TEST_CASE_FIXTURE(Fixture, "numbers are decimal: hex, exponents, inf, signs and spaces refused") {
+    for (const char* bad : {"0x10", "inf", "nan", "1e3", "-1", "+1", "%201", "1.2.3", ".", ""}) {
+        const std::string target = std::string("/api/v1/sessions/7/console?tail=") + bad;
+        CAPTURE(target);
+        const auto reply = call(http::verb::get, target);
+        CHECK(reply.result() == http::status::bad_request);
+        CHECK(json::parse(reply.body())["error"]["message"] ==
+              "tail must be a non-negative number");
+    }
+    const auto selection = call(http::verb::get, "/api/v1/profile?session=0x10");
+    CHECK(selection.result() == http::status::bad_request);
+}
+
+TEST_CASE_FIXTURE(Fixture, "a session filter's state is one a session can be in") {
+    const auto bogus = call(http::verb::get, "/api/v1/sessions?state=bogus");
+    CHECK(bogus.result() == http::status::bad_request);
+    CHECK(json::parse(bogus.body())["error"]["message"] ==
+          "state must be capturing, completed or interrupted");
+    for (const char* state : {"capturing", "completed", "interrupted"}) {
+        CHECK(call(http::verb::get, std::string("/api/v1/sessions?state=") + state).result() ==
+              http::status::ok);
+    }
 }
 
 TEST_CASE_FIXTURE(Fixture, "exports: the format route and its aliases, whole or streamed") {

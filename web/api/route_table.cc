@@ -48,10 +48,9 @@ std::vector<std::string> split_path(std::string_view target) {
 }
 
 std::map<std::string, std::string> query_of(std::string_view target) {
-    auto values = server::query_values(target);
-    if (!values)
-        throw HttpError{http::status::bad_request, "bad_query",
-                        "the query has a bad %-escape (% must be followed by two hex digits)"};
+    std::string why;
+    auto values = server::query_values(target, &why);
+    if (!values) throw HttpError{http::status::bad_request, "bad_query", "the query has " + why};
     return std::move(*values);
 }
 

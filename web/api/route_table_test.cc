@@ -78,6 +78,19 @@ TEST_CASE("query names and values are percent-decoded, '+' is a space; bad escap
         } catch (const HttpError& e) {
             CHECK(e.status == http::status::bad_request);
             CHECK(e.code == "bad_query");
+            CHECK(e.message.find("%-escape") != std::string::npos);
+        }
+    }
+    // A key given twice is refused, never one of its values picked silently.
+    for (const char* twice : {"/x?session=1&session=2", "/x?a=1&b=2&a=1", "/x?a&a"}) {
+        CAPTURE(twice);
+        try {
+            query_of(twice);
+            FAIL("no error");
+        } catch (const HttpError& e) {
+            CHECK(e.status == http::status::bad_request);
+            CHECK(e.code == "bad_query");
+            CHECK(e.message.find("given twice") != std::string::npos);
         }
     }
     CHECK(split_path("/a//b/?c=/d") == std::vector<std::string>{"a", "b"});

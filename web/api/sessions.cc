@@ -14,7 +14,14 @@ daemon::service::SessionFilter filter_of(const std::map<std::string, std::string
     daemon::service::SessionFilter filter;
     if (query.count("board")) filter.board = query.at("board");
     if (query.count("tag")) filter.tag = query.at("tag");
-    if (query.count("state")) filter.state = query.at("state");
+    if (query.count("state")) {
+        filter.state = query.at("state");
+        if (*filter.state != "capturing" && *filter.state != "completed" &&
+            *filter.state != "interrupted") {
+            throw HttpError{http::status::bad_request, "bad_request",
+                            "state must be capturing, completed or interrupted"};
+        }
+    }
     if (query.count("from")) filter.started_from_ns = parse_time(query.at("from"), "from");
     if (query.count("to")) filter.started_to_ns = parse_time(query.at("to"), "to");
     return filter;

@@ -33,7 +33,8 @@ std::optional<std::string> percent_decode(std::string_view text, bool plus_is_sp
     return out;
 }
 
-std::optional<std::map<std::string, std::string>> query_values(std::string_view target) {
+std::optional<std::map<std::string, std::string>> query_values(std::string_view target,
+                                                               std::string* why) {
     std::map<std::string, std::string> out;
     const auto q = target.find('?');
     if (q == std::string_view::npos) return out;
@@ -45,8 +46,14 @@ std::optional<std::map<std::string, std::string>> query_values(std::string_view 
         auto name = percent_decode(pair.substr(0, eq), true);
         auto value = percent_decode(
             eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1), true);
-        if (!name || !value) return std::nullopt;
-        out[std::move(*name)] = std::move(*value);
+        if (!name || !value) {
+            if (why) *why = "a bad %-escape (% must be followed by two hex digits)";
+            return std::nullopt;
+        }
+        if (!out.emplace(std::move(*name), std::move(*value)).second) {
+            if (why) *why = "'" + std::string(pair.substr(0, eq)) + "' given twice";
+            return std::nullopt;
+        }
         if (amp == std::string_view::npos) break;
         query = query.substr(amp + 1);
     }

@@ -14,7 +14,9 @@ namespace rackprof::web::server {
 std::optional<std::string> percent_decode(std::string_view text, bool plus_is_space);
 
 // "/x?a=1&b&c=x%20y" -> {a: "1", b: "", c: "x y"}; names and values decoded. Nothing when an
-// escape is bad.
-std::optional<std::map<std::string, std::string>> query_values(std::string_view target);
+// escape is bad or a name comes twice (which of two values was meant is not ours to guess);
+// then `why`, when given, says which.
+std::optional<std::map<std::string, std::string>> query_values(std::string_view target,
+                                                               std::string* why = nullptr);
 
 }  // namespace rackprof::web::server
