@@ -184,9 +184,12 @@ std::unique_ptr<fleet::FleetPusher> start_fleet(const config::DaemonConfig& conf
               storage::fleet::redacted_url(config.fleet.url));
     api_options.metrics_sources.push_back([p](web::api::MetricsText& out) {
         const auto s = p->status();
-        out.family("rackprof_fleet_pending_sessions", "gauge",
-                   "Completed sessions not yet in the fleet store.");
-        out.sample("rackprof_fleet_pending_sessions", {}, static_cast<double>(s.pending));
+        out.family(
+            "rackprof_fleet_pending_sessions", "gauge",
+            "Completed sessions not yet in the fleet store (absent until it answered once).");
+        if (s.pending) {
+            out.sample("rackprof_fleet_pending_sessions", {}, static_cast<double>(*s.pending));
+        }
         out.family("rackprof_fleet_pushed_sessions_total", "counter",
                    "Sessions pushed to the fleet store by this process.");
         out.sample("rackprof_fleet_pushed_sessions_total", {}, static_cast<double>(s.pushed));

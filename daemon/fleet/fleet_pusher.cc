@@ -78,7 +78,7 @@ nlohmann::json FleetPusher::status_json() const {
     const auto time = [](std::int64_t ns) { return ns ? nlohmann::json(ns) : nlohmann::json(); };
     return {{"bench", s.bench},
             {"state", s.last_error.empty() ? "ok" : "retrying"},
-            {"pending", s.pending},
+            {"pending", s.pending ? nlohmann::json(*s.pending) : nlohmann::json()},
             {"pushed", s.pushed},
             {"failures", s.failures},
             {"last_error", s.last_error.empty() ? nlohmann::json() : nlohmann::json(s.last_error)},
@@ -106,6 +106,7 @@ void FleetPusher::run() {
                 log_->warn("fleet: push failed (retrying in {} ms): {}", delay.count(), e.what());
             status_.last_error = e.what();
         }
+        if (!status_.last_error.empty()) recount_pending();
         std::unique_lock lock(mutex_);
         status_.next_attempt_ns =
             now_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(delay).count();
@@ -121,15 +122,12 @@ void FleetPusher::push_round() {
     if (!store_) store_ = std::make_unique<storage::fleet::FleetStore>(fleet_connection(config_));
     if (!std::filesystem::exists(storage_path_)) return;
     storage::SessionStore local(storage_path_, storage::Database::Mode::kReadOnly);
-    const auto already = store_->pushed(config_.bench);
+    in_fleet_ = store_->pushed(config_.bench);
     // Fleet retention removed what ended before this (`rackprof fleet prune`): not pushed again.
-    const std::int64_t retained_from = store_->retained_from();
+    retained_from_ = store_->retained_from();
     std::vector<storage::SessionInfo> waiting;
     for (auto& s : local.sessions()) {
-        if (s.state == "capturing") continue;  // completed sessions only: counts are final
-        if (already.count({s.id, s.spec.started_ns})) continue;
-        if (storage::fleet::fleet_session_end(s) < retained_from) continue;
-        waiting.push_back(std::move(s));
+        if (waits(s)) waiting.push_back(std::move(s));
     }
     {
         const std::lock_guard lock(mutex_);
@@ -153,15 +151,36 @@ void FleetPusher::push_round() {
         storage::fleet::PushedSession pushed{config_.bench, s, {}, service::build_id_of(s)};
         if (const auto it = tags.find(s.spec.board); it != tags.end()) pushed.tags = it->second;
         const bool added = store_->push_session(pushed, local.aggregate(s.id), elf);
+        in_fleet_->insert({s.id, s.spec.started_ns});
         const std::lock_guard lock(mutex_);
         if (added) {
             ++status_.pushed;
             status_.last_push_seconds =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         }
-        if (status_.pending > 0) --status_.pending;
+        if (status_.pending > 0) *status_.pending -= 1;
     }
     log_->info("fleet: pushed {} session(s) as bench '{}'", waiting.size(), config_.bench);
+}
+
+bool FleetPusher::waits(const storage::SessionInfo& s) const {
+    return s.state != "capturing"  // completed sessions only: counts are final
+           && !in_fleet_->count({s.id, s.spec.started_ns}) &&
+           storage::fleet::fleet_session_end(s) >= retained_from_;
+}
+
+void FleetPusher::recount_pending() {
+    if (!in_fleet_) return;  // the fleet never answered: unknown, not 0
+    std::uint64_t waiting = 0;
+    try {
+        if (!std::filesystem::exists(storage_path_)) return;
+        storage::SessionStore local(storage_path_, storage::Database::Mode::kReadOnly);
+        for (const auto& s : local.sessions()) waiting += waits(s) ? 1 : 0;
+    } catch (const std::exception&) {
+        return;  // the local database unreadable now: the last count stands
+    }
+    const std::lock_guard lock(mutex_);
+    status_.pending = waiting;
 }
 
 }  // namespace rackprof::daemon::fleet

@@ -14,6 +14,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +25,7 @@
 
 #include "daemon/config/config.h"
 #include "storage/fleet/fleet_url.h"
+#include "storage/session_store.h"
 
 namespace rackprof::storage::fleet {
 class FleetStore;
@@ -39,8 +42,10 @@ class FleetPusher {
   public:
     struct Status {
         std::string bench;
-        std::uint64_t pending = 0;  // completed local sessions not in the fleet (last round)
-        std::uint64_t pushed = 0;   // pushed by this process
+        // Completed local sessions not in the fleet: counted in the local database against what
+        // the fleet last said it holds; nullopt until the fleet has answered once.
+        std::optional<std::uint64_t> pending;
+        std::uint64_t pushed = 0;  // pushed by this process
         std::uint64_t failures = 0;
         std::string last_error;            // "" after a successful round
         std::int64_t next_attempt_ns = 0;  // Unix ns
@@ -65,6 +70,10 @@ class FleetPusher {
   private:
     void run();
     void push_round();  // throws on any failure
+    // During an outage: pending counted in the local database against the fleet's last answer.
+    void recount_pending();
+    // A completed local session the fleet does not hold (in_fleet_ set).
+    bool waits(const storage::SessionInfo& s) const;
 
     config::FleetConfig config_;
     std::filesystem::path storage_path_;
@@ -72,6 +81,10 @@ class FleetPusher {
     std::shared_ptr<spdlog::logger> log_;
     std::unique_ptr<storage::fleet::FleetStore>
         store_;  // the thread's own; null while disconnected
+    // The pusher thread's own: the (id, start) pairs the fleet held at its last answer, plus
+    // those pushed since, and its retention bound then.
+    std::optional<std::set<std::pair<std::int64_t, std::int64_t>>> in_fleet_;
+    std::int64_t retained_from_ = 0;
     mutable std::mutex mutex_;
     std::condition_variable wake_;
     bool stopping_ = false;

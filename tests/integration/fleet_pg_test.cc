@@ -130,6 +130,17 @@ TEST_CASE("fleet store on PostgreSQL: benches push concurrently, survive an outa
                    r["fleet"]["last_error"].is_string() && r["fleet"]["failures"] >= 2;
         },
         20s));
+    // It never reached the fleet: how many of its sessions the fleet lacks is unknown, not 0
+    // (a 0 would silence the alert pending exists for). Bench 1 reached it: its count stands,
+    // counted in its own database.
+    CHECK(readiness(benches[3])["fleet"]["pending"].is_null());
+    CHECK(testing::eventually(
+        [&] {
+            const json r = readiness(benches[1]);
+            return r.is_object() && r["fleet"]["state"] == "retrying" &&
+                   r["fleet"]["pending"] == 0;
+        },
+        30s));
     // Bench 0 restarts while the server is down: what it pushed before stays pushed, once.
     benches[0].daemon->signal(SIGTERM);
     CHECK(benches[0].daemon->wait(10s) == 0);
