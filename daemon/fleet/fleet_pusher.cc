@@ -102,8 +102,10 @@ void FleetPusher::run() {
             delay = std::min(config_.retry_max, delay * 2);
             const std::lock_guard lock(mutex_);
             ++status_.failures;
+            // The server's words: escaped, so they cannot forge log lines or move a terminal.
             if (status_.last_error != e.what())
-                log_->warn("fleet: push failed (retrying in {} ms): {}", delay.count(), e.what());
+                log_->warn("fleet: push failed (retrying in {} ms): {}", delay.count(),
+                           config::printable(e.what()));
             status_.last_error = e.what();
         }
         if (!status_.last_error.empty()) recount_pending();

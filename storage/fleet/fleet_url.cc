@@ -2,6 +2,7 @@
 
 #include <libpq-fe.h>
 
+#include <cctype>
 #include <fstream>
 #include <memory>
 #include <stdexcept>
@@ -10,6 +11,42 @@ namespace rackprof::storage::fleet {
 namespace {
 
 using Options = std::unique_ptr<PQconninfoOption, void (*)(PQconninfoOption*)>;
+
+// libpq's reason with what it quotes of the URL taken out ("invalid percent-encoded token:
+// \"pw%zz\"" quotes the password), and no line breaks: it goes to logs and terminals.
+std::string without_quotes(const std::string& why) {
+    std::string out;
+    bool quoted = false;
+    for (const char c : why) {
+        if (c == '"') {
+            out += quoted ? "\"" : "\"...";
+            quoted = !quoted;
+        } else if (!quoted) {
+            out += (c == '\n' || c == '\r') ? ' ' : c;
+        }
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out;
+}
+
+// A URL part as the URL would carry it: anything but letters, digits and "-._~/" (and ':' in
+// a host: IPv6) percent-encoded, so a decoded ':' in a user name or a line break in a host
+// reads as what it was, never as a password or a forged log line.
+std::string url_escaped(const std::string& part, bool host) {
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    std::string out;
+    for (const unsigned char c : part) {
+        if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/' ||
+            (host && c == ':')) {
+            out += static_cast<char>(c);
+        } else {
+            out += '%';
+            out += kHex[c >> 4];
+            out += kHex[c & 15];
+        }
+    }
+    return out;
+}
 
 // The URL's settings as libpq reads them; throws std::invalid_argument with libpq's reason.
 Options parse(const std::string& url) {
@@ -20,9 +57,8 @@ Options parse(const std::string& url) {
     if (!options) {
         std::string why = error ? error : "out of memory";
         if (error) PQfreemem(error);
-        while (!why.empty() && why.back() == '\n') why.pop_back();
-        // libpq's message does not repeat the URL, so it cannot leak a password.
-        throw std::invalid_argument("the fleet URL is not a PostgreSQL connection URI: " + why);
+        throw std::invalid_argument("the fleet URL is not a PostgreSQL connection URI: " +
+                                    without_quotes(why));
     }
     return Options(options, &PQconninfoFree);
 }
@@ -48,15 +84,16 @@ void check_fleet_url(const std::string& url) {
 std::string redacted_url(const std::string& url) {
     try {
         const Options options = parse(url);
-        const std::string user = value_of(options, "user");
-        const std::string host = value_of(options, "host");
-        const std::string port = value_of(options, "port");
+        const std::string user = url_escaped(value_of(options, "user"), false);
+        const std::string host = url_escaped(value_of(options, "host"), true);
+        const std::string port = url_escaped(value_of(options, "port"), false);
         std::string out = "postgresql://";
         if (!user.empty()) out += user + "@";
-        out += host.find('/') != std::string::npos ? "[" + host + "]" : host;
+        const bool bracketed = host.find_first_of("/:") != std::string::npos;  // socket, IPv6
+        out += bracketed ? "[" + host + "]" : host;
         if (!port.empty()) out += ":" + port;
-        out += "/" + value_of(options, "dbname");
-        const std::string sslmode = value_of(options, "sslmode");
+        out += "/" + url_escaped(value_of(options, "dbname"), false);
+        const std::string sslmode = url_escaped(value_of(options, "sslmode"), false);
         if (!sslmode.empty()) out += "?sslmode=" + sslmode;
         return out;
     } catch (const std::invalid_argument&) {

@@ -27,6 +27,25 @@ TEST_CASE("fleet URL: passwords refused, logs show no secret, settings passed to
           "postgresql://rackprof@db.lab:5433/fleet?sslmode=require");
     CHECK(redacted_url("postgresql://db.lab/fleet?password=s3cret").find("s3cret") ==
           std::string::npos);
+    // What reaches a log reads as the URL carried it: a decoded ':' in the user is not a
+    // password's separator, a line break in the host forges no log line.
+    CHECK(redacted_url("postgresql://u%3Apw@db.lab/fleet") == "postgresql://u%3Apw@db.lab/fleet");
+    CHECK(redacted_url("postgresql://db%0Aforged%1B%5B31m/fleet") ==
+          "postgresql://db%0Aforged%1B%5B31m/fleet");
+    CHECK(redacted_url("postgresql://[::1]:5433/fleet") == "postgresql://[::1]:5433/fleet");
+    // libpq quotes the bad token of a malformed URL: the quoted part never reaches the error.
+    for (const char* malformed : {"postgresql://u:s3cret%zz@db.lab/fleet",
+                                  "postgresql://u@db.lab/fleet?password=s3cret%zz"}) {
+        CAPTURE(malformed);
+        try {
+            check_fleet_url(malformed);
+            FAIL("a malformed URL was accepted");
+        } catch (const std::invalid_argument& e) {
+            const std::string what = e.what();
+            CHECK(what.find("s3cret") == std::string::npos);
+            CHECK(what.find('\n') == std::string::npos);
+        }
+    }
 
     FleetConnection c;
     c.url = "postgresql://rackprof@db.lab/fleet";
