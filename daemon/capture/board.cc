@@ -193,7 +193,6 @@ void Board::schedule_reconnect() {
     backoff_ = std::min(backoff_ * 2, reconnect_max_);
     retry_timer_.async_wait([this](const boost::system::error_code& ec) {
         if (ec || stopping_) return;
-        ++reconnects_;
         connect();
     });
 }
@@ -202,7 +201,14 @@ void Board::set_state(LinkState state, const std::string& why) {
     if (!why.empty()) last_error_ = why;
     if (state == state_) return;
     log_->debug("[{}] {} -> {}", config_.name, to_string(state_), to_string(state));
-    if (state == LinkState::kConnected) log_->info("[{}] connected", config_.name);
+    if (state == LinkState::kConnected) {
+        log_->info("[{}] connected", config_.name);
+        // A reconnect is a connection made again after one was had, not an attempt; and a
+        // connected link has no error now (the last one was the reason it was down).
+        if (connected_once_) ++reconnects_;
+        connected_once_ = true;
+        last_error_.clear();
+    }
     state_ = state;
     if (events_) events_({config_.name, "link", to_string(state), last_error_, std::nullopt});
 }

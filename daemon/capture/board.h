@@ -80,7 +80,8 @@ class Board {
     std::optional<CaptureSession> session_;
     LinkState state_ = LinkState::kConnecting;
     std::string last_error_;
-    std::uint64_t reconnects_ = 0;
+    std::uint64_t reconnects_ = 0;  // connections made again after a connection was lost
+    bool connected_once_ = false;
     std::uint64_t failed_attempts_ = 0;
     bool stopping_ = false;
     BoardEventSink events_;

@@ -1,6 +1,7 @@
 // The HTTP API of a real `rackprof serve`, driven with curl as CI jobs do.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -472,6 +473,61 @@ TEST_CASE("API: firmware upload, attach, and imports of a capture and of a gmon.
                {"--data-binary", "@" + framed.string()});
     CHECK(bad.first == 400);
     CHECK(bad.second.find("console_port") != std::string::npos);
+}
+
+// Waits for the daemon's TCP link to `listener`, and sends it a byte (its first bytes prove
+// a TCP connection); the accepted client, or -1 after 15 s.
+int accept_and_send(const testing::LoopbackListener& listener) {
+    pollfd ready{listener.fd, POLLIN, 0};
+    if (::poll(&ready, 1, 15000) != 1) return -1;
+    const int client = ::accept(listener.fd, nullptr, nullptr);
+    if (client >= 0 && ::send(client, "x", 1, MSG_NOSIGNAL) != 1) {
+        ::close(client);
+        return -1;
+    }
+    return client;
+}
+
+TEST_CASE("a board's reconnects count connections made again; a connected board has no error") {
+    ApiDaemon d;
+    int port = 0;
+    {
+        const auto probe = testing::listen_loopback();
+        port = probe.port;
+        ::close(probe.fd);  // nobody listens there now: every attempt is refused
+    }
+    const std::string body =
+        R"({"name":"tcp1","link":"tcp://127.0.0.1:)" + std::to_string(port) + R"("})";
+    REQUIRE(
+        d.call("POST", "/api/v1/boards", {"-H", "Content-Type: application/json", "--data", body})
+            .first == 201);
+    const auto board = [&] { return json::parse(d.call("GET", "/api/v1/boards/tcp1").second); };
+    CHECK(testing::eventually(
+        [&] {
+            const json b = board();
+            return b["state"] == "disconnected" && !b["last_error"].get<std::string>().empty();
+        },
+        10s));
+    std::this_thread::sleep_for(1500ms);  // more refused attempts (backoff from 100 ms)
+    CHECK(board()["reconnects"] == 0);    // none of them connected
+
+    const auto listener = testing::listen_loopback(port);
+    int client = accept_and_send(listener);
+    REQUIRE(client >= 0);
+    CHECK(testing::eventually([&] { return board()["state"] == "connected"; }, 10s));
+    CHECK(board()["last_error"] == "");
+    CHECK(board()["reconnects"] == 0);  // the first connection
+
+    ::close(client);  // the server drops it; the board comes back
+    CHECK(testing::eventually([&] { return board()["state"] == "disconnected"; }, 10s));
+    client = accept_and_send(listener);
+    REQUIRE(client >= 0);
+    CHECK(testing::eventually([&] { return board()["state"] == "connected"; }, 10s));
+    const json again = board();
+    CHECK(again["reconnects"] == 1);
+    CHECK(again["last_error"] == "");
+    ::close(client);
+    ::close(listener.fd);
 }
 
 TEST_CASE("API: boards created, changed and deleted through the API, kept across restarts") {
