@@ -209,7 +209,10 @@ void configure_api(web::api::ApiOptions& api_options, const config::DaemonConfig
     api_options.require_token =
         !api_options.token.empty() || !endpoint.address().is_loopback() || config.token_for_reads;
     api_options.token_for_reads = config.token_for_reads;
-    api_options.log_error = [log](const std::string& what) { log->error("http: {}", what); };
+    // Escaped: a failure's text may quote a client or a PostgreSQL server.
+    api_options.log_error = [log](const std::string& what) {
+        log->error("http: {}", config::printable(what));
+    };
     std::error_code no_exe;
     api_options.web_root = web::server::find_web_root(
         config.web_root, std::filesystem::read_symlink("/proc/self/exe", no_exe),
