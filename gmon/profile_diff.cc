@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "gmon/decimal_text.h"
 #include "gmon/sampling_stats.h"
 
 namespace rackprof::gmon {
@@ -73,18 +74,12 @@ GateRule parse_gate_rule(std::string_view text) {
     std::string value(text.substr(op + 1));
     if (value.empty() || value.back() != '%') throw bad("the change ends in '%'");
     value.pop_back();
-    // One optional sign, then decimal digits with at most one point: no spaces (a URL's '+'
-    // arrives as one), doubled signs, exponents, hex or inf, which strtod would take.
+    // One optional sign, then a plain decimal (decimal_text.h).
     const std::string_view digits = std::string_view(value).substr(
         !value.empty() && (value[0] == '+' || value[0] == '-') ? 1 : 0);
-    const bool decimal =
-        std::count(digits.begin(), digits.end(), '.') <= 1 &&
-        std::any_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
-        std::all_of(digits.begin(), digits.end(),
-                    [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
     double percent = 0;
     const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), percent);
-    if (!decimal || ec != std::errc() || end != digits.data() + digits.size() ||
+    if (!is_plain_decimal(digits) || ec != std::errc() || end != digits.data() + digits.size() ||
         !std::isfinite(percent)) {
         throw bad("not a number");
     }

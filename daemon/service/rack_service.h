@@ -23,6 +23,7 @@
 
 #include "daemon/service/rack_types.h"
 #include "daemon/service/selection.h"
+#include "gmon/decimal_text.h"
 
 namespace rackprof::daemon::service {
 
@@ -54,16 +55,10 @@ class ServiceError : public std::runtime_error {
 };
 
 // A parameter as a non-negative number ("3", "0.5"), the rule for every numeric parameter of
-// the API and of an import; kBadRequest naming `what` otherwise. Decimal digits and at most one
-// point only: no sign, exponent, hex ("0x10"), "inf" or spaces, which strtod would take.
+// the API and of an import (gmon/decimal_text.h); kBadRequest naming `what` otherwise.
 inline double parse_non_negative(const std::string& text, const char* what) {
-    const bool decimal =
-        std::count(text.begin(), text.end(), '.') <= 1 &&
-        std::any_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
-        std::all_of(text.begin(), text.end(),
-                    [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
     double v = 0;
-    if (decimal) {
+    if (gmon::is_plain_decimal(text)) {
         const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
         if (ec == std::errc() && end == text.data() + text.size() && std::isfinite(v)) return v;
         if (ec == std::errc::result_out_of_range) {  // past double's range, either way
