@@ -11,10 +11,6 @@
 namespace rackprof::gmon {
 namespace {
 
-double percent(std::uint64_t k, std::uint64_t n) {
-    return n ? 100.0 * static_cast<double>(k) / static_cast<double>(n) : 0.0;
-}
-
 double median(std::vector<double> v) {
     if (v.empty()) return 0.0;
     std::sort(v.begin(), v.end());
@@ -98,7 +94,7 @@ void write_board_spread(JsonStream& out, const std::vector<std::string>& names,
         out.begin_object().key("boards").begin_array();
         for (std::size_t i = 0; i < boards.size(); ++i) {
             const std::uint64_t k = counts[i], n = boards[i].samples;
-            const double share = percent(k, n);
+            const double share = share_percent(k, n);
             sum += share;
             low = std::min(low, share);
             high = std::max(high, share);
@@ -112,7 +108,7 @@ void write_board_spread(JsonStream& out, const std::vector<std::string>& names,
         out.end_array().key("fleet_interval");
         interval(fleet_k, fleet_samples);
         const double count = static_cast<double>(std::max<std::size_t>(1, boards.size()));
-        out.field("fleet_percent", percent(fleet_k, fleet_samples))
+        out.field("fleet_percent", share_percent(fleet_k, fleet_samples))
             .field("max_percent", boards.empty() ? 0.0 : high)
             .field("mean_percent", sum / count)
             .field("min_percent", boards.empty() ? 0.0 : low)

@@ -9,6 +9,11 @@
 
 namespace rackprof::gmon {
 
+// k of n as a percentage; 0 when n is 0 (no samples: no share, not NaN).
+inline double share_percent(std::uint64_t k, std::uint64_t n) {
+    return n ? 100.0 * static_cast<double>(k) / static_cast<double>(n) : 0.0;
+}
+
 // The Wilson score interval of a share `k` of `n` (as fractions), at the normal quantile `z`
 // (1.96: 95 %). Chosen over the textbook (Wald) interval because it stays inside [0, 1] and
 // keeps its coverage for small counts and for shares near 0, which most functions have.

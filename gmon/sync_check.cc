@@ -28,10 +28,6 @@ std::uint64_t credited(const std::map<std::string, std::uint64_t>& by_name) {
     return n;
 }
 
-double percent(std::uint64_t k, std::uint64_t n) {
-    return n ? 100.0 * static_cast<double>(k) / static_cast<double>(n) : 0.0;
-}
-
 std::pair<double, double> percent_interval(std::uint64_t k, std::uint64_t n) {
     const auto [low, high] = wilson_interval(k, n);
     return {100 * low, 100 * high};
@@ -70,8 +66,8 @@ SyncCheck check_sync(const Profile& fixed, const Profile& dithered, double alpha
     const auto nb = static_cast<double>(check.dithered_samples);
     for (auto& [name, f] : by_name) {
         f.name = name;
-        f.fixed_percent = percent(f.fixed_samples, check.fixed_samples);
-        f.dithered_percent = percent(f.dithered_samples, check.dithered_samples);
+        f.fixed_percent = share_percent(f.fixed_samples, check.fixed_samples);
+        f.dithered_percent = share_percent(f.dithered_samples, check.dithered_samples);
         f.fixed_interval = percent_interval(f.fixed_samples, check.fixed_samples);
         f.dithered_interval = percent_interval(f.dithered_samples, check.dithered_samples);
         // Given both counts' sum, the dithered count is binomial when the shares are equal.

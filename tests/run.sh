@@ -6,7 +6,8 @@
 #                memory) and the tree's own rules (docs).
 #   build-asan/  clang, ASan + UBSan + libFuzzer's coverage, warnings are errors: every C++
 #                suite (unit, integration, fault, PostgreSQL), then every fuzz target for 10 s.
-# Both builds go through ccache and link with mold when the machine has them (./setup.sh).
+# Both builds go through ccache and link with mold when the machine has them (./setup.sh), and
+# compile the libraries in batches (RACKPROF_UNITY: about half the CPU of a build from scratch).
 # Each phase prints its seconds, and the last lines list them with what failed.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,7 +51,7 @@ trap 'summary $?' EXIT
 # leaves out the C++ suites the sanitizer build runs). Optimized as released; -g1 (line tables
 # and function names) is all a CI log's stack needs and compiles in two thirds of -g's time.
 build_main() {
-    cmake -S "$top" -B "$top/build" -G Ninja -DRACKPROF_WERROR=ON -DRACKPROF_TESTS=OFF \
+    cmake -S "$top" -B "$top/build" -G Ninja -DRACKPROF_WERROR=ON -DRACKPROF_TESTS=OFF -DRACKPROF_UNITY=ON \
         -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" >/dev/null &&
         cmake --build "$top/build" -j "$jobs"
 }
@@ -58,7 +59,7 @@ build_main() {
 # line tables only (enough for stack traces), and without -DNDEBUG the code's asserts are checked.
 build_asan() {
     cmake -S "$top" -B "$top/build-asan" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
-        -DCMAKE_C_COMPILER=clang -DRACKPROF_WERROR=ON -DRACKPROF_FUZZ=ON \
+        -DCMAKE_C_COMPILER=clang -DRACKPROF_WERROR=ON -DRACKPROF_FUZZ=ON -DRACKPROF_UNITY=ON \
         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
         >/dev/null &&
         cmake --build "$top/build-asan" -j "$jobs"

@@ -18,7 +18,7 @@ namespace rackprof::daemon::app {
 
 namespace {
 
-constexpr const char* kAbout =
+constexpr const char* kCampaignAbout =
     R"(Finds every function whose share of a metric is at least n % on a board with few counters
 (the ARC paper, §3.5): each run measures K functions' inclusive counts; a callee whose callers
 bound it below n % (M(f) <= sum of M(callers), for a monotone metric) is never measured.
@@ -179,7 +179,7 @@ CommandRun add_campaign_command(CLI::App& root) {
     auto args = std::make_shared<CampaignArgs>();
     CLI::App& app = add_command(
         root, "campaign",
-        "a counter campaign: find every function above n % of a metric, K per run", kAbout);
+        "a counter campaign: find every function above n % of a metric, K per run", kCampaignAbout);
     app.add_option("--sim", args->sim, "the simulated board's counter model (default: layers)")
         ->type_name("MODEL");
     add_count(app, "--functions", args->functions, "layers: how many functions (default: 60)")

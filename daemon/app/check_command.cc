@@ -12,7 +12,7 @@ namespace rackprof::daemon::app {
 
 namespace {
 
-constexpr const char* kAbout = R"(rackprof check --db FILE | --config FILE
+constexpr const char* kCheckAbout = R"(rackprof check --db FILE | --config FILE
 
 --db: checks a rackprof database for damage: every page, index and constraint (SQLite's
 PRAGMA integrity_check), without writing to it. Prints "ok" and exits 0 for a sound file;
@@ -90,7 +90,7 @@ CommandRun add_check_command(CLI::App& root) {
     auto args = std::make_shared<Args>();
     CLI::App& app = add_command(
         root, "check",
-        "check a configuration (--config FILE) or a database's integrity (--db FILE)", kAbout);
+        "check a configuration (--config FILE) or a database's integrity (--db FILE)", kCheckAbout);
     app.add_option("--db", args->db, "the database to check (read-only)")->type_name("FILE");
     app.add_option("--config", args->config, "the configuration to read as serve would")
         ->type_name("FILE");

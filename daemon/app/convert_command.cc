@@ -37,7 +37,7 @@ namespace rackprof::daemon::app {
 
 namespace {
 
-constexpr const char* kAbout = R"(rackprof convert CAPTURE [options]
+constexpr const char* kConvertAbout = R"(rackprof convert CAPTURE [options]
 rackprof convert --db FILE --session ID [--redecode] [options]
 rackprof convert --db FILE --select SELECTION [--config FILE] [options]
 
@@ -56,7 +56,7 @@ API's /api/v1/profile names them: 'build_id=3f2a..&board=a,b&from=NS&to=NS&sessi
 // The help's footer with the export formats as registered (gmon/export.h): a format added
 // there is listed here with no more code. A capture file's records have receive time 0.
 std::string about() {
-    std::string out = kAbout;
+    std::string out = kConvertAbout;
     out += "\nexport formats (--export):\n";
     for (const auto& f : gmon::export_formats()) {
         std::string name(f.name);

@@ -31,7 +31,7 @@ namespace {
 
 constexpr auto kQemuTimeout = std::chrono::seconds(60);
 
-constexpr const char* kAbout =
+constexpr const char* kDemoAbout =
     R"(rackprof demo [--model NAME] [--iterations N] [--dir DIR]
 rackprof demo --qemu [--board mps2-an385|microbit] [--example NAME]
               [--mode framed|compat|enter-exit] [--firmware-dir DIR] [--dir DIR]
@@ -184,7 +184,7 @@ CommandRun add_demo_command(CLI::App& root) {
     auto args = std::make_shared<DemoArgs>();
     CLI::App& app = add_command(
         root, "demo",
-        "simulate a board, convert its capture and print the profile (no hardware needed)", kAbout);
+        "simulate a board, convert its capture and print the profile (no hardware needed)", kDemoAbout);
     app.add_option("--model", args->model, "the simulated board's call model (default: blinky)")
         ->type_name("NAME");
     add_count(app, "--iterations", args->iterations,

@@ -13,7 +13,7 @@
 namespace rackprof::daemon::app {
 namespace {
 
-constexpr const char* kAbout =
+constexpr const char* kDiffAbout =
     R"(Compares two profiles function by function: self and total time, calls, their changes, and
 whether each change is beyond sampling error. A and B are each a capture file, a gmon.out, or
 (with --db) a selection of stored sessions such as 'build_id=3f2a…&board=b1' (the API's syntax).
@@ -178,7 +178,7 @@ std::shared_ptr<DiffArgs> add_diff_options(CLI::App& app, const char* a, const c
 CommandRun add_diff_command(CLI::App& root) {
     CLI::App& app =
         add_command(root, "diff",
-                    "compare two profiles function by function; a CI gate with --fail-on", kAbout);
+                    "compare two profiles function by function; a CI gate with --fail-on", kDiffAbout);
     auto args = add_diff_options(
         app, "A", "B",
         "print the diff as JSON (schema rackprof.diff/1) instead of the text report");

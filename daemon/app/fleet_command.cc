@@ -23,7 +23,7 @@
 namespace rackprof::daemon::app {
 namespace {
 
-constexpr const char* kAbout =
+constexpr const char* kFleetAbout =
     R"(Reads the fleet store: the PostgreSQL database many benches push their completed sessions to
 ([fleet] in the daemon's configuration). A SELECTION is the API's, plus bench=: e.g.
 'build_id=3f2a…', 'bench=lab-a,lab-b&board=m4-1', 'tag=nightly&from=1700000000000000000'.
@@ -283,7 +283,7 @@ CommandRun add_fleet_command(CLI::App& root) {
     auto args = std::make_shared<FleetArgs>();
     CLI::App& fleet = add_command(
         root, "fleet", "read the shared fleet store (PostgreSQL): sessions, merged profiles, diffs",
-        kAbout);
+        kFleetAbout);
     fleet.require_subcommand(1);
     add_connection_options(fleet, *args);
     CLI::App& sessions = add_fleet_subcommand(fleet, "sessions", "a selection's sessions, as JSON");

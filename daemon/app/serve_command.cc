@@ -33,7 +33,7 @@ namespace rackprof::daemon::app {
 
 namespace {
 
-constexpr const char* kAbout =
+constexpr const char* kServeAbout =
     R"(Runs the capture daemon: opens every board's link, captures sessions into SQLite, and keeps
 going through unplugs and reconnects. Without --config it runs on the embedded default: a
 database under ./var and a small simulated rack. SIGTERM or SIGINT stops it cleanly; SIGHUP
@@ -421,7 +421,7 @@ CommandRun add_serve_command(CLI::App& root) {
     auto args = std::make_shared<ServeArgs>();
     CLI::App& app = add_command(
         root, "serve",
-        "run the capture daemon (embedded default: a simulated rack, ./var/rackprof.db)", kAbout);
+        "run the capture daemon (embedded default: a simulated rack, ./var/rackprof.db)", kServeAbout);
     app.add_option("--config", args->config,
                    "the configuration (TOML; `rackprof check --config FILE` validates one)")
         ->type_name("FILE");

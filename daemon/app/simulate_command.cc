@@ -23,7 +23,7 @@ namespace rackprof::daemon::app {
 
 namespace {
 
-constexpr const char* kAbout =
+constexpr const char* kSimulateAbout =
     R"(Runs a call model as a profiled board would and writes the wire bytes it sends (the thesis'
 legacy format, or the rackprof framed protocol), plus the ground truth: every arc and PC
 sample sent, before any fault.
@@ -444,7 +444,7 @@ CommandRun add_simulate_command(CLI::App& root) {
     auto args = std::make_shared<SimulateArgs>();
     CLI::App& app = add_command(
         root, "simulate",
-        "run a virtual board: write the wire bytes it sends, and its ground truth", kAbout);
+        "run a virtual board: write the wire bytes it sends, and its ground truth", kSimulateAbout);
     add_model_options(app, *args);
     add_fault_and_output_options(app, *args);
     add_pty_options(app, *args);

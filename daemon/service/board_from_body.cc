@@ -6,19 +6,15 @@ namespace rackprof::daemon::service {
 
 namespace {
 
-[[noreturn]] void fail(Failure failure, const std::string& message) {
-    throw ServiceError(failure, message);
-}
-
 void check_api_board(const config::BoardConfig& board, const FirmwareStore& firmware,
                      const config::LinkPolicy& links) {
     try {
         links.check(board.link);
     } catch (const std::invalid_argument& e) {
-        fail(Failure::kForbidden, std::string("link: ") + e.what());
+        throw ServiceError(Failure::kForbidden, std::string("link: ") + e.what());
     }
     if (!board.elf.empty() && !firmware.holds(board.elf)) {
-        fail(Failure::kForbidden,
+        throw ServiceError(Failure::kForbidden,
              "elf: over HTTP, firmware comes from the store: upload it (PUT /api/v1/firmware) "
              "and name its id as \"firmware\"");
     }
@@ -32,14 +28,14 @@ config::BoardConfig board_from_body(nlohmann::json body, const std::string& name
     try {
         if (!name.empty() && body.is_object()) {
             if (body.contains("name") && body["name"] != name)
-                fail(Failure::kInvalid, "name: the path names the board");
+                throw ServiceError(Failure::kInvalid, "name: the path names the board");
             body["name"] = name;
         }
         if (body.is_object() && body.contains("firmware")) {
             const std::string id =
                 body["firmware"].is_string() ? body["firmware"].get<std::string>() : "";
             const auto path = firmware.find(id);
-            if (!path) fail(Failure::kInvalid, "firmware: no uploaded firmware with that id");
+            if (!path) throw ServiceError(Failure::kInvalid, "firmware: no uploaded firmware with that id");
             body.erase("firmware");
             body["elf"] = path->string();
         }
@@ -47,9 +43,9 @@ config::BoardConfig board_from_body(nlohmann::json body, const std::string& name
         check_api_board(board, firmware, links);
         return board;
     } catch (const nlohmann::json::exception&) {
-        fail(Failure::kBadRequest, "the body is not JSON");
+        throw ServiceError(Failure::kBadRequest, "the body is not JSON");
     } catch (const config::BoardFieldError& e) {
-        fail(Failure::kInvalid, e.key() + ": " + e.what());
+        throw ServiceError(Failure::kInvalid, e.key() + ": " + e.what());
     }
 }
 

@@ -24,19 +24,15 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void fail(Failure failure, const std::string& message) {
-    throw ServiceError(failure, message);
-}
-
 using BoardChange = capture::CaptureService::BoardChange;
 
 void fail_for(BoardChange change, const std::string& board) {
     if (change == BoardChange::kExists)
-        fail(Failure::kConflict, "a board named '" + board + "' exists");
+        throw ServiceError(Failure::kConflict, "a board named '" + board + "' exists");
     if (change == BoardChange::kNotFound)
-        fail(Failure::kNotFound, "no board named '" + board + "'");
+        throw ServiceError(Failure::kNotFound, "no board named '" + board + "'");
     if (change == BoardChange::kFromFile) {
-        fail(Failure::kConflict,
+        throw ServiceError(Failure::kConflict,
              "'" + board + "' comes from the configuration file: change it there (and reload)");
     }
 }
@@ -52,7 +48,7 @@ gmon::JsonReportOptions json_options_of(const ProfileOptions& options) {
 
 void require_elf(const gmon::ExportInput& input, std::int64_t id) {
     if (!input.source.elf) {
-        fail(Failure::kNoElf,
+        throw ServiceError(Failure::kNoElf,
              "session " + std::to_string(id) + " has no usable ELF, so functions cannot be named");
     }
 }
@@ -96,11 +92,11 @@ gmon::ChunkStream open_format(const gmon::ExportFormat& exporter,
     try {
         return exporter.open(input);
     } catch (const gmon::ExportNeedsCallingContext& e) {
-        fail(Failure::kInvalid, e.what());
+        throw ServiceError(Failure::kInvalid, e.what());
     } catch (const std::invalid_argument& e) {
         // What the input lacks: the ELF to name functions (ExportNeedsElf), or records and
         // raw bytes (an imported gmon.out has neither).
-        fail(input->source.elf ? Failure::kInvalid : Failure::kNoElf, e.what());
+        throw ServiceError(input->source.elf ? Failure::kInvalid : Failure::kNoElf, e.what());
     }
 }
 
@@ -122,7 +118,7 @@ storage::SessionInfo LocalRack::stored_session(std::int64_t id) {
     if (capture_.live_snapshot(id)) {
         // Started while storage fails: capturing, its row written once commits succeed again.
         if (const std::string error = storage_error(); !error.empty())
-            fail(Failure::kNotReady, "session " + std::to_string(id) +
+            throw ServiceError(Failure::kNotReady, "session " + std::to_string(id) +
                                          " is capturing, but storage is failing (" + error +
                                          "): its row is written once commits succeed again");
         // Just started: its id is reserved and already on the board (and in the events), its
@@ -132,7 +128,7 @@ storage::SessionInfo LocalRack::stored_session(std::int64_t id) {
             if (auto later = readers_.lease()->session(id)) return std::move(*later);
         }
     }
-    fail(Failure::kNotFound, "no session " + std::to_string(id));
+    throw ServiceError(Failure::kNotFound, "no session " + std::to_string(id));
 }
 
 std::string LocalRack::storage_error() {
@@ -145,7 +141,7 @@ json LocalRack::readiness() {
         // A fresh connection, not a pooled one: the probe is whether storage opens now.
         storage::SessionStore probe(storage_path_, storage::Database::Mode::kReadOnly);
     } catch (const std::exception&) {
-        fail(Failure::kNotReady, "storage is not available");
+        throw ServiceError(Failure::kNotReady, "storage is not available");
     }
     json out = {{"status", "ready"}, {"boards", capture_.boards().size()}};
     add_storage_state(out, storage_error());
@@ -173,7 +169,7 @@ json LocalRack::board(const std::string& name) {
     for (const auto& b : capture_.boards()) {
         if (b.name == name) return board_json(b);
     }
-    fail(Failure::kNotFound, "no board named '" + name + "'");
+    throw ServiceError(Failure::kNotFound, "no board named '" + name + "'");
 }
 
 json LocalRack::add_board(const json& body) {
@@ -197,21 +193,21 @@ void LocalRack::remove_board(const std::string& name) {
 json LocalRack::start_session(const std::string& board_name) {
     board(board_name);  // 404 for a board that is not there
     const std::int64_t id = capture_.start_session(board_name);
-    if (!id) fail(Failure::kConflict, "the session could not start");
+    if (!id) throw ServiceError(Failure::kConflict, "the session could not start");
     return session_json(stored_session(id), storage_error());
 }
 
 json LocalRack::stop_session(std::int64_t id) {
     const auto info = stored_session(id);
     if (info.state != "capturing" || !capture_.stop_stored_session(id))
-        fail(Failure::kConflict, "session " + std::to_string(id) + " is not capturing");
+        throw ServiceError(Failure::kConflict, "session " + std::to_string(id) + " is not capturing");
     return session_json(stored_session(id), storage_error());
 }
 
 void LocalRack::delete_session(std::int64_t id) {
     const auto info = stored_session(id);
     if (info.state == "capturing" || !capture_.delete_stored_session(id))
-        fail(Failure::kConflict, "session " + std::to_string(id) + " is capturing: stop it first");
+        throw ServiceError(Failure::kConflict, "session " + std::to_string(id) + " is capturing: stop it first");
 }
 
 json LocalRack::sessions(const SessionFilter& filter) {
@@ -309,7 +305,7 @@ nlohmann::json LocalRack::sync_check_of(const gmon::Profile& fixed, std::int64_t
         check["reference"] = reference;
         return check;
     } catch (const std::invalid_argument& e) {
-        fail(Failure::kInvalid, std::string("cannot check synchronisation: ") + e.what());
+        throw ServiceError(Failure::kInvalid, std::string("cannot check synchronisation: ") + e.what());
     }
 }
 
@@ -341,12 +337,12 @@ DiffResult LocalRack::diff(const Selection& a, const Selection& b, const DiffReq
     gmon::DiffOptions options;
     options.alpha = request.alpha;
     if (!(options.alpha > 0 && options.alpha < 1))
-        fail(Failure::kBadRequest, "alpha must be between 0 and 1");
+        throw ServiceError(Failure::kBadRequest, "alpha must be between 0 and 1");
     for (const auto& rule : request.fail_on) {
         try {
             options.gates.push_back(gmon::parse_gate_rule(rule));
         } catch (const std::invalid_argument& e) {
-            fail(Failure::kBadRequest, e.what());
+            throw ServiceError(Failure::kBadRequest, e.what());
         }
     }
     const auto merged_a = selections_.merged(a), merged_b = selections_.merged(b);
@@ -360,14 +356,14 @@ DiffResult LocalRack::diff(const Selection& a, const Selection& b, const DiffReq
                 gmon::render_diff_text(d, selection_label(summary_a), selection_label(summary_b)),
                 d.failed()};
     } catch (const std::invalid_argument& e) {
-        fail(Failure::kInvalid, std::string("cannot compare: ") + e.what());
+        throw ServiceError(Failure::kInvalid, std::string("cannot compare: ") + e.what());
     }
 }
 
 Export LocalRack::open_selection_export(const Selection& selection, const std::string& format) {
     const auto* exporter = gmon::find_export_format(format);
     if (!exporter || exporter->paged)
-        fail(Failure::kUnknownFormat, "a selection exports as " + selection_format_names() +
+        throw ServiceError(Failure::kUnknownFormat, "a selection exports as " + selection_format_names() +
                                           ", not '" + format +
                                           "' (raw bytes and records belong to one session)");
     const auto input = selections_.merged(selection)->input;
@@ -383,12 +379,12 @@ Export LocalRack::open_export(std::int64_t id, const std::string& format,
                               const TimeWindow& window) {
     const auto* exporter = gmon::find_export_format(format);
     if (!exporter)
-        fail(Failure::kUnknownFormat,
+        throw ServiceError(Failure::kUnknownFormat,
              "unknown format '" + format + "' (" + gmon::export_format_names() + ")");
     const auto info = stored_session(id);
     // The paged formats (raw, ndjson) are the raw data itself.
     if (exporter->paged && info.raw_pruned)
-        fail(Failure::kGone, "session " + std::to_string(id) + ": the " + format +
+        throw ServiceError(Failure::kGone, "session " + std::to_string(id) + ": the " + format +
                                  " export needs its raw data, but its " +
                                  storage::raw_pruned_reason(*info.raw_pruned));
     const auto input = session_input(info, window);
@@ -403,9 +399,9 @@ Stored LocalRack::put_firmware(const std::filesystem::path& upload) {
 
 json LocalRack::attach_firmware(std::int64_t session_id, const std::string& id) {
     stored_session(session_id);
-    if (!FirmwareStore::is_id(id)) fail(Failure::kBadFirmwareId, "\"id\" must be a firmware id");
+    if (!FirmwareStore::is_id(id)) throw ServiceError(Failure::kBadFirmwareId, "\"id\" must be a firmware id");
     const auto path = firmware_.find(id);
-    if (!path) fail(Failure::kNotFound, "no firmware " + id + "; PUT it first");
+    if (!path) throw ServiceError(Failure::kNotFound, "no firmware " + id + "; PUT it first");
     const auto elf = elves_.get(path->string());
     capture_.set_session_firmware(session_id, path->string(), elf->build_id(),
                                   capture::file_sha256(*path));
@@ -422,7 +418,7 @@ std::shared_ptr<gmon::ExportInput> LocalRack::session_input(const storage::Sessi
                                                             const TimeWindow& window) {
     // A window is answered from the record batches: gone with the raw data.
     if (window.bounded() && info.raw_pruned)
-        fail(Failure::kGone, "session " + std::to_string(info.id) +
+        throw ServiceError(Failure::kGone, "session " + std::to_string(info.id) +
                                  ": a time window (from/to) needs its records, but its " +
                                  storage::raw_pruned_reason(*info.raw_pruned));
     StoredSessionData data;

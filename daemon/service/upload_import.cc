@@ -17,10 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void fail(Failure failure, const std::string& message) {
-    throw ServiceError(failure, message);
-}
-
 // An imported capture's wire from the query (protocol, addr_bytes and the itm keys, as a
 // board's), checked by the same rules as a board's settings.
 config::BoardConfig import_wire(const ImportParameters& query, const std::string& format) {
@@ -34,7 +30,7 @@ config::BoardConfig import_wire(const ImportParameters& query, const std::string
     try {
         return config::board_from_json(board);
     } catch (const config::BoardFieldError& e) {
-        fail(Failure::kBadRequest, e.key() + ": " + e.what());
+        throw ServiceError(Failure::kBadRequest, e.key() + ": " + e.what());
     }
 }
 
@@ -84,11 +80,11 @@ std::int64_t UploadImport::import(const std::filesystem::path& file,
                                   const ImportParameters& query) {
     // Its records would be counted lost, not stored: refused, for the client to try again.
     if (const storage::StorageHealth health = capture_.storage_health(); health.failing)
-        fail(Failure::kNotReady, "storage is failing (" + health.error + "): import again later");
+        throw ServiceError(Failure::kNotReady, "storage is failing (" + health.error + "): import again later");
     const std::string format = query.count("format") ? query.at("format") : "bin";
     const ingest::ImportFormat* kind = ingest::find_import_format(format);
     if (!kind || !kind->uploadable)
-        fail(Failure::kBadRequest, "format must be " + ingest::import_format_names(true));
+        throw ServiceError(Failure::kBadRequest, "format must be " + ingest::import_format_names(true));
     const bool histogram_file = kind->kind != ingest::InputKind::kCapture;
     const config::BoardConfig wire_settings = import_wire(query, histogram_file ? "bin" : format);
     std::shared_ptr<const gmon::Symbolizer> elf;
@@ -97,7 +93,7 @@ std::int64_t UploadImport::import(const std::filesystem::path& file,
     try {
         config::validate_board_name(spec.board);  // it reaches file names and log lines
     } catch (const config::BoardFieldError& e) {
-        fail(Failure::kBadRequest, std::string("board: ") + e.what());
+        throw ServiceError(Failure::kBadRequest, std::string("board: ") + e.what());
     }
     spec.link = "import";
     spec.protocol = wire_settings.protocol;
@@ -107,7 +103,7 @@ std::int64_t UploadImport::import(const std::filesystem::path& file,
     if (query.count("firmware")) {
         const std::string id = query.at("firmware");
         const auto path = firmware_.find(id);
-        if (!path) fail(Failure::kNotFound, "no firmware " + id);
+        if (!path) throw ServiceError(Failure::kNotFound, "no firmware " + id);
         elf = elves_.get(path->string());
         spec.elf_path = path->string();
         spec.elf_build_id = elf->build_id();
@@ -130,7 +126,7 @@ std::int64_t UploadImport::import_gmon(const std::filesystem::path& file,
     const auto bad_gmon = [&](const gmon::GmonFormatError& e) {
         std::string why = e.what();  // without the upload's path, which is the daemon's business
         if (why.starts_with(file.string() + ": ")) why.erase(0, file.string().size() + 2);
-        fail(Failure::kBadGmon, why);
+        throw ServiceError(Failure::kBadGmon, why);
     };
     std::optional<ingest::GmonFile> gmon_file;
     try {
@@ -163,7 +159,7 @@ std::int64_t UploadImport::import_tiva(const std::filesystem::path& file,
     } catch (const gmon::TivaFormatError& e) {
         std::string why = e.what();  // without the upload's path, which is the daemon's business
         if (why.starts_with(file.string() + ": ")) why.erase(0, file.string().size() + 2);
-        fail(Failure::kBadGmon, why);
+        throw ServiceError(Failure::kBadGmon, why);
     }
     spec.histograms = {report->shape};
     const auto stored = capture_.begin_import(spec);
@@ -187,7 +183,7 @@ std::int64_t UploadImport::import_capture(const std::filesystem::path& file,
         ingest::import_file(file, import, pieces, {},
                             [&](std::span<const std::uint8_t> bytes) { pieces.on_raw(bytes); });
     if (imported.stats.records() == 0)
-        fail(Failure::kNoRecords, "no records found: check format, protocol and addr_bytes");
+        throw ServiceError(Failure::kNoRecords, "no records found: check format, protocol and addr_bytes");
     pieces.finish();
     storage::SessionCounters counters;
     storage::set_decoder_counters(counters, imported.stats);

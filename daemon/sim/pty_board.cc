@@ -10,15 +10,12 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <system_error>
 
 namespace rackprof::daemon::sim {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-
-[[noreturn]] void fail(const std::string& what) {
-    throw std::runtime_error(what + ": " + std::strerror(errno));
-}
 }  // namespace
 
 PtyBoard::PtyBoard(PtyBoardOptions options) : options_(std::move(options)) {
@@ -39,19 +36,19 @@ std::filesystem::path PtyBoard::device() const {
 RawPty open_raw_pty() {
     RawPty pty;
     pty.master = ::posix_openpt(O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-    if (pty.master < 0) fail("posix_openpt");
+    if (pty.master < 0) throw std::system_error(errno, std::generic_category(), "posix_openpt");
     try {
-        if (::grantpt(pty.master) != 0 || ::unlockpt(pty.master) != 0) fail("grantpt/unlockpt");
+        if (::grantpt(pty.master) != 0 || ::unlockpt(pty.master) != 0) throw std::system_error(errno, std::generic_category(), "grantpt/unlockpt");
         char name[128];
-        if (::ptsname_r(pty.master, name, sizeof name) != 0) fail("ptsname");
+        if (::ptsname_r(pty.master, name, sizeof name) != 0) throw std::system_error(errno, std::generic_category(), "ptsname");
         pty.slave_path = name;
         pty.keeper = ::open(name, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-        if (pty.keeper < 0) fail(std::string("open ") + name);
+        if (pty.keeper < 0) throw std::system_error(errno, std::generic_category(), std::string("open ") + name);
         // Raw from the first byte: no line discipline may touch the wire bytes.
         termios tio{};
-        if (::tcgetattr(pty.keeper, &tio) != 0) fail("tcgetattr");
+        if (::tcgetattr(pty.keeper, &tio) != 0) throw std::system_error(errno, std::generic_category(), "tcgetattr");
         ::cfmakeraw(&tio);
-        if (::tcsetattr(pty.keeper, TCSANOW, &tio) != 0) fail("tcsetattr");
+        if (::tcsetattr(pty.keeper, TCSANOW, &tio) != 0) throw std::system_error(errno, std::generic_category(), "tcsetattr");
     } catch (...) {
         close_raw_pty(pty);
         throw;
@@ -137,7 +134,7 @@ void PtyBoard::write_piece(const std::uint8_t* data, std::size_t size, std::uint
             done += static_cast<std::size_t>(n);
             continue;
         }
-        if (n < 0 && errno != EAGAIN && errno != EINTR) fail("write to pty");
+        if (n < 0 && errno != EAGAIN && errno != EINTR) throw std::system_error(errno, std::generic_category(), "write to pty");
         pollfd p{pty_.master, POLLOUT, 0};
         ::poll(&p, 1, 50);
     }

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 #include "daemon/sim/pty_board.h"
@@ -15,10 +16,6 @@ namespace rackprof::daemon::sim {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-
-[[noreturn]] void fail(const std::string& what) {
-    throw std::runtime_error(what + ": " + std::strerror(errno));
-}
 
 // The most one write hands a pty (more than a pty holds): bytes due beyond it wait for the
 // next write, and are not generated before then. Generating a lagging reader's whole backlog
@@ -51,7 +48,7 @@ PtyRack::PtyRack(PtyRackOptions options) : options_(std::move(options)) {
         throw std::invalid_argument("a pty rack needs one link per board, or none");
     if (options_.rate == 0) throw std::invalid_argument("a pty rack needs a rate above 0");
     epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
-    if (epoll_ < 0) fail("epoll_create1");
+    if (epoll_ < 0) throw std::system_error(errno, std::generic_category(), "epoll_create1");
     // About one tick's bytes per piece: generated just ahead of the wire, never megabytes.
     const auto piece = std::max<std::uint64_t>(
         64, bytes_due(options_.rate, std::chrono::duration_cast<Clock::duration>(options_.tick)));
@@ -77,7 +74,7 @@ PtyRack::PtyRack(PtyRackOptions options) : options_(std::move(options)) {
         epoll_event ev{};
         ev.events = EPOLLONESHOT;
         ev.data.u64 = i;
-        if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, b->pty.master, &ev) != 0) fail("epoll_ctl");
+        if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, b->pty.master, &ev) != 0) throw std::system_error(errno, std::generic_category(), "epoll_ctl");
     }
 }
 
@@ -115,7 +112,7 @@ void PtyRack::feed(Board& b, std::uint64_t due) {
             watch_until_writable(b);
             break;
         }
-        if (n <= 0) fail("write to " + b.pty.slave_path);
+        if (n <= 0) throw std::system_error(errno, std::generic_category(), "write to " + b.pty.slave_path);
         b.offset += static_cast<std::size_t>(n);
         b.sent += static_cast<std::uint64_t>(n);
         left -= static_cast<std::size_t>(n);
@@ -137,7 +134,7 @@ void PtyRack::watch_until_writable(Board& b) {
     epoll_event ev{};
     ev.events = EPOLLOUT | EPOLLONESHOT;
     ev.data.u64 = b.index;
-    if (::epoll_ctl(epoll_, EPOLL_CTL_MOD, b.pty.master, &ev) != 0) fail("epoll_ctl");
+    if (::epoll_ctl(epoll_, EPOLL_CTL_MOD, b.pty.master, &ev) != 0) throw std::system_error(errno, std::generic_category(), "epoll_ctl");
     b.watched = true;
 }
 
@@ -166,7 +163,7 @@ PtyRackStats PtyRack::run(const std::atomic<bool>* stop) {
         const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_tick - Clock::now());
         const int n = ::epoll_wait(epoll_, events.data(), static_cast<int>(events.size()),
                                    static_cast<int>(std::max<std::int64_t>(0, wait.count())));
-        if (n < 0 && errno != EINTR) fail("epoll_wait");
+        if (n < 0 && errno != EINTR) throw std::system_error(errno, std::generic_category(), "epoll_wait");
         // A drained pty takes its backlog now rather than at the next tick.
         const std::uint64_t due_now = bytes_due(options_.rate, Clock::now() - start);
         for (int i = 0; i < n; ++i) {
