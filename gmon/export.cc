@@ -145,7 +145,7 @@ const std::array<ExportFormat, 17> kFormats = {{
      open_gmon},
     {"text", "text/plain; charset=utf-8", ".txt",
      "the flat profile and call graph exactly as gprof -b prints them", false, open_text},
-    {"text-intervals", "text/plain; charset=utf-8", ".txt",
+    {"text-intervals", "text/plain; charset=utf-8", ".intervals.txt",
      "text, the flat profile followed by each row's 95 % Wilson interval (sampling error)", false,
      open_text_intervals},
     {"json", "application/json", ".json", "the JSON report (schema rackprof.report/1)", false,

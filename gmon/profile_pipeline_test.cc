@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 
 #include "gmon/export.h"
 #include "gmon/gmon_reader.h"
@@ -112,11 +113,14 @@ TEST_CASE("every export format is registered once and opens") {
         if (n++ == 2) return std::nullopt;
         return std::string("ab");
     };
+    std::set<std::string_view> suffixes;
     for (const auto& f : export_formats()) {
         CAPTURE(f.name);
         CHECK(find_export_format(f.name) == &f);
         CHECK_FALSE(f.content_type.empty());
         CHECK_FALSE(f.file_suffix.empty());
+        // Two downloads of one session never share a file name (text and text-intervals did).
+        CHECK(suffixes.insert(f.file_suffix).second);
     }
     CHECK(export_format_names() ==
           "gmon, text, text-intervals, json, csv, ndjson, raw, pprof, callgrind, folded, "

@@ -116,6 +116,9 @@ TEST_CASE("help is generated from the declarations and exits 0") {
     const Run convert({"convert", "--help"});
     for (const char* text : {"--addr-bytes", "the firmware's ELF", "pprof", "callgrind", "itm"})
         CHECK(convert.out.str().find(text) != std::string::npos);
+    // serve's help gives the address it listens on when nothing says otherwise.
+    const Run serve({"serve", "--help"});
+    CHECK(serve.out.str().find("default: 127.0.0.1:8080") != std::string::npos);
     const Run prune({"fleet", "prune", "--help"});
     CHECK(prune.code == 0);
     CHECK(prune.out.str().find("--keep-sessions-days") != std::string::npos);

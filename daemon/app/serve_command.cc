@@ -426,8 +426,10 @@ CommandRun add_serve_command(CLI::App& root) {
                    "the configuration (TOML; `rackprof check --config FILE` validates one)")
         ->type_name("FILE");
     app.add_option("--listen", args->listen,
-                   "the HTTP API's address, over server.listen: 127.0.0.1:8081,\n"
-                   "[::1]:8080, 0.0.0.0:8080; port 0 takes any free port (the log says which)")
+                   "the HTTP API's address, over server.listen (default: " +
+                       config::DaemonConfig{}.listen +
+                       "):\n127.0.0.1:8081, [::1]:8080, 0.0.0.0:8080; port 0 takes any free "
+                       "port (the log says which)")
         ->type_name("ADDR");
     app.add_option("--log-level", args->log_level, "over logging.level")
         ->type_name("LEVEL")

@@ -171,8 +171,15 @@ type Column = {
   numeric: boolean;
 };
 
-const rel = (x: number | null) =>
-  x === null ? "new" : `${x > 0 ? "+" : x < 0 ? "−" : "±"}${Math.abs(x * 100).toFixed(1)} %`;
+// A relative change as the table shows it. The diff gives null when A has none of the
+// quantity: that is "new" only when B has some; with none on either side nothing changed ("—").
+export const changeText = (change: number | null, a: number, b: number): string => {
+  if (change !== null) {
+    const sign = change > 0 ? "+" : change < 0 ? "−" : "±";
+    return `${sign}${Math.abs(change * 100).toFixed(1)} %`;
+  }
+  return a === 0 && b > 0 ? "new" : "—";
+};
 const secs = (s: number) => s.toFixed(2);
 // A side's share with its sampling error: "12.34 ±0.56" (the 95 % Wilson interval's half width).
 const share = (side: DiffFunction["a"]) =>
@@ -212,7 +219,7 @@ const columns: Column[] = [
     key: "self_change",
     label: "Self change",
     value: (f) => f.self_change,
-    show: (f) => rel(f.self_change),
+    show: (f) => changeText(f.self_change, f.a.self_seconds, f.b.self_seconds),
     numeric: true,
   },
   {
@@ -227,7 +234,7 @@ const columns: Column[] = [
     key: "total_change",
     label: "Total change",
     value: (f) => f.total_change,
-    show: (f) => rel(f.total_change),
+    show: (f) => changeText(f.total_change, f.a.total_seconds, f.b.total_seconds),
     numeric: true,
   },
   {
@@ -248,7 +255,7 @@ const columns: Column[] = [
     key: "calls_change",
     label: "Calls change",
     value: (f) => f.calls_change,
-    show: (f) => (f.calls_change === null ? "—" : rel(f.calls_change)),
+    show: (f) => changeText(f.calls_change, f.a.calls, f.b.calls),
     numeric: true,
   },
   {

@@ -26,6 +26,7 @@ export async function sessionsPage(main: HTMLElement, params: URLSearchParams) {
     h("button", { type: "submit" }, "Filter"),
   );
 
+  const [pairA, pairB] = defaultPair(sessions);
   replace(
     main,
     h("h1", {}, "Sessions"),
@@ -61,12 +62,18 @@ export async function sessionsPage(main: HTMLElement, params: URLSearchParams) {
       ),
     ),
     h("h2", {}, "Compare two sessions or builds"),
-    diffForm(
-      sessions,
-      sessions.length > 1 ? `session=${sessions[sessions.length - 2].id}` : "",
-      sessions.length ? `session=${sessions[sessions.length - 1].id}` : "",
-    ),
+    diffForm(sessions, pairA ? `session=${pairA.id}` : "", pairB ? `session=${pairB.id}` : ""),
   );
+}
+
+// The pair the compare form starts with: the newest session, and the newest before it of the
+// same build (sessions of different builds cannot be compared function by function); none
+// when no earlier session has its build.
+export function defaultPair(sessions: Session[]): [Session | undefined, Session | undefined] {
+  const b = sessions[sessions.length - 1];
+  if (!b) return [undefined, undefined];
+  const a = [...sessions.slice(0, -1)].reverse().find((s) => s.build_id === b.build_id);
+  return [a, b];
 }
 
 function filterOf(params: URLSearchParams): Record<string, string> {
