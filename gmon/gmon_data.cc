@@ -1,7 +1,9 @@
 #include "gmon/gmon_data.h"
 
 #include <algorithm>
+#include <iterator>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 
 namespace rackprof::gmon {
@@ -70,6 +72,42 @@ Layout layout_of(const HistogramSpec& spec) {
     return {spec.low_pc, spec.low_pc + nbins * spec.bin_bytes, nbins};
 }
 
+// The first range (in the given order) that holds a PC. An imported gmon.out may have tens of
+// thousands of histograms: ranges that do not overlap (all but made-up ones) are searched by
+// bisection, not one by one for every PC.
+class RangeFinder {
+  public:
+    explicit RangeFinder(const std::vector<std::pair<const HistogramSpec*, Layout>>& ranges)
+        : ranges_(ranges) {
+        by_low_.resize(ranges.size());
+        for (std::size_t k = 0; k < ranges.size(); ++k) by_low_[k] = k;
+        std::sort(by_low_.begin(), by_low_.end(),
+                  [&](std::size_t a, std::size_t b) { return low(a) < low(b); });
+        for (std::size_t i = 1; i < by_low_.size(); ++i)
+            disjoint_ = disjoint_ && ranges[by_low_[i - 1]].second.high <= low(by_low_[i]);
+    }
+    std::optional<std::size_t> operator()(std::uint64_t pc) const {
+        if (!disjoint_) {
+            for (std::size_t k = 0; k < ranges_.size(); ++k)
+                if (holds(k, pc)) return k;
+            return std::nullopt;
+        }
+        const auto after = std::upper_bound(by_low_.begin(), by_low_.end(), pc,
+                                            [&](std::uint64_t v, std::size_t k) { return v < low(k); });
+        if (after == by_low_.begin() || !holds(*std::prev(after), pc)) return std::nullopt;
+        return *std::prev(after);
+    }
+
+  private:
+    std::uint64_t low(std::size_t k) const { return ranges_[k].second.low; }
+    bool holds(std::size_t k, std::uint64_t pc) const {
+        return pc >= ranges_[k].second.low && pc < ranges_[k].second.high;
+    }
+    const std::vector<std::pair<const HistogramSpec*, Layout>>& ranges_;
+    std::vector<std::size_t> by_low_;
+    bool disjoint_ = true;
+};
+
 }  // namespace
 
 std::uint64_t bin_address(const HistogramSpec& spec, std::uint64_t index) {
@@ -106,18 +144,18 @@ BinningResult to_gmon_data(const Aggregate& aggregate, const std::vector<Histogr
         result.data.histograms.push_back(std::move(h));
         ranges.emplace_back(&spec, l);
     }
+    const RangeFinder find(ranges);
     std::vector<PcCount> sorted;
     for (const PcCount& p : aggregate.pc_samples(sorted)) {
-        bool binned = false;
-        for (std::size_t k = 0; k < ranges.size() && !binned; ++k) {
-            const auto& [spec, l] = ranges[k];
-            if (p.pc < l.low || p.pc >= l.high) continue;
-            const std::uint64_t bin =
-                spec->bins ? exact_bin_of(*spec, p.pc) : (p.pc - l.low) / spec->bin_bytes;
-            result.data.histograms[k].bins[bin] += p.count;
-            binned = true;
+        const std::optional<std::size_t> k = find(p.pc);
+        if (!k) {
+            result.samples_outside += p.count;
+            continue;
         }
-        if (!binned) result.samples_outside += p.count;
+        const auto& [spec, l] = ranges[*k];
+        const std::uint64_t bin =
+            spec->bins ? exact_bin_of(*spec, p.pc) : (p.pc - l.low) / spec->bin_bytes;
+        result.data.histograms[*k].bins[bin] += p.count;
     }
     return result;
 }

@@ -199,27 +199,26 @@ std::vector<ArcCount> summed_arcs(const std::vector<ArcCount>& arcs) {
 template <typename Merge>
 void merge_by_range(const std::vector<Histogram>& histograms,
                     const std::function<std::uint64_t(std::size_t)>& bins_of, Merge&& merge) {
-    std::vector<std::size_t> firsts;  // the first histogram of each range
+    // (low, high) -> the first histogram of that range. The ranges held never overlap, so in
+    // order of their start they are in order of their end: only the last one that starts
+    // before a new range ends can overlap it (a file may hold tens of thousands of them).
+    std::map<std::pair<std::uint64_t, std::uint64_t>, std::size_t> firsts;
     for (std::size_t i = 0; i < histograms.size(); ++i) {
         const Histogram& h = histograms[i];
-        const auto same = std::find_if(firsts.begin(), firsts.end(), [&](std::size_t m) {
-            return histograms[m].low_pc == h.low_pc && histograms[m].high_pc == h.high_pc;
-        });
-        if (same == firsts.end()) {
-            for (const std::size_t m : firsts) {
-                if (h.low_pc < histograms[m].high_pc && histograms[m].low_pc < h.high_pc) {
-                    throw GmonFormatError(
-                        "histogram ranges overlap partially (gprof cannot read this)");
-                }
+        const std::pair range{h.low_pc, h.high_pc};
+        if (const auto same = firsts.find(range); same != firsts.end()) {
+            if (bins_of(same->second) != bins_of(i)) {
+                throw GmonFormatError("histograms with the same range have different bin counts");
             }
-            firsts.push_back(i);
-            merge(i, std::nullopt);
+            merge(i, same->second);
             continue;
         }
-        if (bins_of(*same) != bins_of(i)) {
-            throw GmonFormatError("histograms with the same range have different bin counts");
+        const auto after = firsts.lower_bound({h.high_pc, 0});
+        if (after != firsts.begin() && h.low_pc < std::prev(after)->first.second) {
+            throw GmonFormatError("histogram ranges overlap partially (gprof cannot read this)");
         }
-        merge(i, *same);
+        firsts.emplace(range, i);
+        merge(i, std::nullopt);
     }
 }
 

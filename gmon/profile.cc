@@ -37,6 +37,10 @@ class Engine {
 
   private:
     static constexpr int kDfnNan = 0;
+    // Each symbol's start in gprof's 2-byte units, and one past the last's end: once for all
+    // histograms (an imported gmon.out may have tens of thousands).
+    const std::vector<std::uint64_t>& scaled_bounds();
+    std::vector<std::uint64_t> scaled_;
     static constexpr int kDfnBusy = -1;
 
     std::optional<std::size_t> lookup(std::uint64_t address) const;
@@ -114,16 +118,35 @@ std::optional<std::size_t> Engine::lookup(std::uint64_t address) const {
 
 // hist_assign_samples_1(): a bin's count is credited to the symbols it overlaps, in
 // proportion to the overlap; a symbol reaches up to where the next one starts.
-void Engine::assign_samples(const Histogram& h, double hist_scale) {
+const std::vector<std::uint64_t>& Engine::scaled_bounds() {
+    if (!scaled_.empty()) return scaled_;
     const std::size_t n = p_.symbols.size();
-    std::vector<std::uint64_t> scaled(n + 1, 0);
-    for (std::size_t i = 0; i < n; ++i) scaled[i] = p_.symbols[i].addr / kUnit;
+    scaled_.assign(n + 1, 0);
+    for (std::size_t i = 0; i < n; ++i) scaled_[i] = p_.symbols[i].addr / kUnit;
     // The last symbol has no successor. gprof reads one entry past its table there (undefined:
     // whatever memory follows decides), so rackprof does what gprof means: the last symbol
     // ends where .text ends. Firmware's last .text symbol is normally a label like _etext.
-    scaled[n] = (p_.symbols[n - 1].end_addr + 1) / kUnit;
+    scaled_[n] = (p_.symbols[n - 1].end_addr + 1) / kUnit;
+    return scaled_;
+}
+
+void Engine::assign_samples(const Histogram& h, double hist_scale) {
+    const std::size_t n = p_.symbols.size();
+    const std::vector<std::uint64_t>& scaled = scaled_bounds();
     const std::uint64_t lowpc = h.low_pc / kUnit;
+    // gprof walks the symbols from the first for every histogram; those that end at or
+    // before the histogram's first bin only take its `continue`, so the walk starts after them.
     std::size_t k = 1;
+    if (const auto first = std::find_if(h.bins.begin(), h.bins.end(),
+                                        [](std::uint64_t b) { return b != 0; });
+        first != h.bins.end()) {
+        const auto i = static_cast<double>(first - h.bins.begin());
+        const std::uint64_t bin_low = lowpc + static_cast<std::uint64_t>(hist_scale * i);
+        k = 1 + static_cast<std::size_t>(
+                    std::upper_bound(scaled.begin() + 1, scaled.end(), bin_low) -
+                    (scaled.begin() + 1));
+        k = std::min(k, n);
+    }
     for (std::size_t i = 0; i < h.bins.size(); ++i) {
         const std::uint64_t bin_count = h.bins[i];
         if (bin_count == 0) continue;

@@ -33,9 +33,11 @@ LegacyDecoder::LegacyDecoder(LegacyOptions options) : options_(options) {
 }
 
 void LegacyDecoder::feed(std::span<const std::uint8_t> data, RecordSink& sink) {
+    const std::uint64_t text_at = stats_.bytes_in;
     stats_.bytes_in += data.size();
     if (options_.encoding == LegacyEncoding::kHex) {
         feed_hex(data, sink);
+        note_last_digits(data, text_at);
     } else {
         feed_units(data.data(), data.size(), sink);
     }
@@ -63,6 +65,31 @@ void LegacyDecoder::feed_hex(std::span<const std::uint8_t> text, RecordSink& sin
         feed_units(scratch_.data(), static_cast<std::size_t>(out - scratch_.data()), sink);
         offset = end;
     }
+}
+
+// Keeps where the last kCarrySize digits were: scanning back from the text's end, those in it,
+// then (if it holds fewer) the newest of those noted before.
+void LegacyDecoder::note_last_digits(std::span<const std::uint8_t> text, std::uint64_t text_at) {
+    std::array<std::uint64_t, kCarrySize> newest{};
+    std::size_t n = 0;
+    for (std::size_t i = text.size(); i > 0 && n < kCarrySize; --i) {
+        if (kHexTable[text[i - 1]] < 16) newest[n++] = text_at + i - 1;  // newest first
+    }
+    const std::size_t keep_old = std::min(digits_known_, kCarrySize - n);
+    std::array<std::uint64_t, kCarrySize> merged{};
+    for (std::size_t k = 0; k < keep_old; ++k)
+        merged[k] = digit_at_[digits_known_ - keep_old + k];
+    for (std::size_t k = 0; k < n; ++k) merged[keep_old + k] = newest[n - 1 - k];
+    digit_at_ = merged;
+    digits_known_ = keep_old + n;
+}
+
+std::size_t LegacyDecoder::pending_bytes() const {
+    if (carry_len_ == 0) return 0;
+    if (options_.encoding != LegacyEncoding::kHex) return carry_len_;
+    // The carry is the last carry_len_ digits (fewer than kCarrySize, all noted): from the
+    // first of them to the end of what was fed.
+    return static_cast<std::size_t>(stats_.bytes_in - digit_at_[digits_known_ - carry_len_]);
 }
 
 void LegacyDecoder::feed_units(const std::uint8_t* data, std::size_t size, RecordSink& sink) {

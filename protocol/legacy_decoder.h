@@ -31,6 +31,7 @@ class LegacyDecoder final : public StreamDecoder {
     void finish(RecordSink& sink) override;
 
     const DecoderStats& stats() const override { return stats_; }
+    std::size_t pending_bytes() const override;
     const LegacyOptions& options() const { return options_; }
 
   private:
@@ -59,6 +60,11 @@ class LegacyDecoder final : public StreamDecoder {
     std::size_t carry_len_ = 0;
 
     std::vector<std::uint8_t> scratch_;  // hex: the digits' values (0-15) of the current slice
+    // Hex: where in the text (offsets from its start, bytes_in counting) the last digits fed
+    // were, newest last: the carry is the last carry_len_ of them (pending_bytes()).
+    std::array<std::uint64_t, kCarrySize> digit_at_{};
+    std::size_t digits_known_ = 0;
+    void note_last_digits(std::span<const std::uint8_t> text, std::uint64_t text_at);
 
     std::array<Record, kBatchSize> batch_{};
     std::size_t batch_len_ = 0;

@@ -2,6 +2,7 @@
 // the capture loop, the converter and the tests drive them all the same way.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -20,6 +21,12 @@ class StreamDecoder {
     // truncated unit counting as discarded. Decoding may go on afterwards; counters carry on.
     virtual void finish(RecordSink& sink) = 0;
     virtual const DecoderStats& stats() const = 0;
+    // The last bytes fed that are still undecided: finish() would turn them into records
+    // (legacy records wait for the byte after them). Whoever stores raw bytes with their
+    // records keeps these back for the next chunk, so stored bytes decode, to their end, to
+    // exactly the stored records, whenever the process dies. 0 for decoders whose finish()
+    // makes no records of a held-back tail (a cut frame or packet is discarded).
+    virtual std::size_t pending_bytes() const { return 0; }
 };
 
 }  // namespace rackprof::protocol

@@ -29,6 +29,7 @@ std::vector<std::string> pragma_problems(Database& db, const std::string& sql) {
             if (row != "ok") add_lines(problems, row);
         }
     } catch (const StorageError& e) {
+        if (!e.is_damage()) throw;  // the check could not read on: no verdict
         problems.push_back(e.what());  // damaged beyond reading on (e.g. its schema)
     }
     return problems;
@@ -53,6 +54,7 @@ std::vector<std::string> header_problems(Database& db) {
                     std::to_string(pages)};
         return {};
     } catch (const StorageError& e) {
+        if (!e.is_damage()) throw;
         return {std::string("header: ") + e.what()};
     }
 }
@@ -73,36 +75,50 @@ std::uint64_t size_of(const std::filesystem::path& path) {
     return ec ? 0 : size;
 }
 
-}  // namespace
-
-IntegrityReport check_at_start(Database& db, int max_problems) {
+// Runs a check; a failure to read (not damage: integrity.h) ends it with cannot_check and no
+// problems, since what was found before it says nothing about the rest.
+template <typename Check>
+IntegrityReport checked(Check check) {
     IntegrityReport report;
-    report.problems = header_problems(db);
-    if (!report.ok()) return report;
-    const std::string limit = std::to_string(max_problems);
-    if (size_of(db.path()) <= kFullCheckAtStartBytes) {
-        report.problems = pragma_problems(db, "PRAGMA quick_check(" + limit + ")");
-        return report;
-    }
-    report.whole_file = false;
     try {
-        for (const std::string& table : small_tables(db)) {
-            for (auto& p : pragma_problems(db, "PRAGMA quick_check(" + table + ")"))
-                report.problems.push_back(table + ": " + p);
-        }
+        check(report);
     } catch (const StorageError& e) {
-        report.problems.push_back(e.what());
+        if (e.is_damage()) {
+            report.problems.push_back(e.what());
+        } else {
+            report.problems.clear();
+            report.cannot_check = e.what();
+        }
     }
     return report;
 }
 
+}  // namespace
+
+IntegrityReport check_at_start(Database& db, int max_problems) {
+    return checked([&](IntegrityReport& report) {
+        report.problems = header_problems(db);
+        if (!report.ok()) return;
+        const std::string limit = std::to_string(max_problems);
+        if (size_of(db.path()) <= kFullCheckAtStartBytes) {
+            report.problems = pragma_problems(db, "PRAGMA quick_check(" + limit + ")");
+            return;
+        }
+        report.whole_file = false;
+        for (const std::string& table : small_tables(db)) {
+            for (auto& p : pragma_problems(db, "PRAGMA quick_check(" + table + ")"))
+                report.problems.push_back(table + ": " + p);
+        }
+    });
+}
+
 IntegrityReport integrity_check(Database& db, int max_problems) {
-    IntegrityReport report;
-    report.problems = header_problems(db);
-    for (auto& p :
-         pragma_problems(db, "PRAGMA integrity_check(" + std::to_string(max_problems) + ")"))
-        report.problems.push_back(std::move(p));
-    return report;
+    return checked([&](IntegrityReport& report) {
+        report.problems = header_problems(db);
+        for (auto& p :
+             pragma_problems(db, "PRAGMA integrity_check(" + std::to_string(max_problems) + ")"))
+            report.problems.push_back(std::move(p));
+    });
 }
 
 }  // namespace rackprof::storage

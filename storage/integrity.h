@@ -19,9 +19,13 @@ namespace rackprof::storage {
 inline constexpr std::uint64_t kFullCheckAtStartBytes = 512ull << 20;
 
 struct IntegrityReport {
-    std::vector<std::string> problems;  // empty: sound
-    bool whole_file = true;             // false: only the header and the small tables
-    bool ok() const { return problems.empty(); }
+    std::vector<std::string> problems;  // what the check found; empty: sound, when checked
+    // Not empty: the check itself failed to read the file (an I/O error, a disk too full for
+    // the files SQLite keeps beside it, no memory): no verdict either way, and not "damaged".
+    std::string cannot_check;
+    bool whole_file = true;  // false: only the header and the small tables
+    bool ok() const { return problems.empty() && cannot_check.empty(); }
+    bool damaged() const { return !problems.empty(); }
 };
 
 // The bounded check for a start (see above); at most `max_problems` listed.

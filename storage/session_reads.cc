@@ -156,9 +156,10 @@ SessionInfo SessionStore::read_info(Statement& s) {
     return i;
 }
 
-std::vector<SessionInfo> SessionStore::sessions() {
-    Statement st =
-        db_.prepare((select_sessions_sql(has_cct_, has_retention_) + " ORDER BY id").c_str());
+std::vector<SessionInfo> SessionStore::sessions_after(std::int64_t id) {
+    Statement st = db_.prepare(
+        (select_sessions_sql(has_cct_, has_retention_) + " WHERE id > ? ORDER BY id").c_str());
+    st.bind(1, id);
     std::vector<SessionInfo> out;
     while (st.step()) out.push_back(read_info(st));
     for (auto& info : out) {

@@ -156,8 +156,9 @@ class SessionStore {
     // rows until add_to_aggregate writes them. Returns the version.
     std::int64_t defer_sums(std::int64_t session, std::int64_t seq);
     // At start, after a crash: adds to each session's sums the records stored after its
-    // summed_seq. Returns how many sessions it completed.
-    int complete_sums();
+    // summed_seq, for the sessions with an id below `below_id` (the earlier run's). Returns how
+    // many sessions it completed.
+    int complete_sums(std::int64_t below_id = INT64_MAX);
     void update_counters(std::int64_t session, const SessionCounters& counters);
     void add_gap(std::int64_t session, const Gap& gap);
     void end_session(std::int64_t session, const std::string& state, std::int64_t ended_ns);
@@ -178,12 +179,15 @@ class SessionStore {
     std::vector<std::pair<std::string, std::string>> stored_boards();
     // Deletes a session and everything it holds.
     void delete_session(std::int64_t session);
-    // After a crash: sessions still 'capturing' become 'interrupted'. Returns how many.
-    int interrupt_unfinished(std::int64_t now_ns);
+    // After a crash: sessions still 'capturing' with an id below `below_id` (the earlier
+    // run's) become 'interrupted'. Returns how many.
+    int interrupt_unfinished(std::int64_t now_ns, std::int64_t below_id = INT64_MAX);
 
     // Reads.
     std::int64_t max_session_id();  // 0 for none
-    std::vector<SessionInfo> sessions();
+    std::vector<SessionInfo> sessions() { return sessions_after(0); }
+    // Those with an id above `id`, in id order: what a reader that saw up to `id` has not seen.
+    std::vector<SessionInfo> sessions_after(std::int64_t id);
     std::optional<SessionInfo> session(std::int64_t id);
     // The session's sums, with the records stored after them (defer_sums), from one snapshot.
     gmon::Aggregate aggregate(std::int64_t session);

@@ -226,11 +226,12 @@ std::int64_t SessionStore::defer_sums(std::int64_t session, std::int64_t seq) {
     return now;
 }
 
-int SessionStore::complete_sums() {
+int SessionStore::complete_sums(std::int64_t below_id) {
     std::vector<std::pair<std::int64_t, std::int64_t>> unsummed;
     {
-        Statement st =
-            db_.prepare("SELECT id, summed_seq FROM sessions WHERE summed_seq IS NOT NULL");
+        Statement st = db_.prepare(
+            "SELECT id, summed_seq FROM sessions WHERE summed_seq IS NOT NULL AND id < ?");
+        st.bind(1, below_id);
         while (st.step()) unsummed.emplace_back(st.column_int(0), st.column_int(1));
     }
     Transaction t(db_);  // all or nothing: a second start must not add them twice
@@ -370,14 +371,13 @@ void SessionStore::delete_session(std::int64_t session) {
     slices_.forget(session);
 }
 
-int SessionStore::interrupt_unfinished(std::int64_t now_ns) {
+int SessionStore::interrupt_unfinished(std::int64_t now_ns, std::int64_t below_id) {
     Statement st = db_.prepare(
         "UPDATE sessions SET state = 'interrupted', ended_ns = COALESCE("
         "(SELECT MAX(COALESCE(last_ns, received_ns)) FROM raw_chunks WHERE session_id = "
-        "sessions.id), "
-        "?) WHERE state "
-        "= 'capturing'");
+        "sessions.id), ?) WHERE state = 'capturing' AND id < ?");
     st.bind(1, now_ns);
+    st.bind(2, below_id);
     st.run();
     return db_.changes();
 }

@@ -21,6 +21,11 @@ bool StorageError::is_storage_failure() const {
     }
 }
 
+bool StorageError::is_damage() const {
+    const int primary = sqlite_code_ & 0xFF;
+    return primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB;
+}
+
 Database::Database(const std::filesystem::path& path, Mode mode) : path_(path) {
     const int flags =
         mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;

@@ -16,6 +16,9 @@ class StorageError : public std::runtime_error {
     // The database as a whole cannot take writes now (disk full, I/O error, read-only, locked,
     // damaged): nothing the operation itself did wrong, so it may succeed later.
     bool is_storage_failure() const;
+    // The file's contents are not a sound database (SQLITE_CORRUPT, SQLITE_NOTADB), as opposed
+    // to a failure to read or write it (an I/O error, a full disk, no memory, a lock).
+    bool is_damage() const;
 
   private:
     int sqlite_code_;

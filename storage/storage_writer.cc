@@ -115,18 +115,17 @@ struct StorageWriter::Attempt {
 
 namespace {
 
-// The database's path, once it passed the check at start; throws StorageError naming the
-// problems (nothing has written to the file then, not even a migration).
-std::filesystem::path refuse_if_damaged(const std::filesystem::path& path, bool& whole_file) {
+// The database's path, once the check at start found no damage; throws StorageError naming the
+// problems (nothing has written to the file then, not even a migration). A check that could
+// not read the file (a full disk, an I/O error) is no verdict: the start goes on, and says so.
+std::filesystem::path refuse_if_damaged(const std::filesystem::path& path, IntegrityReport& report) {
     std::error_code ec;
     if (std::filesystem::file_size(path, ec) == 0 || ec) return path;  // new: nothing to check
-    IntegrityReport report;
     {
         Database db(path, Database::Mode::kReadOnly);
         report = check_at_start(db);
     }
-    whole_file = report.whole_file;
-    if (report.ok()) return path;
+    if (!report.damaged()) return path;
     std::string found;
     for (std::size_t i = 0; i < report.problems.size() && i < 3; ++i)
         found += (i ? "; " : "") + report.problems[i];
@@ -140,14 +139,43 @@ std::filesystem::path refuse_if_damaged(const std::filesystem::path& path, bool&
 }  // namespace
 
 StorageWriter::StorageWriter(const std::filesystem::path& path, StorageWriterOptions options)
-    : path_(options.check_at_start ? refuse_if_damaged(path, checked_whole_file_) : path),
+    : path_(options.check_at_start ? refuse_if_damaged(path, check_at_start_) : path),
       options_(options),
       store_(path) {
     if (options_.max_database_bytes > 0) limit_size(store_.db(), options_.max_database_bytes);
-    store_.complete_sums();  // sums a crash left behind their records
-    interrupted_at_start_ = store_.interrupt_unfinished(now_ns());
     next_session_id_ = store_.max_session_id() + 1;
+    first_id_of_run_ = next_session_id_;
+    try {
+        finish_earlier_run();
+    } catch (const StorageError& e) {
+        if (!e.is_storage_failure()) throw;
+        // A full disk at start: capture starts all the same (its losses counted like any
+        // storage failure's), and the writer finishes the earlier run's sessions once it can.
+        earlier_run_unfinished_ = earlier_run_unfinished_at_start_ = e.what();
+    }
     thread_ = std::thread([this] { run(); });
+}
+
+// Sums a crash left behind their records, and sessions it left 'capturing' marked interrupted:
+// only the earlier run's (ids below this run's first), as this one's may be open by then.
+void StorageWriter::finish_earlier_run() {
+    store_.complete_sums(first_id_of_run_);
+    interrupted_at_start_ = store_.interrupt_unfinished(now_ns(), first_id_of_run_);
+}
+
+// Writer thread: another try after a start on a full disk (a no-op once done).
+void StorageWriter::retry_finishing_earlier_run() {
+    if (earlier_run_unfinished_.empty()) return;
+    try {
+        finish_earlier_run();
+    } catch (const StorageError& e) {
+        if (!e.is_storage_failure()) throw;
+        return;  // still failing: the commits' own failures are reported
+    }
+    earlier_run_unfinished_.clear();
+    report(StorageEvent::Kind::kEarlierRunFinished,
+           "storage: the earlier run's sessions are finished now (" +
+               std::to_string(interrupted_at_start_) + " left capturing marked interrupted)");
 }
 
 StorageWriter::~StorageWriter() {
@@ -292,6 +320,7 @@ void StorageWriter::run() {
         }
         if (commit) {
             const std::size_t count = ops.size();
+            retry_finishing_earlier_run();
             apply(std::move(ops));
             bool done = false, sums_failed = false;
             {

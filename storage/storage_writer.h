@@ -161,6 +161,7 @@ struct StorageEvent {
         kUncommitted,    // at stop: held operations that could not be written (error)
         kPruned,         // a retention pass dropped something (info)
         kPruneFailed,    // a retention pass failed; tried again at the next interval (error)
+        kEarlierRunFinished,  // after a start on a full disk: the last run's sessions (warning)
     };
     Kind kind;
     std::string message;
@@ -178,15 +179,23 @@ struct StorageLossTotals {
 class StorageWriter {
   public:
     // Opens (creating or migrating) the database, first refusing a damaged one (StorageError
-    // naming the problems); sessions left 'capturing' by a crash become 'interrupted'.
+    // naming the problems; a check that cannot read the file refuses nothing); sessions left
+    // 'capturing' by a crash become 'interrupted' (on a full disk, at the first commit that
+    // succeeds).
     StorageWriter(const std::filesystem::path& path, StorageWriterOptions options = {});
     ~StorageWriter();
     StorageWriter(const StorageWriter&) = delete;
     StorageWriter& operator=(const StorageWriter&) = delete;
 
     int interrupted_at_start() const { return interrupted_at_start_; }
-    // False when the database was too large for the whole check at start (integrity.h).
-    bool checked_whole_file_at_start() const { return checked_whole_file_; }
+    // The check at start (integrity.h): whole_file false when the database was too large for
+    // the whole check; cannot_check when it could not read the file (then no verdict).
+    const IntegrityReport& check_at_start() const { return check_at_start_; }
+    // Not empty when the earlier run's sessions could not be finished at start (a full disk:
+    // SQLite's words); the writer tries again at every commit. Read before the first submit.
+    const std::string& earlier_run_unfinished_at_start() const {
+        return earlier_run_unfinished_at_start_;
+    }
     const std::filesystem::path& path() const { return path_; }
 
     // The id the next session's row will have; any thread. Ids count up from the database's
@@ -284,12 +293,18 @@ class StorageWriter {
     void report_uncommitted();
     // One retention step, when a pass is due or under way (writer thread).
     void retention_step();
+    // The earlier run's sessions (see the constructor); the retry is the writer thread's.
+    void finish_earlier_run();
+    void retry_finishing_earlier_run();
 
-    bool checked_whole_file_ = true;  // before path_: set while path_ is initialised
+    IntegrityReport check_at_start_;  // before path_: set while path_ is initialised
     std::filesystem::path path_;
     StorageWriterOptions options_;
     SessionStore store_;
     int interrupted_at_start_ = 0;
+    SessionId first_id_of_run_ = 1;
+    std::string earlier_run_unfinished_;  // the writer thread's once started
+    std::string earlier_run_unfinished_at_start_;
     std::atomic<SessionId> next_session_id_{1};
 
     std::mutex mutex_;

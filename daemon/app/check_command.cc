@@ -16,7 +16,9 @@ constexpr const char* kCheckAbout = R"(rackprof check --db FILE | --config FILE
 
 --db: checks a rackprof database for damage: every page, index and constraint (SQLite's
 PRAGMA integrity_check), without writing to it. Prints "ok" and exits 0 for a sound file;
-lists the problems found and exits 1 for a damaged one. It reads the whole file (about
+lists the problems found and exits 1 for a damaged one. When the check itself cannot read
+the file (an I/O error, a disk too full for SQLite's files beside it) it says "cannot check"
+and exits 3: no verdict, the file is not called damaged. It reads the whole file (about
 1 s per GB from the page cache). The daemon refuses a damaged database at start.
 
 --config: reads a configuration as `rackprof serve --config FILE` would, without starting
@@ -70,8 +72,21 @@ int check_config(const std::filesystem::path& file) {
 int check_db(const std::filesystem::path& db) {
     if (!std::filesystem::is_regular_file(db))
         throw std::runtime_error("no such database: " + db.string());
-    storage::Database database(db, storage::Database::Mode::kReadOnly);
-    const storage::IntegrityReport report = storage::integrity_check(database);
+    storage::IntegrityReport report;
+    try {
+        storage::Database database(db, storage::Database::Mode::kReadOnly);
+        report = storage::integrity_check(database);
+    } catch (const storage::StorageError& e) {  // opening it failed
+        if (e.is_damage())
+            report.problems.push_back(e.what());
+        else
+            report.cannot_check = e.what();
+    }
+    if (!report.cannot_check.empty()) {
+        std::cout << db.string() << ": cannot check (I/O error: disk full?): "
+                  << config::printable(report.cannot_check) << "\n";
+        return 3;
+    }
     if (report.ok()) {
         std::cout << db.string() << ": ok\n";
         return 0;

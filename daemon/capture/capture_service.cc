@@ -18,6 +18,7 @@ void log_storage_event(spdlog::logger& log, const storage::StorageEvent& e) {
     switch (e.kind) {
         case Kind::kRecovered:
         case Kind::kSessionLosses:
+        case Kind::kEarlierRunFinished:
             log.warn("{}", e.message);
             return;
         case Kind::kPruned:
@@ -39,12 +40,25 @@ CaptureService::CaptureService(config::DaemonConfig config, std::shared_ptr<spdl
     options.retention.rules = {config_.keep_raw_days, config_.keep_sessions_days};
     writer_ = std::make_unique<storage::StorageWriter>(config_.storage_path, options);
     writer_->on_event([log = log_](const storage::StorageEvent& e) { log_storage_event(*log, e); });
-    if (!writer_->checked_whole_file_at_start()) {
+    const storage::IntegrityReport& check = writer_->check_at_start();
+    if (!check.cannot_check.empty()) {
+        log_->error(
+            "storage: cannot check {} at start (I/O error: disk full?): {}; starting without "
+            "the check (`rackprof check --db {}` once the disk is sound)",
+            config_.storage_path.string(), config::printable(check.cannot_check),
+            config_.storage_path.string());
+    } else if (!check.whole_file) {
         log_->info(
             "storage: {} is over {} MiB: its header and small tables were checked at start, not "
             "every page (`rackprof check --db {}` checks everything)",
             config_.storage_path.string(), storage::kFullCheckAtStartBytes >> 20,
             config_.storage_path.string());
+    }
+    if (!writer_->earlier_run_unfinished_at_start().empty()) {
+        log_->error(
+            "storage: cannot finish the earlier run's sessions at start ({}); capturing all the "
+            "same, they are finished at the first commit that succeeds",
+            config::printable(writer_->earlier_run_unfinished_at_start()));
     }
     if (writer_->interrupted_at_start() > 0) {
         log_->warn("{} session(s) left capturing by an earlier run are now marked interrupted",

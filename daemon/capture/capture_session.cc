@@ -65,7 +65,8 @@ gmon::Aggregate CaptureSession::take_changes() {
     return std::exchange(changes_, {});
 }
 
-bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t received_ns) {
+bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t received_ns,
+                                    std::size_t held_back) {
     refresh_counters();
     // The live view's newest arcs: only the chunk's tail is looked at.
     constexpr std::size_t kNewest = 8;
@@ -104,6 +105,7 @@ bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t 
         gathered_ = writer_.raw_buffer();
         gathered_.reserve(raw.size());
     }
+    op.counters.bytes_in -= held_back;  // the row holds what it says it holds
     op.raw = std::move(raw);
     op.raw_codec = raw_codec_;
     // This thread sums every chunk's records, whatever the writer's load: the live view needs
@@ -139,6 +141,7 @@ bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t 
 
 bool CaptureSession::on_chunk(std::span<const std::uint8_t> raw, std::int64_t received_ns) {
     if (gathered_.empty()) gathered_since_ns_ = received_ns;
+    last_chunk_ns_ = received_ns;
     gathered_.insert(gathered_.end(), raw.begin(), raw.end());
     decoder_->feed(raw, collector_);
     collector_.calling_context.after_chunk(decoder_->stats());
@@ -148,16 +151,24 @@ bool CaptureSession::on_chunk(std::span<const std::uint8_t> raw, std::int64_t re
 }
 
 bool CaptureSession::hand_over() {
-    if (gathered_.empty() && collector_.empty()) return true;
-    return submit_records(std::exchange(gathered_, {}), gathered_since_ns_);
+    // The decoder's undecided tail stays for the next hand-over, with the records it becomes:
+    // stored raw bytes decode, to their end, to exactly the stored records, whenever the
+    // daemon dies (protocol/stream_decoder.h, pending_bytes).
+    const std::size_t pending = std::min(decoder_->pending_bytes(), gathered_.size());
+    if (gathered_.size() == pending && collector_.empty()) return true;
+    std::vector<std::uint8_t> tail(gathered_.end() - static_cast<std::ptrdiff_t>(pending),
+                                   gathered_.end());
+    gathered_.resize(gathered_.size() - pending);
+    const std::int64_t since = std::exchange(gathered_since_ns_, last_chunk_ns_);
+    return submit_records(std::exchange(gathered_, std::move(tail)), since, pending);
 }
 
 void CaptureSession::gap_started(const std::string& reason, std::int64_t at_ns) {
     if (open_gap_) return;
-    hand_over();
     decoder_->finish(collector_);            // what was held back across the break
     collector_.calling_context.mark_lost();  // whatever ran across the break is not seen
-    if (!collector_.empty()) submit_records({}, at_ns);
+    if (gathered_.empty() && !collector_.empty()) gathered_since_ns_ = at_ns;
+    hand_over();
     refresh_counters();
     open_gap_ = storage::Gap{at_ns, 0, reason, {}, {}};  // a link knows only the time
 }
@@ -171,11 +182,11 @@ void CaptureSession::gap_ended(std::int64_t at_ns) {
 }
 
 void CaptureSession::end(const std::string& state, std::int64_t at_ns) {
-    hand_over();
-    if (open_gap_) gap_ended(at_ns);
     decoder_->finish(collector_);
     collector_.calling_context.after_chunk(decoder_->stats());
-    if (!collector_.empty()) submit_records({}, at_ns);
+    if (gathered_.empty() && !collector_.empty()) gathered_since_ns_ = at_ns;
+    hand_over();
+    if (open_gap_) gap_ended(at_ns);
     refresh_counters();
     writer_.submit(
         storage::CloseSessionOp{id_, state, at_ns, counters_, collector_.calling_context.tree()});

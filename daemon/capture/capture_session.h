@@ -96,7 +96,9 @@ class CaptureSession {
     std::vector<storage::ConsoleLine> take_console(std::int64_t received_ns);
     // The exception totals when they changed since the last call, else empty.
     std::vector<storage::ExceptionCount> changed_exceptions();
-    bool submit_records(std::vector<std::uint8_t> raw, std::int64_t received_ns);
+    // `held_back`: received bytes kept for the next hand-over (not in the row's bytes_in).
+    bool submit_records(std::vector<std::uint8_t> raw, std::int64_t received_ns,
+                        std::size_t held_back = 0);
     void on_hello(const protocol::TargetHello& hello);
     void refresh_counters();
 
@@ -113,6 +115,7 @@ class CaptureSession {
     std::optional<storage::Gap> open_gap_;
     std::vector<std::uint8_t> gathered_;  // raw bytes since the last hand-over
     std::int64_t gathered_since_ns_ = 0;  // when the first of them arrived
+    std::int64_t last_chunk_ns_ = 0;      // when the latest chunk arrived (a kept tail's time)
     std::deque<protocol::Record> newest_arcs_;
     std::deque<storage::ConsoleLine> newest_console_;
     std::vector<storage::ExceptionCount> exceptions_;

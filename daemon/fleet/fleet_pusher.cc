@@ -121,16 +121,18 @@ void FleetPusher::run() {
 }
 
 void FleetPusher::push_round() {
-    if (!store_) store_ = std::make_unique<storage::fleet::FleetStore>(fleet_connection(config_));
+    if (!store_) {
+        store_ = std::make_unique<storage::fleet::FleetStore>(fleet_connection(config_));
+        // A new connection (the first, or after a failure): what the fleet holds is read again
+        // and every local session looked at. Between, the pusher adds what it pushes itself.
+        in_fleet_ = store_->pushed(config_.bench);
+        seen_to_id_ = 0;
+    }
     if (!std::filesystem::exists(storage_path_)) return;
     storage::SessionStore local(storage_path_, storage::Database::Mode::kReadOnly);
-    in_fleet_ = store_->pushed(config_.bench);
     // Fleet retention removed what ended before this (`rackprof fleet prune`): not pushed again.
     retained_from_ = store_->retained_from();
-    std::vector<storage::SessionInfo> waiting;
-    for (auto& s : local.sessions()) {
-        if (waits(s)) waiting.push_back(std::move(s));
-    }
+    std::vector<storage::SessionInfo> waiting = newly_waiting(local);
     {
         const std::lock_guard lock(mutex_);
         status_.pending = waiting.size();
@@ -163,6 +165,30 @@ void FleetPusher::push_round() {
         if (status_.pending > 0) *status_.pending -= 1;
     }
     log_->info("fleet: pushed {} session(s) as bench '{}'", waiting.size(), config_.bench);
+}
+
+std::vector<storage::SessionInfo> FleetPusher::newly_waiting(storage::SessionStore& local) {
+    const auto now = std::chrono::steady_clock::now();
+    if (seen_to_id_ == 0 || now - full_look_at_ >= kFullLookInterval) {
+        seen_to_id_ = 0;
+        open_.clear();
+        full_look_at_ = now;
+    }
+    std::vector<storage::SessionInfo> looked_at;
+    for (const std::int64_t id : open_) {
+        if (auto s = local.session(id)) looked_at.push_back(std::move(*s));
+    }
+    for (auto& s : local.sessions_after(seen_to_id_)) looked_at.push_back(std::move(s));
+    std::vector<storage::SessionInfo> waiting;
+    open_.clear();
+    for (auto& s : looked_at) {
+        seen_to_id_ = std::max(seen_to_id_, s.id);
+        if (s.state == "capturing")
+            open_.insert(s.id);
+        else if (waits(s))
+            waiting.push_back(std::move(s));
+    }
+    return waiting;
 }
 
 bool FleetPusher::waits(const storage::SessionInfo& s) const {

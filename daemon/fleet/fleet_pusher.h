@@ -40,6 +40,9 @@ storage::fleet::FleetConnection fleet_connection(const config::FleetConfig& conf
 
 class FleetPusher {
   public:
+    // A round reads what changed, not the whole database on either side: idle, the pusher's
+    // cost does not grow with the sessions pushed. Now and then it looks at everything.
+    static constexpr std::chrono::minutes kFullLookInterval{5};
     struct Status {
         std::string bench;
         // Completed local sessions not in the fleet: counted in the local database against what
@@ -70,6 +73,11 @@ class FleetPusher {
   private:
     void run();
     void push_round();  // throws on any failure
+    // The local sessions completed since the last look that the fleet does not hold: the
+    // sessions created since, and those that were still capturing then. Every
+    // kFullLookInterval (and on each new connection) all of them, so a session that became
+    // visible out of id order is found too.
+    std::vector<storage::SessionInfo> newly_waiting(storage::SessionStore& local);
     // During an outage: pending counted in the local database against the fleet's last answer.
     void recount_pending();
     // A completed local session the fleet does not hold (in_fleet_ set).
@@ -85,6 +93,11 @@ class FleetPusher {
     // those pushed since, and its retention bound then.
     std::optional<std::set<std::pair<std::int64_t, std::int64_t>>> in_fleet_;
     std::int64_t retained_from_ = 0;
+    // The pusher thread's own: the local sessions looked at up to this id; of those, the ones
+    // that were still capturing; when all of them were last looked at.
+    std::int64_t seen_to_id_ = 0;
+    std::set<std::int64_t> open_;
+    std::chrono::steady_clock::time_point full_look_at_;
     mutable std::mutex mutex_;
     std::condition_variable wake_;
     bool stopping_ = false;

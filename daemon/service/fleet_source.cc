@@ -40,20 +40,39 @@ FleetSource::FleetSource(storage::fleet::FleetConnection connection, std::filesy
 template <typename F>
 auto FleetSource::with_store(F&& f) {
     const std::lock_guard lock(mutex_);
-    // One retry on a fresh connection: a server restarted since the last request.
+    // One retry on a fresh connection: a server restarted since the last request. A query
+    // that fails on a sound connection is the answer, not an outage: no new login, no retry.
     for (int attempt = 0;; ++attempt) {
+        if (!store_) {
+            try {
+                store_ = std::make_unique<storage::fleet::FleetStore>(connection_);
+            } catch (const storage::fleet::PgError& e) {
+                if (attempt == 1)
+                    throw ServiceError(Failure::kNotReady,
+                                       std::string("the fleet store is not available: ") + e.what());
+                continue;
+            } catch (const std::runtime_error& e) {  // the password file
+                throw ServiceError(Failure::kNotReady, e.what());
+            }
+        }
         try {
-            if (!store_) store_ = std::make_unique<storage::fleet::FleetStore>(connection_);
             return f(*store_);
+        } catch (const ServiceError&) {
+            throw;  // the request's own fault (a selection refused)
+        } catch (const std::bad_alloc&) {
+            throw;
         } catch (const storage::fleet::PgError& e) {
+            if (store_->connected())
+                throw ServiceError(Failure::kBadUpstream,
+                                   std::string("the fleet store could not answer: ") + e.what());
             store_.reset();
-            if (attempt == 1) {
+            if (attempt == 1)
                 throw ServiceError(Failure::kNotReady,
                                    std::string("the fleet store is not available: ") + e.what());
-            }
-        } catch (const std::runtime_error& e) {  // the password file
-            store_.reset();
-            throw ServiceError(Failure::kNotReady, e.what());
+        } catch (const std::exception& e) {  // a stored row rackprof cannot read
+            throw ServiceError(Failure::kBadUpstream,
+                               std::string("the fleet store holds data rackprof cannot use: ") +
+                                   e.what());
         }
     }
 }
@@ -63,19 +82,30 @@ std::vector<storage::SessionInfo> FleetSource::select(const Selection& selection
                                        selection.tags,     selection.build_ids, selection.from_ns,
                                        selection.to_ns};
     auto sessions = with_store([&](storage::fleet::FleetStore& store) {
+        // Counted before anything is loaded: a selection too wide is refused at the cost of
+        // one aggregate query, and never kept.
+        const auto state = store.selection_state(filter);
+        if (state.sessions == 0)
+            throw ServiceError(Failure::kNotFound,
+                               "the selection names no session in the fleet store");
+        if (static_cast<std::uint64_t>(state.sessions) > kMaxSelectedSessions) {
+            throw ServiceError(Failure::kBadRequest,
+                               "the selection names " + std::to_string(state.sessions) +
+                                   " sessions, more than " + std::to_string(kMaxSelectedSessions) +
+                                   ": narrow it (build_id=, bench=, board=, tag=, from=, to=)");
+        }
         // The last selections' sessions, read again only when their fingerprint moved: ten
         // thousand rows are most of a repeated fleet request's time.
         const std::string key = filter_key(filter);
-        const std::string fingerprint = store.fingerprint(filter);
         std::vector<storage::SessionInfo> found;
         const auto hit = std::find_if(kept_.begin(), kept_.end(), [&](const KeptSelection& k) {
-            return k.key == key && k.fingerprint == fingerprint;
+            return k.key == key && k.fingerprint == state.fingerprint;
         });
         if (hit != kept_.end()) {
             found = hit->sessions;
         } else {
             found = store.sessions(filter);
-            kept_.push_front({key, fingerprint, found});
+            kept_.push_front({key, state.fingerprint, found});
             constexpr std::size_t kKept = 4;
             if (kept_.size() > kKept) kept_.pop_back();
         }
@@ -94,11 +124,6 @@ std::vector<storage::SessionInfo> FleetSource::select(const Selection& selection
     }
     if (sessions.empty())
         throw ServiceError(Failure::kNotFound, "the selection names no session in the fleet store");
-    if (sessions.size() > kMaxSelectedSessions) {
-        throw ServiceError(Failure::kBadRequest,
-                           "the selection names " + std::to_string(sessions.size()) +
-                               " sessions, more than " + std::to_string(kMaxSelectedSessions));
-    }
     return sessions;
 }
 

@@ -24,13 +24,14 @@ class FleetSource {
 
     // The selection's sessions in id order, boards named "bench/board", each one's ELF (from
     // the fleet's firmware table) written to elf_dir and named by spec.elf_path. ServiceError:
-    // kNotFound (no session, an id that does not exist), kBadRequest (too many), kNotReady
-    // (the fleet store cannot be reached).
+    // kNotFound (no session, an id that does not exist), kBadRequest (too many: counted
+    // before anything is loaded), kNotReady (the fleet store cannot be reached), kBadUpstream
+    // (it answered with an error or a row rackprof cannot read).
     std::vector<storage::SessionInfo> select(const Selection& selection);
-    // The sessions' aggregates added, by the server. kNotReady as above.
+    // The sessions' aggregates added, by the server. kNotReady, kBadUpstream as above.
     std::shared_ptr<const gmon::Aggregate> sum(const std::vector<std::int64_t>& session_ids);
     // Per board of the sessions: calls, samples and samples in the functions starting at
-    // `functions` (FleetStore::board_sums). kNotReady as above.
+    // `functions` (FleetStore::board_sums). kNotReady, kBadUpstream as above.
     std::vector<storage::fleet::FleetBoardSum> board_sums(
         const std::vector<std::int64_t>& session_ids, const gmon::FunctionIndex& index,
         const std::vector<std::uint64_t>& functions);

@@ -42,6 +42,7 @@ enum class Failure {
     kNotReady,       // storage is not available
     kUnknownFormat,  // no such export format
     kGone,           // retention dropped what it needs (a session's raw data)
+    kBadUpstream,    // the fleet store, reached, answered what rackprof cannot use
 };
 
 class ServiceError : public std::runtime_error {

@@ -22,6 +22,10 @@ std::vector<std::string> split_commas(const std::string& text, const char* key) 
         const auto end = std::min(text.find(',', start), text.size());
         const std::string value = text.substr(start, end - start);
         if (value.empty()) bad(std::string(key) + ": an empty value");
+        // No name, tag or build-id holds one, and PostgreSQL refuses a NUL in text.
+        if (std::any_of(value.begin(), value.end(),
+                        [](unsigned char c) { return c < 0x20 || c == 0x7F; }))
+            bad(std::string(key) + ": control characters (such as %00) are not allowed");
         out.push_back(value);
         start = end + 1;
     }

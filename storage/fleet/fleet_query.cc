@@ -69,13 +69,18 @@ std::string filter_conditions(const FleetFilter& f, std::vector<PgParam>& params
 
 }  // namespace
 
-std::string FleetStore::fingerprint(const FleetFilter& f) {
+bool FleetStore::connected() const {
+    return db_.ok();
+}
+
+FleetStore::SelectionState FleetStore::selection_state(const FleetFilter& f) {
     std::vector<PgParam> params;
     const std::string sql =
-        "SELECT count(*) || ':' || COALESCE(max(id), 0) || ':' || COALESCE(sum(id), 0) FROM "
-        "sessions WHERE true" +
+        "SELECT count(*), count(*) || ':' || COALESCE(max(id), 0) || ':' || COALESCE(sum(id), 0) "
+        "FROM sessions WHERE true" +
         filter_conditions(f, params);
-    return db_.query(sql, params).text(0, 0);
+    const PgResult r = db_.query(sql, params);
+    return {r.integer(0, 0), r.text(0, 1)};
 }
 
 std::vector<storage::SessionInfo> FleetStore::sessions(const FleetFilter& f) {

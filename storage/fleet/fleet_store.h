@@ -81,10 +81,17 @@ class FleetStore {
     // The sessions a filter names, in id order, as storage's SessionInfo: id is the fleet's,
     // board "bench/board", spec.elf_build_id the fleet key, spec.elf_path empty (see elf_file).
     std::vector<storage::SessionInfo> sessions(const FleetFilter& filter);
-    // What changes whenever the sessions a filter names change: their count, largest and
-    // summed ids (ids only grow; a pushed session's rows never change; a prune lowers the
-    // count). A reader keeps sessions() under it.
-    std::string fingerprint(const FleetFilter& filter);
+    // How many sessions a filter names, and a fingerprint that changes whenever they change:
+    // their count, largest and summed ids (ids only grow; a pushed session's rows never
+    // change; a prune lowers the count). One aggregate query: a reader counts a selection
+    // before it loads it, and keeps sessions() under the fingerprint.
+    struct SelectionState {
+        std::int64_t sessions = 0;
+        std::string fingerprint;
+    };
+    SelectionState selection_state(const FleetFilter& filter);
+    // The connection is sound (a failed query on it was the server's answer, not an outage).
+    bool connected() const;
     // The sessions' aggregates added, by the server (SUM … GROUP BY): from the build sums kept
     // at push time for every (build, bench, month) whose sessions are all named, from the
     // sessions' own rows for the others.

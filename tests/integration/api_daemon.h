@@ -76,6 +76,7 @@ class ApiDaemon {
     std::string url(const std::string& path) const { return "http://127.0.0.1:" + port_ + path; }
     int port() const { return std::stoi(port_); }
     pid_t pid() const { return daemon_->pid(); }
+    long rss_kib() const { return daemon_->rss_kib(); }
     const TempDir& dir() const { return dir_; }
 
     // curl: returns {status, body}.

@@ -322,6 +322,79 @@ TEST_CASE(
     CHECK(log.find("everything captured is committed") == std::string::npos);
 }
 
+// A full disk is not a damaged database: a daemon killed while capturing, its disk then full;
+// `check --db` gives no "damaged" verdict, and serve starts (it exited 1 and, under systemd,
+// restart-looped), counts what it cannot store, and finishes the killed run's session (sums,
+// 'interrupted') once space returns.
+TEST_CASE("a full disk at start: serve starts, counts its losses, finishes the earlier run later") {
+    testing::TempDir mounts;
+    Tmpfs fs(mounts / "fs", "32m");
+    if (!fs.mounted()) {
+        std::cout << "SKIP: a full disk at start: cannot mount a tmpfs here (needs root with "
+                     "CAP_SYS_ADMIN)\n";
+        return;
+    }
+    const std::vector<SimBoard> boards = {
+        {"filling", {"--model", "deterministic", "--iterations", "1500", "--rate", "30000"}}};
+    Rack rack(boards, "", mounts / "fs" / "rack.db");
+    rack.start_boards();
+    rack.start_daemon();
+    std::string port = testing::wait_for_api_port(rack.path("serve.log"));
+    json board;
+    REQUIRE(testing::eventually(
+        [&] {
+            board = get_json(port, "/api/v1/boards/filling");
+            return board.is_object() && board["session"].is_number() &&
+                   board["counters"]["arcs"].get<std::uint64_t>() > 0;
+        },
+        10s));
+    const std::string killed = std::to_string(board["session"].get<std::int64_t>());
+    std::this_thread::sleep_for(300ms);  // some of it committed
+    rack.daemon().signal(SIGKILL);
+    REQUIRE(rack.daemon().wait(5s) >= 0);
+
+    const auto filler = mounts / "fs" / "filler";
+    CHECK(fill_file_system(filler) > 0);
+    const auto while_full = testing::rackprof({"check", "--db", rack.db().string()});
+    INFO(while_full.out, while_full.err);
+    CHECK(while_full.exit_code != 1);
+    CHECK(while_full.out.find("damaged") == std::string::npos);
+
+    rack.start_daemon();
+    port = testing::wait_for_api_port(rack.path("serve.log"));
+    REQUIRE(testing::eventually(
+        [&] {
+            board = get_json(port, "/api/v1/boards/filling");
+            return board.is_object() && board["storage_state"] == "storage_error" &&
+                   board["counters"]["records_lost_storage"].get<std::uint64_t>() > 0;
+        },
+        15s));
+    CHECK(rack.daemon().running());
+    CHECK(rack.log().find("cannot finish the earlier run's sessions") != std::string::npos);
+
+    std::filesystem::remove(filler);
+    REQUIRE(testing::eventually(
+        [&] { return get_json(port, "/api/v1/sessions/" + killed)["state"] == "interrupted"; },
+        20s));
+    CHECK(rack.log().find("the earlier run's sessions are finished now") != std::string::npos);
+    CHECK(testing::eventually(
+        [&] { return get_json(port, "/api/v1/boards/filling")["storage_state"] == "ok"; }, 10s));
+    rack.wait_boards();
+    rack.stop_daemon();
+
+    const auto after = testing::rackprof({"check", "--db", rack.db().string()});
+    CHECK(after.exit_code == 0);
+    // The killed session's sums were completed: they equal its stored records.
+    storage::SessionStore store(rack.db(), storage::Database::Mode::kReadOnly);
+    gmon::Aggregate records;
+    store.for_each_record_batch(std::stoll(killed),
+                                [&](std::int64_t, std::span<const protocol::Record> batch) {
+                                    records.add(batch);
+                                });
+    CHECK(store.aggregate(std::stoll(killed)) == records);
+    CHECK(store.session(std::stoll(killed))->state == "interrupted");
+}
+
 TEST_CASE("simulate --boards: one process feeds a rack of ptys; each board stored exactly") {
     testing::TempDir dir;
     const int count = 4;

@@ -15,10 +15,13 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "gmon/function_index.h"
 #include "gmon/gmon_reader.h"
 #include "storage/fleet/fleet_store.h"
+#include "storage/fleet/pg.h"
+#include "storage/session_store.h"
 #include "tests/integration/test_support.h"
 #include "tests/integration/truth_counts.h"
 #include "tests/support/pg_server.h"
@@ -470,6 +473,171 @@ TEST_CASE("fleet store on PostgreSQL: per-board sums for the spread match the se
             CHECK(b.function_samples.count(first) == 1);
         }
     }
+}
+
+// An idle bench that has pushed many sessions: a round reads what changed since the last, not
+// every session on both sides (which cost an idle daemon a tenth of a core at 10^5 sessions,
+// and PostgreSQL the same).
+TEST_CASE("fleet store on PostgreSQL: an idle bench's rounds read neither database whole") {
+    testing::TempDir dir;
+    const auto server = testing::PgServer::start_or_skip(dir.path(), "fleet idle test");
+    if (!server) return;
+    const std::string url = server->url();
+    constexpr int kSessions = 2000;
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+    {
+        storage::SessionStore local(dir.path() / "rack.db");
+        storage::Transaction t(local.db());
+        storage::NewSession spec;
+        spec.board = "b";
+        spec.link = "sim://blinky";
+        for (int i = 0; i < kSessions; ++i) {
+            spec.started_ns = now - (kSessions - i) * 1'000'000'000LL;
+            local.end_session(local.create_session(spec), "completed", spec.started_ns + 1000);
+        }
+        t.commit();
+    }
+    std::ofstream(dir.path() / "rack.toml")
+        << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
+        << (dir.path() / "rack.db").string() << "\"\n[fleet]\nurl = \"" << url
+        << "\"\nbench = \"idle\"\npush_interval_ms = 100\n";
+    testing::Process daemon(
+        testing::rackprof_argv({"serve", "--config", (dir.path() / "rack.toml").string()}),
+        dir.path() / "serve.log");
+    const std::string port = testing::wait_for_api_port(dir.path() / "serve.log");
+    const auto fleet = [&] {
+        const auto reply = testing::http_get(port, "/readyz");
+        return reply.status == 200 ? json::parse(reply.body)["fleet"] : json();
+    };
+    REQUIRE(testing::eventually(
+        [&] { return fleet().is_object() && fleet()["pushed"] == kSessions; }, 120s, 100ms));
+    CHECK(fleet()["pending"] == 0);
+
+    // Rows PostgreSQL read from the sessions table's partitions, and the daemon's CPU, over
+    // three idle seconds: about 30 rounds.
+    storage::fleet::FleetConnection connection;
+    connection.url = url;
+    storage::fleet::PgConnection sql(storage::fleet::connection_parameters(connection));
+    const auto rows_read = [&] {
+        return sql
+            .query("SELECT COALESCE(sum(seq_tup_read + COALESCE(idx_tup_fetch, 0)), 0)::bigint "
+                   "FROM pg_stat_user_tables WHERE relname LIKE 'sessions%'")
+            .integer(0, 0);
+    };
+    std::this_thread::sleep_for(2s);  // the pushes' own reads reach the statistics
+    const std::int64_t rows_before = rows_read();
+    const double cpu_before = daemon.cpu_seconds();
+    std::this_thread::sleep_for(3s);
+    const double cpu = daemon.cpu_seconds() - cpu_before;
+    const std::int64_t rows = rows_read() - rows_before;
+    std::cout << "fleet pusher, idle with " << kSessions << " sessions pushed: " << rows
+              << " fleet rows read and " << cpu * 1000 << " ms of CPU in 3 s\n";
+    // Less than one whole read of the bench's sessions in 30 rounds.
+    CHECK(rows < kSessions);
+    CHECK(cpu < 0.3);  // 10 % of a core (idle, it is a few ms a round even under ASan)
+    CHECK(fleet()["pending"] == 0);
+
+    // A session that ends now is still pushed at once.
+    {
+        storage::SessionStore local(dir.path() / "rack.db");
+        storage::NewSession spec;
+        spec.board = "b";
+        spec.link = "sim://blinky";
+        spec.started_ns = now;
+        local.end_session(local.create_session(spec), "completed", now + 1000);
+    }
+    CHECK(testing::eventually([&] { return fleet()["pushed"] == kSessions + 1; }, 10s));
+}
+
+// A selection wider than the limit is refused after one count, before its sessions are
+// loaded, and nothing refused is kept: four such requests left the fleet server holding a
+// copy of every session each named.
+TEST_CASE("fleet store on PostgreSQL: a selection too wide is counted and refused, not loaded") {
+    testing::TempDir dir;
+    const auto server = testing::PgServer::start_or_skip(dir.path(), "fleet selection test");
+    if (!server) return;
+    const std::string url = server->url();
+    storage::fleet::FleetConnection connection;
+    connection.url = url;
+    {
+        storage::fleet::FleetStore store(connection);
+        storage::fleet::PushedSession s;
+        s.bench = "wide";
+        s.info.id = 1;
+        s.info.spec.board = "b";
+        s.info.spec.link = "sim://x";
+        s.info.spec.started_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count() -
+                                 86'400'000'000'000;
+        s.info.ended_ns = s.info.spec.started_ns + 1000;
+        s.info.state = "completed";
+        gmon::Aggregate a;
+        a.add_pc(0x1000, 5);
+        REQUIRE(store.push_session(s, a, nullptr));
+        // 40 000 more sessions of the same bench, a nanosecond apart (so in the same month).
+        storage::fleet::PgConnection sql(storage::fleet::connection_parameters(connection));
+        sql.query(
+            "INSERT INTO sessions (bench, local_id, board, tags, build_id, started_ns, ended_ns, "
+            "state, spec, counters) SELECT bench, local_id + g, board, tags, build_id, "
+            "started_ns + g, ended_ns + g, state, spec, counters FROM sessions, "
+            "generate_series(1, 40000) g");
+        REQUIRE(store.count("sessions") == 40001);
+    }
+    std::ofstream(dir / "fleet.toml") << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
+                                      << (dir / "fleet.db").string() << "\"\n";
+    testing::Process fleet(
+        testing::rackprof_argv({"serve", "--config", (dir / "fleet.toml").string()}),
+        dir / "fleet.log", {}, {"RACKPROF_FLEET_URL=" + url});
+    const std::string port = testing::wait_for_api_port(dir / "fleet.log");
+    // No firmware was pushed: the profile cannot name functions (422), its gmon.out can be had.
+    const std::string one = "/api/v1/profile/export/gmon?session=1";
+    REQUIRE(testing::http_get(port, one).status == 200);
+    const long before = fleet.rss_kib();
+    for (int i = 0; i < 4; ++i) {  // four different selections: each its own cache entry
+        const auto reply =
+            testing::http_get(port, "/api/v1/profile?bench=wide&from=" + std::to_string(i + 1));
+        CHECK(reply.status == 400);
+        CHECK(reply.body.find("40001 sessions, more than 10000") != std::string::npos);
+    }
+    const long grown_kib = fleet.rss_kib() - before;
+    std::cout << "fleet server: 4 refused selections of 40001 sessions grew it by "
+              << grown_kib / 1024 << " MiB\n";
+    CHECK(grown_kib < 16 * 1024);  // loaded and kept, they took over 100 MiB
+    CHECK(testing::http_get(port, one).status == 200);
+
+    // A NUL in a selection value: the request's fault (400), not an outage (503, and two
+    // fresh logins to PostgreSQL per request).
+    CHECK(testing::http_get(port, "/api/v1/profile?bench=wide%00x").status == 400);
+    // Rows rackprof cannot use answer 502 bad_upstream (the fleet store was reached; the data
+    // is wrong), and only the selections that hold them: a malformed stored spec (it answered
+    // 503 not_ready) and PC counts whose sum leaves PostgreSQL's bigint (it answered 500).
+    {
+        storage::fleet::PgConnection sql(storage::fleet::connection_parameters(connection));
+        sql.query("UPDATE sessions SET spec = jsonb_set(spec, '{histograms}', '\"[{]\"') "
+                  "WHERE local_id = 2");
+        sql.query("INSERT INTO pc_samples (session_id, started_ns, pc, count) SELECT id, "
+                  "started_ns, 4096, 9223372036854775807 FROM sessions WHERE local_id = 3");
+        sql.query("INSERT INTO pc_samples (session_id, started_ns, pc, count) SELECT id, "
+                  "started_ns, 4096, 9223372036854775807 FROM sessions WHERE local_id = 4");
+    }
+    const auto id_of = [&](int local_id) {
+        storage::fleet::PgConnection sql(storage::fleet::connection_parameters(connection));
+        return sql
+            .query("SELECT id FROM sessions WHERE local_id = $1", {std::to_string(local_id)})
+            .text(0, 0);
+    };
+    const auto malformed =
+        testing::http_get(port, "/api/v1/profile/export/gmon?session=1," + id_of(2));
+    CHECK(malformed.status == 502);
+    CHECK(malformed.body.find("bad_upstream") != std::string::npos);
+    const auto too_large = testing::http_get(
+        port, "/api/v1/profile/export/gmon?session=" + id_of(3) + "," + id_of(4));
+    CHECK(too_large.status == 502);
+    CHECK(too_large.body.find("bad_upstream") != std::string::npos);
+    CHECK(testing::http_get(port, one).status == 200);
 }
 
 }  // namespace rackprof

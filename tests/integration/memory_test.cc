@@ -1,12 +1,19 @@
 // The daemon's peak memory while it takes large uploads, which must go through files and streams,
 // never whole into memory. Built and run only without the sanitizers: ASan keeps freed memory in
 // quarantine and shadows the rest, so a peak measured under it says nothing about the daemon.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
 
 #include "tests/integration/api_daemon.h"
 #include "tests/integration/sim_rack.h"
@@ -123,6 +130,54 @@ TEST_CASE(
     CHECK(back.second == testing::read_text(gmon));
     for (const auto& entry : std::filesystem::recursive_directory_iterator(d.dir().path()))
         CHECK(entry.path().filename().string().find(".upload") == std::string::npos);
+}
+
+// A client that asks for an export and then stops reading holds one page of it in the daemon
+// (a page is bounded by bytes, storage/session_pages.h), not 64 rows: an imported session's
+// rows are 1 MiB of raw bytes or 64 Ki records each, and such a page was 64 MB of raw bytes or
+// 200 MB of NDJSON per stalled client. The health probe stays quick meanwhile.
+TEST_CASE("stalled readers of a large session's exports pin a page each, not the export") {
+    ApiDaemon d;
+    const auto capture = d.dir() / "big.bin";
+    REQUIRE(testing::rackprof(
+                {"simulate", "--model", "deterministic", "--bytes", "40M", "-o", capture.string()})
+                .exit_code == 0);
+    const auto imported = d.upload_chunked("POST", "/api/v1/sessions/import?format=bin", capture);
+    REQUIRE(imported.first == 201);
+    const std::string id = std::to_string(json::parse(imported.second)["id"].get<std::int64_t>());
+    const long before = d.rss_kib();
+    std::vector<int> stalled;
+    for (int i = 0; i < 6; ++i) {
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        REQUIRE(fd >= 0);
+        const int small = 4096;
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        sockaddr_in to{};
+        to.sin_family = AF_INET;
+        to.sin_port = htons(static_cast<std::uint16_t>(d.port()));
+        to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0);
+        const std::string request = "GET /api/v1/sessions/" + id + "/export/" +
+                                    (i % 2 ? "ndjson" : "raw") +
+                                    " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+        REQUIRE(::write(fd, request.data(), request.size()) ==
+                static_cast<ssize_t>(request.size()));
+        stalled.push_back(fd);  // never read
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(3));  // each has filled its socket
+    const long grown_kib = d.rss_kib() - before;
+    const auto probe_started = std::chrono::steady_clock::now();
+    const auto health = d.call("GET", "/healthz");
+    const double probe_ms = std::chrono::duration<double, std::milli>(
+                                std::chrono::steady_clock::now() - probe_started)
+                                .count();
+    MESSAGE("6 stalled readers (3 raw, 3 NDJSON) of a 40 MB session: RSS +" << grown_kib / 1024
+                                                                              << " MiB, /healthz "
+                                                                              << probe_ms << " ms");
+    CHECK(health.first == 200);
+    CHECK(grown_kib < 48 * 1024);  // a page and a row each; 64-row pages took over 1 GiB here
+    CHECK(probe_ms < 500);
+    for (const int fd : stalled) ::close(fd);
 }
 
 }  // namespace

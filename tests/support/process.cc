@@ -142,6 +142,21 @@ long Process::rss_kib() const {
     return 0;
 }
 
+double Process::cpu_seconds() const {
+    std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    // After the command's name (in parentheses, may hold spaces): fields 3.. of proc(5);
+    // utime and stime are fields 14 and 15.
+    std::istringstream fields(line.substr(line.rfind(')') + 2));
+    std::string field;
+    double ticks = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {
+        if (i >= 14) ticks += std::stod(field);
+    }
+    return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
                 std::chrono::milliseconds poll) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -53,6 +53,7 @@ class Process {
     bool running();
     int open_fds() const;  // descriptors in /proc/PID/fd
     long rss_kib() const;  // resident memory, /proc/PID/status VmRSS
+    double cpu_seconds() const;  // user + system CPU so far, /proc/PID/stat
 
   private:
     pid_t pid_ = -1;

@@ -63,15 +63,16 @@ constexpr std::array kFailureReplies = {
     FailureReply{Failure::kNotReady, http::status::service_unavailable, "not_ready"},
     FailureReply{Failure::kUnknownFormat, http::status::not_found, "unknown_format"},
     FailureReply{Failure::kGone, http::status::gone, "gone"},
+    FailureReply{Failure::kBadUpstream, http::status::bad_gateway, "bad_upstream"},
 };
 
 // What a switch's -Wswitch gave: every failure has its row. Rows follow the enum's order
-// through kGone, its last value (a failure added after it moves that check).
+// through kBadUpstream, its last value (a failure added after it moves that check).
 constexpr bool covers_every_failure() {
     for (std::size_t i = 0; i < kFailureReplies.size(); ++i) {
         if (kFailureReplies[i].failure != static_cast<Failure>(i)) return false;
     }
-    return kFailureReplies.back().failure == Failure::kGone;
+    return kFailureReplies.back().failure == Failure::kBadUpstream;
 }
 static_assert(covers_every_failure(),
               "kFailureReplies: one row per daemon::service::Failure, in order");
