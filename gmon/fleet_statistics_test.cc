@@ -105,10 +105,22 @@ TEST_CASE("diff: runs of different lengths compare per call; noise trips no gate
         CHECK(f.direction == 0);
     }
     CHECK_FALSE(d.failed());
-    CHECK(*row(d, "alpha").calls_change == doctest::Approx(1.0));  // raw counts: exact
-    // Calls compared exactly: twice the calls trips a calls gate.
-    options.gates = {parse_gate_rule("calls>+50%")};
-    CHECK(diff_profiles(a, b, options).gates[0].functions.size() == 3);
+    CHECK(*row(d, "alpha").calls_change == doctest::Approx(1.0));  // the counts' own change
+    // Calls are compared as shares of all the calls: twice as long, twice the calls of every
+    // function, trips no calls gate (a rise of +0% included).
+    options.gates = {parse_gate_rule("calls>+0%"), parse_gate_rule("calls<-0%")};
+    for (const auto& gate : diff_profiles(a, b, options).gates) CHECK(gate.functions.empty());
+    // One function called three times as often trips it for that one, and the others' shares
+    // fall.
+    ProfileSource more;
+    auto aggregate = std::make_shared<Aggregate>(*fw.aggregate(200, {{0x150, 2000}}));
+    aggregate->add_arc(0x104, 0x140, 400);  // alpha: 600 calls against beta's and gamma's 200
+    more.aggregate = aggregate;
+    more.elf = fw.elf;
+    options.gates = {parse_gate_rule("calls>+50%"), parse_gate_rule("calls<-20%")};
+    const ProfileDiff shifted = diff_profiles(a, profile_of(more), options);
+    CHECK(shifted.gates[0].functions == std::vector<std::string>{"alpha"});
+    CHECK(shifted.gates[1].functions == std::vector<std::string>{"beta", "gamma"});
 }
 
 TEST_CASE("diff: without calls, shares are compared; a function only in b is new") {

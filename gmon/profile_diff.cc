@@ -100,9 +100,18 @@ namespace {
 bool gate_trips(const GateRule& rule, const FunctionDiff& f, const ProfileDiff& d, bool samples,
                 double per_test) {
     if (rule.metric == GateRule::Metric::kCalls) {
-        const double limit = static_cast<double>(f.a.calls) * rate_change_limit(rule);
-        const double calls = static_cast<double>(f.b.calls);
-        return rule.rise ? calls > limit : calls < limit;
+        // As a share of all the program's calls (time is per call too): two runs of one build
+        // that ran for different lengths have the same shares. Division rounds correctly, so
+        // equal shares compare equal, and +0% trips on any real rise. A side with no calls at
+        // all has no shares: its counts are compared as they are.
+        const bool shares = d.calls_a > 0 && d.calls_b > 0;
+        const auto of = [shares](std::uint64_t calls, std::uint64_t all) {
+            return shares ? static_cast<long double>(calls) / static_cast<long double>(all)
+                          : static_cast<long double>(calls);
+        };
+        const long double limit = of(f.a.calls, d.calls_a) * rate_change_limit(rule);
+        const long double b = of(f.b.calls, d.calls_b);
+        return rule.rise ? b > limit : b < limit;
     }
     if (!samples) return false;
     const bool self = rule.metric == GateRule::Metric::kSelf;
@@ -193,7 +202,7 @@ std::string diff_test_description(const ProfileDiff& d) {
            "two-sided, Bonferroni-corrected over the " +
            std::to_string(d.compared) + " functions with samples, family-wise alpha " + alpha +
            "; gates ask the one-sided question 'is the change beyond the threshold' with the "
-           "same test; calls are counts and compared exactly";
+           "same test; calls are compared exactly, as shares of all the program's calls";
 }
 
 namespace {

@@ -162,6 +162,23 @@ TEST_CASE(
     const json from_files = json::parse(files.out);
     CHECK(from_files["gates"][0]["functions"] == json({kSlowed}));
     CHECK(from_files["functions"][0]["name"] == kSlowed);
+    // Two runs of one build that ran for different lengths: no call gate trips (every
+    // function's calls were counts compared as they were, so all of them rose).
+    for (const char* iterations : {"20", "50"}) {
+        REQUIRE(testing::rackprof({"simulate", "--model", "deterministic", "--iterations",
+                                   iterations, "-o",
+                                   (dir / ("det" + std::string(iterations) + ".bin")).string(),
+                                   "--write-elf", (dir / "det.elf").string()})
+                    .exit_code == 0);
+    }
+    const auto longer = testing::rackprof({"diff", (dir / "det20.bin").string(),
+                                           (dir / "det50.bin").string(), "--elf",
+                                           (dir / "det.elf").string(), "--fail-on", "calls>+0%",
+                                           "--fail-on", "calls<-0%"});
+    CAPTURE(longer.out);
+    CAPTURE(longer.err);
+    CHECK(longer.exit_code == 0);
+    CHECK(longer.out.find("gate calls>+0%: passed") != std::string::npos);
     // Usage errors and inputs that cannot be read exit 2: only a regression is 1.
     CHECK(testing::rackprof({"diff", (dir / "s0.bin").string()}).exit_code == 2);
     CHECK(testing::rackprof({"diff", (dir / "s0.bin").string(), (dir / "s1.bin").string(), "--elf",
