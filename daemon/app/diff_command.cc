@@ -66,8 +66,9 @@ std::string label_of(const std::string& argument, const nlohmann::json& summary)
 constexpr const char* kSyncAbout =
     R"(The synchronisation alarm. A sampling period that divides the program's own period samples the
 same few PCs every time, and the histogram shows the phase, not the time, however long it runs.
-Capture the program twice: FIXED with the target's fixed sampling period, DITHERED with its
-period dithered (target-fw: -DRACKPROF_SAMPLE_DITHER=64; the simulator: --dither N). Each
+Capture the program twice, one build: FIXED with the target's fixed sampling period, DITHERED
+with its period dithered (target-fw: -DRACKPROF_SAMPLE_DITHER=64; the simulator: --dither N);
+captures of different builds are refused (exit 2). Each
 function's share of the samples is compared between the two (exact conditional binomial test,
 Bonferroni over the functions); shares that differ beyond sampling error mean the fixed-period
 profile is synchronised with the program: trust the dithered one. FIXED and DITHERED are read as
@@ -94,6 +95,16 @@ int run_check_sync(const DiffArgs& cl) {
     const auto& dithered = cl.b;
     const auto input_fixed = readable_input(fixed, cl.input);
     const auto input_dithered = readable_input(dithered, cl.input);
+    // Another build's shares differ for reasons of its own: every function would be flagged.
+    const auto build_of = [](const gmon::ExportInput& in) {
+        return in.source.elf ? in.source.elf->build_id() : std::string();
+    };
+    const std::string a = build_of(*input_fixed), b = build_of(*input_dithered);
+    if (!a.empty() && !b.empty() && a != b) {
+        throw UsageError("cannot compare " + fixed + " and " + dithered +
+                         ": they are different builds (" + a + ", " + b +
+                         "); the check compares two captures of one build");
+    }
     gmon::SyncCheck check;
     try {
         check = gmon::check_sync(

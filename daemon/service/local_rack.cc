@@ -259,7 +259,7 @@ std::string LocalRack::profile(std::int64_t id, const TimeWindow& window,
                        info.target.build_id == input->source.elf->build_id();
     const gmon::ElfFit& fit = computed->fit;
     const nlohmann::json sync_check =
-        options.sync_reference ? sync_check_of(computed->profile, *options.sync_reference)
+        options.sync_reference ? sync_check_of(computed->profile, info, *options.sync_reference)
                                : nlohmann::json();
     gmon::JsonReportOptions json_options = json_options_of(options);
     // DWT samples taken while the core slept: a count beside the functions, never one of them
@@ -295,8 +295,20 @@ std::string LocalRack::profile(std::int64_t id, const TimeWindow& window,
 }
 
 // The synchronisation alarm against another session (the dithered run): its whole profile.
-nlohmann::json LocalRack::sync_check_of(const gmon::Profile& fixed, std::int64_t reference) {
+nlohmann::json LocalRack::sync_check_of(const gmon::Profile& fixed,
+                                        const storage::SessionInfo& fixed_info,
+                                        std::int64_t reference) {
     const auto info = stored_session(reference);
+    // Another build's shares differ for reasons of its own: every function would be flagged.
+    const std::string& a = build_id_of(fixed_info);
+    const std::string& b = build_id_of(info);
+    if (!a.empty() && !b.empty() && a != b)
+        throw ServiceError(Failure::kConflict,
+                           "cannot check synchronisation against session " +
+                               std::to_string(reference) + ": it is another build (" + b +
+                               ", this session " + a +
+                               "); the check compares two captures of one build, one sampled "
+                               "with a fixed period and one with a dithered period");
     const auto input = session_input(info, {});
     require_elf(*input, reference);
     const auto computed = profiles_.get(reference, input->source);

@@ -66,7 +66,8 @@ class LocalRack : public RackService {
   private:
     storage::SessionInfo stored_session(std::int64_t id);
     std::string storage_error();  // what storage says while its commits fail; else ""
-    nlohmann::json sync_check_of(const gmon::Profile& fixed, std::int64_t reference);
+    nlohmann::json sync_check_of(const gmon::Profile& fixed, const storage::SessionInfo& fixed_info,
+                                 std::int64_t reference);
     std::shared_ptr<gmon::ExportInput> session_input(const storage::SessionInfo& info,
                                                      const TimeWindow& window);
 

@@ -156,7 +156,8 @@ test("simulated board: the seconds sampled are the seconds captured", async () =
   const wall = (session.ended_ns - session.started_ns) / 1e9;
   const { page, errors, close } = await open(`/sessions/${sessions.live}`);
   await page.waitForSelector("#flat tbody tr");
-  const sampled = Number(/([0-9.]+) s sampled/.exec(await page.textContent("main"))?.[1]);
+  // A number, not whatever digits and dots precede it (text before it may end in a '.').
+  const sampled = Number(/(\d+(?:\.\d+)?) s sampled/.exec(await page.textContent("main"))?.[1]);
   assert.ok(wall > 1, `the capture ran ${wall} s`);
   assert.ok(sampled <= wall * 1.05 + 0.1, `${sampled} s sampled in a ${wall.toFixed(2)} s capture`);
   assert.ok(sampled >= wall * 0.5, `${sampled} s sampled in a ${wall.toFixed(2)} s capture`);
@@ -457,6 +458,15 @@ test("profile: the synchronisation alarm against a dithered session, from the pa
   await page.goto(`${base}/sessions/${dithered}?sync_reference=${dithered}`);
   await page.waitForSelector("#sync-ok");
   assert.equal(await page.locator("#sync-warning").count(), 0);
+  // The field says what the other session must be.
+  assert.match(await page.textContent("#sync-help"), /same build with the sampling period dithered/);
   assert.deepEqual(errors, []);
   await close();
+  // A session of another build is refused (409), and the page says why instead of flagging
+  // every function.
+  const other = await open(`/sessions/${fixed}?sync_reference=${sessions.a}`);
+  await other.page.waitForSelector('p.error[role="alert"]');
+  assert.match(await other.page.textContent('p.error[role="alert"]'), /another build/);
+  assert.equal(await other.page.locator("#sync-warning").count(), 0);
+  await other.close();
 });

@@ -362,6 +362,24 @@ TEST_CASE("API: a Tiva binned PC report imported; text?intervals=1; the sync ala
     CHECK(calm["sync_check"]["warning"].is_null());
     CHECK(d.call("GET", "/api/v1/sessions/" + ids["0"] + "/profile?sync_reference=999").first ==
           404);
+    // A session of another build is refused (409, both builds named): its shares differ for
+    // reasons of its own, and every function was flagged.
+    const auto other_elf = d.dir() / "other.elf";
+    REQUIRE(testing::rackprof({"simulate", "--model", "blinky", "--iterations", "50", "-o",
+                               (d.dir() / "other.bin").string(), "--write-elf",
+                               other_elf.string()})
+                .exit_code == 0);
+    const auto other_put =
+        d.call("PUT", "/api/v1/firmware", {"--data-binary", "@" + other_elf.string()});
+    const std::string other_fw = json::parse(other_put.second)["id"];
+    const auto other = d.call("POST", "/api/v1/sessions/import?format=bin&firmware=" + other_fw,
+                              {"--data-binary", "@" + (d.dir() / "other.bin").string()});
+    REQUIRE(other.first == 201);
+    const auto other_id = std::to_string(json::parse(other.second)["id"].get<std::int64_t>());
+    const auto refused =
+        d.call("GET", "/api/v1/sessions/" + ids["0"] + "/profile?sync_reference=" + other_id);
+    CHECK(refused.first == 409);
+    CHECK(refused.second.find("another build") != std::string::npos);
 }
 
 TEST_CASE("API: firmware upload, attach, and imports of a capture and of a gmon.out") {

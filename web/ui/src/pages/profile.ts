@@ -510,7 +510,7 @@ function syncSection(sid: number, profile: Profile) {
     h(
       "label",
       {},
-      "Check sampling synchronisation against the dithered session ",
+      "Check sampling synchronisation against session ",
       h("input", {
         name: "sync_reference",
         inputmode: "numeric",
@@ -520,6 +520,13 @@ function syncSection(sid: number, profile: Profile) {
     ),
     " ",
     h("button", { type: "submit" }, "Check"),
+    h(
+      "span",
+      { class: "muted", id: "sync-help" },
+      " — a capture of the same build with the sampling period dithered (target-fw: " +
+        "RACKPROF_SAMPLE_DITHER; the simulator: --dither). Shares that differ beyond " +
+        "sampling error mean this fixed-period profile sees the program's phase, not its time.",
+    ),
   );
   if (!check) return h("p", { class: "meta" }, syncForm);
   return h(
