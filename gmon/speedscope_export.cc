@@ -28,6 +28,13 @@ std::string speedscope_document(const Profile& profile, const EstimatedStacks& s
     std::map<std::size_t, std::size_t> index_of;  // symbol -> index into frames
     nlohmann::json samples = nlohmann::json::array();
     nlohmann::json weights = nlohmann::json::array();
+    // Samples are time: each is a sampling period, so speedscope shows milliseconds (whole
+    // ones when the period is, as at the usual 1000 Hz).
+    const std::uint32_t rate = profile.prof_rate ? profile.prof_rate : 1000;
+    const auto weight = [rate](std::uint64_t n) -> nlohmann::json {
+        if (1000 % rate == 0) return n * (1000 / rate);
+        return static_cast<double>(n) * 1000.0 / rate;
+    };
     for (const EstimatedStack& stack : stacks.stacks) {
         nlohmann::json indices = nlohmann::json::array();
         for (const std::size_t frame : stack.frames) {
@@ -36,7 +43,7 @@ std::string speedscope_document(const Profile& profile, const EstimatedStacks& s
             indices.push_back(it->second);
         }
         samples.push_back(std::move(indices));
-        weights.push_back(stack.samples);
+        weights.push_back(weight(stack.samples));
     }
     const nlohmann::json document = {
         {"$schema", "https://www.speedscope.app/file-format-schema.json"},
@@ -47,9 +54,9 @@ std::string speedscope_document(const Profile& profile, const EstimatedStacks& s
         {"profiles",
          {{{"type", "sampled"},
            {"name", name},
-           {"unit", "none"},
+           {"unit", "milliseconds"},
            {"startValue", 0},
-           {"endValue", stacks.total_samples},
+           {"endValue", weight(stacks.total_samples)},
            {"samples", std::move(samples)},
            {"weights", std::move(weights)}}}},
     };

@@ -90,6 +90,14 @@ TEST_CASE("folded and speedscope exports hold every sample, on the same stacks")
     CHECK(sum == 500);
     CHECK(stacks["main;slow;work"] == 298);
     CHECK(doc["shared"]["frames"].size() == 5);  // each function once
+    // Timed samples are time: a sample is a period of 1 ms at 1000 Hz, 4 ms at 250 Hz.
+    CHECK(profile["unit"] == "milliseconds");
+    input->profile_options.prof_rate_override = 250;
+    const auto slower = nlohmann::json::parse(all_of("speedscope", input))["profiles"][0];
+    CHECK(slower["endValue"] == 2000);
+    double ms = 0;
+    for (const auto& w : slower["weights"]) ms += w.get<double>();
+    CHECK(ms == 2000);
 }
 
 TEST_CASE("the dot call graph leaves out what is below the thresholds, as gprof2dot does") {
