@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { changeText, compareRedirect } from "./diff";
+import type { Diff } from "../api";
+import { changeText, compareRedirect, methodText } from "./diff";
 
 describe("compareRedirect", () => {
   it("opens the old Compare page's two sessions on the Diff page", () => {
@@ -27,5 +28,26 @@ describe("changeText", () => {
   it("signs a change, and marks none as ±", () => {
     expect(changeText(0.25, 1, 1.25)).toBe("+25.0 %");
     expect(changeText(0, 1, 1)).toBe("±0.0 %");
+  });
+});
+
+describe("methodText", () => {
+  it("says the method once: the test, its normalization and alpha are not repeated", () => {
+    const description =
+      "exact conditional binomial test of two Poisson rates (a function's samples per call of " +
+      "the whole program in a and in b), two-sided, Bonferroni-corrected over the 4 functions " +
+      "with samples, family-wise alpha 0.01";
+    const diff = {
+      test: {
+        name: "exact conditional binomial test of two rates, Bonferroni",
+        alpha: 0.01,
+        description,
+      },
+    } as unknown as Diff;
+    const text = methodText(diff);
+    expect(text).toBe(`Method: ${description}.`);
+    expect(text.match(/Bonferroni/g)).toHaveLength(1);
+    expect(text.match(/per call/g)).toHaveLength(1);
+    expect(text.match(/alpha/g)).toHaveLength(1);
   });
 });

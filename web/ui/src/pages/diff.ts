@@ -60,11 +60,7 @@ export async function diffPage(main: HTMLElement, params: URLSearchParams) {
       sideText(diff.b, b),
     ),
     buildNote(diff),
-    h(
-      "p",
-      { class: "muted small" },
-      `Normalized ${diff.normalization}. ${diff.test.name} (alpha ${diff.test.alpha}): ${diff.test.description}`,
-    ),
+    h("p", { class: "muted small" }, methodText(diff)),
     section(
       "h-diff-table",
       "Functions",
@@ -170,6 +166,10 @@ type Column = {
   show: (f: DiffFunction) => string;
   numeric: boolean;
 };
+
+// How the sides were compared, said once: the test's description names the normalization, the
+// test and its alpha (its name and the normalization field repeat parts of it).
+export const methodText = (diff: Pick<Diff, "test">): string => `Method: ${diff.test.description}.`;
 
 // A relative change as the table shows it. The diff gives null when A has none of the
 // quantity: that is "new" only when B has some; with none on either side nothing changed ("—").
