@@ -194,6 +194,32 @@ std::size_t count_lines(const std::string& text, const std::string& containing) 
     return n;
 }
 
+// The board "filling" of the disk-full tests: a deterministic run of `iterations` at 30 kB/s.
+std::vector<SimBoard> filling_board(const char* iterations) {
+    return {{"filling", {"--model", "deterministic", "--iterations", iterations, "--rate", "30000"}}};
+}
+
+// Starts the rack's board and daemon; the daemon's API port.
+std::string start_filling(Rack& rack) {
+    rack.start_boards();
+    rack.start_daemon();
+    return testing::wait_for_api_port(rack.path("serve.log"));
+}
+
+// The id of board "filling"'s session once it holds arcs, and some of it is committed.
+std::string session_with_arcs(const std::string& port) {
+    json board;
+    REQUIRE(testing::eventually(
+        [&] {
+            board = get_json(port, "/api/v1/boards/filling");
+            return board.is_object() && board["session"].is_number() &&
+                   board["counters"]["arcs"].get<std::uint64_t>() > 0;
+        },
+        10s));
+    std::this_thread::sleep_for(300ms);  // some of it committed
+    return std::to_string(board["session"].get<std::int64_t>());
+}
+
 TEST_CASE(
     "disk full under a real daemon: every record stored or counted lost, a gap, storage_error "
     "shown, capture resumes, a few log lines") {
@@ -205,22 +231,9 @@ TEST_CASE(
                      "writer\n";
         return;
     }
-    const std::vector<SimBoard> boards = {
-        {"filling", {"--model", "deterministic", "--iterations", "300", "--rate", "30000"}}};
-    Rack rack(boards, "", mounts / "fs" / "rack.db");
-    rack.start_boards();
-    rack.start_daemon();
-    const std::string port = testing::wait_for_api_port(rack.path("serve.log"));
-    json board;
-    REQUIRE(testing::eventually(
-        [&] {
-            board = get_json(port, "/api/v1/boards/filling");
-            return board.is_object() && board["session"].is_number() &&
-                   board["counters"]["arcs"].get<std::uint64_t>() > 0;
-        },
-        10s));
-    const std::string id = std::to_string(board["session"].get<std::int64_t>());
-    std::this_thread::sleep_for(300ms);  // some of it committed
+    Rack rack(filling_board("300"), "", mounts / "fs" / "rack.db");
+    const std::string port = start_filling(rack);
+    const std::string id = session_with_arcs(port);
     CHECK(get_json(port, "/api/v1/boards/filling")["storage_state"] == "ok");
 
     // The disk fills: the API says so, on the board, its session, its live feed and /readyz.
@@ -334,22 +347,10 @@ TEST_CASE("a full disk at start: serve starts, counts its losses, finishes the e
                      "CAP_SYS_ADMIN)\n";
         return;
     }
-    const std::vector<SimBoard> boards = {
-        {"filling", {"--model", "deterministic", "--iterations", "1500", "--rate", "30000"}}};
-    Rack rack(boards, "", mounts / "fs" / "rack.db");
-    rack.start_boards();
-    rack.start_daemon();
-    std::string port = testing::wait_for_api_port(rack.path("serve.log"));
+    Rack rack(filling_board("1500"), "", mounts / "fs" / "rack.db");
+    std::string port = start_filling(rack);
+    const std::string killed = session_with_arcs(port);
     json board;
-    REQUIRE(testing::eventually(
-        [&] {
-            board = get_json(port, "/api/v1/boards/filling");
-            return board.is_object() && board["session"].is_number() &&
-                   board["counters"]["arcs"].get<std::uint64_t>() > 0;
-        },
-        10s));
-    const std::string killed = std::to_string(board["session"].get<std::int64_t>());
-    std::this_thread::sleep_for(300ms);  // some of it committed
     rack.daemon().signal(SIGKILL);
     REQUIRE(rack.daemon().wait(5s) >= 0);
 

@@ -40,12 +40,18 @@ TEST_CASE("unplug and replug 20 times: the daemon's resident memory stays within
     rack.stop_daemon();
 }
 
-TEST_CASE("a 40 MiB import goes through a file: the daemon's peak memory grows by < 16 MiB") {
-    ApiDaemon d;
+// A 40 MiB capture of the deterministic model in the daemon's folder.
+std::filesystem::path simulated_40mb(const ApiDaemon& d) {
     const auto capture = d.dir() / "big.bin";
     REQUIRE(testing::rackprof(
                 {"simulate", "--model", "deterministic", "--bytes", "40M", "-o", capture.string()})
                 .exit_code == 0);
+    return capture;
+}
+
+TEST_CASE("a 40 MiB import goes through a file: the daemon's peak memory grows by < 16 MiB") {
+    ApiDaemon d;
+    const auto capture = simulated_40mb(d);
     std::pair<int, std::string> imported;
     CHECK(peak_growth(d.pid(), [&] {
               imported = d.upload_chunked("POST", "/api/v1/sessions/import?format=bin", capture);
@@ -138,10 +144,7 @@ TEST_CASE(
 // 200 MB of NDJSON per stalled client. The health probe stays quick meanwhile.
 TEST_CASE("stalled readers of a large session's exports pin a page each, not the export") {
     ApiDaemon d;
-    const auto capture = d.dir() / "big.bin";
-    REQUIRE(testing::rackprof(
-                {"simulate", "--model", "deterministic", "--bytes", "40M", "-o", capture.string()})
-                .exit_code == 0);
+    const auto capture = simulated_40mb(d);
     const auto imported = d.upload_chunked("POST", "/api/v1/sessions/import?format=bin", capture);
     REQUIRE(imported.first == 201);
     const std::string id = std::to_string(json::parse(imported.second)["id"].get<std::int64_t>());
