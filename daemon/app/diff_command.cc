@@ -125,6 +125,20 @@ int run_check_sync(const DiffArgs& cl) {
     return 1;
 }
 
+// As the dashboard warns: functions are matched by name, and a name in another build may be
+// other code. Said on stderr, so the report (or its JSON) stays what it is.
+void warn_if_different_firmware(const nlohmann::json& a, const nlohmann::json& b) {
+    const auto build_of = [](const nlohmann::json& summary) {
+        const auto it = summary.find("build_id");
+        return it != summary.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    const std::string build_a = build_of(a), build_b = build_of(b);
+    if (build_a.empty() || build_b.empty() || build_a == build_b) return;
+    std::cerr << "rackprof: warning: different firmware (build-id " << build_a.substr(0, 12)
+              << " vs " << build_b.substr(0, 12)
+              << "): functions of the same name may be different code\n";
+}
+
 int run_diff(const DiffArgs& cl) {
     gmon::DiffOptions options;
     options.gates = gate_rules(cl.fail_on);
@@ -148,6 +162,7 @@ int run_diff(const DiffArgs& cl) {
                                             label_of(b, input_b->summary));
     }
     std::cout.flush();
+    warn_if_different_firmware(input_a->summary, input_b->summary);
     if (!diff.failed()) return 0;
     for (const auto& gate : diff.gates) {
         if (gate.functions.empty()) continue;

@@ -380,6 +380,16 @@ TEST_CASE("API: a Tiva binned PC report imported; text?intervals=1; the sync ala
         d.call("GET", "/api/v1/sessions/" + ids["0"] + "/profile?sync_reference=" + other_id);
     CHECK(refused.first == 409);
     CHECK(refused.second.find("another build") != std::string::npos);
+    // rackprof diff across builds says so, as the dashboard does; within one build it does not.
+    const auto db = (d.dir() / "rack.db").string();
+    const auto across = testing::rackprof(
+        {"diff", "--db", db, "session=" + ids["0"], "session=" + other_id});
+    CHECK(across.exit_code == 0);
+    CHECK(across.err.find("warning: different firmware") != std::string::npos);
+    const auto within =
+        testing::rackprof({"diff", "--db", db, "session=" + ids["0"], "session=" + ids["125"]});
+    CHECK(within.exit_code == 0);
+    CHECK(within.err.find("different firmware") == std::string::npos);
 }
 
 TEST_CASE("API: firmware upload, attach, and imports of a capture and of a gmon.out") {
