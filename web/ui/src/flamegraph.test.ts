@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { differential, parseFolded, type Frame } from "./flamegraph";
+import { differential, frameColor, parseFolded, type Frame } from "./flamegraph";
 
 const child = (f: Frame, name: string) => {
   const c = f.children.find((x) => x.name === name);
@@ -44,7 +44,9 @@ describe("differential", () => {
     expect(main.delta).toBe(0); // 8 - 4 × 2
     expect(child(main, "f").delta).toBe(2); // 6 - 2 × 2
     expect(child(main, "h").delta).toBe(2); // new in B
-    expect(largest).toBe(2);
+    // A handful of samples: every change is within sampling noise.
+    expect(child(main, "f").significant).toBe(false);
+    expect(largest).toBe(0);
     expect(missing).toBe(0.5); // g, half of A, has no frame in B
   });
 
@@ -54,6 +56,30 @@ describe("differential", () => {
     expect(tree.delta).toBe(4);
     expect(child(tree, "f").delta).toBe(1);
     expect(child(tree, "g").delta).toBe(3);
-    expect(largest).toBe(3);
+    expect(largest).toBe(0); // 3 samples: within noise
+  });
+
+  it("leaves two runs of one build grey: their changes are sampling noise", () => {
+    const a = parseFolded("main;f 1000\nmain;g 1010\n");
+    const b = parseFolded("main;f 1012\nmain;g 998\n");
+    const { tree, largest } = differential(a, b);
+    expect(largest).toBe(0);
+    const main = child(tree, "main");
+    for (const frame of [main, child(main, "f"), child(main, "g")])
+      expect(frameColor(frame, largest, tree.value)).toBe("rgb(225,225,225)");
+  });
+
+  it("colours a real change, red where B spends more and blue where less", () => {
+    const a = parseFolded("main;f 1000\nmain;g 1000\n");
+    const b = parseFolded("main;f 1000\nmain;g 3000\n");
+    const { tree, largest } = differential(a, b);
+    const main = child(tree, "main");
+    const g = child(main, "g");
+    const f = child(main, "f");
+    expect(g.significant).toBe(true);
+    expect(f.significant).toBe(true);
+    expect(largest).toBe(1000); // g: 3000 - 1000 × 2
+    expect(frameColor(g, largest, tree.value)).toBe("rgb(235,0,0)");
+    expect(frameColor(f, largest, tree.value)).toBe("rgb(0,0,235)");
   });
 });

@@ -11,6 +11,9 @@ export interface Frame {
   value: number; // this frame and everything above it (what d3-flame-graph sizes by)
   self: number; // the stacks that end here
   delta?: number; // differential: b's value minus a's (scaled to b's total)
+  // differential: whether the change is beyond sampling noise (more than twice its standard
+  // deviation under no change: sampled counts are Poisson, so sqrt(b + a × scale²))
+  significant?: boolean;
   children: Frame[];
 }
 
@@ -44,9 +47,10 @@ export function parseFolded(text: string): Frame {
 }
 
 // Differential: b's stacks, each frame carrying the change of its time (with what it calls)
-// from a to b, a scaled to b's total (so a run twice as long is not "slower" everywhere).
-// Returns the share of a's total in stacks b does not have (drawn nowhere: b has no frame for
-// them) and the largest change of a frame below the root (what full colour means).
+// from a to b, a scaled to b's total (so a run twice as long is not "slower" everywhere), and
+// whether that change is beyond sampling noise. Returns the share of a's total in stacks b
+// does not have (drawn nowhere: b has no frame for them) and the largest change beyond noise
+// of a frame below the root (0: none; see frameColor).
 export function differential(
   a: Frame,
   b: Frame,
@@ -55,9 +59,12 @@ export function differential(
   let seen = 0;
   let largest = 0;
   const walk = (nb: Frame, na: Frame | undefined, depth: number) => {
-    nb.delta = nb.value - (na?.value ?? 0) * scale;
+    const before = (na?.value ?? 0) * scale;
+    nb.delta = nb.value - before;
+    const noise = Math.sqrt(nb.value + (na?.value ?? 0) * scale * scale);
+    nb.significant = Math.abs(nb.delta) > 2 * noise;
     if (na) seen += na.self;
-    if (depth > 0) largest = Math.max(largest, Math.abs(nb.delta));
+    if (depth > 0 && nb.significant) largest = Math.max(largest, Math.abs(nb.delta));
     for (const c of nb.children)
       walk(
         c,
@@ -69,14 +76,17 @@ export function differential(
   return { tree: b, missing: a.value > 0 ? 1 - seen / a.value : 0, largest };
 }
 
-// Red for more time in b, blue for less, as strong as the change is against the largest one
-// (a square root, so that half the largest change is still clearly coloured).
-function deltaColor(delta: number, largest: number): string {
-  const strength = largest > 0 ? Math.sqrt(Math.min(1, Math.abs(delta) / largest)) : 0;
+// A frame's colour in the differential graph: grey for a change within sampling noise; else
+// red for more time in B, blue for less, as strong as the change against the largest one —
+// but never against less than 2 % of B's total, so small real changes stay pale — with a
+// square root, so that half the largest change is still clearly coloured.
+export function frameColor(frame: Frame, largest: number, total: number): string {
+  const delta = frame.delta ?? 0;
+  if (!frame.significant || delta === 0) return "rgb(225,225,225)";
+  const full = Math.max(largest, 0.02 * total);
+  const strength = full > 0 ? Math.sqrt(Math.min(1, Math.abs(delta) / full)) : 0;
   const fade = Math.round(225 * (1 - strength));
-  if (delta > 0) return `rgb(235,${fade},${fade})`;
-  if (delta < 0) return `rgb(${fade},${fade},235)`;
-  return "rgb(225,225,225)";
+  return delta > 0 ? `rgb(235,${fade},${fade})` : `rgb(${fade},${fade},235)`;
 }
 
 const pct = (part: number, whole: number) =>
@@ -96,7 +106,7 @@ export function drawFlameGraph(
     "p",
     { class: "flame-details muted", "aria-live": "polite" },
     diff
-      ? "Red: more of the time in B, blue: less (each frame with what it calls; A scaled to B's total). Click a frame to zoom."
+      ? "Red: more of the time in B, blue: less, grey: within sampling noise (each frame with what it calls; A scaled to B's total). Click a frame to zoom."
       : "Click a frame to zoom; hover for its figures.",
   );
   const search = h("input", {
@@ -127,7 +137,7 @@ export function drawFlameGraph(
     .setDetailsElement(details);
   if (diff)
     chart.setColorMapper((d: FrameNode, original: string) =>
-      d.highlight ? original : deltaColor(d.data.delta ?? 0, largest),
+      d.highlight ? original : frameColor(d.data, largest, total),
     );
   select(canvas).datum(tree).call(chart);
   // The library takes a regular expression: the user's text is matched literally.
