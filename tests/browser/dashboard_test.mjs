@@ -141,7 +141,10 @@ test("live: the view changes within 2 s, and stop stops the session", async () =
   await page.waitForTimeout(2000); // a few points on the chart for the screenshot
   await screenshot(page, "live");
   await page.click("#stop");
-  await page.waitForFunction(() => document.querySelector("#capture-state")?.textContent === "not_capturing", null, { timeout: 3000 });
+  // Said in words, and the rate no longer shows the last one seen.
+
+  await page.waitForFunction(() => document.querySelector("#capture-state")?.textContent === "not capturing", null, { timeout: 3000 });
+  assert.equal(await page.textContent("#records-rate"), "—");
   const stopped = await api("GET", `/api/v1/sessions/${sessions.live}`);
   assert.equal(stopped.state, "completed");
   assert.deepEqual(errors, []);

@@ -80,7 +80,11 @@ export function differential(
 // red for more time in B, blue for less, as strong as the change against the largest one —
 // but never against less than 2 % of B's total, so small real changes stay pale — with a
 // square root, so that half the largest change is still clearly coloured.
-export function frameColor(frame: Frame, largest: number, total: number): string {
+export function frameColor(
+  frame: Pick<Frame, "delta" | "significant">,
+  largest: number,
+  total: number,
+): string {
   const delta = frame.delta ?? 0;
   if (!frame.significant || delta === 0) return "rgb(225,225,225)";
   const full = Math.max(largest, 0.02 * total);

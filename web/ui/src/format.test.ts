@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import {
+  clock,
   count,
   duration,
   intervalTitle,
@@ -96,5 +97,17 @@ describe("label, isOverhead", () => {
       expect(isOverhead(name)).toBe(true);
     for (const name of ["main", "my_mcount", "mcount2", "gamma"])
       expect(isOverhead(name)).toBe(false);
+  });
+});
+
+describe("clock", () => {
+  it("writes a time of day as ISO 8601 does, in UTC and 24 hours, whatever the locale", () => {
+    expect(clock(Date.UTC(2026, 10, 27, 21, 5, 9) / 1000)).toBe("21:05:09");
+  });
+});
+
+describe("label", () => {
+  it("writes the live feed's not_capturing as words", () => {
+    expect(label("not_capturing")).toBe("not capturing");
   });
 });

@@ -24,6 +24,10 @@ export function time(ns: number | null): string {
   return new Date(ns / 1e6).toISOString().replace("T", " ").slice(0, 19);
 }
 
+// Seconds since the epoch as the time of day, UTC and 24-hour as every time on these pages
+// (time() above): the chart's axis, which would otherwise follow the browser's locale.
+export const clock = (seconds: number) => new Date(seconds * 1000).toISOString().slice(11, 19);
+
 export function duration(startNs: number, endNs: number | null): string {
   const s = Math.max(0, ((endNs ?? Date.now() * 1e6) - startNs) / 1e9);
   if (s < 60) return `${s.toFixed(0)} s`;

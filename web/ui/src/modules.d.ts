@@ -1,7 +1,13 @@
 // The little of d3-flame-graph and d3-selection the dashboard calls: neither ships types.
 declare module "d3-flame-graph" {
   export interface FrameNode {
-    data: { name: string; value: number; delta?: number; children?: unknown[] };
+    data: {
+      name: string;
+      value: number;
+      delta?: number;
+      significant?: boolean;
+      children?: unknown[];
+    };
     value: number;
     delta?: number;
     x0: number;

@@ -3,7 +3,7 @@
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import { api, feed, type LiveSnapshot } from "../api";
-import { count, isOverhead, label, percent } from "../format";
+import { clock, count, isOverhead, label, percent } from "../format";
 import { h, link, replace, section } from "../dom";
 import { storageBadge } from "./rack";
 import { navigate } from "../router";
@@ -128,17 +128,21 @@ export async function livePage(main: HTMLElement, _params: URLSearchParams, id?:
         {},
         { label: "records/s", stroke: "#2563eb", fill: "rgba(37,99,235,0.12)", width: 2 },
       ],
-      axes: [{}, { size: 70 }],
+      // Times of day as the other pages write them, far enough apart to read.
+      axes: [{ values: (_u, splits) => splits.map(clock), space: 90 }, { size: 70 }],
     },
     [xs, ys],
     chartBox,
   );
 
   const onSnapshot = (s: LiveSnapshot) => {
-    capture.textContent = s.state;
+    capture.textContent = label(s.state); // "not capturing", not the API's not_capturing
     capture.className = `pill ${s.state === "capturing" ? "ok" : "warn"}`;
     stopButton.disabled = s.state !== "capturing";
-    if (s.state !== "capturing") return;
+    if (s.state !== "capturing") {
+      rate.textContent = "—"; // stopped: no rate, not the last one seen
+      return;
+    }
     replace(storage, storageBadge(s.storage_state, s.storage_error));
     link_.textContent = s.link ?? "?";
     link_.className = `pill ${s.link === "connected" ? "ok" : "warn"}`;
