@@ -394,6 +394,15 @@ test("firmware: an ELF uploads and a capture imports into a session", async () =
   const sent = JSON.parse(fs.readFileSync(path.join(dir, "blinky.json"), "utf8"));
   assert.match(await page.textContent("#import-result"), new RegExp(`\\(${sent.arcs_sent} arcs, ${sent.pc_samples_sent} samples, 0 bytes discarded\\)`));
   await screenshot(page, "firmware");
+  // The form imports every wire the API takes: a framed capture, named as such.
+  rackprof("simulate", "--model", "blinky", "--iterations", "20", "--protocol", "framed", "-o", "framed.bin", "--truth", "framed.json");
+  await page.setInputFiles("#capture-file", path.join(dir, "framed.bin"));
+  await page.selectOption('select[name="protocol"]', "framed");
+  await page.fill('input[name="board"]', "bench-framed");
+  await page.click('#import-form button[type="submit"]');
+  const framed = JSON.parse(fs.readFileSync(path.join(dir, "framed.json"), "utf8"));
+  await page.waitForFunction((text) => document.querySelector("#import-result")?.textContent?.includes(text), `(${framed.arcs_sent} arcs, ${framed.pc_samples_sent} samples`);
+  assert.deepEqual(await page.$$eval('select[name="format"] option', (os) => os.map((o) => o.value)), ["bin", "hex", "gmon", "tiva"]);
   // A wrong file gets a clear error, not a crash.
   await page.setInputFiles("#elf-file", path.join(dir, "a.json"));
   await page.click('#elf-form button[type="submit"]');
@@ -402,7 +411,7 @@ test("firmware: an ELF uploads and a capture imports into a session", async () =
   // The imported session's profile is one click away.
   await page.click('#import-result a:has-text("open its profile")');
   await page.waitForSelector("#flat tbody tr");
-  assert.match(await page.textContent("h1"), /bench-blinky/);
+  assert.match(await page.textContent("h1"), /bench-framed/); // the last one imported
   assert.deepEqual(errors.filter((e) => !/status of 422/.test(e)), []);
   await close();
 });

@@ -47,10 +47,10 @@ export function firmwarePage(main: HTMLElement) {
         importResult,
         h("p", { class: "error" }, "Choose a capture or gmon.out first."),
       );
-    const query: Record<string, string> = {
-      format: formText(data, "format"),
-      addr_bytes: formText(data, "addr_bytes"),
-    };
+    const format = formText(data, "format");
+    const query: Record<string, string> = { format, addr_bytes: formText(data, "addr_bytes") };
+    // A capture's protocol; a gmon.out or a Tiva report has none.
+    if (format === "bin" || format === "hex") query.protocol = formText(data, "protocol");
     const board = formText(data, "board");
     if (board) query.board = board;
     const firmware = formText(data, "firmware");
@@ -76,6 +76,12 @@ export function firmwarePage(main: HTMLElement) {
       ["bin", "binary capture"],
       ["hex", "hex-ASCII capture"],
       ["gmon", "gmon.out"],
+      ["tiva", "Tiva binned PC report"],
+    ]),
+    selectField("Protocol ", "protocol", [
+      ["legacy", "legacy (the thesis' records)"],
+      ["framed", "framed (rackprof's runtime)"],
+      ["itm", "ITM over SWO"],
     ]),
     selectField("Address bytes ", "addr_bytes", ["3", "4"]),
     h("label", {}, "Board name ", h("input", { name: "board", placeholder: "import" })),
