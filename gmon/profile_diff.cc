@@ -104,10 +104,9 @@ bool gate_trips(const GateRule& rule, const FunctionDiff& f, const ProfileDiff& 
         // that ran for different lengths have the same shares. Division rounds correctly, so
         // equal shares compare equal, and +0% trips on any real rise. A side with no calls at
         // all has no shares: its counts are compared as they are.
-        const bool shares = d.calls_a > 0 && d.calls_b > 0;
-        const auto of = [shares](std::uint64_t calls, std::uint64_t all) {
-            return shares ? static_cast<long double>(calls) / static_cast<long double>(all)
-                          : static_cast<long double>(calls);
+        const auto of = [&d](std::uint64_t calls, std::uint64_t all) {
+            return d.per_call ? static_cast<long double>(calls) / static_cast<long double>(all)
+                              : static_cast<long double>(calls);
         };
         const long double limit = of(f.a.calls, d.calls_a) * rate_change_limit(rule);
         const long double b = of(f.b.calls, d.calls_b);

@@ -121,4 +121,18 @@ IntegrityReport integrity_check(Database& db, int max_problems) {
     });
 }
 
+IntegrityReport check_at_start(const std::filesystem::path& path, int max_problems) {
+    return checked([&](IntegrityReport& report) {
+        Database db(path, Database::Mode::kReadOnly);
+        report = check_at_start(db, max_problems);
+    });
+}
+
+IntegrityReport integrity_check(const std::filesystem::path& path, int max_problems) {
+    return checked([&](IntegrityReport& report) {
+        Database db(path, Database::Mode::kReadOnly);
+        report = integrity_check(db, max_problems);
+    });
+}
+
 }  // namespace rackprof::storage

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -32,5 +33,9 @@ struct IntegrityReport {
 IntegrityReport check_at_start(Database& db, int max_problems = 10);
 // PRAGMA integrity_check: every page, index and constraint; at most `max_problems` listed.
 IntegrityReport integrity_check(Database& db, int max_problems = 1000);
+// The same on a file, opened read-only here: a file that cannot be opened is damaged (not a
+// database) or not checked (it cannot be read), as a check that fails part way is.
+IntegrityReport check_at_start(const std::filesystem::path& path, int max_problems = 10);
+IntegrityReport integrity_check(const std::filesystem::path& path, int max_problems = 1000);
 
 }  // namespace rackprof::storage

@@ -33,34 +33,59 @@ void check_not_pruned(Store&& store, std::int64_t session) {
     if (info && info->raw_pruned) throw StorageError(raw_pruned_reason(*info->raw_pruned));
 }
 
-template <typename OpenStore>
-gmon::RawPages raw_pages(OpenStore open_store, std::int64_t session) {
-    struct Left {  // the last row read: its chunks' bytes not yet handed out
-        std::deque<std::vector<std::uint8_t>> chunks;
-        std::size_t offset = 0;  // into chunks.front()
-        std::int64_t after = -1;
-    };
-    return [open_store, session, left = Left{}]() mutable -> std::optional<std::string> {
-        auto store = open_store();
-        std::string out;
-        while (out.size() < kPageBytes) {
-            if (left.chunks.empty()) {
-                for (auto& row : store->chunk_page(session, left.after, 1)) {
-                    left.chunks.push_back(std::move(row.bytes));
-                    left.after = row.seq;
-                }
-                left.offset = 0;
-                if (left.chunks.empty()) break;
+// The chunks of the last row read, handed out in slices across pages: what a page does not
+// take waits here for the next one (at most one row).
+template <typename Chunk>
+struct RowSlices {
+    std::deque<Chunk> chunks;
+    std::size_t offset = 0;  // units of chunks.front() already handed out
+    std::int64_t after = -1;  // the last row read: the next page reads after it
+
+    // Hands up to `budget` units to take(chunk, offset, n), reading the next row with
+    // read_row(*this) (which appends its chunks and moves `after`) whenever none is left.
+    // `units(chunk)` is a chunk's size. Returns the units handed out; 0 at the end.
+    template <typename ReadRow, typename Units, typename Take>
+    std::size_t take_up_to(std::size_t budget, ReadRow read_row, Units units, Take take) {
+        std::size_t taken = 0;
+        while (taken < budget) {
+            if (chunks.empty()) {
+                read_row(*this);
+                offset = 0;
+                if (chunks.empty()) break;
             }
-            const auto& chunk = left.chunks.front();
-            const std::size_t take = std::min(kPageBytes - out.size(), chunk.size() - left.offset);
-            out.append(reinterpret_cast<const char*>(chunk.data() + left.offset), take);
-            left.offset += take;
-            if (left.offset == chunk.size()) {
-                left.chunks.pop_front();
-                left.offset = 0;
+            const Chunk& chunk = chunks.front();
+            const std::size_t n = std::min(budget - taken, units(chunk) - offset);
+            if (n > 0) take(chunk, offset, n);
+            taken += n;
+            offset += n;
+            if (offset == units(chunk)) {
+                chunks.pop_front();
+                offset = 0;
             }
         }
+        return taken;
+    }
+};
+
+template <typename OpenStore>
+gmon::RawPages raw_pages(OpenStore open_store, std::int64_t session) {
+    using Bytes = std::vector<std::uint8_t>;
+    return [open_store, session,
+            left = RowSlices<Bytes>{}]() mutable -> std::optional<std::string> {
+        auto store = open_store();
+        std::string out;
+        left.take_up_to(
+            kPageBytes,
+            [&](RowSlices<Bytes>& slices) {
+                for (auto& row : store->chunk_page(session, slices.after, 1)) {
+                    slices.chunks.push_back(std::move(row.bytes));
+                    slices.after = row.seq;
+                }
+            },
+            [](const Bytes& chunk) { return chunk.size(); },
+            [&](const Bytes& chunk, std::size_t at, std::size_t n) {
+                out.append(reinterpret_cast<const char*>(chunk.data() + at), n);
+            });
         if (out.empty()) {
             check_not_pruned(store, session);
             return std::nullopt;
@@ -71,38 +96,24 @@ gmon::RawPages raw_pages(OpenStore open_store, std::int64_t session) {
 
 template <typename OpenStore>
 gmon::RecordPages record_pages(OpenStore open_store, std::int64_t session) {
-    struct Left {  // the last row read: its chunks' records not yet handed out
-        std::deque<SessionStore::BatchRow> chunks;
-        std::size_t offset = 0;  // into chunks.front().records
-        std::int64_t after = -1;
-    };
-    return [open_store, session,
-            left = Left{}]() mutable -> std::optional<std::vector<gmon::RecordBatch>> {
+    using Batch = SessionStore::BatchRow;
+    return [open_store, session, left = RowSlices<Batch>{}]() mutable
+           -> std::optional<std::vector<gmon::RecordBatch>> {
         auto store = open_store();
         std::vector<gmon::RecordBatch> out;
-        std::size_t records = 0;
-        while (records < kPageRecords) {
-            if (left.chunks.empty()) {
-                for (auto& row : store->batch_page(session, left.after, 1)) {
-                    left.after = row.seq;
-                    left.chunks.push_back(std::move(row));
+        left.take_up_to(
+            kPageRecords,
+            [&](RowSlices<Batch>& slices) {
+                for (auto& row : store->batch_page(session, slices.after, 1)) {
+                    slices.after = row.seq;
+                    slices.chunks.push_back(std::move(row));
                 }
-                left.offset = 0;
-                if (left.chunks.empty()) break;
-            }
-            auto& chunk = left.chunks.front();
-            const std::size_t take =
-                std::min(kPageRecords - records, chunk.records.size() - left.offset);
-            const auto from = chunk.records.begin() + static_cast<std::ptrdiff_t>(left.offset);
-            if (take > 0)
-                out.push_back({chunk.received_ns, {from, from + static_cast<std::ptrdiff_t>(take)}});
-            records += take;
-            left.offset += take;
-            if (left.offset == chunk.records.size()) {
-                left.chunks.pop_front();
-                left.offset = 0;
-            }
-        }
+            },
+            [](const Batch& chunk) { return chunk.records.size(); },
+            [&](const Batch& chunk, std::size_t at, std::size_t n) {
+                const auto from = chunk.records.begin() + static_cast<std::ptrdiff_t>(at);
+                out.push_back({chunk.received_ns, {from, from + static_cast<std::ptrdiff_t>(n)}});
+            });
         if (out.empty()) {
             check_not_pruned(store, session);
             return std::nullopt;

@@ -121,10 +121,7 @@ namespace {
 std::filesystem::path refuse_if_damaged(const std::filesystem::path& path, IntegrityReport& report) {
     std::error_code ec;
     if (std::filesystem::file_size(path, ec) == 0 || ec) return path;  // new: nothing to check
-    {
-        Database db(path, Database::Mode::kReadOnly);
-        report = check_at_start(db);
-    }
+    report = check_at_start(path);
     if (!report.damaged()) return path;
     std::string found;
     for (std::size_t i = 0; i < report.problems.size() && i < 3; ++i)

@@ -72,16 +72,7 @@ int check_config(const std::filesystem::path& file) {
 int check_db(const std::filesystem::path& db) {
     if (!std::filesystem::is_regular_file(db))
         throw std::runtime_error("no such database: " + db.string());
-    storage::IntegrityReport report;
-    try {
-        storage::Database database(db, storage::Database::Mode::kReadOnly);
-        report = storage::integrity_check(database);
-    } catch (const storage::StorageError& e) {  // opening it failed
-        if (e.is_damage())
-            report.problems.push_back(e.what());
-        else
-            report.cannot_check = e.what();
-    }
+    const storage::IntegrityReport report = storage::integrity_check(db);
     if (!report.cannot_check.empty()) {
         std::cout << db.string() << ": cannot check (I/O error: disk full?): "
                   << config::printable(report.cannot_check) << "\n";

@@ -78,6 +78,13 @@ exit status: 0 no synchronisation, 1 synchronised (the functions are named), 2 u
 inputs that cannot be read or compared.
 )";
 
+// The build an input's summary names ("" when unknown): its ELF's build-id for a file, the
+// sessions' common build for a selection.
+std::string build_id_in(const nlohmann::json& summary) {
+    const auto it = summary.find("build_id");
+    return it != summary.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 // An input that cannot be read is the job's fault, not a finding: exit 2, not 1.
 std::shared_ptr<gmon::ExportInput> readable_input(const std::string& argument,
                                                   const ProfileInputArgs& args) {
@@ -96,10 +103,8 @@ int run_check_sync(const DiffArgs& cl) {
     const auto input_fixed = readable_input(fixed, cl.input);
     const auto input_dithered = readable_input(dithered, cl.input);
     // Another build's shares differ for reasons of its own: every function would be flagged.
-    const auto build_of = [](const gmon::ExportInput& in) {
-        return in.source.elf ? in.source.elf->build_id() : std::string();
-    };
-    const std::string a = build_of(*input_fixed), b = build_of(*input_dithered);
+    const std::string a = build_id_in(input_fixed->summary);
+    const std::string b = build_id_in(input_dithered->summary);
     if (!a.empty() && !b.empty() && a != b) {
         throw UsageError("cannot compare " + fixed + " and " + dithered +
                          ": they are different builds (" + a + ", " + b +
@@ -128,11 +133,7 @@ int run_check_sync(const DiffArgs& cl) {
 // As the dashboard warns: functions are matched by name, and a name in another build may be
 // other code. Said on stderr, so the report (or its JSON) stays what it is.
 void warn_if_different_firmware(const nlohmann::json& a, const nlohmann::json& b) {
-    const auto build_of = [](const nlohmann::json& summary) {
-        const auto it = summary.find("build_id");
-        return it != summary.end() && it->is_string() ? it->get<std::string>() : std::string();
-    };
-    const std::string build_a = build_of(a), build_b = build_of(b);
+    const std::string build_a = build_id_in(a), build_b = build_id_in(b);
     if (build_a.empty() || build_b.empty() || build_a == build_b) return;
     std::cerr << "rackprof: warning: different firmware (build-id " << build_a.substr(0, 12)
               << " vs " << build_b.substr(0, 12)

@@ -163,12 +163,16 @@ bool CaptureSession::hand_over() {
     return submit_records(std::exchange(gathered_, std::move(tail)), since, pending);
 }
 
+void CaptureSession::hand_over_decided(std::int64_t at_ns) {
+    if (gathered_.empty() && !collector_.empty()) gathered_since_ns_ = at_ns;  // no bytes came
+    hand_over();
+}
+
 void CaptureSession::gap_started(const std::string& reason, std::int64_t at_ns) {
     if (open_gap_) return;
     decoder_->finish(collector_);            // what was held back across the break
     collector_.calling_context.mark_lost();  // whatever ran across the break is not seen
-    if (gathered_.empty() && !collector_.empty()) gathered_since_ns_ = at_ns;
-    hand_over();
+    hand_over_decided(at_ns);
     refresh_counters();
     open_gap_ = storage::Gap{at_ns, 0, reason, {}, {}};  // a link knows only the time
 }
@@ -184,8 +188,7 @@ void CaptureSession::gap_ended(std::int64_t at_ns) {
 void CaptureSession::end(const std::string& state, std::int64_t at_ns) {
     decoder_->finish(collector_);
     collector_.calling_context.after_chunk(decoder_->stats());
-    if (gathered_.empty() && !collector_.empty()) gathered_since_ns_ = at_ns;
-    hand_over();
+    hand_over_decided(at_ns);
     if (open_gap_) gap_ended(at_ns);
     refresh_counters();
     writer_.submit(

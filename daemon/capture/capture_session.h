@@ -96,6 +96,9 @@ class CaptureSession {
     std::vector<storage::ConsoleLine> take_console(std::int64_t received_ns);
     // The exception totals when they changed since the last call, else empty.
     std::vector<storage::ExceptionCount> changed_exceptions();
+    // After the decoder's finish(): all that is gathered goes now, nothing being undecided;
+    // records that came with no bytes (what finish() decided) are dated `at_ns`.
+    void hand_over_decided(std::int64_t at_ns);
     // `held_back`: received bytes kept for the next hand-over (not in the row's bytes_in).
     bool submit_records(std::vector<std::uint8_t> raw, std::int64_t received_ns,
                         std::size_t held_back = 0);
