@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <limits>
 #include <string>
 
 // SessionStore's reads: sessions, aggregates (whole, between times, after a seq), console lines,
@@ -164,6 +165,22 @@ std::vector<SessionInfo> SessionStore::sessions_after(std::int64_t id) {
     while (st.step()) out.push_back(read_info(st));
     for (auto& info : out) {
         if (has_exception_trace(info.spec)) info.exceptions = exceptions(info.id);
+    }
+    return out;
+}
+
+std::vector<SessionInfo> SessionStore::sessions_before(
+    std::int64_t before_id, std::size_t limit,
+    const std::function<bool(const SessionInfo&)>& wanted) {
+    Statement st = db_.prepare(
+        (select_sessions_sql(has_cct_, has_retention_) + " WHERE id < ? ORDER BY id DESC").c_str());
+    st.bind(1, before_id > 0 ? before_id : std::numeric_limits<std::int64_t>::max());
+    std::vector<SessionInfo> out;
+    while (out.size() < limit && st.step()) {
+        SessionInfo info = read_info(st);
+        if (!wanted(info)) continue;
+        if (has_exception_trace(info.spec)) info.exceptions = exceptions(info.id);
+        out.push_back(std::move(info));
     }
     return out;
 }

@@ -188,6 +188,10 @@ class SessionStore {
     std::vector<SessionInfo> sessions() { return sessions_after(0); }
     // Those with an id above `id`, in id order: what a reader that saw up to `id` has not seen.
     std::vector<SessionInfo> sessions_after(std::int64_t id);
+    // Newest first from below `before_id` (0: from the newest), those `wanted` says yes to, at
+    // most `limit`: one page of a listing, read no further than it needs.
+    std::vector<SessionInfo> sessions_before(std::int64_t before_id, std::size_t limit,
+                                             const std::function<bool(const SessionInfo&)>& wanted);
     std::optional<SessionInfo> session(std::int64_t id);
     // The session's sums, with the records stored after them (defer_sums), from one snapshot.
     gmon::Aggregate aggregate(std::int64_t session);

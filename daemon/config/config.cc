@@ -382,7 +382,8 @@ void parse_storage(const std::string& source, const toml::table& t, DaemonConfig
 void parse_fleet(const std::string& source, const toml::table& t, FleetConfig& f) {
     reject_unknown(source, t, "fleet.",
                    {"url", "bench", "password_file", "sslmode", "sslrootcert", "sslcert", "sslkey",
-                    "push_interval_ms", "retry_max_ms", "keep_sessions_days"});
+                    "push_interval_ms", "retry_max_ms", "keep_sessions_days", "max_reply_mib",
+                    "reply_timeout_s"});
     f.url = get_string(source, t, "fleet.", "url", "");
     f.bench = get_string(source, t, "fleet.", "bench", "");
     f.password_file = get_string(source, t, "fleet.", "password_file", "");
@@ -398,6 +399,13 @@ void parse_fleet(const std::string& source, const toml::table& t, FleetConfig& f
              "day)");
     }
     f.keep_sessions_days = get_days(source, t, "fleet.", "keep_sessions_days");
+    f.max_reply_mib = get_int(source, t, "fleet.", "max_reply_mib", 256);
+    if (f.max_reply_mib < 1 || f.max_reply_mib > 4096)
+        fail(source, t, "fleet.max_reply_mib", "max_reply_mib must be 1..4096");
+    const std::int64_t timeout = get_int(source, t, "fleet.", "reply_timeout_s", 120);
+    if (timeout < 1 || timeout > 3600)
+        fail(source, t, "fleet.reply_timeout_s", "reply_timeout_s must be 1..3600");
+    f.reply_timeout = std::chrono::seconds(timeout);
     f.push_interval = std::chrono::milliseconds(interval);
     f.retry_max = std::chrono::milliseconds(retry);
     if (t.get("url")) {

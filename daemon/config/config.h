@@ -88,6 +88,10 @@ struct FleetConfig {
     std::string sslkey;
     std::chrono::milliseconds push_interval{2000};  // how often completed sessions are looked for
     std::chrono::milliseconds retry_max{300000};    // backoff after a failure doubles up to this
+    // One reply from PostgreSQL may hold this much and take this long; beyond, it is refused
+    // and the connection closed (a hostile or broken server costs no more).
+    std::int64_t max_reply_mib = 256;
+    std::chrono::seconds reply_timeout{120};
     // Fleet retention (`rackprof fleet prune`): sessions that ended more than this many days
     // ago are removed from the fleet store with their aggregates (0: kept forever).
     std::int64_t keep_sessions_days = 0;

@@ -1,5 +1,7 @@
 #include "daemon/fleet/fleet_pusher.h"
 
+#include <pthread.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,7 +29,9 @@ std::string host_name() {
 }
 
 storage::fleet::FleetConnection fleet_connection(const config::FleetConfig& c) {
-    return {c.url, c.password_file, c.sslmode, c.sslrootcert, c.sslcert, c.sslkey};
+    const storage::fleet::PgLimits limits{static_cast<std::size_t>(c.max_reply_mib) << 20,
+                                          c.reply_timeout};
+    return {c.url, c.password_file, c.sslmode, c.sslrootcert, c.sslcert, c.sslkey, limits};
 }
 
 FleetPusher::FleetPusher(config::FleetConfig config, std::filesystem::path storage_path,
@@ -49,6 +53,8 @@ void FleetPusher::start() {
     log_->info("fleet: pushing completed sessions as bench '{}' to {}", config_.bench,
                storage::fleet::redacted_url(config_.url));
     thread_ = std::thread([this] { run(); });
+    // Named, so its own CPU can be read (/proc/PID/task/*/comm): the soak's idle bound.
+    pthread_setname_np(thread_.native_handle(), "fleet-push");
 }
 
 void FleetPusher::stop() {

@@ -46,11 +46,15 @@ auto FleetSource::with_store(F&& f) {
         if (!store_) {
             try {
                 store_ = std::make_unique<storage::fleet::FleetStore>(connection_);
-            } catch (const storage::fleet::PgError& e) {
+            } catch (const storage::fleet::PgConnectError& e) {
                 if (attempt == 1)
                     throw ServiceError(Failure::kNotReady,
                                        std::string("the fleet store is not available: ") + e.what());
                 continue;
+            } catch (const storage::fleet::PgError& e) {
+                // Reached, but its schema could not be read or set up: the server's answer.
+                throw ServiceError(Failure::kBadUpstream,
+                                   std::string("the fleet store could not answer: ") + e.what());
             } catch (const std::runtime_error& e) {  // the password file
                 throw ServiceError(Failure::kNotReady, e.what());
             }
@@ -61,6 +65,12 @@ auto FleetSource::with_store(F&& f) {
             throw;  // the request's own fault (a selection refused)
         } catch (const std::bad_alloc&) {
             throw;
+        } catch (const storage::fleet::PgReplyError& e) {
+            // Reached, and answered too much, too late or the wrong shape: asking again
+            // would only cost as much again.
+            if (!store_->connected()) store_.reset();
+            throw ServiceError(Failure::kBadUpstream,
+                               std::string("the fleet store's reply was refused: ") + e.what());
         } catch (const storage::fleet::PgError& e) {
             if (store_->connected())
                 throw ServiceError(Failure::kBadUpstream,

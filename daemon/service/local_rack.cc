@@ -218,16 +218,19 @@ json LocalRack::sessions(const SessionFilter& filter) {
                 tagged.insert(b.name);
         }
     }
+    const auto wanted = [&](const storage::SessionInfo& s) {
+        return (!filter.board || s.spec.board == *filter.board) &&
+               (!filter.tag || tagged.count(s.spec.board)) &&
+               (!filter.state || s.state == *filter.state) &&
+               (!filter.started_from_ns || s.spec.started_ns >= filter.started_from_ns) &&
+               (!filter.started_to_ns || s.spec.started_ns <= filter.started_to_ns);
+    };
+    // A page, newest first from the store, listed in id order: a bench of 10^5 sessions made
+    // every listing a gigabyte of JSON.
+    const auto page = readers_.lease()->sessions_before(filter.before_id, filter.limit, wanted);
     json list = json::array();
     const std::string failing = storage_error();
-    for (const auto& s : readers_.lease()->sessions()) {
-        if (filter.board && s.spec.board != *filter.board) continue;
-        if (filter.tag && !tagged.count(s.spec.board)) continue;
-        if (filter.state && s.state != *filter.state) continue;
-        if (filter.started_from_ns && s.spec.started_ns < filter.started_from_ns) continue;
-        if (filter.started_to_ns && s.spec.started_ns > filter.started_to_ns) continue;
-        list.push_back(session_json(s, failing));
-    }
+    for (auto s = page.rbegin(); s != page.rend(); ++s) list.push_back(session_json(*s, failing));
     return list;
 }
 

@@ -87,6 +87,11 @@ struct SessionFilter {
     std::optional<std::string> state;
     std::int64_t started_from_ns = 0;  // 0: no bound
     std::int64_t started_to_ns = 0;    // 0: no bound
+    // One page: the newest `limit` of those older than `before_id` (0: from the newest).
+    std::int64_t before_id = 0;
+    std::size_t limit = kSessionPage;
+    static constexpr std::size_t kSessionPage = 1000;
+    static constexpr std::size_t kMaxSessionPage = 10000;
 };
 
 // Receive times (Unix ns) bounding the record batches a profile sums; none: the whole session.

@@ -36,9 +36,9 @@ std::string session_columns() {
 
 std::uint64_t number_or_0(const PgResult& r, int row, int column) {
     if (r.is_null(row, column)) return 0;
-    const char* text = PQgetvalue(r.raw(), row, column);
+    const std::string_view text = r.view(row, column);
     std::uint64_t value = 0;
-    std::from_chars(text, text + std::strlen(text), value);
+    std::from_chars(text.data(), text.data() + text.size(), value);
     return value;
 }
 

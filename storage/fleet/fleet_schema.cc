@@ -234,7 +234,8 @@ FleetPruned FleetStore::prune(std::int64_t before_ns, std::int64_t keep_days) {
     return out;
 }
 
-FleetStore::FleetStore(const FleetConnection& connection) : db_(connection_parameters(connection)) {
+FleetStore::FleetStore(const FleetConnection& connection)
+    : db_(connection_parameters(connection), connection.limits) {
     // The statements here are many small lookups whose row estimates (arrays of ids) are
     // far too high: PostgreSQL's JIT would then spend far longer compiling them than they
     // take to run.

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "storage/fleet/pg.h"
+
 namespace rackprof::storage::fleet {
 
 struct FleetConnection {
@@ -18,6 +20,7 @@ struct FleetConnection {
     std::string sslrootcert;
     std::string sslcert;
     std::string sslkey;
+    PgLimits limits;  // what one reply may cost
 };
 
 // Throws std::invalid_argument when `url` is not a libpq connection URI or carries a password

@@ -6,10 +6,11 @@
 // client dropped; it prints
 // the figures (p50/p99 latency by route, RSS, descriptors, bytes captured) either way.
 //
-//   rackprof_soak [--boards 64] [--ws 100] [--seconds 45] [--rps 50]
+//   rackprof_soak [--boards 64] [--ws 100] [--seconds 45] [--rps 50] [--fleet-sessions 100000]
 //
 // CI runs it for under a minute; `rackprof_soak --seconds 3600` is the hour-long run.
 #include <signal.h>
+#include <unistd.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -21,18 +22,22 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "storage/counters.h"
+#include "storage/fleet/fleet_store.h"
 #include "storage/session_store.h"
+#include "tests/support/pg_server.h"
 #include "tests/support/process.h"
 
 namespace {
@@ -53,6 +58,8 @@ struct Options {
     int ws = 100;
     int seconds = 45;
     int rps = 50;
+    // Sessions the bench pushed to its fleet store before the soak (0: no fleet).
+    int fleet_sessions = 100000;
 };
 
 Options parse(int argc, char** argv) {
@@ -68,6 +75,8 @@ Options parse(int argc, char** argv) {
             o.seconds = value;
         else if (key == "--rps")
             o.rps = value;
+        else if (key == "--fleet-sessions")
+            o.fleet_sessions = value;
         else
             throw std::invalid_argument("unknown option " + key);
     }
@@ -185,12 +194,79 @@ std::string wait_for_port(const std::filesystem::path& log) {
                              rackprof::testing::read_text(log));
 }
 
+// A PostgreSQL of the soak's own holding `n` sessions this bench ("soak") pushed before, and
+// the local database holding the same `n`, so the pusher has them all to know about and
+// nothing to push. Null (with a visible SKIP) without PostgreSQL.
+std::unique_ptr<rackprof::testing::PgServer> seed_fleet(const TempDir& dir, int n) {
+    auto server = rackprof::testing::PgServer::start_or_skip(dir.path(), "soak's fleet pusher");
+    if (!server) return nullptr;
+    namespace fleet = rackprof::storage::fleet;
+    rackprof::storage::NewSession spec;
+    spec.board = "earlier";
+    spec.link = "sim://blinky";
+    spec.started_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count() -
+                      3'600'000'000'000;  // an hour ago: the same month, a nanosecond apart
+    {
+        rackprof::storage::SessionStore local(dir / "rack.db");
+        rackprof::storage::Transaction t(local.db());
+        for (int i = 0; i < n; ++i) {
+            rackprof::storage::NewSession s = spec;
+            s.started_ns += i;
+            local.end_session(local.create_session(s), "completed", s.started_ns + 1000);
+        }
+        t.commit();
+    }
+    fleet::FleetConnection connection;
+    connection.url = server->url();
+    fleet::FleetStore store(connection);
+    fleet::PushedSession first;
+    first.bench = "soak";
+    first.info.id = 1;
+    first.info.spec = spec;
+    first.info.ended_ns = spec.started_ns + 1000;
+    first.info.state = "completed";
+    if (!store.push_session(first, rackprof::gmon::Aggregate{}, nullptr))
+        throw std::runtime_error("soak: the first fleet session was not pushed");
+    fleet::PgConnection sql(fleet::connection_parameters(connection));
+    sql.query("INSERT INTO sessions (bench, local_id, board, tags, build_id, started_ns, ended_ns, "
+              "state, spec, counters) SELECT bench, local_id + g, board, tags, build_id, "
+              "started_ns + g, ended_ns + g, state, spec, counters FROM sessions, "
+              "generate_series(1, $1) g",
+              {std::to_string(n - 1)});
+    return server;
+}
+
+// CPU seconds of the daemon's thread named `name` (/proc/PID/task/TID/stat), or -1.
+double thread_cpu_seconds(int pid, const std::string& name) {
+    const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
+        std::string comm;
+        std::getline(std::ifstream(task.path() / "comm"), comm);
+        if (comm != name) continue;
+        std::string stat;
+        std::getline(std::ifstream(task.path() / "stat"), stat);
+        std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+        std::string field;
+        double ticks = 0;
+        for (int i = 3; i <= 15 && fields >> field; ++i)  // utime and stime: fields 14, 15
+            if (i >= 14) ticks += std::stod(field);
+        return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+    }
+    return -1;
+}
+
 int run(const Options& o) {
     TempDir dir;
+    const auto fleet_server = o.fleet_sessions > 0 ? seed_fleet(dir, o.fleet_sessions) : nullptr;
     {
         std::ofstream config(dir / "rack.toml");
         config << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \""
                << (dir / "rack.db").string() << "\"\n";
+        if (fleet_server)
+            config << "[fleet]\nurl = \"" << fleet_server->url() << "\"\nbench = \"soak\"\n";
         const char* models[] = {"blinky", "conflation", "deterministic"};
         for (const char* model : models) {  // each model's ELF, so profiles name functions
             const auto made = rackprof::testing::run(
@@ -279,18 +355,26 @@ int run(const Options& o) {
     const auto began = Clock::now();
     long rss_warm = 0, rss_peak = 0;
     int fds_warm = 0, fds_max = 0;
+    double pusher_cpu_warm = -1, pusher_cpu_end = -1;
     while (Clock::now() - began < std::chrono::seconds(o.seconds)) {
         std::this_thread::sleep_for(1s);
         if (!daemon.running()) break;
         const long rss = daemon.rss_kib();
         const int fds = daemon.open_fds();
         if (Clock::now() - began >= warmup) {
-            if (!rss_warm) rss_warm = rss, fds_warm = fds;
+            if (!rss_warm) {
+                rss_warm = rss, fds_warm = fds;
+                pusher_cpu_warm = thread_cpu_seconds(daemon.pid(), "fleet-push");
+            }
             rss_peak = std::max(rss_peak, rss);
             fds_max = std::max(fds_max, fds);
         }
     }
     const long rss_end = daemon.running() ? daemon.rss_kib() : 0;
+    const double steady_seconds =
+        std::chrono::duration<double>(Clock::now() - began - warmup).count();
+    pusher_cpu_end = thread_cpu_seconds(daemon.pid(), "fleet-push");
+    const json fleet_state = json::parse(control.get("/readyz").second, nullptr, false)["fleet"];
     const int fds_end = daemon.running() ? daemon.open_fds() : 0;
     stop = true;
     for (auto& t : load) t.join();
@@ -346,6 +430,14 @@ int run(const Options& o) {
     std::printf("  RSS after warm-up %ld KiB, peak %ld KiB, end %ld KiB (growth %.1f %%)\n",
                 rss_warm, rss_peak, rss_end, growth);
     std::printf("  descriptors after warm-up %d, max %d, end %d\n", fds_warm, fds_max, fds_end);
+    const double pusher_share =
+        100.0 * (pusher_cpu_end - pusher_cpu_warm) / std::max(1.0, steady_seconds);
+    if (fleet_server) {
+        std::printf("  fleet pusher with %d sessions pushed before: %.0f ms of CPU over the second "
+                    "half (%.2f %% of a core), pending %s\n",
+                    o.fleet_sessions, 1000 * (pusher_cpu_end - pusher_cpu_warm), pusher_share,
+                    fleet_state.is_object() ? fleet_state["pending"].dump().c_str() : "?");
+    }
     std::printf("  %-40s %8s %8s %8s %8s %7s\n", "route", "requests", "p50 ms", "p99 ms", "max ms",
                 "errors");
     int http_errors = 0;
@@ -367,6 +459,14 @@ int run(const Options& o) {
     if (fds_end > fds_warm + 2) failures.push_back("descriptors grew after warm-up");
     if (feeds_failed || feeds_silent) failures.push_back("feed clients failed or got nothing");
     if (http_errors) failures.push_back("HTTP requests failed");
+    if (fleet_server) {
+        if (pusher_cpu_warm < 0 || pusher_cpu_end < 0)
+            failures.push_back("no fleet-push thread in the daemon");
+        // Each round reads what changed; re-reading every session took 9 % of a core here.
+        if (pusher_share >= 1.0) failures.push_back("the fleet pusher took 1 % of a core or more");
+        if (!fleet_state.is_object() || fleet_state["pending"] != 0)
+            failures.push_back("the fleet pusher has sessions pending");
+    }
     for (const auto& f : failures) std::printf("soak: FAILED: %s\n", f.c_str());
     if (failures.empty()) std::printf("soak: ok\n");
     return failures.empty() ? 0 : 1;

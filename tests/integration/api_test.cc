@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "gmon/synthetic_elf.h"
+#include "storage/session_store.h"
 #include "storage/sqlite.h"
 #include "tests/integration/api_daemon.h"
 #include "tests/integration/test_support.h"
@@ -839,6 +840,45 @@ TEST_CASE("query values are percent-decoded; a bad escape is a 400") {
     CHECK(bad.first == 400);
     CHECK(json::parse(bad.second)["error"]["code"] == "bad_query");
     CHECK(d.call("GET", "/api/v1/sessions?board=det%").first == 400);
+}
+
+// A bench of 10^5 sessions made every listing a gigabyte of JSON (the soak found it): a listing
+// is a page, the newest first from the store, and older pages are asked for by id.
+TEST_CASE("the session listing comes in pages: the newest `limit`, then before= the oldest") {
+    ApiDaemon d;
+    std::vector<std::int64_t> seeded;
+    {
+        storage::SessionStore store(d.dir() / "rack.db");
+        storage::Transaction t(store.db());
+        storage::NewSession spec;
+        spec.board = "seeded";
+        spec.link = "sim://blinky";
+        for (int i = 0; i < 2500; ++i) {
+            spec.started_ns = 1'700'000'000'000'000'000 + i;
+            seeded.push_back(store.create_session(spec));
+            store.end_session(seeded.back(), "completed", spec.started_ns + 1);
+        }
+        t.commit();
+    }
+    const auto ids = [&](const std::string& query) {
+        const auto reply = d.call("GET", "/api/v1/sessions?board=seeded" + query);
+        std::vector<std::int64_t> out;
+        for (const auto& s : json::parse(reply.second)) out.push_back(s["id"]);
+        return out;
+    };
+    const auto first = ids("");
+    REQUIRE(first.size() == 1000);  // the default page
+    CHECK(std::vector<std::int64_t>(seeded.end() - 1000, seeded.end()) == first);  // id order
+    const auto second = ids("&before=" + std::to_string(first.front()));
+    CHECK(std::vector<std::int64_t>(seeded.end() - 2000, seeded.end() - 1000) == second);
+    const auto last = ids("&limit=600&before=" + std::to_string(second.front()));
+    CHECK(std::vector<std::int64_t>(seeded.begin(), seeded.begin() + 500) == last);  // short: the end
+    CHECK(ids("&limit=10000").size() == 2500);
+    CHECK(ids("&state=capturing").empty());
+    for (const char* bad : {"&limit=0", "&limit=10001", "&before=x", "&limit=-1"}) {
+        CAPTURE(bad);
+        CHECK(d.call("GET", std::string("/api/v1/sessions?board=seeded") + bad).first == 400);
+    }
 }
 
 TEST_CASE("uploads above 1 MiB sent with Content-Length are taken; above 64 MiB, 413") {

@@ -24,6 +24,15 @@ daemon::service::SessionFilter filter_of(const std::map<std::string, std::string
     }
     if (query.count("from")) filter.started_from_ns = parse_time(query.at("from"), "from");
     if (query.count("to")) filter.started_to_ns = parse_time(query.at("to"), "to");
+    if (query.count("before"))
+        filter.before_id = daemon::service::parse_count<std::int64_t>(query.at("before"), "before");
+    if (query.count("limit")) {
+        filter.limit = daemon::service::parse_count<std::size_t>(query.at("limit"), "limit");
+        if (filter.limit == 0 || filter.limit > filter.kMaxSessionPage) {
+            throw HttpError{http::status::bad_request, "bad_request",
+                            "limit must be 1.." + std::to_string(filter.kMaxSessionPage)};
+        }
+    }
     return filter;
 }
 
@@ -35,7 +44,8 @@ void add_session_routes(RouteTable& routes) {
     routes.add_json(
         verb::get, "/api/v1/sessions", server::Access::kRead, status::ok,
         [](const Call& c) { return c.rack.sessions(filter_of(c.query)); },
-        "stored sessions, filtered by board, tag, state and start time");
+        "stored sessions, filtered by board, tag, state and start time: the newest `limit` "
+        "(default 1000) in id order; `before=ID` pages back");
     routes.add_json(
         verb::post, "/api/v1/sessions/import", server::Access::kWrite, status::created,
         [](const Call& c) { return c.rack.import_session(c.upload(), c.query); },

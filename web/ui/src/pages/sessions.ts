@@ -61,6 +61,7 @@ export async function sessionsPage(main: HTMLElement, params: URLSearchParams) {
           : h("tr", {}, h("td", { colspan: 9, class: "muted" }, "No sessions match.")),
       ),
     ),
+    pager(sessions, params),
     h("h2", {}, "Compare two sessions or builds"),
     diffForm(sessions, pairA ? `session=${pairA.id}` : "", pairB ? `session=${pairB.id}` : ""),
   );
@@ -78,8 +79,45 @@ export function defaultPair(sessions: Session[]): [Session | undefined, Session 
 
 function filterOf(params: URLSearchParams): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const key of ["board", "state"]) if (params.get(key)) out[key] = params.get(key) as string;
+  for (const key of ["board", "state", "before"])
+    if (params.get(key)) out[key] = params.get(key) as string;
   return out;
+}
+
+// The API lists a page at a time, the newest first (its default page); a full page may have
+// older sessions, asked for with before= its smallest id.
+export const kSessionPage = 1000;
+
+export function pagerLinks(
+  ids: number[],
+  params: URLSearchParams,
+): { href: string; text: string }[] {
+  const at = (before?: number) => {
+    const query = new URLSearchParams(params);
+    query.delete("before");
+    if (before !== undefined) query.set("before", String(before));
+    return `/sessions${query.size ? `?${query}` : ""}`;
+  };
+  const out = [];
+  if (params.get("before")) out.push({ href: at(), text: "Newest sessions" });
+  if (ids.length >= kSessionPage) {
+    const oldest = Math.min(...ids);
+    out.push({ href: at(oldest), text: `Older sessions (before #${oldest})` });
+  }
+  return out;
+}
+
+function pager(sessions: Session[], params: URLSearchParams) {
+  const links = pagerLinks(
+    sessions.map((s) => s.id),
+    params,
+  );
+  if (!links.length) return "";
+  return h(
+    "p",
+    { class: "pager" },
+    ...links.flatMap((l, i) => [i ? " · " : "", link(l.href, l.text)]),
+  );
 }
 
 // The list keeps three downloads a row (formats every daemon has); the profile page has them all.
