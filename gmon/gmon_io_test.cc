@@ -1,3 +1,4 @@
+#include <iostream>
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -234,6 +235,8 @@ TEST_CASE("many histogram records: read, merged and binned exactly, in near-line
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     MESSAGE(kRecords << " histogram records binned, written, read, merged and indexed in "
                      << seconds << " s");
+    std::cout << "FIGURE many_histogram_records.seconds = " << seconds << " s for " << kRecords
+              << " records\n";
     CHECK(seconds < 5.0);  // near-linear: a few hundred ms, even sanitized
 
     CHECK(binned.samples_outside == 5);

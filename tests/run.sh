@@ -65,15 +65,23 @@ build_asan() {
         cmake --build "$top/build-asan" -j "$jobs"
 }
 
+# Each test's output kept whole in the JUnit files, where tests/docs/figures.py reads figures.
+junit=(--test-output-size-passed 1048576)
 if phase "build (gcc, warnings are errors)" build_main; then
     phase "tests: browser, QEMU, soak, memory, docs" \
-        ctest --test-dir "$top/build" --output-on-failure -j "$jobs" \
-        -L '^(browser|qemu|soak|memory|docs)$' || true
+        ctest --test-dir "$top/build" --output-on-failure -j "$jobs" "${junit[@]}" \
+        --output-junit "$top/build/ctest.xml" -L '^(browser|qemu|soak|memory|docs)$' || true
 fi
 if phase "build (clang, ASan + UBSan + fuzzers, warnings are errors)" build_asan; then
     phase "tests under ASan + UBSan: unit, integration, fault, PostgreSQL" \
-        ctest --test-dir "$top/build-asan" --output-on-failure -j "$jobs" \
-        -L '^(unit|integration|fault|pg)$' || true
+        ctest --test-dir "$top/build-asan" --output-on-failure -j "$jobs" "${junit[@]}" \
+        --output-junit "$top/build-asan/ctest.xml" -L '^(unit|integration|fault|pg)$' || true
     phase "fuzzing: every target 10 s (docs/fuzzing.md; hours: tests/fuzz/run.sh 3600)" \
         env RACKPROF_FUZZ_BUILD="$top/build-asan" "$top/tests/fuzz/run.sh" 10 || true
 fi
+# The figures the tests printed (lines "FIGURE <key> = <value>") into docs/reliability.md, dated: commit
+# the change to keep the page current (in CI's throwaway clone it is only shown).
+phase "figures: docs/reliability.md" python3 "$top/tests/docs/figures.py" write \
+    --doc "$top/docs/reliability.md" --junit "$top/build/ctest.xml=gcc -O2" \
+    --junit "$top/build-asan/ctest.xml=clang -O1 ASan+UBSan" \
+    --fuzz-logs "$top/build-asan/fuzz-logs" || true

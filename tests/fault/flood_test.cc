@@ -171,7 +171,7 @@ TEST_CASE("floods of idle, churning and WebSocket connections: probes answer, no
                                 " WebSockets accepted of 100; " + std::to_string(probes.load()) +
                                 " health probes, " + std::to_string(failed_probes.load()) +
                                 " failed; daemon RSS " + std::to_string(rss) + " KiB";
-    std::printf("%s\n", summary.c_str());  // the figure docs/reliability.md quotes
+    std::printf("FIGURE floods.while_capturing = %s\n", summary.c_str());
     INFO(testing::read_text(dir / "serve.log"));
     REQUIRE(completed);
     INFO("first failed probe: " << first_failure);

@@ -4,6 +4,7 @@
 // the stored raw bytes decode to — and what was lost must be only the last moments before the
 // kill (the loss window, reported).
 #include <signal.h>
+#include <iostream>
 
 #include <doctest/doctest.h>
 
@@ -49,8 +50,8 @@ gmon::Aggregate redecoded(const std::string& raw, const protocol::WireSpec& spec
 void kill_loop(const Wire& wire, int kills, std::uint32_t seed) {
     testing::TempDir dir;
     const auto capture = dir / "capture.bin";
-    std::vector<std::string> args = {"simulate", "--model",          "deterministic",
-                                     "--iterations", "4000", "-o", capture.string()};
+    std::vector<std::string> args = {"simulate", "--model", "deterministic", "--iterations",
+                                     "4000",     "-o",      capture.string()};
     args.insert(args.end(), wire.simulate_args.begin(), wire.simulate_args.end());
     REQUIRE(testing::rackprof(args).exit_code == 0);
     const std::string sent = testing::read_text(capture);
@@ -58,7 +59,8 @@ void kill_loop(const Wire& wire, int kills, std::uint32_t seed) {
     std::ofstream(dir / "rack.toml")
         << "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = \"" << (dir / "rack.db").string()
         << "\"\n[[boards]]\nname = \"replay\"\nlink = \"file://" << capture.string()
-        << "?pace=realtime&rate=200000\"\n" << wire.board_settings;
+        << "?pace=realtime&rate=200000\"\n"
+        << wire.board_settings;
 
     std::mt19937 random(seed);
     std::vector<std::int64_t> killed_at;
@@ -163,6 +165,10 @@ void kill_loop(const Wire& wire, int kills, std::uint32_t seed) {
                         << " bytes kept, all byte-exact prefixes whose records are their "
                            "re-decode; worst loss window "
                         << worst_window_ns / 1'000'000 << " ms");
+    std::string key = wire.name;
+    std::replace(key.begin(), key.end(), ' ', '_');
+    std::cout << "FIGURE kill_loop.loss_window_ms." << key << " = " << worst_window_ns / 1'000'000
+              << " ms (" << kills << " kills, " << bytes_kept << " bytes kept)\n";
     // At most a commit interval (100 ms) and a realtime piece (20 ms), with room for a busy host.
     CHECK(worst_window_ns < 400'000'000);
 }
@@ -170,9 +176,13 @@ void kill_loop(const Wire& wire, int kills, std::uint32_t seed) {
 TEST_CASE("kill -9 in a loop: every session a byte-exact prefix that decodes to its records") {
     const Wire wires[] = {
         {"legacy binary", {}, "", protocol::WireSpec("legacy", "bin", 3, std::nullopt)},
-        {"legacy hex", {"--format", "hex"}, "format = \"hex\"\n",
+        {"legacy hex",
+         {"--format", "hex"},
+         "format = \"hex\"\n",
          protocol::WireSpec("legacy", "hex", 3, std::nullopt)},
-        {"framed", {"--protocol", "framed"}, "protocol = \"framed\"\n",
+        {"framed",
+         {"--protocol", "framed"},
+         "protocol = \"framed\"\n",
          protocol::WireSpec("framed", "bin", 3, std::nullopt)},
     };
     std::uint32_t seed = 20261123;

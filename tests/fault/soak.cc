@@ -230,11 +230,12 @@ std::unique_ptr<rackprof::testing::PgServer> seed_fleet(const TempDir& dir, int 
     if (!store.push_session(first, rackprof::gmon::Aggregate{}, nullptr))
         throw std::runtime_error("soak: the first fleet session was not pushed");
     fleet::PgConnection sql(fleet::connection_parameters(connection));
-    sql.query("INSERT INTO sessions (bench, local_id, board, tags, build_id, started_ns, ended_ns, "
-              "state, spec, counters) SELECT bench, local_id + g, board, tags, build_id, "
-              "started_ns + g, ended_ns + g, state, spec, counters FROM sessions, "
-              "generate_series(1, $1) g",
-              {std::to_string(n - 1)});
+    sql.query(
+        "INSERT INTO sessions (bench, local_id, board, tags, build_id, started_ns, ended_ns, "
+        "state, spec, counters) SELECT bench, local_id + g, board, tags, build_id, "
+        "started_ns + g, ended_ns + g, state, spec, counters FROM sessions, "
+        "generate_series(1, $1) g",
+        {std::to_string(n - 1)});
     return server;
 }
 
@@ -433,10 +434,11 @@ int run(const Options& o) {
     const double pusher_share =
         100.0 * (pusher_cpu_end - pusher_cpu_warm) / std::max(1.0, steady_seconds);
     if (fleet_server) {
-        std::printf("  fleet pusher with %d sessions pushed before: %.0f ms of CPU over the second "
-                    "half (%.2f %% of a core), pending %s\n",
-                    o.fleet_sessions, 1000 * (pusher_cpu_end - pusher_cpu_warm), pusher_share,
-                    fleet_state.is_object() ? fleet_state["pending"].dump().c_str() : "?");
+        std::printf(
+            "  fleet pusher with %d sessions pushed before: %.0f ms of CPU over the second "
+            "half (%.2f %% of a core), pending %s\n",
+            o.fleet_sessions, 1000 * (pusher_cpu_end - pusher_cpu_warm), pusher_share,
+            fleet_state.is_object() ? fleet_state["pending"].dump().c_str() : "?");
     }
     std::printf("  %-40s %8s %8s %8s %8s %7s\n", "route", "requests", "p50 ms", "p99 ms", "max ms",
                 "errors");
@@ -466,6 +468,24 @@ int run(const Options& o) {
         if (pusher_share >= 1.0) failures.push_back("the fleet pusher took 1 % of a core or more");
         if (!fleet_state.is_object() || fleet_state["pending"] != 0)
             failures.push_back("the fleet pusher has sessions pending");
+    }
+    double worst_p99 = 0;
+    for (const auto& route : routes)
+        worst_p99 = std::max(worst_p99, percentile(latencies.ms_by_route[route], 0.99));
+    std::printf("FIGURE soak.run = %d boards, %d WebSocket clients, %d req/s, %.0f s\n", o.boards,
+                o.ws, o.rps, seconds);
+    std::printf("FIGURE soak.loss_counters = %llu of %llu records\n",
+                static_cast<unsigned long long>(lost), static_cast<unsigned long long>(records));
+    std::printf("FIGURE soak.rss_second_half = %ld -> %ld KiB (%+.1f %%)\n", rss_warm, rss_end,
+                growth);
+    std::printf("FIGURE soak.descriptors_second_half = %d -> %d\n", fds_warm, fds_end);
+    std::printf("FIGURE soak.worst_route_p99_ms = %.1f ms\n", worst_p99);
+    if (fleet_server) {
+        std::printf(
+            "FIGURE soak.fleet_pusher_cpu = %.2f %% of a core, %d sessions pushed before, "
+            "pending %s\n",
+            pusher_share, o.fleet_sessions,
+            fleet_state.is_object() ? fleet_state["pending"].dump().c_str() : "?");
     }
     for (const auto& f : failures) std::printf("soak: FAILED: %s\n", f.c_str());
     if (failures.empty()) std::printf("soak: ok\n");

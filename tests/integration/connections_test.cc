@@ -2,6 +2,7 @@
 // (127.0.0.0/8 is all loopback): idle connections cannot lock anyone out, WebSockets count
 // against the limits and have a share of their own below them (128 in all, 16 per client), a
 // health probe always gets in, and refusals are logged once.
+#include <iostream>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -129,7 +130,7 @@ TEST_CASE("300 idle connections from one client: a fresh GET /healthz answers at
     for (int i = 0; i < 300; ++i) idle.fds.push_back(idle_connection("127.0.0.1", d.port));
     std::this_thread::sleep_for(300ms);  // all accepted (or not) by now
     const std::string health = d.health_from("127.0.0.1");
-    MESSAGE("GET /healthz beside 300 idle connections: " << health);
+    std::cout << "FIGURE idle_connections.healthz = " << health << " beside 300 idle\n";
     REQUIRE(health.rfind("200 ", 0) == 0);
     CHECK(seconds_of(health) < 1.0);
     // The client holds at most its own limit: its oldest idle connections were closed.

@@ -125,8 +125,8 @@ TEST_CASE(
     CHECK(truth["unplugs"] == 20);
     const int fds_after = rack.daemon().open_fds();
     CHECK(fds_after <= fds_before);
-    MESSAGE("20 unplugs: descriptors " << fds_before << " -> " << fds_after
-                                       << " (memory: tests/integration/memory_test.cc)");
+    std::cout << "FIGURE unplug_loop.descriptors = " << fds_before << " -> " << fds_after
+              << " over 20 unplugs\n";
     rack.stop_daemon();
 
     storage::SessionStore store(rack.db(), storage::Database::Mode::kReadOnly);

@@ -532,8 +532,9 @@ TEST_CASE("fleet store on PostgreSQL: an idle bench's rounds read neither databa
     std::this_thread::sleep_for(3s);
     const double cpu = daemon.cpu_seconds() - cpu_before;
     const std::int64_t rows = rows_read() - rows_before;
-    std::cout << "fleet pusher, idle with " << kSessions << " sessions pushed: " << rows
-              << " fleet rows read and " << cpu * 1000 << " ms of CPU in 3 s\n";
+    std::cout << "FIGURE fleet_pusher_idle.rows_read = " << rows << " in 3 s with " << kSessions
+              << " sessions pushed, 100 ms rounds\n"
+              << "FIGURE fleet_pusher_idle.cpu = " << cpu * 1000 << " ms in 3 s\n";
     // Less than one whole read of the bench's sessions in 30 rounds.
     CHECK(rows < kSessions);
     CHECK(cpu < 0.3);  // 10 % of a core (idle, it is a few ms a round even under ASan)
@@ -603,8 +604,8 @@ TEST_CASE("fleet store on PostgreSQL: a selection too wide is counted and refuse
         CHECK(reply.body.find("40001 sessions, more than 10000") != std::string::npos);
     }
     const long grown_kib = fleet.rss_kib() - before;
-    std::cout << "fleet server: 4 refused selections of 40001 sessions grew it by "
-              << grown_kib / 1024 << " MiB\n";
+    std::cout << "FIGURE fleet_selection_too_wide.rss_growth = +" << grown_kib / 1024
+              << " MiB for 4 refused selections of 40001 sessions\n";
     CHECK(grown_kib < 16 * 1024);  // loaded and kept, they took over 100 MiB
     CHECK(testing::http_get(port, one).status == 200);
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tests/integration/api_daemon.h"
 #include "tests/integration/test_support.h"
 #include "tests/support/hostile_pg.h"
 
@@ -21,14 +22,6 @@ using nlohmann::json;
 using Mode = testing::HostilePg::Mode;
 
 namespace {
-
-long peak_kib(int pid) {
-    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-    std::string line;
-    while (std::getline(status, line))
-        if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
-    return 0;
-}
 
 // ASan keeps freed memory in quarantine (256 MiB by default): there the bound only tells
 // bounded from unbounded.
@@ -60,6 +53,7 @@ TEST_CASE("a hostile PostgreSQL server costs bounded memory and time, and its wo
         {"rows of unequal width", Mode::kUneven, "unexpected field count"},
         {"errors with control characters", Mode::kErrors, "forged"},
     };
+    std::string figure;
     for (const auto& c : cases) {
         CAPTURE(std::string(c.name));
         testing::HostilePg server(c.mode);
@@ -73,7 +67,7 @@ TEST_CASE("a hostile PostgreSQL server costs bounded memory and time, and its wo
             testing::rackprof_argv({"serve", "--config", (dir / "rack.toml").string()}),
             dir / "serve.log");
         const std::string port = testing::wait_for_api_port(dir / "serve.log");
-        const long start_kib = daemon.rss_kib();
+        const auto start = testing::peak_memory(daemon.pid());
         const auto last_error = [&] {
             const auto reply = testing::http_get(port, "/readyz");
             const json fleet = json::parse(reply.body, nullptr, false)["fleet"];
@@ -96,10 +90,13 @@ TEST_CASE("a hostile PostgreSQL server costs bounded memory and time, and its wo
         const auto probed = std::chrono::steady_clock::now();
         CHECK(testing::http_get(port, "/healthz").status == 200);
         CHECK(std::chrono::steady_clock::now() - probed < 500ms);
-        const long grown_kib = peak_kib(daemon.pid()) - start_kib;
+        const long grown_kib =
+            static_cast<long>((testing::peak_memory(daemon.pid()) - start) / 1024);
         std::cout << "hostile PostgreSQL (" << c.name << "): " << server.queries()
                   << " queries answered, daemon peak +" << grown_kib / 1024 << " MiB, selection "
                   << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms\n";
+        figure += std::string(figure.empty() ? "" : "; ") + c.name + " +" +
+                  std::to_string(grown_kib / 1024) + " MiB";
         // The pusher and the selection each hold at most one 8 MiB reply (and the string's
         // doubling): without a bound, endless rows grew it until the kernel said no.
         CHECK(grown_kib < kGrowthBoundKib);
@@ -113,6 +110,7 @@ TEST_CASE("a hostile PostgreSQL server costs bounded memory and time, and its wo
         CHECK(log.find("\n[info] fleet: pushed 9999") == std::string::npos);
         CHECK(log.find("\nfleet: pushed 9999") == std::string::npos);
     }
+    std::cout << "FIGURE hostile_postgresql.peak_growth = " << figure << "\n";
 }
 
 }  // namespace rackprof

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <iostream>
 
 #include <doctest/doctest.h>
 
@@ -34,7 +35,8 @@ TEST_CASE("unplug and replug 20 times: the daemon's resident memory stays within
     rack.wait_boards_settled();
     CHECK(rack.truth("flaky")["unplugs"] == 20);
     const long rss_after = rack.daemon().rss_kib();
-    MESSAGE("20 unplugs: RSS " << rss_before << " -> " << rss_after << " KiB");
+    std::cout << "FIGURE unplug_loop.rss_kib = " << rss_before << " -> " << rss_after
+              << " KiB over 20 unplugs\n";
     // Twenty reconnects hold nothing: growth within 5 % (and the allocator's 1 MiB of slack).
     CHECK(rss_after <= rss_before + rss_before / 20 + 1024);
     rack.stop_daemon();
@@ -53,9 +55,12 @@ TEST_CASE("a 40 MiB import goes through a file: the daemon's peak memory grows b
     ApiDaemon d;
     const auto capture = simulated_40mb(d);
     std::pair<int, std::string> imported;
-    CHECK(peak_growth(d.pid(), [&] {
-              imported = d.upload_chunked("POST", "/api/v1/sessions/import?format=bin", capture);
-          }) < (16u << 20));
+    const auto grown = peak_growth(d.pid(), [&] {
+        imported = d.upload_chunked("POST", "/api/v1/sessions/import?format=bin", capture);
+    });
+    std::cout << "FIGURE uploads.import_40mib_peak_growth = +" << grown / 1024
+              << " kB of peak memory (VmHWM)\n";
+    CHECK(grown < (16u << 20));
     REQUIRE(imported.first == 201);
     const auto session = json::parse(imported.second);
     CHECK(session["counters"]["bytes_in"] == std::filesystem::file_size(capture));
@@ -121,10 +126,12 @@ TEST_CASE(
     const std::uint64_t samples = write_sparse_gmon(gmon, 0x08000000, bins);
     REQUIRE(std::filesystem::file_size(gmon) < (64u << 20));
     std::pair<int, std::string> imported;
-    CHECK(peak_growth(d.pid(), [&] {
-              imported =
-                  d.upload_chunked("POST", "/api/v1/sessions/import?format=gmon&board=big", gmon);
-          }) < (48u << 20));
+    const auto grown = peak_growth(d.pid(), [&] {
+        imported = d.upload_chunked("POST", "/api/v1/sessions/import?format=gmon&board=big", gmon);
+    });
+    std::cout << "FIGURE uploads.gmon_63mib_peak_growth = +" << grown / 1024
+              << " kB of peak memory (VmHWM)\n";
+    CHECK(grown < (48u << 20));
     REQUIRE(imported.first == 201);
     const auto session = json::parse(imported.second);
     CHECK(session["counters"]["pc_samples"] == samples);
@@ -170,13 +177,14 @@ TEST_CASE("stalled readers of a large session's exports pin a page each, not the
     std::this_thread::sleep_for(std::chrono::seconds(3));  // each has filled its socket
     const long grown_kib = d.rss_kib() - before;
     const auto probe_started = std::chrono::steady_clock::now();
-    const auto health = testing::http_get(std::to_string(d.port()), "/healthz");  // in-process: no curl start-up
-    const double probe_ms = std::chrono::duration<double, std::milli>(
-                                std::chrono::steady_clock::now() - probe_started)
-                                .count();
-    MESSAGE("6 stalled readers (3 raw, 3 NDJSON) of a 40 MB session: RSS +" << grown_kib / 1024
-                                                                              << " MiB, /healthz "
-                                                                              << probe_ms << " ms");
+    const auto health =
+        testing::http_get(std::to_string(d.port()), "/healthz");  // in-process: no curl start-up
+    const double probe_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - probe_started)
+            .count();
+    std::cout << "FIGURE stalled_readers.rss_growth = +" << grown_kib / 1024
+              << " MiB for 6 (3 raw, 3 NDJSON) of a 40 MB session\n"
+              << "FIGURE stalled_readers.healthz_ms = " << probe_ms << " ms\n";
     CHECK(health.status == 200);
     CHECK(grown_kib < 48 * 1024);  // a page and a row each; 64-row pages took over 1 GiB here
     CHECK(probe_ms < 100);
