@@ -155,7 +155,9 @@ const std::array<ExportFormat, 17> kFormats = {{
      open_ndjson},
     {"raw", "application/octet-stream", ".raw", "the wire bytes as received", true, open_raw},
     {"pprof", "application/octet-stream", ".pb.gz",
-     "pprof's profile.proto, gzipped (go tool pprof): PC samples and call arcs", false, open_pprof},
+     "pprof's profile.proto, gzipped (go tool pprof): PC samples on gprof's call stacks, and call "
+     "arcs",
+     false, open_pprof},
     {"callgrind", "text/plain; charset=utf-8", ".callgrind.out",
      "KCachegrind, callgrind_annotate: self samples, gprof's time along each arc", false,
      open_callgrind},

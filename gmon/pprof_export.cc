@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "gmon/function_index.h"
+#include "gmon/stacks.h"
 #include "pprof/profile.pb.h"
 
 namespace rackprof::gmon {
@@ -68,8 +69,12 @@ class PprofBuilder {
         header();
         labels();
         const auto& aggregate = *input_.source.aggregate;
-        for (const auto& pc : aggregate.pc_samples())
-            sample({location(pc.pc)}, static_cast<std::int64_t>(pc.count), 0);
+        if (elf_) {
+            stacked_samples();
+        } else {  // no names, so no call graph to stack by: each PC a one-frame sample
+            for (const auto& pc : aggregate.pc_samples())
+                sample({location(pc.pc)}, static_cast<std::int64_t>(pc.count), 0);
+        }
         for (const auto& arc : aggregate.arcs()) {
             sample({location(arc.self_pc), location(arc.from_pc)}, 0,
                    static_cast<std::int64_t>(arc.count));
@@ -116,7 +121,114 @@ class PprofBuilder {
         }
     }
 
-    void sample(std::initializer_list<std::uint64_t> locations, std::int64_t samples,
+    // The PC samples on the stacks gprof's call graph implies (gmon/stacks.h): each stack's
+    // samples spread over its leaf function's sampled PCs in proportion (largest remainders,
+    // so a stack keeps its count exactly), its callers at their call sites. pprof's flat is
+    // then gprof's self time and its cum gprof's self + children.
+    void stacked_samples() {
+        const Profile profile = profile_of(input_.source, input_.profile_options);
+        const EstimatedStacks stacks = estimate_stacks(profile);
+        std::map<std::uint64_t, std::size_t> frame_at;  // a symbol's entry -> its index
+        for (std::size_t i = 0; i < profile.symbols.size(); ++i)
+            frame_at.emplace(profile.symbols[i].addr, i);
+        const auto frame_of = [&](std::uint64_t pc) {
+            const ProfileSymbol* symbol = symbol_at(pc);
+            const auto it = symbol ? frame_at.find(symbol->addr) : frame_at.end();
+            return it == frame_at.end() ? kUnknownFrame : it->second;
+        };
+        std::map<std::size_t, std::vector<PcCount>> pcs_of;
+        for (const auto& pc : input_.source.aggregate->pc_samples())
+            pcs_of[frame_of(pc.pc)].push_back(pc);
+        // The busiest call site of each caller -> callee pair, where a caller's frame points.
+        std::map<std::pair<std::size_t, std::size_t>, ArcCount> site_of;
+        for (const auto& arc : input_.source.aggregate->arcs()) {
+            auto& best = site_of[{frame_of(arc.from_pc), frame_of(arc.self_pc)}];
+            if (arc.count > best.count) best = arc;
+        }
+        // Each stack's callers (leaf first) at their call sites, grouped by the leaf function.
+        std::map<std::size_t, std::vector<LeafStack>> by_leaf;
+        for (const EstimatedStack& stack : stacks.stacks) {
+            LeafStack leaf{stack.samples, {}};
+            for (std::size_t i = stack.frames.size() - 1; i-- > 0;) {
+                const std::size_t caller = stack.frames[i], callee = stack.frames[i + 1];
+                const auto site = site_of.find({caller, callee});
+                leaf.callers.push_back(location(
+                    site != site_of.end() ? site->second.from_pc : profile.symbols[caller].addr));
+            }
+            by_leaf[stack.frames.back()].push_back(std::move(leaf));
+        }
+        for (const auto& [frame, group] : by_leaf) {
+            if (const auto pcs = pcs_of.find(frame); pcs != pcs_of.end()) {
+                spread(group, pcs->second);
+            } else if (frame != kUnknownFrame) {  // samples kept where a path was cut
+                for (const LeafStack& stack : group)
+                    sample_at(location(profile.symbols[frame].addr), stack.callers, stack.samples);
+            }
+        }
+        // PCs outside the profile's histogram (beyond the firmware's code): stacks of their own.
+        if (!by_leaf.count(kUnknownFrame)) {
+            for (const auto& pc : pcs_of[kUnknownFrame]) sample_at(location(pc.pc), {}, pc.count);
+        }
+    }
+
+    struct LeafStack {
+        std::uint64_t samples = 0;
+        std::vector<std::uint64_t> callers;  // location ids, leaf's caller first
+    };
+
+    // One function's stacks over its sampled PCs: cell (stack, pc) near samples * count / sum,
+    // in integers whose sums are exact both ways (each stack's samples, each PC's count): the
+    // floors first, then what each row and column still lacks, filled in order.
+    void spread(const std::vector<LeafStack>& stacks, const std::vector<PcCount>& pcs) {
+        std::uint64_t rows = 0, columns = 0;
+        for (const auto& s : stacks) rows += s.samples;
+        for (const auto& pc : pcs) columns += pc.count;
+        std::vector<std::vector<std::uint64_t>> cell(stacks.size(),
+                                                     std::vector<std::uint64_t>(pcs.size()));
+        std::vector<std::uint64_t> row_left(stacks.size()), column_left(pcs.size());
+        for (std::size_t i = 0; i < pcs.size(); ++i) column_left[i] = pcs[i].count;
+        for (std::size_t j = 0; j < stacks.size(); ++j) {
+            row_left[j] = stacks[j].samples;
+            for (std::size_t i = 0; i < pcs.size(); ++i) {
+                // With rows != columns (a cut path's samples), rows decide: scaled columns.
+                const double exact = static_cast<double>(stacks[j].samples) *
+                                     static_cast<double>(pcs[i].count) /
+                                     static_cast<double>(columns);
+                cell[j][i] = std::min({static_cast<std::uint64_t>(exact), row_left[j],
+                                       rows == columns ? column_left[i] : row_left[j]});
+                row_left[j] -= cell[j][i];
+                if (rows == columns) column_left[i] -= cell[j][i];
+            }
+        }
+        for (std::size_t j = 0, i = 0; j < stacks.size(); ++j) {
+            while (row_left[j] > 0) {
+                if (rows != columns) {  // the largest cell takes what rounding left
+                    const auto most = std::max_element(
+                        pcs.begin(), pcs.end(), [](auto& a, auto& b) { return a.count < b.count; });
+                    cell[j][static_cast<std::size_t>(most - pcs.begin())] += row_left[j];
+                    break;
+                }
+                while (column_left[i] == 0) ++i;
+                const std::uint64_t take = std::min(row_left[j], column_left[i]);
+                cell[j][i] += take;
+                row_left[j] -= take;
+                column_left[i] -= take;
+            }
+        }
+        for (std::size_t j = 0; j < stacks.size(); ++j) {
+            for (std::size_t i = 0; i < pcs.size(); ++i)
+                if (cell[j][i]) sample_at(location(pcs[i].pc), stacks[j].callers, cell[j][i]);
+        }
+    }
+
+    void sample_at(std::uint64_t leaf, const std::vector<std::uint64_t>& callers,
+                   std::uint64_t samples) {
+        std::vector<std::uint64_t> ids{leaf};
+        ids.insert(ids.end(), callers.begin(), callers.end());
+        sample(ids, static_cast<std::int64_t>(samples), 0);
+    }
+
+    void sample(const std::vector<std::uint64_t>& locations, std::int64_t samples,
                 std::int64_t calls) {
         auto* s = profile_.add_sample();
         for (const auto id : locations) s->add_location_id(id);

@@ -81,7 +81,7 @@ std::map<std::uint64_t, std::string> functions_at(const pb::Profile& p) {
     return names;
 }
 
-TEST_CASE("pprof: every PC sample and arc comes back exactly, named by the ELF's functions") {
+TEST_CASE("pprof: PC samples on gprof's stacks and every arc, named by the ELF's functions") {
     ProgramElf elf;
     auto input = input_with(Symbolizer::load(elf.path));
     input->summary = {{"session", 3}, {"board", "bench-1"}};
@@ -99,13 +99,13 @@ TEST_CASE("pprof: every PC sample and arc comes back exactly, named by the ELF's
     CHECK(p.duration_nanos() == 41 * 2'000'000);
 
     const std::map<std::string, std::string> labels = {{"board", "bench-1"}, {"session", "3"}};
-    // Arcs: callee first, then the call site.
+    // Leaf first: work's samples under main's call site; arcs: callee, then the call site.
     // clang-format off
     const std::vector<RawSample> expected = {
         {{0x110}, {10, 0}, labels},
         {{0x140, 0x104}, {0, 7}, labels},
         {{0x140, 0x144}, {0, 2}, labels},
-        {{0x150}, {30, 0}, labels},
+        {{0x150, 0x104}, {30, 0}, labels},
         {{0x400}, {1, 0}, labels},
     };
     // clang-format on
@@ -123,6 +123,37 @@ TEST_CASE("pprof: every PC sample and arc comes back exactly, named by the ELF's
     std::vector<std::string> comments;
     for (const auto c : p.comment()) comments.push_back(str(c));
     CHECK(std::find(comments.begin(), comments.end(), "board: bench-1") != comments.end());
+}
+
+// work is called 6 times from main and 2 from other (which main calls): gprof charges work's
+// 32 samples 24 / 8 to the two paths, and each path's share spreads over work's PCs 3 : 1.
+TEST_CASE("pprof: a callee's samples split among its callers' stacks as gprof charges them") {
+    TempElf elf({{"main", 0x100, 0x40}, {"work", 0x140, 0x40}, {"other", 0x180, 0x40}}, 0x100,
+                0x1c0);
+    auto a = std::make_shared<Aggregate>();
+    a->add_arc(0x104, 0x140, 6);
+    a->add_arc(0x184, 0x140, 2);
+    a->add_arc(0x108, 0x180, 1);
+    a->add_pc(0x110, 10);
+    a->add_pc(0x150, 24);
+    a->add_pc(0x160, 8);
+    auto input = std::make_shared<ExportInput>();
+    input->source.aggregate = a;
+    input->source.elf = Symbolizer::load(elf.path);
+    input->source.prof_rate = 1000;
+    std::vector<RawSample> samples;
+    for (const auto& s : samples_of(decoded(pprof_profile(*input))))
+        if (s.values[0] > 0) samples.push_back(s);
+    // clang-format off
+    const std::vector<RawSample> expected = {
+        {{0x110}, {10, 0}, {}},
+        {{0x150, 0x104}, {18, 0}, {}},
+        {{0x150, 0x184, 0x108}, {6, 0}, {}},
+        {{0x160, 0x104}, {6, 0}, {}},
+        {{0x160, 0x184, 0x108}, {2, 0}, {}},
+    };
+    // clang-format on
+    CHECK(samples == expected);
 }
 
 TEST_CASE("pprof: a merged selection names its sessions and boards in comments, not labels") {

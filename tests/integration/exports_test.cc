@@ -96,6 +96,7 @@ std::string go_pprof(const std::vector<std::string>& args, const std::filesystem
 // What `go tool pprof -raw` prints: samples by address, the label lines, the comments.
 struct RawProfile {
     Samples samples;
+    std::size_t sample_lines = 0;
     std::vector<std::string> label_lines;
     std::vector<std::string> comments;
 };
@@ -121,6 +122,7 @@ RawProfile pprof_raw(const std::filesystem::path& file, const std::filesystem::p
             std::istringstream id_text(m[3].str());
             for (std::uint64_t id; id_text >> id;) ids.push_back(id);
             by_id.push_back({{std::stoll(m[1].str()), std::stoll(m[2].str())}, ids});
+            ++out.sample_lines;
         } else if (section == "Samples:" && line.rfind("                ", 0) == 0) {
             out.label_lines.push_back(line.substr(line.find_first_not_of(' ')));
         } else if (section == "Locations" && std::regex_search(line, m, location_line)) {
@@ -133,6 +135,17 @@ RawProfile pprof_raw(const std::filesystem::path& file, const std::filesystem::p
         auto& sum = out.samples[stack];
         sum.first += values.first;
         sum.second += values.second;
+    }
+    return out;
+}
+
+// The PC samples by their leaf address (the export puts them on gprof's stacks, each PC's
+// count exact over its stacks), the arcs as they are: what the aggregate holds.
+Samples by_leaf(const Samples& samples) {
+    Samples out;
+    for (const auto& [stack, values] : samples) {
+        if (values.first) out[{stack.front()}].first += values.first;
+        if (values.second) out[stack].second += values.second;
     }
     return out;
 }
@@ -208,11 +221,25 @@ void check_callgrind(const std::filesystem::path& file, const json& report, std:
 void check_pprof(const std::filesystem::path& file, const Samples& expected,
                  const std::filesystem::path& scratch) {
     const RawProfile raw = pprof_raw(file, scratch);
-    CHECK(raw.samples == expected);
+    CHECK(by_leaf(raw.samples) == expected);
     const std::string top = go_pprof({"-top", file.string()}, scratch);
     CHECK(top.find("Type: samples") != std::string::npos);
     CHECK(top.find("of " + std::to_string(total_samples(expected)) + " total") !=
           std::string::npos);
+}
+
+// `go tool pprof -top -cum`: function -> cum (samples).
+std::map<std::string, std::int64_t> pprof_cum(const std::filesystem::path& file,
+                                              const std::filesystem::path& scratch) {
+    const std::string top = go_pprof({"-top", "-cum", "-nodecount=10000", file.string()}, scratch);
+    static const std::regex row(R"(^\s*(\d+)\s+\S+%\s+\S+%\s+(\d+)\s+\S+%\s+(\S+)\s*$)");
+    std::map<std::string, std::int64_t> out;
+    std::istringstream lines(top);
+    for (std::string line; std::getline(lines, line);) {
+        std::smatch m;
+        if (std::regex_match(line, m, row)) out[m[3].str()] = std::stoll(m[2].str());
+    }
+    return out;
 }
 
 std::string export_text(const std::vector<std::string>& args) {
@@ -246,7 +273,7 @@ TEST_CASE("pprof and callgrind from rackprof convert: the simulator's truth, exa
     // Without an ELF: pprof holds the addresses; callgrind cannot name functions.
     export_text({"convert", capture, "--export", "pprof", "-o", (dir / "bare.pb.gz").string()});
     if (installed("go", "pprof without an ELF"))
-        CHECK(pprof_raw(dir / "bare.pb.gz", dir.path()).samples == truth);
+        CHECK(pprof_raw(dir / "bare.pb.gz", dir.path()).samples == truth);  // one frame each
     const auto refused =
         testing::rackprof({"convert", capture, "--export", "callgrind", "-o", "/dev/null"});
     CHECK(refused.exit_code != 0);
@@ -255,6 +282,49 @@ TEST_CASE("pprof and callgrind from rackprof convert: the simulator's truth, exa
     const auto help = testing::rackprof({"convert", "--help"});
     CHECK(help.out.find("pprof") != std::string::npos);
     CHECK(help.out.find("callgrind") != std::string::npos);
+}
+
+// pprof users read inclusive time from -top -cum, -tree and -peek: the export's stacks must make
+// them gprof's self + children, for a recursive function and through a cycle too (a cycle's
+// entry member carries the cycle as a whole). One-frame samples made cum = flat.
+TEST_CASE("pprof: go tool pprof -top -cum gives the call graph's inclusive samples") {
+    if (!installed("go", "pprof -top -cum")) return;
+    testing::TempDir dir;
+    const auto capture = (dir / "d.bin").string();
+    const auto elf = (dir / "d.elf").string();
+    REQUIRE(testing::rackprof({"simulate", "--model", "deterministic", "--iterations", "50", "-o",
+                               capture, "--write-elf", elf})
+                .exit_code == 0);
+    export_text(
+        {"convert", capture, "--elf", elf, "--export", "pprof", "-o", (dir / "d.pb.gz").string()});
+    const auto cum = pprof_cum(dir / "d.pb.gz", dir.path());
+    const json report =
+        json::parse(export_text({"convert", capture, "--elf", elf, "--export", "json", "-o", "-"}));
+    const double rate = report["profile"]["prof_rate"].get<double>();
+    const auto inclusive = [&](const json& entry) {
+        return std::llround(
+            (entry["self_seconds"].get<double>() + entry["children_seconds"].get<double>()) * rate);
+    };
+    std::map<int, std::int64_t> cycle_whole, cycle_max_cum;
+    std::size_t compared = 0;
+    for (const auto& entry : report["profile"]["call_graph"]) {
+        const std::string name = entry["name"];
+        CAPTURE(name);
+        if (entry.contains("members")) {
+            cycle_whole[entry["cycle"].get<int>()] = inclusive(entry);
+        } else if (!entry["cycle"].is_null()) {
+            REQUIRE(cum.count(name));
+            auto& most = cycle_max_cum[entry["cycle"].get<int>()];
+            most = std::max(most, cum.at(name));
+        } else {
+            REQUIRE(cum.count(name));
+            CHECK(cum.at(name) == inclusive(entry));
+            ++compared;
+        }
+    }
+    CHECK(compared >= 5);  // main, alpha, beta, gamma, factorial (recursive)
+    REQUIRE(cycle_whole.size() == 1);
+    CHECK(cycle_max_cum == cycle_whole);
 }
 
 TEST_CASE("pprof and callgrind of the thesis capture: pprof holds its aggregate exactly") {
@@ -329,7 +399,8 @@ TEST_CASE("pprof and callgrind over HTTP: a session's export and a fleet selecti
         REQUIRE(testing::http_get(port, base + "pprof", pprof_file).status == 200);
         if (board == "bare") {
             // No ELF: pprof by address; callgrind refused as the profile views are.
-            if (have_go) CHECK(pprof_raw(pprof_file, dir.path()).samples == truth["board-0"]);
+            if (have_go)
+                CHECK(by_leaf(pprof_raw(pprof_file, dir.path()).samples) == truth["board-0"]);
             const auto refused = testing::http_get(port, base + "callgrind");
             CHECK(refused.status == 422);
             CHECK(refused.body.find("no_elf") != std::string::npos);
@@ -339,7 +410,7 @@ TEST_CASE("pprof and callgrind over HTTP: a session's export and a fleet selecti
             check_pprof(pprof_file, truth[board], dir.path());
             // The board and session label every sample.
             const RawProfile raw = pprof_raw(pprof_file, dir.path());
-            CHECK(raw.label_lines.size() == raw.samples.size());
+            CHECK(raw.label_lines.size() == raw.sample_lines);
             for (const auto& labels : raw.label_lines)
                 CHECK(labels == "board:[" + board + "] session:[" + id + "]");
         }

@@ -275,12 +275,21 @@ TEST_CASE("SWO over TCP, raw and TPIU-formatted: stored exactly, through the ser
         const auto profile = json::parse(get(id + "/profile").out);
         CHECK(profile["sleeping"] == parts[0].sleep_samples + parts[1].sleep_samples);
         // The live feed: the newest console lines, overflows and sleep samples among losses.
-        testing::Feed feed(port, "/api/v1/sessions/" + id + "/live");
-        const json snapshot = feed.next();
-        json lines = json::array();
-        for (const auto& line : snapshot["console"]) lines.push_back(line["text"]);
-        CHECK(lines == json{parts[0].console[0], parts[0].console[1], parts[1].console[0],
-                            parts[1].console[1]});
+        // The feed's state follows the decoder on its own tick: a snapshot taken just as the
+        // second part is stored may not hold it yet, so a fresh feed is asked until it does.
+        const json expected_lines = {parts[0].console[0], parts[0].console[1],
+                                     parts[1].console[0], parts[1].console[1]};
+        json snapshot, lines;
+        testing::eventually(
+            [&] {
+                testing::Feed feed(port, "/api/v1/sessions/" + id + "/live");
+                snapshot = feed.next();
+                lines = json::array();
+                for (const auto& line : snapshot["console"]) lines.push_back(line["text"]);
+                return lines == expected_lines;
+            },
+            5s, 100ms);
+        CHECK(lines == expected_lines);
         CHECK(snapshot["losses"]["overflows"] == parts[0].overflows + parts[1].overflows);
         CHECK(snapshot["losses"]["sleep_samples"] ==
               parts[0].sleep_samples + parts[1].sleep_samples);
