@@ -63,7 +63,9 @@ void write_flat_row(JsonStream& out, const Profile& p, std::size_t s, double per
             .end_object();
     }
     out.key("total_ms_per_call");
-    nullable_ratio(out, 1000 * (n.self_time + n.child_time) / hz, n.ncalls).end_object();
+    nullable_ratio(out, 1000 * (n.self_time + n.child_time) / hz, n.ncalls);
+    // Inclusive time, as the function's call-graph entry has it (self + children).
+    out.field("total_seconds", (n.prop_self + n.prop_child) / hz).end_object();
 }
 
 // Flat rows in gprof's order, less those without time or calls, trimmed by the options.

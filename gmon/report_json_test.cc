@@ -56,7 +56,8 @@ json reference_flat(const Profile& p, const JsonReportOptions& options) {
                     {"calls", n.ncalls ? json(n.ncalls) : json(nullptr)},
                     {"self_ms_per_call", reference_ratio(1000 * n.self_time / hz, n.ncalls)},
                     {"total_ms_per_call",
-                     reference_ratio(1000 * (n.self_time + n.child_time) / hz, n.ncalls)}};
+                     reference_ratio(1000 * (n.self_time + n.child_time) / hz, n.ncalls)},
+                    {"total_seconds", (n.prop_self + n.prop_child) / hz}};
         if (!sym.file.empty()) row["source"] = {{"file", sym.file}, {"line", sym.line}};
         const auto [low, high] = wilson_interval_of_credit(n.self_time, p.total_time);
         row["self_percent_interval"] = {100 * low, 100 * high};

@@ -191,12 +191,22 @@ test("profile: sorting (mouse and keyboard), search, call graph and its navigati
     const title = await page.getAttribute(`#flat tbody tr:has(button.fn:text-is("${name}")) td.interval`, "title");
     assert.equal(title, `95 % Wilson score interval: ${low.toFixed(2)}–${high.toFixed(2)} %`);
   }
+  // Inclusive time has its own column (the call graph's self + children); gprof's running sum
+  // is named for what it is, not "cumulative", which pprof and speedscope users read as inclusive.
+  assert.equal((await page.textContent('th:has(button[data-key="cumulative_seconds"])')).trim(), "Running sum s");
+  assert.match(await page.getAttribute('th:has(button[data-key="cumulative_seconds"])', "title"), /not inclusive/);
+  const totals = numbers(await column(4));
+  for (const [i, name] of shown.entries()) {
+    const entry = profile.call_graph.find((e) => e.name === name);
+    if (!entry || entry.cycle !== null) continue;
+    assert.equal(totals[i], Number((entry.self_seconds + entry.children_seconds).toFixed(2)), `total s of ${name}`);
+  }
   await page.click('button.sort[data-key="calls"]');
-  const calls = numbers(await column(5));
+  const calls = numbers(await column(6));
   assert.deepEqual(calls, [...calls].sort((x, y) => y - x));
   assert.equal(calls[0], truth.a.gamma.calls);
   await page.click('button.sort[data-key="calls"]');
-  const up = numbers(await column(5));
+  const up = numbers(await column(6));
   assert.deepEqual(up, [...up].sort((x, y) => x - y));
   await page.click('button.sort[data-key="name"]');
   const names = await column(0);
@@ -227,7 +237,7 @@ test("profile: sorting (mouse and keyboard), search, call graph and its navigati
   );
   assert.equal(factNode.length, 1);
   assert.match(factNode[0], new RegExp(`\\b${outside}\\+${fact.recursive.toLocaleString("en-US")} calls`), factNode[0]);
-  assert.equal((await page.locator('#flat tbody tr:has(button.fn:text-is("factorial")) td').nth(4).textContent()).trim(), outside);
+  assert.equal((await page.locator('#flat tbody tr:has(button.fn:text-is("factorial")) td').nth(5).textContent()).trim(), outside);
   assert.match(await page.textContent('#call-graph-table tr.primary:has-text("factorial [")'), new RegExp(`${outside}\\+${fact.recursive}`));
   // Navigation: select gamma, then its caller.
   await page.click('#flat button.fn:text-is("gamma")');

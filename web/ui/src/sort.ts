@@ -22,7 +22,7 @@ export function sortedBy<T>(rows: readonly T[], value: (row: T) => SortValue, de
 // A sortable table's header cells: each column's button sorts by it (numbers largest first)
 // or, clicked again, reverses the order; `sort` is the order shown (null: the data's own).
 export function sortHeaders<K extends string>(
-  columns: readonly { key: K; label: string; numeric: boolean }[],
+  columns: readonly { key: K; label: string; numeric: boolean; title?: string }[],
   sort: Sort<K> | null,
   resort: (sort: Sort<K>) => void,
 ): HTMLElement[] {
@@ -32,6 +32,7 @@ export function sortHeaders<K extends string>(
       {
         scope: "col",
         class: c.numeric ? "num" : "",
+        title: c.title,
         "aria-sort": sort?.key === c.key ? (sort.descending ? "descending" : "ascending") : "none",
       },
       h(

@@ -442,7 +442,7 @@ function flatTable(profile: SelectionProfile, params: URLSearchParams) {
       h(
         "tr",
         {},
-        ...["Function", "Self %", "Self s", "Cumulative s", "Calls", "Deviating boards"].map(
+        ...["Function", "Self %", "Self s", "Running sum s", "Calls", "Deviating boards"].map(
           (t, i) => h("th", { scope: "col", class: i && i < 5 ? "num" : "" }, t),
         ),
       ),

@@ -43,12 +43,23 @@ import { drawFlameGraph, drawStacks, flameBox, parseFolded } from "../flamegraph
 // line (not shown).
 type Key = Exclude<keyof FlatRow, "self_seconds_interval" | "source">;
 const isMeasured = (format: string) => format.startsWith("cct-");
-const columns: { key: Key; label: string; numeric: boolean }[] = [
+const columns: { key: Key; label: string; numeric: boolean; title?: string }[] = [
   { key: "name", label: "Function", numeric: false },
   { key: "percent", label: "Self %", numeric: true },
   { key: "self_percent_interval", label: "± (95 %)", numeric: true },
   { key: "self_seconds", label: "Self s", numeric: true },
-  { key: "cumulative_seconds", label: "Cumulative s", numeric: true },
+  {
+    key: "total_seconds",
+    label: "Total s",
+    numeric: true,
+    title: "Inclusive time: self + children, as the call graph has it",
+  },
+  {
+    key: "cumulative_seconds",
+    label: "Running sum s",
+    numeric: true,
+    title: "gprof's “cumulative seconds”: self time summed down the table, not inclusive time",
+  },
   { key: "calls", label: "Calls", numeric: true },
   { key: "self_ms_per_call", label: "Self ms/call", numeric: true },
   { key: "total_ms_per_call", label: "Total ms/call", numeric: true },
@@ -189,6 +200,7 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
             { class: "num", title: intervalTitle(r.self_seconds_interval, "s") },
             seconds(r.self_seconds),
           ),
+          h("td", { class: "num" }, seconds(r.total_seconds)),
           h("td", { class: "num" }, seconds(r.cumulative_seconds)),
           h("td", { class: "num" }, count(r.calls)),
           h(
