@@ -50,4 +50,11 @@ nlohmann::json profile_json(const Profile& profile, const JsonReportOptions& opt
 
 std::string hex_address(std::uint64_t addr);
 
+// gprof's print order of a function's parents (ascending) or children (descending), as indices
+// into Profile::arcs (cg_print.c's cmp_arc: self calls, then calls within a cycle, then time
+// and count), and of a cycle's members: the text and JSON reports list them so.
+std::vector<std::size_t> sorted_arcs(const Profile& p, const std::vector<std::size_t>& arcs,
+                                     bool ascending);
+std::vector<std::size_t> sorted_members(const Profile& p, const std::vector<std::size_t>& members);
+
 }  // namespace rackprof::gmon

@@ -25,7 +25,11 @@ void write_arc(JsonStream& out, const Profile& p, const ProfileArc& a, std::size
     out.begin_object()
         .field("children_seconds", a.child_time / hz)
         .field("count", a.count)
-        .field("index", p.nodes[other].index)
+        .key("cycle");
+    // The other function's cycle: a line inside the entry's own cycle (or a recursive call) is
+    // one gprof prints with its count alone.
+    p.nodes[other].cycle ? out.value(p.nodes[other].cycle) : out.value(nullptr);
+    out.field("index", p.nodes[other].index)
         .field("name", p.symbols[other].name)
         .field("of", of)
         .field("self_seconds", a.time / hz)
@@ -87,11 +91,12 @@ void write_flat(JsonStream& out, const Profile& p, const JsonReportOptions& opti
     out.end_array();
 }
 
+// In gprof's print order: parents ascending, children descending (sorted_arcs).
 void write_arcs(JsonStream& out, const Profile& p, const std::vector<std::size_t>& arcs,
                 bool parents) {
     const double hz = p.prof_rate;
     out.begin_array();
-    for (std::size_t ai : arcs) {
+    for (std::size_t ai : sorted_arcs(p, arcs, parents)) {
         const ProfileArc& a = p.arcs[ai];
         write_arc(out, p, a, parents ? a.parent : a.child, hz);
     }
@@ -117,10 +122,15 @@ void write_graph_entry(JsonStream& out, const Profile& p, std::size_t entry) {
     out.field("index", n.index);
     if (cycle) {
         out.key("members").begin_array();
-        for (std::size_t m : n.members) {
+        for (std::size_t m : sorted_members(p, n.members)) {  // as gprof's cycle entry lists them
+            const ProfileNode& member = p.nodes[m];
             out.begin_object()
-                .field("index", p.nodes[m].index)
+                .field("called", member.ncalls)
+                .field("children_seconds", member.prop_child / hz)
+                .field("index", member.index)
                 .field("name", p.symbols[m].name)
+                .field("self_calls", member.self_calls)
+                .field("self_seconds", member.prop_self / hz)
                 .end_object();
         }
         out.end_array().field("name", cycle_name(n.cycle));

@@ -29,9 +29,13 @@ json reference_arc(const Profile& p, const ProfileArc& a, std::size_t other, dou
     const ProfileNode& callee = p.nodes[a.child];
     const std::uint64_t of =
         callee.cycle_head == kNone ? callee.ncalls : p.cycles[callee.cycle_head].ncalls;
-    return {
-        {"name", p.symbols[other].name},         {"index", o.index}, {"self_seconds", a.time / hz},
-        {"children_seconds", a.child_time / hz}, {"count", a.count}, {"of", of}};
+    return {{"name", p.symbols[other].name},
+            {"index", o.index},
+            {"self_seconds", a.time / hz},
+            {"children_seconds", a.child_time / hz},
+            {"count", a.count},
+            {"of", of},
+            {"cycle", o.cycle ? json(o.cycle) : json(nullptr)}};
 }
 
 json reference_flat(const Profile& p, const JsonReportOptions& options) {
@@ -83,8 +87,13 @@ json reference_graph_entry(const Profile& p, std::size_t entry) {
         e["name"] = "<cycle " + std::to_string(n.cycle) + " as a whole>";
         e["cycle"] = n.cycle;
         json members = json::array();
-        for (std::size_t m : n.members)
-            members.push_back({{"name", p.symbols[m].name}, {"index", p.nodes[m].index}});
+        for (std::size_t m : sorted_members(p, n.members))
+            members.push_back({{"name", p.symbols[m].name},
+                               {"index", p.nodes[m].index},
+                               {"called", p.nodes[m].ncalls},
+                               {"self_calls", p.nodes[m].self_calls},
+                               {"self_seconds", p.nodes[m].prop_self / hz},
+                               {"children_seconds", p.nodes[m].prop_child / hz}});
         e["members"] = members;
         return e;
     }
@@ -92,10 +101,10 @@ json reference_graph_entry(const Profile& p, std::size_t entry) {
     e["cycle"] = n.cycle ? json(n.cycle) : json(nullptr);
     e["spontaneous"] = n.parents.empty();
     json parents = json::array();
-    for (std::size_t ai : n.parents)
+    for (std::size_t ai : sorted_arcs(p, n.parents, true))
         parents.push_back(reference_arc(p, p.arcs[ai], p.arcs[ai].parent, hz));
     json children = json::array();
-    for (std::size_t ai : n.children)
+    for (std::size_t ai : sorted_arcs(p, n.children, false))
         children.push_back(reference_arc(p, p.arcs[ai], p.arcs[ai].child, hz));
     e["parents"] = parents;
     e["children"] = children;

@@ -218,44 +218,6 @@ void print_flat_intervals(Printer& out, const View& v) {
     }
 }
 
-// An arc's place among a function's parents or children (cg_print.c cmp_arc): self calls
-// first, then calls within a cycle by count, then by time and count. A function has at most
-// one self arc, so this is a total preorder.
-int compare_arcs(const Profile& p, const ProfileArc& l, const ProfileArc& r) {
-    auto cycle = [&](std::size_t sym) { return p.nodes[sym].cycle; };
-    if (l.parent == l.child) return -1;
-    if (r.parent == r.child) return 1;
-    const bool l_in =
-        cycle(l.parent) != 0 && cycle(l.child) != 0 && cycle(l.parent) == cycle(l.child);
-    const bool r_in =
-        cycle(r.parent) != 0 && cycle(r.child) != 0 && cycle(r.parent) == cycle(r.child);
-    if (l_in) {
-        if (!r_in) return -1;
-        return l.count < r.count ? -1 : l.count > r.count ? 1 : 0;
-    }
-    if (r_in) return 1;
-    const double lt = l.time + l.child_time;
-    const double rt = r.time + r.child_time;
-    if (lt < rt) return -1;
-    if (lt > rt) return 1;
-    return l.count < r.count ? -1 : l.count > r.count ? 1 : 0;
-}
-
-// gprof insertion-sorts its prepend-ordered lists (newest arc first), each arc going before
-// the first one it does not follow: equal arcs end up in the order `arcs` holds them. That is
-// a stable sort of `arcs`, in O(n log n) rather than gprof's O(n^2) (10^6 arcs among 2000
-// functions: some 450 callers and callees each).
-std::vector<std::size_t> sorted_arcs(const Profile& p, const std::vector<std::size_t>& arcs,
-                                     bool ascending) {
-    std::vector<std::size_t> sorted = arcs;
-    const int before = ascending ? -1 : 1;
-    // compare_arcs has a self arc precede even itself; a sort's order must not.
-    std::stable_sort(sorted.begin(), sorted.end(), [&](std::size_t l, std::size_t r) {
-        return l != r && compare_arcs(p, p.arcs[l], p.arcs[r]) == before;
-    });
-    return sorted;
-}
-
 void print_arc_line(Printer& out, const View& v, const ProfileArc& a, std::size_t other,
                     std::uint64_t of, bool within) {
     // As gprof's "%6.6s %5.5s %7.7s %7.7s %7llu %7.7s     " and, outside a cycle,
@@ -332,17 +294,7 @@ void print_cycle_entry(Printer& out, const View& v, std::size_t cycle_index) {
     }
     out.printf(" <cycle %zu as a whole> [%zu]\n", c.cycle, c.index);
 
-    // Members by total time, then calls. gprof insertion-sorts them, each going before the
-    // first one it exceeds, so equal members keep their order: a stable sort.
-    std::vector<std::size_t> members = c.members;
-    std::stable_sort(members.begin(), members.end(), [&](std::size_t l, std::size_t r) {
-        const ProfileNode& ln = p.nodes[l];
-        const ProfileNode& rn = p.nodes[r];
-        const double lt = ln.prop_self + ln.prop_child;
-        const double rt = rn.prop_self + rn.prop_child;
-        return lt > rt || (lt == rt && ln.ncalls + ln.self_calls > rn.ncalls + rn.self_calls);
-    });
-    for (std::size_t m : members) {
+    for (std::size_t m : sorted_members(p, c.members)) {
         const ProfileNode& mn = p.nodes[m];
         out.printf("%6.6s %5.5s %7.2f %7.2f %7llu", "", "", mn.prop_self / v.hz,
                    mn.prop_child / v.hz, static_cast<unsigned long long>(mn.ncalls));
@@ -447,6 +399,62 @@ std::size_t expected_size(const Profile& p) {
 }
 
 }  // namespace
+
+// An arc's place among a function's parents or children (cg_print.c cmp_arc): self calls
+// first, then calls within a cycle by count, then by time and count. A function has at most
+// one self arc, so this is a total preorder.
+namespace {
+
+int compare_arcs(const Profile& p, const ProfileArc& l, const ProfileArc& r) {
+    auto cycle = [&](std::size_t sym) { return p.nodes[sym].cycle; };
+    if (l.parent == l.child) return -1;
+    if (r.parent == r.child) return 1;
+    const bool l_in =
+        cycle(l.parent) != 0 && cycle(l.child) != 0 && cycle(l.parent) == cycle(l.child);
+    const bool r_in =
+        cycle(r.parent) != 0 && cycle(r.child) != 0 && cycle(r.parent) == cycle(r.child);
+    if (l_in) {
+        if (!r_in) return -1;
+        return l.count < r.count ? -1 : l.count > r.count ? 1 : 0;
+    }
+    if (r_in) return 1;
+    const double lt = l.time + l.child_time;
+    const double rt = r.time + r.child_time;
+    if (lt < rt) return -1;
+    if (lt > rt) return 1;
+    return l.count < r.count ? -1 : l.count > r.count ? 1 : 0;
+}
+
+}  // namespace
+
+// gprof insertion-sorts its prepend-ordered lists (newest arc first), each arc going before
+// the first one it does not follow: equal arcs end up in the order `arcs` holds them. That is
+// a stable sort of `arcs`, in O(n log n) rather than gprof's O(n^2) (10^6 arcs among 2000
+// functions: some 450 callers and callees each).
+std::vector<std::size_t> sorted_arcs(const Profile& p, const std::vector<std::size_t>& arcs,
+                                     bool ascending) {
+    std::vector<std::size_t> sorted = arcs;
+    const int before = ascending ? -1 : 1;
+    // compare_arcs has a self arc precede even itself; a sort's order must not.
+    std::stable_sort(sorted.begin(), sorted.end(), [&](std::size_t l, std::size_t r) {
+        return l != r && compare_arcs(p, p.arcs[l], p.arcs[r]) == before;
+    });
+    return sorted;
+}
+
+// Members by total time, then calls. gprof insertion-sorts them, each going before the first
+// one it exceeds, so equal members keep their order: a stable sort.
+std::vector<std::size_t> sorted_members(const Profile& p, const std::vector<std::size_t>& members) {
+    std::vector<std::size_t> sorted = members;
+    std::stable_sort(sorted.begin(), sorted.end(), [&](std::size_t l, std::size_t r) {
+        const ProfileNode& ln = p.nodes[l];
+        const ProfileNode& rn = p.nodes[r];
+        const double lt = ln.prop_self + ln.prop_child;
+        const double rt = rn.prop_self + rn.prop_child;
+        return lt > rt || (lt == rt && ln.ncalls + ln.self_calls > rn.ncalls + rn.self_calls);
+    });
+    return sorted;
+}
 
 std::string render_gprof_text(const Profile& profile, const TextReportOptions& options) {
     Printer out;

@@ -309,6 +309,34 @@ test("the gmon.out button downloads a file arm-none-eabi-gprof reads", async () 
   const gammaLine = report.split("\n").find((l) => / gamma$/.test(l));
   assert.ok(gammaLine, report);
   assert.match(gammaLine, new RegExp(`\\s${truth.a.gamma.calls}\\s`));
+  // The dashboard's "as gprof prints it" table is gprof's call graph, line for line: the model
+  // has a recursive function (factorial) and a cycle (ping and pong), where gprof leaves times
+  // blank, prints a count alone and tags names with their cycle.
+  const gprofLines = report
+    .slice(report.indexOf("index % time"), report.indexOf("Index by function name"))
+    .split("\n")
+    .slice(1)
+    .filter((l) => l.trim() && !/^-+$/.test(l.trim()))
+    .map((l) => l.trim().replace(/\s+/g, " "));
+  await page.waitForSelector("#call-graph-table tbody tr.primary");
+  const shownLines = await page.$$eval("#call-graph-table tbody tr", (rows) =>
+    rows.map((r) =>
+      [...r.children]
+        .map((cell) => {
+          const copy = cell.cloneNode(true);
+          copy.querySelectorAll(".tag").forEach((t) => t.remove());
+          return copy.textContent.trim();
+        })
+        .filter((t) => t)
+        .join(" "),
+    ),
+  );
+  assert.ok(gprofLines.some((l) => /<cycle 1 as a whole>/.test(l)) && gprofLines.some((l) => /\+\d+ +factorial/.test(l)), report);
+  assert.deepEqual(shownLines, gprofLines);
+  // The focus panel says the same: pong's calls of ping are within the cycle, not "n/m".
+  await page.click('#flat button.fn:text-is("ping")');
+  await page.waitForSelector('#focus h3:has-text("ping")');
+  assert.match(await page.textContent("#focus"), /pong \d[\d,]* calls within cycle 1/);
   assert.deepEqual(errors, []);
   await close();
 });

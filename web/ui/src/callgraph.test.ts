@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
 import type { GraphEntry, GraphLine } from "./api";
-import { arcCallsText, calledText, callGraphDot } from "./callgraph";
+import {
+  arcCallsText,
+  calledText,
+  callGraphDot,
+  gprofCalled,
+  gprofLineCells,
+  printfFixed,
+} from "./callgraph";
 
 const line = (name: string, index: number, count: number, of: number): GraphLine => ({
   name,
@@ -9,6 +16,7 @@ const line = (name: string, index: number, count: number, of: number): GraphLine
   children_seconds: 0,
   count,
   of,
+  cycle: null,
 });
 
 const entry = (e: Partial<GraphEntry> & Pick<GraphEntry, "name" | "index">): GraphEntry => ({
@@ -91,7 +99,9 @@ describe("callGraphDot", () => {
       index: 50,
       cycle: 1,
       percent: 99,
-      members: [{ name: "a", index: 51 }],
+      members: [
+        { name: "a", index: 51, called: 1, self_calls: 0, self_seconds: 0, children_seconds: 0 },
+      ],
     });
     const many = Array.from({ length: 45 }, (_, i) =>
       entry({ name: `f${i}`, index: 100 + i, percent: i }),
@@ -108,5 +118,53 @@ describe("callGraphDot", () => {
   it("escapes quotes and backslashes in names", () => {
     const dot = callGraphDot([entry({ name: 'op"\\', index: 7, percent: 1 })], 1);
     expect(dot).toContain('  "op\\"\\\\" [id="fn-7"');
+  });
+});
+
+describe("gprof's call-graph lines", () => {
+  const entry = (index: number, cycle: number | null) => ({ index, cycle }) as GraphEntry;
+  const arc = (index: number, cycle: number | null, count: number, of: number) => ({
+    index,
+    cycle,
+    count,
+    of,
+    name: `f${index}`,
+    self_seconds: 2,
+    children_seconds: 0.125,
+  });
+  it("prints a call within the entry's cycle, or of itself, by its count alone", () => {
+    expect(gprofLineCells(entry(6, 1), arc(8, 1, 400, 200))).toEqual([
+      "",
+      "",
+      "400",
+      "f8 <cycle 1> [8]",
+    ]);
+    expect(gprofLineCells(entry(7, null), arc(7, null, 800, 200))).toEqual([
+      "",
+      "",
+      "800",
+      "f7 [7]",
+    ]);
+  });
+  it("prints other lines with times as printf does and count/of without separators", () => {
+    expect(gprofLineCells(entry(1, null), arc(6, 1, 2000, 2000))).toEqual([
+      "2.00",
+      "0.12",
+      "2000/2000",
+      "f6 <cycle 1> [6]",
+    ]);
+  });
+  it("rounds a tie to even as printf does, and otherwise as toFixed", () => {
+    expect(printfFixed(0.125, 2)).toBe("0.12");
+    expect(printfFixed(0.375, 2)).toBe("0.38");
+    expect(printfFixed(2.25, 1)).toBe("2.2");
+    expect(printfFixed(0.1, 2)).toBe("0.10");
+    expect(printfFixed(89.1891891891892, 1)).toBe("89.2");
+    expect(printfFixed(0, 2)).toBe("0.00");
+  });
+  it("writes the called column with its self calls after a plus", () => {
+    expect(gprofCalled(200, 800)).toBe("200+800");
+    expect(gprofCalled(1200, 0)).toBe("1200");
+    expect(gprofCalled(0, 0)).toBe("");
   });
 });

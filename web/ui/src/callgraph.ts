@@ -22,6 +22,43 @@ export const calledText = (e: GraphEntry) =>
 // A caller's or callee's line: the calls along this arc "/" all the calls of the callee.
 export const arcCallsText = (l: GraphLine) => `${count(l.count)}/${count(l.of)}`;
 
+// A line gprof prints with its count alone (no times, no "/"): a call of the entry's function
+// by itself, or between two members of its cycle.
+export const withinCycle = (e: GraphEntry, l: GraphLine) =>
+  l.index === e.index || (l.cycle !== null && l.cycle === e.cycle);
+
+// A function as gprof names it in the call graph: "ping <cycle 1> [6]".
+export const gprofName = (name: string, index: number, cycle?: number | null) =>
+  `${name}${cycle ? ` <cycle ${cycle}>` : ""} [${index}]`;
+
+// The called column as gprof prints it: no separators, "+" the calls of itself.
+// A function called neither from elsewhere nor by itself (a root) has the column blank.
+export const gprofCalled = (called: number, selfCalls: number) =>
+  selfCalls ? `${called}+${selfCalls}` : called ? String(called) : "";
+
+// printf's "%.Nf": the double's exact value rounded, a tie to even (toFixed rounds a tie away
+// from zero: 0.125 is "0.13" there and "0.12" in gprof's text).
+export function printfFixed(x: number, digits: number): string {
+  const exact = Math.abs(x).toFixed(100);
+  const dot = exact.indexOf(".");
+  const tie = /^50*$/.test(exact.slice(dot + 1 + digits));
+  const kept = exact.slice(0, digits ? dot + 1 + digits : dot);
+  if (!tie || Number(kept[kept.length - 1]) % 2 === 1) return x.toFixed(digits);
+  return (x < 0 && Number(kept) !== 0 ? "-" : "") + kept;
+}
+
+// The cells gprof prints for a caller's or callee's line: self, children, called, name.
+export function gprofLineCells(e: GraphEntry, l: GraphLine): [string, string, string, string] {
+  const name = gprofName(l.name, l.index, l.cycle);
+  if (withinCycle(e, l)) return ["", "", String(l.count), name];
+  return [
+    printfFixed(l.self_seconds, 2),
+    printfFixed(l.children_seconds, 2),
+    `${l.count}/${l.of}`,
+    name,
+  ];
+}
+
 export function callGraphDot(
   entries: GraphEntry[],
   totalSeconds: number,

@@ -35,7 +35,15 @@ import {
   section,
 } from "../dom";
 import { sortedBy, sortHeaders, type Sort } from "../sort";
-import { arcCallsText, calledText, callGraphDot, renderCallGraph } from "../callgraph";
+import {
+  callGraphDot,
+  gprofCalled,
+  gprofLineCells,
+  gprofName,
+  printfFixed,
+  renderCallGraph,
+  withinCycle,
+} from "../callgraph";
 import { navigate } from "../router";
 import { drawFlameGraph, drawStacks, flameBox, parseFolded } from "../flamegraph";
 
@@ -266,7 +274,9 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
                 "li",
                 {},
                 h("button", { type: "button", class: "fn", onclick: () => select(l.name) }, l.name),
-                ` ${count(l.count)}/${count(l.of)} calls`,
+                withinCycle(e, l)
+                  ? ` ${count(l.count)} calls ${l.index === e.index ? "of itself" : `within cycle ${l.cycle}`}`
+                  : ` ${count(l.count)}/${count(l.of)} calls`,
               ),
             ),
           )
@@ -560,10 +570,10 @@ function syncSection(sid: number, profile: Profile) {
 function gprofTable(entries: GraphEntry[], sid: number, asked: number, params: URLSearchParams) {
   // Entries past the first `asked` are not on the page: their names are plain text.
   const shown = new Set(entries.map((e) => e.index));
-  const ref = (name: string, index: number) =>
+  const ref = (text: string, index: number) =>
     shown.has(index)
-      ? h("a", { href: `#cg-${index}`, class: "mono" }, `${name} [${index}]`)
-      : h("span", { class: "mono" }, `${name} [${index}]`);
+      ? h("a", { href: `#cg-${index}`, class: "mono" }, text)
+      : h("span", { class: "mono" }, text);
   const more = new URLSearchParams(params);
   more.set("graph_top", String(Math.min(asked * 10, 9_999_999)));
   const trimmed =
@@ -580,17 +590,21 @@ function gprofTable(entries: GraphEntry[], sid: number, asked: number, params: U
           " downloads.",
         )
       : null;
-  const line = (l: GraphLine) =>
-    h(
+  // Each line as gprof prints it: a call within the entry's cycle (or of itself) by its count
+  // alone, names tagged with their cycle, numbers as printf writes them.
+  const line = (e: GraphEntry) => (l: GraphLine) => {
+    const [self, children, called, name] = gprofLineCells(e, l);
+    return h(
       "tr",
       { class: "sub" },
       h("td", {}),
       h("td", {}),
-      h("td", { class: "num" }, seconds(l.self_seconds)),
-      h("td", { class: "num" }, seconds(l.children_seconds)),
-      h("td", { class: "num" }, arcCallsText(l)),
-      h("td", { class: "indent" }, ref(l.name, l.index)),
+      h("td", { class: "num" }, self),
+      h("td", { class: "num" }, children),
+      h("td", { class: "num" }, called),
+      h("td", { class: "indent" }, ref(name, l.index)),
     );
+  };
   return [
     trimmed,
     h(
@@ -622,29 +636,33 @@ function gprofTable(entries: GraphEntry[], sid: number, asked: number, params: U
                   h("td", { class: "indent muted" }, "<spontaneous>"),
                 )
               : null,
-            (e.parents ?? []).map(line),
+            (e.parents ?? []).map(line(e)),
             h(
               "tr",
               { class: "primary" },
               h("td", {}, `[${e.index}]`),
-              h("td", { class: "num" }, e.percent.toFixed(1)),
-              h("td", { class: "num" }, seconds(e.self_seconds)),
-              h("td", { class: "num" }, seconds(e.children_seconds)),
-              h("td", { class: "num" }, calledText(e)),
+              h("td", { class: "num" }, printfFixed(e.percent, 1)),
+              h("td", { class: "num" }, printfFixed(e.self_seconds, 2)),
+              h("td", { class: "num" }, printfFixed(e.children_seconds, 2)),
+              h("td", { class: "num" }, gprofCalled(e.called, e.self_calls)),
               h(
                 "td",
                 { class: "mono" },
-                `${e.name} [${e.index}]`,
+                e.members ? `${e.name} [${e.index}]` : gprofName(e.name, e.index, e.cycle),
                 isOverhead(e.name) ? h("span", { class: "tag" }, "overhead") : "",
               ),
             ),
-            (e.children ?? []).map(line),
+            (e.children ?? []).map(line(e)),
             (e.members ?? []).map((m) =>
               h(
                 "tr",
                 { class: "sub" },
-                h("td", { colspan: 5 }),
-                h("td", { class: "indent" }, ref(m.name, m.index)),
+                h("td", {}),
+                h("td", {}),
+                h("td", { class: "num" }, printfFixed(m.self_seconds, 2)),
+                h("td", { class: "num" }, printfFixed(m.children_seconds, 2)),
+                h("td", { class: "num" }, gprofCalled(m.called, m.self_calls)),
+                h("td", { class: "indent" }, ref(gprofName(m.name, m.index, e.cycle), m.index)),
               ),
             ),
           ),
