@@ -6,6 +6,8 @@
 
 #include "daemon/app/commands.h"
 #include "daemon/app/profile_inputs.h"
+#include "daemon/service/rack_service.h"
+#include "daemon/service/selection.h"
 #include "gmon/profile_diff.h"
 #include "gmon/profile_pipeline.h"
 #include "gmon/sync_check.h"
@@ -17,7 +19,8 @@ constexpr const char* kDiffAbout =
     R"(Compares two profiles function by function: self and total time, calls, their changes, and
 whether each change is beyond sampling error. A and B are each a capture file, a gmon.out, or
 (with --db) a selection of stored sessions such as 'build_id=3f2a…&board=b1' (the API's syntax).
-They may be different builds: functions are matched by name.
+Two builds are refused (exit 2, naming both build-ids) unless --merge by_name matches their
+functions by name (the same name may be other code; a warning says so).
 
 Self and total time are compared per call of the whole program when both sides have calls (so
 runs of different lengths compare, and one function's slowdown does not make the others look
@@ -38,6 +41,7 @@ struct DiffArgs {
     std::vector<std::string> fail_on;
     double alpha = 0.01;
     bool json = false;
+    bool by_name = false;  // --merge by_name
 };
 
 std::vector<gmon::GateRule> gate_rules(const std::vector<std::string>& fail_on) {
@@ -78,12 +82,7 @@ exit status: 0 no synchronisation, 1 synchronised (the functions are named), 2 u
 inputs that cannot be read or compared.
 )";
 
-// The build an input's summary names ("" when unknown): its ELF's build-id for a file, the
-// sessions' common build for a selection.
-std::string build_id_in(const nlohmann::json& summary) {
-    const auto it = summary.find("build_id");
-    return it != summary.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
+using service::build_id_in;
 
 // An input that cannot be read is the job's fault, not a finding: exit 2, not 1.
 std::shared_ptr<gmon::ExportInput> readable_input(const std::string& argument,
@@ -130,14 +129,19 @@ int run_check_sync(const DiffArgs& cl) {
     return 1;
 }
 
-// As the dashboard warns: functions are matched by name, and a name in another build may be
-// other code. Said on stderr, so the report (or its JSON) stays what it is.
-void warn_if_different_firmware(const nlohmann::json& a, const nlohmann::json& b) {
+// The service's rule (require_one_build): another build only with --merge by_name, and then
+// said on stderr, as the dashboard says it, so the report (or its JSON) stays what it is.
+void check_builds(const DiffArgs& cl, const nlohmann::json& a, const nlohmann::json& b) {
+    try {
+        service::require_one_build(a, b, cl.by_name, cl.a, cl.b);
+    } catch (const service::ServiceError& e) {
+        throw UsageError(std::string(e.what()) + " (rackprof diff: --merge by_name)");
+    }
     const std::string build_a = build_id_in(a), build_b = build_id_in(b);
     if (build_a.empty() || build_b.empty() || build_a == build_b) return;
     std::cerr << "rackprof: warning: different firmware (build-id " << build_a.substr(0, 12)
               << " vs " << build_b.substr(0, 12)
-              << "): functions of the same name may be different code\n";
+              << "): functions matched by name; the same name may be different code\n";
 }
 
 int run_diff(const DiffArgs& cl) {
@@ -148,6 +152,7 @@ int run_diff(const DiffArgs& cl) {
     const auto& b = cl.b;
     const auto input_a = readable_input(a, cl.input);
     const auto input_b = readable_input(b, cl.input);
+    check_builds(cl, input_a->summary, input_b->summary);
     const gmon::Profile profile_a = gmon::profile_of(input_a->source, input_a->profile_options);
     const gmon::Profile profile_b = gmon::profile_of(input_b->source, input_b->profile_options);
     gmon::ProfileDiff diff;
@@ -163,7 +168,6 @@ int run_diff(const DiffArgs& cl) {
                                             label_of(b, input_b->summary));
     }
     std::cout.flush();
-    warn_if_different_firmware(input_a->summary, input_b->summary);
     if (!diff.failed()) return 0;
     for (const auto& gate : diff.gates) {
         if (gate.functions.empty()) continue;
@@ -203,9 +207,9 @@ std::shared_ptr<DiffArgs> add_diff_options(CLI::App& app, const char* a, const c
 }  // namespace
 
 CommandRun add_diff_command(CLI::App& root) {
-    CLI::App& app =
-        add_command(root, "diff",
-                    "compare two profiles function by function; a CI gate with --fail-on", kDiffAbout);
+    CLI::App& app = add_command(
+        root, "diff", "compare two profiles function by function; a CI gate with --fail-on",
+        kDiffAbout);
     auto args = add_diff_options(
         app, "A", "B",
         "print the diff as JSON (schema rackprof.diff/1) instead of the text report");
@@ -217,6 +221,15 @@ CommandRun add_diff_command(CLI::App& root) {
         ->expected(1)
         ->allow_extra_args(false)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    app.add_option_function<std::string>(
+           "--merge",
+           [args](const std::string& how) {
+               if (how != "by_name")
+                   throw CLI::ValidationError("--merge", "the only way is by_name");
+               args->by_name = true;
+           },
+           "by_name: compare two builds with functions matched by name (else refused, exit 2)")
+        ->type_name("by_name");
     return [args] { return run_diff(*args); };
 }
 

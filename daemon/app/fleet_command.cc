@@ -13,6 +13,7 @@
 #include "daemon/fleet/fleet_pusher.h"
 #include "daemon/service/fleet_source.h"
 #include "daemon/service/rack_service.h"
+#include "daemon/service/selection.h"
 #include "gmon/export.h"
 #include "gmon/gmon_writer.h"
 #include "gmon/profile_diff.h"
@@ -52,6 +53,7 @@ struct FleetArgs {
     std::optional<double> alpha;
     bool json = false;
     std::optional<std::int64_t> keep_sessions_days;
+    bool by_name = false;  // fleet diff --merge by_name
 };
 
 storage::fleet::FleetConnection connection_of(const FleetArgs& cl) {
@@ -170,6 +172,14 @@ int run_fleet_diff(service::FleetSource& fleet, const FleetArgs& cl) {
     const auto b = input_of(fleet, cl.b);
     if (!a->source.elf || !b->source.elf)
         throw std::runtime_error("no firmware in the fleet names functions");
+    try {  // the service's rule, as rackprof diff and GET /api/v1/diff apply it
+        service::require_one_build(a->summary, b->summary,
+                                   cl.by_name || a->summary.value("matched_by_name", false) ||
+                                       b->summary.value("matched_by_name", false),
+                                   cl.a, cl.b);
+    } catch (const service::ServiceError& e) {
+        throw UsageError(std::string(e.what()) + " (rackprof fleet diff: --merge by_name)");
+    }
     gmon::ProfileDiff diff;
     try {
         diff =
@@ -275,6 +285,15 @@ void add_fleet_diff_options(CLI::App& app, FleetArgs& args) {
     app.add_option("--alpha", args.alpha, "family-wise significance level (default 0.01)")
         ->type_name("P")
         ->check(probability());
+    app.add_option_function<std::string>(
+           "--merge",
+           [&args](const std::string& how) {
+               if (how != "by_name")
+                   throw CLI::ValidationError("--merge", "the only way is by_name");
+               args.by_name = true;
+           },
+           "by_name: compare two builds with functions matched by name (else refused, exit 2)")
+        ->type_name("by_name");
 }
 
 }  // namespace

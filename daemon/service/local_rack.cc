@@ -32,8 +32,9 @@ void fail_for(BoardChange change, const std::string& board) {
     if (change == BoardChange::kNotFound)
         throw ServiceError(Failure::kNotFound, "no board named '" + board + "'");
     if (change == BoardChange::kFromFile) {
-        throw ServiceError(Failure::kConflict,
-             "'" + board + "' comes from the configuration file: change it there (and reload)");
+        throw ServiceError(
+            Failure::kConflict,
+            "'" + board + "' comes from the configuration file: change it there (and reload)");
     }
 }
 
@@ -48,8 +49,8 @@ gmon::JsonReportOptions json_options_of(const ProfileOptions& options) {
 
 void require_elf(const gmon::ExportInput& input, std::int64_t id) {
     if (!input.source.elf) {
-        throw ServiceError(Failure::kNoElf,
-             "session " + std::to_string(id) + " has no usable ELF, so functions cannot be named");
+        throw ServiceError(Failure::kNoElf, "session " + std::to_string(id) +
+                                                " has no usable ELF, so functions cannot be named");
     }
 }
 
@@ -118,9 +119,10 @@ storage::SessionInfo LocalRack::stored_session(std::int64_t id) {
     if (capture_.live_snapshot(id)) {
         // Started while storage fails: capturing, its row written once commits succeed again.
         if (const std::string error = storage_error(); !error.empty())
-            throw ServiceError(Failure::kNotReady, "session " + std::to_string(id) +
-                                         " is capturing, but storage is failing (" + error +
-                                         "): its row is written once commits succeed again");
+            throw ServiceError(Failure::kNotReady,
+                               "session " + std::to_string(id) +
+                                   " is capturing, but storage is failing (" + error +
+                                   "): its row is written once commits succeed again");
         // Just started: its id is reserved and already on the board (and in the events), its
         // row comes with the writer's next commit. Wait for it rather than deny it exists.
         for (int i = 0; i < 300 && capture_.live_snapshot(id); ++i) {
@@ -200,14 +202,16 @@ json LocalRack::start_session(const std::string& board_name) {
 json LocalRack::stop_session(std::int64_t id) {
     const auto info = stored_session(id);
     if (info.state != "capturing" || !capture_.stop_stored_session(id))
-        throw ServiceError(Failure::kConflict, "session " + std::to_string(id) + " is not capturing");
+        throw ServiceError(Failure::kConflict,
+                           "session " + std::to_string(id) + " is not capturing");
     return session_json(stored_session(id), storage_error());
 }
 
 void LocalRack::delete_session(std::int64_t id) {
     const auto info = stored_session(id);
     if (info.state == "capturing" || !capture_.delete_stored_session(id))
-        throw ServiceError(Failure::kConflict, "session " + std::to_string(id) + " is capturing: stop it first");
+        throw ServiceError(Failure::kConflict,
+                           "session " + std::to_string(id) + " is capturing: stop it first");
 }
 
 json LocalRack::sessions(const SessionFilter& filter) {
@@ -320,7 +324,8 @@ nlohmann::json LocalRack::sync_check_of(const gmon::Profile& fixed,
         check["reference"] = reference;
         return check;
     } catch (const std::invalid_argument& e) {
-        throw ServiceError(Failure::kInvalid, std::string("cannot check synchronisation: ") + e.what());
+        throw ServiceError(Failure::kInvalid,
+                           std::string("cannot check synchronisation: ") + e.what());
     }
 }
 
@@ -363,6 +368,9 @@ DiffResult LocalRack::diff(const Selection& a, const Selection& b, const DiffReq
     const auto merged_a = selections_.merged(a), merged_b = selections_.merged(b);
     const auto& summary_a = merged_a->input->summary;
     const auto& summary_b = merged_b->input->summary;
+    require_one_build(summary_a, summary_b, request.by_name || a.by_name || b.by_name,
+                      "A (" + selection_label(summary_a) + ")",
+                      "B (" + selection_label(summary_b) + ")");
     try {
         const gmon::ProfileDiff d =
             gmon::diff_profiles(SelectionMerges::profile_of(*merged_a),
@@ -378,9 +386,9 @@ DiffResult LocalRack::diff(const Selection& a, const Selection& b, const DiffReq
 Export LocalRack::open_selection_export(const Selection& selection, const std::string& format) {
     const auto* exporter = gmon::find_export_format(format);
     if (!exporter || exporter->paged)
-        throw ServiceError(Failure::kUnknownFormat, "a selection exports as " + selection_format_names() +
-                                          ", not '" + format +
-                                          "' (raw bytes and records belong to one session)");
+        throw ServiceError(Failure::kUnknownFormat,
+                           "a selection exports as " + selection_format_names() + ", not '" +
+                               format + "' (raw bytes and records belong to one session)");
     const auto input = selections_.merged(selection)->input;
     const std::string build_id = input->summary["build_id"].is_string()
                                      ? input->summary["build_id"].get<std::string>()
@@ -395,13 +403,13 @@ Export LocalRack::open_export(std::int64_t id, const std::string& format,
     const auto* exporter = gmon::find_export_format(format);
     if (!exporter)
         throw ServiceError(Failure::kUnknownFormat,
-             "unknown format '" + format + "' (" + gmon::export_format_names() + ")");
+                           "unknown format '" + format + "' (" + gmon::export_format_names() + ")");
     const auto info = stored_session(id);
     // The paged formats (raw, ndjson) are the raw data itself.
     if (exporter->paged && info.raw_pruned)
         throw ServiceError(Failure::kGone, "session " + std::to_string(id) + ": the " + format +
-                                 " export needs its raw data, but its " +
-                                 storage::raw_pruned_reason(*info.raw_pruned));
+                                               " export needs its raw data, but its " +
+                                               storage::raw_pruned_reason(*info.raw_pruned));
     const auto input = session_input(info, window);
     return {std::string(exporter->content_type),
             info.spec.board + "-" + std::to_string(id) + std::string(exporter->file_suffix),
@@ -414,7 +422,8 @@ Stored LocalRack::put_firmware(const std::filesystem::path& upload) {
 
 json LocalRack::attach_firmware(std::int64_t session_id, const std::string& id) {
     stored_session(session_id);
-    if (!FirmwareStore::is_id(id)) throw ServiceError(Failure::kBadFirmwareId, "\"id\" must be a firmware id");
+    if (!FirmwareStore::is_id(id))
+        throw ServiceError(Failure::kBadFirmwareId, "\"id\" must be a firmware id");
     const auto path = firmware_.find(id);
     if (!path) throw ServiceError(Failure::kNotFound, "no firmware " + id + "; PUT it first");
     const auto elf = elves_.get(path->string());
@@ -433,9 +442,10 @@ std::shared_ptr<gmon::ExportInput> LocalRack::session_input(const storage::Sessi
                                                             const TimeWindow& window) {
     // A window is answered from the record batches: gone with the raw data.
     if (window.bounded() && info.raw_pruned)
-        throw ServiceError(Failure::kGone, "session " + std::to_string(info.id) +
-                                 ": a time window (from/to) needs its records, but its " +
-                                 storage::raw_pruned_reason(*info.raw_pruned));
+        throw ServiceError(Failure::kGone,
+                           "session " + std::to_string(info.id) +
+                               ": a time window (from/to) needs its records, but its " +
+                               storage::raw_pruned_reason(*info.raw_pruned));
     StoredSessionData data;
     if (!info.spec.elf_path.empty()) {
         try {

@@ -123,6 +123,8 @@ struct ProfileOptions {
 struct DiffRequest {
     double alpha = 0.01;
     std::vector<std::string> fail_on;
+    // merge=by_name: two builds compared with functions matched by name (else refused, 409).
+    bool by_name = false;
 };
 
 // A diff as JSON (schema rackprof.diff/1) and as the text report; `failed`: a gate tripped.

@@ -158,6 +158,22 @@ std::vector<storage::SessionInfo> select_sessions(
     return out;
 }
 
+std::string build_id_in(const nlohmann::json& summary) {
+    const auto it = summary.find("build_id");
+    return it != summary.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+void require_one_build(const nlohmann::json& a, const nlohmann::json& b, bool by_name,
+                       const std::string& what_a, const std::string& what_b) {
+    const std::string build_a = build_id_in(a), build_b = build_id_in(b);
+    if (by_name || build_a.empty() || build_b.empty() || build_a == build_b) return;
+    throw ServiceError(Failure::kConflict,
+                       "cannot compare " + what_a + " and " + what_b +
+                           ": they are different builds (build-id " + build_a + " and " + build_b +
+                           "); add merge=by_name to match functions by name (a function of "
+                           "the same name may be other code)");
+}
+
 std::string common_build_id(const std::vector<storage::SessionInfo>& sessions) {
     std::map<std::string, std::vector<std::int64_t>> by_build;
     for (const auto& s : sessions) by_build[build_id_of(s)].push_back(s.id);

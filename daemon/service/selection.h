@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "gmon/export.h"
 #include "storage/session_store.h"
 
@@ -65,6 +67,17 @@ std::map<std::string, std::vector<storage::SessionInfo>> sessions_by_board(
 // The selected sessions' one build-id. Throws ServiceError (kConflict) naming the builds when
 // they differ: sessions of different builds are never merged silently.
 std::string common_build_id(const std::vector<storage::SessionInfo>& sessions);
+
+// The build a profile input's summary names ("" when unknown or several): its ELF's build-id
+// for a file, the sessions' common build for a selection.
+std::string build_id_in(const nlohmann::json& summary);
+
+// Two profiles are compared function by function only within one build, unless asked to match
+// functions by name (merge=by_name): a function of the same name in another build may be other
+// code, and every function would differ for reasons of its own. Throws ServiceError
+// (kConflict) naming both build-ids when `a` and `b` (summaries) are different builds.
+void require_one_build(const nlohmann::json& a, const nlohmann::json& b, bool by_name,
+                       const std::string& what_a, const std::string& what_b);
 
 // The selected sessions as one profile input: their aggregates added (nothing is decoded
 // again), the first loadable ELF, the first session's target range and histogram shapes, and a

@@ -401,7 +401,7 @@ test("diff: the known difference between two builds, gamma marked slower", async
   await close();
 });
 
-test("diff: in the navigation, and a warning when the firmware differs", async () => {
+test("diff: in the navigation; another build refused, then compared by name with a warning", async () => {
   const blinky = await api("PUT", "/api/v1/firmware", fs.readFileSync(path.join(dir, "blinky.elf")));
   const other = (await api("POST", `/api/v1/sessions/import?format=bin&board=other-fw&firmware=${blinky.id}`, fs.readFileSync(path.join(dir, "blinky.bin")))).id;
   const { page, errors, close } = await open("/");
@@ -412,9 +412,18 @@ test("diff: in the navigation, and a warning when the firmware differs", async (
   await page.fill("#diff-a", `session=${sessions.a}`);
   await page.fill("#diff-b", `session=${other}`);
   await page.click('#diff-form button[type="submit"]');
+  // Two builds are refused as the API refuses them, both build-ids named; matching functions
+  // by name is one click, and then the page says what that means.
+  await page.waitForSelector("main .error");
+  const refusal = await page.textContent("main .error");
+  const [a, b] = await Promise.all([api("GET", `/api/v1/sessions/${sessions.a}`), api("GET", `/api/v1/sessions/${other}`)]);
+  assert.ok(refusal.includes(a.build_id) && refusal.includes(b.build_id), refusal);
+  assert.match(refusal, /different builds/);
+  await page.click("#compare-by-name");
   await page.waitForSelector("#diff-table tbody tr");
+  assert.equal(new URL(page.url()).searchParams.get("merge"), "by_name");
   assert.match(await page.textContent("#firmware-warning"), /Different firmware \(build-id [0-9a-f]+ vs [0-9a-f]+\)/);
-  assert.deepEqual(errors, []);
+  assert.deepEqual(errors.filter((e) => !/status of 409/.test(e)), []);
   await close();
   assert.equal((await fetch(`${base}/api/v1/sessions/${other}`, { method: "DELETE" })).status, 204);
 });

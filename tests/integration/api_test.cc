@@ -367,8 +367,7 @@ TEST_CASE("API: a Tiva binned PC report imported; text?intervals=1; the sync ala
     // reasons of its own, and every function was flagged.
     const auto other_elf = d.dir() / "other.elf";
     REQUIRE(testing::rackprof({"simulate", "--model", "blinky", "--iterations", "50", "-o",
-                               (d.dir() / "other.bin").string(), "--write-elf",
-                               other_elf.string()})
+                               (d.dir() / "other.bin").string(), "--write-elf", other_elf.string()})
                 .exit_code == 0);
     const auto other_put =
         d.call("PUT", "/api/v1/firmware", {"--data-binary", "@" + other_elf.string()});
@@ -381,12 +380,31 @@ TEST_CASE("API: a Tiva binned PC report imported; text?intervals=1; the sync ala
         d.call("GET", "/api/v1/sessions/" + ids["0"] + "/profile?sync_reference=" + other_id);
     CHECK(refused.first == 409);
     CHECK(refused.second.find("another build") != std::string::npos);
-    // rackprof diff across builds says so, as the dashboard does; within one build it does not.
+    // Two builds are compared only when asked to match functions by name: the CLI exits 2,
+    // the API answers 409, each naming both build-ids; asked, the CLI warns as the dashboard
+    // does. Within one build nothing is said.
     const auto db = (d.dir() / "rack.db").string();
-    const auto across = testing::rackprof(
-        {"diff", "--db", db, "session=" + ids["0"], "session=" + other_id});
-    CHECK(across.exit_code == 0);
-    CHECK(across.err.find("warning: different firmware") != std::string::npos);
+    const auto across =
+        testing::rackprof({"diff", "--db", db, "session=" + ids["0"], "session=" + other_id});
+    CHECK(across.exit_code == 2);
+    CHECK(across.err.find("different builds (build-id ") != std::string::npos);
+    CHECK(across.err.find("merge") != std::string::npos);
+    const auto by_name = testing::rackprof(
+        {"diff", "--db", db, "--merge", "by_name", "session=" + ids["0"], "session=" + other_id});
+    CHECK(by_name.exit_code == 0);
+    CHECK(by_name.err.find("warning: different firmware") != std::string::npos);
+    const std::string pair = "/api/v1/diff?a=session%3D" + ids["0"] + "&b=session%3D" + other_id;
+    const auto refused_diff = d.call("GET", pair);
+    CHECK(refused_diff.first == 409);
+    const json refusal = json::parse(refused_diff.second);
+    CHECK(refusal["error"]["code"] == "conflict");
+    const std::string message = refusal["error"]["message"];
+    const json info_a = json::parse(d.call("GET", "/api/v1/sessions/" + ids["0"]).second);
+    const json info_b = json::parse(d.call("GET", "/api/v1/sessions/" + other_id).second);
+    CHECK(message.find(info_a["build_id"].get<std::string>()) != std::string::npos);
+    CHECK(message.find(info_b["build_id"].get<std::string>()) != std::string::npos);
+    CHECK(d.call("GET", pair + "&merge=by_name").first == 200);
+    CHECK(d.call("GET", pair + "&merge=by_size").first == 400);
     const auto within =
         testing::rackprof({"diff", "--db", db, "session=" + ids["0"], "session=" + ids["125"]});
     CHECK(within.exit_code == 0);
@@ -872,7 +890,8 @@ TEST_CASE("the session listing comes in pages: the newest `limit`, then before= 
     const auto second = ids("&before=" + std::to_string(first.front()));
     CHECK(std::vector<std::int64_t>(seeded.end() - 2000, seeded.end() - 1000) == second);
     const auto last = ids("&limit=600&before=" + std::to_string(second.front()));
-    CHECK(std::vector<std::int64_t>(seeded.begin(), seeded.begin() + 500) == last);  // short: the end
+    CHECK(std::vector<std::int64_t>(seeded.begin(), seeded.begin() + 500) ==
+          last);  // short: the end
     CHECK(ids("&limit=10000").size() == 2500);
     CHECK(ids("&state=capturing").empty());
     for (const char* bad : {"&limit=0", "&limit=10001", "&before=x", "&limit=-1"}) {

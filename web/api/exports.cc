@@ -158,10 +158,12 @@ daemon::service::Selection diff_side(const Call& c, const char* side) {
 server::Reply diff_reply(const Call& c) {
     for (const auto& parameter : c.query) {
         const std::string& key = parameter.first;
-        if (key != "a" && key != "b" && key != "alpha" && key != "fail_on" && key != "format") {
+        if (key != "a" && key != "b" && key != "alpha" && key != "fail_on" && key != "format" &&
+            key != "merge") {
             throw daemon::service::ServiceError(
                 daemon::service::Failure::kBadRequest,
-                "unknown parameter '" + key + "' (a diff takes a, b, alpha, fail_on and format)");
+                "unknown parameter '" + key +
+                    "' (a diff takes a, b, alpha, fail_on, merge and format)");
         }
     }
     const std::string format = c.query.count("format") ? c.query.at("format") : "json";
@@ -169,6 +171,12 @@ server::Reply diff_reply(const Call& c) {
         throw daemon::service::ServiceError(daemon::service::Failure::kBadRequest,
                                             "format is json or text");
     daemon::service::DiffRequest request;
+    if (c.query.count("merge")) {
+        if (c.query.at("merge") != "by_name")
+            throw daemon::service::ServiceError(daemon::service::Failure::kBadRequest,
+                                                "merge: the only way is by_name");
+        request.by_name = true;
+    }
     if (c.query.count("alpha")) request.alpha = parse_number(c.query.at("alpha"), "alpha");
     if (c.query.count("fail_on")) {
         const std::string& rules = c.query.at("fail_on");

@@ -193,8 +193,13 @@ export const api = {
   // The fleet page shows no call graph, so none is asked for.
   selectionProfile: (selection: string) =>
     request<SelectionProfile>("GET", `/api/v1/profile?${selection}&graph_top=0`),
-  diff: (a: string, b: string) =>
-    request<Diff>("GET", "/api/v1/diff?" + new URLSearchParams({ a, b }).toString()),
+  // Two builds are refused (409 conflict) unless byName matches their functions by name.
+  diff: (a: string, b: string, byName = false) =>
+    request<Diff>(
+      "GET",
+      "/api/v1/diff?" +
+        new URLSearchParams(byName ? { a, b, merge: "by_name" } : { a, b }).toString(),
+    ),
   // Stacks as the server estimates them (gprof's attribution of time along the call graph),
   // one "root;caller;callee value" line each: never rebuilt here from the call graph.
   sessionFolded: (id: number) => requestText(`/api/v1/sessions/${id}/export/folded`),

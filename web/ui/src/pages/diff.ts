@@ -1,7 +1,7 @@
 // Diff: two selections (a session, a build, a build's boards or tags) compared by the daemon
 // (GET /api/v1/diff): per function the change of self and total time and of calls, the test's
 // p-value and its verdict (slower, faster), and b's stacks drawn coloured by their change.
-import { api, type Diff, type DiffFunction, type Session } from "../api";
+import { api, ApiError, type Diff, type DiffFunction, type Session } from "../api";
 import { count, isOverhead, plusMinus } from "../format";
 import { alertText, form, formText, h, link, replace, section } from "../dom";
 import { sortedBy, sortHeaders, type Sort } from "../sort";
@@ -38,11 +38,31 @@ export async function diffPage(main: HTMLElement, params: URLSearchParams) {
     );
     return;
   }
+  const byName = params.get("merge") === "by_name";
   let diff: Diff;
   try {
-    diff = await api.diff(a, b);
+    diff = await api.diff(a, b, byName);
   } catch (e) {
-    replace(main, h("h1", {}, "Diff"), picker, alertText((e as Error).message));
+    // Two builds: refused with both build-ids; comparing them by name is the user's call.
+    const otherBuild = e instanceof ApiError && e.code === "conflict" && !byName;
+    replace(
+      main,
+      h("h1", {}, "Diff"),
+      picker,
+      alertText((e as Error).message),
+      otherBuild
+        ? h(
+            "p",
+            {},
+            link(
+              `/diff?${new URLSearchParams({ a, b, merge: "by_name" })}`,
+              "Compare them with functions matched by name",
+              { id: "compare-by-name" },
+            ),
+            " (a function of the same name in another build may be other code).",
+          )
+        : "",
+    );
     return;
   }
   const flame = flameBox("diff-flame-graph");
