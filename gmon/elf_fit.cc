@@ -11,8 +11,9 @@ namespace {
 
 constexpr int kEmArm = 40;
 
-// The instruction that ends at `addr` is a call: a 32-bit Thumb BL/BLX (immediate), or a
-// 16-bit BLX register.
+}  // namespace
+
+// A 32-bit Thumb BL/BLX (immediate), or a 16-bit BLX register.
 bool call_ends_at(const Symbolizer& elf, std::uint64_t addr) {
     const auto second = elf.code_halfword(addr - 2);
     if (second && (*second & 0xFF87) == 0x4780) return true;  // blx rM
@@ -21,7 +22,15 @@ bool call_ends_at(const Symbolizer& elf, std::uint64_t addr) {
     return first && second && (*first & 0xF800) == 0xF000 && (*second & 0xC000) == 0xC000;
 }
 
-}  // namespace
+std::optional<std::uint64_t> mcount_return_in(const Symbolizer& elf, std::uint64_t entry,
+                                              std::uint64_t size) {
+    // The return address must lie inside the function: at its end it would be the next one's.
+    for (std::uint64_t offset = 4; offset <= kPrologueBytes && offset < size; offset += 2) {
+        if (!elf.code_halfword(entry + offset - 2)) return std::nullopt;
+        if (call_ends_at(elf, entry + offset)) return entry + offset;
+    }
+    return std::nullopt;
+}
 
 bool ElfFit::suspicious() const {
     const bool targets_wrong = targets_off_entry >= 3 && 2 * calls_off_entry > calls;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,5 +43,15 @@ struct ElfFit {
 };
 
 ElfFit check_elf_fit(const Aggregate& aggregate, const Symbolizer& elf);
+
+// The instruction that ends at `addr` in the ELF's code is a call (Thumb BL/BLX immediate, or
+// BLX register): `addr` is a return address.
+bool call_ends_at(const Symbolizer& elf, std::uint64_t addr);
+
+// Where mcount's `self` lies for the function at `entry` of `size` bytes: the return address
+// of the first call in its first kPrologueBytes (the -pg prologue's `bl __gnu_mcount_nc`);
+// none when it makes none there (not built with -pg) or the code is not in the ELF.
+std::optional<std::uint64_t> mcount_return_in(const Symbolizer& elf, std::uint64_t entry,
+                                              std::uint64_t size);
 
 }  // namespace rackprof::gmon

@@ -5,6 +5,8 @@
 #include <stdexcept>
 
 #include "daemon/sim/target_cache.h"
+#include "gmon/elf_fit.h"
+#include "gmon/profile.h"
 #include "gmon/synthetic_elf.h"
 
 namespace rackprof::daemon::sim {
@@ -199,8 +201,11 @@ class Board {
     Board(const SimulatorOptions& options, WireWriter& wire, GroundTruth& truth)
         : options_(options), wire_(wire), truth_(truth), rng_(options.seed) {}
 
-    int function(const std::string& name, std::uint32_t addr, std::uint32_t size) {
-        truth_.functions.push_back({name, addr, size});
+    // `code_bytes`: where sampled PCs may land (0: the whole function).
+    int function(const std::string& name, std::uint32_t addr, std::uint32_t size,
+                 std::uint32_t mcount_offset = 4, std::uint32_t code_bytes = 0) {
+        truth_.functions.push_back({name, addr, size, mcount_offset});
+        code_bytes_.push_back(code_bytes ? code_bytes : size);
         const auto factor = options_.work_factor.find(name);
         work_factor_.push_back(factor == options_.work_factor.end() ? 1 : factor->second);
         return static_cast<int>(truth_.functions.size()) - 1;
@@ -210,9 +215,9 @@ class Board {
     void work(int f, std::uint32_t samples) {
         const SimulatedFunction& fn = truth_.functions[static_cast<std::size_t>(f)];
         samples *= work_factor_[static_cast<std::size_t>(f)];
+        const std::uint32_t code = code_bytes_[static_cast<std::size_t>(f)];
         for (std::uint32_t i = 0; i < samples; ++i) {
-            const std::uint32_t pc =
-                fn.addr + 2 * static_cast<std::uint32_t>(rng_() % (fn.size / 2));
+            const std::uint32_t pc = fn.addr + 2 * static_cast<std::uint32_t>(rng_() % (code / 2));
             send(protocol::Record::pc_sample(pc));
         }
     }
@@ -242,7 +247,7 @@ class Board {
         // What __gnu_mcount_nc reports: the caller's return address and an address just past
         // the callee's prologue, both with the Thumb bit.
         send(protocol::Record::arc((from.addr + site) | 1u,
-                                   (to.addr + std::min(4u, to.size - 2)) | 1u));
+                                   (to.addr + std::min(to.mcount_offset, to.size - 2)) | 1u));
         body();
     }
     void call(int caller, std::uint32_t site, int callee) {
@@ -269,6 +274,7 @@ class Board {
     GroundTruth& truth_;
     std::mt19937_64 rng_;
     std::vector<std::uint32_t> work_factor_;  // per function, from options_.work_factor
+    std::vector<std::uint32_t> code_bytes_;   // per function: where its sampled PCs land
     std::uint64_t clock_ = 0;                 // cycles run (run())
     std::uint64_t next_sample_ = kSamplePeriodCycles / 4;  // when the sampling timer fires
     std::uint16_t lfsr_ = 0xACE1u;
@@ -369,26 +375,69 @@ Iteration deterministic(Board& b) {
     };
 }
 
-// A call model made from an ELF's functions: a random call tree among them, with the real
-// addresses, so the capture symbolizes against that ELF.
-Iteration from_elf(Board& b, const gmon::Symbolizer& elf) {
-    std::vector<const gmon::ElfSymbol*> fns;
-    for (const auto& s : elf.symbols()) {
-        if (s.function && s.defined && s.size >= 8 && s.addr >= elf.code_low() &&
-            s.addr + s.size <= elf.code_high() && s.addr <= 0xFFFFFFFFu) {
-            fns.push_back(&s);
-        }
+struct ElfFunction {
+    std::string name;
+    std::uint32_t addr;
+    std::uint32_t size;
+    std::uint32_t mcount_offset;
+    std::uint32_t code_bytes;  // before its literal pool
+    std::vector<std::uint32_t> call_sites;
+};
+
+// The functions of an ELF the elf model calls: gprof's (its symbol table, so each call lands in
+// the function the profile names), those built with -pg (on ARM a call in the prologue, so a
+// capture of them fits the ELF as the decoder checks it), main first when it is one.
+std::vector<ElfFunction> instrumented_functions(const gmon::Symbolizer& elf) {
+    constexpr int kEmArm = 40;
+    const bool arm = elf.machine() == kEmArm;
+    std::vector<std::uint64_t> pools;  // $d mapping symbols: literal pools
+    for (const auto& d : elf.symbols())
+        if (arm && d.local && (d.name == "$d" || d.name.rfind("$d.", 0) == 0))
+            pools.push_back(d.addr);
+    std::vector<ElfFunction> out;
+    for (const gmon::ProfileSymbol& s : gmon::gprof_symbol_table(elf)) {
+        const std::uint64_t size = s.end_addr + 1 - s.addr;
+        if (!s.is_func || size < 8 || s.addr < elf.code_low() || s.end_addr >= elf.code_high() ||
+            s.end_addr > 0xFFFFFFFFu)
+            continue;
+        // On ARM the -pg prologue is found in the code; elsewhere the fit check has only the
+        // prologue rule (a target near the entry), which 4 bytes in meets.
+        const auto mcount = arm ? gmon::mcount_return_in(elf, s.addr, size)
+                                : std::optional<std::uint64_t>(s.addr + 4);
+        if (!mcount) continue;
+        ElfFunction f{s.name,
+                      static_cast<std::uint32_t>(s.addr),
+                      static_cast<std::uint32_t>(size),
+                      static_cast<std::uint32_t>(*mcount - s.addr),
+                      static_cast<std::uint32_t>(size),
+                      {}};
+        for (const std::uint64_t pool : pools)  // no PC is sampled on data
+            if (pool > s.addr && pool <= s.end_addr)
+                f.code_bytes = std::min(f.code_bytes, static_cast<std::uint32_t>(pool - s.addr));
+        for (std::uint32_t o = f.mcount_offset + 2; arm && o < f.code_bytes; o += 2)
+            if (gmon::call_ends_at(elf, s.addr + o)) f.call_sites.push_back(o);
+        out.push_back(std::move(f));
     }
-    std::sort(fns.begin(), fns.end(), [](auto* x, auto* y) { return x->addr < y->addr; });
-    fns.erase(
-        std::unique(fns.begin(), fns.end(), [](auto* x, auto* y) { return x->addr == y->addr; }),
-        fns.end());
-    if (fns.size() > 64) fns.resize(64);
-    if (fns.empty()) throw std::invalid_argument("the ELF has no sized functions to simulate");
+    const auto main_fn =
+        std::find_if(out.begin(), out.end(), [](const ElfFunction& f) { return f.name == "main"; });
+    if (main_fn != out.end()) std::rotate(out.begin(), main_fn, main_fn + 1);
+    if (out.size() > 64) out.resize(64);
+    return out;
+}
+
+// A call model made from an ELF's functions: a random call tree among them rooted at main (or
+// the first), every function reached and doing some work, at the real addresses, calls from
+// real call sites, so the capture symbolizes against that ELF and passes its fit check.
+Iteration from_elf(Board& b, const gmon::Symbolizer& elf) {
+    const std::vector<ElfFunction> fns = instrumented_functions(elf);
+    if (fns.empty()) {
+        throw std::invalid_argument(
+            "the ELF has no function built with -pg (a call to mcount in its prologue) to "
+            "simulate");
+    }
     std::vector<int> ids;
-    for (const auto* s : fns) {
-        ids.push_back(b.function(s->name, static_cast<std::uint32_t>(s->addr),
-                                 static_cast<std::uint32_t>(s->size)));
+    for (const auto& f : fns) {
+        ids.push_back(b.function(f.name, f.addr, f.size, f.mcount_offset, f.code_bytes));
     }
     struct Edge {
         std::size_t callee;
@@ -398,31 +447,26 @@ Iteration from_elf(Board& b, const gmon::Symbolizer& elf) {
     auto edges = std::make_shared<std::vector<std::vector<Edge>>>(fns.size());
     auto costs = std::make_shared<std::vector<std::uint32_t>>(fns.size());
     auto& rng = b.rng();
+    const auto site_in = [&](std::size_t caller) -> std::uint32_t {
+        const auto& sites = fns[caller].call_sites;
+        if (!sites.empty()) return sites[rng() % sites.size()];
+        return 2 + 2 * static_cast<std::uint32_t>(rng() % (fns[caller].size / 2 - 1));
+    };
     for (std::size_t i = 0; i < fns.size(); ++i) {
-        (*costs)[i] = static_cast<std::uint32_t>(rng() % 5);
-        const std::size_t fanout = rng() % 3;
-        for (std::size_t e = 0; e < fanout && i + 1 < fns.size(); ++e) {
-            const std::size_t callee = i + 1 + rng() % std::min<std::size_t>(8, fns.size() - i - 1);
-            const auto size = static_cast<std::uint32_t>(fns[i]->size);
-            (*edges)[i].push_back({callee,
-                                   2 + 2 * static_cast<std::uint32_t>(rng() % (size / 2 - 1)),
-                                   1 + static_cast<std::uint32_t>(rng() % 2)});
-        }
+        (*costs)[i] = 1 + static_cast<std::uint32_t>(rng() % 4);
+        if (i == 0) continue;
+        const std::size_t parent = rng() % i;  // every function is reached from the root
+        const std::uint32_t site = site_in(parent);
+        (*edges)[parent].push_back({i, site, 1 + static_cast<std::uint32_t>(rng() % 2)});
     }
-    std::size_t root = 0;
-    for (std::size_t i = 0; i < fns.size(); ++i) {
-        if (fns[i]->name == "main") root = i;
-    }
-    auto run = [&b, ids, edges, costs](auto& self, std::size_t f, int depth) -> void {
+    auto run = [&b, ids, edges, costs](auto& self, std::size_t f) -> void {
         b.work(ids[f], (*costs)[f]);
-        if (depth >= 6) return;
         for (const Edge& e : (*edges)[f]) {
-            for (std::uint32_t t = 0; t < e.times; ++t) {
-                b.call(ids[f], e.site, ids[e.callee], [&] { self(self, e.callee, depth + 1); });
-            }
+            for (std::uint32_t t = 0; t < e.times; ++t)
+                b.call(ids[f], e.site, ids[e.callee], [&] { self(self, e.callee); });
         }
     };
-    return [run, root]() mutable { run(run, root, 0); };
+    return [run]() mutable { run(run, 0); };
 }
 
 }  // namespace
@@ -433,7 +477,7 @@ std::vector<std::pair<std::string, std::string>> builtin_models() {
         {"conflation", "fast() and slow() both call doSomething() (thesis fig. 4)"},
         {"deterministic", "known call counts per arc, recursion and a two-function cycle"},
         {"synced", "a main loop of exactly the sampling period (try --dither): 10/60/30 %"},
-        {"elf", "a random call tree over the functions of --elf FILE"},
+        {"elf", "a random call tree over the -pg functions of --elf FILE, each reached"},
     };
 }
 

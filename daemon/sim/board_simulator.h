@@ -86,6 +86,9 @@ struct SimulatedFunction {
     std::string name;
     std::uint32_t addr = 0;
     std::uint32_t size = 0;
+    // Where mcount's `self` lies for calls of it, bytes past its entry: past the prologue's
+    // call (a real ELF's, found in its code), else 4.
+    std::uint32_t mcount_offset = 4;
 };
 
 // What the simulated board sent, before any fault was applied (records as they left the
