@@ -15,7 +15,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { launchBrowser, rackprofIn, startDaemon } from "./daemon.mjs";
-import { artifacts, chromium, downloadHrefs, openPage, requireBrowser, serverConfig, skipper, tearDown } from "./harness.mjs";
+import { artifacts, chromium, downloadHrefs, openPage, requireBrowser, serverConfig, skipper, tearDown, screenshot } from "./harness.mjs";
 
 const nm = "/usr/bin/arm-none-eabi-nm";
 
@@ -115,7 +115,7 @@ test("the measured icicle and the caller-attributed arcs: 10 %/90 % against gpro
     assert.equal((await fetch(base + href)).status, 200, href);
   }
   await page.locator("#h-cct").scrollIntoViewIfNeeded();
-  await page.screenshot({ path: path.join(artifacts, "dashboard-calling-context.png"), fullPage: true });
+  await screenshot(page, "calling-context");
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -187,7 +187,7 @@ test("flame graph of one session, every export downloadable, and 'compare withâ€
   }
   const [download] = await Promise.all([page.waitForEvent("download"), page.click('a.download[data-kind="folded stacks"]')]);
   assert.match(download.suggestedFilename(), /\.folded|\.txt/);
-  await page.screenshot({ path: path.join(artifacts, "dashboard-profile-flame.png"), fullPage: true });
+  await screenshot(page, "profile-flame");
   await page.click("#compare-with");
   await page.waitForSelector("#diff-form");
   assert.equal(new URL(page.url()).pathname, "/diff");

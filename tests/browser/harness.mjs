@@ -42,9 +42,19 @@ export async function openPage(browser, base, url) {
   return { page, errors, close: () => page.close() };
 }
 
-// The whole page into `artifacts`/dashboard-<name>.png.
+// The whole page at a wide and a narrow desktop width, into
+// `artifacts`/dashboard-<name>-<width>.png (CI keeps build/test-artifacts), so a reviewer sees
+// every page without running it; the viewport is restored after.
+export const kScreenshotWidths = [1400, 1024];
 export async function screenshot(page, name) {
-  await page.screenshot({ path: path.join(artifacts, `dashboard-${name}.png`), fullPage: true });
+  const before = page.viewportSize();
+  for (const width of kScreenshotWidths) {
+    await page.setViewportSize({ width, height: before?.height ?? 800 });
+    const file = path.join(artifacts, `dashboard-${name}-${width}.png`);
+    await page.screenshot({ path: file, fullPage: true });
+    if (!(fs.statSync(file).size > 1000)) throw new Error(`screenshot ${file} is empty`);
+  }
+  if (before) await page.setViewportSize(before);
 }
 
 // The hrefs of the page's download links (p.downloads a.download).

@@ -11,7 +11,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { eventually, launchBrowser, startDaemon } from "./daemon.mjs";
-import { artifacts, chromium, requireBrowser, serverConfig, skipper } from "./harness.mjs";
+import { artifacts, chromium, requireBrowser, serverConfig, skipper, screenshot } from "./harness.mjs";
 
 const skip = skipper("storage badge browser test");
 requireBrowser(skip);
@@ -95,7 +95,7 @@ test("a full disk shows the storage-error badge on the Rack and the Live view; i
   assert.match(await page.getAttribute(badge, "title"), /full/);
   // The row's error column carries SQLite's words too.
   assert.match(await page.textContent(row), /full/);
-  await page.screenshot({ path: path.join(artifacts, "dashboard-storage-error-rack.png"), fullPage: true });
+  await screenshot(page, "storage-error-rack");
 
   // The Live view of the capturing session shows it as well.
   const session = (await board("filling")).session;
@@ -104,7 +104,7 @@ test("a full disk shows the storage-error badge on the Rack and the Live view; i
   await live.goto(`${daemon.base}/live/${session}`);
   await live.waitForSelector('#storage-state [data-storage="storage_error"]', { timeout: 5000 });
   assert.match(await live.textContent("#storage-state"), /storage error: data is being lost/);
-  await live.screenshot({ path: path.join(artifacts, "dashboard-storage-error-live.png"), fullPage: true });
+  await screenshot(live, "storage-error-live");
   await eventually(async () => (await board("filling")).counters.records_lost_storage > 0, 5000, "records counted lost");
 
   // Space returns: commits succeed again, and the badge goes away on both pages.
@@ -112,7 +112,7 @@ test("a full disk shows the storage-error badge on the Rack and the Live view; i
   await eventually(async () => (await board("filling")).storage_state === "ok", 10000, "the API to report ok again");
   await page.waitForSelector(badge, { state: "detached", timeout: 5000 });
   await live.waitForSelector('#storage-state [data-storage="storage_error"]', { state: "detached", timeout: 5000 });
-  await page.screenshot({ path: path.join(artifacts, "dashboard-storage-recovered-rack.png"), fullPage: true });
+  await screenshot(page, "storage-recovered-rack");
   await live.close();
   await page.close();
   // A failed fetch while storage fails would be a console error too: the page must take it.
