@@ -1,5 +1,8 @@
 #include "gmon/calling_context_export.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <stdexcept>
 #include <vector>
@@ -351,6 +354,40 @@ ChunkStream open_cct_folded(const std::shared_ptr<const ExportInput>& input) {
     return single_chunk([input] {
         return cct_folded(tree_of(*input), ContextFrameNames(input->source.elf.get()));
     });
+}
+
+std::string measured_arcs_text(const CallingContextTree& tree, const ContextFrameNames& names,
+                               std::size_t rows) {
+    std::vector<AttributedArc> arcs;
+    for (const AttributedArc& a : attributed_arcs(tree))
+        if (a.caller != a.callee && a.callee_total > 0) arcs.push_back(a);
+    const auto share = [](double part, const AttributedArc& a) {
+        return 100 * part / static_cast<double>(a.callee_total);
+    };
+    const auto misjudged = [&](const AttributedArc& a) {
+        return std::abs(share(static_cast<double>(a.measured), a) - share(a.estimated, a));
+    };
+    std::stable_sort(arcs.begin(), arcs.end(),
+                     [&](const auto& l, const auto& r) { return misjudged(l) > misjudged(r); });
+    std::string out =
+        "Measured calling contexts (function entry/exit events; cycles of the target)\n\n"
+        "Each call arc's share of its callee's time: measured, and as gprof's call graph below\n"
+        "estimates it (in proportion to calls, as if every call cost the same). * a path with\n"
+        "events lost. All of it: --export cct-json, cct-speedscope, cct-folded, cct-pprof.\n\n"
+        "measured estimate        calls       cycles  caller -> callee\n";
+    char line[96];
+    for (std::size_t i = 0; i < arcs.size() && i < rows; ++i) {
+        const AttributedArc& a = arcs[i];
+        std::snprintf(line, sizeof line, "%7.1f%% %7.1f%% %12llu %12llu  ",
+                      share(static_cast<double>(a.measured), a), share(a.estimated, a),
+                      static_cast<unsigned long long>(a.calls),
+                      static_cast<unsigned long long>(a.measured));
+        out += line + names.function(a.caller) + " -> " + names.function(a.callee) +
+               (a.incomplete ? " *" : "") + "\n";
+    }
+    if (arcs.size() > rows)
+        out += "... " + std::to_string(arcs.size() - rows) + " more arcs (--export cct-json)\n";
+    return out + "\n\f\n";
 }
 
 ChunkStream open_cct_speedscope(const std::shared_ptr<const ExportInput>& input) {

@@ -52,6 +52,13 @@ std::string cct_folded(const CallingContextTree& tree, const ContextFrameNames& 
 // were first seen, unit "none" (cycles; speedscope has no cycle unit).
 std::string cct_speedscope(const CallingContextTree& tree, const ContextFrameNames& names,
                            const std::string& name);
+// The measured view first, as text: each caller -> callee arc's share of its callee's cycles,
+// measured and as gprof estimates it (in proportion to calls), the arcs the estimate misjudges
+// most first (at most `rows`; a line says how many more). What `rackprof convert` prints
+// before gprof's report when entry/exit events were captured.
+std::string measured_arcs_text(const CallingContextTree& tree, const ContextFrameNames& names,
+                               std::size_t rows = 20);
+
 // The tree and its caller-attributed arcs as one JSON document (schema rackprof.cct/1).
 std::string cct_json(const CallingContextTree& tree, const ContextFrameNames& names);
 // The report's "calling_context" member: totals and the caller-attributed arcs.

@@ -164,7 +164,9 @@ const std::array<ExportFormat, 17> kFormats = {{
     {"folded", "text/plain; charset=utf-8", ".folded.txt",
      "folded stacks (flamegraph.pl, Pyroscope) estimated from the call graph", false, open_folded},
     {"speedscope", "application/json", ".speedscope.json",
-     "speedscope's sampled profile of the stacks, with source lines", false, open_speedscope},
+     "speedscope: the measured calling contexts where entry/exit events exist, beside gprof's "
+     "estimated stacks (with source lines)",
+     false, open_speedscope},
     {"dot", "text/vnd.graphviz", ".dot",
      "gprof2dot's call graph in DOT (functions >= 0.5 %, arcs >= 0.1 %)", false, open_dot},
     {"svg", "image/svg+xml", ".svg", "the dot call graph laid out by Graphviz", false, open_svg},

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gmon/calling_context_export.h"
 #include "gmon/single_chunk.h"
 
 namespace rackprof::gmon {
@@ -64,6 +65,34 @@ std::string speedscope_document(const Profile& profile, const EstimatedStacks& s
     return document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
+namespace {
+
+// `measured`'s profiles first (the one shown), then `estimated`'s, over one frame table: each
+// document's frame indices moved past the frames before them.
+std::string both_profiles(const std::string& measured, const std::string& estimated) {
+    using nlohmann::json;
+    json out = json::parse(measured);
+    const json estimate = json::parse(estimated);
+    auto& frames = out["shared"]["frames"];
+    const std::size_t offset = frames.size();
+    for (const auto& f : estimate["shared"]["frames"]) frames.push_back(f);
+    for (json p : estimate["profiles"]) {
+        if (p.contains("samples")) {
+            for (auto& stack : p["samples"])
+                for (auto& frame : stack) frame = frame.get<std::size_t>() + offset;
+        }
+        if (p.contains("events")) {
+            for (auto& e : p["events"]) e["frame"] = e["frame"].get<std::size_t>() + offset;
+        }
+        out["profiles"].push_back(std::move(p));
+    }
+    out["activeProfileIndex"] = 0;
+    out["name"] = out.value("name", std::string()) + "; beside it gprof's estimate";
+    return out.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace
+
 ChunkStream open_speedscope(const std::shared_ptr<const ExportInput>& input) {
     if (!input->source.elf)
         throw std::invalid_argument("a speedscope profile needs the ELF (function names)");
@@ -73,7 +102,14 @@ ChunkStream open_speedscope(const std::shared_ptr<const ExportInput>& input) {
                                  std::to_string(profile.total_samples) + " samples at " +
                                  std::to_string(profile.prof_rate) +
                                  " Hz, stacks estimated from gprof's call graph";
-        return speedscope_document(profile, estimate_stacks(profile), name);
+        std::string estimated = speedscope_document(profile, estimate_stacks(profile), name);
+        // Where entry/exit events measured the calling contexts, those are the profile shown
+        // (the exact one), gprof's estimate the second.
+        if (!input->calling_context || input->calling_context->empty()) return estimated;
+        std::string measured;
+        const auto cct = open_cct_speedscope(input);
+        while (auto chunk = cct()) measured += *chunk;
+        return both_profiles(measured, estimated);
     });
 }
 

@@ -23,6 +23,7 @@
 #include "daemon/service/rack_service.h"
 #include "daemon/service/selection.h"
 #include "daemon/service/stored_session_input.h"
+#include "gmon/calling_context_export.h"
 #include "gmon/elf_fit.h"
 #include "gmon/export.h"
 #include "gmon/gmon_reader.h"
@@ -652,6 +653,12 @@ int run_convert(const ConvertArgs& args) {
                                                : c.default_output) {
         write_export("gmon", c.input, *output);
         in.summary["gmon_out"] = output->string();
+    }
+    if (o.report == "text" && c.input->calling_context && !c.input->calling_context->empty()) {
+        // Entry/exit events measured where the time went: that view first, gprof's estimate
+        // (its report, as gprof prints it) after it.
+        std::cout << gmon::measured_arcs_text(*c.input->calling_context,
+                                              gmon::ContextFrameNames(c.input->source.elf.get()));
     }
     if (o.report != "none") {
         const std::string report =

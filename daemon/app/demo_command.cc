@@ -20,6 +20,7 @@
 #include "daemon/ingest/capture_import.h"
 #include "daemon/ingest/wire_settings.h"
 #include "daemon/sim/board_simulator.h"
+#include "gmon/calling_context_export.h"
 #include "gmon/export.h"
 #include "gmon/gmon_writer.h"
 #include "protocol/wire_format.h"
@@ -57,11 +58,15 @@ struct DemoArgs {
 };
 
 // Writes gmon.out for `elf`, prints where things are and the profile.
+// With entry/exit events (`calling_context`), the measured view comes first and gprof's
+// estimate after it, as `rackprof convert` prints them.
 void write_and_print(gmon::Aggregate aggregate, const std::filesystem::path& elf_path,
-                     const std::filesystem::path& dir) {
+                     const std::filesystem::path& dir,
+                     std::shared_ptr<const gmon::CallingContextTree> calling_context = nullptr) {
     auto input = std::make_shared<gmon::ExportInput>();
     input->source.aggregate = std::make_shared<const gmon::Aggregate>(std::move(aggregate));
     input->source.elf = gmon::Symbolizer::load(elf_path.string());
+    input->calling_context = calling_context;
     const auto gmon_path = dir / "gmon.out";
     std::vector<std::uint8_t> bytes;
     gmon::export_to("gmon", input, [&](std::string_view chunk) {
@@ -70,6 +75,10 @@ void write_and_print(gmon::Aggregate aggregate, const std::filesystem::path& elf
     gmon::write_file_atomically(gmon_path, bytes);
     std::cout << "wrote " << gmon_path.string() << "; try: arm-none-eabi-gprof "
               << elf_path.string() << " " << gmon_path.string() << "\n\n";
+    if (calling_context && !calling_context->empty()) {
+        std::cout << gmon::measured_arcs_text(*calling_context,
+                                              gmon::ContextFrameNames(input->source.elf.get()));
+    }
     gmon::export_to("text", input, [](std::string_view chunk) { std::cout << chunk; });
 }
 
@@ -174,7 +183,7 @@ int qemu_demo(const DemoArgs& args, const std::filesystem::path& dir) {
                   << capture.string() << " --protocol framed --elf "
                   << (dir / "firmware.elf").string() << "\n";
     }
-    write_and_print(std::move(aggregate), elf, dir);
+    write_and_print(std::move(aggregate), elf, dir, decoded.calling_context);
     return rc == 0 && s.bytes_discarded == 0 && s.frames_lost == 0 ? 0 : 1;
 }
 
@@ -184,7 +193,8 @@ CommandRun add_demo_command(CLI::App& root) {
     auto args = std::make_shared<DemoArgs>();
     CLI::App& app = add_command(
         root, "demo",
-        "simulate a board, convert its capture and print the profile (no hardware needed)", kDemoAbout);
+        "simulate a board, convert its capture and print the profile (no hardware needed)",
+        kDemoAbout);
     app.add_option("--model", args->model, "the simulated board's call model (default: blinky)")
         ->type_name("NAME");
     add_count(app, "--iterations", args->iterations,

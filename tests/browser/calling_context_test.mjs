@@ -114,6 +114,9 @@ test("the measured icicle and the caller-attributed arcs: 10 %/90 % against gpro
     assert.ok(links.includes(href), `${f} in ${links}`);
     assert.equal((await fetch(base + href)).status, 200, href);
   }
+  // The exact view comes first: the measured section before gprof's estimated flame graph.
+  const order = await page.$$eval("section > h2[id]", (hs) => hs.map((x) => x.id));
+  assert.ok(order.indexOf("h-cct") >= 0 && order.indexOf("h-cct") < order.indexOf("h-flame"), `sections ${order}`);
   await page.locator("#h-cct").scrollIntoViewIfNeeded();
   await screenshot(page, "calling-context");
   assert.deepEqual(errors, []);
@@ -124,6 +127,8 @@ test("a session without entry/exit events says it has no calling-context tree", 
   const { page, errors } = await open(`/sessions/${withoutTree}`);
   await page.waitForSelector("#cct-none");
   await page.waitForSelector("#flame-graph svg g.frame"); // the estimate is still drawn
+  const order = await page.$$eval("section > h2[id]", (hs) => hs.map((x) => x.id));
+  assert.ok(order.indexOf("h-flame") < order.indexOf("h-cct"), `sections ${order}`); // the note after
   const links = await downloadHrefs(page);
   assert.ok(!links.some((l) => l.includes("/export/cct-")), `no measured exports offered: ${links}`);
   assert.deepEqual(errors, []); // the page knew from the session: no 422 was asked for

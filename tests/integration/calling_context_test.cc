@@ -229,47 +229,77 @@ TEST_CASE("calling-context tree: rackprof convert of an ITM capture, 10 %/90 % m
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     check_split(json::parse(testing::read_text(dir / "report.json")), 1);
 
-    SUBCASE("speedscope: evented profiles valid by speedscope's schema, exact cycles") {
-        const auto file = dir / "fig4.speedscope.json";
-        r = testing::rackprof(convert_args(capture, elf, "cct-speedscope", file));
+    // Where events measured the split, it is what convert prints first, gprof's report (the
+    // estimate) after it; it printed only the 50/50 estimate.
+    SUBCASE("the text report: the measured split first, gprof's estimate after it") {
+        r = testing::rackprof({"convert", capture.string(), "--protocol", "itm", "--orbstat-port",
+                               "30", "--elf", elf.string(), "--force", "-o",
+                               (dir / "gmon.out").string()});
         REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-        if (std::filesystem::exists(kSchema)) {
-            const auto valid =
-                testing::run({"/usr/bin/python3", "-c",
-                              "import json, sys, jsonschema\n"
-                              "schema = json.load(open(sys.argv[2]))\n"
-                              "jsonschema.validate(json.load(open(sys.argv[1])), schema)\n",
-                              file.string(), kSchema.string()});
-            CHECK_MESSAGE(valid.exit_code == 0, valid.err);
-        } else {
-            std::printf("SKIP: cct speedscope schema: %s is missing (run ./setup.sh)\n",
-                        kSchema.string().c_str());
-        }
-        // The events replayed: each path's inclusive cycles, stacks nested properly.
-        const json s = json::parse(testing::read_text(file));
-        const auto& profile = s["profiles"][0];
-        CHECK(profile["type"] == "evented");
-        CHECK(profile["endValue"] == kRounds * (15 + 15 + 100 + 15 + 900));
-        std::vector<std::pair<std::string, std::uint64_t>> open;
-        Folded inclusive;
-        for (const auto& e : profile["events"]) {
-            const std::string name = s["shared"]["frames"][e["frame"].get<std::size_t>()]["name"];
-            const auto at = e["at"].get<std::uint64_t>();
-            if (e["type"] == "O") {
-                open.emplace_back(name, at);
-                continue;
+        const auto measured = r.out.find("Measured calling contexts");
+        REQUIRE(measured != std::string::npos);
+        CHECK(measured < r.out.find("Flat profile"));
+        CHECK(std::regex_search(
+            r.out, std::regex(R"(\n\s+10\.0%\s+50\.0%\s+\d+\s+\d+  fast -> doSomething\n)")));
+        CHECK(std::regex_search(
+            r.out, std::regex(R"(\n\s+90\.0%\s+50\.0%\s+\d+\s+\d+  slow -> doSomething\n)")));
+    }
+
+    // cct-speedscope is the measured tree alone; speedscope, the export users ask for, shows it
+    // first where events exist, gprof's estimated stacks as its second profile.
+    for (const char* format : {"cct-speedscope", "speedscope"}) {
+        SUBCASE((std::string(
+                     "speedscope: evented profiles valid by speedscope's schema, exact cycles: ") +
+                 format)
+                    .c_str()) {
+            const auto file = dir / "fig4.speedscope.json";
+            r = testing::rackprof(convert_args(capture, elf, format, file));
+            REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+            if (std::string(format) == "speedscope") {
+                const json both = json::parse(testing::read_text(file));
+                CHECK(both["activeProfileIndex"] == 0);
+                CHECK(both["profiles"].back()["type"] == "sampled");
+                CHECK(both["profiles"].size() >= 2);
             }
-            REQUIRE(!open.empty());
-            REQUIRE(open.back().first == name);
-            std::string path;
-            for (const auto& f : open) path += (path.empty() ? "" : ";") + f.first;
-            inclusive[path] += at - open.back().second;
-            open.pop_back();
+            if (std::filesystem::exists(kSchema)) {
+                const auto valid =
+                    testing::run({"/usr/bin/python3", "-c",
+                                  "import json, sys, jsonschema\n"
+                                  "schema = json.load(open(sys.argv[2]))\n"
+                                  "jsonschema.validate(json.load(open(sys.argv[1])), schema)\n",
+                                  file.string(), kSchema.string()});
+                CHECK_MESSAGE(valid.exit_code == 0, valid.err);
+            } else {
+                std::printf("SKIP: cct speedscope schema: %s is missing (run ./setup.sh)\n",
+                            kSchema.string().c_str());
+            }
+            // The events replayed: each path's inclusive cycles, stacks nested properly.
+            const json s = json::parse(testing::read_text(file));
+            const auto& profile = s["profiles"][0];
+            CHECK(profile["type"] == "evented");
+            CHECK(profile["endValue"] == kRounds * (15 + 15 + 100 + 15 + 900));
+            std::vector<std::pair<std::string, std::uint64_t>> open;
+            Folded inclusive;
+            for (const auto& e : profile["events"]) {
+                const std::string name =
+                    s["shared"]["frames"][e["frame"].get<std::size_t>()]["name"];
+                const auto at = e["at"].get<std::uint64_t>();
+                if (e["type"] == "O") {
+                    open.emplace_back(name, at);
+                    continue;
+                }
+                REQUIRE(!open.empty());
+                REQUIRE(open.back().first == name);
+                std::string path;
+                for (const auto& f : open) path += (path.empty() ? "" : ";") + f.first;
+                inclusive[path] += at - open.back().second;
+                open.pop_back();
+            }
+            CHECK(open.empty());
+            CHECK(inclusive["main [incomplete];fast;doSomething"] == kRounds * 100);
+            CHECK(inclusive["main [incomplete];slow;doSomething"] == kRounds * 900);
+            CHECK(inclusive["main [incomplete];slow"] == kRounds * 915);
         }
-        CHECK(open.empty());
-        CHECK(inclusive["main [incomplete];fast;doSomething"] == kRounds * 100);
-        CHECK(inclusive["main [incomplete];slow;doSomething"] == kRounds * 900);
-        CHECK(inclusive["main [incomplete];slow"] == kRounds * 915);
     }
 
     SUBCASE("pprof: go tool pprof reads every path's cycles") {

@@ -377,6 +377,22 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
   };
 
   search.addEventListener("input", renderFlat);
+  const graphSection = section(
+    "h-graph",
+    "Call graph",
+    h("div", { class: "grid graph-pair" }, graph, focus),
+  );
+  const flameSection = section(
+    "h-flame",
+    "Flame graph (icicle; stacks estimated as gprof attributes time)",
+    flame,
+  );
+  const measuredSection = section(
+    "h-cct",
+    "Measured calling contexts (icicle in cycles, from entry/exit events)",
+    measured,
+    arcs,
+  );
   replace(
     main,
     ...header,
@@ -392,14 +408,11 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
       search,
       h("table", { class: "data", id: "flat" }, h("thead", {}, headRow), flatBody),
     ),
-    section("h-graph", "Call graph", h("div", { class: "grid graph-pair" }, graph, focus)),
-    section("h-flame", "Flame graph (icicle; stacks estimated as gprof attributes time)", flame),
-    section(
-      "h-cct",
-      "Measured calling contexts (icicle in cycles, from entry/exit events)",
-      measured,
-      arcs,
-    ),
+    // Where entry/exit events measured the calling contexts, that exact view comes before
+    // gprof's estimate of them (the flame graph); without events, a note after it says so.
+    ...(session.calling_context_nodes
+      ? [measuredSection, graphSection, flameSection]
+      : [graphSection, flameSection, measuredSection]),
     section(
       "h-cg",
       "Call graph table (as gprof prints it)",
