@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <vector>
 
 #include "daemon/capture/board.h"
 #include "gmon/profile.h"
@@ -53,6 +56,36 @@ Stored FirmwareStore::put(const std::filesystem::path& upload) {
                            {"functions", functions},
                            {"stored", !existed}},
             !existed};
+}
+
+nlohmann::json FirmwareStore::list(std::size_t limit) const {
+    struct Image {
+        std::string id;
+        std::uintmax_t bytes;
+        std::int64_t stored_ns;
+    };
+    std::vector<Image> images;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+        const auto& path = entry.path();
+        if (path.extension() != ".elf" || !is_id(path.stem().string())) continue;
+        std::error_code stat;
+        const auto bytes = entry.file_size(stat);
+        const auto written = entry.last_write_time(stat);
+        if (stat) continue;  // gone meanwhile
+        const auto since_epoch = std::chrono::file_clock::to_sys(written).time_since_epoch();
+        images.push_back(
+            {path.stem().string(), bytes,
+             std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch).count()});
+    }
+    std::sort(images.begin(), images.end(), [](const Image& a, const Image& b) {
+        return a.stored_ns != b.stored_ns ? a.stored_ns > b.stored_ns : a.id < b.id;
+    });
+    nlohmann::json out = nlohmann::json::array();
+    for (std::size_t i = 0; i < images.size() && i < limit; ++i)
+        out.push_back(
+            {{"id", images[i].id}, {"bytes", images[i].bytes}, {"stored_ns", images[i].stored_ns}});
+    return out;
 }
 
 std::optional<std::filesystem::path> FirmwareStore::find(const std::string& id) const {

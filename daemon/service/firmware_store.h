@@ -25,6 +25,10 @@ class FirmwareStore {
     // The stored image of `id`; none for an id that is not one or names nothing stored.
     std::optional<std::filesystem::path> find(const std::string& id) const;
 
+    // The stored images, newest first, at most `limit`: [{id, bytes, stored_ns}], read from
+    // the folder alone (no image is opened).
+    nlohmann::json list(std::size_t limit = 1000) const;
+
     // Whether `elf` is one of the store's files.
     bool holds(const std::filesystem::path& elf) const;
 

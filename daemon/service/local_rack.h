@@ -58,6 +58,7 @@ class LocalRack : public RackService {
     Export open_export(std::int64_t id, const std::string& format,
                        const TimeWindow& window) override;
     Stored put_firmware(const std::filesystem::path& elf) override;
+    nlohmann::json firmware() override { return firmware_.list(); }
     nlohmann::json attach_firmware(std::int64_t session, const std::string& firmware_id) override;
     nlohmann::json import_session(const std::filesystem::path& file,
                                   const ImportParameters& parameters) override;

@@ -204,6 +204,8 @@ class RackService {
     // An ELF image in a file (an upload's), stored once under its build-id; the file may be
     // moved into the store.
     virtual Stored put_firmware(const std::filesystem::path& elf) = 0;
+    // The uploaded images, newest first: [{id, bytes, stored_ns}].
+    virtual nlohmann::json firmware() = 0;
     virtual nlohmann::json attach_firmware(std::int64_t session,
                                            const std::string& firmware_id) = 0;
     // A capture (bin, hex) or a gmon.out in a file (an upload's), stored as a completed

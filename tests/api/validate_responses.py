@@ -426,6 +426,9 @@ def exercise(c, folder):
                                 content_type="application/octet-stream", expect=(200, 201))
         c.json("put", "/api/v1/firmware", "/api/v1/firmware", body=image,
                content_type="application/octet-stream", expect=200)
+        status, listed = c.json("get", "/api/v1/firmware", "/api/v1/firmware", expect=200)
+        if stored and "id" in stored and stored["id"] not in [f.get("id") for f in listed or []]:
+            c.problems.append("GET /api/v1/firmware does not list the image just stored")
         if stored and "id" in stored:
             c.json("put", "/api/v1/sessions/{id}/firmware", f"/api/v1/sessions/{sid}/firmware",
                    body=json.dumps({"id": stored["id"]}).encode(),

@@ -433,7 +433,17 @@ test("firmware: an ELF uploads and a capture imports into a session", async () =
   await page.setInputFiles("#elf-file", path.join(dir, "blinky.elf"));
   await page.click('#elf-form button[type="submit"]');
   await page.waitForSelector("#elf-result code");
-  assert.match(await page.inputValue("#firmware-id"), /^[0-9a-f]+$/);
+  const uploadedId = await page.inputValue("#firmware-id");
+  assert.match(uploadedId, /^[0-9a-f]+$/);
+  // The page lists the uploaded images, as GET /api/v1/firmware does; one is a click from an
+  // import's firmware field.
+  await page.waitForSelector(`#firmware-list tr[data-firmware="${uploadedId}"]`);
+  const listed = await api("GET", "/api/v1/firmware");
+  assert.deepEqual(await page.$$eval("#firmware-list tbody tr", (rows) => rows.map((r) => r.dataset.firmware)), listed.map((f) => f.id));
+  assert.ok(listed.length >= 2, "the test's earlier uploads are listed too");
+  await page.fill("#firmware-id", "");
+  await page.click(`#firmware-list tr[data-firmware="${uploadedId}"] button.use`);
+  assert.equal(await page.inputValue("#firmware-id"), uploadedId);
   await page.setInputFiles("#capture-file", path.join(dir, "blinky.bin"));
   await page.fill('input[name="board"]', "bench-blinky");
   await page.click('#import-form button[type="submit"]');

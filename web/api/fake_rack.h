@@ -151,6 +151,10 @@ class FakeRack : public daemon::service::RackService {
         throw ServiceError(Failure::kUnknownFormat, "unknown format '" + format + "'");
     }
     // Uploads are files: the calls record their contents' sizes.
+    nlohmann::json firmware() override {
+        calls.push_back("firmware");
+        return nlohmann::json::array();
+    }
     daemon::service::Stored put_firmware(const std::filesystem::path& file) override {
         const std::string elf = contents(file);
         calls.push_back("put_firmware " + std::to_string(elf.size()));

@@ -5,6 +5,9 @@
 namespace rackprof::web::api {
 
 void add_firmware_routes(RouteTable& routes) {
+    routes.add_json(
+        http::verb::get, "/api/v1/firmware", server::Access::kRead, http::status::ok,
+        [](const Call& c) { return c.rack.firmware(); }, "the uploaded ELF images, newest first");
     routes.add({http::verb::put, "/api/v1/firmware", server::Access::kWrite,
                 [](const Call& c) {
                     const auto stored = c.rack.put_firmware(c.upload());

@@ -128,8 +128,8 @@ TEST_CASE("every API route declares its access: probes public, GETs read, the re
         } else {
             CHECK(r.access == server::Access::kWrite);
         }
-        CHECK(r.upload ==
-              (r.pattern == "/api/v1/firmware" || r.pattern == "/api/v1/sessions/import"));
+        CHECK(r.upload == ((r.pattern == "/api/v1/firmware" && r.method == http::verb::put) ||
+                           r.pattern == "/api/v1/sessions/import"));
     }
 }
 

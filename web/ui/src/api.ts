@@ -21,6 +21,7 @@ export const rawExports = ["raw", "ndjson"];
 export type FlatRow = Schemas["FlatRow"];
 export type GraphLine = Schemas["GraphLine"];
 export type GraphEntry = Schemas["GraphEntry"];
+export type FirmwareImage = Schemas["FirmwareImage"];
 
 // The calling-context tree measured from function entry/exit events (export cct-json): each
 // arc's true cycles beside gprof's estimate (the callee's total split by calls). An export
@@ -214,6 +215,7 @@ export const api = {
   startSession: (board: string) =>
     request<Session>("POST", `/api/v1/boards/${encodeURIComponent(board)}/sessions`),
   stopSession: (id: number) => request<Session>("POST", `/api/v1/sessions/${id}/stop`),
+  firmware: () => request<FirmwareImage[]>("GET", "/api/v1/firmware"),
   uploadFirmware: (file: Blob) =>
     request<FirmwareStored>("PUT", "/api/v1/firmware", file, "application/octet-stream"),
   attachFirmware: (session: number, firmware: string) =>

@@ -1,9 +1,10 @@
 // Firmware and import: upload an ELF (stored once by build-id), import a capture or a
 // gmon.out as a completed session, optionally named by an uploaded ELF.
 import { api } from "../api";
+import { count, time } from "../format";
 import { attempt, form, formText, h, link, replace, section, selectField } from "../dom";
 
-export function firmwarePage(main: HTMLElement) {
+export async function firmwarePage(main: HTMLElement) {
   const elfResult = h("div", { role: "status", id: "elf-result" });
   const importResult = h("div", { role: "status", id: "import-result" });
   const firmwareId = h("input", {
@@ -13,6 +14,55 @@ export function firmwarePage(main: HTMLElement) {
     pattern: "[0-9a-f]*",
     placeholder: "optional: an uploaded firmware id",
   }) as HTMLInputElement;
+
+  // The images already uploaded, newest first: each can name an import below, and leads to
+  // its build's sessions.
+  const uploaded = h("div", { id: "firmware-list" }, h("p", { class: "muted" }, "Loading…"));
+  const renderUploaded = async () => {
+    const images = await api.firmware();
+    if (!images.length)
+      return replace(uploaded, h("p", { class: "muted" }, "No firmware uploaded yet."));
+    replace(
+      uploaded,
+      h(
+        "table",
+        { class: "data" },
+        h(
+          "thead",
+          {},
+          h(
+            "tr",
+            {},
+            ...["Firmware id", "Bytes", "Stored", ""].map((t) => h("th", { scope: "col" }, t)),
+          ),
+        ),
+        h(
+          "tbody",
+          {},
+          images.map((f) =>
+            h(
+              "tr",
+              { "data-firmware": f.id },
+              h("td", { class: "mono" }, h("code", {}, f.id)),
+              h("td", { class: "num" }, count(f.bytes)),
+              h("td", {}, time(f.stored_ns)),
+              h(
+                "td",
+                {},
+                h(
+                  "button",
+                  { type: "button", class: "use", onclick: () => (firmwareId.value = f.id) },
+                  "use for an import",
+                ),
+                " · ",
+                link(`/fleet?build_id=${f.id}`, "its build's sessions"),
+              ),
+            ),
+          ),
+        ),
+      ),
+    );
+  };
 
   const uploadElf = async (data: FormData) => {
     const file = (data.get("elf") as File | null) ?? null;
@@ -31,6 +81,7 @@ export function firmwarePage(main: HTMLElement) {
           ` (${r.functions} functions). Its id is filled in below.`,
         ),
       );
+      await renderUploaded();
     });
   };
   const elfForm = form(
@@ -103,6 +154,7 @@ export function firmwarePage(main: HTMLElement) {
       elfForm,
       elfResult,
     ),
+    section("h-firmware-list", "Uploaded firmware", uploaded),
     section(
       "h-import",
       "Import a capture or gmon.out",
@@ -111,4 +163,5 @@ export function firmwarePage(main: HTMLElement) {
       importResult,
     ),
   );
+  await renderUploaded();
 }
