@@ -5,6 +5,10 @@
 #include <unistd.h>
 
 #include <doctest/doctest.h>
+
+#include <iostream>
+
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
@@ -100,6 +104,30 @@ TEST_CASE("live feed: snapshots of a capturing session change within 2 s") {
     CHECK_MESSAGE(named, third.dump());
     CHECK(third["newest_arcs"].size() == 8);
     CHECK(third["busiest_arcs"].size() == 5);
+}
+
+// A board sending at a constant rate reads as one: the rate is taken over a window of the
+// last seconds, not between two snapshots (several clients' snapshots a few ms apart, and the
+// link's bursts, made it zig-zag between near 0 and several times the rate).
+TEST_CASE("live feed: records/s of a constant-rate board is steady, with several clients") {
+    FeedDaemon d;
+    const auto path = "/api/v1/sessions/" + std::to_string(d.session()) + "/live";
+    Feed a(d.port, path), b(d.port, path), c(d.port, path);
+    std::vector<double> rates;
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - start < 8s) {
+        for (Feed* feed : {&a, &b, &c}) {
+            const json snapshot = feed->next();
+            if (std::chrono::steady_clock::now() - start > 3s)  // the window is full
+                rates.push_back(snapshot["records_per_s"].get<double>());
+        }
+    }
+    REQUIRE(rates.size() >= 6);
+    const auto [low, high] = std::minmax_element(rates.begin(), rates.end());
+    std::cout << "records/s of a constant-rate board, " << rates.size() << " readings: " << *low
+              << " .. " << *high << "\n";
+    CHECK(*low > 0);
+    CHECK(*high < 1.3 * *low);
 }
 
 // A TCP link that sends a capture and then holds the connection open, sending nothing more:

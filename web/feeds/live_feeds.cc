@@ -254,14 +254,19 @@ std::string LiveFeeds::snapshot(std::int64_t id) {
     const auto now = std::chrono::steady_clock::now();
     double records_per_s = 0, bytes_per_s = 0;
     {
+        constexpr auto kWindow = std::chrono::seconds(5);
+        constexpr auto kStep = std::chrono::milliseconds(200);  // one sample per step
         std::lock_guard lock(mutex_);
-        Rate& last = rates_[id];
-        const double dt = std::chrono::duration<double>(now - last.at).count();
-        if (last.at.time_since_epoch().count() != 0 && dt > 0) {
-            records_per_s = static_cast<double>(c.arcs + c.pc_samples - last.records) / dt;
-            bytes_per_s = static_cast<double>(c.bytes_in - last.bytes) / dt;
+        auto& seen = rates_[id];
+        if (seen.empty() || now - seen.back().at >= kStep)
+            seen.push_back({now, c.arcs + c.pc_samples, c.bytes_in});
+        while (seen.size() > 2 && now - seen[1].at >= kWindow) seen.pop_front();
+        const Rate& first = seen.front();
+        const double dt = std::chrono::duration<double>(now - first.at).count();
+        if (dt > 0.5) {  // under half a second, one burst would be the whole rate
+            records_per_s = static_cast<double>(c.arcs + c.pc_samples - first.records) / dt;
+            bytes_per_s = static_cast<double>(c.bytes_in - first.bytes) / dt;
         }
-        last = {now, c.arcs + c.pc_samples, c.bytes_in};
     }
     const daemon::capture::LiveState& state = view->state;
     out["board"] = state.board;

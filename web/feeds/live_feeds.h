@@ -10,6 +10,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -52,6 +53,10 @@ class LiveFeeds : public server::UpgradeHandler {
     void on_tick();
     std::string snapshot(std::int64_t session_id);
 
+    // A session's counters as seen at one moment; a session keeps the last few seconds of
+    // them, and rates are taken over that window: counters move in bursts (a link's reads,
+    // the writer's batches), and every snapshot (one per client and tick) sees them, so a rate
+    // between two successive snapshots zig-zagged for a board sending at a constant rate.
     struct Rate {
         std::chrono::steady_clock::time_point at;
         std::uint64_t records = 0;
@@ -65,7 +70,7 @@ class LiveFeeds : public server::UpgradeHandler {
     std::mutex mutex_;
     std::map<std::int64_t, std::vector<std::weak_ptr<FeedClient>>> live_;
     std::vector<std::weak_ptr<FeedClient>> events_;
-    std::map<std::int64_t, Rate> rates_;
+    std::map<std::int64_t, std::deque<Rate>> rates_;
     bool stopped_ = false;
 };
 

@@ -44,7 +44,9 @@ export async function rackPage(main: HTMLElement) {
     events,
   );
 
-  let last = new Map<string, { at: number; records: number; session: number | null }>();
+  // Each board's counts over the last seconds: the rate is taken over that window, not
+  // between two polls (counters move in bursts, and a rate between polls zig-zagged).
+  let last = new Map<string, Seen[]>();
   const refresh = async () => {
     let boards: Board[];
     try {
@@ -65,17 +67,17 @@ export async function rackPage(main: HTMLElement) {
         ),
     );
     const now = performance.now();
-    const next = new Map<string, { at: number; records: number; session: number | null }>();
+    const next = new Map<string, Seen[]>();
     replace(
       table,
       boards.map((b) => {
-        const before = last.get(b.name);
-        const n = records(b);
-        next.set(b.name, { at: now, records: n, session: b.session });
-        const rate =
-          before && before.session === b.session && now > before.at
-            ? ((n - before.records) * 1000) / (now - before.at)
-            : null;
+        const seen = [
+          ...(last.get(b.name) ?? []),
+          { at: now, records: records(b), session: b.session },
+        ];
+        const window = recentWindow(seen, now);
+        next.set(b.name, window);
+        const rate = windowRate(window);
         return h(
           "tr",
           { "data-board": b.name },
@@ -303,4 +305,29 @@ function addBoardForm(refresh: () => Promise<void>) {
     fields,
     result,
   );
+}
+
+// A board's records count at one poll.
+export interface Seen {
+  at: number; // ms (performance.now())
+  records: number;
+  session: number | null;
+}
+
+// The polls of the last kRateWindowMs of the board's current session.
+export const kRateWindowMs = 5000;
+export function recentWindow(seen: Seen[], now: number): Seen[] {
+  const newest = seen[seen.length - 1];
+  const kept = seen.filter((s) => s.session === newest?.session && now - s.at <= kRateWindowMs);
+  return kept.length ? kept : seen.slice(-1);
+}
+
+// Records per second over the window; null until it spans half a second (one burst would be
+// the whole rate).
+export function windowRate(window: Seen[]): number | null {
+  if (window.length < 2) return null;
+  const first = window[0];
+  const last = window[window.length - 1];
+  const ms = last.at - first.at;
+  return ms >= 500 ? ((last.records - first.records) * 1000) / ms : null;
 }
