@@ -263,7 +263,7 @@ std::string LiveFeeds::snapshot(std::int64_t id) {
         while (seen.size() > 2 && now - seen[1].at >= kWindow) seen.pop_front();
         const Rate& first = seen.front();
         const double dt = std::chrono::duration<double>(now - first.at).count();
-        if (dt > 0.5) {  // under half a second, one burst would be the whole rate
+        if (dt >= 0.25) {  // under a quarter second, one burst would be the whole rate
             records_per_s = static_cast<double>(c.arcs + c.pc_samples - first.records) / dt;
             bytes_per_s = static_cast<double>(c.bytes_in - first.bytes) / dt;
         }
