@@ -476,6 +476,38 @@ test("firmware: an ELF uploads and a capture imports into a session", async () =
 // The thesis' real capture from a real board: the profiler's own functions are marked as
 // overhead, and the flat profile says what GNU gprof said about the same capture.
 const thesis = process.env.RACKPROF_SHARED_DATA ?? path.resolve(source, "../shared/data/thesis");
+// A time window on a session: "its last 10 s" sums the records received then, in the flat
+// profile, the call graph and the flame graph alike (the API's from=), and says so.
+test("profile: a time window, the session's last seconds, from the page's choice", async () => {
+  const live = await api("GET", `/api/v1/sessions/${sessions.live}`);
+  assert.equal(live.state, "completed", "the live test stopped it: its windows are fixed");
+  const requests = [];
+  const { page, errors, close } = await open(`/sessions/${sessions.live}`);
+  page.on("request", (r) => requests.push(r.url()));
+  await page.waitForSelector("#flat tbody tr");
+  await page.selectOption("#window", "10");
+  await page.waitForFunction(() => location.search.includes("last=10"));
+  await page.waitForSelector("#flat tbody tr");
+  await page.waitForSelector("#flame-graph svg g.frame");
+  const from = BigInt(live.ended_ns) - 10_000_000_000n;
+  const windowed = await api("GET", `/api/v1/sessions/${sessions.live}/profile?from=${from}`);
+  const meta = await page.textContent("main p.meta:has-text('samples')");
+  assert.match(meta, new RegExp(`\\(${windowed.total_samples.toLocaleString("en-US")} samples\\)`), meta);
+  for (const part of ["/profile?", "/export/folded?"]) {
+    const asked = requests.filter((u) => u.includes(part) && u.includes("from="));
+    assert.ok(asked.length > 0, `${part} asked with from=: ${requests.join(" ")}`);
+    assert.equal(BigInt(new URL(asked[0]).searchParams.get("from")), from);
+  }
+  // Back to the whole session.
+  await page.selectOption("#window", "");
+  await page.waitForFunction(() => !location.search.includes("last="));
+  const whole = await api("GET", `/api/v1/sessions/${sessions.live}/profile`);
+  await page.waitForFunction((n) => document.querySelector("main")?.textContent?.includes(`(${n} samples)`), whole.total_samples.toLocaleString("en-US"));
+  assert.ok(whole.total_samples >= windowed.total_samples);
+  assert.deepEqual(errors, []);
+  await close();
+});
+
 test("real firmware: profiler-runtime functions marked as overhead, figures as gprof's", async (t) => {
   if (!fs.existsSync(path.join(thesis, "blink1hex.txt"))) {
     console.log(`SKIP real-firmware browser test: ${thesis} is absent`);

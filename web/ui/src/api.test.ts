@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { windowQuery } from "./api";
 
 // api.ts keeps the export formats it fetched: each test loads it afresh.
 const load = async () => {
@@ -148,5 +149,13 @@ describe("export formats", () => {
       { format: "speedscope", label: "speedscope", href: "/api/v1/sessions/7/export/speedscope" },
     ]);
     expect(formatLabel("cct-json")).toBe("measured calling contexts (JSON)");
+  });
+});
+
+describe("windowQuery", () => {
+  it("writes Unix-ns bounds as whole numbers, leaving open bounds out", () => {
+    expect(windowQuery({})).toEqual({});
+    expect(windowQuery({ from: 1.7642e18 })).toEqual({ from: "1764200000000000000" });
+    expect(windowQuery({ from: 10.5, to: 20.5 })).toEqual({ from: "10", to: "21" });
   });
 });

@@ -163,6 +163,17 @@ async function requestText(path: string): Promise<string> {
   );
 }
 
+// A time window of a session: receive times (Unix ns) bounding the record batches a profile
+// sums; either bound may be left open.
+export interface Window {
+  from?: number;
+  to?: number;
+}
+export const windowQuery = (w: Window): Record<string, string> => ({
+  ...(w.from === undefined ? {} : { from: BigInt(Math.floor(w.from)).toString() }),
+  ...(w.to === undefined ? {} : { to: BigInt(Math.ceil(w.to)).toString() }),
+});
+
 // How many call-graph entries the profile page asks for unless its URL says (?graph_top=N): the
 // drawing's 40 functions and a few cycles, and the table's first page.
 export const kGraphEntries = 50;
@@ -174,21 +185,22 @@ export const api = {
   session: (id: number) => request<Session>("GET", `/api/v1/sessions/${id}`),
   // Every flat row, but only the call graph's kGraphEntries busiest entries: the whole graph of
   // a firmware with 10^6 arcs is ~175 MB of JSON. Other entries come one at a time (below).
-  profile: (id: number, syncReference?: number, graphTop = kGraphEntries) =>
+  profile: (id: number, syncReference?: number, graphTop = kGraphEntries, window: Window = {}) =>
     request<Profile>(
       "GET",
       `/api/v1/sessions/${id}/profile?` +
         new URLSearchParams({
           graph_top: String(graphTop),
           ...(syncReference === undefined ? {} : { sync_reference: String(syncReference) }),
+          ...windowQuery(window),
         }).toString(),
     ),
   // The call-graph entries of the functions of this name (a static function's may be several).
-  graphEntries: (id: number, name: string) =>
+  graphEntries: (id: number, name: string, window: Window = {}) =>
     request<Profile>(
       "GET",
       `/api/v1/sessions/${id}/profile?` +
-        new URLSearchParams({ top: "1", graph_function: name }).toString(),
+        new URLSearchParams({ top: "1", graph_function: name, ...windowQuery(window) }).toString(),
     ).then((p) => p.call_graph),
   // A selection is a query string as the API takes it: "build_id=ab12&tag=lab" or "session=3".
   // The fleet page shows no call graph, so none is asked for.
@@ -203,7 +215,10 @@ export const api = {
     ),
   // Stacks as the server estimates them (gprof's attribution of time along the call graph),
   // one "root;caller;callee value" line each: never rebuilt here from the call graph.
-  sessionFolded: (id: number) => requestText(`/api/v1/sessions/${id}/export/folded`),
+  sessionFolded: (id: number, window: Window = {}) => {
+    const query = new URLSearchParams(windowQuery(window)).toString();
+    return requestText(`/api/v1/sessions/${id}/export/folded${query ? `?${query}` : ""}`);
+  },
   selectionFolded: (selection: string) => requestText(`/api/v1/profile/export/folded?${selection}`),
   // Stacks measured from entry/exit events (cycles per calling path): 422 when the session has
   // no calling-context tree.

@@ -12,6 +12,7 @@ import {
   type GraphEntry,
   type GraphLine,
   type Profile,
+  type Window,
 } from "../api";
 import {
   count,
@@ -87,6 +88,9 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
   const syncText = _params.get("sync_reference");
   const syncReference = syncText && /^\d+$/.test(syncText) ? Number(syncText) : undefined;
   // ?graph_top=N: the call graph's N busiest entries on the page (the table's "more" link).
+  // ?last=S: the profile of the session's last S seconds (of its records' receive times).
+  const lastText = _params.get("last");
+  const last = lastText && /^[1-9]\d{0,6}$/.test(lastText) ? Number(lastText) : undefined;
   const topText = _params.get("graph_top");
   const graphTop = topText && /^[1-9]\d{0,6}$/.test(topText) ? Number(topText) : kGraphEntries;
   const [session, formats] = await Promise.all([api.session(sid), exportFormats()]);
@@ -130,9 +134,12 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     ),
     downloadLine,
   ];
+  const timeWindow: Window =
+    last === undefined ? {} : { from: (session.ended_ns ?? Date.now() * 1e6) - last * 1e9 };
+  header.push(windowForm(_params, last));
   let profile: Profile;
   try {
-    profile = await api.profile(sid, syncReference, graphTop);
+    profile = await api.profile(sid, syncReference, graphTop, timeWindow);
   } catch (e) {
     const noElf = e instanceof ApiError && e.code === "no_elf";
     replace(
@@ -237,7 +244,7 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     if (name && !entries.has(name)) {
       replace(focus, h("p", { class: "muted" }, `Loading the callers and callees of ${name}…`));
       try {
-        const found = await api.graphEntries(sid, name);
+        const found = await api.graphEntries(sid, name, timeWindow);
         for (const e of found) entries.set(e.name, e);
         if (!entries.has(name)) entries.set(name, undefined); // no entry: no calls and no time
       } catch (err) {
@@ -323,7 +330,7 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
   const flame = flameBox("flame-graph");
   const renderFlame = () =>
     drawStacks(flame, async () =>
-      drawFlameGraph(flame, parseFolded(await api.sessionFolded(sid)), "samples"),
+      drawFlameGraph(flame, parseFolded(await api.sessionFolded(sid, timeWindow)), "samples"),
     );
 
   // The measured calling contexts, where the session has them (entry/exit events): an icicle in
@@ -683,4 +690,39 @@ function gprofTable(entries: GraphEntry[], sid: number, asked: number, params: U
       ),
     ),
   ];
+}
+
+// The time window: the whole session, or its last seconds (the API's from=, on receive times).
+export const kWindows = [10, 30, 60, 300];
+function windowForm(params: URLSearchParams, last: number | undefined) {
+  const choose = h(
+    "select",
+    {
+      name: "last",
+      id: "window",
+      onchange: (e: Event) => {
+        const query = new URLSearchParams(params);
+        const value = (e.target as HTMLSelectElement).value;
+        if (value) query.set("last", value);
+        else query.delete("last");
+        navigate(`${location.pathname}${query.size ? `?${query}` : ""}`);
+      },
+    },
+    h("option", { value: "", selected: last === undefined }, "the whole session"),
+    ...kWindows.map((s) =>
+      h("option", { value: String(s), selected: last === s }, `its last ${s} s`),
+    ),
+  );
+  return h(
+    "p",
+    { class: "meta", id: "window-line" },
+    h("label", {}, "Profile of ", choose),
+    last === undefined
+      ? ""
+      : h(
+          "span",
+          { class: "muted" },
+          " (records received in that time; flat profile, call graph and flame graph alike)",
+        ),
+  );
 }
