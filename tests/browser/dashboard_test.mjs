@@ -476,6 +476,51 @@ test("firmware: an ELF uploads and a capture imports into a session", async () =
 // The thesis' real capture from a real board: the profiler's own functions are marked as
 // overhead, and the flat profile says what GNU gprof said about the same capture.
 const thesis = process.env.RACKPROF_SHARED_DATA ?? path.resolve(source, "../shared/data/thesis");
+// speedscope's views of the flame graph: the icicle top-down (main above alpha above beta
+// above gamma), and inverted (gamma, where the time went, on top with its callers below).
+test("profile: the flame graph's left-heavy and inverted views", async () => {
+  const { page, errors, close } = await open(`/sessions/${sessions.a}`);
+  await page.waitForSelector("#flame-graph svg g.frame");
+  // d3 lays the frames out on its next animation frame: wait until they stand at several depths.
+  const settled = () =>
+    page.waitForFunction(() => {
+      const ys = [...document.querySelectorAll("#flame-graph svg g.frame")].map((g) => g.getAttribute("transform")?.split(",")[1]);
+      return new Set(ys).size > 3;
+    });
+  const depth = () =>
+    page.$$eval("#flame-graph svg g.frame", (frames) => {
+      const y = {};
+      for (const g of frames) {
+        const name = g.getAttribute("name")?.split(" ")[0];
+        const at = Number(/translate\([^,]+,\s*([-\d.]+)\)/.exec(g.getAttribute("transform") ?? "")?.[1]);
+        if (name && Number.isFinite(at)) y[name] = Math.min(y[name] ?? Infinity, at);
+      }
+      return y;
+    });
+  await settled();
+  const down = await depth();
+  assert.ok(down.main < down.alpha && down.alpha < down.beta && down.beta < down.gamma, JSON.stringify(down));
+  await page.selectOption("#flame-graph select.flame-view", "inverted");
+  await settled();
+  // Inverted: every function with time of its own at the top, gamma the widest, and right below
+  // gamma (same left edge) the function that called it, beta.
+  const frames = await page.$$eval("#flame-graph svg g.frame", (gs) =>
+    gs.map((g) => {
+      const [x, y] = (/translate\(([-\d.]+),\s*([-\d.]+)\)/.exec(g.getAttribute("transform") ?? "") ?? []).slice(1).map(Number);
+      return { name: g.getAttribute("name")?.split(" ")[0], x, y, width: Number(g.querySelector("rect")?.getAttribute("width") ?? 0) };
+    }),
+  );
+  const top = frames.filter((f) => f.y === 18).sort((a, b) => b.width - a.width);
+  assert.equal(top[0].name, "gamma", JSON.stringify(top));
+  assert.ok(frames.some((f) => f.name === "beta" && f.y === 36 && Math.abs(f.x - top[0].x) < 0.5), JSON.stringify(frames));
+  await page.selectOption("#flame-graph select.flame-view", "left-heavy");
+  await settled();
+  const heavy = await depth();
+  assert.ok(heavy.main < heavy.gamma, JSON.stringify(heavy));
+  assert.deepEqual(errors, []);
+  await close();
+});
+
 // A time window on a session: "its last 10 s" sums the records received then, in the flat
 // profile, the call graph and the flame graph alike (the API's from=), and says so.
 test("profile: a time window, the session's last seconds, from the page's choice", async () => {

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { differential, frameColor, parseFolded, type Frame } from "./flamegraph";
+import {
+  differential,
+  frameColor,
+  parseFolded,
+  type Frame,
+  invertedTree,
+  leftHeavy,
+} from "./flamegraph";
 
 const child = (f: Frame, name: string) => {
   const c = f.children.find((x) => x.name === name);
@@ -81,5 +88,29 @@ describe("differential", () => {
     expect(largest).toBe(1000); // g: 3000 - 1000 × 2
     expect(frameColor(g, largest, tree.value)).toBe("rgb(235,0,0)");
     expect(frameColor(f, largest, tree.value)).toBe("rgb(0,0,235)");
+  });
+});
+
+describe("the flame graph's views", () => {
+  const tree = parseFolded("main;fast;work 10\nmain;slow;work 90\nmain 5\nmain;slow 1\n");
+  it("left heavy: every frame's children widest first", () => {
+    const heavy = leftHeavy(parseFolded("main;a 1\nmain;b 7\nmain;c 3\n"));
+    expect(heavy.children[0].children.map((c) => c.name)).toEqual(["b", "c", "a"]);
+  });
+  it("inverted: where time was spent on top, its callers below, each sample once", () => {
+    const up = invertedTree(tree);
+    expect(up.value).toBe(tree.value);
+    const work = up.children.find((c) => c.name === "work");
+    expect(work?.value).toBe(100);
+    expect(work?.children.map((c) => [c.name, c.value]).sort()).toEqual([
+      ["fast", 10],
+      ["slow", 90],
+    ]);
+    expect(work?.children.find((c) => c.name === "slow")?.children[0]).toMatchObject({
+      name: "main",
+      value: 90,
+    });
+    expect(up.children.find((c) => c.name === "main")?.value).toBe(5);
+    expect(up.children.find((c) => c.name === "slow")?.value).toBe(1);
   });
 });

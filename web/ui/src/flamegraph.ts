@@ -126,33 +126,89 @@ export function drawFlameGraph(
     return;
   }
   const total = tree.value;
-  const chart = flamegraph()
-    .width(Math.max(320, Math.floor(canvas.clientWidth || box.clientWidth || 960)))
-    .cellHeight(18)
-    .minFrameSize(1)
-    .transitionDuration(0)
-    .inverted(true)
-    .sort(true)
-    .setLabelHandler((d) =>
-      diff
-        ? `${d.data.name}: ${pct(d.value, total)} % of B, ${signedPct(d.data.delta ?? 0, total)} points from A`
-        : `${d.data.name}: ${pct(d.value, total)} % (${Math.round(d.value).toLocaleString("en-US")} ${unit})`,
-    )
-    .setDetailsElement(details);
-  if (diff)
-    chart.setColorMapper((d: FrameNode, original: string) =>
-      d.highlight ? original : frameColor(d.data, largest, total),
-    );
-  select(canvas).datum(tree).call(chart);
+  let chart: ReturnType<typeof flamegraph> | undefined;
+  const render = (shown: Frame, byName: boolean) => {
+    replace(canvas);
+    chart = flamegraph()
+      .width(Math.max(320, Math.floor(canvas.clientWidth || box.clientWidth || 960)))
+      .cellHeight(18)
+      .minFrameSize(1)
+      .transitionDuration(0)
+      .inverted(true)
+      .sort(byName)
+      .setLabelHandler((d) =>
+        diff
+          ? `${d.data.name}: ${pct(d.value, total)} % of B, ${signedPct(d.data.delta ?? 0, total)} points from A`
+          : `${d.data.name}: ${pct(d.value, total)} % (${Math.round(d.value).toLocaleString("en-US")} ${unit})`,
+      )
+      .setDetailsElement(details);
+    if (diff)
+      chart.setColorMapper((d: FrameNode, original: string) =>
+        d.highlight ? original : frameColor(d.data, largest, total),
+      );
+    select(canvas).datum(shown).call(chart);
+    const svg = canvas.querySelector("svg");
+    svg?.setAttribute("role", "img");
+    svg?.setAttribute("aria-label", diff ? "differential flame graph" : "flame graph");
+  };
+  render(tree, true);
+  // speedscope's views of the same stacks: widest first ("left heavy"), and inverted (each
+  // function at the top with its callers below: where a hot function is called from).
+  if (!diff) {
+    const view = h(
+      "select",
+      { "aria-label": "Flame graph view", class: "flame-view" },
+      h("option", { value: "top-down" }, "callers above (by name)"),
+      h("option", { value: "left-heavy" }, "left heavy (widest first)"),
+      h("option", { value: "inverted" }, "inverted (callers below)"),
+    ) as HTMLSelectElement;
+    view.addEventListener("change", () => {
+      if (view.value === "left-heavy") render(leftHeavy(tree), false);
+      else if (view.value === "inverted") render(leftHeavy(invertedTree(tree)), false);
+      else render(tree, true);
+    });
+    box.querySelector(".flame-tools")?.append(view);
+  }
   // The library takes a regular expression: the user's text is matched literally.
   const literal = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   search.addEventListener("input", () =>
-    search.value.trim() ? chart.search(literal(search.value.trim())) : chart.clear(),
+    search.value.trim() ? chart?.search(literal(search.value.trim())) : chart?.clear(),
   );
-  reset.addEventListener("click", () => chart.resetZoom());
-  const svg = canvas.querySelector("svg");
-  svg?.setAttribute("role", "img");
-  svg?.setAttribute("aria-label", diff ? "differential flame graph" : "flame graph");
+  reset.addEventListener("click", () => chart?.resetZoom());
+}
+
+// The tree with every frame's children widest first (ties by name): speedscope's left heavy.
+export function leftHeavy(tree: Frame): Frame {
+  return {
+    ...tree,
+    children: tree.children
+      .map(leftHeavy)
+      .sort((a, b) => b.value - a.value || a.name.localeCompare(b.name)),
+  };
+}
+
+// Each stack read from its last frame back to its root: the functions where time was spent at
+// the top, the paths that called them below (speedscope's inverted view, pprof's -inverted).
+// Every stack's samples land once; the root keeps the total.
+export function invertedTree(tree: Frame): Frame {
+  const root: Frame = { name: tree.name, value: 0, self: 0, children: [] };
+  const add = (path: string[], value: number) => {
+    let node = root;
+    root.value += value;
+    for (const name of path) {
+      let child = node.children.find((c) => c.name === name);
+      if (!child) node.children.push((child = { name, value: 0, self: 0, children: [] }));
+      child.value += value;
+      node = child;
+    }
+    node.self += value;
+  };
+  const walk = (node: Frame, path: string[]) => {
+    if (node.self > 0) add([...path].reverse(), node.self);
+    for (const c of node.children) walk(c, [...path, c.name]);
+  };
+  walk(tree, []);
+  return root;
 }
 
 const signedPct = (delta: number, total: number) =>
