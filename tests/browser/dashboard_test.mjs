@@ -478,7 +478,7 @@ test("firmware: an ELF uploads and a capture imports into a session", async () =
 const thesis = process.env.RACKPROF_SHARED_DATA ?? path.resolve(source, "../shared/data/thesis");
 // speedscope's views of the flame graph: the icicle top-down (main above alpha above beta
 // above gamma), and inverted (gamma, where the time went, on top with its callers below).
-test("profile: the flame graph's left-heavy and inverted views", async () => {
+test("profile: the flame graph's left-heavy and inverted views, and pprof's focus, ignore and hide", async () => {
   const { page, errors, close } = await open(`/sessions/${sessions.a}`);
   await page.waitForSelector("#flame-graph svg g.frame");
   // d3 lays the frames out on its next animation frame: wait until they stand at several depths.
@@ -517,6 +517,24 @@ test("profile: the flame graph's left-heavy and inverted views", async () => {
   await settled();
   const heavy = await depth();
   assert.ok(heavy.main < heavy.gamma, JSON.stringify(heavy));
+  // pprof's filters, typed as a person would: focus on the cycle, then ignore alpha's subtree,
+  // then hide main (its callees move up to the top).
+  const names = () => page.$$eval("#flame-graph svg g.frame", (gs) => [...new Set(gs.map((g) => g.getAttribute("name")?.split(" ")[0]))].sort());
+  await page.selectOption("#flame-graph select.flame-view", "top-down");
+  await page.fill("#flame-graph input.flame-focus", "^ping$");
+  await page.press("#flame-graph input.flame-focus", "Enter");
+  await page.waitForFunction(() => ![...document.querySelectorAll("#flame-graph svg g.frame")].some((g) => g.getAttribute("name")?.startsWith("gamma")));
+  assert.deepEqual(await names(), ["all", "main", "ping", "pong"]);
+  await page.fill("#flame-graph input.flame-focus", "");
+  await page.press("#flame-graph input.flame-focus", "Enter");
+  await page.fill("#flame-graph input.flame-ignore", "alpha");
+  await page.press("#flame-graph input.flame-ignore", "Enter");
+  await page.waitForFunction(() => ![...document.querySelectorAll("#flame-graph svg g.frame")].some((g) => g.getAttribute("name")?.startsWith("beta")));
+  assert.deepEqual(await names(), ["all", "factorial", "main", "ping", "pong"]);
+  await page.fill("#flame-graph input.flame-hide", "^main$");
+  await page.press("#flame-graph input.flame-hide", "Enter");
+  await page.waitForFunction(() => ![...document.querySelectorAll("#flame-graph svg g.frame")].some((g) => g.getAttribute("name")?.startsWith("main")));
+  assert.deepEqual(await names(), ["all", "factorial", "ping", "pong"]);
   assert.deepEqual(errors, []);
   await close();
 });

@@ -6,6 +6,7 @@ import {
   type Frame,
   invertedTree,
   leftHeavy,
+  filterStacks,
 } from "./flamegraph";
 
 const child = (f: Frame, name: string) => {
@@ -112,5 +113,31 @@ describe("the flame graph's views", () => {
     });
     expect(up.children.find((c) => c.name === "main")?.value).toBe(5);
     expect(up.children.find((c) => c.name === "slow")?.value).toBe(1);
+  });
+});
+
+describe("pprof's filters over the stacks", () => {
+  const tree = parseFolded("main;fast;work 10\nmain;slow;work 90\nmain 5\nmain;slow 1\n");
+  const folded = (f: Frame): string[] => {
+    const out: string[] = [];
+    const walk = (n: Frame, path: string[]) => {
+      if (n.self > 0) out.push(`${path.join(";")} ${n.self}`);
+      for (const c of n.children) walk(c, [...path, c.name]);
+    };
+    walk(f, []);
+    return out.sort();
+  };
+  it("focus keeps the stacks through a match, ignore drops them, hide takes frames out", () => {
+    expect(folded(filterStacks(tree, { focus: "^fast$" }))).toEqual(["main;fast;work 10"]);
+    expect(folded(filterStacks(tree, { ignore: "slow" }))).toEqual(["main 5", "main;fast;work 10"]);
+    // Their time goes to their callers: main keeps slow's own sample, work merges.
+    expect(folded(filterStacks(tree, { hide: "^(fast|slow)$" }))).toEqual([
+      "main 6",
+      "main;work 100",
+    ]);
+    expect(filterStacks(tree, {}).value).toBe(tree.value);
+  });
+  it("throws on a pattern that is not a regular expression", () => {
+    expect(() => filterStacks(tree, { focus: "(" })).toThrow();
   });
 });

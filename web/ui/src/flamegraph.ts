@@ -162,12 +162,37 @@ export function drawFlameGraph(
       h("option", { value: "left-heavy" }, "left heavy (widest first)"),
       h("option", { value: "inverted" }, "inverted (callers below)"),
     ) as HTMLSelectElement;
-    view.addEventListener("change", () => {
-      if (view.value === "left-heavy") render(leftHeavy(tree), false);
-      else if (view.value === "inverted") render(leftHeavy(invertedTree(tree)), false);
-      else render(tree, true);
-    });
-    box.querySelector(".flame-tools")?.append(view);
+    const filter = (name: keyof StackFilter, hint: string) =>
+      h("input", {
+        type: "search",
+        name,
+        class: `flame-${name}`,
+        placeholder: `${name} (regex)`,
+        title: hint,
+        "aria-label": `${name}: ${hint}`,
+      }) as HTMLInputElement;
+    const focus = filter("focus", "keep only the stacks through a matching function");
+    const ignore = filter("ignore", "drop the stacks through a matching function");
+    const hide = filter("hide", "take matching functions out of the stacks");
+    const redraw = () => {
+      let shown: Frame;
+      try {
+        shown = filterStacks(tree, { focus: focus.value, ignore: ignore.value, hide: hide.value });
+      } catch (e) {
+        replace(canvas, alertText(`Not a regular expression: ${(e as Error).message}`));
+        return;
+      }
+      if (shown.value <= 0) {
+        replace(canvas, h("p", { class: "muted" }, "No stacks pass these filters."));
+        return;
+      }
+      if (view.value === "left-heavy") render(leftHeavy(shown), false);
+      else if (view.value === "inverted") render(leftHeavy(invertedTree(shown)), false);
+      else render(shown, true);
+    };
+    view.addEventListener("change", redraw);
+    for (const input of [focus, ignore, hide]) input.addEventListener("change", redraw);
+    box.querySelector(".flame-tools")?.append(view, focus, ignore, hide);
   }
   // The library takes a regular expression: the user's text is matched literally.
   const literal = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
@@ -187,28 +212,61 @@ export function leftHeavy(tree: Frame): Frame {
   };
 }
 
-// Each stack read from its last frame back to its root: the functions where time was spent at
-// the top, the paths that called them below (speedscope's inverted view, pprof's -inverted).
-// Every stack's samples land once; the root keeps the total.
-export function invertedTree(tree: Frame): Frame {
-  const root: Frame = { name: tree.name, value: 0, self: 0, children: [] };
-  const add = (path: string[], value: number) => {
+// Every stack of the tree as (path below the root, samples ending there).
+function stacksOf(tree: Frame): { path: string[]; value: number }[] {
+  const out: { path: string[]; value: number }[] = [];
+  const walk = (node: Frame, path: string[]) => {
+    if (node.self > 0) out.push({ path, value: node.self });
+    for (const c of node.children) walk(c, [...path, c.name]);
+  };
+  walk(tree, []);
+  return out;
+}
+
+function treeOf(name: string, stacks: { path: string[]; value: number }[]): Frame {
+  const root: Frame = { name, value: 0, self: 0, children: [] };
+  for (const { path, value } of stacks) {
     let node = root;
     root.value += value;
-    for (const name of path) {
-      let child = node.children.find((c) => c.name === name);
-      if (!child) node.children.push((child = { name, value: 0, self: 0, children: [] }));
+    for (const frame of path) {
+      let child = node.children.find((c) => c.name === frame);
+      if (!child) node.children.push((child = { name: frame, value: 0, self: 0, children: [] }));
       child.value += value;
       node = child;
     }
     node.self += value;
-  };
-  const walk = (node: Frame, path: string[]) => {
-    if (node.self > 0) add([...path].reverse(), node.self);
-    for (const c of node.children) walk(c, [...path, c.name]);
-  };
-  walk(tree, []);
+  }
   return root;
+}
+
+// pprof's filters over the stacks, each a regular expression on function names (empty: off):
+// focus keeps the stacks through a matching function, ignore drops them, hide takes the
+// matching frames out of every stack (their time goes to their callers).
+export interface StackFilter {
+  focus?: string;
+  ignore?: string;
+  hide?: string;
+}
+export function filterStacks(tree: Frame, f: StackFilter): Frame {
+  const re = (text?: string) => (text?.trim() ? new RegExp(text.trim()) : undefined);
+  const focus = re(f.focus),
+    ignore = re(f.ignore),
+    hide = re(f.hide);
+  const kept = stacksOf(tree)
+    .filter(({ path }) => !focus || path.some((n) => focus.test(n)))
+    .filter(({ path }) => !ignore || !path.some((n) => ignore.test(n)))
+    .map(({ path, value }) => ({ path: hide ? path.filter((n) => !hide.test(n)) : path, value }));
+  return treeOf(tree.name, kept);
+}
+
+// Each stack read from its last frame back to its root: the functions where time was spent at
+// the top, the paths that called them below (speedscope's inverted view, pprof's -inverted).
+// Every stack's samples land once; the root keeps the total.
+export function invertedTree(tree: Frame): Frame {
+  return treeOf(
+    tree.name,
+    stacksOf(tree).map(({ path, value }) => ({ path: [...path].reverse(), value })),
+  );
 }
 
 const signedPct = (delta: number, total: number) =>
