@@ -478,7 +478,7 @@ test("firmware: an ELF uploads and a capture imports into a session", async () =
 const thesis = process.env.RACKPROF_SHARED_DATA ?? path.resolve(source, "../shared/data/thesis");
 // speedscope's views of the flame graph: the icicle top-down (main above alpha above beta
 // above gamma), and inverted (gamma, where the time went, on top with its callers below).
-test("profile: the flame graph's left-heavy and inverted views, and pprof's focus, ignore and hide", async () => {
+test("profile: the flame graph's left-heavy, inverted and sandwich views, and pprof's focus, ignore and hide", async () => {
   const { page, errors, close } = await open(`/sessions/${sessions.a}`);
   await page.waitForSelector("#flame-graph svg g.frame");
   // d3 lays the frames out on its next animation frame: wait until they stand at several depths.
@@ -535,6 +535,15 @@ test("profile: the flame graph's left-heavy and inverted views, and pprof's focu
   await page.press("#flame-graph input.flame-hide", "Enter");
   await page.waitForFunction(() => ![...document.querySelectorAll("#flame-graph svg g.frame")].some((g) => g.getAttribute("name")?.startsWith("main")));
   assert.deepEqual(await names(), ["all", "factorial", "ping", "pong"]);
+  // speedscope's sandwich of beta: its callers (alpha, then main) and its callee (gamma).
+  await page.fill("#flame-graph input.flame-hide", "");
+  await page.fill("#flame-graph input.flame-ignore", "");
+  await page.fill("#flame-graph input.flame-focus", "^beta$");
+  await page.selectOption("#flame-graph select.flame-view", "sandwich");
+  await page.waitForSelector("#flame-graph .sandwich-callees svg g.frame");
+  const part = (which) => page.$$eval(`#flame-graph .sandwich-${which} svg g.frame`, (gs) => gs.map((g) => g.getAttribute("name")?.split(" ")[0]).sort());
+  assert.deepEqual(await part("callers"), ["alpha", "beta", "main"]);
+  assert.deepEqual(await part("callees"), ["beta", "gamma"]);
   assert.deepEqual(errors, []);
   await close();
 });

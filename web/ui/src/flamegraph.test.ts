@@ -7,6 +7,8 @@ import {
   invertedTree,
   leftHeavy,
   filterStacks,
+  sandwich,
+  busiestMatch,
 } from "./flamegraph";
 
 const child = (f: Frame, name: string) => {
@@ -139,5 +141,26 @@ describe("pprof's filters over the stacks", () => {
   });
   it("throws on a pattern that is not a regular expression", () => {
     expect(() => filterStacks(tree, { focus: "(" })).toThrow();
+  });
+});
+
+describe("the sandwich of one function", () => {
+  const tree = parseFolded("main;fast;work 10\nmain;slow;work 90\nmain;slow 1\nmain;work;work 4\n");
+  it("its callers and callees, each rooted at it, a recursion counted once", () => {
+    const { callers, callees } = sandwich(tree, "work");
+    expect(callers.name).toBe("work");
+    expect(callers.value).toBe(104);
+    expect(callers.children.map((c) => [c.name, c.value]).sort()).toEqual([
+      ["fast", 10],
+      ["main", 4],
+      ["slow", 90],
+    ]);
+    expect(callees.value).toBe(104);
+    expect(callees.children.map((c) => [c.name, c.value])).toEqual([["work", 4]]);
+  });
+  it("picks the busiest function the pattern matches", () => {
+    expect(busiestMatch(tree, "^(fast|slow)$")).toBe("slow");
+    expect(busiestMatch(tree, "")).toBeUndefined();
+    expect(busiestMatch(tree, "nothing")).toBeUndefined();
   });
 });

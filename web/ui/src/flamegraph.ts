@@ -127,8 +127,7 @@ export function drawFlameGraph(
   }
   const total = tree.value;
   let chart: ReturnType<typeof flamegraph> | undefined;
-  const render = (shown: Frame, byName: boolean) => {
-    replace(canvas);
+  const draw = (shown: Frame, byName: boolean, into: HTMLElement) => {
     chart = flamegraph()
       .width(Math.max(320, Math.floor(canvas.clientWidth || box.clientWidth || 960)))
       .cellHeight(18)
@@ -146,10 +145,14 @@ export function drawFlameGraph(
       chart.setColorMapper((d: FrameNode, original: string) =>
         d.highlight ? original : frameColor(d.data, largest, total),
       );
-    select(canvas).datum(shown).call(chart);
-    const svg = canvas.querySelector("svg");
+    select(into).datum(shown).call(chart);
+    const svg = into.querySelector("svg");
     svg?.setAttribute("role", "img");
     svg?.setAttribute("aria-label", diff ? "differential flame graph" : "flame graph");
+  };
+  const render = (shown: Frame, byName: boolean) => {
+    replace(canvas);
+    draw(shown, byName, canvas);
   };
   render(tree, true);
   // speedscope's views of the same stacks: widest first ("left heavy"), and inverted (each
@@ -161,6 +164,7 @@ export function drawFlameGraph(
       h("option", { value: "top-down" }, "callers above (by name)"),
       h("option", { value: "left-heavy" }, "left heavy (widest first)"),
       h("option", { value: "inverted" }, "inverted (callers below)"),
+      h("option", { value: "sandwich" }, "sandwich (callers and callees of the focus match)"),
     ) as HTMLSelectElement;
     const filter = (name: keyof StackFilter, hint: string) =>
       h("input", {
@@ -184,6 +188,26 @@ export function drawFlameGraph(
       }
       if (shown.value <= 0) {
         replace(canvas, h("p", { class: "muted" }, "No stacks pass these filters."));
+        return;
+      }
+      if (view.value === "sandwich") {
+        const name = busiestMatch(shown, focus.value);
+        if (!name) {
+          replace(canvas, h("p", { class: "muted" }, "Type a function in focus: its sandwich."));
+          return;
+        }
+        const { callers, callees } = sandwich(shown, name);
+        const above = h("div", { class: "sandwich-callers" });
+        const below = h("div", { class: "sandwich-callees" });
+        replace(
+          canvas,
+          h("h4", {}, `Callers of ${name} (below it)`),
+          above,
+          h("h4", {}, `Callees of ${name} (below it)`),
+          below,
+        );
+        draw(leftHeavy(callers), false, above);
+        draw(leftHeavy(callees), false, below);
         return;
       }
       if (view.value === "left-heavy") render(leftHeavy(shown), false);
@@ -257,6 +281,36 @@ export function filterStacks(tree: Frame, f: StackFilter): Frame {
     .filter(({ path }) => !ignore || !path.some((n) => ignore.test(n)))
     .map(({ path, value }) => ({ path: hide ? path.filter((n) => !hide.test(n)) : path, value }));
   return treeOf(tree.name, kept);
+}
+
+// speedscope's sandwich of one function: its callers (each path that reached it, read from it
+// back to the root) and its callees (each path from it on), each a tree rooted at it. A
+// recursive function is cut at its outermost frame, so no sample counts twice.
+export function sandwich(tree: Frame, name: string): { callers: Frame; callees: Frame } {
+  const up: { path: string[]; value: number }[] = [];
+  const down: { path: string[]; value: number }[] = [];
+  for (const { path, value } of stacksOf(tree)) {
+    const at = path.indexOf(name);
+    if (at < 0) continue;
+    up.push({ path: path.slice(0, at).reverse(), value });
+    down.push({ path: path.slice(at + 1), value });
+  }
+  return { callers: treeOf(name, up), callees: treeOf(name, down) };
+}
+
+// The function whose name `pattern` matches with the most samples through it; none without a
+// pattern or a match.
+export function busiestMatch(tree: Frame, pattern: string): string | undefined {
+  if (!pattern.trim()) return undefined;
+  const re = new RegExp(pattern.trim());
+  const through = new Map<string, number>();
+  for (const { path, value } of stacksOf(tree)) {
+    for (const name of new Set(path.filter((n) => re.test(n))))
+      through.set(name, (through.get(name) ?? 0) + value);
+  }
+  let best: string | undefined;
+  for (const [name, value] of through) if (!best || value > (through.get(best) ?? 0)) best = name;
+  return best;
 }
 
 // Each stack read from its last frame back to its root: the functions where time was spent at
