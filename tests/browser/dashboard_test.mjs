@@ -478,7 +478,7 @@ test("firmware: an ELF uploads and a capture imports into a session", async () =
 const thesis = process.env.RACKPROF_SHARED_DATA ?? path.resolve(source, "../shared/data/thesis");
 // speedscope's views of the flame graph: the icicle top-down (main above alpha above beta
 // above gamma), and inverted (gamma, where the time went, on top with its callers below).
-test("profile: the flame graph's left-heavy, inverted and sandwich views, and pprof's focus, ignore and hide", async () => {
+test("profile: the flame graph's left-heavy, inverted and sandwich views, pprof's focus, ignore and hide there and focus and hide on the call graph", async () => {
   const { page, errors, close } = await open(`/sessions/${sessions.a}`);
   await page.waitForSelector("#flame-graph svg g.frame");
   // d3 lays the frames out on its next animation frame: wait until they stand at several depths.
@@ -535,6 +535,17 @@ test("profile: the flame graph's left-heavy, inverted and sandwich views, and pp
   await page.press("#flame-graph input.flame-hide", "Enter");
   await page.waitForFunction(() => ![...document.querySelectorAll("#flame-graph svg g.frame")].some((g) => g.getAttribute("name")?.startsWith("main")));
   assert.deepEqual(await names(), ["all", "factorial", "ping", "pong"]);
+  // The call graph's focus and hide (pprof's), typed as a person would.
+  const graphNodes = () => page.$$eval("#call-graph svg g.node title", (ts) => ts.map((t) => t.textContent).sort());
+  await page.fill(".graph-tools input.graph-focus", "^beta$");
+  await page.press(".graph-tools input.graph-focus", "Enter");
+  await page.waitForFunction(() => document.querySelectorAll("#call-graph svg g.node").length === 3);
+  assert.deepEqual(await graphNodes(), ["alpha", "beta", "gamma"]);
+  await page.fill(".graph-tools input.graph-focus", "");
+  await page.fill(".graph-tools input.graph-hide", "^(ping|pong)$");
+  await page.press(".graph-tools input.graph-hide", "Enter");
+  await page.waitForFunction(() => ![...document.querySelectorAll("#call-graph svg g.node title")].some((t) => t.textContent === "ping"));
+  assert.deepEqual(await graphNodes(), ["alpha", "beta", "factorial", "gamma", "main"]);
   // speedscope's sandwich of beta: its callers (alpha, then main) and its callee (gamma).
   await page.fill("#flame-graph input.flame-hide", "");
   await page.fill("#flame-graph input.flame-ignore", "");

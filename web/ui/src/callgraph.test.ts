@@ -168,3 +168,34 @@ describe("gprof's call-graph lines", () => {
     expect(gprofCalled(0, 0)).toBe("");
   });
 });
+
+describe("the drawing's focus and hide", () => {
+  const chain = [
+    entry({ name: "main", index: 1, children: [line("alpha", 2, 1, 1)] }),
+    entry({
+      name: "alpha",
+      index: 2,
+      parents: [line("main", 1, 1, 1)],
+      children: [line("beta", 3, 2, 2)],
+    }),
+    entry({
+      name: "beta",
+      index: 3,
+      parents: [line("alpha", 2, 2, 2)],
+      children: [line("gamma", 4, 5, 5)],
+    }),
+    entry({ name: "gamma", index: 4, parents: [line("beta", 3, 5, 5)] }),
+  ];
+  const nodes = (dot: string) => [...dot.matchAll(/^ {2}"(\w+)" \[/gm)].map((m) => m[1]).sort();
+  it("focus keeps the matches with their callers and callees; hide drops the matches", () => {
+    expect(nodes(callGraphDot(chain, 1))).toEqual(["alpha", "beta", "gamma", "main"]);
+    expect(nodes(callGraphDot(chain, 1, undefined, { focus: "^beta$" }))).toEqual([
+      "alpha",
+      "beta",
+      "gamma",
+    ]);
+    const hidden = callGraphDot(chain, 1, undefined, { hide: "^(alpha|gamma)$" });
+    expect(nodes(hidden)).toEqual(["beta", "main"]);
+    expect(hidden).not.toContain("->");
+  });
+});

@@ -59,12 +59,31 @@ export function gprofLineCells(e: GraphEntry, l: GraphLine): [string, string, st
   ];
 }
 
+// pprof's filters on the graph, regular expressions on function names (empty: off): focus
+// keeps the matching functions with their callers and callees, hide drops the matching ones.
+export interface GraphFilter {
+  focus?: string;
+  hide?: string;
+}
+
 export function callGraphDot(
   entries: GraphEntry[],
   totalSeconds: number,
   selected?: string,
+  filter: GraphFilter = {},
 ): string {
-  const functions = entries.filter((e) => e.cycle === null || !e.members);
+  const re = (text?: string) => (text?.trim() ? new RegExp(text.trim()) : undefined);
+  const focus = re(filter.focus);
+  const hide = re(filter.hide);
+  const near = new Set<string>();
+  for (const e of entries) {
+    if (!focus?.test(e.name)) continue;
+    near.add(e.name);
+    for (const l of [...(e.parents ?? []), ...(e.children ?? [])]) near.add(l.name);
+  }
+  const functions = entries.filter(
+    (e) => (e.cycle === null || !e.members) && (!focus || near.has(e.name)) && !hide?.test(e.name),
+  );
   const shown = [...functions]
     .sort((a, b) => b.percent - a.percent || b.called - a.called)
     .slice(0, kMaxNodes);

@@ -313,7 +313,10 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
   const renderGraph = async () => {
     try {
       const svg = await renderCallGraph(
-        callGraphDot(profile.call_graph, profile.total_seconds, selected),
+        callGraphDot(profile.call_graph, profile.total_seconds, selected, {
+          focus: graphFocus.value,
+          hide: graphHide.value,
+        }),
       );
       svg.setAttribute("role", "img");
       svg.setAttribute("aria-label", "call graph");
@@ -384,9 +387,24 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
   };
 
   search.addEventListener("input", renderFlat);
+  // pprof's focus and hide on the drawing (regular expressions on function names).
+  const graphInput = (name: string, hint: string) => {
+    const input = h("input", {
+      type: "search",
+      class: `graph-${name}`,
+      placeholder: `${name} (regex)`,
+      title: hint,
+      "aria-label": `call graph ${name}: ${hint}`,
+    }) as HTMLInputElement;
+    input.addEventListener("change", () => void renderGraph());
+    return input;
+  };
+  const graphFocus = graphInput("focus", "the matching functions with their callers and callees");
+  const graphHide = graphInput("hide", "leave the matching functions out");
   const graphSection = section(
     "h-graph",
     "Call graph",
+    h("div", { class: "graph-tools" }, graphFocus, " ", graphHide),
     h("div", { class: "grid graph-pair" }, graph, focus),
   );
   const flameSection = section(
