@@ -7,12 +7,6 @@
 
 namespace rackprof::gmon {
 
-namespace {
-
-constexpr int kEmArm = 40;
-
-}  // namespace
-
 // A 32-bit Thumb BL/BLX (immediate), or a 16-bit BLX register.
 bool call_ends_at(const Symbolizer& elf, std::uint64_t addr) {
     const auto second = elf.code_halfword(addr - 2);
@@ -55,7 +49,7 @@ std::string ElfFit::evidence(const std::string& elf_name) const {
 
 ElfFit check_elf_fit(const Aggregate& aggregate, const Symbolizer& elf) {
     ElfFit fit;
-    const bool arm = elf.machine() == kEmArm;
+    const bool arm = elf.arm();
     // Functions by address (Thumb bit already cleared), and the $t/$d mapping symbols.
     std::vector<std::uint64_t> entries;
     std::vector<std::pair<std::uint64_t, bool>> mapping;  // (address, is data)

@@ -58,6 +58,7 @@ class Symbolizer {
     const std::string& string_table() const { return string_table_; }
     const TargetLayout& layout() const { return layout_; }
     int machine() const { return machine_; }                   // EM_ARM == 40
+    bool arm() const { return machine_ == 40; }                // EM_ARM: Thumb code, $d pools
     const std::string& build_id() const { return build_id_; }  // lower-case hex, may be empty
     // Lowest and one-past-highest address of the allocated executable sections.
     std::uint64_t code_low() const { return code_low_; }

@@ -388,8 +388,7 @@ struct ElfFunction {
 // the function the profile names), those built with -pg (on ARM a call in the prologue, so a
 // capture of them fits the ELF as the decoder checks it), main first when it is one.
 std::vector<ElfFunction> instrumented_functions(const gmon::Symbolizer& elf) {
-    constexpr int kEmArm = 40;
-    const bool arm = elf.machine() == kEmArm;
+    const bool arm = elf.arm();
     std::vector<std::uint64_t> pools;  // $d mapping symbols: literal pools
     for (const auto& d : elf.symbols())
         if (arm && d.local && (d.name == "$d" || d.name.rfind("$d.", 0) == 0))

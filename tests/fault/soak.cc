@@ -10,7 +10,6 @@
 //
 // CI runs it for under a minute; `rackprof_soak --seconds 3600` is the hour-long run.
 #include <signal.h>
-#include <unistd.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -29,7 +28,6 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -239,26 +237,6 @@ std::unique_ptr<rackprof::testing::PgServer> seed_fleet(const TempDir& dir, int 
     return server;
 }
 
-// CPU seconds of the daemon's thread named `name` (/proc/PID/task/TID/stat), or -1.
-double thread_cpu_seconds(int pid, const std::string& name) {
-    const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
-    std::error_code ec;
-    for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
-        std::string comm;
-        std::getline(std::ifstream(task.path() / "comm"), comm);
-        if (comm != name) continue;
-        std::string stat;
-        std::getline(std::ifstream(task.path() / "stat"), stat);
-        std::istringstream fields(stat.substr(stat.rfind(')') + 2));
-        std::string field;
-        double ticks = 0;
-        for (int i = 3; i <= 15 && fields >> field; ++i)  // utime and stime: fields 14, 15
-            if (i >= 14) ticks += std::stod(field);
-        return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
-    }
-    return -1;
-}
-
 int run(const Options& o) {
     TempDir dir;
     const auto fleet_server = o.fleet_sessions > 0 ? seed_fleet(dir, o.fleet_sessions) : nullptr;
@@ -365,7 +343,7 @@ int run(const Options& o) {
         if (Clock::now() - began >= warmup) {
             if (!rss_warm) {
                 rss_warm = rss, fds_warm = fds;
-                pusher_cpu_warm = thread_cpu_seconds(daemon.pid(), "fleet-push");
+                pusher_cpu_warm = daemon.thread_cpu_seconds("fleet-push");
             }
             rss_peak = std::max(rss_peak, rss);
             fds_max = std::max(fds_max, fds);
@@ -374,7 +352,7 @@ int run(const Options& o) {
     const long rss_end = daemon.running() ? daemon.rss_kib() : 0;
     const double steady_seconds =
         std::chrono::duration<double>(Clock::now() - began - warmup).count();
-    pusher_cpu_end = thread_cpu_seconds(daemon.pid(), "fleet-push");
+    pusher_cpu_end = daemon.thread_cpu_seconds("fleet-push");
     const json fleet_state = json::parse(control.get("/readyz").second, nullptr, false)["fleet"];
     const int fds_end = daemon.running() ? daemon.open_fds() : 0;
     stop = true;

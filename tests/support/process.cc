@@ -142,8 +142,11 @@ long Process::rss_kib() const {
     return 0;
 }
 
-double Process::cpu_seconds() const {
-    std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+namespace {
+
+// User + system CPU of a /proc stat file (a process's or a thread's), in seconds.
+double cpu_seconds_in(const std::filesystem::path& stat_path) {
+    std::ifstream stat(stat_path);
     std::string line;
     std::getline(stat, line);
     // After the command's name (in parentheses, may hold spaces): fields 3.. of proc(5);
@@ -155,6 +158,23 @@ double Process::cpu_seconds() const {
         if (i >= 14) ticks += std::stod(field);
     }
     return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+}  // namespace
+
+double Process::cpu_seconds() const {
+    return cpu_seconds_in("/proc/" + std::to_string(pid_) + "/stat");
+}
+
+double Process::thread_cpu_seconds(const std::string& name) const {
+    std::error_code ec;
+    const std::filesystem::path tasks = "/proc/" + std::to_string(pid_) + "/task";
+    for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
+        std::string comm;
+        std::getline(std::ifstream(task.path() / "comm"), comm);
+        if (comm == name) return cpu_seconds_in(task.path() / "stat");
+    }
+    return -1;
 }
 
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout,

@@ -51,9 +51,11 @@ class Process {
     int wait(std::chrono::milliseconds timeout,
              std::chrono::milliseconds poll = std::chrono::milliseconds(20));
     bool running();
-    int open_fds() const;  // descriptors in /proc/PID/fd
-    long rss_kib() const;  // resident memory, /proc/PID/status VmRSS
+    int open_fds() const;        // descriptors in /proc/PID/fd
+    long rss_kib() const;        // resident memory, /proc/PID/status VmRSS
     double cpu_seconds() const;  // user + system CPU so far, /proc/PID/stat
+    // The same for its thread of this name (/proc/PID/task/*/comm); -1 when it has none.
+    double thread_cpu_seconds(const std::string& name) const;
 
   private:
     pid_t pid_ = -1;

@@ -20,30 +20,14 @@ export interface Frame {
 // Folded text into a tree under one root "all". Lines that do not end in a number are skipped
 // (a comment or a blank line).
 export function parseFolded(text: string): Frame {
-  const root: Frame = { name: "all", value: 0, self: 0, children: [] };
-  const index = new Map<Frame, Map<string, Frame>>();
+  const stacks: Stack[] = [];
   for (const line of text.split("\n")) {
     const m = /^(.*\S)\s+([0-9.eE+-]+)\s*$/.exec(line);
     if (!m) continue;
     const value = Number(m[2]);
-    if (!Number.isFinite(value) || value <= 0) continue;
-    let node = root;
-    root.value += value;
-    for (const name of m[1].split(";")) {
-      let children = index.get(node);
-      if (!children) index.set(node, (children = new Map<string, Frame>()));
-      let child = children.get(name);
-      if (!child) {
-        child = { name, value: 0, self: 0, children: [] };
-        children.set(name, child);
-        node.children.push(child);
-      }
-      child.value += value;
-      node = child;
-    }
-    node.self += value;
+    if (Number.isFinite(value) && value > 0) stacks.push({ path: m[1].split(";"), value });
   }
-  return root;
+  return treeOf("all", stacks);
 }
 
 // Differential: b's stacks, each frame carrying the change of its time (with what it calls)
@@ -150,80 +134,87 @@ export function drawFlameGraph(
     svg?.setAttribute("role", "img");
     svg?.setAttribute("aria-label", diff ? "differential flame graph" : "flame graph");
   };
-  const render = (shown: Frame, byName: boolean) => {
-    replace(canvas);
-    draw(shown, byName, canvas);
-  };
-  render(tree, true);
-  // speedscope's views of the same stacks: widest first ("left heavy"), and inverted (each
-  // function at the top with its callers below: where a hot function is called from).
-  if (!diff) {
-    const view = h(
-      "select",
-      { "aria-label": "Flame graph view", class: "flame-view" },
-      h("option", { value: "top-down" }, "callers above (by name)"),
-      h("option", { value: "left-heavy" }, "left heavy (widest first)"),
-      h("option", { value: "inverted" }, "inverted (callers below)"),
-      h("option", { value: "sandwich" }, "sandwich (callers and callees of the focus match)"),
-    ) as HTMLSelectElement;
-    const filter = (name: keyof StackFilter, hint: string) =>
-      h("input", {
-        type: "search",
-        name,
-        class: `flame-${name}`,
-        placeholder: `${name} (regex)`,
-        title: hint,
-        "aria-label": `${name}: ${hint}`,
-      }) as HTMLInputElement;
-    const focus = filter("focus", "keep only the stacks through a matching function");
-    const ignore = filter("ignore", "drop the stacks through a matching function");
-    const hide = filter("hide", "take matching functions out of the stacks");
-    const redraw = () => {
-      let shown: Frame;
-      try {
-        shown = filterStacks(tree, { focus: focus.value, ignore: ignore.value, hide: hide.value });
-      } catch (e) {
-        replace(canvas, alertText(`Not a regular expression: ${(e as Error).message}`));
-        return;
-      }
-      if (shown.value <= 0) {
-        replace(canvas, h("p", { class: "muted" }, "No stacks pass these filters."));
-        return;
-      }
-      if (view.value === "sandwich") {
-        const name = busiestMatch(shown, focus.value);
-        if (!name) {
-          replace(canvas, h("p", { class: "muted" }, "Type a function in focus: its sandwich."));
-          return;
-        }
-        const { callers, callees } = sandwich(shown, name);
-        const above = h("div", { class: "sandwich-callers" });
-        const below = h("div", { class: "sandwich-callees" });
-        replace(
-          canvas,
-          h("h4", {}, `Callers of ${name} (below it)`),
-          above,
-          h("h4", {}, `Callees of ${name} (below it)`),
-          below,
-        );
-        draw(leftHeavy(callers), false, above);
-        draw(leftHeavy(callees), false, below);
-        return;
-      }
-      if (view.value === "left-heavy") render(leftHeavy(shown), false);
-      else if (view.value === "inverted") render(leftHeavy(invertedTree(shown)), false);
-      else render(shown, true);
-    };
-    view.addEventListener("change", redraw);
-    for (const input of [focus, ignore, hide]) input.addEventListener("change", redraw);
-    box.querySelector(".flame-tools")?.append(view, focus, ignore, hide);
-  }
+  replace(canvas);
+  draw(tree, true, canvas);
+  if (!diff) box.querySelector(".flame-tools")?.append(...stackViews(tree, canvas, draw));
   // The library takes a regular expression: the user's text is matched literally.
   const literal = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   search.addEventListener("input", () =>
     search.value.trim() ? chart?.search(literal(search.value.trim())) : chart?.clear(),
   );
   reset.addEventListener("click", () => chart?.resetZoom());
+}
+
+// The controls of speedscope's views of the same stacks (widest first, inverted, a function's
+// sandwich) and pprof's filters (focus, ignore, hide), each redrawing `canvas` with `draw`.
+function stackViews(
+  tree: Frame,
+  canvas: HTMLElement,
+  draw: (shown: Frame, byName: boolean, into: HTMLElement) => void,
+): HTMLElement[] {
+  const render = (shown: Frame, byName: boolean) => {
+    replace(canvas);
+    draw(shown, byName, canvas);
+  };
+  const view = h(
+    "select",
+    { "aria-label": "Flame graph view", class: "flame-view" },
+    h("option", { value: "top-down" }, "callers above (by name)"),
+    h("option", { value: "left-heavy" }, "left heavy (widest first)"),
+    h("option", { value: "inverted" }, "inverted (callers below)"),
+    h("option", { value: "sandwich" }, "sandwich (callers and callees of the focus match)"),
+  ) as HTMLSelectElement;
+  const filter = (name: keyof StackFilter, hint: string) =>
+    h("input", {
+      type: "search",
+      name,
+      class: `flame-${name}`,
+      placeholder: `${name} (regex)`,
+      title: hint,
+      "aria-label": `${name}: ${hint}`,
+    }) as HTMLInputElement;
+  const focus = filter("focus", "keep only the stacks through a matching function");
+  const ignore = filter("ignore", "drop the stacks through a matching function");
+  const hide = filter("hide", "take matching functions out of the stacks");
+  const redraw = () => {
+    let shown: Frame;
+    try {
+      shown = filterStacks(tree, { focus: focus.value, ignore: ignore.value, hide: hide.value });
+    } catch (e) {
+      replace(canvas, alertText(`Not a regular expression: ${(e as Error).message}`));
+      return;
+    }
+    if (shown.value <= 0) {
+      replace(canvas, h("p", { class: "muted" }, "No stacks pass these filters."));
+      return;
+    }
+    if (view.value === "sandwich") {
+      const name = busiestMatch(shown, focus.value);
+      if (!name) {
+        replace(canvas, h("p", { class: "muted" }, "Type a function in focus: its sandwich."));
+        return;
+      }
+      const { callers, callees } = sandwich(shown, name);
+      const above = h("div", { class: "sandwich-callers" });
+      const below = h("div", { class: "sandwich-callees" });
+      replace(
+        canvas,
+        h("h4", {}, `Callers of ${name} (below it)`),
+        above,
+        h("h4", {}, `Callees of ${name} (below it)`),
+        below,
+      );
+      draw(leftHeavy(callers), false, above);
+      draw(leftHeavy(callees), false, below);
+      return;
+    }
+    if (view.value === "left-heavy") render(leftHeavy(shown), false);
+    else if (view.value === "inverted") render(leftHeavy(invertedTree(shown)), false);
+    else render(shown, true);
+  };
+  view.addEventListener("change", redraw);
+  for (const input of [focus, ignore, hide]) input.addEventListener("change", redraw);
+  return [view, focus, ignore, hide];
 }
 
 // The tree with every frame's children widest first (ties by name): speedscope's left heavy.
@@ -236,9 +227,15 @@ export function leftHeavy(tree: Frame): Frame {
   };
 }
 
-// Every stack of the tree as (path below the root, samples ending there).
-function stacksOf(tree: Frame): { path: string[]; value: number }[] {
-  const out: { path: string[]; value: number }[] = [];
+// A stack: its frames below the root, and the samples that end there.
+interface Stack {
+  path: string[];
+  value: number;
+}
+
+// Every stack of the tree.
+function stacksOf(tree: Frame): Stack[] {
+  const out: Stack[] = [];
   const walk = (node: Frame, path: string[]) => {
     if (node.self > 0) out.push({ path, value: node.self });
     for (const c of node.children) walk(c, [...path, c.name]);
@@ -247,14 +244,22 @@ function stacksOf(tree: Frame): { path: string[]; value: number }[] {
   return out;
 }
 
-function treeOf(name: string, stacks: { path: string[]; value: number }[]): Frame {
+// Stacks (paths below the root, samples ending there) into a tree under a root `name`.
+function treeOf(name: string, stacks: Stack[]): Frame {
   const root: Frame = { name, value: 0, self: 0, children: [] };
+  const index = new Map<Frame, Map<string, Frame>>();
   for (const { path, value } of stacks) {
     let node = root;
     root.value += value;
     for (const frame of path) {
-      let child = node.children.find((c) => c.name === frame);
-      if (!child) node.children.push((child = { name: frame, value: 0, self: 0, children: [] }));
+      let children = index.get(node);
+      if (!children) index.set(node, (children = new Map<string, Frame>()));
+      let child = children.get(frame);
+      if (!child) {
+        child = { name: frame, value: 0, self: 0, children: [] };
+        children.set(frame, child);
+        node.children.push(child);
+      }
       child.value += value;
       node = child;
     }
@@ -287,8 +292,8 @@ export function filterStacks(tree: Frame, f: StackFilter): Frame {
 // back to the root) and its callees (each path from it on), each a tree rooted at it. A
 // recursive function is cut at its outermost frame, so no sample counts twice.
 export function sandwich(tree: Frame, name: string): { callers: Frame; callees: Frame } {
-  const up: { path: string[]; value: number }[] = [];
-  const down: { path: string[]; value: number }[] = [];
+  const up: Stack[] = [];
+  const down: Stack[] = [];
   for (const { path, value } of stacksOf(tree)) {
     const at = path.indexOf(name);
     if (at < 0) continue;
