@@ -19,6 +19,7 @@ Exit 0 when everything holds, 1 otherwise.
 """
 
 import datetime
+import glob
 import os
 import re
 import subprocess
@@ -59,6 +60,13 @@ def matches(key, source_key):
     return key.startswith(source_key) if source_key.endswith(".") else key == source_key
 
 
+def executed_units(log):
+    """libFuzzer's final count of inputs run, from -print_final_stats=1; None if the log has none."""
+    with open(log, errors="replace") as f:
+        found = re.findall(r"stat::number_of_executed_units:\s*(\d+)", f.read())
+    return int(found[-1]) if found else None
+
+
 def measured(junit_files, fuzz_logs):
     """{key: (value, build)} from the JUnit files' outputs and the fuzzers' logs."""
     out = {}
@@ -72,11 +80,16 @@ def measured(junit_files, fuzz_logs):
                 out[key] = (value, build or "-")
     if fuzz_logs and os.path.isdir(fuzz_logs):
         units, targets = 0, 0
+        # tests/fuzz/run.sh keeps <target>.log beside <target>/, the directory libFuzzer runs
+        # in (its workers' fuzz-N.log when -jobs > 1): a target's count is the sum over its logs.
         for name in sorted(os.listdir(fuzz_logs)):
-            with open(os.path.join(fuzz_logs, name), errors="replace") as f:
-                found = re.findall(r"stat::number_of_executed_units:\s*(\d+)", f.read())
-            if found:
-                units += int(found[-1])
+            if not name.endswith(".log") or os.path.isdir(os.path.join(fuzz_logs, name)):
+                continue
+            workers = glob.glob(os.path.join(fuzz_logs, name[:-4], "*.log"))
+            counted = [c for c in map(executed_units, [os.path.join(fuzz_logs, name)] + workers)
+                       if c is not None]
+            if counted:
+                units += sum(counted)
                 targets += 1
         if targets:
             out["fuzzing.inputs"] = (f"{units:,} inputs over {targets} targets".replace(",", " "),
@@ -177,6 +190,17 @@ def self_test():
             if not problems(root):
                 print(f"self-test: the planted fault '{name}' was not found")
                 return 1
+    with tempfile.TemporaryDirectory() as logs:  # the layout tests/fuzz/run.sh leaves
+        for target, units in (("api", 5), ("gmon", 7)):
+            os.makedirs(os.path.join(logs, target))
+            with open(os.path.join(logs, target + ".log"), "w") as f:
+                f.write(f"stat::number_of_executed_units: {units}\n")
+        with open(os.path.join(logs, "gmon", "fuzz-0.log"), "w") as f:
+            f.write("stat::number_of_executed_units: 11\n")
+        got = measured([], logs).get("fuzzing.inputs", ("",))[0]
+        if got != "23 inputs over 2 targets":
+            print(f"self-test: the fuzzers' logs read as '{got}', not '23 inputs over 2 targets'")
+            return 1
     print("self-test: every planted fault found")
     return 0
 
