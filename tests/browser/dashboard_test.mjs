@@ -478,7 +478,7 @@ test("firmware: an ELF uploads and a capture imports into a session", async () =
 const thesis = process.env.RACKPROF_SHARED_DATA ?? path.resolve(source, "../shared/data/thesis");
 // speedscope's views of the flame graph: the icicle top-down (main above alpha above beta
 // above gamma), and inverted (gamma, where the time went, on top with its callers below).
-test("profile: the flame graph's left-heavy, inverted and sandwich views, pprof's focus, ignore and hide there and focus and hide on the call graph", async () => {
+test("profile: the flame graph's left-heavy, inverted and sandwich views, pprof's focus, ignore and hide on both graphs, the call graph's pan and zoom, hover figures", async () => {
   const { page, errors, close } = await open(`/sessions/${sessions.a}`);
   await page.waitForSelector("#flame-graph svg g.frame");
   // d3 lays the frames out on its next animation frame: wait until they stand at several depths.
@@ -500,6 +500,9 @@ test("profile: the flame graph's left-heavy, inverted and sandwich views, pprof'
   await settled();
   const down = await depth();
   assert.ok(down.main < down.alpha && down.alpha < down.beta && down.beta < down.gamma, JSON.stringify(down));
+  // speedscope's hover: a frame's figures appear under the flame graph when the pointer is on it.
+  await page.hover("#flame-graph svg g.frame[name^='gamma']");
+  await page.waitForFunction(() => /^gamma: [\d.]+ % \(/.test(document.querySelector("#flame-graph .flame-details")?.textContent ?? ""));
   await page.selectOption("#flame-graph select.flame-view", "inverted");
   await settled();
   // Inverted: every function with time of its own at the top, gamma the widest, and right below
@@ -546,6 +549,40 @@ test("profile: the flame graph's left-heavy, inverted and sandwich views, pprof'
   await page.press(".graph-tools input.graph-hide", "Enter");
   await page.waitForFunction(() => ![...document.querySelectorAll("#call-graph svg g.node title")].some((t) => t.textContent === "ping"));
   assert.deepEqual(await graphNodes(), ["alpha", "beta", "factorial", "gamma", "main"]);
+  // ignore: alpha goes, and beta and gamma, which only alpha's calls reach, with it.
+  await page.fill(".graph-tools input.graph-hide", "");
+  await page.fill(".graph-tools input.graph-ignore", "^alpha$");
+  await page.press(".graph-tools input.graph-ignore", "Enter");
+  await page.waitForFunction(() => ![...document.querySelectorAll("#call-graph svg g.node title")].some((t) => t.textContent === "alpha"));
+  assert.deepEqual(await graphNodes(), ["factorial", "main", "ping", "pong"]);
+  await page.fill(".graph-tools input.graph-ignore", "");
+  await page.press(".graph-tools input.graph-ignore", "Enter");
+  await page.waitForFunction(() => document.querySelectorAll("#call-graph svg g.node").length === 7);
+  // Pan and zoom as a person would: the wheel zooms in about the pointer, a drag pans, "+"
+  // zooms further, Fit shows the whole graph again, and a click on a node still selects it.
+  const viewport = () => page.$eval("#call-graph svg g.viewport", (g) => g.getAttribute("transform") ?? "");
+  const scale = (t) => Number(/scale\(([-\d.e]+)\)/.exec(t)?.[1] ?? 1);
+  const shift = (t) => (/translate\(([-\d.e]+),\s*([-\d.e]+)\)/.exec(t) ?? [0, 0, 0]).slice(1).map(Number);
+  const box = await page.$eval("#call-graph svg", (svg) => { const r = svg.getBoundingClientRect(); return { x: r.x, y: r.y, w: r.width, h: r.height }; });
+  await page.mouse.move(box.x + box.w / 2, box.y + box.h / 2);
+  await page.mouse.wheel(0, -400);
+  await page.waitForFunction(() => /scale/.test(document.querySelector("#call-graph svg g.viewport")?.getAttribute("transform") ?? ""));
+  const zoomed = await viewport();
+  assert.ok(scale(zoomed) > 1.2, zoomed);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.w / 2 + 80, box.y + box.h / 2 + 40, { steps: 5 });
+  await page.mouse.up();
+  const panned = await viewport();
+  // The drawing follows the pointer: 80 by 40 px, in the viewBox's units (its scale to pixels).
+  const [dx, dy] = [0, 1].map((i) => shift(panned)[i] - shift(zoomed)[i]);
+  assert.ok(dx > 0 && dy > 0 && Math.abs(dx / dy - 2) < 0.2, `${zoomed} -> ${panned}`);
+  await page.click(".graph-tools button.graph-view[title='zoom in']");
+  await page.waitForFunction((before) => document.querySelector("#call-graph svg g.viewport")?.getAttribute("transform") !== before, panned);
+  assert.ok(scale(await viewport()) > scale(panned) * 1.4);
+  await page.click(".graph-tools button.graph-view[title='the whole graph']");
+  await page.waitForFunction(() => document.querySelector("#call-graph svg g.viewport")?.getAttribute("transform") === "translate(0,0) scale(1)");
+  await page.click("#call-graph svg g.node:has(title:text-is('gamma'))");
+  await page.waitForFunction(() => document.querySelector("#focus h3")?.textContent?.startsWith("gamma"));
   // speedscope's sandwich of beta: its callers (alpha, then main) and its callee (gamma).
   await page.fill("#flame-graph input.flame-hide", "");
   await page.fill("#flame-graph input.flame-ignore", "");

@@ -198,4 +198,24 @@ describe("the drawing's focus and hide", () => {
     expect(nodes(hidden)).toEqual(["beta", "main"]);
     expect(hidden).not.toContain("->");
   });
+  it("ignore drops the matches and what is called only through them", () => {
+    expect(nodes(callGraphDot(chain, 1, undefined, { ignore: "^beta$" }))).toEqual([
+      "alpha",
+      "main",
+    ]);
+    // gamma is also called by main directly: it stays when beta's way to it is ignored.
+    const diamond = chain.map((e) =>
+      e.name === "main"
+        ? { ...e, children: [...(e.children ?? []), line("gamma", 4, 1, 6)] }
+        : e.name === "gamma"
+          ? { ...e, parents: [...(e.parents ?? []), line("main", 1, 1, 6)] }
+          : e,
+    );
+    expect(nodes(callGraphDot(diamond, 1, undefined, { ignore: "^beta$" }))).toEqual([
+      "alpha",
+      "gamma",
+      "main",
+    ]);
+    expect(nodes(callGraphDot(diamond, 1, undefined, { ignore: "^main$" }))).toEqual([]);
+  });
 });

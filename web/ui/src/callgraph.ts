@@ -60,10 +60,30 @@ export function gprofLineCells(e: GraphEntry, l: GraphLine): [string, string, st
 }
 
 // pprof's filters on the graph, regular expressions on function names (empty: off): focus
-// keeps the matching functions with their callers and callees, hide drops the matching ones.
+// keeps the matching functions with their callers and callees, ignore drops the matching ones
+// with what is called only through them, hide drops the matching ones alone.
 export interface GraphFilter {
   focus?: string;
+  ignore?: string;
   hide?: string;
+}
+
+// The functions reached from a root (no caller but itself, or called spontaneously) along arcs
+// that do not enter a function `ignored` matches.
+function reachedAvoiding(entries: GraphEntry[], ignored: RegExp): Set<string> {
+  const byName = new Map(entries.map((e) => [e.name, e]));
+  const isRoot = (e: GraphEntry) =>
+    e.spontaneous || !(e.parents ?? []).some((p) => p.index !== e.index);
+  const todo = entries.filter((e) => isRoot(e) && !ignored.test(e.name)).map((e) => e.name);
+  const reached = new Set(todo);
+  for (let name = todo.pop(); name !== undefined; name = todo.pop()) {
+    for (const c of byName.get(name)?.children ?? []) {
+      if (reached.has(c.name) || ignored.test(c.name)) continue;
+      reached.add(c.name);
+      todo.push(c.name);
+    }
+  }
+  return reached;
 }
 
 export function callGraphDot(
@@ -74,6 +94,7 @@ export function callGraphDot(
 ): string {
   const re = (text?: string) => (text?.trim() ? new RegExp(text.trim()) : undefined);
   const focus = re(filter.focus);
+  const ignore = re(filter.ignore);
   const hide = re(filter.hide);
   const near = new Set<string>();
   for (const e of entries) {
@@ -81,8 +102,13 @@ export function callGraphDot(
     near.add(e.name);
     for (const l of [...(e.parents ?? []), ...(e.children ?? [])]) near.add(l.name);
   }
+  const kept = ignore ? reachedAvoiding(entries, ignore) : undefined;
   const functions = entries.filter(
-    (e) => (e.cycle === null || !e.members) && (!focus || near.has(e.name)) && !hide?.test(e.name),
+    (e) =>
+      (e.cycle === null || !e.members) &&
+      (!focus || near.has(e.name)) &&
+      (!kept || kept.has(e.name)) &&
+      !hide?.test(e.name),
   );
   const shown = [...functions]
     .sort((a, b) => b.percent - a.percent || b.called - a.called)

@@ -42,3 +42,22 @@ declare module "d3-selection" {
   }
   export function select(el: Element): Selection;
 }
+
+declare module "d3-zoom" {
+  import type { Selection } from "d3-selection";
+  export interface ZoomTransform {
+    readonly k: number;
+    readonly x: number;
+    readonly y: number;
+    toString(): string;
+  }
+  export interface ZoomBehavior {
+    (selection: Selection): void;
+    scaleExtent(extent: [number, number]): ZoomBehavior;
+    on(type: "zoom", listener: (event: { transform: ZoomTransform }) => void): ZoomBehavior;
+    scaleBy(selection: Selection, factor: number): void;
+    transform(selection: Selection, transform: ZoomTransform): void;
+  }
+  export function zoom(): ZoomBehavior;
+  export const zoomIdentity: ZoomTransform;
+}

@@ -47,6 +47,7 @@ import {
 } from "../callgraph";
 import { navigate } from "../router";
 import { drawFlameGraph, drawStacks, flameBox, parseFolded } from "../flamegraph";
+import { panZoom, type PanZoom } from "../panzoom";
 
 // A column of the flat table: any field of a row but the interval in seconds and the source
 // line (not shown).
@@ -168,6 +169,7 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     { class: "graph", id: "call-graph" },
     h("p", { class: "muted" }, "Laying out the call graph…"),
   );
+  let view: PanZoom | undefined; // the drawn graph's pan and zoom
   let sort: Sort<Key> = { key: "percent", descending: true };
   let selected = profile.flat[0]?.name;
 
@@ -315,16 +317,18 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
       const svg = await renderCallGraph(
         callGraphDot(profile.call_graph, profile.total_seconds, selected, {
           focus: graphFocus.value,
+          ignore: graphIgnore.value,
           hide: graphHide.value,
         }),
       );
       svg.setAttribute("role", "img");
-      svg.setAttribute("aria-label", "call graph");
+      svg.setAttribute("aria-label", "call graph (wheel to zoom, drag to pan)");
       for (const node of svg.querySelectorAll<SVGGElement>("g.node")) {
         const name = node.querySelector("title")?.textContent ?? "";
         node.addEventListener("click", () => select(name));
       }
       replace(graph, svg);
+      view = panZoom(svg);
     } catch (e) {
       replace(graph, alertText(`The call graph could not be drawn: ${(e as Error).message}`));
     }
@@ -400,11 +404,33 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     return input;
   };
   const graphFocus = graphInput("focus", "the matching functions with their callers and callees");
+  const graphIgnore = graphInput(
+    "ignore",
+    "leave out the matching functions and what only they call",
+  );
   const graphHide = graphInput("hide", "leave the matching functions out");
+  const viewButton = (label: string, title: string, act: (v: PanZoom) => void) =>
+    h(
+      "button",
+      { type: "button", class: "graph-view", title, onclick: () => view && act(view) },
+      label,
+    );
   const graphSection = section(
     "h-graph",
     "Call graph",
-    h("div", { class: "graph-tools" }, graphFocus, " ", graphHide),
+    h(
+      "div",
+      { class: "graph-tools" },
+      graphFocus,
+      " ",
+      graphIgnore,
+      " ",
+      graphHide,
+      " ",
+      viewButton("+", "zoom in", (v) => v.zoomBy(1.5)),
+      viewButton("−", "zoom out", (v) => v.zoomBy(1 / 1.5)),
+      viewButton("Fit", "the whole graph", (v) => v.reset()),
+    ),
     h("div", { class: "grid graph-pair" }, graph, focus),
   );
   const flameSection = section(
