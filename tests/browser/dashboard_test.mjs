@@ -8,7 +8,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { eventually, launchBrowser, rackprofIn, source, startDaemon } from "./daemon.mjs";
+import { binary, eventually, launchBrowser, rackprofIn, source, startDaemon } from "./daemon.mjs";
 import { artifacts, chromium, openPage, requireBrowser, screenshot, serverConfig, skipper, tearDown } from "./harness.mjs";
 
 const skip = skipper("browser tests");
@@ -299,6 +299,32 @@ test("profile: only the busiest call-graph entries come with the page; others on
   await close();
 });
 
+// gprof -b's call graph, one line per caller, entry or callee, spaces collapsed.
+const gprofCallGraph = (report) =>
+  report
+    .slice(report.indexOf("index % time"), report.indexOf("Index by function name"))
+    .split("\n")
+    .slice(1)
+    .filter((l) => l.trim() && !/^-+$/.test(l.trim()))
+    .map((l) => l.trim().replace(/\s+/g, " "));
+
+// The dashboard's "as gprof prints it" table read the same way (the overhead tags left out).
+async function shownCallGraph(page) {
+  await page.waitForSelector("#call-graph-table tbody tr.primary");
+  return page.$$eval("#call-graph-table tbody tr", (rows) =>
+    rows.map((r) =>
+      [...r.children]
+        .map((cell) => {
+          const copy = cell.cloneNode(true);
+          copy.querySelectorAll(".tag").forEach((t) => t.remove());
+          return copy.textContent.trim();
+        })
+        .filter((t) => t)
+        .join(" "),
+    ),
+  );
+}
+
 test("the gmon.out button downloads a file arm-none-eabi-gprof reads", async () => {
   const { page, errors, close } = await open(`/sessions/${sessions.a}`);
   const [download] = await Promise.all([page.waitForEvent("download"), page.click('a.download[data-kind="gmon.out"]')]);
@@ -312,25 +338,8 @@ test("the gmon.out button downloads a file arm-none-eabi-gprof reads", async () 
   // The dashboard's "as gprof prints it" table is gprof's call graph, line for line: the model
   // has a recursive function (factorial) and a cycle (ping and pong), where gprof leaves times
   // blank, prints a count alone and tags names with their cycle.
-  const gprofLines = report
-    .slice(report.indexOf("index % time"), report.indexOf("Index by function name"))
-    .split("\n")
-    .slice(1)
-    .filter((l) => l.trim() && !/^-+$/.test(l.trim()))
-    .map((l) => l.trim().replace(/\s+/g, " "));
-  await page.waitForSelector("#call-graph-table tbody tr.primary");
-  const shownLines = await page.$$eval("#call-graph-table tbody tr", (rows) =>
-    rows.map((r) =>
-      [...r.children]
-        .map((cell) => {
-          const copy = cell.cloneNode(true);
-          copy.querySelectorAll(".tag").forEach((t) => t.remove());
-          return copy.textContent.trim();
-        })
-        .filter((t) => t)
-        .join(" "),
-    ),
-  );
+  const gprofLines = gprofCallGraph(report);
+  const shownLines = await shownCallGraph(page);
   assert.ok(gprofLines.some((l) => /<cycle 1 as a whole>/.test(l)) && gprofLines.some((l) => /\+\d+ +factorial/.test(l)), report);
   assert.deepEqual(shownLines, gprofLines);
   // The focus panel says the same: pong's calls of ping are within the cycle, not "n/m".
@@ -652,6 +661,37 @@ test("real firmware: profiler-runtime functions marked as overhead, figures as g
   const marked = await page.$$eval("#flat tbody tr.overhead button.fn", (b) => b.map((x) => x.textContent).sort());
   assert.deepEqual(marked, ["__gnu_mcount_nc", "_mcount_internal"]);
   await screenshot(page, "profile-thesis");
+  assert.deepEqual(errors, []);
+  await close();
+});
+
+// Real firmware in QEMU: target-fw's nested example (a -pg timer interrupt preempting -pg calls,
+// so spontaneous callers and the profiler's own functions), the table line for line as gprof -b
+// prints the gmon.out the page downloads.
+test("real firmware: the nested example's call-graph table is gprof's, line for line", async (t) => {
+  const qemu = (() => {
+    try {
+      return execFileSync("sh", ["-c", "command -v qemu-system-arm"]).toString().trim();
+    } catch {
+      return "";
+    }
+  })();
+  if (!qemu || !fs.existsSync(path.join(path.dirname(binary), "target-fw", "nested-mps2-an385-framed.elf"))) {
+    console.log("SKIP the nested-firmware browser test: qemu-system-arm or the built target-fw is missing (./setup.sh; cmake --build build)");
+    t.skip("qemu-system-arm or target-fw missing");
+    return;
+  }
+  rackprof("demo", "--qemu", "--example", "nested", "--dir", "nested");
+  const firmware = await api("PUT", "/api/v1/firmware", fs.readFileSync(path.join(dir, "nested", "firmware.elf")));
+  const session = await api("POST", `/api/v1/sessions/import?format=bin&protocol=framed&board=nested&firmware=${firmware.id}`, fs.readFileSync(path.join(dir, "nested", "capture.bin")));
+  const { page, errors, close } = await open(`/sessions/${session.id}`);
+  const [download] = await Promise.all([page.waitForEvent("download"), page.click('a.download[data-kind="gmon.out"]')]);
+  const file = path.join(dir, "nested-downloaded.gmon.out");
+  await download.saveAs(file);
+  const report = execFileSync(gprof, ["-b", path.join(dir, "nested", "firmware.elf"), file]).toString();
+  const gprofLines = gprofCallGraph(report);
+  assert.ok(gprofLines.some((l) => /<spontaneous>/.test(l)) && gprofLines.some((l) => /\b3000\/3000 +work \[/.test(l)), report);
+  assert.deepEqual(await shownCallGraph(page), gprofLines);
   assert.deepEqual(errors, []);
   await close();
 });
