@@ -1,7 +1,7 @@
 #include "gmon/tiva_report.h"
 
 #include <array>
-#include <charconv>
+#include <optional>
 #include <string>
 
 namespace rackprof::gmon {
@@ -9,6 +9,7 @@ namespace {
 
 constexpr std::string_view kDone = "DONE COLLECTING (";
 constexpr std::string_view kOutOfRange = "ERROR: (Current PC / 64)";
+constexpr std::uint32_t kMaxBins = 1u << 20;
 
 std::string_view trimmed(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -17,35 +18,111 @@ std::string_view trimmed(std::string_view s) {
     return s;
 }
 
-// The seven fields of a CSV line as numbers; false when it is not seven unsigned numbers.
-bool seven_numbers(std::string_view line, std::array<std::uint64_t, 7>& out) {
-    std::size_t field = 0;
+// printf's "%d", "%+07d" or "%04u": an optional sign, then decimal digits (leading zeros fine).
+std::optional<std::int64_t> signed_number(std::string_view text) {
+    bool negative = false;
+    if (!text.empty() && (text.front() == '+' || text.front() == '-')) {
+        negative = text.front() == '-';
+        text.remove_prefix(1);
+    }
+    if (text.empty() || text.size() > 18) return std::nullopt;  // 18 digits fit int64_t
+    std::int64_t value = 0;
+    for (const char c : text) {
+        if (c < '0' || c > '9') return std::nullopt;
+        value = value * 10 + (c - '0');
+    }
+    return negative ? -value : value;
+}
+
+// A ReportData item's CSV line: its fields as numbers (6 without the type flag, 7 with it).
+struct Item {
+    std::array<std::int64_t, 7> field{};
+    std::size_t fields = 0;
+    std::int64_t name() const { return field[1]; }
+    std::int64_t bin() const { return field[fields - 4]; }    // ReportValue_0
+    std::int64_t count() const { return field[fields - 3]; }  // ReportValue_1
+};
+
+std::optional<Item> item_of(std::string_view line) {
+    Item item;
     while (true) {
         const auto comma = line.find(',');
-        const std::string_view text = trimmed(line.substr(0, comma));
-        if (field == out.size() || text.empty()) return false;
-        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out[field]);
-        if (ec != std::errc() || end != text.data() + text.size()) return false;
-        ++field;
+        if (item.fields == item.field.size()) return std::nullopt;
+        const auto value = signed_number(trimmed(line.substr(0, comma)));
+        if (!value) return std::nullopt;
+        item.field[item.fields++] = *value;
         if (comma == std::string_view::npos) break;
         line.remove_prefix(comma + 1);
     }
-    return field == out.size();
+    if (item.fields < 6) return std::nullopt;
+    return item;
 }
 
-// A line that claims to be a bin (its second field is 42) whatever its other fields are.
+// A line that claims to be a bin (its second field is 42, however padded) whatever the rest is.
 bool names_report_42(std::string_view line) {
     const auto comma = line.find(',');
     if (comma == std::string_view::npos) return false;
     const auto next = line.find(',', comma + 1);
-    return trimmed(line.substr(comma + 1,
-                               next == std::string_view::npos ? next : next - comma - 1)) == "42";
+    const auto name = signed_number(
+        trimmed(line.substr(comma + 1, next == std::string_view::npos ? next : next - comma - 1)));
+    return name == static_cast<std::int64_t>(kTivaReportName);
+}
+
+// "DONE COLLECTING (7)- BEGIN OUTPUT" -> 7 (0 when the number cannot be read).
+std::uint64_t done_number(std::string_view line) {
+    line.remove_prefix(kDone.size());
+    const auto n = signed_number(line.substr(0, line.find(')')));
+    return n && *n > 0 ? static_cast<std::uint64_t>(*n) : 0;
 }
 
 [[noreturn]] void fail(std::size_t line_number, const std::string& why) {
     throw TivaFormatError("Tiva binned PC report, line " + std::to_string(line_number) + ": " +
                           why);
 }
+
+// Reports as the lines come: a DONE COLLECTING line or a bin not above the last one begins
+// the next report; a bin skipped over is missing from its report.
+class Reader {
+  public:
+    explicit Reader(TivaReport& r) : r_(r) {}
+
+    void done_line(std::uint64_t number) {
+        close();
+        number_ = number;
+    }
+    void bin(std::uint32_t bin, std::uint64_t count, std::size_t line_number) {
+        if (open_ && static_cast<std::int64_t>(bin) <= last_bin_) close();
+        if (!open_) {
+            part_ = TivaSection{};
+            part_.number = number_;
+            part_.first_line = line_number;
+            number_ = 0;
+            open_ = true;
+        }
+        part_.bins_missing += static_cast<std::uint32_t>(bin - last_bin_ - 1);
+        last_bin_ = bin;
+        if (count == 0) return;
+        part_.hits.emplace_back(bin, count);
+        part_.samples += count;
+        r_.counts[bin] += count;
+    }
+    void close() {
+        if (!open_) return;
+        part_.bins_missing += static_cast<std::uint32_t>(r_.shape.bins - 1 - last_bin_);
+        r_.samples += part_.samples;
+        r_.bins_missing += part_.bins_missing;
+        r_.parts.push_back(std::move(part_));
+        open_ = false;
+        last_bin_ = -1;
+    }
+
+  private:
+    TivaReport& r_;
+    TivaSection part_;
+    bool open_ = false;
+    std::int64_t last_bin_ = -1;
+    std::uint64_t number_ = 0;  // of the DONE COLLECTING line before the next report
+};
 
 }  // namespace
 
@@ -56,83 +133,78 @@ bool looks_like_tiva_report(std::span<const std::uint8_t> head) {
     for (int lines = 0; lines < 64 && start < text.size(); ++lines) {
         const auto end = text.find('\n', start);
         if (end == std::string_view::npos) break;  // a line cut by the head's end proves nothing
-        std::array<std::uint64_t, 7> fields{};
-        if (seven_numbers(trimmed(text.substr(start, end - start)), fields) &&
-            fields[1] == kTivaReportName)
-            return true;
+        const auto item = item_of(trimmed(text.substr(start, end - start)));
+        if (item && item->name() == static_cast<std::int64_t>(kTivaReportName)) return true;
         start = end + 1;
     }
     return false;
 }
 
-TivaReport parse_tiva_report(std::string_view text) {
+TivaReport parse_tiva_report(std::string_view text, const TivaShape& shape) {
+    if (shape.bins == 0 || shape.bins > kMaxBins || shape.bin_bytes == 0 || shape.rate == 0)
+        throw TivaFormatError("a Tiva report's shape of " + std::to_string(shape.bins) +
+                              " bins of " + std::to_string(shape.bin_bytes) + " bytes at " +
+                              std::to_string(shape.rate) +
+                              " Hz cannot be (1 to 2^20 bins, bytes and rate above 0)");
     TivaReport r;
-    r.shape = {0, std::uint64_t{kTivaBins} * kTivaBinBytes, kTivaBinBytes, kTivaRate, kTivaBins};
-    r.counts.assign(kTivaBins, 0);
-    std::uint32_t next_bin = 0;    // of the report being read
-    std::size_t report_start = 0;  // the line its first bin was on
+    const std::uint64_t span = std::uint64_t{shape.bins} * shape.bin_bytes;
+    r.shape = {0, span, shape.bin_bytes, shape.rate, shape.bins};
+    r.counts.assign(shape.bins, 0);
+    Reader reader(r);
     std::size_t line_number = 0;
-    std::size_t start = 0;
-    while (start < text.size()) {
+    for (std::size_t start = 0; start < text.size();) {
         const auto newline = text.find('\n', start);
         const auto end = newline == std::string_view::npos ? text.size() : newline;
         const std::string_view line = trimmed(text.substr(start, end - start));
         start = end + 1;
         ++line_number;
-        if (line.empty()) continue;
+        if (line.empty() || line.starts_with("TimeStamp")) continue;  // the CSV header
         if (line.find('\0') != std::string_view::npos) fail(line_number, "binary data, not text");
-        if (line.starts_with(kDone) || line.starts_with("TimeStamp")) {
-            if (next_bin != 0)
-                fail(line_number, "a new report begins after " + std::to_string(next_bin) +
-                                      " of the 512 bins of the one begun on line " +
-                                      std::to_string(report_start));
+        if (line.starts_with(kDone)) {
+            reader.done_line(done_number(line));
             continue;
         }
         if (line.starts_with(kOutOfRange)) {
             ++r.samples_outside;
             continue;
         }
-        std::array<std::uint64_t, 7> f{};
-        if (!seven_numbers(line, f)) {
-            // The file's last line, without its newline: a capture cut short mid-line.
-            if (newline == std::string_view::npos && (next_bin != 0 || names_report_42(line)))
-                fail(line_number, "truncated: the file ends inside a line ('" +
-                                      std::string(line.substr(0, 80)) + "') after " +
-                                      std::to_string(next_bin) + " of the report's 512 bins");
-            if (names_report_42(line))
-                fail(line_number, "a bin line (report 42) is not seven unsigned numbers: '" +
-                                      std::string(line.substr(0, 80)) + "'");
+        const auto item = item_of(line);
+        const bool bin_line = item ? item->name() == static_cast<std::int64_t>(kTivaReportName)
+                                   : names_report_42(line);
+        if (!bin_line) {
             ++r.lines_skipped;
             continue;
         }
-        if (f[1] != kTivaReportName) {
-            ++r.lines_skipped;
+        if (!item || item->bin() < 0 || item->bin() >= static_cast<std::int64_t>(shape.bins) ||
+            item->count() < 0 || item->count() > static_cast<std::int64_t>(UINT32_MAX)) {
+            ++r.lines_unread;  // cut, garbled, or a bin or count no sampler could print
             continue;
         }
-        const std::uint64_t bin = f[3], count = f[4];
-        if (bin >= kTivaBins)
-            fail(line_number, "bin " + std::to_string(bin) + " is past the 512 bins");
-        if (bin != next_bin)
-            fail(line_number, "bin " + std::to_string(bin) + " where bin " +
-                                  std::to_string(next_bin) +
-                                  " was due (bins come in order, each once per report)");
-        if (next_bin == 0) report_start = line_number;
-        if (count > UINT32_MAX)
-            fail(line_number, "a count of " + std::to_string(count) + " does not fit uint32_t");
-        r.counts[bin] += count;
-        r.samples += count;
-        if (++next_bin == kTivaBins) {
-            ++r.reports;
-            next_bin = 0;
-        }
+        reader.bin(static_cast<std::uint32_t>(item->bin()),
+                   static_cast<std::uint64_t>(item->count()), line_number);
     }
-    if (next_bin != 0)
-        fail(line_number, "truncated: the report begun on line " + std::to_string(report_start) +
-                              " ends after " + std::to_string(next_bin) + " of its 512 bins");
+    reader.close();
+    r.reports = r.parts.size();
     if (r.reports == 0)
         throw TivaFormatError(
-            "not a Tiva binned PC report: no bin lines (TimeStamp,42,0,BIN,COUNT,0,0)");
+            "not a Tiva binned PC report: no readable bin lines (TimeStamp,42,0,BIN,COUNT,0,0 "
+            "or TimeStamp,0042,+BIN,+COUNT,+0,+0)" +
+            (r.lines_unread ? " among " + std::to_string(r.lines_unread) + " lines of report 42"
+                            : std::string()));
     return r;
+}
+
+TivaReport only_report(const TivaReport& all, std::size_t index) {
+    TivaReport one;
+    one.shape = all.shape;
+    one.counts.assign(all.counts.size(), 0);
+    const TivaSection& part = all.parts.at(index);
+    for (const auto& [bin, count] : part.hits) one.counts[bin] = count;
+    one.parts = {part};
+    one.reports = 1;
+    one.samples = part.samples;
+    one.bins_missing = part.bins_missing;
+    return one;
 }
 
 }  // namespace rackprof::gmon

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <map>
 #include <string>
 
@@ -84,38 +85,117 @@ TEST_CASE("detection: by a DONE COLLECTING line or a line of report 42, not by o
     CHECK_FALSE(looks_like_tiva_report(bytes_of("17,42,0,5,9,0")));  // cut, no newline
 }
 
-TEST_CASE("garbage and truncated reports are clear errors naming the line") {
-    CHECK(error_of("") ==
-          "not a Tiva binned PC report: no bin lines (TimeStamp,42,0,BIN,COUNT,0,0)");
-    CHECK(error_of("hello\nworld\n") == error_of(""));
+// A report as a real report task prints it, through the C library's printf: time stamp and
+// report name zero-padded, values signed, no type flag; "DONE COLLECTING (n)- BEGIN OUTPUT"
+// before each report.
+std::string printed_report(int number, const std::map<std::uint32_t, std::uint64_t>& counts) {
+    char line[96];
+    std::snprintf(line, sizeof line, "DONE COLLECTING (%d)- BEGIN OUTPUT\r\n", number);
+    std::string out = line;
+    for (std::uint32_t bin = 0; bin < kTivaBins; ++bin) {
+        const auto it = counts.find(bin);
+        const int count = it == counts.end() ? 0 : static_cast<int>(it->second);
+        std::snprintf(line, sizeof line, "%08u,%04u,%+08d,%+08d,%+08d,%+08d\r\n",
+                      6600000u * static_cast<unsigned>(number) + bin, 42u, static_cast<int>(bin),
+                      count, 0, 0);
+        out += line;
+    }
+    return out;
+}
+
+TEST_CASE("reports as a report task prints them: zero-padded, signed, six fields, one part each") {
+    const std::string text = "\x1b[2J boot: FreeRTOS v10\r\nReport task up\r\n" +
+                             printed_report(1, kFirstMinute) + printed_report(2, kSecondMinute);
+    CHECK(text.find("06600042,0042,+0000042,+0000310,+0000000,+0000000") != std::string::npos);
+    CHECK(looks_like_tiva_report(bytes_of(text.substr(text.find("06600000")))));
+    const TivaReport r = parse_tiva_report(text);
+    REQUIRE(r.reports == 2);
+    CHECK(r.parts[0].number == 1);
+    CHECK(r.parts[1].number == 2);
+    CHECK(r.parts[0].first_line == 4);
+    CHECK(r.lines_skipped == 2);  // the two console lines before the first report
+    CHECK(r.lines_unread == 0);
+    CHECK(r.bins_missing == 0);
+    CHECK(r.counts[323] == 8204);
+    const TivaReport second = only_report(r, 1);
+    for (std::uint32_t bin = 0; bin < 512; ++bin) {
+        INFO("bin " << bin);
+        CHECK(second.counts[bin] == (kSecondMinute.count(bin) ? kSecondMinute.at(bin) : 0));
+    }
+    CHECK(second.samples == r.parts[1].samples);
+    CHECK(r.samples == r.parts[0].samples + r.parts[1].samples);
+}
+
+TEST_CASE("detection: both layouts, by a DONE COLLECTING line or a line of report 42") {
+    CHECK(looks_like_tiva_report(
+        bytes_of("noise\n06601211,0042,+0000042,+0000016,+0000000,+0000000\n")));
+    CHECK(looks_like_tiva_report(bytes_of("17,0042,0,5,9,0,0\n")));
+    CHECK_FALSE(looks_like_tiva_report(bytes_of("17,41,+5,+9,+0,+0\n")));
+    CHECK_FALSE(looks_like_tiva_report(bytes_of("17,42,5,9,0\n")));        // five fields
+    CHECK_FALSE(looks_like_tiva_report(bytes_of("17,42,0,5,9,0,0,1\n")));  // eight
+}
+
+TEST_CASE("stray, cut and garbled lines are counted and skipped; lost bins counted missing") {
     const std::string full = tiva_report(1, kFirstMinute);
-    // Cut after the header and 300 bins.
     std::size_t cut = 0;
     for (int line = 0; line < 301; ++line) cut = full.find('\n', cut) + 1;
-    CHECK(error_of(full.substr(0, cut)) ==
-          "Tiva binned PC report, line 301: truncated: the report begun on line 2 ends after "
-          "300 of its 512 bins");
-    // Cut inside a line: the file ends in half a bin line.
-    CHECK(error_of(full.substr(0, cut + 9)) ==
-          "Tiva binned PC report, line 302: truncated: the file ends inside a line "
-          "('600300,42') after 300 of the report's 512 bins");
-    // A lost line: bin 100 missing.
-    std::string lost = full;
-    const auto at = lost.find("\n600100,42,0,100,") + 1;
-    lost.erase(at, lost.find('\n', at) + 1 - at);
-    CHECK(error_of(lost) ==
-          "Tiva binned PC report, line 102: bin 101 where bin 100 was due "
-          "(bins come in order, each once per report)");
-    CHECK(error_of("5,42,0,512,1,0,0\n") ==
-          "Tiva binned PC report, line 1: bin 512 is past the 512 bins");
-    CHECK(error_of("5,42,0,0,x,0,0\n").find("line 1: a bin line (report 42) is not seven") !=
-          std::string::npos);
-    CHECK(error_of("5,42,0,0,1,0\n").find("not seven unsigned numbers") != std::string::npos);
-    CHECK(error_of(full.substr(0, cut) + "DONE COLLECTING (2)\n") ==
-          "Tiva binned PC report, line 302: a new report begins after 300 of the 512 bins of "
-          "the one begun on line 2");
+    SUBCASE("a report cut after 300 bins, mid-line, then the next report") {
+        const std::string text = full.substr(0, cut + 9) + "\n" + tiva_report(2, kSecondMinute);
+        const TivaReport r = parse_tiva_report(text);
+        REQUIRE(r.reports == 2);
+        CHECK(r.lines_unread == 1);  // "600300,42"
+        CHECK(r.parts[0].bins_missing == 212);
+        CHECK(r.parts[1].bins_missing == 0);
+        CHECK(r.bins_missing == 212);
+    }
+    SUBCASE("a lost line: bin 100 missing from its report, the rest kept") {
+        std::string lost = full;
+        const auto at = lost.find("\n600100,42,0,100,") + 1;
+        lost.erase(at, lost.find('\n', at) + 1 - at);
+        const TivaReport r = parse_tiva_report(lost);
+        CHECK(r.reports == 1);
+        CHECK(r.bins_missing == 1);
+        CHECK(r.counts[323] == 4100);
+    }
+    SUBCASE("a lost DONE line: a bin at or below the last begins the next report") {
+        std::string text = full + tiva_report(2, kSecondMinute);
+        text.erase(text.find("DONE COLLECTING (2)\n"), 20);
+        const TivaReport r = parse_tiva_report(text);
+        REQUIRE(r.reports == 2);
+        CHECK(r.parts[1].number == 0);
+        CHECK(r.bins_missing == 0);
+    }
+    SUBCASE("bins and counts no sampler prints are unread lines") {
+        const TivaReport r = parse_tiva_report(
+            "5,42,0,512,1,0,0\n5,42,0,3,-1,0,0\n5,42,0,x,1,0,0\n5,42,0,4,7,0,0\n");
+        CHECK(r.lines_unread == 3);
+        CHECK(r.samples == 7);
+        CHECK(r.parts[0].bins_missing == 511);
+    }
+}
+
+TEST_CASE("text with no readable bin line, binary data and impossible shapes are clear errors") {
+    CHECK(error_of("") ==
+          "not a Tiva binned PC report: no readable bin lines (TimeStamp,42,0,BIN,COUNT,0,0 or "
+          "TimeStamp,0042,+BIN,+COUNT,+0,+0)");
+    CHECK(error_of("hello\nworld\n") == error_of(""));
+    CHECK(error_of("5,42,0,0,x,0,0\n").ends_with("among 1 lines of report 42"));
     CHECK(error_of(std::string("5,42,0,0,1,0,0\n\0\x01", 17)).find("binary data") !=
           std::string::npos);
+    try {
+        parse_tiva_report("5,42,0,0,1,0,0\n", TivaShape{0, 64, 100});
+        FAIL("no bins accepted");
+    } catch (const TivaFormatError& e) {
+        CHECK(std::string(e.what()).find("cannot be") != std::string::npos);
+    }
+}
+
+TEST_CASE("the sampler's constants are options: another bin size and rate") {
+    const TivaReport r = parse_tiva_report(tiva_report(1, kFirstMinute), TivaShape{512, 32, 1000});
+    CHECK(r.shape.high_pc == 512 * 32);
+    CHECK(r.shape.bin_bytes == 32);
+    CHECK(r.shape.prof_rate == 1000);
+    CHECK(r.counts[323] == 4100);
 }
 
 }  // namespace rackprof::gmon

@@ -131,6 +131,8 @@ struct ConvertOptions {
     protocol::SwoOptions swo;  // itm
     std::uint32_t rate = 1000;
     std::uint32_t bin_bytes = 2;
+    gmon::TivaShape tiva;                    // the sampler's constants
+    std::optional<std::size_t> tiva_report;  // 0-based; none: all summed
     gmon::JsonReportOptions json;
     std::shared_ptr<const gmon::Symbolizer> elf;
     bool elf_missing_reported = false;  // a stored session's ELF is gone: said once, not twice
@@ -283,6 +285,29 @@ void report_events(const ingest::Imported& imported, nlohmann::json& summary) {
     summary["events_lost"] = imported.events_lost;
 }
 
+// What a Tiva file held and which of it is profiled, on stderr and in the summary: convert
+// writes one profile, so a file of several reports is their sum unless --tiva-report names one.
+void report_tiva(const gmon::TivaReport& all, std::optional<std::size_t> which,
+                 nlohmann::json& summary) {
+    std::cerr << "rackprof: a Tiva report file of " << all.reports << " report(s): ";
+    if (which)
+        std::cerr << "report " << *which + 1 << " profiled (--tiva-report)";
+    else if (all.reports > 1)
+        std::cerr << "summed (one profile; --tiva-report N profiles one, and the daemon's import "
+                     "makes a session of each)";
+    else
+        std::cerr << "profiled";
+    std::cerr << "; " << all.lines_skipped << " other line(s) skipped, " << all.lines_unread
+              << " bin line(s) unreadable, " << all.bins_missing << " bin(s) missing, "
+              << all.samples_outside << " sample(s) outside the bins\n";
+    summary["tiva"] = {{"reports", all.reports},
+                       {"profiled", which ? nlohmann::json(*which + 1) : nlohmann::json("sum")},
+                       {"lines_skipped", all.lines_skipped},
+                       {"lines_unread", all.lines_unread},
+                       {"bins_missing", all.bins_missing},
+                       {"samples_outside", all.samples_outside}};
+}
+
 Converted from_file(const std::filesystem::path& input, const ConvertOptions& o) {
     const ingest::ImportFormat* format = ingest::find_import_format(o.format);
     if (!format) throw UsageError("--format: must be " + ingest::import_format_names(false));
@@ -296,6 +321,8 @@ Converted from_file(const std::filesystem::path& input, const ConvertOptions& o)
         if (o.format == "auto") spec.wire.format = "bin";
     }
     spec.layout = layout_of(o);
+    spec.tiva = o.tiva;
+    spec.tiva_report = o.tiva_report;
     gmon::Aggregate aggregate;
     ConsoleOutput console;
     ingest::AggregateImportSink sink(aggregate,
@@ -317,6 +344,7 @@ Converted from_file(const std::filesystem::path& input, const ConvertOptions& o)
         in.source = source_of(std::move(aggregate), o, {});
         in.source.histograms = imported.histograms;  // its own ranges and rate, exactly
         in.summary = {{"input", input.string()}, {"format", imported.format}};
+        if (imported.tiva) report_tiva(*imported.tiva, o.tiva_report, in.summary);
         return c;
     }
     std::cerr << "rackprof: " << summary_line(imported.stats, aggregate) << "\n";
@@ -554,7 +582,10 @@ ConvertOptions decode_options(const ProfileInputArgs& args) {
     o.addr_bytes = args.addr_bytes.value_or(protocol::wire_format(o.protocol).default_addr_bytes);
     o.swo = swo_options(args, o.protocol);
     o.rate = args.rate.value_or(1000);
-    o.bin_bytes = args.bin_bytes;
+    o.bin_bytes = args.bin_bytes.value_or(2);
+    o.tiva.rate = args.rate.value_or(gmon::kTivaRate);
+    o.tiva.bin_bytes = args.bin_bytes.value_or(gmon::kTivaBinBytes);
+    if (args.tiva_report) o.tiva_report = *args.tiva_report - 1;
     if (args.elf) o.elf = gmon::Symbolizer::load(*args.elf);
     return o;
 }
@@ -707,7 +738,8 @@ void add_profile_input_options(CLI::App& app, ProfileInputArgs& args) {
     app.add_option("--format", args.format,
                    "auto | bin | hex | gmon | tiva (default: auto; framed, itm: bin);\n"
                    "tiva: a Tiva-style binned PC report (512 bins of 64 bytes, 100 Hz:\n"
-                   "'DONE COLLECTING (N)' and CSV lines TimeStamp,42,0,BIN,COUNT,0,0),\n"
+                   "'DONE COLLECTING (N)' and CSV lines TimeStamp,42,0,BIN,COUNT,0,0\n"
+                   "or as printf prints them, 06601211,0042,+0000042,+0000016,+0000000,+0000000),\n"
                    "detected by auto too")
         ->type_name("F")
         ->check(CLI::IsMember({"auto", "bin", "hex", "gmon", "tiva"}));
@@ -717,11 +749,17 @@ void add_profile_input_options(CLI::App& app, ProfileInputArgs& args) {
         ->check(in_range(3, 4))
         ->type_name("N");
     add_swo_options(app, args);
-    add_count(app, "--rate", args.rate, "PC sampling rate of the target (default: 1000)")
+    add_count(app, "--rate", args.rate,
+              "PC sampling rate of the target (default: 1000; a Tiva report: 100)")
         ->check(at_least(1))
         ->type_name("HZ");
-    add_count(app, "--bin-bytes", args.bin_bytes, "bytes per histogram bin, even (default: 2)")
+    add_count(app, "--bin-bytes", args.bin_bytes,
+              "bytes per histogram bin, even (default: 2; a Tiva report: 64)")
         ->check(even_bytes())
+        ->type_name("N");
+    add_count(app, "--tiva-report", args.tiva_report,
+              "a Tiva file's report N (1 = the first) alone (default: all summed)")
+        ->check(at_least(1))
         ->type_name("N");
     app.add_option("--db", args.db, "the daemon's database: stored sessions and selections")
         ->type_name("FILE");

@@ -19,8 +19,9 @@ struct ProfileInputArgs {
     std::optional<std::string> protocol;  // else legacy
     std::string format = "auto";
     std::optional<int> addr_bytes;  // else the protocol's default
-    std::optional<std::uint32_t> rate;
-    std::uint32_t bin_bytes = 2;
+    std::optional<std::uint32_t> rate;       // else 1000 (a Tiva report: 100)
+    std::optional<std::uint32_t> bin_bytes;  // else 2 (a Tiva report: 64)
+    std::optional<std::size_t> tiva_report;  // 1-based; else a Tiva file's reports summed
     std::optional<std::string> db;
     std::optional<std::string> config;
     bool tpiu = false;

@@ -180,10 +180,20 @@ bool wants_tiva(const ImportSpec& spec, std::span<const std::uint8_t> head) {
 
 constexpr std::uint64_t kMaxTivaBytes = 64 << 20;
 
-gmon::TivaReport parse_tiva_bytes(std::span<const std::uint8_t> bytes) {
+gmon::TivaReport parse_tiva_bytes(std::span<const std::uint8_t> bytes,
+                                  const gmon::TivaShape& shape) {
     if (bytes.size() > kMaxTivaBytes)
         throw gmon::TivaFormatError("a Tiva binned PC report of more than 64 MiB: not one");
-    return gmon::parse_tiva_report({reinterpret_cast<const char*>(bytes.data()), bytes.size()});
+    return gmon::parse_tiva_report({reinterpret_cast<const char*>(bytes.data()), bytes.size()},
+                                   shape);
+}
+
+// The report (or sum) the spec asks for, emitted, with the whole file's findings beside it.
+Imported emit_tiva_file(gmon::TivaReport all, std::uint64_t bytes_in, const ImportSpec& spec,
+                        protocol::RecordSink& sink) {
+    Imported info = emit_tiva(pick_tiva_report(all, spec.tiva_report), bytes_in, sink);
+    info.tiva = std::move(all);
+    return info;
 }
 
 }  // namespace
@@ -339,7 +349,15 @@ Imported emit_tiva(const gmon::TivaReport& report, std::uint64_t bytes_in,
     return info;
 }
 
-gmon::TivaReport read_tiva_file(const std::filesystem::path& path) {
+gmon::TivaReport pick_tiva_report(const gmon::TivaReport& all, std::optional<std::size_t> which) {
+    if (!which) return all;
+    if (*which >= all.reports)
+        throw gmon::TivaFormatError("no report " + std::to_string(*which + 1) +
+                                    ": the file holds " + std::to_string(all.reports));
+    return gmon::only_report(all, *which);
+}
+
+gmon::TivaReport read_tiva_file(const std::filesystem::path& path, const gmon::TivaShape& shape) {
     FileDescriptor fd(path);
     std::vector<std::uint8_t> bytes;
     std::vector<std::uint8_t> buffer(1 << 16);
@@ -348,7 +366,7 @@ gmon::TivaReport read_tiva_file(const std::filesystem::path& path) {
         if (bytes.size() > kMaxTivaBytes) break;  // refused by the parse, unread past this
     }
     try {
-        return parse_tiva_bytes(bytes);
+        return parse_tiva_bytes(bytes, shape);
     } catch (const gmon::TivaFormatError& e) {
         throw gmon::TivaFormatError(path.string() + ": " + e.what());
     }
@@ -357,7 +375,7 @@ gmon::TivaReport read_tiva_file(const std::filesystem::path& path) {
 Imported import_bytes(std::span<const std::uint8_t> bytes, const ImportSpec& spec,
                       protocol::RecordSink& sink) {
     if (!wants_gmon(spec, bytes) && wants_tiva(spec, bytes))
-        return emit_tiva(parse_tiva_bytes(bytes), bytes.size(), sink);
+        return emit_tiva_file(parse_tiva_bytes(bytes, spec.tiva), bytes.size(), spec, sink);
     if (wants_gmon(spec, bytes)) {
         auto gmon = import_gmon(bytes, spec.layout);
         if (auto* into = dynamic_cast<gmon::AggregateSink*>(&sink)) {
@@ -398,7 +416,7 @@ Imported import_file(const std::filesystem::path& path, const ImportSpec& spec,
             if (bytes.size() > kMaxTivaBytes) break;
         }
         try {
-            return emit_tiva(parse_tiva_bytes(bytes), bytes.size(), sink);
+            return emit_tiva_file(parse_tiva_bytes(bytes, spec.tiva), bytes.size(), spec, sink);
         } catch (const gmon::TivaFormatError& e) {
             throw gmon::TivaFormatError(path.string() + ": " + e.what());
         }

@@ -42,6 +42,10 @@ struct ImportSpec {
     // protocol has a text encoding, else "bin".
     WireSpec wire;
     gmon::TargetLayout layout;  // a gmon.out's address size and byte order (from its ELF)
+    // A Tiva report's sampler constants, and which of its reports (0-based, file order) to
+    // read; none: all of them summed.
+    gmon::TivaShape tiva;
+    std::optional<std::size_t> tiva_report;
 };
 
 // What an import yields beside its records.
@@ -61,6 +65,9 @@ struct Imported {
     // Measured from function entry/exit events (itm orbstat words, framed events); null when
     // the capture had none.
     std::shared_ptr<const gmon::CallingContextTree> calling_context;
+    // A Tiva file: what its reader found (every report, lines skipped and unread), whichever
+    // report or sum was emitted.
+    std::optional<gmon::TivaReport> tiva;
 };
 
 using ProgressCallback = std::function<void(std::uint64_t done, std::uint64_t total)>;
@@ -126,7 +133,11 @@ Imported emit_tiva(const gmon::TivaReport& report, std::uint64_t bytes_in,
                    protocol::RecordSink& sink);
 // Reads a whole Tiva report file (at most 64 MiB: a report of 512 bins a minute is 12 KiB).
 // Throws gmon::TivaFormatError naming the file, std::runtime_error for I/O errors.
-gmon::TivaReport read_tiva_file(const std::filesystem::path& path);
+gmon::TivaReport read_tiva_file(const std::filesystem::path& path,
+                                const gmon::TivaShape& shape = {});
+// What `which` picks of a file's reports: one of them, or none (all summed). Throws
+// gmon::TivaFormatError when the file has no such report.
+gmon::TivaReport pick_tiva_report(const gmon::TivaReport& all, std::optional<std::size_t> which);
 
 // A HELLO's build-id as the ELF notes spell it: lower-case hex.
 std::string build_id_hex(const std::vector<std::uint8_t>& build_id);

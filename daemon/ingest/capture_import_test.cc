@@ -220,8 +220,9 @@ TEST_CASE("bad input: a truncated gmon.out and an unknown protocol are errors, n
     auto bytes = five_hz_gmon();
     bytes.resize(bytes.size() - 7);
     RecordCollector records;
-    CHECK_THROWS_AS(import_bytes(bytes, ImportSpec{InputKind::kGmon, {}, {}}, records),
-                    gmon::GmonFormatError);
+    ImportSpec gmon_spec;
+    gmon_spec.kind = InputKind::kGmon;
+    CHECK_THROWS_AS(import_bytes(bytes, gmon_spec, records), gmon::GmonFormatError);
     ImportSpec spec;
     spec.kind = InputKind::kCapture;
     spec.wire.protocol = "morse";

@@ -432,8 +432,12 @@ json LocalRack::attach_firmware(std::int64_t session_id, const std::string& id) 
     return session_json(stored_session(session_id), storage_error());
 }
 
+// The first session made, and every one's id ("imported": a Tiva file makes one per report).
 json LocalRack::import_session(const std::filesystem::path& file, const ImportParameters& query) {
-    return session_json(stored_session(imports_.import(file, query)), storage_error());
+    const std::vector<std::int64_t> ids = imports_.import(file, query);
+    json out = session_json(stored_session(ids.front()), storage_error());
+    out["imported"] = ids;
+    return out;
 }
 
 // A stored session as the pipeline's input (stored_session_input.h): its aggregate, whole or

@@ -76,15 +76,17 @@ class ImportPieces : public protocol::RecordSink {
 
 }  // namespace
 
-std::int64_t UploadImport::import(const std::filesystem::path& file,
-                                  const ImportParameters& query) {
+std::vector<std::int64_t> UploadImport::import(const std::filesystem::path& file,
+                                               const ImportParameters& query) {
     // Its records would be counted lost, not stored: refused, for the client to try again.
     if (const storage::StorageHealth health = capture_.storage_health(); health.failing)
-        throw ServiceError(Failure::kNotReady, "storage is failing (" + health.error + "): import again later");
+        throw ServiceError(Failure::kNotReady,
+                           "storage is failing (" + health.error + "): import again later");
     const std::string format = query.count("format") ? query.at("format") : "bin";
     const ingest::ImportFormat* kind = ingest::find_import_format(format);
     if (!kind || !kind->uploadable)
-        throw ServiceError(Failure::kBadRequest, "format must be " + ingest::import_format_names(true));
+        throw ServiceError(Failure::kBadRequest,
+                           "format must be " + ingest::import_format_names(true));
     const bool histogram_file = kind->kind != ingest::InputKind::kCapture;
     const config::BoardConfig wire_settings = import_wire(query, histogram_file ? "bin" : format);
     std::shared_ptr<const gmon::Symbolizer> elf;
@@ -114,9 +116,12 @@ std::int64_t UploadImport::import(const std::filesystem::path& file,
     import.wire = ingest::wire_spec_of(wire_settings);
     import.wire.code_range = ingest::decode_range_of(elf.get());
     import.layout = elf ? elf->layout() : gmon::TargetLayout{};
-    if (import.kind == ingest::InputKind::kGmon) return import_gmon(file, import, spec);
-    if (import.kind == ingest::InputKind::kTiva) return import_tiva(file, spec);
-    return import_capture(file, import, spec);
+    const std::string reports = query.count("reports") ? query.at("reports") : "each";
+    if (reports != "each" && reports != "sum")
+        throw ServiceError(Failure::kBadRequest, "reports must be each or sum");
+    if (import.kind == ingest::InputKind::kGmon) return {import_gmon(file, import, spec)};
+    if (import.kind == ingest::InputKind::kTiva) return import_tiva(file, reports == "sum", spec);
+    return {import_capture(file, import, spec)};
 }
 
 // A gmon.out is mapped, not read whole: its histograms' shapes go with the session's row,
@@ -149,24 +154,54 @@ std::int64_t UploadImport::import_gmon(const std::filesystem::path& file,
     return stored->complete(counters);
 }
 
-// A Tiva binned PC report becomes a session as a gmon.out does: its histogram's shape (512
-// bins of 64 bytes, 100 Hz) with the session's row, its bins as PC-sample records.
-std::int64_t UploadImport::import_tiva(const std::filesystem::path& file,
-                                       storage::NewSession spec) {
-    std::optional<gmon::TivaReport> report;
+// A Tiva binned PC report becomes sessions as a gmon.out does: its histogram's shape (512
+// bins of 64 bytes, 100 Hz) with each session's row, its bins as PC-sample records; a session
+// per report, or one for their sum. What the reader skipped and missed goes with each session
+// (wire_options "tiva"), beside which report it is.
+std::vector<std::int64_t> UploadImport::import_tiva(const std::filesystem::path& file, bool summed,
+                                                    const storage::NewSession& spec) {
+    std::optional<gmon::TivaReport> all;
     try {
-        report = ingest::read_tiva_file(file);
+        all = ingest::read_tiva_file(file);
     } catch (const gmon::TivaFormatError& e) {
         std::string why = e.what();  // without the upload's path, which is the daemon's business
         if (why.starts_with(file.string() + ": ")) why.erase(0, file.string().size() + 2);
         throw ServiceError(Failure::kBadGmon, why);
     }
-    spec.histograms = {report->shape};
+    std::error_code ec;
+    const std::uint64_t bytes_in = std::filesystem::file_size(file, ec);
+    json found = {{"reports", all->reports},
+                  {"lines_skipped", all->lines_skipped},
+                  {"lines_unread", all->lines_unread},
+                  {"samples_outside", all->samples_outside}};
+    if (summed) {
+        storage::NewSession one = spec;
+        found["summed"] = true;
+        found["bins_missing"] = all->bins_missing;
+        one.wire_options = json{{"tiva", found}}.dump();
+        return {store_tiva(*all, ec ? 0 : bytes_in, std::move(one))};
+    }
+    std::vector<std::int64_t> ids;
+    for (std::size_t i = 0; i < all->reports; ++i) {
+        const gmon::TivaSection& part = all->parts[i];
+        storage::NewSession one = spec;
+        found["report"] = i + 1;
+        found["number"] = part.number;  // its DONE COLLECTING (N); 0 when that line was lost
+        found["first_line"] = part.first_line;
+        found["bins_missing"] = part.bins_missing;
+        one.wire_options = json{{"tiva", found}}.dump();
+        ids.push_back(
+            store_tiva(gmon::only_report(*all, i), i == 0 && !ec ? bytes_in : 0, std::move(one)));
+    }
+    return ids;
+}
+
+std::int64_t UploadImport::store_tiva(const gmon::TivaReport& report, std::uint64_t bytes_in,
+                                      storage::NewSession spec) {
+    spec.histograms = {report.shape};
     const auto stored = capture_.begin_import(spec);
     ImportPieces pieces(*stored);
-    std::error_code ec;
-    const auto bytes_in = std::filesystem::file_size(file, ec);
-    const ingest::Imported imported = ingest::emit_tiva(*report, ec ? 0 : bytes_in, pieces);
+    const ingest::Imported imported = ingest::emit_tiva(report, bytes_in, pieces);
     pieces.finish();
     storage::SessionCounters counters;
     storage::set_decoder_counters(counters, imported.stats);
@@ -183,7 +218,8 @@ std::int64_t UploadImport::import_capture(const std::filesystem::path& file,
         ingest::import_file(file, import, pieces, {},
                             [&](std::span<const std::uint8_t> bytes) { pieces.on_raw(bytes); });
     if (imported.stats.records() == 0)
-        throw ServiceError(Failure::kNoRecords, "no records found: check format, protocol and addr_bytes");
+        throw ServiceError(Failure::kNoRecords,
+                           "no records found: check format, protocol and addr_bytes");
     pieces.finish();
     storage::SessionCounters counters;
     storage::set_decoder_counters(counters, imported.stats);

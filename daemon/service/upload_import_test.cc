@@ -3,7 +3,11 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "daemon/service/failure_of_test.h"
 #include "daemon/service/scratch_rack_test.h"
@@ -26,7 +30,7 @@ TEST_CASE("upload import: a capture becomes a completed session of its records")
     std::ofstream(file, std::ios::binary)
         .write(reinterpret_cast<const char*>(bytes.data()),
                static_cast<std::streamsize>(bytes.size()));
-    const std::int64_t id = imports.import(file, {{"board", "up"}, {"format", "bin"}});
+    const std::int64_t id = imports.import(file, {{"board", "up"}, {"format", "bin"}}).at(0);
     rack.capture.shutdown();  // its last commit written
     storage::SessionStore store(rack.config.storage_path, storage::Database::Mode::kReadOnly);
     const auto info = store.session(id);
@@ -52,9 +56,57 @@ TEST_CASE("upload import: refusals as failures, and nothing stored") {
     CHECK(failure_of([&] { imports.import(junk, {{"firmware", "ab"}}); }) == Failure::kNotFound);
     CHECK(failure_of([&] { imports.import(junk, {{"format", "gmon"}}); }) == Failure::kBadGmon);
     CHECK(failure_of([&] { imports.import(junk, {{"format", "tiva"}}); }) == Failure::kBadGmon);
+    CHECK(failure_of([&] { imports.import(junk, {{"reports", "all"}}); }) == Failure::kBadRequest);
     rack.capture.shutdown();
     storage::SessionStore store(rack.config.storage_path, storage::Database::Mode::kReadOnly);
     CHECK(store.sessions().empty());
+}
+
+// Three reports as a report task prints them (its printf's layout), one line of the second
+// garbled on the UART.
+std::string three_reports() {
+    std::string out = "boot\r\n";
+    char line[80];
+    for (int report = 1; report <= 3; ++report) {
+        std::snprintf(line, sizeof line, "DONE COLLECTING (%d)- BEGIN OUTPUT\r\n", report);
+        out += line;
+        for (int bin = 0; bin < 512; ++bin) {
+            std::snprintf(line, sizeof line, "%08d,%04d,%+08d,%+08d,%+08d,%+08d\r\n",
+                          6600000 * report + bin, 42, bin, bin == 7 ? 10 * report : 0, 0, 0);
+            out += report == 2 && bin == 100 ? std::string("0660\x7f\r\n") : std::string(line);
+        }
+    }
+    return out;
+}
+
+TEST_CASE("upload import: a Tiva file's reports, a session each, or one for their sum") {
+    ScratchRack rack;
+    FirmwareStore firmware(rack.dir.path / "firmware");
+    SymbolizerCache elves;
+    UploadImport imports(rack.capture, firmware, elves);
+    const auto file = rack.dir.path / "reports.txt";
+    std::ofstream(file, std::ios::binary) << three_reports();
+    const auto each = imports.import(file, {{"format", "tiva"}, {"board", "tiva"}});
+    const auto summed = imports.import(file, {{"format", "tiva"}, {"reports", "sum"}});
+    rack.capture.shutdown();
+    storage::SessionStore store(rack.config.storage_path, storage::Database::Mode::kReadOnly);
+    REQUIRE(each.size() == 3);
+    REQUIRE(summed.size() == 1);
+    for (std::size_t i = 0; i < 3; ++i) {
+        INFO("report " << i + 1);
+        CHECK(store.aggregate(each[i]).total_samples() == 10 * (i + 1));
+        const auto tiva = nlohmann::json::parse(store.session(each[i])->spec.wire_options)["tiva"];
+        CHECK(tiva["report"] == i + 1);
+        CHECK(tiva["number"] == i + 1);
+        CHECK(tiva["bins_missing"] == (i == 1 ? 1 : 0));  // the garbled line's bin
+        CHECK(tiva["lines_unread"] == 0);  // "0660\x7f" names no report: a stray line
+        CHECK(tiva["lines_skipped"] == 2);
+    }
+    CHECK(store.aggregate(summed[0]).total_samples() == 60);
+    const auto tiva = nlohmann::json::parse(store.session(summed[0])->spec.wire_options)["tiva"];
+    CHECK(tiva["summed"] == true);
+    CHECK(tiva["reports"] == 3);
+    CHECK(tiva["bins_missing"] == 1);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // streams), gmon.out files, ELF images and HTTP requests; with the thesis' real captures from
 // SHARED (../shared/data/thesis) cut to a few KB, or a SKIP line when they are absent.
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -281,6 +282,15 @@ void tiva_seeds() {
     report += "ERROR: (Current PC / 64) >= 512 (Current_PC = 40000)\n";
     write("tiva", "one-minute", Bytes(report.begin(), report.end()));
     write("tiva", "truncated", Bytes(report.begin(), report.begin() + 2000));
+    // As a report task's printf prints it: zero-padded, signed, six fields.
+    std::string printed = "DONE COLLECTING (1)- BEGIN OUTPUT\r\n";
+    char line[80];
+    for (int bin = 0; bin < 512; ++bin) {
+        std::snprintf(line, sizeof line, "%08d,%04d,%+08d,%+08d,%+08d,%+08d\r\n", 6600000 + bin,
+                      42, bin, bin == 323 ? 4100 : 0, 0, 0);
+        printed += line;
+    }
+    write("tiva", "printed", Bytes(printed.begin(), printed.end()));
 }
 
 const std::vector<gmon::SyntheticFunction> kFunctions = {{"main", 0x400, 0x40},

@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -315,6 +316,41 @@ TEST_CASE("API: a Tiva binned PC report imported; text?intervals=1; the sync ala
                             {"--data-binary", "hello"});
     CHECK(bad.first == 422);
     CHECK(bad.second.find("not a Tiva binned PC report") != std::string::npos);
+    // Two reports as a report task's printf prints them: a session
+    // each, every id in "imported"; reports=sum makes one of their sum.
+    std::string printed;
+    char line[96];
+    for (int number = 1; number <= 2; ++number) {
+        std::snprintf(line, sizeof line, "DONE COLLECTING (%d)- BEGIN OUTPUT\r\n", number);
+        printed += line;
+        for (int bin = 0; bin < 512; ++bin) {
+            std::snprintf(line, sizeof line, "%08d,%04d,%+08d,%+08d,%+08d,%+08d\r\n",
+                          6600000 * number + bin, 42, bin, bin == 323 ? 1000 * number : 0, 0, 0);
+            printed += line;
+        }
+    }
+    std::ofstream(d.dir() / "printed.txt", std::ios::binary) << printed;
+    const auto each = d.call("POST", "/api/v1/sessions/import?format=tiva&firmware=" + tiva_fw,
+                             {"--data-binary", "@" + (d.dir() / "printed.txt").string()});
+    REQUIRE_MESSAGE(each.first == 201, each.second);
+    const json report_ids = json::parse(each.second)["imported"];
+    REQUIRE(report_ids.size() == 2);
+    for (int i = 0; i < 2; ++i) {
+        const json p = json::parse(
+            d.call("GET", "/api/v1/sessions/" + std::to_string(report_ids[i].get<int>()) + "/profile")
+                .second);
+        CHECK(p["total_samples"] == 1000 * (i + 1));
+    }
+    const auto sum = d.call("POST", "/api/v1/sessions/import?format=tiva&reports=sum&firmware=" + tiva_fw,
+                            {"--data-binary", "@" + (d.dir() / "printed.txt").string()});
+    REQUIRE_MESSAGE(sum.first == 201, sum.second);
+    CHECK(json::parse(sum.second)["imported"].size() == 1);
+    CHECK(json::parse(d.call("GET", "/api/v1/sessions/" +
+                                        std::to_string(json::parse(sum.second)["id"].get<int>()) +
+                                        "/profile")
+                          .second)["total_samples"] == 3000);
+    CHECK(d.call("POST", "/api/v1/sessions/import?reports=every", {"--data-binary", "x"}).first ==
+          400);
 
     // text?intervals=1 is the text-intervals export: gprof's text, then the intervals.
     const auto text = d.call("GET", "/api/v1/sessions/" + tiva_id + "/export/text");
