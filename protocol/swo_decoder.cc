@@ -40,6 +40,16 @@ SwoDecoder::SwoDecoder(SwoOptions options, std::unique_ptr<StreamDecoder> framed
     if (options_.framed_port.has_value() != (framed_ != nullptr)) {
         throw std::invalid_argument("framed_port needs a decoder for its bytes, and vice versa");
     }
+    // Without a sync the deframer tries the 16 frame alignments: the right one gives a stream
+    // the ITM decoder reads with the fewest discards.
+    tpiu_.set_stream_check([](std::span<const std::uint8_t> stream) {
+        struct Ignore : ItmPacketSink {
+            void on_packet(const ItmPacket&) override {}
+        } ignore;
+        ItmDecoder trial;
+        trial.feed(stream, ignore);
+        return trial.stats().bytes_discarded;
+    });
     if (options_.framed_port) port_use_[*options_.framed_port] = PortUse::kFramed;
     if (options_.orbstat_port) port_use_[*options_.orbstat_port] = PortUse::kOrbstat;
     if (options_.console_port) port_use_[*options_.console_port] = PortUse::kConsole;

@@ -177,6 +177,139 @@ TEST_CASE("TPIU frames: the ITM stream is taken from its source ID") {
     CHECK(decode(wire, o).records == std::vector{Record::pc_sample(0x9999)});
 }
 
+// What a logic analyzer records of SWO with the formatter on in a mode that sends no sync:
+// frames from a frame boundary, ITM on stream 1 (PC samples and stimulus writes, with another
+// source's bytes between them), never FF FF FF 7F.
+struct SynclessCapture {
+    Bytes itm;  // stream 1 alone, as the ITM wrote it
+    Bytes wire;
+};
+
+SynclessCapture syncless_capture(std::size_t samples) {
+    SynclessCapture c;
+    ItmEncoder itm(c.itm);
+    std::mt19937 rng(7);
+    for (std::size_t i = 0; i < samples; ++i) {
+        itm.pc_sample(0x1000 + 2 * (rng() % 0x800));
+        if (i % 5 == 0) itm.software(1, static_cast<std::uint32_t>(rng()), 4);
+    }
+    TpiuFramer framer(c.wire);
+    for (std::size_t at = 0; at < c.itm.size(); at += 37) {
+        framer.write(1, std::span(c.itm).subspan(at, std::min<std::size_t>(37, c.itm.size() - at)));
+        framer.write(2, Bytes{0x01, 0x02, 0x03});  // another source between
+    }
+    framer.flush();
+    const Bytes sync = {0xFF, 0xFF, 0xFF, 0x7F};
+    REQUIRE(std::search(c.wire.begin(), c.wire.end(), sync.begin(), sync.end()) == c.wire.end());
+    return c;
+}
+
+TEST_CASE("TPIU without a sync: the 16 alignments tried, the one whose ITM decodes kept") {
+    const SynclessCapture c = syncless_capture(3000);
+    SwoOptions raw;
+    const Decoded truth = decode(c.itm, raw);  // stream 1 deframed: what it must decode to
+    REQUIRE(truth.records.size() == 3000);
+    SwoOptions o;
+    o.tpiu = true;
+    SUBCASE("from a frame boundary: everything, however the bytes are chunked") {
+        std::mt19937_64 chunking(11);
+        using Chunks = std::vector<std::span<const std::uint8_t>>;
+        for (const Chunks& chunks : {Chunks{std::span<const std::uint8_t>(c.wire)},
+                                     testing::random_chunks(c.wire, chunking, 300)}) {
+            SwoDecoder decoder(o);
+            testing::RecordCollector sink;
+            for (const auto& chunk : chunks) decoder.feed(chunk, sink);
+            decoder.finish(sink);
+            sort_records(sink.records);
+            CHECK(sink.records == truth.records);
+            CHECK(decoder.tpiu_stats().locks == 1);
+            CHECK(decoder.tpiu_stats().bytes_discarded == 0);
+            CHECK(decoder.itm_stats().bytes_discarded == 0);
+        }
+    }
+    SUBCASE("a capture with its syncs removed (they stand between frames)") {
+        Bytes wire;
+        TpiuFramer framer(wire);
+        for (std::size_t at = 0; at < c.itm.size(); at += 400) {
+            framer.full_sync();
+            framer.write(
+                1, std::span(c.itm).subspan(at, std::min<std::size_t>(400, c.itm.size() - at)));
+        }
+        framer.flush();
+        const Bytes sync = {0xFF, 0xFF, 0xFF, 0x7F};
+        std::size_t removed = 0;
+        for (auto it = std::search(wire.begin(), wire.end(), sync.begin(), sync.end());
+             it != wire.end(); it = std::search(it, wire.end(), sync.begin(), sync.end())) {
+            it = wire.erase(it, it + 4);
+            ++removed;
+        }
+        REQUIRE(removed > 10);
+        const Decoded d = decode(wire, o);
+        CHECK(d.records == truth.records);
+        CHECK(d.stats.bytes_discarded == 0);
+    }
+    SUBCASE("from mid-frame: the bytes before the lock discarded and counted, the rest decoded") {
+        const Bytes cut(c.wire.begin() + 7, c.wire.end());
+        const Decoded d = decode(cut, o);
+        CHECK(d.stats.frames > 0);
+        CHECK(d.stats.bytes_discarded >= 9);  // the cut frame's remaining 9 bytes at least
+        CHECK(d.records.size() >= truth.records.size() - 8);  // what the first frames held
+        CHECK(std::includes(truth.records.begin(), truth.records.end(), d.records.begin(),
+                            d.records.end(), [](const Record& a, const Record& b) {
+                                return std::tie(a.kind, a.from_pc, a.self_pc, a.count) <
+                                       std::tie(b.kind, b.from_pc, b.self_pc, b.count);
+                            }));
+    }
+    SUBCASE("a later full sync mid-frame realigns on it") {
+        Bytes wire(c.wire.begin(), c.wire.begin() + 4000);
+        const Bytes sync = {0xFF, 0xFF, 0xFF, 0x7F};
+        wire.insert(wire.end(), sync.begin(), sync.end());
+        Bytes after;
+        TpiuFramer framer(after);
+        // The ITM stream was cut mid-packet too: the first packet after may be swallowed.
+        framer.write(1, Bytes{0x17, 0x00, 0x15, 0x00, 0x00, 0x17, 0x02, 0x15, 0x00, 0x00});
+        framer.flush();
+        wire.insert(wire.end(), after.begin(), after.end());
+        const Decoded d = decode(wire, o);
+        CHECK(std::find(d.records.begin(), d.records.end(), Record::pc_sample(0x1502)) !=
+              d.records.end());
+        CHECK(d.stats.resyncs >= 1);
+    }
+}
+
+TEST_CASE("TPIU without a sync: garbage and padding never lock") {
+    Bytes garbage(8192);
+    std::mt19937 rng(3);
+    for (auto& b : garbage) b = static_cast<std::uint8_t>(rng());
+    SwoOptions o;
+    o.tpiu = true;
+    const Decoded noise = decode(garbage, o);
+    CHECK(noise.records.size() < 8);                     // a lock on noise would decode it to many
+    const Decoded zeros = decode(Bytes(8192, 0x00), o);  // every alignment alike: no lock
+    CHECK(zeros.records.empty());
+    CHECK(zeros.stats.bytes_discarded == 8192);
+}
+
+TEST_CASE("an ITM packet split by a switch to another TPIU stream continues after it") {
+    // A PC sample (5 bytes) and a stimulus write (5 bytes), each cut by stream 2's bytes.
+    const Bytes packets = {0x17, 0xB4, 0x14, 0x00, 0x00, 0x0B, 0x78, 0x56, 0x34, 0x12};
+    Bytes wire;
+    TpiuFramer framer(wire);
+    framer.full_sync();
+    framer.write(1, std::span(packets).first(2));
+    framer.write(2, Bytes{0x17, 0x99, 0x99});  // stream 2 mid-packet
+    framer.write(1, std::span(packets).subspan(2, 5));
+    framer.write(2, Bytes{0x55});
+    framer.write(1, std::span(packets).subspan(7));
+    framer.flush();
+    SwoOptions o;
+    o.tpiu = true;
+    const Decoded d = decode(wire, o);
+    CHECK(d.records == std::vector{Record::pc_sample(0x14B4)});
+    CHECK(d.swo.packets[static_cast<std::size_t>(ItmPacketKind::kSoftware)] == 1);
+    CHECK(d.stats.bytes_discarded == 0);
+}
+
 TEST_CASE("after finish() (a link break) decoding goes on; TPIU needs a new full sync") {
     Bytes first;
     TpiuFramer framer(first);

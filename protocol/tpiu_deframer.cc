@@ -70,11 +70,16 @@ void TpiuDeframer::feed(std::span<const std::uint8_t> data, std::vector<std::uin
 }
 
 std::size_t TpiuDeframer::feed(std::span<const std::uint8_t> data, std::uint8_t* out) {
-    static_assert(kOutputSlack >= 2 * kFrameSize);
+    static_assert(kOutputSlack >= kHuntBytes + 2 * kFrameSize);
     stats_.bytes_in += data.size();
     out_ = out;
-    const std::uint8_t* p = data.data();
-    const std::size_t n = data.size();
+    run(data.data(), data.size());
+    const auto written = static_cast<std::size_t>(out_ - out);
+    out_ = nullptr;
+    return written;
+}
+
+void TpiuDeframer::run(const std::uint8_t* p, std::size_t n) {
     for (std::size_t i = 0; i < n;) {
         if (aligned_ && count_ == 0 && n - i >= kFrameSize) {
             i += our_frames(p + i, n - i);
@@ -90,6 +95,7 @@ std::size_t TpiuDeframer::feed(std::span<const std::uint8_t> data, std::uint8_t*
         monitor_ = monitor_ << 8 | byte;
         if (!aligned_) {
             unaligned_byte(byte);
+            if (hunting_ && !aligned_) hunt(byte);
             continue;
         }
         if (monitor_ == kFullSync) [[unlikely]] {
@@ -107,9 +113,86 @@ std::size_t TpiuDeframer::feed(std::span<const std::uint8_t> data, std::uint8_t*
             decode_frame(frame_.data());
         }
     }
-    const auto written = static_cast<std::size_t>(out_ - out);
-    out_ = nullptr;
-    return written;
+}
+
+// Unaligned and no sync in the last kHuntBytes: try the 16 alignments over them, once a
+// window's worth has come (so garbage costs 16 trial decodes per window, not per byte).
+void TpiuDeframer::hunt(std::uint8_t byte) {
+    window_.push_back(byte);
+    if (window_.size() < kHuntBytes) return;
+    if (const auto offset = lock_offset()) return lock_on(*offset);
+    window_.erase(window_.begin(), window_.end() - kFrameSize + 1);  // already counted discarded
+}
+
+// Whether the frame at `f` could be one: every ID byte names an ID that may be used (0x70-0x7F
+// are reserved), and an ID change in the last slot does not claim the odd byte after it (there
+// is none: byte 15 is the aux byte). A half-sync (FF 7F on a pair boundary) may stand in it.
+static bool valid_frame(const std::uint8_t* f, std::uint8_t ours, bool& names_ours) {
+    for (unsigned i = 0; i < kAuxByte; i += 2) {
+        if (f[i] == kSyncFill && i + 1 < kAuxByte && f[i + 1] == kSyncEnd) continue;
+        if ((f[i] & 1) == 0) continue;
+        if ((f[i] >> 1) >= 0x70) return false;
+        if (i + 1 == kAuxByte && (f[kAuxByte] & 0x80) != 0) return false;
+        names_ours |= f[i] == ours;
+    }
+    return true;
+}
+
+// How many stream bytes of the alignment at `offset` fail the check; none when a frame is
+// invalid or our stream's ID never appears.
+std::optional<std::uint64_t> TpiuDeframer::candidate_errors(std::size_t offset) const {
+    const auto ours = static_cast<std::uint8_t>(stream_id_ << 1 | 1);
+    bool names_ours = false;
+    for (std::size_t at = offset; at + kFrameSize <= window_.size(); at += kFrameSize) {
+        if (!valid_frame(window_.data() + at, ours, names_ours)) return std::nullopt;
+    }
+    if (!names_ours) return std::nullopt;
+    if (!check_) return 0;
+    TpiuDeframer trial(stream_id_);
+    trial.hunting_ = false;
+    trial.aligned_ = true;
+    std::vector<std::uint8_t> stream;
+    trial.feed(std::span<const std::uint8_t>(window_).subspan(offset), stream);
+    const std::uint64_t errors = check_(stream);
+    // A stream that mostly fails to decode is not ours, however it compares with the others.
+    if (errors * 16 > stream.size()) return std::nullopt;
+    return errors;
+}
+
+// The one alignment clearly better than every other; none when two are equally good (a window
+// of padding or of one repeated byte proves nothing).
+std::optional<std::size_t> TpiuDeframer::lock_offset() const {
+    std::optional<std::size_t> best;
+    std::optional<std::uint64_t> best_errors, runner_up;
+    for (std::size_t offset = 0; offset < kFrameSize; ++offset) {
+        const auto errors = candidate_errors(offset);
+        if (!errors) continue;
+        if (!best_errors || *errors < *best_errors) {
+            runner_up = best_errors;
+            best_errors = errors;
+            best = offset;
+        } else if (!runner_up || *errors < *runner_up) {
+            runner_up = errors;
+        }
+    }
+    if (!best || (runner_up && *runner_up <= *best_errors)) return std::nullopt;
+    return best;
+}
+
+// Aligned at `offset` into the window: its bytes from there are decoded again as frames (they
+// were counted discarded as they came: moved from that count to where they now belong).
+void TpiuDeframer::lock_on(std::size_t offset) {
+    std::vector<std::uint8_t> replay(window_.begin() + static_cast<std::ptrdiff_t>(offset),
+                                     window_.end());
+    window_.clear();
+    stats_.bytes_discarded -= replay.size() - ff_run_;  // the held FF bytes were not counted
+    ff_run_ = 0;
+    aligned_ = true;
+    count_ = 0;
+    monitor_ = 0;
+    current_ = kUnknownId;
+    ++stats_.locks;
+    run(replay.data(), replay.size());
 }
 
 inline std::uint32_t TpiuDeframer::last_four(const std::uint8_t* frame) {
@@ -161,6 +244,7 @@ std::size_t TpiuDeframer::our_frames(const std::uint8_t* p, std::size_t n) {
 }
 
 void TpiuDeframer::finish() {
+    window_.clear();
     if (aligned_) stats_.bytes_discarded += count_;
     stats_.bytes_discarded += ff_run_;
     aligned_ = false;
@@ -173,6 +257,7 @@ void TpiuDeframer::finish() {
 // Everything but a possible start of a full sync is discarded at once.
 void TpiuDeframer::unaligned_byte(std::uint8_t byte) {
     if (byte == kSyncEnd && ff_run_ == 3) {
+        window_.clear();
         ff_run_ = 0;
         aligned_ = true;
         count_ = 0;

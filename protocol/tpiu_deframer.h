@@ -9,10 +9,21 @@
 // ID 0 is padding. Alignment is lost when a full sync arrives mid-frame (realigned on it) or a
 // frame holds the reserved ID 0x7F (the next full sync realigns). Data whose ID is not known
 // yet (after alignment is gained, until an ID change) is discarded and counted.
+//
+// Some formatter modes send no sync at all (a logic analyzer's capture of SWO with the
+// formatter on starts on a frame boundary and never syncs). Unaligned, the deframer also keeps
+// the last kHuntBytes and, when no sync came in them, tries the 16 frame alignments: it locks
+// on the one alignment whose frames are all valid (no reserved ID, no ID change in the last
+// slot claiming an odd byte after it), that names our stream, and whose stream bytes pass the
+// StreamCheck (the ITM decoder's: fewest bytes it must discard) clearly better than any other.
+// The bytes before the lock stay counted as discarded; the window is decoded from the lock on.
+// A later full sync mid-frame realigns on it, as always.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -31,6 +42,7 @@ struct TpiuStats {
     std::uint64_t full_syncs = 0;
     std::uint64_t half_syncs = 0;
     std::uint64_t resyncs = 0;  // times alignment was lost
+    std::uint64_t locks = 0;    // alignments found without a sync (by trying the 16)
 
     friend bool operator==(const TpiuStats&, const TpiuStats&) = default;
 };
@@ -39,9 +51,16 @@ class TpiuDeframer {
   public:
     explicit TpiuDeframer(std::uint8_t stream_id) : stream_id_(stream_id) {}
 
-    // What feed() may write beyond its output: a frame held from the last chunk and the
-    // slack of 16-byte stores.
-    static constexpr std::size_t kOutputSlack = 32;
+    // Unaligned bytes kept for the lock-on: 64 frames at each of the 16 alignments.
+    static constexpr std::size_t kHuntBytes = 64 * 16 + 15;
+    // What feed() may write beyond its output: the window a lock-on decodes, a frame held from
+    // the last chunk and the slack of 16-byte stores.
+    static constexpr std::size_t kOutputSlack = kHuntBytes + 32;
+
+    // How many of a candidate alignment's stream bytes fail to decode: the lock-on keeps the
+    // alignment whose stream decodes cleanly. Without one, frame validity alone decides.
+    using StreamCheck = std::function<std::uint64_t(std::span<const std::uint8_t>)>;
+    void set_stream_check(StreamCheck check) { check_ = std::move(check); }
 
     // Appends the selected stream's bytes to `out`.
     void feed(std::span<const std::uint8_t> data, std::vector<std::uint8_t>& out);
@@ -59,7 +78,12 @@ class TpiuDeframer {
     bool plain_frame(const std::uint8_t* p) const;
     static std::uint32_t last_four(const std::uint8_t* frame);
     std::size_t our_frames(const std::uint8_t* p, std::size_t n);
+    void run(const std::uint8_t* p, std::size_t n);
     void unaligned_byte(std::uint8_t byte);
+    void hunt(std::uint8_t byte);
+    std::optional<std::size_t> lock_offset() const;
+    std::optional<std::uint64_t> candidate_errors(std::size_t offset) const;
+    void lock_on(std::size_t offset);
     void full_sync();
     void decode_frame(const std::uint8_t* frame);
     bool repeats_our_id(const std::uint8_t* frame) const;
@@ -73,7 +97,10 @@ class TpiuDeframer {
     int current_ = kUnknownId;   // the stream ID the next data byte belongs to
     std::array<std::uint8_t, 16> frame_{};
     unsigned count_ = 0;
-    std::uint8_t* out_ = nullptr;  // during feed(): where the next output byte goes
+    std::uint8_t* out_ = nullptr;       // during feed(): where the next output byte goes
+    bool hunting_ = true;               // false in the scratch deframers that try an alignment
+    std::vector<std::uint8_t> window_;  // unaligned: the last bytes, for the lock-on
+    StreamCheck check_;
 };
 
 }  // namespace rackprof::protocol
