@@ -10,8 +10,10 @@ namespace rackprof::gmon {
 
 namespace {
 
-// A small direct-mapped cache in front of the hash table: firmware repeats the same few arcs
-// and PCs, so most records only bump a counter in L1. Flushed at the end of every batch.
+// A small direct-mapped cache in front of the hash table: firmware that repeats the same few
+// arcs and PCs only bumps a counter in L1. Flushed at the end of every batch. It counts its
+// misses: where hundreds of arcs take turns, every miss costs a table add on top of the
+// cache's own work, and the caller goes to the table directly instead.
 class CountCache {
   public:
     explicit CountCache(CountTable& table) : table_(table) {}
@@ -26,9 +28,11 @@ class CountCache {
             if (e.count) table_.add(e.key, e.count);
             e.key = key;
             e.count = 0;
+            ++misses_;
         }
         e.count += n;
     }
+    std::uint64_t misses() const { return misses_; }
 
   private:
     static constexpr std::size_t kEntries = 64;
@@ -38,6 +42,7 @@ class CountCache {
     };
     CountTable& table_;
     std::array<Entry, kEntries> entries_{};
+    std::uint64_t misses_ = 0;
 };
 
 std::uint64_t arc_key(std::uint64_t from, std::uint64_t self) {
@@ -48,17 +53,84 @@ std::uint64_t arc_key(std::uint64_t from, std::uint64_t self) {
 
 void Aggregate::add(std::span<const protocol::Record> records) {
     unsort_pcs();
+    if (window_.counts.empty() && table_samples_ >= kWindowAfter) open_window();
+    // The arc cache again every kArcCacheRetry batches, to see whether it now pays.
+    const bool cached = arc_cache_pays_ || ++batches_uncached_ % kArcCacheRetry == 0;
     CountCache arcs(arcs_);
+    std::uint64_t arc_records = 0;
     CountCache pcs(pcs_);
+    std::uint64_t* const window = window_.counts.data();
+    const std::uint64_t low = window_.low;
+    const std::size_t slots = window_.counts.size();
+    std::uint64_t calls = 0, samples = 0;
+    std::size_t distinct = window_.distinct;
     for (const protocol::Record& r : records) {
         if (r.kind == protocol::RecordKind::kArc) {
-            arcs.add(arc_key(r.from_pc, r.self_pc), r.count);
-            total_calls_ += r.count;
+            if (cached) {
+                arcs.add(arc_key(r.from_pc, r.self_pc), r.count);
+            } else {
+                arcs_.add(arc_key(r.from_pc, r.self_pc), r.count);
+            }
+            ++arc_records;
+            calls += r.count;
+            continue;
+        }
+        samples += r.count;
+        const std::uint64_t slot = (r.self_pc - low) >> 1;
+        if (slot < slots && (r.self_pc & 1) == 0) {
+            distinct += window[slot] == 0;
+            window[slot] += r.count;
         } else {
             pcs.add(r.self_pc, r.count);
-            total_samples_ += r.count;
+            if (slots == 0) table_samples_ += r.count;
         }
     }
+    window_.distinct = distinct;
+    if (cached && arc_records >= 256) arc_cache_pays_ = arcs.misses() * 4 < arc_records;
+    total_calls_ += calls;
+    total_samples_ += samples;
+}
+
+// Over the 64 KiB of code where the table's samples are densest; the table's PCs in it move.
+void Aggregate::open_window() {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> regions;  // (pc / 64 KiB, samples)
+    pcs_.for_each(
+        [&](std::uint64_t pc, std::uint64_t n) { regions.emplace_back(pc / kWindowBytes, n); });
+    std::sort(regions.begin(), regions.end());
+    std::uint64_t best = 0, best_samples = 0;
+    for (std::size_t i = 0; i < regions.size();) {
+        std::uint64_t sum = 0;
+        std::size_t j = i;
+        for (; j < regions.size() && regions[j].first == regions[i].first; ++j)
+            sum += regions[j].second;
+        if (sum > best_samples) {
+            best_samples = sum;
+            best = regions[i].first;
+        }
+        i = j;
+    }
+    window_.low = best * kWindowBytes;
+    window_.counts.assign(kWindowBytes / 2, 0);
+    CountTable rest;
+    pcs_.for_each([&](std::uint64_t pc, std::uint64_t n) {
+        if (window_.holds(pc)) {
+            window_.distinct += window_.counts[(pc - window_.low) >> 1] == 0;
+            window_.counts[(pc - window_.low) >> 1] += n;
+        } else {
+            rest.add(pc, n);
+        }
+    });
+    pcs_ = std::move(rest);
+}
+
+void Aggregate::count_pc(std::uint64_t pc, std::uint64_t n) {
+    if (window_.holds(pc) && !window_.counts.empty()) {
+        std::uint64_t& c = window_.counts[(pc - window_.low) >> 1];
+        window_.distinct += c == 0;
+        c += n;
+        return;
+    }
+    pcs_.add(pc, n);
 }
 
 void Aggregate::add_arc(std::uint64_t from_pc, std::uint64_t self_pc, std::uint64_t count) {
@@ -79,14 +151,17 @@ void Aggregate::add_arc(std::uint64_t from_pc, std::uint64_t self_pc, std::uint6
 void Aggregate::add_pc(std::uint64_t pc, std::uint64_t count) {
     unsort_pcs();
     total_samples_ += count;
-    pcs_.add(pc, count);
+    count_pc(pc, count);
 }
 
 void Aggregate::merge(const Aggregate& other) {
     unsort_pcs();
     other.arcs_.for_each([&](std::uint64_t key, std::uint64_t n) { arcs_.add(key, n); });
-    other.pcs_.for_each([&](std::uint64_t key, std::uint64_t n) { pcs_.add(key, n); });
-    for (const PcCount& p : other.sorted_pcs_) pcs_.add(p.pc, p.count);
+    other.pcs_.for_each([&](std::uint64_t key, std::uint64_t n) { count_pc(key, n); });
+    for (const PcCount& p : other.sorted_pcs_) count_pc(p.pc, p.count);
+    for (std::size_t i = 0; i < other.window_.counts.size(); ++i) {
+        if (other.window_.counts[i]) count_pc(other.window_.low + 2 * i, other.window_.counts[i]);
+    }
     for (const ArcCount& a : other.wide_arcs_) {
         add_arc(a.from_pc, a.self_pc, a.count);
         total_calls_ -= a.count;  // counted below with the rest
@@ -114,7 +189,7 @@ void Aggregate::adopt_sorted_pcs(std::vector<PcCount> pcs) {
 void Aggregate::unsort_pcs() {
     if (sorted_pcs_.empty()) return;
     pcs_.reserve(sorted_pcs_.size());
-    for (const PcCount& p : sorted_pcs_) pcs_.add(p.pc, p.count);
+    for (const PcCount& p : sorted_pcs_) count_pc(p.pc, p.count);
     sorted_pcs_ = {};
 }
 
@@ -143,10 +218,19 @@ std::vector<ArcCount> Aggregate::arcs() const {
 std::vector<PcCount> Aggregate::pc_samples() const {
     if (!sorted_pcs_.empty()) return sorted_pcs_;
     std::vector<PcCount> out;
-    out.reserve(pcs_.size());
+    out.reserve(pcs_.size() + window_.distinct);
     pcs_.for_each([&](std::uint64_t pc, std::uint64_t n) { out.push_back({pc, n}); });
     // PCs are distinct, so any sort by address gives the same order.
     radix_sort_by_key(out, [](const PcCount& p) { return p.pc; });
+    if (window_.distinct == 0) return out;
+    // The window's PCs, in address order already, merged among the table's (odd PCs inside
+    // its range are the table's).
+    const auto table_end = static_cast<std::ptrdiff_t>(out.size());
+    for (std::size_t i = 0; i < window_.counts.size(); ++i) {
+        if (window_.counts[i]) out.push_back({window_.low + 2 * i, window_.counts[i]});
+    }
+    std::inplace_merge(out.begin(), out.begin() + table_end, out.end(),
+                       [](const PcCount& a, const PcCount& b) { return a.pc < b.pc; });
     return out;
 }
 

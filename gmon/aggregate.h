@@ -48,7 +48,7 @@ class Aggregate {
     std::uint64_t total_calls() const { return total_calls_; }
     std::uint64_t total_samples() const { return total_samples_; }
     std::size_t distinct_arcs() const { return arcs_.size(); }
-    std::size_t distinct_pcs() const { return pcs_.size() + sorted_pcs_.size(); }
+    std::size_t distinct_pcs() const { return pcs_.size() + sorted_pcs_.size() + window_.distinct; }
     bool empty() const { return arcs_.size() == 0 && distinct_pcs() == 0 && wide_arcs_.empty(); }
 
     friend bool operator==(const Aggregate& a, const Aggregate& b) {
@@ -56,11 +56,37 @@ class Aggregate {
     }
 
   private:
+    // The hot code's sampled PCs counted by index, not hashed: a capture's samples land on
+    // thousands of PCs of one code region, and an array indexed by address keeps each add a
+    // load and a store. Made once the table holds kWindowAfter samples (small aggregates, of a
+    // stored block or a window, never pay for it), over the 64 KiB of code with the most of
+    // them. Invariant: a PC in [low, low + 2 * counts.size()) is counted here and never in
+    // pcs_, so the two are disjoint and pc_samples() merges them without summing.
+    struct PcWindow {
+        std::uint64_t low = 0;
+        std::vector<std::uint64_t> counts;  // per halfword (Thumb and RISC-V C: even PCs)
+        std::size_t distinct = 0;           // non-zero counts
+        bool holds(std::uint64_t pc) const {
+            return ((pc - low) >> 1) < counts.size() && (pc & 1) == 0;
+        }
+    };
+    static constexpr std::uint64_t kWindowBytes = 64 * 1024;
+    static constexpr std::uint64_t kWindowAfter = 1 << 16;
+
     void unsort_pcs();
+    void count_pc(std::uint64_t pc, std::uint64_t n);
+    void open_window();
 
     // Arcs with both addresses below 2^32 (every supported target) share one table.
     CountTable arcs_;
     CountTable pcs_;
+    // Whether the arc cache (aggregate.cc) hits often enough to pay for itself: it does when a
+    // few arcs repeat (blinky), it does not when hundreds take turns.
+    static constexpr std::uint64_t kArcCacheRetry = 64;
+    bool arc_cache_pays_ = true;
+    std::uint64_t batches_uncached_ = 0;
+    PcWindow window_;
+    std::uint64_t table_samples_ = 0;  // samples counted in pcs_ before the window opened
     std::vector<PcCount> sorted_pcs_;  // adopt_sorted_pcs'; empty whenever pcs_ is not
     std::vector<ArcCount> wide_arcs_;  // arcs with a 64-bit address (from a 64-bit gmon.out)
     std::uint64_t total_calls_ = 0;

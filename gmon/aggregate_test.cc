@@ -131,3 +131,64 @@ TEST_CASE("the all-ones key is an ordinary key") {
 
 }  // namespace
 }  // namespace rackprof::gmon
+
+namespace rackprof::gmon {
+
+// The hot code's PCs are counted in an array (the window) once a capture's worth has come:
+// what reads back must be exactly what a plain map of the same adds says, whatever the order,
+// with PCs inside the window, odd ones in its range, PCs outside it, merges and adopted PCs.
+TEST_CASE("the PC window: counts, order and distinct PCs as a plain map says") {
+    std::mt19937_64 rng(5);
+    std::map<std::uint64_t, std::uint64_t> truth;
+    Aggregate a;
+    std::vector<protocol::Record> batch;
+    const auto pc_of = [&] {
+        switch (rng() % 8) {
+            case 0:
+                return std::uint32_t(0x20000000 + rng() % 512);  // RAM code, far away
+            case 1:
+                return std::uint32_t(0x08000001 + 2 * (rng() % 40000));  // odd: the table's
+            default:
+                return std::uint32_t(0x08000000 + 2 * (rng() % 20000));  // the hot 40 KB
+        }
+    };
+    for (int round = 0; round < 40; ++round) {
+        batch.clear();
+        for (int i = 0; i < 5000; ++i) {
+            const std::uint64_t pc = pc_of();
+            const std::uint64_t n = 1 + rng() % 3;
+            batch.push_back(protocol::Record::pc_sample(pc, n));
+            truth[pc] += n;
+        }
+        a.add(batch);
+        if (round == 30) {
+            a.add_pc(0x08000010, 7);
+            truth[0x08000010] += 7;
+        }
+    }
+    std::vector<PcCount> expected;
+    std::uint64_t total = 0;
+    for (const auto& [pc, n] : truth) {
+        expected.push_back({pc, n});
+        total += n;
+    }
+    CHECK(a.pc_samples() == expected);
+    CHECK(a.distinct_pcs() == truth.size());
+    CHECK(a.total_samples() == total);
+    // Merged both ways: into an aggregate without a window, and one with.
+    Aggregate small;
+    small.add_pc(0x08000002, 1);
+    small.merge(a);
+    Aggregate twice = a;
+    twice.merge(a);
+    truth[0x08000002] += 1;
+    std::vector<PcCount> merged;
+    for (const auto& [pc, n] : truth) merged.push_back({pc, n});
+    CHECK(small.pc_samples() == merged);
+    CHECK(small.distinct_pcs() == truth.size());
+    for (PcCount& p : expected) p.count *= 2;
+    CHECK(twice.pc_samples() == expected);
+    CHECK(twice.total_samples() == 2 * total);
+}
+
+}  // namespace rackprof::gmon

@@ -1,5 +1,6 @@
 // Benchmark of the core (not a pass/fail test): decode + aggregate throughput on simulator
-// captures (legacy binary and hex, framed with and without the arc cache), against md5sum on
+// captures (legacy binary and hex, framed with and without the arc cache) and on a bench-like
+// mix (300 functions, ~800 arcs, ~9000 sampled PCs), against md5sum on
 // the same file as a same-machine baseline; wire bytes per call of legacy vs framed; and
 // gmon.out, profile and report (text, JSON) times for 10^5 distinct arcs. Prints figures only,
 // and TABLE| rows for run.sh's summary (tests/bench/table.h): every ratio against a baseline
@@ -8,7 +9,8 @@
 //
 //   tests/bench/run.sh            (builds Release, runs this with a 200 MB capture)
 //   core_bench [--mb N] [--dir DIR] [--thesis blink1hex.txt] [--arcs N[,N...]]
-//              [--only profile]   (the profile and report lines alone)
+//              [--only profile|mixed]   (the profile and report lines, or the bench-like mix,
+//                                        alone)
 //   CORE_BENCH_SAVE=PREFIX writes the last reports to PREFIX.txt and PREFIX.json (to compare
 //   two builds' output byte for byte)
 #include <sys/resource.h>
@@ -34,6 +36,7 @@
 #include "gmon/report.h"
 #include "gmon/synthetic_elf.h"
 #include "protocol/framed_format.h"
+#include "protocol/legacy_format.h"
 #include "protocol/record_sink.h"
 #include "tests/bench/synthetic_profile.h"
 #include "tests/bench/table.h"
@@ -95,8 +98,70 @@ std::filesystem::path make_capture(const std::filesystem::path& dir, const Wire&
     return path;
 }
 
+// A bench-like mix, as a real firmware's capture has it (legacy binary, 4-byte addresses):
+// 300 functions over 48 KiB of code, ~800 distinct arcs and ~9000 distinct sampled PCs, each
+// drawn with a Zipf-like weight (a few hot, a long tail), 7 arcs to 3 samples.
+std::filesystem::path make_mixed_capture(const std::filesystem::path& dir, std::uint64_t bytes) {
+    constexpr int kFunctions = 300, kArcs = 800, kPcs = 9000;
+    std::mt19937_64 rng(42);
+    std::vector<std::uint32_t> starts(kFunctions + 1);
+    for (int f = 0; f <= kFunctions; ++f)
+        starts[f] = 0x08000000u + static_cast<std::uint32_t>(f) * 164;
+    std::vector<protocol::Record> arcs, pcs;
+    std::vector<double> arc_weight, pc_weight;
+    for (int i = 0; i < kArcs; ++i) {
+        const auto caller = static_cast<int>(rng() % kFunctions);
+        const auto callee = static_cast<int>(rng() % kFunctions);
+        arcs.push_back(protocol::Record::arc(
+            starts[caller] + 4 + 2 * static_cast<std::uint32_t>(rng() % 78), starts[callee]));
+        arc_weight.push_back(1.0 / (i + 1));
+    }
+    for (int i = 0; i < kPcs; ++i) {
+        pcs.push_back(protocol::Record::pc_sample(
+            0x08000000u + 2 * static_cast<std::uint32_t>(rng() % (kFunctions * 82))));
+        pc_weight.push_back(1.0 / (i + 1));
+    }
+    std::discrete_distribution<std::size_t> pick_arc(arc_weight.begin(), arc_weight.end());
+    std::discrete_distribution<std::size_t> pick_pc(pc_weight.begin(), pc_weight.end());
+    const auto path = dir / "bench-mixed";
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    std::vector<std::uint8_t> out;
+    std::uint64_t written = 0;
+    while (written < bytes) {
+        out.clear();
+        for (int i = 0; i < 4096; ++i) {
+            const bool arc = rng() % 10 < 7;
+            protocol::encode_legacy(arc ? arcs[pick_arc(rng)] : pcs[pick_pc(rng)], 4, out);
+        }
+        std::fwrite(out.data(), 1, out.size(), f);
+        written += out.size();
+    }
+    std::fclose(f);
+    return path;
+}
+
+// decode + aggregate of the file at `path` (best of 3) against md5sum of it.
+void time_decode(const std::filesystem::path& path, const char* name,
+                 const protocol::WireSpec& wire);
+
 void bench_decode(const std::filesystem::path& dir, const Wire& wire, std::uint64_t bytes) {
     const auto path = make_capture(dir, wire, bytes);
+    time_decode(path, wire.name, wire_spec(wire));
+    std::filesystem::remove(path);
+}
+
+void bench_mixed(const std::filesystem::path& dir, std::uint64_t bytes) {
+    const auto path = make_mixed_capture(dir, bytes);
+    protocol::WireSpec wire;
+    wire.protocol = "legacy";
+    wire.format = "bin";
+    wire.addr_bytes = 4;
+    time_decode(path, "bench-like mix", wire);
+    std::filesystem::remove(path);
+}
+
+void time_decode(const std::filesystem::path& path, const char* name,
+                 const protocol::WireSpec& wire) {
     const double size_mb = static_cast<double>(std::filesystem::file_size(path)) / 1e6;
     Timing best;
     protocol::DecoderStats stats;
@@ -107,7 +172,7 @@ void bench_decode(const std::filesystem::path& dir, const Wire& wire, std::uint6
         daemon::ingest::AggregateImportSink sink(aggregate);
         daemon::ingest::ImportSpec spec;
         spec.kind = daemon::ingest::InputKind::kCapture;
-        spec.wire = wire_spec(wire);
+        spec.wire = wire;
         stats = daemon::ingest::import_file(path, spec, sink).stats;
         best.wall = std::min(best.wall, seconds_since(start));
         best.cpu = std::min(best.cpu, cpu_seconds(RUSAGE_SELF) - cpu_start);
@@ -117,15 +182,14 @@ void bench_decode(const std::filesystem::path& dir, const Wire& wire, std::uint6
         "decode+aggregate %-13s: %7.1f MB in %.3f s = %7.1f MB/s (%7.1f MB/s per CPU s), %6.1f M "
         "records/s; md5sum %.3f s = %7.1f MB/s (%7.1f MB/s per CPU s); ratio to md5sum %.2f wall, "
         "%.2f CPU\n",
-        wire.name, size_mb, best.wall, size_mb / best.wall, size_mb / best.cpu,
+        name, size_mb, best.wall, size_mb / best.wall, size_mb / best.cpu,
         static_cast<double>(stats.records()) / best.wall / 1e6, md5.wall, size_mb / md5.wall,
         size_mb / md5.cpu, md5.wall / best.wall, md5.cpu / best.cpu);
     // CPU time, not wall: on a shared machine it is what one core does.
-    bench::table_row("decode+aggregate", bench::cell("%s capture, %.0f MB", wire.name, size_mb),
+    bench::table_row("decode+aggregate", bench::cell("%s capture, %.0f MB", name, size_mb),
                      bench::cell("%.1f MB/s per CPU s", size_mb / best.cpu),
                      bench::cell("md5sum %.1f MB/s per CPU s", size_mb / md5.cpu),
                      md5.cpu / best.cpu);
-    std::filesystem::remove(path);
 }
 
 // Wire bytes per call of the blinky model: at the same call rate, bytes per second scale by
@@ -311,6 +375,12 @@ int main(int argc, char** argv) {
         if (arg == "--only") only = argv[i + 1];
     }
     std::filesystem::create_directories(dir);
+    if (only == "mixed") {
+        bench_mixed(dir, mb << 20);
+        std::error_code ec;
+        std::filesystem::remove_all(own_dir, ec);
+        return 0;
+    }
     if (only == "profile") {
         for (std::size_t arcs : arc_counts) bench_profile(dir, arcs);
         std::error_code ec;
@@ -332,6 +402,7 @@ int main(int argc, char** argv) {
         {"framed+cache", daemon::sim::WireProtocol::kFramed, protocol::LegacyEncoding::kBinary, 32},
     };
     for (const Wire& wire : wires) bench_decode(dir, wire, mb << 20);
+    bench_mixed(dir, mb << 20);
     bench_wire_size();
     bench_thesis_wire(thesis_capture);
     for (std::size_t arcs : arc_counts) bench_profile(dir, arcs);
