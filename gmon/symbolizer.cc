@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <fstream>
 #include <limits>
+
+#include "gmon/linker_map.h"
 
 namespace rackprof::gmon {
 
@@ -58,6 +61,34 @@ std::string hex(const unsigned char* p, std::size_t n) {
 std::shared_ptr<const Symbolizer> Symbolizer::load(const std::filesystem::path& path) {
     std::shared_ptr<Symbolizer> s(new Symbolizer());
     s->read(path);
+    return s;
+}
+
+std::shared_ptr<const Symbolizer> Symbolizer::load_map(const std::filesystem::path& path) {
+    constexpr std::uintmax_t kMaxMapBytes = 256 << 20;  // a large project's map is a few MB
+    std::error_code ec;
+    const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
+    if (ec) throw ElfError(path.string() + ": " + ec.message());
+    if (bytes > kMaxMapBytes) throw ElfError(path.string() + ": a linker map of more than 256 MiB");
+    std::ifstream in(path, std::ios::binary);
+    std::string text(static_cast<std::size_t>(bytes), '\0');
+    if (!in.read(text.data(), static_cast<std::streamsize>(text.size())))
+        throw ElfError(path.string() + ": cannot be read");
+    LinkerMap map;
+    try {
+        map = parse_linker_map(text);
+    } catch (const LinkerMapError& e) {
+        throw ElfError(path.string() + ": " + e.what());
+    }
+    std::shared_ptr<Symbolizer> s(new Symbolizer());
+    s->path_ = path;
+    s->symbols_ = std::move(map.symbols);
+    s->machine_ = map.machine;
+    s->code_low_ = map.code_low;
+    s->code_high_ = map.code_high;
+    s->text_addr_ = map.text_addr;
+    s->text_size_ = map.text_size;
+    s->map_flavor_ = map.flavor + " map";
     return s;
 }
 

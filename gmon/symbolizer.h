@@ -48,6 +48,12 @@ class Symbolizer {
   public:
     // Throws ElfError with a message naming the file for anything that is not a usable ELF.
     static std::shared_ptr<const Symbolizer> load(const std::filesystem::path& path);
+    // The same from a linker map (GNU ld or TI: gmon/linker_map.h) where no ELF is at hand:
+    // function names, addresses, sizes where the map gives them, the code range; no code bytes
+    // and no source lines. Throws ElfError naming the file.
+    static std::shared_ptr<const Symbolizer> load_map(const std::filesystem::path& path);
+    // "GNU ld map" or "TI map" when the symbols came from a map; empty for an ELF.
+    const std::string& map_flavor() const { return map_flavor_; }
     ~Symbolizer();
     Symbolizer(const Symbolizer&) = delete;
     Symbolizer& operator=(const Symbolizer&) = delete;
@@ -102,6 +108,7 @@ class Symbolizer {
     std::uint64_t code_high_ = 0;
     std::uint64_t text_addr_ = 0;
     std::uint64_t text_size_ = 0;
+    std::string map_flavor_;
 };
 
 }  // namespace rackprof::gmon

@@ -587,6 +587,12 @@ ConvertOptions decode_options(const ProfileInputArgs& args) {
     o.tiva.bin_bytes = args.bin_bytes.value_or(gmon::kTivaBinBytes);
     if (args.tiva_report) o.tiva_report = *args.tiva_report - 1;
     if (args.elf) o.elf = gmon::Symbolizer::load(*args.elf);
+    if (args.map) {
+        o.elf = gmon::Symbolizer::load_map(*args.map);
+        std::cerr << "rackprof: symbols from the " << o.elf->map_flavor() << " " << *args.map
+                  << ": " << o.elf->symbols().size()
+                  << " functions, no source lines (sizes where its sections give them)\n";
+    }
     return o;
 }
 
@@ -672,6 +678,7 @@ int run_convert(const ConvertArgs& args) {
     if (o.elf) {
         in.summary["elf"] = o.elf->path().string();
         in.summary["build_id"] = o.elf->build_id();
+        if (!o.elf->map_flavor().empty()) in.summary["symbols_from"] = o.elf->map_flavor();
     } else if (o.report != "none" && !o.elf_missing_reported) {
         std::cerr
             << "rackprof: no --elf given: the report lists addresses only; give the firmware's ELF "
@@ -732,6 +739,11 @@ void add_profile_input_options(CLI::App& app, ProfileInputArgs& args) {
                    "the firmware's ELF: symbols, code range, byte order (recommended;\n"
                    "a stored session's own ELF is used when it was recorded)")
         ->type_name("FILE");
+    app.add_option("--map", args.map,
+                   "a linker map (GNU ld -Map, TI ARM linker) for symbols when no ELF is at\n"
+                   "hand: function names and addresses, no source lines")
+        ->type_name("FILE")
+        ->excludes("--elf");
     app.add_option("--protocol", args.protocol, "the wire format (default: legacy)")
         ->type_name("P")
         ->check(CLI::IsMember(protocol_names()));

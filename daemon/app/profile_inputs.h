@@ -16,6 +16,7 @@ namespace rackprof::daemon::app {
 // The decoding options convert declares, and diff and check-sync with it.
 struct ProfileInputArgs {
     std::optional<std::string> elf;
+    std::optional<std::string> map;  // a linker map instead of the ELF (gmon/linker_map.h)
     std::optional<std::string> protocol;  // else legacy
     std::string format = "auto";
     std::optional<int> addr_bytes;  // else the protocol's default

@@ -317,6 +317,50 @@ TEST_CASE("demo --qemu: example firmware in QEMU, profiled as gprof profiles it"
           std::string::npos);
 }
 
+// The linker map the firmware build wrote (arm-none-eabi-ld -Map) names the functions as the
+// ELF does: the same profile, but for gprof's index numbers (the ELF has functions the map
+// cannot show: statics without a section of their own).
+TEST_CASE("convert --map: target-fw's own GNU ld map instead of its ELF, the same profile") {
+    const auto firmware = std::filesystem::path(RACKPROF_BINARY).parent_path() / "target-fw";
+    if (testing::run({"sh", "-c", "command -v qemu-system-arm"}).exit_code != 0 ||
+        !std::filesystem::exists(firmware / "nested-mps2-an385-framed.map")) {
+        MESSAGE("SKIP: convert --map needs qemu-system-arm and target-fw built (./setup.sh)");
+        return;
+    }
+    testing::TempDir dir;
+    REQUIRE(rackprof({"demo", "--qemu", "--example", "nested", "--dir", dir.path().string()})
+                .exit_code == 0);
+    const auto convert = [&](const std::string& flag, const std::filesystem::path& symbols) {
+        const auto r = rackprof({"convert", (dir / "capture.bin").string(), "--protocol",
+                                 "framed", flag, symbols.string(), "-o",
+                                 (dir / (flag.substr(2) + ".out")).string()});
+        REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+        return r;
+    };
+    const auto with_map = convert("--map", firmware / "nested-mps2-an385-framed.map");
+    const auto with_elf = convert("--elf", dir / "firmware.elf");
+    CHECK(with_map.err.find("symbols from the GNU ld map") != std::string::npos);
+    const auto without_indices = [](const std::string& text) {
+        return std::regex_replace(text, std::regex("\\[[0-9]+\\]"), "[]");
+    };
+    CHECK(with_map.out.find("work") != std::string::npos);
+    CHECK(without_indices(with_map.out) == without_indices(with_elf.out));
+    const auto json_report = rackprof({"convert", (dir / "capture.bin").string(), "--protocol",
+                                       "framed", "--map",
+                                       (firmware / "nested-mps2-an385-framed.map").string(),
+                                       "--report", "json", "-o", (dir / "j.out").string()});
+    REQUIRE(json_report.exit_code == 0);
+    CHECK(json::parse(json_report.out)["source"]["symbols_from"] == "GNU ld map");
+    const auto both = rackprof({"convert", (dir / "capture.bin").string(), "--map",
+                                (firmware / "nested-mps2-an385-framed.map").string(), "--elf",
+                                (dir / "firmware.elf").string()});
+    CHECK(both.exit_code != 0);
+    const auto not_a_map = rackprof({"convert", (dir / "capture.bin").string(), "--protocol",
+                                     "framed", "--map", (dir / "capture.bin").string()});
+    CHECK(not_a_map.exit_code != 0);
+    CHECK(not_a_map.err.find("not a linker map") != std::string::npos);
+}
+
 // A capture of `model` run `iterations` times and the ELF it ran, simulated into `dir`.
 struct Simulated {
     std::filesystem::path capture;

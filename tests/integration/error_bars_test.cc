@@ -192,6 +192,46 @@ TEST_CASE("convert --format tiva: a Tiva binned PC report becomes a profile and 
     CHECK_FALSE(std::filesystem::exists(dir / "bad.out"));
 }
 
+// The Tiva project's TI ARM linker map (armcl's layout) with the functions write_tiva_elf puts
+// in its ELF: a Tiva report profiled where only the map was kept.
+TEST_CASE("convert --map: a Tiva report named by its TI linker map") {
+    testing::TempDir dir;
+    std::ofstream(dir / "tiva.map")
+        << "******************************************************************************\n"
+           "                  TI ARM Linker PC v20.2.5\n"
+           "******************************************************************************\n"
+           "OUTPUT FILE NAME:   <EECS690_Profiler.out>\n\n"
+           "SECTION ALLOCATION MAP\n\n"
+           " output                                  attributes/\n"
+           "section   page    origin      length       input sections\n"
+           "--------  ----  ----------  ----------   ----------------\n"
+           ".text      0    00000000    00008000     \n"
+           "                  00000000    00000a80     startup_ccs.obj (.text:startup)\n"
+           "                  00000a80    00000180     Task_ProgramTrace.obj (.text:Task_ProgramTrace)\n"
+           "                  00004840    00000080     driverlib.lib : timer.obj (.text:TimerIntClear)\n"
+           "                  00005040    000000c0     portasm.obj (.text)\n\n"
+           "GLOBAL SYMBOLS: SORTED BY Symbol Address \n\n"
+           "address   name                          \n"
+           "-------   ----                          \n"
+           "00000a81  Task_ProgramTrace             \n"
+           "00004841  TimerIntClear                 \n"
+           "00005041  xPortPendSVHandler            \n\n"
+           "[3 symbols]\n";
+    const std::map<std::uint32_t, std::uint64_t> first = {
+        {42, 310}, {43, 95}, {47, 40}, {289, 3}, {290, 1}, {321, 512}, {322, 870}, {323, 4100}};
+    std::ofstream(dir / "report.txt") << tiva_report(1, first);
+    const auto conv = rackprof({"convert", (dir / "report.txt").string(), "--map",
+                                (dir / "tiva.map").string(), "-o", (dir / "gmon.out").string(),
+                                "--report", "json"});
+    REQUIRE_MESSAGE(conv.exit_code == 0, conv.err);
+    CHECK(conv.err.find("symbols from the TI map") != std::string::npos);
+    const json doc = json::parse(conv.out);
+    CHECK(doc["source"]["symbols_from"] == "TI map");
+    CHECK(flat_row(doc["profile"], "Task_ProgramTrace")["samples"].get<double>() == 445);
+    CHECK(flat_row(doc["profile"], "TimerIntClear")["samples"].get<double>() == 4);
+    CHECK(flat_row(doc["profile"], "xPortPendSVHandler")["samples"].get<double>() == 5482);
+}
+
 // The report as a real report task prints it, through the C library's printf: time stamps and
 // the report name zero-padded, values signed, no type flag, a banner before each report.
 std::string printed_report(int number, const std::map<std::uint32_t, std::uint64_t>& counts) {
