@@ -40,7 +40,7 @@ std::optional<std::uint64_t> hex_of(std::string_view text, bool prefixed) {
 }
 
 // One code input section and the global symbols the map lists in it.
-struct CodeSection {
+struct MapSection {
     std::string function;  // from ".text.NAME" / ".text:NAME"; empty for a plain .text
     std::uint64_t addr = 0;
     std::uint64_t size = 0;
@@ -73,9 +73,9 @@ bool gnu_code(std::string_view section) {
 
 // The symbols of the sections: each to the next symbol in its section or the section's end;
 // a function section without a symbol line, a static function of its name.
-void symbols_of(const std::vector<CodeSection>& sections, bool thumb, LinkerMap& map) {
+void map_symbols_of(const std::vector<MapSection>& sections, bool thumb, LinkerMap& map) {
     map.code_low = UINT64_MAX;
-    for (const CodeSection& s : sections) {
+    for (const MapSection& s : sections) {
         if (s.size == 0) continue;
         map.code_low = std::min(map.code_low, s.addr);
         map.code_high = std::max(map.code_high, s.addr + s.size);
@@ -104,11 +104,11 @@ void symbols_of(const std::vector<CodeSection>& sections, bool thumb, LinkerMap&
                      [](const ElfSymbol& a, const ElfSymbol& b) { return a.addr < b.addr; });
 }
 
-LinkerMap parse_gnu(std::string_view text) {
+LinkerMap parse_gnu_map(std::string_view text) {
     LinkerMap map;
     map.flavor = "GNU ld";
     text.remove_prefix(text.find(kGnuMarker));
-    std::vector<CodeSection> sections;
+    std::vector<MapSection> sections;
     std::string pending;   // a section name whose numbers are on the next line
     bool in_code = false;  // the current input section is code
     for_each_line(text, [&](std::string_view line) {
@@ -155,18 +155,18 @@ LinkerMap parse_gnu(std::string_view text) {
             sections.back().symbols.emplace_back(*hex_of(t[0], true), std::string(t[1]));
     });
     const bool thumb = map.machine == kEmArm;
-    for (CodeSection& s : sections) {
+    for (MapSection& s : sections) {
         for (auto& [addr, name] : s.symbols) addr &= thumb ? ~std::uint64_t{1} : ~std::uint64_t{0};
     }
-    symbols_of(sections, thumb, map);
+    map_symbols_of(sections, thumb, map);
     return map;
 }
 
-LinkerMap parse_ti(std::string_view text) {
+LinkerMap parse_ti_map(std::string_view text) {
     LinkerMap map;
     map.flavor = "TI";
     if (text.find("ARM") != std::string_view::npos) map.machine = kEmArm;
-    std::vector<CodeSection> sections;
+    std::vector<MapSection> sections;
     enum class Part { kHead, kSections, kSymbols } part = Part::kHead;
     bool in_text = false;  // under the .text output section
     std::vector<std::pair<std::uint64_t, std::string>> globals;
@@ -206,19 +206,19 @@ LinkerMap parse_ti(std::string_view text) {
                             {}});
     });
     std::sort(sections.begin(), sections.end(),
-              [](const CodeSection& a, const CodeSection& b) { return a.addr < b.addr; });
+              [](const MapSection& a, const MapSection& b) { return a.addr < b.addr; });
     const bool thumb = map.machine == kEmArm;
     for (const auto& [raw, name] : globals) {
         if (thumb && (raw & 1) == 0) continue;  // data, or a label: Thumb code is odd
         const std::uint64_t addr = thumb ? raw & ~std::uint64_t{1} : raw;
         auto it =
             std::upper_bound(sections.begin(), sections.end(), addr,
-                             [](std::uint64_t a, const CodeSection& s) { return a < s.addr; });
+                             [](std::uint64_t a, const MapSection& s) { return a < s.addr; });
         if (it == sections.begin()) continue;
         --it;
         if (addr < it->addr + it->size) it->symbols.emplace_back(addr, name);
     }
-    symbols_of(sections, thumb, map);
+    map_symbols_of(sections, thumb, map);
     return map;
 }
 
@@ -238,10 +238,10 @@ bool looks_like_linker_map(std::string_view head) {
 LinkerMap parse_linker_map(std::string_view text) {
     LinkerMap map;
     if (text.find(kGnuMarker) != std::string_view::npos) {
-        map = parse_gnu(text);
+        map = parse_gnu_map(text);
     } else if (text.find(kTiSections) != std::string_view::npos ||
                text.find(kTiSymbols) != std::string_view::npos) {
-        map = parse_ti(text);
+        map = parse_ti_map(text);
     } else {
         throw LinkerMapError(
             "not a linker map: neither GNU ld's 'Linker script and memory map' nor TI's "

@@ -9,7 +9,7 @@ namespace {
 
 constexpr std::string_view kDone = "DONE COLLECTING (";
 constexpr std::string_view kOutOfRange = "ERROR: (Current PC / 64)";
-constexpr std::uint32_t kMaxBins = 1u << 20;
+constexpr std::uint32_t kMaxTivaBins = 1u << 20;
 
 std::string_view trimmed(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -141,7 +141,7 @@ bool looks_like_tiva_report(std::span<const std::uint8_t> head) {
 }
 
 TivaReport parse_tiva_report(std::string_view text, const TivaShape& shape) {
-    if (shape.bins == 0 || shape.bins > kMaxBins || shape.bin_bytes == 0 || shape.rate == 0)
+    if (shape.bins == 0 || shape.bins > kMaxTivaBins || shape.bin_bytes == 0 || shape.rate == 0)
         throw TivaFormatError("a Tiva report's shape of " + std::to_string(shape.bins) +
                               " bins of " + std::to_string(shape.bin_bytes) + " bytes at " +
                               std::to_string(shape.rate) +
