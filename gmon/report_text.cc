@@ -402,27 +402,29 @@ std::size_t expected_size(const Profile& p) {
 
 // An arc's place among a function's parents or children (cg_print.c cmp_arc): self calls
 // first, then calls within a cycle by count, then by time and count. A function has at most
-// one self arc, so this is a total preorder.
+// one self arc, so this is a total preorder. Each arc's key is taken once, so a sort compares
+// keys in hand instead of chasing arcs and nodes at every comparison.
 namespace {
 
-int compare_arcs(const Profile& p, const ProfileArc& l, const ProfileArc& r) {
-    auto cycle = [&](std::size_t sym) { return p.nodes[sym].cycle; };
-    if (l.parent == l.child) return -1;
-    if (r.parent == r.child) return 1;
-    const bool l_in =
-        cycle(l.parent) != 0 && cycle(l.child) != 0 && cycle(l.parent) == cycle(l.child);
-    const bool r_in =
-        cycle(r.parent) != 0 && cycle(r.child) != 0 && cycle(r.parent) == cycle(r.child);
-    if (l_in) {
-        if (!r_in) return -1;
-        return l.count < r.count ? -1 : l.count > r.count ? 1 : 0;
-    }
-    if (r_in) return 1;
-    const double lt = l.time + l.child_time;
-    const double rt = r.time + r.child_time;
-    if (lt < rt) return -1;
-    if (lt > rt) return 1;
-    return l.count < r.count ? -1 : l.count > r.count ? 1 : 0;
+struct PrintKey {
+    int rank = 0;        // 0: the self arc, 1: within a cycle, 2: any other
+    double time = 0;     // rank 2: the time along the arc (self and children)
+    std::uint64_t count = 0;
+    std::size_t arc = 0;
+};
+
+PrintKey print_key_of(const Profile& p, std::size_t ai) {
+    const ProfileArc& a = p.arcs[ai];
+    const std::size_t from = p.nodes[a.parent].cycle, to = p.nodes[a.child].cycle;
+    if (a.parent == a.child) return {0, 0, a.count, ai};
+    if (from != 0 && from == to) return {1, 0, a.count, ai};
+    return {2, a.time + a.child_time, a.count, ai};
+}
+
+bool print_key_less(const PrintKey& l, const PrintKey& r) {
+    if (l.rank != r.rank) return l.rank < r.rank;
+    if (l.time != r.time) return l.time < r.time;
+    return l.count < r.count;
 }
 
 }  // namespace
@@ -430,15 +432,22 @@ int compare_arcs(const Profile& p, const ProfileArc& l, const ProfileArc& r) {
 // gprof insertion-sorts its prepend-ordered lists (newest arc first), each arc going before
 // the first one it does not follow: equal arcs end up in the order `arcs` holds them. That is
 // a stable sort of `arcs`, in O(n log n) rather than gprof's O(n^2) (10^6 arcs among 2000
-// functions: some 450 callers and callees each).
+// functions: some 450 callers and callees each). Descending is the same keys the other way
+// round: the self arc last, arcs within a cycle after the others.
 std::vector<std::size_t> sorted_arcs(const Profile& p, const std::vector<std::size_t>& arcs,
                                      bool ascending) {
-    std::vector<std::size_t> sorted = arcs;
-    const int before = ascending ? -1 : 1;
-    // compare_arcs has a self arc precede even itself; a sort's order must not.
-    std::stable_sort(sorted.begin(), sorted.end(), [&](std::size_t l, std::size_t r) {
-        return l != r && compare_arcs(p, p.arcs[l], p.arcs[r]) == before;
-    });
+    std::vector<PrintKey> keys;
+    keys.reserve(arcs.size());
+    for (const std::size_t ai : arcs) keys.push_back(print_key_of(p, ai));
+    if (ascending) {
+        std::stable_sort(keys.begin(), keys.end(), print_key_less);
+    } else {
+        std::stable_sort(keys.begin(), keys.end(),
+                         [](const PrintKey& l, const PrintKey& r) { return print_key_less(r, l); });
+    }
+    std::vector<std::size_t> sorted;
+    sorted.reserve(keys.size());
+    for (const PrintKey& k : keys) sorted.push_back(k.arc);
     return sorted;
 }
 
