@@ -80,6 +80,10 @@ void map_symbols_of(const std::vector<MapSection>& sections, bool thumb, LinkerM
         map.code_low = std::min(map.code_low, s.addr);
         map.code_high = std::max(map.code_high, s.addr + s.size);
         auto symbols = s.symbols;
+        // A symbol line the map puts under a section it is not in is not that section's.
+        std::erase_if(symbols, [&](const auto& sym) {
+            return sym.first < s.addr || sym.first - s.addr >= s.size;
+        });
         const bool local = symbols.empty();
         if (local && !s.function.empty()) symbols.emplace_back(s.addr, s.function);
         std::sort(symbols.begin(), symbols.end());

@@ -164,6 +164,17 @@ TEST_CASE("a TI ARM linker map: odd addresses are Thumb functions, .text:NAME gi
     CHECK_FALSE(find(map, "__TI_static_base__"));
 }
 
+TEST_CASE("a symbol line under a section it is not in is not that section's (found by fuzzing)") {
+    const LinkerMap map = parse_linker_map(
+        "Linker script and memory map\n"
+        " .text          0x00000134       0x28 mcount.S.obj\n"
+        "                0x00000134                __gnu_mcount_nc\n"
+        "                0x00000014                leaf\n");
+    REQUIRE(map.symbols.size() == 1);
+    CHECK(map.symbols[0].name == "__gnu_mcount_nc");
+    CHECK(map.symbols[0].size == 0x28);
+}
+
 TEST_CASE("text that is no map, and a map without code, are clear errors") {
     CHECK_FALSE(looks_like_linker_map("DONE COLLECTING (1)\n"));
     CHECK_THROWS_WITH_AS(parse_linker_map("hello\n"), doctest::Contains("not a linker map"),

@@ -407,8 +407,8 @@ std::size_t expected_size(const Profile& p) {
 namespace {
 
 struct PrintKey {
-    int rank = 0;        // 0: the self arc, 1: within a cycle, 2: any other
-    double time = 0;     // rank 2: the time along the arc (self and children)
+    int rank = 0;     // 0: the self arc, 1: within a cycle, 2: any other
+    double time = 0;  // rank 2: the time along the arc (self and children)
     std::uint64_t count = 0;
     std::size_t arc = 0;
 };

@@ -271,6 +271,32 @@ void gmon_seeds() {
     }
 }
 
+// Linker maps (gmon/linker_map.h): GNU ld's layout (function sections, a name on a line of its
+// own, a plain .text with two symbols) and TI's (section allocation, globals by address).
+void linker_map_seeds() {
+    const std::string gnu =
+        "Linker script and memory map\n\n.text           0x00000000      0x200\n"
+        " .text.leaf     0x00000064       0x14 nested.c.obj\n"
+        "                0x00000064                leaf\n"
+        " .text.app_timer_isr\n"
+        "                0x00000098        0xe nested.c.obj\n"
+        "                0x00000098                app_timer_isr\n"
+        " .text          0x00000134       0x28 mcount.S.obj\n"
+        "                0x00000134                __gnu_mcount_nc\n"
+        "                0x00000148                mcount_tail\n"
+        " .text.put_le   0x00000170       0x10 framed.c.obj\n\n"
+        "OUTPUT(app.elf elf32-littlearm)\n";
+    const std::string ti =
+        "TI ARM Linker PC v20.2.5\n\nSECTION ALLOCATION MAP\n\n"
+        ".text      0    00000200    00000c00     \n"
+        "                  00000200    00000a80     tasks.obj (.text)\n"
+        "                  00000c80    00000180     Task.obj (.text:Task_ProgramTrace)\n\n"
+        "GLOBAL SYMBOLS: SORTED BY Symbol Address \n\naddress   name\n-------   ----\n"
+        "00000201  xTaskCreate\n00000641  vTaskDelay\n00000c81  Task_ProgramTrace\n";
+    write("linker_map", "gnu-ld", Bytes(gnu.begin(), gnu.end()));
+    write("linker_map", "ti-arm", Bytes(ti.begin(), ti.end()));
+}
+
 // Tiva binned PC reports (gmon/tiva_report.h): a whole minute, and one cut mid-report.
 void tiva_seeds() {
     std::string report = "DONE COLLECTING (1)\n";
@@ -421,6 +447,7 @@ int main(int argc, char** argv) {
     swo_seeds();
     gmon_seeds();
     tiva_seeds();
+    linker_map_seeds();
     api_seeds();
     shared_seeds(argc > 2 ? argv[2] : "");
     return 0;
