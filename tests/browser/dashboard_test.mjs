@@ -469,6 +469,27 @@ test("firmware: an ELF uploads and a capture imports into a session", async () =
   const framed = JSON.parse(fs.readFileSync(path.join(dir, "framed.json"), "utf8"));
   await page.waitForFunction((text) => document.querySelector("#import-result")?.textContent?.includes(text), `(${framed.arcs_sent} arcs, ${framed.pc_samples_sent} samples`);
   assert.deepEqual(await page.$$eval('select[name="format"] option', (os) => os.map((o) => o.value)), ["bin", "hex", "gmon", "tiva"]);
+  // A Tiva file of three reports as a report task prints them: a session each, each a link,
+  // then one session of their sum.
+  const report = (n) =>
+    `DONE COLLECTING (${n})- BEGIN OUTPUT\r\n` +
+    Array.from({ length: 512 }, (_, bin) => `${String(6600000 * n + bin).padStart(8, "0")},0042,+${String(bin).padStart(7, "0")},+${String(bin === 7 ? n * 10 : 0).padStart(7, "0")},+0000000,+0000000\r\n`).join("");
+  fs.writeFileSync(path.join(dir, "tiva.txt"), "boot\r\n" + report(1) + report(2) + report(3));
+  await page.setInputFiles("#capture-file", path.join(dir, "tiva.txt"));
+  await page.selectOption('select[name="format"]', "tiva");
+  await page.fill('input[name="board"]', "bench-tiva");
+  await page.click('#import-form button[type="submit"]');
+  await page.waitForSelector("#imported-several");
+  assert.match(await page.textContent("#imported-several"), /^Imported as 3 sessions, one per report/);
+  const reportIds = await page.$$eval("#imported-several a", (as) => as.map((a) => Number(a.getAttribute("href").split("/").pop())));
+  assert.equal(reportIds.length, 3);
+  for (const [i, id] of reportIds.entries()) assert.equal((await api("GET", `/api/v1/sessions/${id}/profile`)).total_samples, 10 * (i + 1));
+  await page.selectOption('select[name="reports"]', "sum");
+  await page.click('#import-form button[type="submit"]');
+  await page.waitForFunction(() => document.querySelector("#import-result a")?.textContent === "open its profile");
+  const summed = Number((await page.getAttribute("#import-result a", "href")).split("/").pop());
+  assert.equal((await api("GET", `/api/v1/sessions/${summed}/profile`)).total_samples, 60);
+  await page.selectOption('select[name="format"]', "bin");
   // A wrong file gets a clear error, not a crash.
   await page.setInputFiles("#elf-file", path.join(dir, "a.json"));
   await page.click('#elf-form button[type="submit"]');
@@ -477,7 +498,7 @@ test("firmware: an ELF uploads and a capture imports into a session", async () =
   // The imported session's profile is one click away.
   await page.click('#import-result a:has-text("open its profile")');
   await page.waitForSelector("#flat tbody tr");
-  assert.match(await page.textContent("h1"), /bench-framed/); // the last one imported
+  assert.match(await page.textContent("h1"), /bench-tiva/); // the last one imported: the sum
   assert.deepEqual(errors.filter((e) => !/status of 422/.test(e)), []);
   await close();
 });

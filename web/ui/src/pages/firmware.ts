@@ -102,20 +102,31 @@ export async function firmwarePage(main: HTMLElement) {
     const query: Record<string, string> = { format, addr_bytes: formText(data, "addr_bytes") };
     // A capture's protocol; a gmon.out or a Tiva report has none.
     if (format === "bin" || format === "hex") query.protocol = formText(data, "protocol");
+    // A Tiva file's reports: a session each (each a minute of its own), or their sum.
+    if (format === "tiva") query.reports = formText(data, "reports");
     const board = formText(data, "board");
     if (board) query.board = board;
     const firmware = formText(data, "firmware");
     if (firmware) query.firmware = firmware;
     await attempt(importResult, "Importing…", async () => {
       const s = await api.importSession(file, query);
+      const ids = s.imported ?? [s.id];
       replace(
         importResult,
-        h(
-          "p",
-          {},
-          `Imported as session ${s.id} (${s.counters.arcs ?? 0} arcs, ${s.counters.pc_samples ?? 0} samples, ${s.counters.bytes_discarded ?? 0} bytes discarded): `,
-          link(`/sessions/${s.id}`, "open its profile"),
-        ),
+        ids.length > 1
+          ? h(
+              "p",
+              { id: "imported-several" },
+              `Imported as ${ids.length} sessions, one per report in the file: `,
+              ...ids.flatMap((id, i) => [i ? ", " : "", link(`/sessions/${id}`, `session ${id}`)]),
+              ` (or import again with "their sum" for one session of all of them).`,
+            )
+          : h(
+              "p",
+              {},
+              `Imported as session ${s.id} (${s.counters.arcs ?? 0} arcs, ${s.counters.pc_samples ?? 0} samples, ${s.counters.bytes_discarded ?? 0} bytes discarded): `,
+              link(`/sessions/${s.id}`, "open its profile"),
+            ),
       );
     });
   };
@@ -135,6 +146,10 @@ export async function firmwarePage(main: HTMLElement) {
       ["itm", "ITM over SWO"],
     ]),
     selectField("Address bytes ", "addr_bytes", ["3", "4"]),
+    selectField("Tiva reports ", "reports", [
+      ["each", "a session each"],
+      ["sum", "their sum"],
+    ]),
     h("label", {}, "Board name ", h("input", { name: "board", placeholder: "import" })),
     h("label", {}, "Firmware ", firmwareId),
     h("button", { type: "submit" }, "Import"),
