@@ -4,6 +4,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 
 namespace rackprof::gmon {
 
@@ -36,7 +37,8 @@ JsonStream& JsonStream::end_array() {
 JsonStream& JsonStream::key(std::string_view name) {
     before_value();
     string(name);
-    out_ += indent_ >= 0 ? ": " : ":";
+    out_ += ':';
+    if (indent_ >= 0) out_ += ' ';
     after_key_ = true;
     return *this;
 }
@@ -110,7 +112,7 @@ JsonStream& JsonStream::value(const nlohmann::json& document) {
 void JsonStream::begin(char bracket) {
     before_value();
     out_ += bracket;
-    has_element_.push_back(false);
+    has_element_.push_back(0);
 }
 
 void JsonStream::end(char bracket) {
@@ -128,7 +130,7 @@ void JsonStream::before_value() {
     }
     if (has_element_.empty()) return;  // the document itself
     if (has_element_.back()) out_ += ',';
-    has_element_.back() = true;
+    has_element_.back() = 1;
     if (indent_ >= 0) newline_and_indent(base_depth_ + has_element_.size());
 }
 
@@ -140,14 +142,20 @@ void JsonStream::newline_and_indent(std::size_t depth) {
 void JsonStream::string(std::string_view s) {
     // Printable ASCII without quote or backslash is written as is; anything else (escapes,
     // UTF-8, bytes that are not UTF-8) goes through nlohmann so its rules stay the only ones.
-    const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
-        const auto u = static_cast<unsigned char>(c);
-        return u >= 0x20 && u < 0x80 && c != '"' && c != '\\';
-    });
+    static constexpr std::array<bool, 256> kPlain = [] {
+        std::array<bool, 256> t{};
+        for (unsigned u = 0x20; u < 0x80; ++u) t[u] = u != '"' && u != '\\';
+        return t;
+    }();
+    const bool plain = std::all_of(s.begin(), s.end(),
+                                   [](char c) { return kPlain[static_cast<unsigned char>(c)]; });
     if (plain) {
-        out_ += '"';
-        out_ += s;
-        out_ += '"';
+        const std::size_t at = out_.size();
+        out_.resize(at + s.size() + 2);  // one growth check, not three
+        char* p = out_.data() + at;
+        *p = '"';
+        std::memcpy(p + 1, s.data(), s.size());
+        p[s.size() + 1] = '"';
         return;
     }
     out_ += nlohmann::json(std::string(s)).dump(-1, ' ', false, on_bad_utf8_);

@@ -65,9 +65,10 @@ class JsonStream {
     std::string& out_;
     int indent_;
     ErrorHandler on_bad_utf8_;
-    // Per open container: whether it has an element yet. Below them, `base_depth_` levels that
-    // were opened by whoever dumps around this stream.
-    std::vector<bool> has_element_;
+    // Per open container: whether it has an element yet (bytes, not vector<bool>'s bits: every
+    // value reads and writes the last one). Below them, `base_depth_` levels that were opened
+    // by whoever dumps around this stream.
+    std::vector<unsigned char> has_element_;
     std::size_t base_depth_;
     bool after_key_ = false;
 };
