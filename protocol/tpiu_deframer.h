@@ -1,13 +1,13 @@
 // Streaming deframer for the CoreSight TPIU formatter (SWO or parallel trace with the
 // formatter on): 16-byte frames in, the bytes of one trace source ID out.
 //
-// Frame alignment comes only from a full sync (FF FF FF 7F); until one is seen every byte is
-// discarded and counted. Half-syncs (FF 7F on a pair boundary) are dropped. In a frame, an
-// even byte with bit 0 set changes the stream ID (bits 7:1); with bit 0 clear it is data whose
-// bit 0 is that pair's aux bit in byte 15; odd bytes are always data. The aux bit of an ID
+// Frame alignment comes from a full sync (FF FF FF 7F), or from the lock-on below; until then
+// every byte is discarded and counted. Half-syncs (FF 7F on a pair boundary) are dropped. In a
+// frame, an even byte with bit 0 set changes the stream ID (bits 7:1); with bit 0 clear it is data
+// whose bit 0 is that pair's aux bit in byte 15; odd bytes are always data. The aux bit of an ID
 // change says whether the odd byte after it is still the old ID's (1) or the new one's (0).
 // ID 0 is padding. Alignment is lost when a full sync arrives mid-frame (realigned on it) or a
-// frame holds the reserved ID 0x7F (the next full sync realigns). Data whose ID is not known
+// frame holds the reserved ID 0x7F (a full sync or a lock-on realigns). Data whose ID is not known
 // yet (after alignment is gained, until an ID change) is discarded and counted.
 //
 // Some formatter modes send no sync at all (a logic analyzer's capture of SWO with the
