@@ -124,7 +124,7 @@ void Aggregate::open_window() {
 }
 
 void Aggregate::count_pc(std::uint64_t pc, std::uint64_t n) {
-    if (window_.holds(pc) && !window_.counts.empty()) {
+    if (window_.holds(pc)) {
         std::uint64_t& c = window_.counts[(pc - window_.low) >> 1];
         window_.distinct += c == 0;
         c += n;

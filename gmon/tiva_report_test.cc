@@ -4,23 +4,16 @@
 
 #include <doctest/doctest.h>
 
-#include <cstdio>
 #include <map>
 #include <string>
+
+#include "gmon/tiva_test_support.h"
 
 namespace rackprof::gmon {
 namespace {
 
-// One report: every bin, the given counts (others 0), time stamps rising as the queue sends.
-std::string tiva_report(int number, const std::map<std::uint32_t, std::uint64_t>& counts) {
-    std::string out = "DONE COLLECTING (" + std::to_string(number) + ")\n";
-    for (std::uint32_t bin = 0; bin < kTivaBins; ++bin) {
-        const auto it = counts.find(bin);
-        out += std::to_string(600000 * number + bin) + ",42,0," + std::to_string(bin) + "," +
-               std::to_string(it == counts.end() ? 0 : it->second) + ",0,0\n";
-    }
-    return out;
-}
+using testing::printed_tiva_report;
+using testing::tiva_item_report;
 
 // The report's own findings (fig. 10-1): portasm.obj's bins 321-323 by far the most, tasks.obj
 // in 42-47, driverLib in 289-290.
@@ -31,9 +24,9 @@ const std::map<std::uint32_t, std::uint64_t> kSecondMinute = {
     {42, 290}, {43, 101}, {46, 9}, {47, 38}, {290, 2}, {321, 498}, {322, 901}, {323, 4104}};
 
 std::string two_minutes() {
-    return "UART console up\r\n" + tiva_report(1, kFirstMinute) +
+    return "UART console up\r\n" + tiva_item_report(1, kFirstMinute) +
            "ERROR: (Current PC / 64) >= 512 (Current_PC = 40000)\n" + "1200000,7,0,1,2,3,4\n" +
-           tiva_report(2, kSecondMinute);
+           tiva_item_report(2, kSecondMinute);
 }
 
 std::string error_of(const std::string& text) {
@@ -85,27 +78,10 @@ TEST_CASE("detection: by a DONE COLLECTING line or a line of report 42, not by o
     CHECK_FALSE(looks_like_tiva_report(bytes_of("17,42,0,5,9,0")));  // cut, no newline
 }
 
-// A report as a real report task prints it, through the C library's printf: time stamp and
-// report name zero-padded, values signed, no type flag; "DONE COLLECTING (n)- BEGIN OUTPUT"
-// before each report.
-std::string printed_report(int number, const std::map<std::uint32_t, std::uint64_t>& counts) {
-    char line[96];
-    std::snprintf(line, sizeof line, "DONE COLLECTING (%d)- BEGIN OUTPUT\r\n", number);
-    std::string out = line;
-    for (std::uint32_t bin = 0; bin < kTivaBins; ++bin) {
-        const auto it = counts.find(bin);
-        const int count = it == counts.end() ? 0 : static_cast<int>(it->second);
-        std::snprintf(line, sizeof line, "%08u,%04u,%+08d,%+08d,%+08d,%+08d\r\n",
-                      6600000u * static_cast<unsigned>(number) + bin, 42u, static_cast<int>(bin),
-                      count, 0, 0);
-        out += line;
-    }
-    return out;
-}
-
 TEST_CASE("reports as a report task prints them: zero-padded, signed, six fields, one part each") {
     const std::string text = "\x1b[2J boot: FreeRTOS v10\r\nReport task up\r\n" +
-                             printed_report(1, kFirstMinute) + printed_report(2, kSecondMinute);
+                             printed_tiva_report(1, kFirstMinute) +
+                             printed_tiva_report(2, kSecondMinute);
     CHECK(text.find("06600042,0042,+0000042,+0000310,+0000000,+0000000") != std::string::npos);
     CHECK(looks_like_tiva_report(bytes_of(text.substr(text.find("06600000")))));
     const TivaReport r = parse_tiva_report(text);
@@ -136,11 +112,12 @@ TEST_CASE("detection: both layouts, by a DONE COLLECTING line or a line of repor
 }
 
 TEST_CASE("stray, cut and garbled lines are counted and skipped; lost bins counted missing") {
-    const std::string full = tiva_report(1, kFirstMinute);
+    const std::string full = tiva_item_report(1, kFirstMinute);
     std::size_t cut = 0;
     for (int line = 0; line < 301; ++line) cut = full.find('\n', cut) + 1;
     SUBCASE("a report cut after 300 bins, mid-line, then the next report") {
-        const std::string text = full.substr(0, cut + 9) + "\n" + tiva_report(2, kSecondMinute);
+        const std::string text =
+            full.substr(0, cut + 9) + "\n" + tiva_item_report(2, kSecondMinute);
         const TivaReport r = parse_tiva_report(text);
         REQUIRE(r.reports == 2);
         CHECK(r.lines_unread == 1);  // "600300,42"
@@ -158,7 +135,7 @@ TEST_CASE("stray, cut and garbled lines are counted and skipped; lost bins count
         CHECK(r.counts[323] == 4100);
     }
     SUBCASE("a lost DONE line: a bin at or below the last begins the next report") {
-        std::string text = full + tiva_report(2, kSecondMinute);
+        std::string text = full + tiva_item_report(2, kSecondMinute);
         text.erase(text.find("DONE COLLECTING (2)\n"), 20);
         const TivaReport r = parse_tiva_report(text);
         REQUIRE(r.reports == 2);
@@ -191,7 +168,8 @@ TEST_CASE("text with no readable bin line, binary data and impossible shapes are
 }
 
 TEST_CASE("the sampler's constants are options: another bin size and rate") {
-    const TivaReport r = parse_tiva_report(tiva_report(1, kFirstMinute), TivaShape{512, 32, 1000});
+    const TivaReport r =
+        parse_tiva_report(tiva_item_report(1, kFirstMinute), TivaShape{512, 32, 1000});
     CHECK(r.shape.high_pc == 512 * 32);
     CHECK(r.shape.bin_bytes == 32);
     CHECK(r.shape.prof_rate == 1000);

@@ -52,6 +52,20 @@ inline std::uint64_t spread_aux(unsigned bits) {
     return kSpreadAux[bits & 0xF];
 }
 
+// Whether the frame at `f` could be one: every ID byte names an ID that may be used (0x70-0x7F
+// are reserved), and an ID change in the last slot does not claim the odd byte after it (there
+// is none: byte 15 is the aux byte). A half-sync (FF 7F on a pair boundary) may stand in it.
+bool valid_frame(const std::uint8_t* f, std::uint8_t ours, bool& names_ours) {
+    for (unsigned i = 0; i < kAuxByte; i += 2) {
+        if (f[i] == kSyncFill && i + 1 < kAuxByte && f[i + 1] == kSyncEnd) continue;
+        if ((f[i] & 1) == 0) continue;
+        if ((f[i] >> 1) >= 0x70) return false;
+        if (i + 1 == kAuxByte && (f[kAuxByte] & 0x80) != 0) return false;
+        names_ours |= f[i] == ours;
+    }
+    return true;
+}
+
 }  // namespace
 
 // Whether the 16 bytes at `p` are a whole frame with no sync in or around it: no even byte is
@@ -122,20 +136,6 @@ void TpiuDeframer::hunt(std::uint8_t byte) {
     if (window_.size() < kHuntBytes) return;
     if (const auto offset = lock_offset()) return lock_on(*offset);
     window_.erase(window_.begin(), window_.end() - kFrameSize + 1);  // already counted discarded
-}
-
-// Whether the frame at `f` could be one: every ID byte names an ID that may be used (0x70-0x7F
-// are reserved), and an ID change in the last slot does not claim the odd byte after it (there
-// is none: byte 15 is the aux byte). A half-sync (FF 7F on a pair boundary) may stand in it.
-static bool valid_frame(const std::uint8_t* f, std::uint8_t ours, bool& names_ours) {
-    for (unsigned i = 0; i < kAuxByte; i += 2) {
-        if (f[i] == kSyncFill && i + 1 < kAuxByte && f[i + 1] == kSyncEnd) continue;
-        if ((f[i] & 1) == 0) continue;
-        if ((f[i] >> 1) >= 0x70) return false;
-        if (i + 1 == kAuxByte && (f[kAuxByte] & 0x80) != 0) return false;
-        names_ours |= f[i] == ours;
-    }
-    return true;
 }
 
 // How many stream bytes of the alignment at `offset` fail the check; none when a frame is

@@ -3,7 +3,6 @@
 
 #include <doctest/doctest.h>
 
-#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -11,6 +10,7 @@
 
 #include "daemon/service/failure_of_test.h"
 #include "daemon/service/scratch_rack_test.h"
+#include "gmon/tiva_test_support.h"
 #include "protocol/legacy_format.h"
 #include "storage/session_store.h"
 
@@ -66,15 +66,15 @@ TEST_CASE("upload import: refusals as failures, and nothing stored") {
 // garbled on the UART.
 std::string three_reports() {
     std::string out = "boot\r\n";
-    char line[80];
     for (int report = 1; report <= 3; ++report) {
-        std::snprintf(line, sizeof line, "DONE COLLECTING (%d)- BEGIN OUTPUT\r\n", report);
-        out += line;
-        for (int bin = 0; bin < 512; ++bin) {
-            std::snprintf(line, sizeof line, "%08d,%04d,%+08d,%+08d,%+08d,%+08d\r\n",
-                          6600000 * report + bin, 42, bin, bin == 7 ? 10 * report : 0, 0, 0);
-            out += report == 2 && bin == 100 ? std::string("0660\x7f\r\n") : std::string(line);
+        std::string printed = gmon::testing::printed_tiva_report(
+            report, {{7, static_cast<std::uint64_t>(10 * report)}});
+        if (report == 2) {  // bin 100's line
+            const auto at = printed.find("\n", printed.find(",+0000100,")) + 1;
+            const auto line = printed.rfind('\n', at - 2) + 1;
+            printed.replace(line, at - line, "0660\x7f\r\n");
         }
+        out += printed;
     }
     return out;
 }

@@ -142,25 +142,6 @@ std::filesystem::path make_mixed_capture(const std::filesystem::path& dir, std::
 
 // decode + aggregate of the file at `path` (best of 3) against md5sum of it.
 void time_decode(const std::filesystem::path& path, const char* name,
-                 const protocol::WireSpec& wire);
-
-void bench_decode(const std::filesystem::path& dir, const Wire& wire, std::uint64_t bytes) {
-    const auto path = make_capture(dir, wire, bytes);
-    time_decode(path, wire.name, wire_spec(wire));
-    std::filesystem::remove(path);
-}
-
-void bench_mixed(const std::filesystem::path& dir, std::uint64_t bytes) {
-    const auto path = make_mixed_capture(dir, bytes);
-    protocol::WireSpec wire;
-    wire.protocol = "legacy";
-    wire.format = "bin";
-    wire.addr_bytes = 4;
-    time_decode(path, "bench-like mix", wire);
-    std::filesystem::remove(path);
-}
-
-void time_decode(const std::filesystem::path& path, const char* name,
                  const protocol::WireSpec& wire) {
     const double size_mb = static_cast<double>(std::filesystem::file_size(path)) / 1e6;
     Timing best;
@@ -190,6 +171,22 @@ void time_decode(const std::filesystem::path& path, const char* name,
                      bench::cell("%.1f MB/s per CPU s", size_mb / best.cpu),
                      bench::cell("md5sum %.1f MB/s per CPU s", size_mb / md5.cpu),
                      md5.cpu / best.cpu);
+}
+
+void bench_decode(const std::filesystem::path& dir, const Wire& wire, std::uint64_t bytes) {
+    const auto path = make_capture(dir, wire, bytes);
+    time_decode(path, wire.name, wire_spec(wire));
+    std::filesystem::remove(path);
+}
+
+void bench_mixed(const std::filesystem::path& dir, std::uint64_t bytes) {
+    const auto path = make_mixed_capture(dir, bytes);
+    protocol::WireSpec wire;
+    wire.protocol = "legacy";
+    wire.format = "bin";
+    wire.addr_bytes = 4;
+    time_decode(path, "bench-like mix", wire);
+    std::filesystem::remove(path);
 }
 
 // Wire bytes per call of the blinky model: at the same call rate, bytes per second scale by

@@ -3,7 +3,6 @@
 // streams), gmon.out files, ELF images and HTTP requests; with the thesis' real captures from
 // SHARED (../shared/data/thesis) cut to a few KB, or a SKIP line when they are absent.
 #include <cctype>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -15,6 +14,7 @@
 #include "gmon/gmon_reader.h"
 #include "gmon/gmon_writer.h"
 #include "gmon/synthetic_elf.h"
+#include "gmon/tiva_test_support.h"
 #include "protocol/framed_format.h"
 #include "protocol/legacy_format.h"
 #include "protocol/swo_encoder.h"
@@ -309,13 +309,7 @@ void tiva_seeds() {
     write("tiva", "one-minute", Bytes(report.begin(), report.end()));
     write("tiva", "truncated", Bytes(report.begin(), report.begin() + 2000));
     // As a report task's printf prints it: zero-padded, signed, six fields.
-    std::string printed = "DONE COLLECTING (1)- BEGIN OUTPUT\r\n";
-    char line[80];
-    for (int bin = 0; bin < 512; ++bin) {
-        std::snprintf(line, sizeof line, "%08d,%04d,%+08d,%+08d,%+08d,%+08d\r\n", 6600000 + bin,
-                      42, bin, bin == 323 ? 4100 : 0, 0, 0);
-        printed += line;
-    }
+    const std::string printed = gmon::testing::printed_tiva_report(1, {{323, 4100}});
     write("tiva", "printed", Bytes(printed.begin(), printed.end()));
 }
 

@@ -8,7 +8,6 @@
 
 #include <doctest/doctest.h>
 
-#include <cstdio>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -17,6 +16,7 @@
 #include <thread>
 
 #include "gmon/synthetic_elf.h"
+#include "gmon/tiva_test_support.h"
 #include "storage/session_store.h"
 #include "storage/sqlite.h"
 #include "tests/integration/api_daemon.h"
@@ -319,16 +319,9 @@ TEST_CASE("API: a Tiva binned PC report imported; text?intervals=1; the sync ala
     // Two reports as a report task's printf prints them: a session
     // each, every id in "imported"; reports=sum makes one of their sum.
     std::string printed;
-    char line[96];
-    for (int number = 1; number <= 2; ++number) {
-        std::snprintf(line, sizeof line, "DONE COLLECTING (%d)- BEGIN OUTPUT\r\n", number);
-        printed += line;
-        for (int bin = 0; bin < 512; ++bin) {
-            std::snprintf(line, sizeof line, "%08d,%04d,%+08d,%+08d,%+08d,%+08d\r\n",
-                          6600000 * number + bin, 42, bin, bin == 323 ? 1000 * number : 0, 0, 0);
-            printed += line;
-        }
-    }
+    for (int number = 1; number <= 2; ++number)
+        printed += gmon::testing::printed_tiva_report(
+            number, {{323, static_cast<std::uint64_t>(1000 * number)}});
     std::ofstream(d.dir() / "printed.txt", std::ios::binary) << printed;
     const auto each = d.call("POST", "/api/v1/sessions/import?format=tiva&firmware=" + tiva_fw,
                              {"--data-binary", "@" + (d.dir() / "printed.txt").string()});

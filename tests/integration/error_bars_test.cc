@@ -1,7 +1,6 @@
 // Issue 19, items 5-7 end to end through the rackprof binary: the sampling error of each flat
 // row (convert --intervals), the synchronisation alarm (simulate --model synced, --dither,
 // check-sync) and the Tiva-style binned PC report as an input (convert --format tiva).
-#include <cstdio>
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -9,11 +8,14 @@
 #include <nlohmann/json.hpp>
 
 #include "gmon/synthetic_elf.h"
+#include "gmon/tiva_test_support.h"
 #include "tests/integration/test_support.h"
 
 namespace rackprof {
 namespace {
 
+using gmon::testing::printed_tiva_report;
+using gmon::testing::tiva_item_report;
 using nlohmann::json;
 using testing::rackprof;
 
@@ -37,17 +39,6 @@ testing::CommandResult check_sync(const testing::TempDir& dir, const std::string
     return rackprof({"check-sync", (dir / (fixed + ".bin")).string(),
                      (dir / (dithered + ".bin")).string(), "--elf",
                      (dir / (fixed + ".elf")).string(), "--json"});
-}
-
-// The report as the description says the sampler task prints it (gmon/tiva_report.h).
-std::string tiva_report(int number, const std::map<std::uint32_t, std::uint64_t>& counts) {
-    std::string out = "DONE COLLECTING (" + std::to_string(number) + ")\n";
-    for (std::uint32_t bin = 0; bin < 512; ++bin) {
-        const auto it = counts.find(bin);
-        out += std::to_string(600000 * number + bin) + ",42,0," + std::to_string(bin) + "," +
-               std::to_string(it == counts.end() ? 0 : it->second) + ",0,0\n";
-    }
-    return out;
 }
 
 // Functions where the report found its time (fig. 10-1): tasks.obj in bins 42-47, driverLib
@@ -149,7 +140,8 @@ TEST_CASE("convert --format tiva: a Tiva binned PC report becomes a profile and 
     const std::map<std::uint32_t, std::uint64_t> second = {{42, 290},  {46, 9},    {290, 2},
                                                            {321, 498}, {322, 901}, {323, 4104}};
     const auto report = dir / "tiva-report.txt";
-    std::ofstream(report) << "console up\n" << tiva_report(1, first) << tiva_report(2, second);
+    std::ofstream(report) << "console up\n"
+                          << tiva_item_report(1, first) << tiva_item_report(2, second);
     for (const char* format : {"auto", "tiva"}) {
         CAPTURE(format);
         const auto out = dir / "gmon.out";
@@ -182,7 +174,7 @@ TEST_CASE("convert --format tiva: a Tiva binned PC report becomes a profile and 
     CHECK(garbage.exit_code != 0);
     CHECK(garbage.err.find("not a Tiva binned PC report") != std::string::npos);
     // A report cut mid-line (a reset, a lost UART): what came is profiled, the loss is said.
-    const std::string whole = tiva_report(1, first);
+    const std::string whole = tiva_item_report(1, first);
     std::ofstream(dir / "cut.txt") << whole.substr(0, whole.find("\n600300,42,0,") + 12);
     const auto cut = rackprof({"convert", (dir / "cut.txt").string(), "--elf", elf.string(), "-o",
                                (dir / "cut.out").string()});
@@ -207,8 +199,10 @@ TEST_CASE("convert --map: a Tiva report named by its TI linker map") {
            "--------  ----  ----------  ----------   ----------------\n"
            ".text      0    00000000    00008000     \n"
            "                  00000000    00000a80     startup_ccs.obj (.text:startup)\n"
-           "                  00000a80    00000180     Task_ProgramTrace.obj (.text:Task_ProgramTrace)\n"
-           "                  00004840    00000080     driverlib.lib : timer.obj (.text:TimerIntClear)\n"
+           "                  00000a80    00000180     Task_ProgramTrace.obj "
+           "(.text:Task_ProgramTrace)\n"
+           "                  00004840    00000080     driverlib.lib : timer.obj "
+           "(.text:TimerIntClear)\n"
            "                  00005040    000000c0     portasm.obj (.text)\n\n"
            "GLOBAL SYMBOLS: SORTED BY Symbol Address \n\n"
            "address   name                          \n"
@@ -219,10 +213,10 @@ TEST_CASE("convert --map: a Tiva report named by its TI linker map") {
            "[3 symbols]\n";
     const std::map<std::uint32_t, std::uint64_t> first = {
         {42, 310}, {43, 95}, {47, 40}, {289, 3}, {290, 1}, {321, 512}, {322, 870}, {323, 4100}};
-    std::ofstream(dir / "report.txt") << tiva_report(1, first);
-    const auto conv = rackprof({"convert", (dir / "report.txt").string(), "--map",
-                                (dir / "tiva.map").string(), "-o", (dir / "gmon.out").string(),
-                                "--report", "json"});
+    std::ofstream(dir / "report.txt") << tiva_item_report(1, first);
+    const auto conv =
+        rackprof({"convert", (dir / "report.txt").string(), "--map", (dir / "tiva.map").string(),
+                  "-o", (dir / "gmon.out").string(), "--report", "json"});
     REQUIRE_MESSAGE(conv.exit_code == 0, conv.err);
     CHECK(conv.err.find("symbols from the TI map") != std::string::npos);
     const json doc = json::parse(conv.out);
@@ -230,22 +224,6 @@ TEST_CASE("convert --map: a Tiva report named by its TI linker map") {
     CHECK(flat_row(doc["profile"], "Task_ProgramTrace")["samples"].get<double>() == 445);
     CHECK(flat_row(doc["profile"], "TimerIntClear")["samples"].get<double>() == 4);
     CHECK(flat_row(doc["profile"], "xPortPendSVHandler")["samples"].get<double>() == 5482);
-}
-
-// The report as a real report task prints it, through the C library's printf: time stamps and
-// the report name zero-padded, values signed, no type flag, a banner before each report.
-std::string printed_report(int number, const std::map<std::uint32_t, std::uint64_t>& counts) {
-    char line[96];
-    std::snprintf(line, sizeof line, "DONE COLLECTING (%d)- BEGIN OUTPUT\r\n", number);
-    std::string out = line;
-    for (std::uint32_t bin = 0; bin < 512; ++bin) {
-        const auto it = counts.find(bin);
-        std::snprintf(line, sizeof line, "%08u,%04u,%+08d,%+08d,%+08d,%+08d\r\n",
-                      6600000u * static_cast<unsigned>(number) + bin, 42u, static_cast<int>(bin),
-                      it == counts.end() ? 0 : static_cast<int>(it->second), 0, 0);
-        out += line;
-    }
-    return out;
 }
 
 TEST_CASE("convert: Tiva reports as printf prints them, summed or one by --tiva-report") {
@@ -256,10 +234,12 @@ TEST_CASE("convert: Tiva reports as printf prints them, summed or one by --tiva-
     const std::map<std::uint32_t, std::uint64_t> second = {{46, 9}, {290, 2}, {322, 901}};
     const auto report = dir / "uart.log";
     std::ofstream(report, std::ios::binary)
-        << "\x1b[0m FreeRTOS up\r\n" << printed_report(1, first) << printed_report(2, second);
+        << "\x1b[0m FreeRTOS up\r\n"
+        << printed_tiva_report(1, first) << printed_tiva_report(2, second);
     const auto json_of = [&](std::vector<std::string> extra) {
-        std::vector<std::string> args = {"convert", report.string(), "--elf", elf.string(),
-                                         "-o", (dir / "gmon.out").string(), "--report", "json"};
+        std::vector<std::string> args = {
+            "convert",  report.string(), "--elf", elf.string(), "-o", (dir / "gmon.out").string(),
+            "--report", "json"};
         args.insert(args.end(), extra.begin(), extra.end());
         const auto conv = rackprof(args);
         REQUIRE_MESSAGE(conv.exit_code == 0, conv.err);
@@ -271,7 +251,8 @@ TEST_CASE("convert: Tiva reports as printf prints them, summed or one by --tiva-
     CHECK(summed["source"]["tiva"]["profiled"] == "sum");
     CHECK(summed["source"]["tiva"]["lines_skipped"] == 1);
     CHECK(summed["profile"]["total_samples"] == 310 + 3 + 4100 + 9 + 2 + 901);
-    CHECK(summed_err.find("summed (one profile; --tiva-report N profiles one") != std::string::npos);
+    CHECK(summed_err.find("summed (one profile; --tiva-report N profiles one") !=
+          std::string::npos);
     CHECK(flat_row(summed["profile"], "xPortPendSVHandler")["samples"].get<double>() == 5001);
     const auto [one, one_err] = json_of({"--tiva-report", "2"});
     CHECK(one["source"]["tiva"]["profiled"] == 2);

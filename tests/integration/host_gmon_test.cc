@@ -42,7 +42,7 @@ constexpr const char* kMain = "int main(int argc, char** argv) { (void)argv; ret
 
 // Builds `sources` (each with its flags) into dir/prog and runs it there: glibc writes gmon.out.
 bool build_and_run(const testing::TempDir& dir, const std::string& compiler,
-                   const std::vector<std::pair<std::string, std::string>> sources,
+                   const std::vector<std::pair<std::string, std::string>>& sources,
                    const std::vector<std::string>& run_args = {}) {
     std::vector<std::string> objects;
     for (std::size_t i = 0; i < sources.size(); ++i) {
