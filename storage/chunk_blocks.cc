@@ -488,6 +488,18 @@ void read_sums_block(std::span<const std::uint8_t> blob, SumsBlock& into) {
 void add_sums_block(std::span<const std::uint8_t> blob, gmon::Aggregate& into) {
     SumsBlock block;
     read_sums_block(blob, block);
+    if (into.empty()) {
+        // A whole aggregate read back: its table sized once, its PCs kept as sorted.
+        into.reserve(block.arcs.size(), 0);
+        for (const auto& a : block.arcs) into.add_arc(a.from_pc, a.self_pc, a.count);
+        const bool sorted = std::adjacent_find(block.pcs.begin(), block.pcs.end(),
+                                               [](const auto& a, const auto& b) {
+                                                   return a.pc >= b.pc;
+                                               }) == block.pcs.end();
+        if (sorted) return into.adopt_sorted_pcs(std::move(block.pcs));
+        for (const auto& p : block.pcs) into.add_pc(p.pc, p.count);
+        return;
+    }
     for (const auto& a : block.arcs) into.add_arc(a.from_pc, a.self_pc, a.count);
     for (const auto& p : block.pcs) into.add_pc(p.pc, p.count);
 }

@@ -223,6 +223,18 @@ const char* const kMigrations[] = {
     R"sql(
     SELECT 1;
     )sql",
+    // 15: a finished session's whole aggregate as one sums block (chunk_blocks.h), so reading
+    // it back is one row, not a row per distinct arc and PC. Good only while `aggregate_version`
+    // equals the session's (every change of session_arcs / session_pcs counts that up) and the
+    // session holds no records after its sums (summed_seq NULL); readers check both. Sessions
+    // finished before are sealed by the storage writer in the background (seal_step).
+    R"sql(
+    CREATE TABLE session_sums (
+        session_id        INTEGER PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
+        aggregate_version INTEGER NOT NULL,
+        sums              BLOB NOT NULL
+    );
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

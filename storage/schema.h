@@ -7,13 +7,15 @@
 
 namespace rackprof::storage {
 
-inline constexpr int kSchemaVersion = 14;
+inline constexpr int kSchemaVersion = 15;
 // The version that added session_cct (the calling-context tree).
 inline constexpr int kCallingContextSchema = 10;
 // The version that added record_slices and sessions.summed_seq.
 inline constexpr int kRecordSlicesSchema = 11;
 // The version that added sessions.raw_pruned_ns / raw_pruned_keep_days (retention).
 inline constexpr int kRetentionSchema = 12;
+// The version that added session_sums (a finished session's aggregate as one block).
+inline constexpr int kSessionSumsSchema = 15;
 
 // The database's PRAGMA user_version: 0 for a new file.
 int schema_version(Database& db);

@@ -209,6 +209,24 @@ std::optional<SessionStore::VersionedAggregate> SessionStore::versioned_aggregat
 
 gmon::Aggregate SessionStore::aggregate(std::int64_t session) {
     const ReadSnapshot snapshot(db_);
+    if (auto sealed = sealed_aggregate(session)) return std::move(*sealed);
+    return aggregate_from_rows(session);
+}
+
+std::optional<gmon::Aggregate> SessionStore::sealed_aggregate(std::int64_t session) {
+    if (!has_sums_) return std::nullopt;
+    Statement st = db_.prepare(
+        "SELECT ss.sums FROM session_sums ss JOIN sessions s ON s.id = ss.session_id WHERE "
+        "ss.session_id = ? AND ss.aggregate_version = s.aggregate_version AND s.summed_seq IS "
+        "NULL");
+    st.bind(1, session);
+    if (!st.step()) return std::nullopt;
+    gmon::Aggregate a;
+    add_sums_block(st.column_blob(0), a);
+    return a;
+}
+
+gmon::Aggregate SessionStore::aggregate_from_rows(std::int64_t session) {
     gmon::Aggregate a;
     Statement arcs =
         db_.prepare("SELECT from_pc, self_pc, count FROM session_arcs WHERE session_id = ?");

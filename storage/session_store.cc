@@ -80,6 +80,7 @@ SessionStore::SessionStore(const std::filesystem::path& path, Database::Mode mod
     has_cct_ = schema_version(db_) >= kCallingContextSchema;
     has_slices_ = schema_version(db_) >= kRecordSlicesSchema;
     has_retention_ = schema_version(db_) >= kRetentionSchema;
+    has_sums_ = schema_version(db_) >= kSessionSumsSchema;
 }
 
 Statement& SessionStore::cached(std::optional<Statement>& slot, const char* sql) {

@@ -177,6 +177,13 @@ class SessionStore {
     void save_board(const std::string& name, const std::string& config_json, std::int64_t at_ns);
     void delete_board(const std::string& name);
     std::vector<std::pair<std::string, std::string>> stored_boards();
+    // A finished session's aggregate as it stands, written as one sums block (session_sums)
+    // at its aggregate_version, so readers load it whole instead of row by row. Nothing is
+    // written for a session that holds records after its sums. Returns whether it was sealed.
+    bool seal_sums(std::int64_t session);
+    // Finished sessions without a sealed aggregate, newest first, at most `limit`, with ids
+    // below `below_id`: what the writer seals in the background.
+    std::vector<std::int64_t> unsealed_sessions(std::int64_t below_id, int limit);
     // Deletes a session and everything it holds.
     void delete_session(std::int64_t session);
     // After a crash: sessions still 'capturing' with an id below `below_id` (the earlier
@@ -241,6 +248,10 @@ class SessionStore {
 
   private:
     SessionInfo read_info(Statement& s);
+    // The sums from session_arcs / session_pcs, plus the records after them.
+    gmon::Aggregate aggregate_from_rows(std::int64_t session);
+    // The sealed sums, when they are the session's current ones.
+    std::optional<gmon::Aggregate> sealed_aggregate(std::int64_t session);
     // A statement prepared once and reused: the write path runs for every chunk.
     Statement& cached(std::optional<Statement>& slot, const char* sql);
 
@@ -248,6 +259,7 @@ class SessionStore {
     bool has_cct_ = false;        // schema v10's session_cct is there
     bool has_slices_ = false;     // schema v11's record_slices and sessions.summed_seq are there
     bool has_retention_ = false;  // schema v12's sessions.raw_pruned_ns is there
+    bool has_sums_ = false;       // schema v15's session_sums is there
     SliceBuilder slices_{db_};
     std::unique_ptr<WindowSums> window_sums_;  // aggregate_between's, kept between windows
     std::optional<Statement> insert_raw_;

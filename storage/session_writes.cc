@@ -241,6 +241,34 @@ int SessionStore::complete_sums(std::int64_t below_id) {
     return static_cast<int>(unsummed.size());
 }
 
+bool SessionStore::seal_sums(std::int64_t session) {
+    Statement state = db_.prepare(
+        "SELECT aggregate_version FROM sessions WHERE id = ? AND state != 'capturing' AND "
+        "summed_seq IS NULL");
+    state.bind(1, session);
+    if (!state.step()) return false;
+    const std::int64_t version = state.column_int(0);
+    const auto sums = encode_sums_block(aggregate_from_rows(session));
+    Statement st = db_.prepare(
+        "INSERT INTO session_sums (session_id, aggregate_version, sums) VALUES (?, ?, ?) ON "
+        "CONFLICT (session_id) DO UPDATE SET aggregate_version = excluded.aggregate_version, "
+        "sums = excluded.sums");
+    st.bind(1, session).bind(2, version).bind_blob(3, sums);
+    st.run();
+    return true;
+}
+
+std::vector<std::int64_t> SessionStore::unsealed_sessions(std::int64_t below_id, int limit) {
+    Statement st = db_.prepare(
+        "SELECT s.id FROM sessions s LEFT JOIN session_sums ss ON ss.session_id = s.id WHERE "
+        "s.id < ? AND s.state != 'capturing' AND s.summed_seq IS NULL AND (ss.session_id IS NULL "
+        "OR ss.aggregate_version != s.aggregate_version) ORDER BY s.id DESC LIMIT ?");
+    st.bind(1, below_id).bind(2, limit);
+    std::vector<std::int64_t> ids;
+    while (st.step()) ids.push_back(st.column_int(0));
+    return ids;
+}
+
 void SessionStore::update_counters(std::int64_t session, const SessionCounters& counters) {
     static const std::string sql = update_counters_sql();
     Statement& st = cached(update_counters_, sql.c_str());

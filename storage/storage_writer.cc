@@ -118,7 +118,8 @@ namespace {
 // The database's path, once the check at start found no damage; throws StorageError naming the
 // problems (nothing has written to the file then, not even a migration). A check that could
 // not read the file (a full disk, an I/O error) is no verdict: the start goes on, and says so.
-std::filesystem::path refuse_if_damaged(const std::filesystem::path& path, IntegrityReport& report) {
+std::filesystem::path refuse_if_damaged(const std::filesystem::path& path,
+                                        IntegrityReport& report) {
     std::error_code ec;
     if (std::filesystem::file_size(path, ec) == 0 || ec) return path;  // new: nothing to check
     report = check_at_start(path);
@@ -286,6 +287,7 @@ void StorageWriter::run() {
             // While retention has work, the loop does not sleep: a step (at most step_budget)
             // between commits, which still come every commit_interval.
             const bool retaining = retention_pass_.has_value() || prune_wanted_ > 0 ||
+                                   !sealing_done_ ||
                                    (options_.retention.rules.any() &&
                                     std::chrono::steady_clock::now() >= next_retention_);
             wake_.wait_until(lock, retaining ? std::chrono::steady_clock::now() : next_commit, [&] {
@@ -333,6 +335,7 @@ void StorageWriter::run() {
             if (sums_failed) return;
         }
         if (!stopping) retention_step();
+        if (!stopping && !sealing_done_) sealing_done_ = !seal_step();
     }
 }
 
@@ -406,7 +409,10 @@ void StorageWriter::apply_in_transaction(std::span<WriteOp> ops, std::int64_t no
             store_.update_counters(id, counters);
         }
     }
-    for (const SessionId id : attempt.closed) store_.finish_slices(id);
+    for (const SessionId id : attempt.closed) {
+        store_.finish_slices(id);
+        store_.seal_sums(id);
+    }
     t.commit();
     // Committed: from here on nothing throws.
     for (auto& [id, p] : attempt.pending) {

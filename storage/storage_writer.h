@@ -153,15 +153,17 @@ struct StorageHealth {
 // What the writer reports, rate-limited (see the top of this file); `message` is a log line.
 struct StorageEvent {
     enum class Kind {
-        kFailing,        // an episode began (error)
-        kStillFailing,   // a reminder while it lasts (error)
-        kRecovered,      // commits succeed again (warning)
-        kSessionLosses,  // a session that lost records to storage was closed (warning)
-        kOperationLost,  // one operation failed on its own, not storage as a whole (error)
-        kUncommitted,    // at stop: held operations that could not be written (error)
-        kPruned,         // a retention pass dropped something (info)
-        kPruneFailed,    // a retention pass failed; tried again at the next interval (error)
+        kFailing,             // an episode began (error)
+        kStillFailing,        // a reminder while it lasts (error)
+        kRecovered,           // commits succeed again (warning)
+        kSessionLosses,       // a session that lost records to storage was closed (warning)
+        kOperationLost,       // one operation failed on its own, not storage as a whole (error)
+        kUncommitted,         // at stop: held operations that could not be written (error)
+        kPruned,              // a retention pass dropped something (info)
+        kPruneFailed,         // a retention pass failed; tried again at the next interval (error)
         kEarlierRunFinished,  // after a start on a full disk: the last run's sessions (warning)
+        kSealed,              // earlier sessions' sums were sealed in the background (info)
+        kSealFailed,  // sealing stopped; readers use the rows, tried again next start (warning)
     };
     Kind kind;
     std::string message;
@@ -293,6 +295,9 @@ class StorageWriter {
     void report_uncommitted();
     // One retention step, when a pass is due or under way (writer thread).
     void retention_step();
+    // Seals a few finished sessions that have no sealed sums (SessionStore::seal_sums), until
+    // none is left (writer thread). Returns whether more may be waiting.
+    bool seal_step();
     // The earlier run's sessions (see the constructor); the retry is the writer thread's.
     void finish_earlier_run();
     void retry_finishing_earlier_run();
@@ -357,6 +362,12 @@ class StorageWriter {
     std::uint64_t retention_finished_ = 0;  // passes ended (mutex_)
     RetentionTotals last_pass_;             // (mutex_)
     RetentionTotals retention_totals_;      // this run's (mutex_)
+
+    // Background sealing (writer thread): sessions below seal_below_ are still to look at.
+    SessionId seal_below_ = INT64_MAX;
+    bool sealing_done_ = false;
+    std::uint64_t sealed_ = 0;
+    std::chrono::steady_clock::time_point sealing_since_{};
 
     std::function<void(const StorageEvent&)> on_event_;
     std::thread thread_;

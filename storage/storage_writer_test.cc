@@ -490,6 +490,106 @@ TEST_CASE("an empty queue has room for a source whatever the budget") {
     CHECK(writer.has_room());
 }
 
+// A session's distinct arcs and PCs, wide enough that the sums block has real work to do.
+gmon::Aggregate spread_records(std::uint32_t seed, std::vector<Record>& records) {
+    gmon::Aggregate sums;
+    for (std::uint32_t i = 0; i < 3000; ++i) {
+        const std::uint32_t k = i * 2654435761u + seed;
+        records.push_back(Record::arc(0x1000 + 4 * (k % 97), 0x8000 + 2 * (k % 389), 1 + k % 3));
+        records.push_back(Record::pc_sample(0x8000 + 2 * (k % 1777), 1 + k % 5));
+    }
+    sums.add(records);
+    return sums;
+}
+
+std::int64_t seal_rows(const std::filesystem::path& path, SessionId id) {
+    SessionStore store(path, Database::Mode::kReadOnly);
+    Statement st = store.db().prepare(
+        "SELECT count(*) FROM session_sums ss JOIN sessions s ON s.id = ss.session_id WHERE "
+        "ss.session_id = ? AND ss.aggregate_version = s.aggregate_version");
+    st.bind(1, id);
+    st.step();
+    return st.column_int(0);
+}
+
+TEST_CASE("a closed session's sums are sealed in one row, read back equal, unused once stale") {
+    TempDb db;
+    const SessionId id = 1;
+    gmon::Aggregate sent;
+    {
+        StorageWriter writer(db.path);
+        REQUIRE(writer.reserve_session_id() == id);
+        writer.submit(OpenSessionOp{id, spec_of("board")});
+        for (std::uint32_t i = 0; i < 3; ++i) {
+            std::vector<Record> records;
+            ChunkOp op{id, i + 1, {}, {}, {}, {}, {}, {}};
+            op.delta = spread_records(i, records);
+            op.records = std::move(records);
+            sent.merge(*op.delta);
+            REQUIRE(writer.submit(std::move(op)));
+        }
+        writer.flush();
+        CHECK(seal_rows(db.path, id) == 0);  // capturing: its sums still change
+        writer.submit(CloseSessionOp{id, "completed", 10, {}});
+        writer.flush();
+        CHECK(seal_rows(db.path, id) == 1);
+    }
+    {
+        SessionStore store(db.path, Database::Mode::kReadOnly);
+        CHECK(store.aggregate(id) == sent);
+    }
+    SessionStore store(db.path);
+    // The seal is what is read: rows changed behind its back (as no writer does) do not show.
+    store.db().exec("UPDATE session_arcs SET count = count + 1000");
+    CHECK(store.aggregate(id) == sent);
+    // A change through the store counts the version on: the seal is stale, the rows answer.
+    gmon::Aggregate more;
+    more.add_pc(0x8000, 7);
+    store.add_to_aggregate(id, more);
+    CHECK(seal_rows(db.path, id) == 0);
+    const auto now = store.aggregate(id);
+    CHECK(now.total_samples() == sent.total_samples() + 7);
+    CHECK(now.total_calls() == sent.total_calls() + 1000 * sent.distinct_arcs());
+    // Sealed again, it answers as the rows do.
+    CHECK(store.seal_sums(id));
+    CHECK(seal_rows(db.path, id) == 1);
+    CHECK(store.aggregate(id) == now);
+}
+
+TEST_CASE("sessions finished without a seal are sealed by the writer in the background") {
+    TempDb db;
+    std::vector<gmon::Aggregate> sums;
+    SessionId capturing = 0;
+    {
+        SessionStore store(db.path);
+        for (std::uint32_t i = 0; i < 20; ++i) {
+            const SessionId id = store.create_session(spec_of("board"));
+            std::vector<Record> records;
+            sums.push_back(spread_records(i, records));
+            store.add_to_aggregate(id, sums.back());
+            if (i != 7) store.end_session(id, "completed", 100 + i);
+        }
+        capturing = 8;  // the 8th session (ids from 1), left capturing
+        CHECK(store.unsealed_sessions(INT64_MAX, 100).size() == 19);
+    }
+    {
+        StorageWriter writer(db.path);  // the crash's session 8 becomes 'interrupted'
+        for (int waited = 0; waited < 200; ++waited) {
+            SessionStore reader(db.path, Database::Mode::kReadOnly);
+            if (reader.unsealed_sessions(INT64_MAX, 100).empty()) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    }
+    SessionStore store(db.path, Database::Mode::kReadOnly);
+    CHECK(store.unsealed_sessions(INT64_MAX, 100).empty());
+    for (SessionId id = 1; id <= 20; ++id) {
+        CAPTURE(id);
+        CHECK(seal_rows(db.path, id) == 1);
+        CHECK(store.aggregate(id) == sums[static_cast<std::size_t>(id - 1)]);
+    }
+    CHECK(store.session(capturing)->state == "interrupted");
+}
+
 TEST_CASE("after a crash, the records stored after a session's sums are added at the next start") {
     TempDb db;
     SessionId id = 0;

@@ -19,9 +19,11 @@ void log_storage_event(spdlog::logger& log, const storage::StorageEvent& e) {
         case Kind::kRecovered:
         case Kind::kSessionLosses:
         case Kind::kEarlierRunFinished:
+        case Kind::kSealFailed:
             log.warn("{}", e.message);
             return;
         case Kind::kPruned:
+        case Kind::kSealed:
             log.info("{}", e.message);
             return;
         default:

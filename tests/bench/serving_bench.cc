@@ -62,6 +62,7 @@ void store_session(storage::SessionStore& store, const gmon::Aggregate& aggregat
     const auto id = new_session(store, board, elf);
     store.add_to_aggregate(id, aggregate);
     store.end_session(id, "completed", end_ns);
+    store.seal_sums(id);  // as the storage writer does when a session closes
 }
 
 // A session of `records` records, 4096 per chunk, chunks 1 ms apart: arcs among the synthetic
@@ -103,6 +104,7 @@ void store_record_session(storage::SessionStore& store, const SyntheticProfile& 
     storage::Transaction t(store.db());
     store.finish_slices(id);
     store.end_session(id, "completed", kStartNs + seq * 1'000'000);
+    store.seal_sums(id);
     t.commit();
 }
 
@@ -322,6 +324,7 @@ int main(int argc, char** argv) {
             const auto id = store.create_session(spec);
             store.add_to_aggregate(id, a);
             store.end_session(id, "completed", first_start + 60'000'000'000);
+            store.seal_sums(id);
         }
         if (batch) batch->commit();
         const std::string input =

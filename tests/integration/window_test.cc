@@ -170,8 +170,9 @@ TEST_CASE("window profiles over HTTP count exactly the records received in the w
         old_chunks = store_session(store, elf, rng, 200'000);
         // Session 1 as schema 10 left it: no record slices.
         store.db().exec(
-            "DROP TABLE record_slices; ALTER TABLE sessions DROP COLUMN summed_seq; ALTER TABLE "
-            "sessions DROP COLUMN raw_pruned_ns; ALTER TABLE sessions DROP COLUMN "
+            "DROP TABLE session_sums; DROP TABLE record_slices; ALTER TABLE sessions DROP "
+            "COLUMN summed_seq; ALTER TABLE sessions DROP COLUMN raw_pruned_ns; ALTER TABLE "
+            "sessions DROP COLUMN "
             "raw_pruned_keep_days; PRAGMA user_version = 10");
     }
     {
