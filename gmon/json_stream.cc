@@ -51,24 +51,32 @@ JsonStream& JsonStream::value(std::string_view s) {
 
 JsonStream& JsonStream::value(double x) {
     before_value();
+    append_number(out_, x);
+    return *this;
+}
+
+void JsonStream::append_number(std::string& out, double x) {
     if (!std::isfinite(x)) {
-        out_ += "null";
-        return *this;
+        out += "null";
+        return;
     }
     // nlohmann's own shortest round-trip formatting (Grisu2, "1.0" for whole numbers), called
     // directly: std::to_chars differs on whole numbers and may pick other digits.
     std::array<char, 64> buffer;
     const char* end = nlohmann::detail::to_chars(buffer.data(), buffer.data() + buffer.size(), x);
-    out_.append(buffer.data(), static_cast<std::size_t>(end - buffer.data()));
-    return *this;
+    out.append(buffer.data(), static_cast<std::size_t>(end - buffer.data()));
 }
 
 JsonStream& JsonStream::value(std::uint64_t n) {
     before_value();
+    append_number(out_, n);
+    return *this;
+}
+
+void JsonStream::append_number(std::string& out, std::uint64_t n) {
     std::array<char, 24> buffer;
     const char* end = std::to_chars(buffer.data(), buffer.data() + buffer.size(), n).ptr;
-    out_.append(buffer.data(), static_cast<std::size_t>(end - buffer.data()));
-    return *this;
+    out.append(buffer.data(), static_cast<std::size_t>(end - buffer.data()));
 }
 
 JsonStream& JsonStream::value(std::int64_t n) {

@@ -40,12 +40,30 @@ class JsonStream {
     JsonStream& value(int n) { return value(std::int64_t{n}); }
     JsonStream& value(bool b);
     JsonStream& value(std::nullptr_t);
+    // The text to append exactly one compact value to, in place (separators written): for hot
+    // loops that write a fixed shape themselves. Numbers through append_number, strings quoted
+    // as raw() says.
+    std::string& value_text() {
+        before_value();
+        return out_;
+    }
+    // Numbers as value() writes them.
+    static void append_number(std::string& out, double x);
+    static void append_number(std::string& out, std::uint64_t n);
+    // A value already written as compact JSON (a string quoted and escaped by this stream's
+    // rules), placed as any value is.
+    JsonStream& raw(std::string_view json) {
+        before_value();
+        out_ += json;
+        return *this;
+    }
     // A document built elsewhere, dumped in place at this depth.
     JsonStream& value(const nlohmann::json& document);
 
     // Room for `bytes` more, so a large document is not copied (and its pages faulted in)
     // again at each doubling of the string.
     int indent() const { return indent_; }
+    ErrorHandler on_bad_utf8() const { return on_bad_utf8_; }
     void reserve(std::size_t bytes) { reserve_large(out_, bytes); }
 
     // key(name).value(v) in one call.

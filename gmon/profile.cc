@@ -2,6 +2,8 @@
 // cg_arcs.c, cg_dfn.c), so that every number equals what gprof prints for the same data.
 #include "gmon/profile.h"
 
+#include "gmon/report.h"
+
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -137,14 +139,14 @@ void Engine::assign_samples(const Histogram& h, double hist_scale) {
     // gprof walks the symbols from the first for every histogram; those that end at or
     // before the histogram's first bin only take its `continue`, so the walk starts after them.
     std::size_t k = 1;
-    if (const auto first = std::find_if(h.bins.begin(), h.bins.end(),
-                                        [](std::uint64_t b) { return b != 0; });
+    if (const auto first =
+            std::find_if(h.bins.begin(), h.bins.end(), [](std::uint64_t b) { return b != 0; });
         first != h.bins.end()) {
         const auto i = static_cast<double>(first - h.bins.begin());
         const std::uint64_t bin_low = lowpc + static_cast<std::uint64_t>(hist_scale * i);
-        k = 1 + static_cast<std::size_t>(
-                    std::upper_bound(scaled.begin() + 1, scaled.end(), bin_low) -
-                    (scaled.begin() + 1));
+        k = 1 +
+            static_cast<std::size_t>(std::upper_bound(scaled.begin() + 1, scaled.end(), bin_low) -
+                                     (scaled.begin() + 1));
         k = std::min(k, n);
     }
     for (std::size_t i = 0; i < h.bins.size(); ++i) {
@@ -552,6 +554,7 @@ Profile compute_profile(const GmonData& data, const Symbolizer& elf,
     for (const ArcCount& a : data.arcs) engine.tally(a.from_pc, a.self_pc, a.count);
     engine.assemble();
     engine.order_flat();
+    keep_printed_order(p);
     return p;
 }
 

@@ -80,6 +80,12 @@ struct Profile {
     // kCycleBase + cycle index.
     std::vector<std::size_t> graph_order;
     static constexpr std::size_t kCycleBase = std::size_t{1} << 40;
+    // Each symbol's parents and children (indices into arcs) in the order gprof prints them
+    // (report.h's sorted_arcs), made once by compute_profile: a whole call graph's report
+    // would sort every arc again each time. Empty for a profile put together otherwise; the
+    // reports sort then.
+    std::vector<std::vector<std::size_t>> printed_parents;
+    std::vector<std::vector<std::size_t>> printed_children;
 
     double seconds_per_sample() const { return prof_rate ? 1.0 / prof_rate : 0.0; }
 };

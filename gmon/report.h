@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -45,6 +46,43 @@ struct JsonReportOptions {
 // The "profile" object of the JSON report, written as it is made (what --report json prints).
 void write_profile_json(JsonStream& out, const Profile& profile,
                         const JsonReportOptions& options = {});
+// Where a call graph being written stands: the next of Profile::graph_order to look at, and
+// the entries written so far.
+struct ProfileGraphAt {
+    std::size_t order = 0;
+    std::size_t entries = 0;
+};
+
+// Each symbol's name as a JSON string, quotes and escapes included: an arc line names its
+// other function, so a call graph writes each name thousands of times.
+using QuotedNames = std::vector<std::string>;
+QuotedNames quoted_names(const Profile& profile, JsonStream::ErrorHandler on_bad_utf8);
+
+// write_profile_json's text (compact, names not UTF-8 as U+FFFD) in pieces of about
+// `piece_bytes`, each written when asked for: a whole call graph at 10^6 arcs is some 200 MB of
+// JSON, which is then never held whole, nor its pages faulted in at once.
+class ProfileJsonPieces {
+  public:
+    ProfileJsonPieces(std::shared_ptr<const Profile> profile, JsonReportOptions options,
+                      std::size_t piece_bytes = std::size_t{1} << 20);
+    ProfileJsonPieces(const ProfileJsonPieces&) = delete;  // out_ writes to text_
+    ProfileJsonPieces& operator=(const ProfileJsonPieces&) = delete;
+    // The next piece; nothing once the document is done.
+    std::optional<std::string> next();
+    // The call graph is cut to a few entries (graph_top, top, graph_function): a small text.
+    bool bounded() const;
+
+  private:
+    std::shared_ptr<const Profile> profile_;
+    JsonReportOptions options_;
+    std::size_t piece_bytes_;
+    std::string text_;
+    JsonStream out_;
+    QuotedNames names_;
+    ProfileGraphAt at_;
+    bool done_ = false;
+};
+
 // The same object as a document, for callers that add to it or pick from it.
 nlohmann::json profile_json(const Profile& profile, const JsonReportOptions& options = {});
 
@@ -56,5 +94,11 @@ std::string hex_address(std::uint64_t addr);
 std::vector<std::size_t> sorted_arcs(const Profile& p, const std::vector<std::size_t>& arcs,
                                      bool ascending);
 std::vector<std::size_t> sorted_members(const Profile& p, const std::vector<std::size_t>& members);
+// Fills Profile::printed_parents / printed_children (compute_profile's last step).
+void keep_printed_order(Profile& p);
+// A symbol's parents (ascending) or children (descending) in print order: the profile's kept
+// order, or sorted into `scratch` when it has none.
+const std::vector<std::size_t>& printed_arcs(const Profile& p, std::size_t symbol, bool parents,
+                                             std::vector<std::size_t>& scratch);
 
 }  // namespace rackprof::gmon

@@ -10,18 +10,55 @@
 
 namespace rackprof::gmon {
 
+QuotedNames quoted_names(const Profile& p, JsonStream::ErrorHandler on_bad_utf8) {
+    QuotedNames names;
+    names.reserve(p.symbols.size());
+    for (const ProfileSymbol& sym : p.symbols) {
+        std::string& quoted = names.emplace_back();
+        JsonStream(quoted, -1, 0, on_bad_utf8).value(sym.name);
+    }
+    return names;
+}
+
 namespace {
 
 JsonStream& nullable_ratio(JsonStream& out, double numerator, std::uint64_t calls) {
     return calls ? out.value(numerator / static_cast<double>(calls)) : out.value(nullptr);
 }
 
+// write_arc's object, compact, appended in one go: a whole call graph writes two per arc.
+void write_arc_compact(JsonStream& out, const Profile& p, const QuotedNames& names,
+                       const ProfileArc& a, std::size_t other, double hz, std::uint64_t of) {
+    using namespace std::string_view_literals;  // lengths known: no strlen per append
+    std::string& text = out.value_text();
+    text += R"({"children_seconds":)"sv;
+    JsonStream::append_number(text, a.child_time / hz);
+    text += R"(,"count":)"sv;
+    JsonStream::append_number(text, std::uint64_t{a.count});
+    text += R"(,"cycle":)"sv;
+    if (p.nodes[other].cycle) {
+        JsonStream::append_number(text, std::uint64_t{p.nodes[other].cycle});
+    } else {
+        text += "null"sv;
+    }
+    text += R"(,"index":)"sv;
+    JsonStream::append_number(text, std::uint64_t{p.nodes[other].index});
+    text += R"(,"name":)"sv;
+    text += names[other];
+    text += R"(,"of":)"sv;
+    JsonStream::append_number(text, std::uint64_t{of});
+    text += R"(,"self_seconds":)"sv;
+    JsonStream::append_number(text, a.time / hz);
+    text += '}';
+}
+
 // An arc as a parent or child line; `of` is the callee's (or its cycle's) calls from outside.
-void write_arc(JsonStream& out, const Profile& p, const ProfileArc& a, std::size_t other,
-               double hz) {
+void write_arc(JsonStream& out, const Profile& p, const QuotedNames& names, const ProfileArc& a,
+               std::size_t other, double hz) {
     const ProfileNode& callee = p.nodes[a.child];
     const std::uint64_t of =
         callee.cycle_head == kNone ? callee.ncalls : p.cycles[callee.cycle_head].ncalls;
+    if (out.indent() < 0) return write_arc_compact(out, p, names, a, other, hz, of);
     out.begin_object()
         .field("children_seconds", a.child_time / hz)
         .field("count", a.count)
@@ -30,7 +67,8 @@ void write_arc(JsonStream& out, const Profile& p, const ProfileArc& a, std::size
     // one gprof prints with its count alone.
     p.nodes[other].cycle ? out.value(p.nodes[other].cycle) : out.value(nullptr);
     out.field("index", p.nodes[other].index)
-        .field("name", p.symbols[other].name)
+        .key("name")
+        .raw(names[other])
         .field("of", of)
         .field("self_seconds", a.time / hz)
         .end_object();
@@ -92,13 +130,14 @@ void write_flat(JsonStream& out, const Profile& p, const JsonReportOptions& opti
 }
 
 // In gprof's print order: parents ascending, children descending (sorted_arcs).
-void write_arcs(JsonStream& out, const Profile& p, const std::vector<std::size_t>& arcs,
+void write_arcs(JsonStream& out, const Profile& p, const QuotedNames& names, std::size_t symbol,
                 bool parents) {
     const double hz = p.prof_rate;
     out.begin_array();
-    for (std::size_t ai : sorted_arcs(p, arcs, parents)) {
+    std::vector<std::size_t> scratch;
+    for (std::size_t ai : printed_arcs(p, symbol, parents, scratch)) {
         const ProfileArc& a = p.arcs[ai];
-        write_arc(out, p, a, parents ? a.parent : a.child, hz);
+        write_arc(out, p, names, a, parents ? a.parent : a.child, hz);
     }
     out.end_array();
 }
@@ -110,13 +149,14 @@ std::string cycle_name(std::size_t cycle) {
 
 // The members shared by function and cycle entries sort around the ones that differ, so the
 // entry is written in three calls: before "cycle", from "index" to "name", after "name".
-void write_graph_entry(JsonStream& out, const Profile& p, std::size_t entry) {
+void write_graph_entry(JsonStream& out, const Profile& p, const QuotedNames& names,
+                       std::size_t entry) {
     const double hz = p.prof_rate;
     const double print_time = p.print_time > 0 ? p.print_time : 1.0;
     const bool cycle = entry >= Profile::kCycleBase;
     const ProfileNode& n = cycle ? p.cycles[entry - Profile::kCycleBase] : p.nodes[entry];
     out.begin_object().field("called", n.ncalls);
-    if (!cycle) write_arcs(out.key("children"), p, n.children, false);
+    if (!cycle) write_arcs(out.key("children"), p, names, entry, false);
     out.field("children_seconds", n.prop_child / hz).key("cycle");
     cycle || n.cycle ? out.value(n.cycle) : out.value(nullptr);
     out.field("index", n.index);
@@ -136,7 +176,7 @@ void write_graph_entry(JsonStream& out, const Profile& p, std::size_t entry) {
         out.end_array().field("name", cycle_name(n.cycle));
     } else {
         out.field("name", p.symbols[entry].name);
-        write_arcs(out.key("parents"), p, n.parents, true);
+        write_arcs(out.key("parents"), p, names, entry, true);
     }
     out.field("percent", 100 * (n.prop_self + n.prop_child) / print_time)
         .field("self_calls", n.self_calls)
@@ -157,12 +197,16 @@ std::optional<std::size_t> graph_limit(const JsonReportOptions& options) {
     return std::nullopt;
 }
 
-void write_call_graph(JsonStream& out, const Profile& p, const JsonReportOptions& options) {
-    out.begin_array();
+// Call-graph entries from `at` on, until the graph is done (returns true) or `text` (what
+// `out` writes to) holds `until` bytes.
+bool write_graph_entries(JsonStream& out, const Profile& p, const QuotedNames& names,
+                         const JsonReportOptions& options, ProfileGraphAt& at,
+                         const std::string& text, std::size_t until) {
     const auto limit = graph_limit(options);
-    std::size_t entries = 0;
-    for (std::size_t entry : p.graph_order) {
-        if (limit && entries >= *limit) break;
+    for (; at.order < p.graph_order.size(); ++at.order) {
+        if (limit && at.entries >= *limit) return true;
+        if (text.size() >= until) return false;
+        const std::size_t entry = p.graph_order[at.order];
         const bool cycle = entry >= Profile::kCycleBase;
         const ProfileNode& n = cycle ? p.cycles[entry - Profile::kCycleBase] : p.nodes[entry];
         if ((n.ncalls == 0 && n.self_calls == 0 && n.prop_self == 0 && n.prop_child == 0) ||
@@ -170,10 +214,29 @@ void write_call_graph(JsonStream& out, const Profile& p, const JsonReportOptions
             continue;
         if (!options.graph_function.empty() && !entry_named(p, entry, options.graph_function))
             continue;
-        write_graph_entry(out, p, entry);
-        ++entries;
+        write_graph_entry(out, p, names, entry);
+        ++at.entries;
     }
+    return true;
+}
+
+void write_profile_head(JsonStream& out) {
+    out.begin_object().key("call_graph").begin_array();
+}
+
+// Everything after the call graph's entries.
+void write_profile_tail(JsonStream& out, const Profile& p, const JsonReportOptions& options) {
+    const double hz = p.prof_rate;
     out.end_array();
+    write_flat(out.key("flat"), p, options);
+    out.field("granularity_bytes", p.bin_bytes)
+        .field("prof_rate", p.prof_rate)
+        .field("propagated_seconds", p.print_time / hz)
+        .field("seconds_per_sample", p.seconds_per_sample())
+        .field("total_samples", p.total_samples)
+        .field("total_seconds", p.total_time / hz);
+    if (options.more_fields) options.more_fields(out);
+    out.end_object();
 }
 
 // A little more than the object will take: per arc, two objects of six members at depth 4
@@ -192,21 +255,44 @@ std::size_t expected_size(const Profile& p, int indent) {
 }  // namespace
 
 void write_profile_json(JsonStream& out, const Profile& p, const JsonReportOptions& options) {
-    const double hz = p.prof_rate;
     // Only a whole call graph is worth its estimate (tens of MB at 10^6 arcs).
     if (!graph_limit(options) && options.graph_function.empty())
         out.reserve(expected_size(p, out.indent()));
-    out.begin_object();
-    write_call_graph(out.key("call_graph"), p, options);
-    write_flat(out.key("flat"), p, options);
-    out.field("granularity_bytes", p.bin_bytes)
-        .field("prof_rate", p.prof_rate)
-        .field("propagated_seconds", p.print_time / hz)
-        .field("seconds_per_sample", p.seconds_per_sample())
-        .field("total_samples", p.total_samples)
-        .field("total_seconds", p.total_time / hz);
-    if (options.more_fields) options.more_fields(out);
-    out.end_object();
+    write_profile_head(out);
+    ProfileGraphAt at;
+    static const std::string unused;
+    write_graph_entries(out, p, quoted_names(p, out.on_bad_utf8()), options, at, unused,
+                        std::string::npos);
+    write_profile_tail(out, p, options);
+}
+
+ProfileJsonPieces::ProfileJsonPieces(std::shared_ptr<const Profile> profile,
+                                     JsonReportOptions options, std::size_t piece_bytes)
+    : profile_(std::move(profile)),
+      options_(std::move(options)),
+      piece_bytes_(std::max<std::size_t>(piece_bytes, 1)),
+      out_(text_, -1, 0, JsonStream::ErrorHandler::replace),
+      names_(quoted_names(*profile_, JsonStream::ErrorHandler::replace)) {
+    write_profile_head(out_);
+}
+
+bool ProfileJsonPieces::bounded() const {
+    return graph_limit(options_).has_value() || !options_.graph_function.empty();
+}
+
+std::optional<std::string> ProfileJsonPieces::next() {
+    if (done_) return std::nullopt;
+    // An entry is written whole, so a piece may pass piece_bytes by one entry.
+    text_.reserve(piece_bytes_ + piece_bytes_ / 4);
+    const bool graph_done =
+        write_graph_entries(out_, *profile_, names_, options_, at_, text_, piece_bytes_);
+    if (graph_done) {
+        write_profile_tail(out_, *profile_, options_);
+        done_ = true;
+    }
+    std::string piece;
+    piece.swap(text_);  // out_ keeps writing to text_, now empty
+    return piece;
 }
 
 std::pair<double, double> self_percent_interval(const Profile& p, std::size_t symbol) {

@@ -256,6 +256,38 @@ TEST_CASE("graph_top and graph_function trim the call graph alone, as gprof -q<n
     CHECK(graph_of(with(0, {}, "none of them")).empty());
 }
 
+TEST_CASE("the profile's JSON in pieces is the same text, each piece about the size asked") {
+    const auto replace = JsonStream::ErrorHandler::replace;
+    for (std::uint64_t seed : {1, 2}) {
+        CAPTURE(seed);
+        const auto p = std::make_shared<const Profile>(random_profile(seed));
+        JsonReportOptions top;
+        top.graph_top = 40;
+        for (const JsonReportOptions& options : {JsonReportOptions{}, top}) {
+            const std::string whole =
+                reference_profile_json(*p, options).dump(-1, ' ', false, replace);
+            for (std::size_t piece_bytes :
+                 {std::size_t{1}, std::size_t{4096}, std::size_t{1} << 20}) {
+                CAPTURE(piece_bytes);
+                ProfileJsonPieces pieces(p, options, piece_bytes);
+                CHECK(pieces.bounded() == options.graph_top.has_value());
+                std::vector<std::string> got;
+                while (auto piece = pieces.next()) got.push_back(std::move(*piece));
+                CHECK_FALSE(pieces.next());
+                std::string joined;
+                for (const auto& piece : got) joined += piece;
+                CHECK(joined == whole);
+                // A piece stops at the first entry that takes it past the size: never far past.
+                for (std::size_t i = 0; i + 1 < got.size(); ++i) {
+                    CHECK(got[i].size() >= piece_bytes);
+                    CHECK(got[i].size() < piece_bytes + 64 * 1024);
+                }
+                if (piece_bytes == 4096 && !options.graph_top) CHECK(got.size() > 10);
+            }
+        }
+    }
+}
+
 TEST_CASE("names that are not UTF-8 stop a strict stream, as they stopped dump()") {
     std::string text;
     JsonStream out(text);

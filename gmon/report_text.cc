@@ -248,7 +248,8 @@ void print_function_entry(Printer& out, const View& v, std::size_t sym) {
         out.printf("%6.6s %5.5s %7.7s %7.7s %7.7s %7.7s     <spontaneous>\n", "", "", "", "", "",
                    "");
     } else {
-        for (std::size_t ai : sorted_arcs(p, n.parents, true)) {
+        std::vector<std::size_t> scratch;
+        for (std::size_t ai : printed_arcs(p, sym, true, scratch)) {
             const ProfileArc& a = p.arcs[ai];
             const bool within =
                 a.parent == sym || (n.cycle != 0 && p.nodes[a.parent].cycle == n.cycle);
@@ -271,7 +272,8 @@ void print_function_entry(Printer& out, const View& v, std::size_t sym) {
     }
     v.name(out, sym);
     out.put("\n");
-    for (std::size_t ai : sorted_arcs(p, n.children, false)) {
+    std::vector<std::size_t> scratch;
+    for (std::size_t ai : printed_arcs(p, sym, false, scratch)) {
         const ProfileArc& a = p.arcs[ai];
         const bool within =
             a.child == sym || (p.nodes[a.child].cycle != 0 && p.nodes[a.child].cycle == n.cycle);
@@ -449,6 +451,24 @@ std::vector<std::size_t> sorted_arcs(const Profile& p, const std::vector<std::si
     sorted.reserve(keys.size());
     for (const PrintKey& k : keys) sorted.push_back(k.arc);
     return sorted;
+}
+
+void keep_printed_order(Profile& p) {
+    p.printed_parents.resize(p.nodes.size());
+    p.printed_children.resize(p.nodes.size());
+    for (std::size_t s = 0; s < p.nodes.size(); ++s) {
+        p.printed_parents[s] = sorted_arcs(p, p.nodes[s].parents, true);
+        p.printed_children[s] = sorted_arcs(p, p.nodes[s].children, false);
+    }
+}
+
+const std::vector<std::size_t>& printed_arcs(const Profile& p, std::size_t symbol, bool parents,
+                                             std::vector<std::size_t>& scratch) {
+    const auto& kept = parents ? p.printed_parents : p.printed_children;
+    if (kept.size() == p.nodes.size()) return kept[symbol];
+    const ProfileNode& n = p.nodes[symbol];
+    scratch = sorted_arcs(p, parents ? n.parents : n.children, parents);
+    return scratch;
 }
 
 // Members by total time, then calls. gprof insertion-sorts them, each going before the first

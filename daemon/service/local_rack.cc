@@ -47,6 +47,14 @@ gmon::JsonReportOptions json_options_of(const ProfileOptions& options) {
     return out;
 }
 
+// A profile's JSON pulled a piece at a time as the client reads; a call graph cut to a few
+// entries is small enough to go whole, with its length.
+Export json_pieces(std::shared_ptr<const gmon::Profile> profile, gmon::JsonReportOptions options) {
+    auto pieces = std::make_shared<gmon::ProfileJsonPieces>(std::move(profile), std::move(options));
+    const bool whole = pieces->bounded();
+    return Export{"application/json", "", whole, [pieces] { return pieces->next(); }};
+}
+
 void require_elf(const gmon::ExportInput& input, std::int64_t id) {
     if (!input.source.elf) {
         throw ServiceError(Failure::kNoElf, "session " + std::to_string(id) +
@@ -251,8 +259,8 @@ std::string LocalRack::console(std::int64_t id, int tail) {
     return text;
 }
 
-std::string LocalRack::profile(std::int64_t id, const TimeWindow& window,
-                               const ProfileOptions& options) {
+Export LocalRack::profile(std::int64_t id, const TimeWindow& window,
+                          const ProfileOptions& options) {
     const auto info = stored_session(id);
     const auto input = session_input(info, window);
     require_elf(*input, id);
@@ -264,18 +272,24 @@ std::string LocalRack::profile(std::int64_t id, const TimeWindow& window,
     // daemon captures whatever the board sends; a misfit is reported here, never refused.
     const bool named = !info.target.build_id.empty() && input->source.elf &&
                        info.target.build_id == input->source.elf->build_id();
-    const gmon::ElfFit& fit = computed->fit;
-    const nlohmann::json sync_check =
+    nlohmann::json sync_check =
         options.sync_reference ? sync_check_of(computed->profile, info, *options.sync_reference)
                                : nlohmann::json();
     gmon::JsonReportOptions json_options = json_options_of(options);
     // DWT samples taken while the core slept: a count beside the functions, never one of them
     // (the record batches do not carry them, so a window has none).
-    json_options.more_fields = [&](gmon::JsonStream& out) {
-        if (window.bounded()) {
-            out.field("sleeping", nullptr);
+    // Written after the call graph, as the client reads: what it uses is kept by value.
+    const std::optional<std::uint64_t> sleeping =
+        window.bounded() ? std::nullopt : std::optional(info.counters.sleep_samples);
+    const std::string elf_name =
+        input->source.elf ? input->source.elf->path().filename().string() : std::string();
+    json_options.more_fields = [sleeping, sync_check = std::move(sync_check), named, computed,
+                                elf_name](gmon::JsonStream& out) {
+        const gmon::ElfFit& fit = computed->fit;
+        if (sleeping) {
+            out.field("sleeping", *sleeping);
         } else {
-            out.field("sleeping", info.counters.sleep_samples);
+            out.field("sleeping", nullptr);
         }
         // With ?sync_reference=ID: the synchronisation alarm against that session.
         if (!sync_check.is_null()) out.field("sync_check", sync_check);
@@ -289,16 +303,12 @@ std::string LocalRack::profile(std::int64_t id, const TimeWindow& window,
                 .field("pcs_off_code", fit.pcs_off_code)
                 .field("targets", fit.targets)
                 .field("targets_off_entry", fit.targets_off_entry)
-                .field("warning", fit.evidence(input->source.elf->path().filename().string()) +
-                                      ": wrong ELF for this capture?");
+                .field("warning", fit.evidence(elf_name) + ": wrong ELF for this capture?");
             out.end_object();
         }
     };
-    std::string text;
-    // Names that are not UTF-8 become U+FFFD: a view never fails to serialize.
-    gmon::JsonStream out(text, -1, 0, gmon::JsonStream::ErrorHandler::replace);
-    gmon::write_profile_json(out, computed->profile, json_options);
-    return text;
+    return json_pieces(std::shared_ptr<const gmon::Profile>(computed, &computed->profile),
+                       std::move(json_options));
 }
 
 // The synchronisation alarm against another session (the dithered run): its whole profile.
@@ -329,8 +339,7 @@ nlohmann::json LocalRack::sync_check_of(const gmon::Profile& fixed,
     }
 }
 
-std::string LocalRack::selection_profile(const Selection& selection,
-                                         const ProfileOptions& options) {
+Export LocalRack::selection_profile(const Selection& selection, const ProfileOptions& options) {
     const auto merged = selections_.merged(selection);
     const gmon::Profile& computed = SelectionMerges::profile_of(*merged);
     gmon::JsonReportOptions json_options = json_options_of(options);
@@ -339,18 +348,13 @@ std::string LocalRack::selection_profile(const Selection& selection,
         computed, json_options,
         options.spread_top.value_or(gmon::default_spread_limit(merged->boards.size())), &omitted);
     const auto boards = selections_.spread_boards(*merged, functions);
-    json_options.more_fields = [&](gmon::JsonStream& out) {
+    json_options.more_fields = [merged, functions, omitted, boards](gmon::JsonStream& out) {
         out.field("selection", merged->input->summary);
         out.key("spread");
         gmon::write_board_spread(out, functions, omitted, boards);
     };
-    std::string text;
-    gmon::JsonStream out(text, -1, 0, gmon::JsonStream::ErrorHandler::replace);
-    // About what the spread takes (a row per board and function), so the answer is not copied
-    // at each doubling.
-    out.reserve((functions.size() + 1) * boards.size() * 160);
-    gmon::write_profile_json(out, computed, json_options);
-    return text;
+    return json_pieces(std::shared_ptr<const gmon::Profile>(merged, &computed),
+                       std::move(json_options));
 }
 
 DiffResult LocalRack::diff(const Selection& a, const Selection& b, const DiffRequest& request) {

@@ -49,10 +49,9 @@ class LocalRack : public RackService {
     nlohmann::json sessions(const SessionFilter& filter) override;
     nlohmann::json session(std::int64_t id) override;
     std::string console(std::int64_t id, int tail) override;
-    std::string profile(std::int64_t id, const TimeWindow& window,
-                        const ProfileOptions& options) override;
-    std::string selection_profile(const Selection& selection,
-                                  const ProfileOptions& options) override;
+    Export profile(std::int64_t id, const TimeWindow& window,
+                   const ProfileOptions& options) override;
+    Export selection_profile(const Selection& selection, const ProfileOptions& options) override;
     Export open_selection_export(const Selection& selection, const std::string& format) override;
     DiffResult diff(const Selection& a, const Selection& b, const DiffRequest& request) override;
     Export open_export(std::int64_t id, const std::string& format,

@@ -178,10 +178,10 @@ class RackService {
     virtual nlohmann::json session(std::int64_t id) = 0;
     // The console text the target printed, lines as received; the newest `tail` only (0: all).
     virtual std::string console(std::int64_t id, int tail) = 0;
-    // The profile as JSON text, written once (a large call graph is tens of megabytes: no
-    // document is built for it).
-    virtual std::string profile(std::int64_t id, const TimeWindow& window,
-                                const ProfileOptions& options) = 0;
+    // The profile as JSON text, written a piece at a time as it is pulled (a whole call graph
+    // at 10^6 arcs is some 200 MB: neither a document nor the whole text is ever held).
+    virtual Export profile(std::int64_t id, const TimeWindow& window,
+                           const ProfileOptions& options) = 0;
     // `format`: a registered export format (gmon/export.h); kUnknownFormat otherwise; kNoElf
     // for a format that names functions when the session has no ELF. The window applies to
     // the profile formats (all but csv, ndjson and raw).
@@ -191,8 +191,7 @@ class RackService {
     // A selection's sessions merged (their aggregates added; see selection.h): the profile as
     // JSON text, with the selection's sessions, boards and build-id. kConflict when the sessions
     // are of different builds.
-    virtual std::string selection_profile(const Selection& selection,
-                                          const ProfileOptions& options) = 0;
+    virtual Export selection_profile(const Selection& selection, const ProfileOptions& options) = 0;
     // The same merged profile in a profile format (every registered format that is not
     // paged); kUnknownFormat for the others (raw bytes and records belong to one session).
     virtual Export open_selection_export(const Selection& selection, const std::string& format) = 0;

@@ -328,6 +328,23 @@ void bench_profile(const std::filesystem::path& dir, std::size_t arcs) {
         gmon::JsonStream out(json, 2);
         gmon::write_profile_json(out, profile);
     });
+    // As the API serves it: compact, whole into one string, and in 1 MiB pieces as a client
+    // pulls them (gmon::ProfileJsonPieces), each piece dropped once made.
+    std::size_t compact_bytes = 0;
+    const double compact_s = best_seconds(repeats, [&] {
+        std::string whole;
+        gmon::JsonStream out(whole, -1, 0, gmon::JsonStream::ErrorHandler::replace);
+        gmon::write_profile_json(out, profile);
+        compact_bytes = whole.size();
+    });
+    const auto shared = std::make_shared<const gmon::Profile>(profile);
+    const double pieces_s = best_seconds(repeats, [&] {
+        gmon::ProfileJsonPieces pieces(shared, {});
+        std::size_t bytes = 0;
+        while (auto piece = pieces.next()) bytes += piece->size();
+        if (bytes != compact_bytes)
+            std::printf("pieces: %zu bytes, not %zu\n", bytes, compact_bytes);
+    });
     if (const char* save = std::getenv("CORE_BENCH_SAVE")) {
         std::ofstream(std::string(save) + ".txt") << text;
         std::ofstream(std::string(save) + ".json") << json;
@@ -347,6 +364,11 @@ void bench_profile(const std::filesystem::path& dir, std::size_t arcs) {
                      bench::cell("profile %.3f s", profile_s), text_s / profile_s);
     bench::table_row("JSON report", input, bench::cell("%.3f s", json_s),
                      bench::cell("profile %.3f s", profile_s), json_s / profile_s);
+    std::printf("compact JSON %.3f s whole (%zu bytes), %.3f s in 1 MiB pieces = %.2fx whole\n",
+                compact_s, compact_bytes, pieces_s, pieces_s / compact_s);
+    bench::table_row("profile JSON as served, in 1 MiB pieces", input,
+                     bench::cell("%.3f s", pieces_s), bench::cell("whole %.3f s", compact_s),
+                     pieces_s / compact_s);
     std::filesystem::remove(elf_path);
     std::filesystem::remove(dir / "bench.gmon");
 }

@@ -13,9 +13,15 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
+#include "gmon/gmon_data.h"
+#include "gmon/gmon_writer.h"
+#include "gmon/symbolizer.h"
+#include "gmon/synthetic_elf.h"
 #include "tests/integration/api_daemon.h"
 #include "tests/integration/sim_rack.h"
 #include "tests/integration/test_support.h"
@@ -145,6 +151,86 @@ TEST_CASE(
         CHECK(entry.path().filename().string().find(".upload") == std::string::npos);
 }
 
+// A stalled client on a stalled socket (a tiny receive buffer), asking for `path`.
+int stalled_reader(const ApiDaemon& d, const std::string& path) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    const int small = 4096;
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(static_cast<std::uint16_t>(d.port()));
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0);
+    const std::string request = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    REQUIRE(::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
+    return fd;
+}
+
+// A firmware of 2000 functions and a gmon.out of `arcs` distinct arcs among random pairs of
+// them, imported: the session's id and how many function pairs call (a gprof call graph line
+// each, as a parent and as a child). Its whole call graph is some 190 bytes of JSON a line.
+std::pair<std::string, std::size_t> import_large_call_graph(ApiDaemon& d, std::size_t arcs) {
+    std::vector<gmon::SyntheticFunction> functions;
+    std::uint32_t addr = 0x1000;
+    for (int i = 0; i < 2000; ++i) {
+        const std::uint32_t size = 2 * (16 + static_cast<std::uint32_t>(i * 7919 % 200));
+        functions.push_back({"function_" + std::to_string(i), addr, size});
+        addr += size;
+    }
+    const auto elf_path = d.dir() / "large.elf";
+    gmon::write_synthetic_elf(elf_path, functions, 0x1000, addr);
+    gmon::Aggregate counts;
+    std::set<std::pair<std::size_t, std::size_t>> pairs;
+    std::mt19937_64 rng(7);
+    while (counts.distinct_arcs() < arcs) {
+        const std::size_t from = rng() % functions.size(), to = rng() % functions.size();
+        const auto& f = functions[from];
+        counts.add_arc((f.addr + 2 * static_cast<std::uint32_t>(rng() % (f.size / 2))) | 1,
+                       functions[to].addr | 1, 1 + rng() % 1000);
+        pairs.emplace(from, to);
+    }
+    for (std::uint32_t pc = 0x1000; pc < addr; pc += 14) counts.add_pc(pc, 1 + pc % 5);
+    const auto elf = gmon::Symbolizer::load(elf_path);
+    const auto binned = gmon::to_gmon_data(counts, {0x1000, addr, 2, 1000}, elf->layout());
+    const auto gmon_path = d.dir() / "large.gmon";
+    gmon::write_file_atomically(gmon_path, gmon::serialize_gmon(binned.data));
+    const auto put = d.call("PUT", "/api/v1/firmware", {"--data-binary", "@" + elf_path.string()});
+    REQUIRE(put.first / 100 == 2);
+    const std::string fw = json::parse(put.second)["id"];
+    const auto imported = d.upload_chunked(
+        "POST", "/api/v1/sessions/import?format=gmon&board=large&firmware=" + fw, gmon_path);
+    REQUIRE(imported.first == 201);
+    return {std::to_string(json::parse(imported.second)["id"].get<std::int64_t>()), pairs.size()};
+}
+
+// A whole call graph is written a piece at a time as the client reads (gmon::ProfileJsonPieces):
+// readers that stop reading hold a piece or two each, never the document, which each of them
+// held before (some 38 MB here, 190 MB at 10^6 arcs).
+TEST_CASE("stalled readers of a whole call graph hold a piece of it each, not the document") {
+    ApiDaemon d;
+    const auto [id, pairs] = import_large_call_graph(d, 100'000);
+    const std::string path = "/api/v1/sessions/" + id + "/profile";
+    const auto whole = d.call("GET", path);
+    REQUIRE(whole.first == 200);
+    const auto graph = json::parse(whole.second)["call_graph"];
+    std::size_t lines = 0;
+    for (const auto& entry : graph) lines += entry["parents"].size() + entry["children"].size();
+    CHECK(lines == 2 * pairs);  // every calling pair as a parent line and as a child line
+    const long before = d.rss_kib();
+    std::vector<int> stalled;
+    for (int i = 0; i < 4; ++i) stalled.push_back(stalled_reader(d, path));
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // each has filled its socket
+    const long grown_kib = d.rss_kib() - before;
+    std::cout << "FIGURE stalled_call_graph.rss_growth = +" << grown_kib / 1024
+              << " MiB for 4 readers of a " << whole.second.size() / (1 << 20)
+              << " MiB call graph\n";
+    CHECK(grown_kib * 1024 < static_cast<long>(whole.second.size()));  // not even one document
+    const auto health = testing::http_get(std::to_string(d.port()), "/healthz");
+    CHECK(health.status == 200);
+    for (const int fd : stalled) ::close(fd);
+}
+
 // A client that asks for an export and then stops reading holds one page of it in the daemon
 // (a page is bounded by bytes, storage/session_pages.h), not 64 rows: an imported session's
 // rows are 1 MiB of raw bytes or 64 Ki records each, and such a page was 64 MB of raw bytes or
@@ -156,24 +242,10 @@ TEST_CASE("stalled readers of a large session's exports pin a page each, not the
     REQUIRE(imported.first == 201);
     const std::string id = std::to_string(json::parse(imported.second)["id"].get<std::int64_t>());
     const long before = d.rss_kib();
-    std::vector<int> stalled;
-    for (int i = 0; i < 6; ++i) {
-        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        REQUIRE(fd >= 0);
-        const int small = 4096;
-        ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-        sockaddr_in to{};
-        to.sin_family = AF_INET;
-        to.sin_port = htons(static_cast<std::uint16_t>(d.port()));
-        to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0);
-        const std::string request = "GET /api/v1/sessions/" + id + "/export/" +
-                                    (i % 2 ? "ndjson" : "raw") +
-                                    " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-        REQUIRE(::write(fd, request.data(), request.size()) ==
-                static_cast<ssize_t>(request.size()));
-        stalled.push_back(fd);  // never read
-    }
+    std::vector<int> stalled;  // never read
+    for (int i = 0; i < 6; ++i)
+        stalled.push_back(
+            stalled_reader(d, "/api/v1/sessions/" + id + "/export/" + (i % 2 ? "ndjson" : "raw")));
     std::this_thread::sleep_for(std::chrono::seconds(3));  // each has filled its socket
     const long grown_kib = d.rss_kib() - before;
     const auto probe_started = std::chrono::steady_clock::now();

@@ -210,11 +210,11 @@ server::Reply diff_reply(const Call& c) {
 void add_selection_routes(RouteTable& routes) {
     routes.add({http::verb::get, "/api/v1/profile", server::Access::kRead,
                 [](const Call& c) {
-                    return json_text_reply(c.request,
-                                           c.rack.selection_profile(
-                                               selection_of(c, {"top", "min_percent", "spread_top",
-                                                                "graph_top", "graph_function"}),
-                                               profile_options_of(c.query)));
+                    return json_pieces_reply(
+                        c.request, c.rack.selection_profile(
+                                       selection_of(c, {"top", "min_percent", "spread_top",
+                                                        "graph_top", "graph_function"}),
+                                       profile_options_of(c.query)));
                 },
                 "the merged profile of a selection of sessions (one build) as JSON"});
     routes.add({http::verb::get, "/api/v1/profile/export/{format}", server::Access::kRead,

@@ -91,20 +91,23 @@ class FakeRack : public daemon::service::RackService {
         if (!options.graph_function.empty()) out += " graph_function=" + options.graph_function;
         return out;
     }
-    std::string profile(std::int64_t id, const daemon::service::TimeWindow& window,
-                        const daemon::service::ProfileOptions& options) override {
+    daemon::service::Export profile(std::int64_t id, const daemon::service::TimeWindow& window,
+                                    const daemon::service::ProfileOptions& options) override {
         calls.push_back("profile " + std::to_string(id) + " " +
                         std::to_string(window.from_ns.value_or(-1)) + " " +
                         std::to_string(window.to_ns.value_or(-1)) + " " +
                         std::to_string(options.top) + graph_options(options));
         if (id == 8) throw ServiceError(Failure::kNoElf, "session 8 has no usable ELF");
-        return R"({"flat":[]})";
+        // As LocalRack: a whole call graph in pieces, streamed; a cut one whole.
+        const bool whole = options.top || options.graph_top || !options.graph_function.empty();
+        return {"application/json", "", whole, pieces({R"({"flat":)", "[]}"})};
     }
-    std::string selection_profile(const daemon::service::Selection& selection,
-                                  const daemon::service::ProfileOptions& options) override {
+    daemon::service::Export selection_profile(
+        const daemon::service::Selection& selection,
+        const daemon::service::ProfileOptions& options) override {
         calls.push_back("selection_profile " + join(selection) + " " + std::to_string(options.top) +
                         graph_options(options));
-        return R"({"flat":[],"selection":{}})";
+        return {"application/json", "", true, pieces({R"({"flat":[],"selection":{}})"})};
     }
     daemon::service::Export open_selection_export(const daemon::service::Selection& selection,
                                                   const std::string& format) override {

@@ -169,6 +169,20 @@ TEST_CASE_FIXTURE(Fixture, "profiles: window and options read here, refusals map
     CHECK(error_code(no_elf) == "no_elf");
 }
 
+TEST_CASE_FIXTURE(Fixture, "a whole call graph is streamed as it is written, a cut one sent whole") {
+    auto reply = api.handle(request(http::verb::get, "/api/v1/sessions/7/profile"));
+    REQUIRE(std::holds_alternative<server::StreamedResponse>(reply));
+    auto& streamed = std::get<server::StreamedResponse>(reply);
+    CHECK(streamed.header[http::field::content_type] == "application/json");
+    std::vector<std::string> chunks;
+    while (auto chunk = streamed.next()) chunks.push_back(*chunk);
+    CHECK_FALSE(streamed.next());
+    // The service's pieces as they came, then the newline every JSON reply ends with.
+    CHECK(chunks == std::vector<std::string>{R"({"flat":)", "[]}", "\n"});
+    const auto cut = call(http::verb::get, "/api/v1/sessions/7/profile?top=5");
+    CHECK(cut.body() == "{\"flat\":[]}\n");  // a Response: sent with its length
+}
+
 TEST_CASE_FIXTURE(Fixture, "diff: two selections as values, gates, 422 when one trips") {
     CHECK(call(http::verb::get,
                "/api/v1/diff?a=build_id%3Dab%26board%3Dx&b=session%3D7&fail_on=calls%3E%2B0%25")

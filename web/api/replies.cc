@@ -41,6 +41,27 @@ server::Response json_text_reply(const server::Request& request, std::string jso
     return r;
 }
 
+server::Reply json_pieces_reply(const server::Request& request, daemon::service::Export pieces) {
+    if (pieces.whole) {
+        std::string text;
+        while (auto piece = pieces.next()) text += *piece;
+        return json_text_reply(request, std::move(text));
+    }
+    server::StreamedResponse reply;
+    reply.header.version(request.version());
+    reply.header.result(http::status::ok);
+    reply.header.keep_alive(request.keep_alive());
+    reply.header.set(http::field::content_type, pieces.content_type);
+    reply.next = [next = std::move(pieces.next),
+                  ended = false]() mutable -> std::optional<std::string> {
+        if (ended) return std::nullopt;
+        if (auto piece = next()) return piece;
+        ended = true;
+        return std::string("\n");
+    };
+    return reply;
+}
+
 namespace {
 
 struct FailureReply {

@@ -30,6 +30,10 @@ server::Response text_reply(const server::Request& request, std::string text);
 // JSON a view wrote as text itself (valid UTF-8 JSON, the view's promise).
 server::Response json_text_reply(const server::Request& request, std::string json_text);
 
+// JSON pulled a piece at a time (the service's Export): sent whole with its length when the
+// service says it is small, else chunked as the client reads; ends with a newline either way.
+server::Reply json_pieces_reply(const server::Request& request, daemon::service::Export pieces);
+
 // The status and error code for each of the service's failures: the only such table.
 HttpError http_error_of(const daemon::service::ServiceError& error);
 

@@ -75,8 +75,8 @@ void add_session_routes(RouteTable& routes) {
                 [](const Call& c) {
                     const auto id = session_id(c);  // a bad id is the error named first
                     const auto window = window_of(c.query);
-                    return json_text_reply(c.request,
-                                           c.rack.profile(id, window, profile_options_of(c.query)));
+                    return json_pieces_reply(
+                        c.request, c.rack.profile(id, window, profile_options_of(c.query)));
                 },
                 "the gprof profile as JSON"});
 }

@@ -279,6 +279,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     // only its own connection back, and the export never sits whole in memory.
     void stream(StreamedResponse reply) {
         streamed_ = std::make_shared<StreamedResponse>(std::move(reply));
+        ahead_.reset();
+        ahead_failed_ = false;
         streamed_->header.chunked(true);
         serializer_.emplace(streamed_->header);
         stream_.expires_after(context_.limits.request_time);  // as in send()
@@ -291,10 +293,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
     void next_chunk() {
         std::optional<std::string> chunk;
-        try {
-            chunk = streamed_->next();
-        } catch (const std::exception&) {
-            return close();  // the reply is already under way: all that is left is to end it
+        if (ahead_) {
+            chunk = std::move(*ahead_);
+            ahead_.reset();
+        } else if (!pull(chunk)) {
+            return close();
         }
         stream_.expires_after(context_.limits.request_time);
         if (!chunk) {
@@ -311,9 +314,28 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
         chunk_ = std::move(*chunk);
         asio::async_write(stream_, http::make_chunk(asio::buffer(chunk_)),
                           [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                              if (ec) return self->close();
+                              if (ec || self->ahead_failed_) return self->close();
                               self->next_chunk();
                           });
+        // The next chunk is made while the kernel sends this one (the client reads on another
+        // core), so making and sending overlap; a connection holds two chunks at most.
+        std::optional<std::string> ahead;
+        if (pull(ahead)) {
+            ahead_ = std::move(ahead);
+        } else {
+            ahead_failed_ = true;
+        }
+    }
+
+    // The stream's next chunk; false when making it failed (the reply is already under way:
+    // all that is left is to end it).
+    bool pull(std::optional<std::string>& chunk) {
+        try {
+            chunk = streamed_->next();
+            return true;
+        } catch (const std::exception&) {
+            return false;
+        }
     }
 
     void send(Response response) {
@@ -346,6 +368,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     std::shared_ptr<StreamedResponse> streamed_;
     std::optional<http::response_serializer<http::empty_body>> serializer_;
     std::string chunk_;
+    std::optional<std::optional<std::string>> ahead_;  // made, not yet sent (nullopt inside: end)
+    bool ahead_failed_ = false;
     const ServerContext& context_;
     std::shared_ptr<ConnectionSlot> slot_;
 };
