@@ -119,15 +119,26 @@ void LegacyDecoder::feed_units(const std::uint8_t* data, std::size_t size, Recor
 
 std::size_t LegacyDecoder::decode(const std::uint8_t* data, std::size_t size, std::size_t stop_at,
                                   bool at_end, RecordSink& sink) {
-    return options_.encoding == LegacyEncoding::kHex
-               ? decode_run<true>(data, size, stop_at, at_end, sink)
-               : decode_run<false>(data, size, stop_at, at_end, sink);
+    // The address width as a constant where it is one of the two every target uses: the
+    // compiler then reads an address as one load, not byte by byte.
+    const bool hex = options_.encoding == LegacyEncoding::kHex;
+    switch (options_.addr_bytes) {
+        case 4:
+            return hex ? decode_run<true, 4>(data, size, stop_at, at_end, sink)
+                       : decode_run<false, 4>(data, size, stop_at, at_end, sink);
+        case 3:
+            return hex ? decode_run<true, 3>(data, size, stop_at, at_end, sink)
+                       : decode_run<false, 3>(data, size, stop_at, at_end, sink);
+        default:
+            return hex ? decode_run<true, 0>(data, size, stop_at, at_end, sink)
+                       : decode_run<false, 0>(data, size, stop_at, at_end, sink);
+    }
 }
 
 // Decodes records starting before stop_at, in units: bytes, or hex digits (two per byte).
 // Returns where it stopped: at or past stop_at, or earlier where a record cannot be decided
 // without more units (never when at_end). Resynchronising steps one unit at a time.
-template <bool kHex>
+template <bool kHex, int kWidth>
 std::size_t LegacyDecoder::decode_run(const std::uint8_t* data, std::size_t size,
                                       std::size_t stop_at, bool at_end, RecordSink& sink) {
     constexpr std::size_t kUnits = kHex ? 2 : 1;  // units per byte
@@ -143,7 +154,7 @@ std::size_t LegacyDecoder::decode_run(const std::uint8_t* data, std::size_t size
         for (int k = 0; k < width; ++k) v = (v << 8) | byte_at(i + kUnits * k);
         return v;
     };
-    const int width = options_.addr_bytes;
+    const int width = kWidth ? kWidth : options_.addr_bytes;  // kWidth 0: known at run time
     const std::size_t arc_len = kUnits * legacy_record_size(kLegacyArcTag, width);
     const std::size_t pc_len = kUnits * legacy_record_size(kLegacyPcTag, width);
     const bool check_range = options_.code_range.has_value();

@@ -45,7 +45,7 @@ class LegacyDecoder final : public StreamDecoder {
     void feed_units(const std::uint8_t* data, std::size_t size, RecordSink& sink);
     std::size_t decode(const std::uint8_t* data, std::size_t size, std::size_t stop_at, bool at_end,
                        RecordSink& sink);
-    template <bool kHex>
+    template <bool kHex, int kWidth>
     std::size_t decode_run(const std::uint8_t* data, std::size_t size, std::size_t stop_at,
                            bool at_end, RecordSink& sink);
     void discard(std::uint64_t units);
