@@ -1,0 +1,98 @@
+// A client of a GDB server: OpenOCD, pyOCD, the J-Link GDB Server, probe-rs, a Black Magic
+// Probe, QEMU's gdbstub. It connects, learns what the server supports (qSupported, vCont?)
+// rather than assuming it, turns acknowledgements off where the server offers
+// (QStartNoAckMode), and sends one request at a time with a deadline on every reply.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "probe/gdb_packet.h"
+#include "probe/stop_reply.h"
+#include "probe/target_description.h"
+
+namespace rackprof::probe {
+
+// A server that cannot be reached, answers too late, or answers what no server should.
+class ProbeError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+struct GdbClientOptions {
+    std::chrono::milliseconds timeout{3000};        // per reply (and for connecting)
+    std::size_t max_packet = std::size_t{1} << 20;  // larger replies are refused, not held
+};
+
+class GdbClient {
+  public:
+    // Connects to host:port and handshakes; throws ProbeError.
+    static std::unique_ptr<GdbClient> connect(const std::string& host, std::uint16_t port,
+                                              GdbClientOptions options = {});
+    ~GdbClient();
+    GdbClient(const GdbClient&) = delete;
+    GdbClient& operator=(const GdbClient&) = delete;
+
+    // What the server offered in its qSupported reply: "PacketSize" -> "1000",
+    // "QStartNoAckMode" -> "+", ...
+    const std::map<std::string, std::string>& features() const { return features_; }
+    bool acknowledging() const { return acks_; }
+    // The server's target description (qXfer:features:read), empty where it offers none.
+    const TargetDescription& target() const { return target_; }
+    // GDB's number for the program counter: the description's "pc", else nothing.
+    std::optional<unsigned> pc_register() const;
+    bool has_vcont_continue() const { return vcont_continue_; }
+
+    // One request and its reply (empty: the server does not know the request). Throws
+    // ProbeError past the deadline or after a reply damaged three times.
+    std::string request(std::string_view payload);
+    // Why the target is stopped ('?').
+    StopReply stop_reason();
+    // Stops a running target (the interrupt byte) and returns its stop reply.
+    StopReply halt();
+    // Lets the target run ('vCont;c' where offered, else 'c'); its reply comes at the next
+    // stop, which halt() reads.
+    void resume();
+    // `length` bytes at `address` ('m'); throws ProbeError for an error reply.
+    std::string read_memory(std::uint64_t address, std::size_t length);
+    // A register by GDB's number for the target ('p'; ARM: 15 is pc, RISC-V: 32), read as
+    // little-endian; from a 'g' reply where the server has no 'p'.
+    std::uint64_t read_register(unsigned number);
+
+    // Console output the target sent ('O' packets) while running, oldest first; taken.
+    std::string take_console();
+    std::uint64_t bytes_discarded() const { return reader_.bytes_discarded(); }
+
+  private:
+    GdbClient(int fd, GdbClientOptions options);
+    void handshake();
+    // A qXfer:features:read annex, read whole in PacketSize pieces (at most 1 MiB).
+    std::string read_annex(const std::string& annex);
+    void send_raw(std::string_view bytes);
+    void send_packet(std::string_view payload);
+    // The next packet's payload (acks handled here), by the deadline.
+    std::string receive_packet(std::chrono::steady_clock::time_point deadline);
+    RspItem receive_item(std::chrono::steady_clock::time_point deadline);
+    // The next stop reply, console output kept aside.
+    StopReply receive_stop(std::chrono::steady_clock::time_point deadline);
+    std::chrono::steady_clock::time_point deadline() const;
+
+    int fd_;
+    GdbClientOptions options_;
+    RspReader reader_;
+    bool acks_ = true;
+    bool vcont_continue_ = false;
+    bool running_ = false;
+    std::map<std::string, std::string> features_;
+    TargetDescription target_;
+    std::size_t packet_size_ = 0x400;
+    std::string console_;
+};
+
+}  // namespace rackprof::probe
