@@ -136,6 +136,7 @@ double sqlite_bytes_per_session(const std::filesystem::path& dir, const gmon::Ag
             const auto id = store.create_session(spec);
             store.add_to_aggregate(id, session_aggregate(build, sizes, rng));
             store.end_session(id, "completed", spec.started_ns + 60'000'000'000);
+            store.seal_sums(id);  // as the storage writer leaves a session it closes
         }
         if (batch) batch->commit();
     }

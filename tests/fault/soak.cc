@@ -212,7 +212,9 @@ std::unique_ptr<rackprof::testing::PgServer> seed_fleet(const TempDir& dir, int 
         for (int i = 0; i < n; ++i) {
             rackprof::storage::NewSession s = spec;
             s.started_ns += i;
-            local.end_session(local.create_session(s), "completed", s.started_ns + 1000);
+            const auto id = local.create_session(s);
+            local.end_session(id, "completed", s.started_ns + 1000);
+            local.seal_sums(id);  // as the storage writer leaves a session it closes
         }
         t.commit();
     }
