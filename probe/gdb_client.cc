@@ -301,6 +301,10 @@ std::uint64_t GdbClient::read_register(unsigned number) {
     return *value;
 }
 
+void GdbClient::abort() {
+    ::shutdown(fd_, SHUT_RDWR);
+}
+
 std::string GdbClient::take_console() {
     std::string out;
     out.swap(console_);

@@ -65,6 +65,9 @@ class GdbClient {
     // little-endian; from a 'g' reply where the server has no 'p'.
     std::uint64_t read_register(unsigned number);
 
+    // From another thread: a call waiting on the server fails at once with ProbeError, and so
+    // does every later one (the connection is shut down).
+    void abort();
     // Console output the target sent ('O' packets) while running, oldest first; taken.
     std::string take_console();
     std::uint64_t bytes_discarded() const { return reader_.bytes_discarded(); }

@@ -112,7 +112,7 @@ BoardConfig parse_board(const std::string& source, const toml::table& t, std::si
     BoardConfig b;
     b.name = get_string(source, t, prefix, "name", "");
     b.link = get_string(source, t, prefix, "link", "");
-    b.protocol = get_string(source, t, prefix, "protocol", "legacy");
+    b.protocol = get_string(source, t, prefix, "protocol", default_protocol(b.link));
     b.format = get_string(source, t, prefix, "format", "bin");
     b.addr_bytes =
         narrowed(get_int(source, t, prefix, "addr_bytes", default_addr_bytes(b.protocol)));
@@ -180,6 +180,11 @@ void check_listen_address(const std::string& listen) {
         throw std::invalid_argument("'" + port + "' is not a port (0..65535)");
 }
 
+std::string default_protocol(const std::string& link) {
+    // A probe's samples are made by rackprof itself, as the framed protocol's items.
+    return link.rfind("gdb://", 0) == 0 ? "framed" : "legacy";
+}
+
 int default_addr_bytes(const std::string& protocol) {
     const auto* format = protocol::find_wire_format(protocol);
     return format ? format->default_addr_bytes : 3;  // an unknown protocol is refused later
@@ -245,6 +250,10 @@ void validate_board(const BoardConfig& b) {
     const auto* format = protocol::find_wire_format(b.protocol);
     if (!format)
         throw BoardFieldError("protocol", "must be " + protocol::wire_format_names(" or ", "\""));
+    if (parse_link_uri(b.link).scheme == "gdb" && b.protocol != "framed")
+        throw BoardFieldError("protocol",
+                              "a gdb:// link hands its samples on as the framed protocol: must be "
+                              "\"framed\" (or left out)");
     if (b.format != "bin" && b.format != "hex")
         throw BoardFieldError("format", "must be \"bin\" or \"hex\"");
     if (!format->traits.text_encoding && b.format != "bin")
@@ -303,6 +312,7 @@ BoardConfig board_from_json(const nlohmann::json& j) {
     };
     text("name", b.name);
     text("link", b.link);
+    b.protocol = default_protocol(b.link);
     text("protocol", b.protocol);
     text("format", b.format);
     text("elf", b.elf);

@@ -53,6 +53,9 @@ class BoardFieldError : public std::invalid_argument {
     std::string key_;
 };
 
+// The protocol a board speaks when its config names none: framed for a gdb:// link (rackprof
+// makes its samples), else the thesis' legacy protocol.
+std::string default_protocol(const std::string& link);
 // The address width a board has when its config names none: the thesis' 3 bytes for the
 // legacy protocol, 4 for framed and itm (until the target's HELLO says).
 int default_addr_bytes(const std::string& protocol);

@@ -119,6 +119,31 @@ TEST_CASE("a framed board: 4-byte addresses until the HELLO, unless the config s
     CHECK(j.addr_bytes == 4);
 }
 
+TEST_CASE("a gdb:// board: a probe's GDB server, sampled at a rate, its samples framed") {
+    const auto g = parse_link_uri("gdb://127.0.0.1:3333?rate=1000");
+    CHECK(g.scheme == "gdb");
+    CHECK(g.host == "127.0.0.1");
+    CHECK(g.port == 3333);
+    CHECK(g.number("rate", 0) == 1000);
+    CHECK_THROWS_WITH(parse_link_uri("gdb://127.0.0.1:3333?rate=0"),
+                      doctest::Contains("rate must be 1.."));
+    CHECK_THROWS(parse_link_uri("gdb://127.0.0.1:3333?rate=20000"));
+    CHECK_THROWS_WITH(parse_link_uri("gdb://probe"), doctest::Contains("gdb links need host:port"));
+    CHECK_THROWS_WITH(parse_link_uri("gdb://127.0.0.1:22@10.0.0.1:3333"),
+                      doctest::Contains("bad gdb host"));
+    CHECK_THROWS(parse_link_uri("gdb://127.0.0.1:3333?baud=9600"));
+    // Framed unless said otherwise, and nothing else: rackprof makes the samples itself.
+    const auto c =
+        parse_config("[[boards]]\nname = \"p\"\nlink = \"gdb://127.0.0.1:3333\"\n", "t.toml");
+    CHECK(c.boards[0].protocol == "framed");
+    CHECK(c.boards[0].addr_bytes == 4);
+    CHECK(board_from_json({{"name", "p"}, {"link", "gdb://127.0.0.1:2331"}}).protocol == "framed");
+    CHECK_THROWS_WITH(parse_config("[[boards]]\nname = \"p\"\nlink = \"gdb://127.0.0.1:3333\"\n"
+                                   "protocol = \"legacy\"\n",
+                                   "t.toml"),
+                      doctest::Contains("must be \"framed\""));
+}
+
 TEST_CASE("an itm board: the issue's keys, each checked with its key named") {
     const auto c = parse_config(R"([[boards]]
 name = "m4-swo"
@@ -243,6 +268,9 @@ TEST_CASE("the API link policy allows what the configuration lists, nothing else
     CHECK(policy.allows("tcp://127.0.0.1:3443"));
     CHECK(policy.allows("tcp://[::1]:3443"));
     CHECK(policy.allows("sim://blinky?rate=20000"));
+    CHECK(policy.allows("gdb://127.0.0.1:3333?rate=1000"));  // as tcp://: loopback only
+    CHECK(policy.allows("gdb://[::1]:2331"));
+    CHECK_FALSE(policy.allows("gdb://10.0.0.5:3333"));
     CHECK_FALSE(policy.allows("file:///etc/passwd?pace=fast"));
     CHECK_FALSE(policy.allows("tcp://10.0.0.5:3443"));
     CHECK_FALSE(policy.allows("serial:///etc/passwd"));

@@ -13,7 +13,8 @@ namespace {
 // What a pattern is matched against: parse_link_uri has refused "..", control characters
 // and unknown schemes, so this string names exactly what the link opens.
 std::string canonical(const LinkUri& uri) {
-    if (uri.scheme == "tcp") return "tcp://" + uri.host + ":" + std::to_string(uri.port);
+    if (uri.scheme == "tcp" || uri.scheme == "gdb")
+        return uri.scheme + "://" + uri.host + ":" + std::to_string(uri.port);
     return uri.scheme + "://" + uri.path;
 }
 
@@ -46,8 +47,10 @@ void LinkPolicy::check(const std::string& link) const {
 }
 
 std::vector<std::string> default_api_links() {
-    return {"serial:///dev/rackprof/*", "serial:///dev/ttyUSB*", "serial:///dev/ttyACM*",
-            "tcp://127.0.0.1:*",        "tcp://\\[::1\\]:*",     "sim://*"};
+    return {"serial:///dev/rackprof/*", "serial:///dev/ttyUSB*",
+            "serial:///dev/ttyACM*",    "tcp://127.0.0.1:*",
+            "tcp://\\[::1\\]:*",        "gdb://127.0.0.1:*",
+            "gdb://\\[::1\\]:*",        "sim://*"};
 }
 
 }  // namespace rackprof::daemon::config

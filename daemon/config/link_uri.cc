@@ -34,6 +34,7 @@ constexpr NumberBounds kBounds[] = {
     {"file", "chunk", 1, 1u << 20, "bytes"},    {"sim", "rate", 1, 10'000'000, "bytes/s"},
     {"sim", "seed", 0, 999'999'999'999, ""},    {"sim", "addr_bytes", 3, 4, ""},
     {"sim", "arc_cache", 0, 65'536, "entries"}, {"sim", "pc_cache", 0, 65'536, "entries"},
+    {"gdb", "rate", 1, 10'000, "samples/s"},
 };
 
 void check_bounds(const LinkUri& uri) {
@@ -74,7 +75,7 @@ void check_path(const std::string& path) {
 // A host name (letters, digits, '-' and '.') or a bracketed IPv6 address: nothing else may
 // reach the resolver, and a link policy's glob must see a host, never a port or a userinfo
 // dressed as one ("127.0.0.1:1.evil.example", "127.0.0.1:22@10.0.0.1").
-void check_tcp_host(const std::string& host) {
+void check_tcp_host(const std::string& scheme, const std::string& host) {
     const auto name_char = [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '.'; };
     const auto v6_char = [](unsigned char c) { return std::isxdigit(c) || c == ':' || c == '.'; };
     const bool name =
@@ -82,7 +83,7 @@ void check_tcp_host(const std::string& host) {
     const bool v6 = host.size() > 2 && host.front() == '[' && host.back() == ']' &&
                     std::all_of(host.begin() + 1, host.end() - 1, v6_char);
     if (!name && !v6) {
-        throw std::invalid_argument("bad tcp host '" + host +
+        throw std::invalid_argument("bad " + scheme + " host '" + host +
                                     "' (a host name, an IPv4 address or [IPv6])");
     }
 }
@@ -118,30 +119,31 @@ LinkUri parse_link_uri(const std::string& text) {
     static const std::map<std::string, std::set<std::string>> kParams = {
         {"serial", {"baud"}},
         {"tcp", {}},
+        {"gdb", {"rate"}},
         {"file", {"pace", "rate", "chunk"}},
         {"sim", {"rate", "seed", "format", "addr_bytes", "arc_cache", "pc_cache"}}};
     const auto known = kParams.find(uri.scheme);
     if (known == kParams.end()) {
         throw std::invalid_argument("unknown link scheme '" + uri.scheme +
-                                    "' (serial, tcp, file or sim)");
+                                    "' (serial, tcp, gdb, file or sim)");
     }
     for (const auto& [key, value] : uri.params) {
         if (!known->second.count(key))
             throw std::invalid_argument("unknown parameter '" + key + "' for " + uri.scheme +
                                         " links");
     }
-    if (uri.scheme == "tcp") {
+    if (uri.scheme == "tcp" || uri.scheme == "gdb") {
         const auto colon = rest.rfind(':');
         if (colon == std::string::npos || colon == 0)
-            throw std::invalid_argument("tcp links need host:port");
+            throw std::invalid_argument(uri.scheme + " links need host:port");
         uri.host = rest.substr(0, colon);
-        check_tcp_host(uri.host);
+        check_tcp_host(uri.scheme, uri.host);
         const std::string port = rest.substr(colon + 1);
         if (port.empty() || port.size() > 5 ||
             !std::all_of(port.begin(), port.end(),
                          [](unsigned char c) { return std::isdigit(c); }) ||
             std::stoul(port) == 0 || std::stoul(port) > 65535) {
-            throw std::invalid_argument("bad tcp port '" + port + "'");
+            throw std::invalid_argument("bad " + uri.scheme + " port '" + port + "'");
         }
         uri.port = static_cast<std::uint16_t>(std::stoul(port));
     } else {

@@ -1,5 +1,5 @@
 // Link URIs: serial:///dev/ttyUSB0?baud=1500000, tcp://host:port, file:///path?pace=fast,
-// sim://MODEL?rate=20000&seed=1.
+// sim://MODEL?rate=20000&seed=1, gdb://host:port?rate=1000 (a debug probe's GDB server).
 #pragma once
 
 #include <cstdint>
@@ -10,9 +10,9 @@
 namespace rackprof::daemon::config {
 
 struct LinkUri {
-    std::string scheme;  // serial | tcp | file | sim
+    std::string scheme;  // serial | tcp | gdb | file | sim
     std::string path;    // serial, file: the path; sim: the model
-    std::string host;    // tcp
+    std::string host;    // tcp, gdb
     std::uint16_t port = 0;
     std::map<std::string, std::string> params;
 
