@@ -15,6 +15,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+constexpr auto kInterruptRetry = std::chrono::milliseconds(200);
+
 int remaining_ms(Clock::time_point deadline) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -195,7 +197,7 @@ RspItem GdbClient::receive_item(Clock::time_point by) {
         if (auto item = reader_.next()) return *item;
         pollfd p{fd_, POLLIN, 0};
         const int ready = ::poll(&p, 1, remaining_ms(by));
-        if (ready == 0) throw ProbeError("the GDB server did not answer in time");
+        if (ready == 0) throw ProbeTimeout("the GDB server did not answer in time");
         if (ready < 0 && errno == EINTR) continue;
         char buffer[16384];
         const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
@@ -249,9 +251,16 @@ StopReply GdbClient::stop_reason() {
 
 StopReply GdbClient::halt() {
     if (!running_) return stop_reason();
-    send_raw(std::string_view("\x03", 1));
     running_ = false;
-    return receive_stop(deadline());
+    const auto by = deadline();
+    while (true) {
+        send_raw(std::string_view("\x03", 1));
+        try {
+            return receive_stop(std::min(by, Clock::now() + kInterruptRetry));
+        } catch (const ProbeTimeout&) {
+            if (Clock::now() >= by) throw;
+        }
+    }
 }
 
 void GdbClient::resume() {

@@ -25,6 +25,12 @@ class ProbeError : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// No reply by the deadline.
+class ProbeTimeout : public ProbeError {
+  public:
+    using ProbeError::ProbeError;
+};
+
 struct GdbClientOptions {
     std::chrono::milliseconds timeout{3000};        // per reply (and for connecting)
     std::size_t max_packet = std::size_t{1} << 20;  // larger replies are refused, not held
@@ -54,7 +60,9 @@ class GdbClient {
     std::string request(std::string_view payload);
     // Why the target is stopped ('?').
     StopReply stop_reason();
-    // Stops a running target (the interrupt byte) and returns its stop reply.
+    // Stops a running target (the interrupt byte, sent again every 200 ms until a stop reply
+    // comes: QEMU 7.2 drops one that arrives before it has processed the resume) and returns
+    // its stop reply.
     StopReply halt();
     // Lets the target run ('vCont;c' where offered, else 'c'); its reply comes at the next
     // stop, which halt() reads.

@@ -62,7 +62,26 @@ bool RspReader::expand(std::string_view raw, std::string& out) {
     return true;
 }
 
+// Drops the rest of a packet too long to keep, through its '#' and checksum, as a packet
+// read whole would have been dropped: what comes out never depends on how bytes were cut.
+bool RspReader::skip_oversized() {
+    while (at_ < pending_.size() && skip_tail_ != 0) {
+        const char c = pending_[at_++];
+        ++discarded_;
+        if (skip_tail_ < 0) {
+            if (c == '#') skip_tail_ = 2;
+        } else {
+            --skip_tail_;
+        }
+    }
+    return skip_tail_ == 0;
+}
+
 std::optional<RspItem> RspReader::next() {
+    if (skip_tail_ != 0 && !skip_oversized()) {
+        compact();
+        return std::nullopt;
+    }
     while (at_ < pending_.size()) {
         const char c = pending_[at_];
         if (c == '+' || c == '-') {
@@ -77,13 +96,21 @@ std::optional<RspItem> RspReader::next() {
         }
         const std::size_t hash = pending_.find('#', at_ + 1);
         if (hash == std::string::npos) {
-            // Undecided: wait for the rest, unless it is already longer than any packet may be.
+            // Undecided: wait for the rest, unless it is already longer than any packet may be
+            // (escapes at most double a payload): then it is dropped up to its end.
             if (pending_.size() - at_ > 2 * max_ + 4) {
-                discarded_ += pending_.size() - at_;
-                at_ = pending_.size();
+                skip_tail_ = -1;
+                skip_oversized();
             }
             compact();
             return std::nullopt;
+        }
+        if (hash - at_ > 2 * max_ + 4) {  // too long whatever it holds: dropped up to its end
+            discarded_ += hash + 1 - at_;
+            at_ = hash + 1;
+            skip_tail_ = 2;
+            if (!skip_oversized()) break;
+            continue;
         }
         if (hash + 2 >= pending_.size()) return std::nullopt;  // the checksum's digits to come
         const std::string_view raw(pending_.data() + at_ + 1, hash - at_ - 1);

@@ -46,11 +46,14 @@ class RspReader {
     // Undoes escapes and run lengths of raw packet data; false when they are malformed.
     static bool expand(std::string_view raw, std::string& out);
     void compact();
+    bool skip_oversized();
 
     std::size_t max_;
     std::string pending_;
     std::size_t at_ = 0;  // pending_[0, at_) is consumed
     std::uint64_t discarded_ = 0;
+    // Dropping a packet too long to keep: -1 until its '#', then the checksum digits left.
+    int skip_tail_ = 0;
 };
 
 // Hex text (two digits a byte, as replies carry memory and registers) to bytes; nothing when

@@ -91,6 +91,27 @@ TEST_CASE("a hostile server: malformed run lengths and endless packets cost boun
     CHECK(small.bytes_discarded() == 65 + 4);
 }
 
+TEST_CASE("a packet too long is dropped the same whether it comes whole or a byte at a time") {
+    // Longer than twice the limit before its '#': a reader fed a byte at a time gives up on it
+    // before its end arrives, and must then drop the rest, up to its checksum, as a reader that
+    // saw it whole drops it all (the fuzzer's find).
+    const std::string stream = "$" + std::string(200, 'x') + "#00" + frame_packet("OK") + "+";
+    for (bool bytewise : {false, true}) {
+        CAPTURE(bytewise);
+        RspReader reader(64);
+        std::vector<RspItem> items;
+        for (std::size_t at = 0; at < stream.size(); at += bytewise ? 1 : stream.size()) {
+            reader.feed(std::string_view(stream).substr(at, bytewise ? 1 : stream.size()));
+            for (auto& item : read_all(reader)) items.push_back(item);
+            CHECK(reader.bytes_pending() <= 2 * 64 + 5);
+        }
+        REQUIRE(items.size() == 2);
+        CHECK(items[0].payload == "OK");
+        CHECK(items[1].kind == RspItem::Kind::kAck);
+        CHECK(reader.bytes_discarded() == 1 + 200 + 3);
+    }
+}
+
 TEST_CASE("hex: memory and registers as bytes and little-endian numbers") {
     CHECK(hex_to_bytes("00ff7F") == std::string("\x00\xff\x7f", 3));
     CHECK_FALSE(hex_to_bytes("0"));

@@ -1,4 +1,4 @@
-// libFuzzer target: link URIs (serial://, tcp://, file://, sim://). Refusals are
+// libFuzzer target: link URIs (serial://, tcp://, gdb://, file://, sim://). Refusals are
 // std::invalid_argument with a message; what is accepted has a known scheme and what it needs.
 #include <stdexcept>
 #include <string>
@@ -16,9 +16,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         FUZZ_CHECK(*e.what() != '\0');
         return 0;
     }
-    FUZZ_CHECK(uri.scheme == "serial" || uri.scheme == "tcp" || uri.scheme == "file" ||
-               uri.scheme == "sim");
-    if (uri.scheme == "tcp") {
+    FUZZ_CHECK(uri.scheme == "serial" || uri.scheme == "tcp" || uri.scheme == "gdb" ||
+               uri.scheme == "file" || uri.scheme == "sim");
+    if (uri.scheme == "tcp" || uri.scheme == "gdb") {
         FUZZ_CHECK(uri.port > 0 && !uri.host.empty());
     } else {
         FUZZ_CHECK(!uri.path.empty());

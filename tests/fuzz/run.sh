@@ -21,11 +21,11 @@ fuzz_jobs=${FUZZ_JOBS:-1}
 # mutate well.
 declare -A max_len=(
     [legacy_bin]=4096 [legacy_hex]=8192 [framed]=4096 [tpiu]=4096 [itm]=4096 [swo]=4096
-    [gmon]=8192 [tiva]=16384 [symbolizer]=16384 [linker_map]=8192 [config_toml]=4096 [board_json]=2048 [link_uri]=512
+    [gmon]=8192 [tiva]=16384 [symbolizer]=16384 [linker_map]=8192 [config_toml]=4096 [board_json]=2048 [link_uri]=512 [gdb_rsp]=4096
     [api]=16384 [storage_blocks]=8192
 )
 all_targets=(legacy_bin legacy_hex framed tpiu itm swo gmon tiva symbolizer linker_map config_toml
-             board_json link_uri api storage_blocks)
+             board_json link_uri gdb_rsp api storage_blocks)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all_targets[@]}")
 for t in "${targets[@]}"; do
