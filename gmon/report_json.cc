@@ -277,7 +277,10 @@ ProfileJsonPieces::ProfileJsonPieces(std::shared_ptr<const Profile> profile,
 }
 
 bool ProfileJsonPieces::bounded() const {
-    return graph_limit(options_).has_value() || !options_.graph_function.empty();
+    // A limit of a few entries, as the dashboard asks; graph_top=10^6 is the whole graph again.
+    constexpr std::size_t kFewEntries = 1000;
+    const auto limit = graph_limit(options_);
+    return (limit && *limit <= kFewEntries) || !options_.graph_function.empty();
 }
 
 std::optional<std::string> ProfileJsonPieces::next() {

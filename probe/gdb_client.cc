@@ -16,6 +16,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr auto kInterruptRetry = std::chrono::milliseconds(200);
+constexpr std::size_t kConsoleKept = std::size_t{64} << 10;
 
 int remaining_ms(Clock::time_point deadline) {
     const auto left =
@@ -81,7 +82,8 @@ bool is_console_output(std::string_view payload) {
 }  // namespace
 
 std::unique_ptr<GdbClient> GdbClient::connect(const std::string& host, std::uint16_t port,
-                                              GdbClientOptions options) {
+                                              GdbClientOptions options,
+                                              const std::function<void(GdbClient&)>& connected) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -89,7 +91,7 @@ std::unique_ptr<GdbClient> GdbClient::connect(const std::string& host, std::uint
     const std::string where = host + ":" + std::to_string(port);
     if (const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found))
         throw ProbeError("gdb://" + where + ": " + ::gai_strerror(rc));
-    const auto deadline = Clock::now() + options.timeout;
+    const auto deadline = Clock::now() + options.connect_timeout;
     std::string error = "no address";
     int fd = -1;
     for (const addrinfo* a = found; a && fd < 0; a = a->ai_next)
@@ -97,15 +99,27 @@ std::unique_ptr<GdbClient> GdbClient::connect(const std::string& host, std::uint
     ::freeaddrinfo(found);
     if (fd < 0) throw ProbeError("gdb://" + where + ": cannot connect: " + error);
     std::unique_ptr<GdbClient> client(new GdbClient(fd, options));
+    if (connected) connected(*client);
     client->handshake();
     return client;
 }
 
 GdbClient::GdbClient(int fd, GdbClientOptions options)
-    : fd_(fd), options_(options), reader_(options.max_packet) {}
+    : fd_(fd), options_(options), reader_(options.max_packet) {
+    abort_->fd_ = fd;
+}
 
 GdbClient::~GdbClient() {
+    {
+        std::lock_guard lock(abort_->mutex_);
+        abort_->fd_ = -1;  // the number may be reused once closed: never shut down after
+    }
     ::close(fd_);
+}
+
+void AbortHandle::abort() {
+    std::lock_guard lock(mutex_);
+    if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
 }
 
 Clock::time_point GdbClient::deadline() const {
@@ -235,6 +249,10 @@ StopReply GdbClient::receive_stop(Clock::time_point by) {
         const std::string payload = receive_packet(by);
         if (is_console_output(payload)) {
             console_ += *hex_to_bytes(payload.substr(1));
+            if (console_.size() > kConsoleKept) {  // a chatty target costs bounded memory
+                console_dropped_ += console_.size() - kConsoleKept;
+                console_.erase(0, console_.size() - kConsoleKept);
+            }
             continue;
         }
         if (auto stop = parse_stop_reply(payload)) return *stop;
@@ -308,10 +326,6 @@ std::uint64_t GdbClient::read_register(unsigned number) {
     if (!value)
         throw ProbeError("the GDB server's register reply is not hex: " + reply.substr(0, 40));
     return *value;
-}
-
-void GdbClient::abort() {
-    ::shutdown(fd_, SHUT_RDWR);
 }
 
 std::string GdbClient::take_console() {

@@ -6,8 +6,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -31,16 +33,31 @@ class ProbeTimeout : public ProbeError {
     using ProbeError::ProbeError;
 };
 
+// Cuts a client's connection short from another thread, and does nothing once the client is
+// gone: a thread that keeps it may call abort() whenever, with no race on the client's life.
+class AbortHandle {
+  public:
+    void abort();
+
+  private:
+    friend class GdbClient;
+    std::mutex mutex_;
+    int fd_ = -1;  // -1 once the client has closed it
+};
+
 struct GdbClientOptions {
-    std::chrono::milliseconds timeout{3000};        // per reply (and for connecting)
-    std::size_t max_packet = std::size_t{1} << 20;  // larger replies are refused, not held
+    std::chrono::milliseconds timeout{3000};          // per reply
+    std::chrono::milliseconds connect_timeout{3000};  // for the TCP connection
+    std::size_t max_packet = std::size_t{1} << 20;    // larger replies are refused, not held
 };
 
 class GdbClient {
   public:
-    // Connects to host:port and handshakes; throws ProbeError.
-    static std::unique_ptr<GdbClient> connect(const std::string& host, std::uint16_t port,
-                                              GdbClientOptions options = {});
+    // Connects to host:port and handshakes; throws ProbeError. `connected`, when given, sees
+    // the client before the handshake (so another thread may abort() a slow one).
+    static std::unique_ptr<GdbClient> connect(
+        const std::string& host, std::uint16_t port, GdbClientOptions options = {},
+        const std::function<void(GdbClient&)>& connected = nullptr);
     ~GdbClient();
     GdbClient(const GdbClient&) = delete;
     GdbClient& operator=(const GdbClient&) = delete;
@@ -75,9 +92,12 @@ class GdbClient {
 
     // From another thread: a call waiting on the server fails at once with ProbeError, and so
     // does every later one (the connection is shut down).
-    void abort();
-    // Console output the target sent ('O' packets) while running, oldest first; taken.
+    void abort() { abort_->abort(); }
+    std::shared_ptr<AbortHandle> abort_handle() const { return abort_; }
+    // Console output the target sent ('O' packets) while running, oldest first; taken. Only
+    // the newest 64 KiB are kept between takes; console_dropped() counts the rest.
     std::string take_console();
+    std::uint64_t console_dropped() const { return console_dropped_; }
     std::uint64_t bytes_discarded() const { return reader_.bytes_discarded(); }
 
   private:
@@ -95,6 +115,7 @@ class GdbClient {
     std::chrono::steady_clock::time_point deadline() const;
 
     int fd_;
+    std::shared_ptr<AbortHandle> abort_ = std::make_shared<AbortHandle>();
     GdbClientOptions options_;
     RspReader reader_;
     bool acks_ = true;
@@ -103,7 +124,8 @@ class GdbClient {
     std::map<std::string, std::string> features_;
     TargetDescription target_;
     std::size_t packet_size_ = 0x400;
-    std::string console_;
+    std::string console_;  // at most 64 KiB, the newest
+    std::uint64_t console_dropped_ = 0;
 };
 
 }  // namespace rackprof::probe

@@ -43,7 +43,7 @@ std::string frame_packet(std::string_view payload) {
 
 // A run length `X*n` repeats X (n - 29) more times (n printable, never '#' or '$'); `}c` is c
 // XOR 0x20. GDB's own reader undoes both in one pass, as here.
-bool RspReader::expand(std::string_view raw, std::string& out) {
+bool RspReader::expand(std::string_view raw, std::string& out, std::size_t max) {
     out.clear();
     for (std::size_t i = 0; i < raw.size(); ++i) {
         const char c = raw[i];
@@ -53,7 +53,9 @@ bool RspReader::expand(std::string_view raw, std::string& out) {
         } else if (c == '*') {
             if (out.empty() || ++i == raw.size()) return false;
             const int n = static_cast<unsigned char>(raw[i]) - 29;
-            if (n < 3 || n > 126 - 29) return false;
+            // Refused before it grows: a run length multiplies bytes by up to 97.
+            if (n < 3 || n > 126 - 29 || out.size() + static_cast<std::size_t>(n) > max)
+                return false;
             out.append(static_cast<std::size_t>(n), out.back());
         } else {
             out += c;
@@ -120,7 +122,7 @@ std::optional<RspItem> RspReader::next() {
         item.kind = c == '$' ? RspItem::Kind::kPacket : RspItem::Kind::kNotification;
         item.checksum_ok =
             high >= 0 && low >= 0 && checksum_of(raw) == static_cast<std::uint8_t>(high * 16 + low);
-        const bool expanded = expand(raw, item.payload) && item.payload.size() <= max_;
+        const bool expanded = expand(raw, item.payload, max_) && item.payload.size() <= max_;
         if (!expanded) {
             discarded_ += end - at_;
             at_ = end;

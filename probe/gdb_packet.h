@@ -44,7 +44,7 @@ class RspReader {
 
   private:
     // Undoes escapes and run lengths of raw packet data; false when they are malformed.
-    static bool expand(std::string_view raw, std::string& out);
+    static bool expand(std::string_view raw, std::string& out, std::size_t max);
     void compact();
     bool skip_oversized();
 

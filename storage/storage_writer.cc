@@ -411,7 +411,7 @@ void StorageWriter::apply_in_transaction(std::span<WriteOp> ops, std::int64_t no
     }
     for (const SessionId id : attempt.closed) {
         store_.finish_slices(id);
-        store_.seal_sums(id);
+        seal_at_close(store_, id);
     }
     t.commit();
     // Committed: from here on nothing throws.

@@ -20,4 +20,8 @@ SessionId session_of(const WriteOp& op);
 // A held operation the new one replaces: the newest HELLO, board or firmware change wins.
 bool replaces(const WriteOp& held, const WriteOp& op);
 
+// Seals a session in the transaction that closes it, under a savepoint: a seal that fails
+// costs nothing but the seal (the rows answer, and the next start's background step seals it).
+void seal_at_close(SessionStore& store, SessionId session);
+
 }  // namespace rackprof::storage::detail

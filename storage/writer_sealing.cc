@@ -12,7 +12,9 @@ namespace rackprof::storage {
 
 namespace {
 
-constexpr int kSessionsPerStep = 8;
+// One session a step (a large one is a second's reading), and the loop does not sleep while
+// sessions wait: commits still come every interval between steps.
+constexpr int kSessionsPerStep = 1;
 
 }  // namespace
 
@@ -38,12 +40,34 @@ bool StorageWriter::seal_step() {
         t.commit();
         seal_below_ = ids.back();
         return true;
-    } catch (const StorageError& e) {
+    } catch (const std::exception& e) {  // a StorageError, or memory: never the writer's end
         report(StorageEvent::Kind::kSealFailed,
                std::string("storage: sealing earlier sessions' sums stopped (their rows are read "
                            "instead; tried again at the next start): ") +
                    e.what());
         return false;
+    }
+}
+
+}  // namespace rackprof::storage
+
+namespace rackprof::storage {
+
+void detail::seal_at_close(SessionStore& store, SessionId session) {
+    Database& db = store.db();
+    try {
+        db.exec("SAVEPOINT seal_at_close");
+    } catch (const StorageError&) {
+        return;
+    }
+    try {
+        store.seal_sums(session);
+        db.exec("RELEASE seal_at_close");
+    } catch (const std::exception&) {
+        try {
+            db.exec("ROLLBACK TO seal_at_close; RELEASE seal_at_close");
+        } catch (const StorageError&) {  // the transaction fails on its own, and is retried
+        }
     }
 }
 

@@ -136,8 +136,9 @@ void Board::connect() {
     set_state(LinkState::kConnecting);
     link_->open([this](std::span<const std::uint8_t> bytes) { on_data(bytes); },
                 [this](const LinkClosed& closed) { on_closed(closed); });
-    // Serial and file links open synchronously; a failure arrives as a posted on_closed.
-    if (uri_.scheme != "tcp") {
+    // Serial and file links open synchronously; a failure arrives as a posted on_closed. A
+    // TCP or GDB server is connected once its first bytes come.
+    if (uri_.scheme != "tcp" && uri_.scheme != "gdb") {
         boost::asio::post(io_, [this] {
             if (state_ == LinkState::kConnecting && !stopping_) {
                 set_state(LinkState::kConnected);

@@ -254,6 +254,9 @@ void validate_board(const BoardConfig& b) {
         throw BoardFieldError("protocol",
                               "a gdb:// link hands its samples on as the framed protocol: must be "
                               "\"framed\" (or left out)");
+    if (parse_link_uri(b.link).scheme == "gdb" && b.addr_bytes != 4)
+        throw BoardFieldError("addr_bytes",
+                              "a gdb:// link's samples carry 4-byte addresses: must be 4");
     if (b.format != "bin" && b.format != "hex")
         throw BoardFieldError("format", "must be \"bin\" or \"hex\"");
     if (!format->traits.text_encoding && b.format != "bin")

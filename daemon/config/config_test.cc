@@ -142,6 +142,9 @@ TEST_CASE("a gdb:// board: a probe's GDB server, sampled at a rate, its samples 
                                    "protocol = \"legacy\"\n",
                                    "t.toml"),
                       doctest::Contains("must be \"framed\""));
+    CHECK_THROWS_WITH(
+        board_from_json({{"name", "p"}, {"link", "gdb://127.0.0.1:2331"}, {"addr_bytes", 3}}),
+        doctest::Contains("must be 4"));
 }
 
 TEST_CASE("an itm board: the issue's keys, each checked with its key named") {
