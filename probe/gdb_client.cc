@@ -53,12 +53,7 @@ int connect_one(const addrinfo& a, Clock::time_point deadline, std::string& erro
 // what follows '=').
 std::map<std::string, std::string> parse_features(std::string_view reply) {
     std::map<std::string, std::string> out;
-    while (!reply.empty()) {
-        const auto semicolon = reply.find(';');
-        const std::string_view item = reply.substr(0, semicolon);
-        reply =
-            semicolon == std::string_view::npos ? std::string_view() : reply.substr(semicolon + 1);
-        if (item.empty()) continue;
+    for_each_field(reply, [&](std::string_view item) {
         if (const auto eq = item.find('='); eq != std::string_view::npos) {
             out[std::string(item.substr(0, eq))] = std::string(item.substr(eq + 1));
         } else if (item.back() == '+' || item.back() == '-' || item.back() == '?') {
@@ -66,7 +61,8 @@ std::map<std::string, std::string> parse_features(std::string_view reply) {
         } else {
             out[std::string(item)] = "+";
         }
-    }
+        return true;
+    });
     return out;
 }
 

@@ -56,6 +56,20 @@ class RspReader {
     int skip_tail_ = 0;
 };
 
+// Calls `f` with each non-empty field of a ';'-separated list, in order, until it returns
+// false; false when one did. (qSupported replies, stop replies' pairs.)
+template <typename F>
+bool for_each_field(std::string_view list, F&& f) {
+    while (!list.empty()) {
+        const auto semicolon = list.find(';');
+        const std::string_view field = list.substr(0, semicolon);
+        list =
+            semicolon == std::string_view::npos ? std::string_view() : list.substr(semicolon + 1);
+        if (!field.empty() && !f(field)) return false;
+    }
+    return true;
+}
+
 // Hex text (two digits a byte, as replies carry memory and registers) to bytes; nothing when
 // a character is not a hex digit or the count is odd.
 std::optional<std::string> hex_to_bytes(std::string_view hex);

@@ -2,6 +2,8 @@
 
 #include "probe/gdb_packet.h"
 
+#include <charconv>
+
 namespace rackprof::probe {
 
 namespace {
@@ -13,24 +15,16 @@ std::optional<int> hex_byte(std::string_view two) {
 }
 
 std::optional<unsigned> hex_number(std::string_view text) {
-    if (text.empty() || text.size() > 8) return std::nullopt;
     unsigned v = 0;
-    for (char c : text) {
-        const auto digit = hex_to_bytes(std::string("0") + c);
-        if (!digit) return std::nullopt;
-        v = v * 16 + static_cast<unsigned char>((*digit)[0]);
-    }
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), v, 16);
+    if (text.empty() || error != std::errc() || end != text.data() + text.size())
+        return std::nullopt;
     return v;
 }
 
 // 'n1:r1;n2:r2;...' after a T reply's signal.
 bool parse_pairs(std::string_view rest, StopReply& out) {
-    while (!rest.empty()) {
-        const auto semicolon = rest.find(';');
-        const std::string_view pair = rest.substr(0, semicolon);
-        rest =
-            semicolon == std::string_view::npos ? std::string_view() : rest.substr(semicolon + 1);
-        if (pair.empty()) continue;
+    return for_each_field(rest, [&](std::string_view pair) {
         const auto colon = pair.find(':');
         if (colon == std::string_view::npos || colon == 0) return false;
         const std::string_view name = pair.substr(0, colon), value = pair.substr(colon + 1);
@@ -43,8 +37,8 @@ bool parse_pairs(std::string_view rest, StopReply& out) {
         } else {
             out.other[std::string(name)] = std::string(value);
         }
-    }
-    return true;
+        return true;
+    });
 }
 
 }  // namespace

@@ -98,13 +98,8 @@ server::Reply download_reply(const Call& c, daemon::service::Export out) {
         }
         return r;
     }
-    server::StreamedResponse reply;
-    reply.header.version(c.request.version());
-    reply.header.result(http::status::ok);
-    reply.header.keep_alive(c.request.keep_alive());
-    reply.header.set(http::field::content_type, out.content_type);
+    auto reply = streamed_reply(c.request, out.content_type, std::move(out.next));
     reply.header.set(http::field::content_disposition, disposition);
-    reply.next = std::move(out.next);
     return reply;
 }
 

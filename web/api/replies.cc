@@ -47,18 +47,25 @@ server::Reply json_pieces_reply(const server::Request& request, daemon::service:
         while (auto piece = pieces.next()) text += *piece;
         return json_text_reply(request, std::move(text));
     }
+    return streamed_reply(
+        request, pieces.content_type,
+        [next = std::move(pieces.next), ended = false]() mutable -> std::optional<std::string> {
+            if (ended) return std::nullopt;
+            if (auto piece = next()) return piece;
+            ended = true;
+            return std::string("\n");
+        });
+}
+
+server::StreamedResponse streamed_reply(const server::Request& request,
+                                        const std::string& content_type,
+                                        std::function<std::optional<std::string>()> next) {
     server::StreamedResponse reply;
     reply.header.version(request.version());
     reply.header.result(http::status::ok);
     reply.header.keep_alive(request.keep_alive());
-    reply.header.set(http::field::content_type, pieces.content_type);
-    reply.next = [next = std::move(pieces.next),
-                  ended = false]() mutable -> std::optional<std::string> {
-        if (ended) return std::nullopt;
-        if (auto piece = next()) return piece;
-        ended = true;
-        return std::string("\n");
-    };
+    reply.header.set(http::field::content_type, content_type);
+    reply.next = std::move(next);
     return reply;
 }
 

@@ -30,6 +30,10 @@ server::Response text_reply(const server::Request& request, std::string text);
 // JSON a view wrote as text itself (valid UTF-8 JSON, the view's promise).
 server::Response json_text_reply(const server::Request& request, std::string json_text);
 
+// 200 with `content_type`, its body the chunks `next` gives (chunked), as the client reads.
+server::StreamedResponse streamed_reply(const server::Request& request,
+                                        const std::string& content_type,
+                                        std::function<std::optional<std::string>()> next);
 // JSON pulled a piece at a time (the service's Export): sent whole with its length when the
 // service says it is small, else chunked as the client reads; ends with a newline either way.
 server::Reply json_pieces_reply(const server::Request& request, daemon::service::Export pieces);
