@@ -6,6 +6,10 @@
 
 namespace rackprof::gmon {
 
+std::string_view unit_name(ContextUnit unit) {
+    return unit == ContextUnit::kSamples ? "samples" : "cycles";
+}
+
 std::size_t CallingContextTree::incomplete_nodes() const {
     return static_cast<std::size_t>(
         std::count_if(nodes_.begin(), nodes_.end(), [](const auto& n) { return n.incomplete; }));
@@ -58,6 +62,11 @@ void CallingContextTree::sum_inclusive() {
 }
 
 void CallingContextTree::merge(const CallingContextTree& other) {
+    if (other.nodes_.empty()) return;
+    if (nodes_.empty()) unit_ = other.unit_;
+    if (unit_ != other.unit_)
+        throw std::invalid_argument(
+            "cannot add sampled stacks to calling contexts measured in cycles");
     std::vector<std::uint32_t> mapped(other.nodes_.size());
     for (std::size_t i = 0; i < other.nodes_.size(); ++i) {
         const ContextNode& o = other.nodes_[i];
@@ -70,7 +79,26 @@ void CallingContextTree::merge(const CallingContextTree& other) {
     }
 }
 
+void CallingContextBuilder::on_stack(const protocol::StackSample& sample) {
+    if (stats_.events > 0) {
+        ++stats_.mixed_ignored;
+        return;
+    }
+    ++stats_.stacks;
+    tree_.set_unit(ContextUnit::kSamples);
+    std::uint32_t node = tree_.root(sample.exception);
+    for (auto f = sample.functions.rbegin(); f != sample.functions.rend(); ++f)
+        node = tree_.child(node, *f);
+    ContextNode& leaf = tree_.at(node);
+    ++leaf.exclusive;
+    leaf.incomplete = leaf.incomplete || sample.truncated;
+}
+
 void CallingContextBuilder::on_event(const protocol::FunctionEvent& event) {
+    if (stats_.stacks > 0) {
+        ++stats_.mixed_ignored;
+        return;
+    }
     ++stats_.events;
     const std::uint32_t mask =
         event.stamp_bits >= 32 ? 0xFFFFFFFFu : (std::uint32_t{1} << event.stamp_bits) - 1;

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,13 @@
 namespace rackprof::gmon {
 
 inline constexpr std::uint32_t kNoParent = 0xFFFFFFFF;
+
+// What a tree's `exclusive` and `inclusive` count: target cycles measured between entry and
+// exit events, or samples of stacks a probe link unwound (protocol::StackSample; `calls` is 0
+// there: a sample sees no call). The two are never added together.
+enum class ContextUnit : std::uint8_t { kCycles = 0, kSamples = 1 };
+// "cycles", "samples": the views' word for it.
+std::string_view unit_name(ContextUnit unit);
 
 struct ContextNode {
     std::uint32_t parent = kNoParent;  // index into nodes(); kNoParent for a root
@@ -61,14 +69,19 @@ class CallingContextTree {
     void add_stored(const ContextNode& node);
     // Inclusive = exclusive + the children's inclusive, for every node.
     void sum_inclusive();
-    // Addition by path: calls and cycles add, incomplete is or-ed.
+    // Addition by path: calls and cycles add, incomplete is or-ed. An empty tree takes the
+    // other's unit; trees of different units throw std::invalid_argument.
     void merge(const CallingContextTree& other);
 
+    ContextUnit unit() const { return unit_; }
+    void set_unit(ContextUnit unit) { unit_ = unit; }
+
     friend bool operator==(const CallingContextTree& a, const CallingContextTree& b) {
-        return a.nodes_ == b.nodes_;
+        return a.unit_ == b.unit_ && a.nodes_ == b.nodes_;
     }
 
   private:
+    ContextUnit unit_ = ContextUnit::kCycles;
     std::vector<ContextNode> nodes_;
     std::map<std::uint16_t, std::uint32_t> roots_;
     std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint32_t> children_;
@@ -80,6 +93,10 @@ struct CallingContextStats {
     std::uint64_t unmatched_exits = 0;    // exits with no matching entry on their stack
     std::uint64_t unfinished_frames = 0;  // frames left open by a returned handler
     std::uint64_t too_deep = 0;           // entries past kMaxDepth, not followed
+    std::uint64_t stacks = 0;             // sampled stacks added (on_stack)
+    // Stacks that came after entry/exit events, or events after stacks: one tree holds one
+    // unit, so the later kind is counted here and left out.
+    std::uint64_t mixed_ignored = 0;
     friend bool operator==(const CallingContextStats&, const CallingContextStats&) = default;
 };
 
@@ -90,9 +107,12 @@ class CallingContextBuilder {
     static constexpr std::size_t kMaxContexts = 64;
 
     void on_event(const protocol::FunctionEvent& event);
+    // A probe link's sampled stack: one sample at its path (thread mode or its exception,
+    // then its functions from the outermost in), marked incomplete when it was cut short.
+    void on_stack(const protocol::StackSample& sample);
     // Events were lost here (frames lost, an overflow): `count` of them, 0 if unknown.
     void mark_lost(std::uint64_t count = 0);
-    bool has_events() const { return stats_.events > 0; }
+    bool has_events() const { return stats_.events > 0 || stats_.stacks > 0; }
     const CallingContextStats& stats() const { return stats_; }
     // The tree so far, inclusive times summed; frames still open are marked incomplete (their
     // time up to the last event counted).

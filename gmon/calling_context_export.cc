@@ -64,15 +64,20 @@ class CctPprofBuilder {
     }
 
     std::string build() {
-        for (const char* type : {"cycles", "calls"}) {
+        const std::string unit(unit_name(tree_.unit()));
+        for (const std::string& type : {unit, std::string("calls")}) {
             auto* t = profile_.add_sample_type();
             t->set_type(str(type));
             t->set_unit(str("count"));
         }
-        profile_.set_default_sample_type(str("cycles"));
-        profile_.add_comment(
-            str("rackprof: calling-context tree measured from function entry/exit events "
-                "(cycles/count exclusive per path, calls/count)"));
+        profile_.set_default_sample_type(str(unit));
+        profile_.add_comment(str(tree_.unit() == ContextUnit::kSamples
+                                     ? "rackprof: stacks sampled through a debug probe, unwound "
+                                       "on the host (samples/count per path; calls/count 0: a "
+                                       "sample sees no call)"
+                                     : "rackprof: calling-context tree measured from function "
+                                       "entry/exit events (cycles/count exclusive per path, "
+                                       "calls/count)"));
         auto* m = profile_.add_mapping();
         m->set_id(1);
         if (input_.source.elf) {
@@ -266,12 +271,13 @@ std::string cct_speedscope(const CallingContextTree& tree, const ContextFrameNam
     }
     for (const auto& [exception, root] : roots) {
         const ContextNode& r = tree.nodes()[root];
-        profiles.push_back({{"type", "evented"},
-                            {"name", name + " " + names.of(r) + " (cycles)"},
-                            {"unit", "none"},
-                            {"startValue", 0},
-                            {"endValue", r.inclusive},
-                            {"events", evented_walk(tree, kids, root, frames)}});
+        profiles.push_back(
+            {{"type", "evented"},
+             {"name", name + " " + names.of(r) + " (" + std::string(unit_name(tree.unit())) + ")"},
+             {"unit", "none"},
+             {"startValue", 0},
+             {"endValue", r.inclusive},
+             {"events", evented_walk(tree, kids, root, frames)}});
     }
     const json document = {
         {"$schema", "https://www.speedscope.app/file-format-schema.json"},
@@ -293,6 +299,7 @@ void write_calling_context_json(JsonStream& out, const CallingContextTree& tree,
     const auto share = [](double part, std::uint64_t whole) {
         return whole ? part / static_cast<double>(whole) : 0.0;
     };
+    const std::string u(unit_name(tree.unit()));
     out.begin_object().key("arcs").begin_array();
     for (const auto& a : attributed_arcs(tree)) {
         const double measured = static_cast<double>(a.measured);
@@ -300,29 +307,30 @@ void write_calling_context_json(JsonStream& out, const CallingContextTree& tree,
             .field("callee", names.function(a.callee))
             .field("callee_address", hex_address(a.callee))
             .field("callee_calls", a.callee_calls)
-            .field("callee_total_cycles", a.callee_total)
+            .field("callee_total_" + u, a.callee_total)
             .field("caller", names.function(a.caller))
             .field("caller_address", hex_address(a.caller))
             .field("calls", a.calls)
-            .field("difference_cycles", measured - a.estimated)
-            .field("estimated_cycles", a.estimated)
+            .field("difference_" + u, measured - a.estimated)
+            .field("estimated_" + u, a.estimated)
             .field("estimated_share", share(a.estimated, a.callee_total))
             .field("incomplete", a.incomplete)
-            .field("measured_cycles", a.measured)
+            .field("measured_" + u, a.measured)
             .field("measured_share", share(measured, a.callee_total))
             .end_object();
     }
     out.end_array()
         .field("incomplete_nodes", std::uint64_t{tree.incomplete_nodes()})
         .field("nodes", std::uint64_t{tree.nodes().size()})
-        .field("total_cycles", total)
-        .field("unit", "cycles")
+        .field("total_" + u, total)
+        .field("unit", u)
         .end_object();
 }
 
 std::string cct_json(const CallingContextTree& tree, const ContextFrameNames& names) {
     std::string text;
     JsonStream out(text, -1, 0, JsonStream::ErrorHandler::replace);
+    const std::string u(unit_name(tree.unit()));
     out.begin_object().key("calling_context");
     write_calling_context_json(out, tree, names);
     out.key("nodes").begin_array();
@@ -332,10 +340,10 @@ std::string cct_json(const CallingContextTree& tree, const ContextFrameNames& na
             .field("address", n.parent == kNoParent ? std::string() : hex_address(n.function))
             .field("calls", n.calls)
             .field("exception", std::uint64_t{n.exception})
-            .field("exclusive_cycles", n.exclusive)
+            .field("exclusive_" + u, n.exclusive)
             .field("id", std::uint64_t{i})
             .field("incomplete", n.incomplete)
-            .field("inclusive_cycles", n.inclusive)
+            .field("inclusive_" + u, n.inclusive)
             .field("name", names.of(n))
             .key("parent");
         if (n.parent == kNoParent) {
@@ -356,8 +364,43 @@ ChunkStream open_cct_folded(const std::shared_ptr<const ExportInput>& input) {
     });
 }
 
+namespace {
+
+// Sampled stacks carry no calls, so no estimate to set beside: each edge's share of its
+// callee's samples, most sampled first.
+std::string sampled_arcs_text(const CallingContextTree& tree, const ContextFrameNames& names,
+                              std::size_t rows) {
+    std::vector<AttributedArc> arcs;
+    for (const AttributedArc& a : attributed_arcs(tree))
+        if (a.caller != a.callee && a.measured > 0) arcs.push_back(a);
+    std::stable_sort(arcs.begin(), arcs.end(),
+                     [](const auto& l, const auto& r) { return l.measured > r.measured; });
+    std::string out =
+        "Sampled calling contexts (stacks unwound from a debug probe's samples)\n\n"
+        "Each caller -> callee edge's share of its callee's samples. Sampled: no call counts.\n"
+        "* a stack cut short. All of it: --export cct-json, cct-speedscope, cct-folded, "
+        "cct-pprof.\n\n"
+        "   share      samples  caller -> callee\n";
+    char line[64];
+    for (std::size_t i = 0; i < arcs.size() && i < rows; ++i) {
+        const AttributedArc& a = arcs[i];
+        std::snprintf(line, sizeof line, "%7.1f%% %12llu  ",
+                      100.0 * static_cast<double>(a.measured) /
+                          static_cast<double>(std::max<std::uint64_t>(a.callee_total, 1)),
+                      static_cast<unsigned long long>(a.measured));
+        out += line + names.function(a.caller) + " -> " + names.function(a.callee) +
+               (a.incomplete ? " *" : "") + "\n";
+    }
+    if (arcs.size() > rows)
+        out += "... " + std::to_string(arcs.size() - rows) + " more edges (--export cct-json)\n";
+    return out + "\n\f\n";
+}
+
+}  // namespace
+
 std::string measured_arcs_text(const CallingContextTree& tree, const ContextFrameNames& names,
                                std::size_t rows) {
+    if (tree.unit() == ContextUnit::kSamples) return sampled_arcs_text(tree, names, rows);
     std::vector<AttributedArc> arcs;
     for (const AttributedArc& a : attributed_arcs(tree))
         if (a.caller != a.callee && a.callee_total > 0) arcs.push_back(a);

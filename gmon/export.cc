@@ -131,6 +131,10 @@ ChunkStream open_raw(const Input& input) {
 }
 
 ChunkStream open_pprof(const Input& input) {
+    // A probe's sampled stacks are the stacks themselves: pprof carries them whole, where the
+    // estimate from a call graph would have no arcs to go by.
+    if (input->calling_context && input->calling_context->unit() == ContextUnit::kSamples)
+        return open_cct_pprof(input);
     return once([input] { return pprof_profile(*input); });
 }
 
@@ -156,7 +160,7 @@ const std::array<ExportFormat, 17> kFormats = {{
     {"raw", "application/octet-stream", ".raw", "the wire bytes as received", true, open_raw},
     {"pprof", "application/octet-stream", ".pb.gz",
      "pprof's profile.proto, gzipped (go tool pprof): PC samples on gprof's call stacks, and call "
-     "arcs",
+     "arcs; a probe's sampled stacks as they were unwound",
      false, open_pprof},
     {"callgrind", "text/plain; charset=utf-8", ".callgrind.out",
      "KCachegrind, callgrind_annotate: self samples, gprof's time along each arc", false,
@@ -171,8 +175,9 @@ const std::array<ExportFormat, 17> kFormats = {{
      "gprof2dot's call graph in DOT (functions >= 0.5 %, arcs >= 0.1 %)", false, open_dot},
     {"svg", "image/svg+xml", ".svg", "the dot call graph laid out by Graphviz", false, open_svg},
     {"cct-folded", "text/plain; charset=utf-8", ".cct.folded.txt",
-     "folded stacks of the calling-context tree measured from entry/exit events, in cycles", false,
-     open_cct_folded},
+     "folded stacks of the calling-context tree: cycles from entry/exit events, or a probe's "
+     "sampled stacks",
+     false, open_cct_folded},
     {"cct-speedscope", "application/json", ".cct.speedscope.json",
      "speedscope's evented profiles of the measured calling-context tree, in cycles", false,
      open_cct_speedscope},

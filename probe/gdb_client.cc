@@ -1,6 +1,8 @@
 #include "probe/gdb_client.h"
 
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -46,6 +48,10 @@ int connect_one(const addrinfo& a, Clock::time_point deadline, std::string& erro
         ::close(fd);
         return -1;
     }
+    // A request and its acknowledgement are small writes in a row: with Nagle's algorithm
+    // the second waits for the server's delayed ACK (some 40 ms a request).
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     return fd;
 }
 
@@ -328,6 +334,38 @@ std::string GdbClient::take_console() {
     std::string out;
     out.swap(console_);
     return out;
+}
+
+}  // namespace rackprof::probe
+
+namespace rackprof::probe {
+
+std::vector<std::uint64_t> GdbClient::read_registers(const std::vector<unsigned>& numbers) {
+    std::vector<std::pair<std::size_t, std::size_t>> places;  // byte offset and size in 'g'
+    for (const unsigned number : numbers) {
+        const auto at = target_.g_offset(number);
+        const TargetRegister* reg = nullptr;
+        for (const auto& r : target_.registers)
+            if (r.number == number) reg = &r;
+        if (!at || !reg || reg->bits % 8 != 0) break;
+        places.emplace_back(*at, reg->bits / 8);
+    }
+    std::vector<std::uint64_t> values;
+    if (places.size() == numbers.size()) {
+        const std::string all = request("g");
+        const auto bytes = is_error_reply(all) ? std::nullopt : hex_to_bytes(all);
+        for (const auto& [at, size] : places) {
+            const auto value = bytes && bytes->size() >= at + size
+                                   ? little_endian_value(bytes->substr(at, size))
+                                   : std::nullopt;
+            if (!value) break;
+            values.push_back(*value);
+        }
+        if (values.size() == numbers.size()) return values;
+        values.clear();
+    }
+    for (const unsigned number : numbers) values.push_back(read_register(number));
+    return values;
 }
 
 }  // namespace rackprof::probe

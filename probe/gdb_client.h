@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "probe/gdb_packet.h"
 #include "probe/stop_reply.h"
@@ -89,6 +90,9 @@ class GdbClient {
     // A register by GDB's number for the target ('p'; ARM: 15 is pc, RISC-V: 32), read as
     // little-endian; from a 'g' reply where the server has no 'p'.
     std::uint64_t read_register(unsigned number);
+    // Several registers by GDB's numbers: one 'g' where the description places them all in
+    // it, else a 'p' each.
+    std::vector<std::uint64_t> read_registers(const std::vector<unsigned>& numbers);
 
     // From another thread: a call waiting on the server fails at once with ProbeError, and so
     // does every later one (the connection is shut down).

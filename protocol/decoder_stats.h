@@ -20,6 +20,10 @@ struct DecoderStats {
     std::uint64_t target_dropped = 0;   // records the target reported it dropped (queue full)
     std::uint64_t overflows = 0;        // ITM overflow packets: the target's trace dropped data
     std::uint64_t sleep_samples = 0;    // DWT PC samples taken while the core slept
+    // Probe links (framed v4): time the link held the target halted to sample it, and stacks
+    // whose unwinding stopped before the outermost frame.
+    std::uint64_t samples_halted_ns = 0;
+    std::uint64_t stack_unwind_failures = 0;
 
     std::uint64_t records() const { return arcs + pc_samples; }
     friend bool operator==(const DecoderStats&, const DecoderStats&) = default;
@@ -33,7 +37,7 @@ struct DecoderCounter {
     std::uint64_t DecoderStats::*member;
 };
 
-inline constexpr std::array<DecoderCounter, 11> kDecoderCounters = {{
+inline constexpr std::array<DecoderCounter, 13> kDecoderCounters = {{
     {"bytes_in", &DecoderStats::bytes_in},
     {"bytes_discarded", &DecoderStats::bytes_discarded},
     {"resyncs", &DecoderStats::resyncs},
@@ -45,6 +49,8 @@ inline constexpr std::array<DecoderCounter, 11> kDecoderCounters = {{
     {"target_dropped", &DecoderStats::target_dropped},
     {"overflows", &DecoderStats::overflows},
     {"sleep_samples", &DecoderStats::sleep_samples},
+    {"samples_halted_ns", &DecoderStats::samples_halted_ns},
+    {"stack_unwind_failures", &DecoderStats::stack_unwind_failures},
 }};
 static_assert(sizeof(DecoderStats) == kDecoderCounters.size() * sizeof(std::uint64_t),
               "a DecoderStats counter is missing from kDecoderCounters");

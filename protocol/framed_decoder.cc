@@ -163,7 +163,7 @@ void FramedDecoder::end_frame(std::span<const std::uint8_t> encoded, RecordSink&
 bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
     items_.clear();
     hellos_.clear();
-    counter_items_.clear();
+    held_events_.clear();
     staged_ = 0;
     staged_arcs_ = 0;
     // Counted in locals (registers) while parsing, stored when the frame parsed whole.
@@ -296,8 +296,8 @@ bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
             }
             case FramedTag::kCounters: {
                 if (!have(2) || body[pos] >= (1u << kPrimaryCounters)) return false;
-                item.counter_item = counter_items_.size();
-                counter_items_.push_back(CounterCapabilities{body[pos], body[pos + 1]});
+                item.held_event = held_events_.size();
+                held_events_.push_back(CounterCapabilities{body[pos], body[pos + 1]});
                 pos += 2;
                 break;
             }
@@ -312,8 +312,8 @@ bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
                     !have(n * w))
                     return false;
                 for (std::size_t i = 0; i < n; ++i) c.functions.push_back(address());
-                item.counter_item = counter_items_.size();
-                counter_items_.push_back(std::move(c));
+                item.held_event = held_events_.size();
+                held_events_.push_back(std::move(c));
                 break;
             }
             case FramedTag::kFunctionCounts: {
@@ -326,8 +326,8 @@ bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
                 if (!read_leb128(body, pos, c.calls) ||
                     !read_counter_values(body, pos, c.counters, c.counts))
                     return false;
-                item.counter_item = counter_items_.size();
-                counter_items_.push_back(c);
+                item.held_event = held_events_.size();
+                held_events_.push_back(c);
                 break;
             }
             case FramedTag::kRunTotals: {
@@ -338,8 +338,28 @@ bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
                 t.functions = body[pos + 3];
                 pos += 4;
                 if (!read_counter_values(body, pos, t.counters, t.counts)) return false;
-                item.counter_item = counter_items_.size();
-                counter_items_.push_back(t);
+                item.held_event = held_events_.size();
+                held_events_.push_back(t);
+                break;
+            }
+            case FramedTag::kHalted:
+                if (!read_leb128(body, pos, item.halted_ns)) return false;
+                break;
+            case FramedTag::kStack: {
+                if (!have(3 + w + 1)) return false;
+                StackSample s;
+                s.truncated = (body[pos] & 1) != 0;
+                s.exception = static_cast<std::uint16_t>(body[pos + 1] | (body[pos + 2] << 8));
+                pos += 3;
+                s.pc = address();
+                const std::size_t n = body[pos++];
+                if (n > kMaxStackFrames || !have(n * w)) return false;
+                for (std::size_t i = 0; i < n; ++i) s.functions.push_back(address());
+                // The sample is also a PC record: a stack's flat profile is its samples'.
+                staging[staged++] = Record::pc_sample(s.pc);
+                item.records_before = staged;
+                item.held_event = held_events_.size();
+                held_events_.push_back(std::move(s));
                 break;
             }
             default:
@@ -416,8 +436,17 @@ void FramedDecoder::deliver(std::uint16_t seq, RecordSink& sink) {
             case FramedTag::kFunctionCounts:
             case FramedTag::kRunTotals:
                 flush(sink, staged_ - committed);
-                sink.on_event(counter_items_[item.counter_item]);
+                sink.on_event(held_events_[item.held_event]);
                 break;
+            case FramedTag::kHalted:
+                stats_.samples_halted_ns += item.halted_ns;
+                break;
+            case FramedTag::kStack: {
+                const auto& sample = std::get<StackSample>(held_events_[item.held_event]);
+                stats_.stack_unwind_failures += sample.truncated ? 1 : 0;
+                sink.on_event(sample);  // not flushed before, as ENTER and EXIT
+                break;
+            }
             default:  // START, STOP
                 flush(sink, staged_ - committed);
                 sink.on_event(ProfilingMarker{item.tag == FramedTag::kStart});

@@ -56,9 +56,10 @@ class FramedDecoder final : public StreamDecoder {
         FramedTag tag;
         std::size_t records_before = 0;
         std::uint32_t dropped_total = 0;
-        std::size_t hello = 0;         // index into hellos_ for a HELLO
-        FunctionEvent event{};         // ENTER, EXIT
-        std::size_t counter_item = 0;  // index into counter_items_ for the v3 items
+        std::size_t hello = 0;        // index into hellos_ for a HELLO
+        FunctionEvent event{};        // ENTER, EXIT
+        std::size_t held_event = 0;   // index into held_events_: the v3 items, STACK
+        std::uint64_t halted_ns = 0;  // HALTED
     };
     void end_frame(RecordSink& sink);
     void end_frame(std::span<const std::uint8_t> encoded, RecordSink& sink);
@@ -84,7 +85,7 @@ class FramedDecoder final : public StreamDecoder {
     std::size_t staged_ = 0;       // records of the frame being parsed, behind batch_len_
     std::size_t staged_arcs_ = 0;  // arcs among them
     std::vector<TargetHello> hellos_;
-    std::vector<StreamEvent> counter_items_;
+    std::vector<StreamEvent> held_events_;
 
     bool have_seq_ = false;
     std::uint16_t expected_seq_ = 0;

@@ -580,9 +580,9 @@ TEST_CASE("versions: 1, 2 and 3 are read, 4 is refused; a version-1 host refuses
     REQUIRE(cobs_decode(std::span(encoder.wire()).first(encoder.wire().size() - 1), body));
     CHECK(body[2] == static_cast<std::uint8_t>(FramedTag::kHello));
     CHECK(body[3] == 2);
-    TargetHello v4 = sample_hello();
-    v4.version = 4;
-    CHECK_THROWS_AS(FramedEncoder().hello(v4), std::invalid_argument);
+    TargetHello v5 = sample_hello();
+    v5.version = kFramedVersionProbe + 1;
+    CHECK_THROWS_AS(FramedEncoder().hello(v5), std::invalid_argument);
 }
 
 TEST_CASE("an overlong frame, a lone delimiter and a truncated tail are counted") {
@@ -750,6 +750,92 @@ TEST_CASE("counter campaign items the wire cannot carry are refused, malformed o
         const EventRun run = decode_events(wire);
         CHECK(run.events.empty());
         CHECK(run.stats.frames_bad == 1);
+    }
+}
+
+}  // namespace
+}  // namespace rackprof::protocol
+
+namespace rackprof::protocol {
+namespace {
+
+TEST_CASE("probe items (v4): HALTED adds to the halted time, STACK is a sample and its stack") {
+    TargetHello h = sample_hello(4);
+    h.version = kFramedVersionProbe;
+    const StackSample thread{0x1235, 0, false, {0x1234, 0x1100, 0x1000}};
+    const StackSample handler{0x2001, 15, true, {0x2000}};
+    StackSample deep{0x3001, 0, false, {}};
+    for (std::uint32_t i = 0; i < kMaxStackFrames + 4; ++i) deep.functions.push_back(0x3000 + i);
+    FramedEncoder encoder(4, 60);  // small frames: items spread over several
+    encoder.hello(h);
+    encoder.halted(1'500'000);
+    encoder.stack(thread);
+    encoder.stack(handler);
+    encoder.halted(250);
+    encoder.flush();
+    FramedEncoder big(4);
+    big.stack(deep);
+    big.flush();
+    Bytes wire = encoder.take_wire();
+    const Bytes deep_wire = big.take_wire();
+    for (std::size_t cut = 0; cut <= wire.size(); cut += 5) {
+        const Decoded d = decode(wire, {cut});
+        CHECK(d.stats.frames_bad == 0);
+        CHECK(d.stats.samples_halted_ns == 1'500'250);
+        CHECK(d.stats.stack_unwind_failures == 1);
+        CHECK(d.stats.pc_samples == 2);
+        CHECK(d.records ==
+              std::vector<Record>{Record::pc_sample(0x1235), Record::pc_sample(0x2001)});
+        REQUIRE(d.events.size() == 3);
+        CHECK(d.events[1].second == StreamEvent{thread});
+        CHECK(d.events[2].second == StreamEvent{handler});
+    }
+    // A stack deeper than an item carries is cut at kMaxStackFrames and marked truncated.
+    const Decoded d = decode(deep_wire);
+    REQUIRE(d.events.size() == 1);
+    const auto& cut = std::get<StackSample>(d.events[0].second);
+    CHECK(cut.functions.size() == kMaxStackFrames);
+    CHECK(cut.truncated);
+    CHECK(d.stats.stack_unwind_failures == 1);
+}
+
+TEST_CASE("the spec's version-4 example vector, byte for byte, both ways") {
+    FramedEncoder link(4);
+    link.halted(1'000'000);
+    link.stack(StackSample{0x1235, 0, false, {0x1234, 0x1100}});
+    link.flush();
+    const Bytes wire =
+        hex("01 01 06 11 c0 84 3d 12 01 01 03 35 12 01 04 02 34 12 01 01 02 11 01 03 84 bf 00 ");
+    CHECK(link.take_wire() == wire);
+    const Decoded d = decode(wire);
+    CHECK(d.stats.samples_halted_ns == 1'000'000);
+    CHECK(d.records == std::vector<Record>{Record::pc_sample(0x1235)});
+    REQUIRE(d.events.size() == 1);
+    CHECK(d.events[0].second == StreamEvent{StackSample{0x1235, 0, false, {0x1234, 0x1100}}});
+}
+
+TEST_CASE("a STACK item naming more frames than it may, or cut short, is a bad frame") {
+    FramedEncoder encoder(4);
+    encoder.stack(StackSample{0x1235, 0, false, {0x1234}});
+    encoder.flush();
+    Bytes body;
+    const Bytes wire = encoder.take_wire();
+    REQUIRE(cobs_decode(std::span(wire).first(wire.size() - 1), body));
+    // seq(2) tag flags exception(2) pc(4) n: n is body[10].
+    REQUIRE(body[2] == static_cast<std::uint8_t>(FramedTag::kStack));
+    for (const std::uint8_t n : {std::uint8_t{kMaxStackFrames + 1}, std::uint8_t{2}}) {
+        Bytes bad(body.begin(), body.end() - 2);
+        bad[10] = n;
+        const std::uint16_t crc = crc16_ccitt_false(bad);
+        bad.push_back(static_cast<std::uint8_t>(crc & 0xFF));  // little-endian, as sent
+        bad.push_back(static_cast<std::uint8_t>(crc >> 8));
+        Bytes framed;
+        cobs_encode(bad, framed);
+        framed.push_back(0);
+        const Decoded d = decode(framed);
+        CHECK(d.stats.frames_bad == 1);
+        CHECK(d.records.empty());
+        CHECK(d.events.empty());
     }
 }
 

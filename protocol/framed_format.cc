@@ -276,6 +276,26 @@ void FramedEncoder::run_totals(const RunTotals& totals) {
     add_item(item_);
 }
 
+void FramedEncoder::halted(std::uint64_t nanoseconds) {
+    item_.clear();
+    item_.push_back(static_cast<std::uint8_t>(FramedTag::kHalted));
+    put_leb128(nanoseconds, item_);
+    add_item(item_);
+}
+
+void FramedEncoder::stack(const StackSample& sample) {
+    const std::size_t n = std::min(sample.functions.size(), kMaxStackFrames);
+    const bool truncated = sample.truncated || n < sample.functions.size();
+    item_.clear();
+    item_.push_back(static_cast<std::uint8_t>(FramedTag::kStack));
+    item_.push_back(truncated ? 1 : 0);
+    put_le(sample.exception, 2, item_);
+    put_address(sample.pc, item_);
+    item_.push_back(static_cast<std::uint8_t>(n));
+    for (std::size_t i = 0; i < n; ++i) put_address(sample.functions[i], item_);
+    add_item(item_);
+}
+
 void FramedEncoder::add_item(std::span<const std::uint8_t> item) {
     if (!body_.empty() && body_.size() + item.size() + 2 > max_body_) flush();
     if (body_.empty()) put_le(seq_, 2, body_);

@@ -21,6 +21,12 @@ inline constexpr std::uint8_t kFramedVersionEvents = 2;
 // Version 3 added counter campaigns (COUNTERS, COUNTER_CONFIG, FUNCTION_COUNTS, RUN_TOTALS);
 // a target sends 3 only when it takes part in them (HELLO flags bit 4).
 inline constexpr std::uint8_t kFramedVersionCounters = 3;
+// Version 4 added what a host-side probe link writes (HALTED, STACK): a GDB link samples the
+// target through its debugger and records what it saw in this protocol, so its sessions are
+// stored, re-decoded and profiled as any other.
+inline constexpr std::uint8_t kFramedVersionProbe = 4;
+// The most frames one STACK item carries (so it fits a frame with 4-byte addresses).
+inline constexpr std::size_t kMaxStackFrames = 56;
 inline constexpr std::uint8_t kFrameDelimiter = 0x00;
 inline constexpr std::size_t kMinFrameBody = 5;    // seq, one tag, crc
 inline constexpr std::size_t kMaxFrameBody = 254;  // so COBS adds exactly one byte
@@ -53,11 +59,14 @@ enum class FramedTag : std::uint8_t {
     kCounterConfig = 0x0E,
     kFunctionCounts = 0x0F,
     kRunTotals = 0x10,
+    // Version 4: a probe link's items. HALTED: how long the link held the target halted;
+    // STACK: a PC sample with its unwound stack.
+    kHalted = 0x11,
+    kStack = 0x12,
 };
 
 inline constexpr bool is_version_known(std::uint8_t version) {
-    return version == kFramedVersion || version == kFramedVersionEvents ||
-           version == kFramedVersionCounters;
+    return version >= kFramedVersion && version <= kFramedVersionProbe;
 }
 
 // CRC-16/CCITT-FALSE: poly 0x1021, init 0xFFFF, not reflected, xorout 0.
@@ -102,6 +111,9 @@ class FramedEncoder {
     void counter_config(const CounterConfig& config);
     void function_counts(const FunctionCounts& counts);
     void run_totals(const RunTotals& totals);
+    // Probe items (v4). A stack deeper than kMaxStackFrames is cut there and sent truncated.
+    void halted(std::uint64_t nanoseconds);
+    void stack(const StackSample& sample);
     // Closes the open frame (if it holds any item).
     void flush();
     // A target reset: the open frame is closed and the next one carries sequence number 0.

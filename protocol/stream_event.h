@@ -105,8 +105,21 @@ struct RunTotals {
     friend bool operator==(const RunTotals&, const RunTotals&) = default;
 };
 
+// STACK (v4, a probe link): one PC sample and the functions on the stack when it was taken,
+// unwound on the host from the target's registers and stack memory. `functions[0]` is the
+// function holding `pc`, each next one its caller. `truncated`: unwinding stopped before the
+// outermost frame (no CFI, memory not read, a loop), so the path lacks its outer callers.
+// Sampled: it counts time by samples, never calls.
+struct StackSample {
+    std::uint32_t pc = 0;
+    std::uint16_t exception = 0;  // 0 in thread mode, else the IPSR number (a root of its own)
+    bool truncated = false;
+    std::vector<std::uint32_t> functions;
+    friend bool operator==(const StackSample&, const StackSample&) = default;
+};
+
 using StreamEvent =
     std::variant<TargetHello, ConsoleText, ProfilingMarker, FunctionEvent, EventsLost,
-                 CounterCapabilities, CounterConfig, FunctionCounts, RunTotals>;
+                 CounterCapabilities, CounterConfig, FunctionCounts, RunTotals, StackSample>;
 
 }  // namespace rackprof::protocol

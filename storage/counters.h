@@ -36,6 +36,10 @@ struct SessionCounters {
     // Storage failures (disk full, I/O error): records and raw bytes whose commit failed.
     std::uint64_t records_lost_storage = 0;
     std::uint64_t bytes_lost_storage = 0;
+    // Probe links (0 otherwise): how long the link held the target halted to sample it (the
+    // intrusion, part of the result), and sampled stacks whose unwinding stopped short.
+    std::uint64_t samples_halted_ns = 0;
+    std::uint64_t stack_unwind_failures = 0;
     friend bool operator==(const SessionCounters&, const SessionCounters&) = default;
 };
 
@@ -52,7 +56,7 @@ struct SessionCounter {
 };
 
 // In SessionCounters' declaration order, which is the order of the JSON views' keys.
-inline constexpr std::array<SessionCounter, 16> kSessionCounters = {{
+inline constexpr std::array<SessionCounter, 18> kSessionCounters = {{
     {"bytes_in", &SessionCounters::bytes_in, false, LiveSection::kTotals},
     {"bytes_discarded", &SessionCounters::bytes_discarded, true, LiveSection::kLosses},
     {"resyncs", &SessionCounters::resyncs, true, LiveSection::kLosses},
@@ -69,6 +73,8 @@ inline constexpr std::array<SessionCounter, 16> kSessionCounters = {{
     {"sleep_samples", &SessionCounters::sleep_samples, false, LiveSection::kLosses},
     {"records_lost_storage", &SessionCounters::records_lost_storage, true, LiveSection::kLosses},
     {"bytes_lost_storage", &SessionCounters::bytes_lost_storage, true, LiveSection::kNone},
+    {"samples_halted_ns", &SessionCounters::samples_halted_ns, false, LiveSection::kTotals},
+    {"stack_unwind_failures", &SessionCounters::stack_unwind_failures, false, LiveSection::kLosses},
 }};
 static_assert(sizeof(SessionCounters) == kSessionCounters.size() * sizeof(std::uint64_t),
               "a SessionCounters counter is missing from kSessionCounters");

@@ -36,13 +36,14 @@ TEST_CASE("the counters' table covers every SessionCounters field once, in decla
           std::vector<std::string_view>{
               "bytes_in", "bytes_discarded", "resyncs", "arcs", "pc_samples", "gaps",
               "records_lost", "bytes_lost", "frames", "frames_bad", "frames_lost", "target_dropped",
-              "overflows", "sleep_samples", "records_lost_storage", "bytes_lost_storage"});
+              "overflows", "sleep_samples", "records_lost_storage", "bytes_lost_storage",
+              "samples_halted_ns", "stack_unwind_failures"});
     // Two rows naming one field would leave another unwritten and overwrite the first value.
     const SessionCounters counters = numbered_counters();
     std::vector<std::uint64_t> seen;
     for_each_counter(counters, [&](const SessionCounter&, std::uint64_t v) { seen.push_back(v); });
-    CHECK(seen ==
-          std::vector<std::uint64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
+    CHECK(seen == std::vector<std::uint64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+                                             17, 18});
     CHECK(counters.bytes_in == 1);
     CHECK(counters.sleep_samples == 14);
 }
@@ -63,7 +64,7 @@ TEST_CASE("the decoder's table covers every DecoderStats field once, with unique
     CHECK(values.size() == protocol::kDecoderCounters.size());
     CHECK(names.size() == protocol::kDecoderCounters.size());
     CHECK(stats.bytes_in == 1);
-    CHECK(stats.sleep_samples == n);
+    CHECK(stats.stack_unwind_failures == n);
 }
 
 TEST_CASE("decoder counters go into the session counters of the same name, and back") {
@@ -105,7 +106,9 @@ TEST_CASE("the API's counters: every counter by name") {
                            {"overflows", 13},
                            {"sleep_samples", 14},
                            {"records_lost_storage", 15},
-                           {"bytes_lost_storage", 16}};
+                           {"bytes_lost_storage", 16},
+                           {"samples_halted_ns", 17},
+                           {"stack_unwind_failures", 18}};
     CHECK(counters_json(c) == expected);
     CHECK(counters_json(c).dump() == expected.dump());
     CHECK(counters_json(SessionCounters{}).size() == kSessionCounters.size());
@@ -113,11 +116,19 @@ TEST_CASE("the API's counters: every counter by name") {
 
 TEST_CASE("the live feed's totals and losses") {
     const SessionCounters c = numbered_counters();
-    const json totals = {{"bytes_in", 1}, {"arcs", 4}, {"pc_samples", 5}};
-    const json losses = {{"bytes_discarded", 2},      {"resyncs", 3},     {"gaps", 6},
-                         {"records_lost", 7},         {"frames_bad", 10}, {"frames_lost", 11},
-                         {"target_dropped", 12},      {"overflows", 13},  {"sleep_samples", 14},
-                         {"records_lost_storage", 15}};
+    const json totals = {
+        {"bytes_in", 1}, {"arcs", 4}, {"pc_samples", 5}, {"samples_halted_ns", 17}};
+    const json losses = {{"bytes_discarded", 2},
+                         {"resyncs", 3},
+                         {"gaps", 6},
+                         {"records_lost", 7},
+                         {"frames_bad", 10},
+                         {"frames_lost", 11},
+                         {"target_dropped", 12},
+                         {"overflows", 13},
+                         {"sleep_samples", 14},
+                         {"records_lost_storage", 15},
+                         {"stack_unwind_failures", 18}};
     CHECK(live_totals_json(c) == totals);
     CHECK(live_losses_json(c) == losses);
     CHECK(live_totals_json(SessionCounters{}).is_object());
@@ -127,10 +138,19 @@ TEST_CASE("convert's decoder stats: every decoder counter by name") {
     protocol::DecoderStats s;
     std::uint64_t n = 0;
     for (const auto& counter : protocol::kDecoderCounters) s.*counter.member = ++n;
-    const json expected = {{"bytes_in", 1},   {"bytes_discarded", 2}, {"resyncs", 3},
-                           {"arcs", 4},       {"pc_samples", 5},      {"frames", 6},
-                           {"frames_bad", 7}, {"frames_lost", 8},     {"target_dropped", 9},
-                           {"overflows", 10}, {"sleep_samples", 11}};
+    const json expected = {{"bytes_in", 1},
+                           {"bytes_discarded", 2},
+                           {"resyncs", 3},
+                           {"arcs", 4},
+                           {"pc_samples", 5},
+                           {"frames", 6},
+                           {"frames_bad", 7},
+                           {"frames_lost", 8},
+                           {"target_dropped", 9},
+                           {"overflows", 10},
+                           {"sleep_samples", 11},
+                           {"samples_halted_ns", 12},
+                           {"stack_unwind_failures", 13}};
     CHECK(decoder_stats_json(s) == expected);
 }
 

@@ -235,6 +235,14 @@ const char* const kMigrations[] = {
         sums              BLOB NOT NULL
     );
     )sql",
+    // 16: probe links' counters (halted time, stacks unwound short), and what the stored
+    // calling-context tree counts: 0 cycles measured from entry/exit events, 1 samples of
+    // stacks unwound by a probe link (gmon::ContextUnit).
+    R"sql(
+    ALTER TABLE sessions ADD COLUMN samples_halted_ns INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN stack_unwind_failures INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN cct_unit INTEGER NOT NULL DEFAULT 0;
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

@@ -33,11 +33,14 @@ std::vector<Row> rows_of(Statement& st, RowOf row_of) {
 }
 
 // The counters' SQL is built from kSessionCounters: their columns carry the counters' names.
-std::string counter_columns() {
+// A read-only connection to a database older than v16 has no probe counters: they read as 0.
+std::string counter_columns(bool has_probe_counters) {
     std::string out;
     for (const auto& counter : kSessionCounters) {
         if (!out.empty()) out += ", ";
-        out += counter.name;
+        const bool probe =
+            counter.name == "samples_halted_ns" || counter.name == "stack_unwind_failures";
+        out += probe && !has_probe_counters ? std::string("0") : std::string(counter.name);
     }
     return out;
 }
@@ -118,8 +121,9 @@ class ReadSnapshot {
 // calling-context table: its sessions read as having no tree.
 // The counters, then the calling-context tree's node count, then raw_pruned_ns and
 // raw_pruned_keep_days (NULL before v12).
-std::string select_sessions_sql(bool has_cct, bool has_retention) {
-    return std::string("SELECT ") + kSessionInfoColumns + ", " + counter_columns() +
+std::string select_sessions_sql(bool has_cct, bool has_retention, bool has_probe_counters) {
+    return std::string("SELECT ") + kSessionInfoColumns + ", " +
+           counter_columns(has_probe_counters) +
            (has_cct ? ", (SELECT count(*) FROM session_cct WHERE session_cct.session_id = "
                       "sessions.id)"
                     : ", 0") +
@@ -158,8 +162,9 @@ SessionInfo SessionStore::read_info(Statement& s) {
 }
 
 std::vector<SessionInfo> SessionStore::sessions_after(std::int64_t id) {
-    Statement st = db_.prepare(
-        (select_sessions_sql(has_cct_, has_retention_) + " WHERE id > ? ORDER BY id").c_str());
+    Statement st = db_.prepare((select_sessions_sql(has_cct_, has_retention_, has_probe_counters_) +
+                                " WHERE id > ? ORDER BY id")
+                                   .c_str());
     st.bind(1, id);
     std::vector<SessionInfo> out;
     while (st.step()) out.push_back(read_info(st));
@@ -172,8 +177,9 @@ std::vector<SessionInfo> SessionStore::sessions_after(std::int64_t id) {
 std::vector<SessionInfo> SessionStore::sessions_before(
     std::int64_t before_id, std::size_t limit,
     const std::function<bool(const SessionInfo&)>& wanted) {
-    Statement st = db_.prepare(
-        (select_sessions_sql(has_cct_, has_retention_) + " WHERE id < ? ORDER BY id DESC").c_str());
+    Statement st = db_.prepare((select_sessions_sql(has_cct_, has_retention_, has_probe_counters_) +
+                                " WHERE id < ? ORDER BY id DESC")
+                                   .c_str());
     st.bind(1, before_id > 0 ? before_id : std::numeric_limits<std::int64_t>::max());
     std::vector<SessionInfo> out;
     while (out.size() < limit && st.step()) {
@@ -186,8 +192,9 @@ std::vector<SessionInfo> SessionStore::sessions_before(
 }
 
 std::optional<SessionInfo> SessionStore::session(std::int64_t id) {
-    Statement st =
-        db_.prepare((select_sessions_sql(has_cct_, has_retention_) + " WHERE id = ?").c_str());
+    Statement st = db_.prepare(
+        (select_sessions_sql(has_cct_, has_retention_, has_probe_counters_) + " WHERE id = ?")
+            .c_str());
     st.bind(1, id);
     if (!st.step()) return std::nullopt;
     SessionInfo info = read_info(st);
@@ -330,6 +337,11 @@ gmon::CallingContextTree SessionStore::calling_context(std::int64_t session) {
         "session_cct WHERE session_id = ? ORDER BY node");
     st.bind(1, session);
     gmon::CallingContextTree tree;
+    if (has_probe_counters_) {
+        Statement unit = db_.prepare("SELECT cct_unit FROM sessions WHERE id = ?");
+        unit.bind(1, session);
+        if (unit.step() && unit.column_int(0) == 1) tree.set_unit(gmon::ContextUnit::kSamples);
+    }
     while (st.step()) {
         gmon::ContextNode n;
         if (st.column_int(0) != static_cast<std::int64_t>(tree.nodes().size()))

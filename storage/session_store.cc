@@ -81,6 +81,7 @@ SessionStore::SessionStore(const std::filesystem::path& path, Database::Mode mod
     has_slices_ = schema_version(db_) >= kRecordSlicesSchema;
     has_retention_ = schema_version(db_) >= kRetentionSchema;
     has_sums_ = schema_version(db_) >= kSessionSumsSchema;
+    has_probe_counters_ = schema_version(db_) >= kProbeCountersSchema;
 }
 
 Statement& SessionStore::cached(std::optional<Statement>& slot, const char* sql) {

@@ -260,6 +260,7 @@ class SessionStore {
     bool has_slices_ = false;     // schema v11's record_slices and sessions.summed_seq are there
     bool has_retention_ = false;  // schema v12's sessions.raw_pruned_ns is there
     bool has_sums_ = false;       // schema v15's session_sums is there
+    bool has_probe_counters_ = false;  // v16: probe counters, cct_unit
     SliceBuilder slices_{db_};
     std::unique_ptr<WindowSums> window_sums_;  // aggregate_between's, kept between windows
     std::optional<Statement> insert_raw_;

@@ -308,6 +308,9 @@ void SessionStore::set_calling_context(std::int64_t session, const gmon::Calling
     Statement clear = db_.prepare("DELETE FROM session_cct WHERE session_id = ?");
     clear.bind(1, session);
     clear.run();
+    Statement unit = db_.prepare("UPDATE sessions SET cct_unit = ? WHERE id = ?");
+    unit.bind(1, static_cast<std::int64_t>(tree.unit())).bind(2, session);
+    unit.run();
     Statement st = db_.prepare(
         "INSERT INTO session_cct (session_id, node, parent, function, exception, calls, "
         "inclusive, exclusive, incomplete) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");

@@ -75,7 +75,7 @@ void Board::start() {
         simulated_->start();
         link_ = make_link(io_, config::parse_link_uri("serial://" + simulated_->device().string()));
     } else {
-        link_ = make_link(io_, uri_);
+        link_ = make_link(io_, uri_, config_.elf);
     }
     link_->set_backpressure([this] { return writer_.has_room(); });
     log_->info("[{}] link {}", config_.name, config_.link);

@@ -2,12 +2,17 @@
 
 #include <boost/asio/post.hpp>
 
+#include <array>
 #include <condition_variable>
+#include <filesystem>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
 
+#include "probe/firmware_identity.h"
 #include "probe/gdb_client.h"
+#include "probe/stack_unwinder.h"
 #include "protocol/framed_format.h"
 
 namespace rackprof::daemon::capture {
@@ -26,13 +31,103 @@ constexpr auto kDetachWait = std::chrono::milliseconds(500);
 // Connecting is cut short as soon as the client exists (abort); the TCP connect alone is not.
 constexpr auto kConnectTimeout = std::chrono::milliseconds(1000);
 
+// What the URI and the board ask of the sampler.
+struct SamplerSettings {
+    std::uint64_t rate = 100;        // samples/s
+    bool stacks = false;             // unwind each sample's stack (needs the ELF)
+    std::size_t stack_bytes = 1024;  // stack memory read per sample
+    bool verify = true;              // refuse a target whose build-id is not the ELF's
+    std::filesystem::path elf;       // the board's firmware, may be empty
+};
+
+// GDB's register names for what one stack sample reads (ARM M-profile descriptions).
+constexpr std::array<const char*, 16> kCoreRegisters = {"r0",  "r1", "r2", "r3", "r4",  "r5",
+                                                        "r6",  "r7", "r8", "r9", "r10", "r11",
+                                                        "r12", "sp", "lr", "pc"};
+
+// One stack sample: the core registers ('g'), xPSR for the exception number, and the stack
+// memory from sp up, unwound by the ELF's CFI.
+class StackReader {
+  public:
+    StackReader(probe::GdbClient& gdb, const SamplerSettings& settings)
+        : gdb_(gdb), unwinder_(settings.elf), stack_bytes_(settings.stack_bytes) {
+        for (const char* name : kCoreRegisters) core_.push_back(number_of(name));
+        xpsr_ = number_of("xpsr");
+        stack_top_ = initial_stack_pointer();
+    }
+
+    protocol::StackSample sample() {
+        const auto values = gdb_.read_registers(core_);
+        probe::TargetStack stack;
+        std::copy(values.begin(), values.end(), stack.registers.begin());
+        stack.stack_address = stack.registers[13];
+        stack.memory = read_stack(stack.stack_address);
+        const auto unwound = unwinder_.unwind(stack, protocol::kMaxStackFrames);
+        protocol::StackSample out;
+        out.pc = static_cast<std::uint32_t>(stack.registers[15]);
+        out.exception = static_cast<std::uint16_t>(gdb_.read_register(xpsr_) & 0x1FF);
+        out.truncated = unwound.truncated;
+        for (const auto f : unwound.functions)
+            out.functions.push_back(static_cast<std::uint32_t>(f));
+        return out;
+    }
+
+  private:
+    unsigned number_of(const char* name) const {
+        const auto* reg = gdb_.target().find(name);
+        if (!reg)
+            throw probe::ProbeError(std::string("stacks=1: the GDB server's target description "
+                                                "has no register '") +
+                                    name + "' (an ARM M-profile core is needed)");
+        return reg->number;
+    }
+
+    // The main stack's top: the vector table's first word (VTOR, else address 0), so a read
+    // near it stops there instead of failing past the end of RAM.
+    std::uint64_t initial_stack_pointer() {
+        try {
+            const auto vtor = probe::little_endian_value(gdb_.read_memory(0xE000ED08, 4));
+            const auto top = probe::little_endian_value(gdb_.read_memory(vtor.value_or(0), 4));
+            return top.value_or(0);
+        } catch (const probe::ProbeError&) {
+            return 0;
+        }
+    }
+
+    // stack_bytes from sp, fewer below the main stack's top; halved while the server refuses
+    // (a process stack near the end of its memory), down to nothing: then lr alone names the
+    // caller, and the stack is counted as cut short.
+    std::string read_stack(std::uint64_t sp) {
+        std::size_t n = stack_bytes_;
+        if (sp < stack_top_ && stack_top_ - sp < n) n = static_cast<std::size_t>(stack_top_ - sp);
+        for (; n >= 4; n /= 2) {
+            try {
+                return gdb_.read_memory(sp, n);
+            } catch (const probe::ProbeTimeout&) {
+                throw;
+            } catch (const probe::ProbeError&) {
+            }
+        }
+        return {};
+    }
+
+    probe::GdbClient& gdb_;
+    probe::StackUnwinder unwinder_;
+    std::size_t stack_bytes_;
+    std::vector<unsigned> core_;
+    unsigned xpsr_ = 0;
+    std::uint64_t stack_top_ = 0;
+};
+
 class GdbLink : public Link {
   public:
-    GdbLink(asio::io_context& io, std::string host, std::uint16_t port, std::uint64_t rate)
+    GdbLink(asio::io_context& io, std::string host, std::uint16_t port, SamplerSettings settings)
         : io_(io),
           host_(std::move(host)),
           port_(port),
-          period_(std::chrono::nanoseconds(1'000'000'000 / std::max<std::uint64_t>(rate, 1))) {}
+          settings_(std::move(settings)),
+          period_(std::chrono::nanoseconds(1'000'000'000 /
+                                           std::max<std::uint64_t>(settings_.rate, 1))) {}
     ~GdbLink() override { close(); }
 
     void open(DataHandler on_data, ClosedHandler on_closed) override {
@@ -105,28 +200,85 @@ class GdbLink : public Link {
         if (!pc)
             throw probe::ProbeError("the GDB server's target description names no pc register");
         protocol::FramedEncoder encoder(4);
+        gdb.halt();  // it may be running or halted: halted from here on
+        auto stopped_at = Clock::now();
+        encoder.hello(identify(gdb));
+        std::unique_ptr<StackReader> stacks;
+        if (settings_.stacks) stacks = std::make_unique<StackReader>(gdb, settings_);
         std::size_t pending = 0;
+        Clock::duration halted{};
         auto piece_due = Clock::now() + kPieceInterval;
         auto next = Clock::now();
-        gdb.halt();  // it may be running or halted: halted from here on
         while (true) {
             gdb.resume();
+            halted += Clock::now() - stopped_at;
             next += period_;
             if (wait_until(next)) break;
             gdb.halt();
-            const auto at = static_cast<std::uint32_t>(gdb.read_register(*pc));
-            encoder.record(protocol::Record::pc_sample(at));
+            stopped_at = Clock::now();
+            if (stacks) {
+                encoder.stack(stacks->sample());
+            } else {
+                encoder.record(protocol::Record::pc_sample(
+                    static_cast<std::uint32_t>(gdb.read_register(*pc))));
+            }
             (void)gdb.take_console();  // not a sample; kept bounded by the client meanwhile
             if (++pending >= kSamplesPerPiece || Clock::now() >= piece_due) {
+                encoder.halted(static_cast<std::uint64_t>(
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(halted).count()));
+                halted = {};
                 hand_on(encoder, on_data, alive);
                 pending = 0;
                 piece_due = Clock::now() + kPieceInterval;
             }
             if (Clock::now() > next + 100 * period_) next = Clock::now();  // fell far behind
         }
+        encoder.halted(static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(halted).count()));
         hand_on(encoder, on_data, alive);
         gdb.halt();
         gdb.request("D");  // detach: the target runs on without us
+    }
+
+    // The HELLO this link writes for the target: version 4, 4-byte addresses, the build-id
+    // read from the target's memory where the ELF's note says it is. A target whose note is
+    // not the ELF's is refused (verify=0: warned about by the board, as a serial target's
+    // HELLO is), with the evidence.
+    protocol::TargetHello identify(probe::GdbClient& gdb) const {
+        protocol::TargetHello hello;
+        hello.version = protocol::kFramedVersionProbe;
+        hello.addr_bytes = 4;
+        hello.sample_hz = static_cast<std::uint32_t>(settings_.rate);
+        if (settings_.elf.empty()) return hello;
+        std::optional<probe::BuildIdNote> note;
+        try {
+            note = probe::build_id_note(settings_.elf);
+        } catch (const std::runtime_error& e) {
+            throw probe::ProbeError(std::string("the board's ELF: ") + e.what());
+        }
+        if (!note) return hello;  // an ELF without a note: nothing to compare
+        std::string bytes;
+        try {
+            bytes = gdb.read_memory(note->address, note->size);
+        } catch (const probe::ProbeError&) {  // unreadable there: not the ELF's image either
+        }
+        const auto id = probe::parse_build_id_note(bytes);
+        if (id != note->id && settings_.verify) {
+            char where[32];
+            std::snprintf(where, sizeof where, "0x%llx",
+                          static_cast<unsigned long long>(note->address));
+            throw probe::ProbeError(
+                "the target does not run " + settings_.elf.filename().string() +
+                ": its memory at " + where + " holds " +
+                (id ? "build-id " + *id : std::string("no build-id note")) + ", the ELF's is " +
+                note->id + " (flash that ELF, give the board the one it runs, or add verify=0)");
+        }
+        if (id && id->size() <= 2 * protocol::kMaxBuildIdBytes) {
+            for (std::size_t i = 0; i + 1 < id->size(); i += 2)
+                hello.build_id.push_back(
+                    static_cast<std::uint8_t>(std::stoul(id->substr(i, 2), nullptr, 16)));
+        }
+        return hello;
     }
 
     // After a failure, best effort: a server still there lets the target run on, not halted.
@@ -162,6 +314,7 @@ class GdbLink : public Link {
     asio::io_context& io_;
     std::string host_;
     std::uint16_t port_;
+    SamplerSettings settings_;
     Clock::duration period_;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(false);
     std::thread thread_;
@@ -176,8 +329,17 @@ class GdbLink : public Link {
 
 }  // namespace
 
-std::unique_ptr<Link> make_gdb_link(asio::io_context& io, const config::LinkUri& uri) {
-    return std::make_unique<GdbLink>(io, uri.host, uri.port, uri.number("rate", 100));
+std::unique_ptr<Link> make_gdb_link(asio::io_context& io, const config::LinkUri& uri,
+                                    const std::filesystem::path& elf) {
+    SamplerSettings settings;
+    settings.rate = uri.number("rate", 100);
+    settings.stacks = uri.number("stacks", 0) != 0;
+    settings.stack_bytes = uri.number("stack_bytes", 1024);
+    settings.verify = uri.number("verify", 1) != 0;
+    settings.elf = elf;
+    if (settings.stacks && elf.empty())
+        throw std::invalid_argument("stacks=1 needs the board's firmware ELF");
+    return std::make_unique<GdbLink>(io, uri.host, uri.port, std::move(settings));
 }
 
 }  // namespace rackprof::daemon::capture

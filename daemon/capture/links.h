@@ -5,6 +5,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <span>
@@ -35,8 +36,10 @@ class Link {
     virtual void set_backpressure(std::function<bool()> has_room) { (void)has_room; }
 };
 
-// Throws std::invalid_argument for a URI this build cannot serve.
-std::unique_ptr<Link> make_link(boost::asio::io_context& io, const config::LinkUri& uri);
+// Throws std::invalid_argument for a URI this build cannot serve. `elf`: the board's firmware,
+// for links that read the target through its debugger (gdb://: its build-id, its CFI).
+std::unique_ptr<Link> make_link(boost::asio::io_context& io, const config::LinkUri& uri,
+                                const std::filesystem::path& elf = {});
 
 // Opens a serial device raw (8N1, no flow control, no line discipline) at any baud rate,
 // exclusively. Returns the descriptor; throws std::system_error naming the device.

@@ -254,6 +254,11 @@ void validate_board(const BoardConfig& b) {
         throw BoardFieldError("protocol",
                               "a gdb:// link hands its samples on as the framed protocol: must be "
                               "\"framed\" (or left out)");
+    if (parse_link_uri(b.link).scheme == "gdb" && parse_link_uri(b.link).number("stacks", 0) &&
+        b.elf.empty())
+        throw BoardFieldError("elf",
+                              "stacks=1 unwinds with the firmware's call-frame information: the "
+                              "board needs its ELF (elf, or firmware over the API)");
     if (parse_link_uri(b.link).scheme == "gdb" && b.addr_bytes != 4)
         throw BoardFieldError("addr_bytes",
                               "a gdb:// link's samples carry 4-byte addresses: must be 4");

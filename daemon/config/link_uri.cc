@@ -30,11 +30,12 @@ struct NumberBounds {
     const char* unit;
 };
 constexpr NumberBounds kBounds[] = {
-    {"serial", "baud", 50, 50'000'000, "baud"}, {"file", "rate", 1, 1'000'000'000, "bytes/s"},
-    {"file", "chunk", 1, 1u << 20, "bytes"},    {"sim", "rate", 1, 10'000'000, "bytes/s"},
-    {"sim", "seed", 0, 999'999'999'999, ""},    {"sim", "addr_bytes", 3, 4, ""},
-    {"sim", "arc_cache", 0, 65'536, "entries"}, {"sim", "pc_cache", 0, 65'536, "entries"},
-    {"gdb", "rate", 1, 10'000, "samples/s"},
+    {"serial", "baud", 50, 50'000'000, "baud"},  {"file", "rate", 1, 1'000'000'000, "bytes/s"},
+    {"file", "chunk", 1, 1u << 20, "bytes"},     {"sim", "rate", 1, 10'000'000, "bytes/s"},
+    {"sim", "seed", 0, 999'999'999'999, ""},     {"sim", "addr_bytes", 3, 4, ""},
+    {"sim", "arc_cache", 0, 65'536, "entries"},  {"sim", "pc_cache", 0, 65'536, "entries"},
+    {"gdb", "rate", 1, 10'000, "samples/s"},     {"gdb", "stacks", 0, 1, ""},
+    {"gdb", "stack_bytes", 64, 16'384, "bytes"}, {"gdb", "verify", 0, 1, ""},
 };
 
 void check_bounds(const LinkUri& uri) {
@@ -119,7 +120,7 @@ LinkUri parse_link_uri(const std::string& text) {
     static const std::map<std::string, std::set<std::string>> kParams = {
         {"serial", {"baud"}},
         {"tcp", {}},
-        {"gdb", {"rate"}},
+        {"gdb", {"rate", "mode", "stacks", "stack_bytes", "verify"}},
         {"file", {"pace", "rate", "chunk"}},
         {"sim", {"rate", "seed", "format", "addr_bytes", "arc_cache", "pc_cache"}}};
     const auto known = kParams.find(uri.scheme);
@@ -158,6 +159,13 @@ LinkUri parse_link_uri(const std::string& text) {
         check_path(uri.path);
     }
     check_bounds(uri);
+    if (uri.scheme == "gdb" && uri.params.count("mode") && uri.params.at("mode") != "halt") {
+        throw std::invalid_argument(
+            uri.params.at("mode") == "running"
+                ? "mode=running (sampling without halting) needs a server that reads memory "
+                  "while the core runs; this link samples by halting only (mode=halt)"
+                : "mode must be halt, not '" + uri.params.at("mode") + "'");
+    }
     if (uri.scheme == "file") {
         const std::string pace = uri.param("pace", "fast");
         if (pace != "fast" && pace != "realtime")

@@ -1,4 +1,5 @@
-// A decoded stream's function entry/exit events into a calling-context tree
+// A decoded stream's function entry/exit events (or a probe link's sampled stacks) into a
+// calling-context tree
 // (gmon/calling_context.h), for the capture loop and for imports alike. Loss is marked from
 // the decoder's counters after each chunk: frames lost or bad, ITM overflows, resyncs, bytes
 // discarded, records the target dropped. Where in the chunk the loss fell is not known, so the
@@ -20,6 +21,9 @@ class CallingContextFeed {
     void on_event(const protocol::StreamEvent& event) {
         if (const auto* f = std::get_if<protocol::FunctionEvent>(&event)) {
             builder_.on_event(*f);
+            changed_ = true;
+        } else if (const auto* stack = std::get_if<protocol::StackSample>(&event)) {
+            builder_.on_stack(*stack);  // a probe link's sampled stack
             changed_ = true;
         } else if (const auto* lost = std::get_if<protocol::EventsLost>(&event)) {
             // The framed decoder says where in the stream events went missing.

@@ -5,7 +5,9 @@
 
 #include "runtime/rackprof.h"
 
+#ifndef ROUNDS /* the plain build (no instrumentation) runs until a probe's test stops it */
 #define ROUNDS 40u
+#endif
 /* Enough work that a call's own time dwarfs the profiler's cost at its entry and exit: the
  * enter-exit build's stamps show doSomething under slow() taking about 9x its time under fast()
  * (the hooks add about 200 cycles per call, which fewer iterations would make felt). */

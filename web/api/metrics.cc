@@ -123,13 +123,21 @@ void write_rack_metrics(MetricsText& out, const daemon::service::RackMetrics& ra
                    static_cast<double>(b.reconnects));
     }
     // One family per session counter, named by the one counter table; the losses say so.
+    // A counter of nanoseconds ("_ns") is exported in seconds, Prometheus' base unit.
     for (const auto& counter : storage::kSessionCounters) {
-        const std::string name = "rackprof_session_" + std::string(counter.name) + "_total";
+        std::string base(counter.name);
+        double scale = 1;
+        if (base.ends_with("_ns")) {
+            base = base.substr(0, base.size() - 3) + "_seconds";
+            scale = 1e-9;
+        }
+        const std::string name = "rackprof_session_" + base + "_total";
         out.family(name, "counter",
                    std::string(counter.is_loss ? "Loss: " : "") + std::string(counter.name) +
                        " of the board's current session (restarts with each session).");
         for (const auto& b : rack.boards) {
-            out.sample(name, {{"board", b.name}}, static_cast<double>(b.counters.*counter.member));
+            out.sample(name, {{"board", b.name}},
+                       scale * static_cast<double>(b.counters.*counter.member));
         }
     }
     const auto& w = rack.writer;

@@ -211,7 +211,12 @@ export function counterList(
     { class: "counters", "data-protocol": protocol },
     shown.map(([k, v]) => [
       h("dt", {}, label(k)),
-      h("dd", { class: isLoss(k) && v > 0 ? "warn" : "", "data-counter": k }, count(v)),
+      h(
+        "dd",
+        { class: isLoss(k) && v > 0 ? "warn" : "", "data-counter": k },
+        // A probe link's halted time (samples_halted_ns): the intrusion, in seconds.
+        k.endsWith("_ns") ? `${(v / 1e9).toFixed(3)} s` : count(v),
+      ),
     ]),
     lossFree
       ? [h("dt", {}, "losses"), h("dd", { class: "ok", "data-counter": "losses" }, "none")]

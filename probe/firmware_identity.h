@@ -1,0 +1,28 @@
+// Which firmware a target runs, read through the debugger: the ELF's GNU build-id note sits
+// in an allocated section (target-fw's linker script keeps it in flash), so the same bytes at
+// the same address of the target's memory name the image it runs, as a HELLO's build-id does
+// for a serial link.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace rackprof::probe {
+
+struct BuildIdNote {
+    std::uint64_t address = 0;  // where the note is in the target's memory
+    std::size_t size = 0;       // the whole note (header, name, id)
+    std::string id;             // the build-id, lowercase hex
+};
+
+// The ELF's build-id note where it is loaded, or nothing when it has none in an allocated
+// section. Throws std::runtime_error for a file that is not an ELF.
+std::optional<BuildIdNote> build_id_note(const std::filesystem::path& elf);
+
+// The build-id of a GNU build-id note's bytes (ELF note: namesz, descsz, type 3, "GNU\0",
+// the id), lowercase hex, or nothing when the bytes are not one.
+std::optional<std::string> parse_build_id_note(const std::string& bytes);
+
+}  // namespace rackprof::probe
