@@ -227,3 +227,67 @@ TEST_CASE("calling context: merge adds by path; stored rows come back equal") {
     orphan.parent = 1000;
     CHECK_THROWS_AS(stored.add_stored(orphan), std::invalid_argument);
 }
+
+namespace rackprof::gmon {
+namespace {
+
+protocol::StackSample stack(std::vector<std::uint32_t> functions, std::uint16_t exception = 0,
+                            bool truncated = false) {
+    return {functions.empty() ? 0u : functions.front() + 4, exception, truncated,
+            std::move(functions)};
+}
+
+TEST_CASE("calling context: sampled stacks count samples per path, never calls or cycles") {
+    CallingContextBuilder b;
+    for (int i = 0; i < 9; ++i) b.on_stack(stack({0x300, 0x200, 0x100}));  // do <- slow <- main
+    b.on_stack(stack({0x300, 0x210, 0x100}));                              // do <- fast <- main
+    b.on_stack(stack({0x400}, 15));                                        // a SysTick handler
+    b.on_stack(stack({0x300}, 0, true));                                   // cut short
+    const auto tree = b.snapshot();
+    CHECK(tree.unit() == ContextUnit::kSamples);
+    CHECK(b.stats().stacks == 12);
+    std::uint64_t calls = 0, total = 0;
+    for (const auto& n : tree.nodes()) {
+        calls += n.calls;
+        if (n.parent == kNoParent) total += n.inclusive;
+    }
+    CHECK(calls == 0);
+    CHECK(total == 12);
+    // Under main: slow's path 9 samples, fast's 1; the cut stack sits alone, incomplete.
+    const auto& nodes = tree.nodes();
+    std::uint64_t slow_do = 0, fast_do = 0, incomplete = 0;
+    for (const auto& n : nodes) {
+        if (n.function == 0x300 && n.parent != kNoParent && nodes[n.parent].function == 0x200)
+            slow_do = n.exclusive;
+        if (n.function == 0x300 && n.parent != kNoParent && nodes[n.parent].function == 0x210)
+            fast_do = n.exclusive;
+        incomplete += n.incomplete ? 1 : 0;
+    }
+    CHECK(slow_do == 9);
+    CHECK(fast_do == 1);
+    CHECK(incomplete == 1);
+    // Entry/exit events after stacks are left out and counted: one tree, one unit.
+    b.on_event(protocol::FunctionEvent{true, 0x10, 0x100, 5, 32, 0});
+    CHECK(b.stats().mixed_ignored == 1);
+    CHECK(b.stats().events == 0);
+}
+
+TEST_CASE("calling context: a tree of samples and one of cycles are never added together") {
+    CallingContextBuilder sampled;
+    sampled.on_stack(stack({0x300, 0x100}));
+    CallingContextBuilder measured;
+    measured.on_event(protocol::FunctionEvent{true, 0x10, 0x100, 5, 32, 0});
+    measured.on_event(protocol::FunctionEvent{false, 0x10, 0x100, 50, 32, 0});
+    CallingContextTree merged;
+    merged.merge(sampled.snapshot());
+    CHECK(merged.unit() == ContextUnit::kSamples);
+    CHECK_THROWS_AS(merged.merge(measured.snapshot()), std::invalid_argument);
+    CallingContextTree empty_first;
+    empty_first.merge(CallingContextTree{});
+    empty_first.merge(measured.snapshot());
+    CHECK(empty_first.unit() == ContextUnit::kCycles);
+    CHECK_THROWS_AS(empty_first.merge(sampled.snapshot()), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace rackprof::gmon

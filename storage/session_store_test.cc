@@ -338,8 +338,12 @@ TEST_CASE("the writer stores a session's calling-context tree: a chunk's copy, t
     TempDb db;
     std::int64_t id = 0;
     const auto early = std::make_shared<const gmon::CallingContextTree>(stored_tree_sample(50));
-    const auto final_tree =
-        std::make_shared<const gmon::CallingContextTree>(stored_tree_sample(90));
+    gmon::CallingContextTree sampled_tree = stored_tree_sample(90);
+    SUBCASE("measured in cycles") {}
+    SUBCASE("sampled stacks: the unit comes back with the tree") {
+        sampled_tree.set_unit(gmon::ContextUnit::kSamples);
+    }
+    const auto final_tree = std::make_shared<const gmon::CallingContextTree>(sampled_tree);
     {
         StorageWriter writer(db.path);
         NewSession spec;
@@ -357,7 +361,8 @@ TEST_CASE("the writer stores a session's calling-context tree: a chunk's copy, t
     }
     SessionStore store(db.path);
     const auto tree = store.calling_context(id);
-    CHECK(tree == *final_tree);
+    CHECK(tree == *final_tree);  // == compares the unit too
+    CHECK(tree.unit() == final_tree->unit());
     CHECK(tree.incomplete_nodes() == 1);  // main, never returned
     store.delete_session(id);
     CHECK(store.calling_context(id).empty());

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include "gmon/calling_context.h"
 #include "gmon/function_index.h"
@@ -111,7 +112,11 @@ std::shared_ptr<const gmon::CallingContextTree> SelectionMerges::merged_calling_
     if (by_name && builds.size() > 1) return nullptr;
     auto merged = std::make_shared<gmon::CallingContextTree>();
     const auto store = readers_.lease();
-    for (const auto& s : sessions) merged->merge(store->calling_context(s.id));
+    try {
+        for (const auto& s : sessions) merged->merge(store->calling_context(s.id));
+    } catch (const std::invalid_argument&) {
+        return nullptr;  // probe boards' sampled stacks beside measured cycles: no one tree
+    }
     if (merged->empty()) return nullptr;
     return merged;
 }

@@ -9,7 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -73,39 +75,36 @@ bool qemu_missing() {
 }
 
 // Firmware in QEMU, halted at reset (-S) with its gdbstub on a free loopback port.
-std::vector<std::string> qemu_command(const std::filesystem::path& elf, std::uint16_t port) {
-    return {"qemu-system-arm",
-            "-M",
-            "mps2-an385",
-            "-display",
-            "none",
-            "-monitor",
-            "none",
-            "-serial",
-            "null",
-            "-semihosting-config",
-            "enable=on,target=native",
-            "-icount",
-            "shift=7,align=on",
-            "-S",
-            "-gdb",
-            "tcp:127.0.0.1:" + std::to_string(port),
-            "-kernel",
-            elf.string()};
+std::vector<std::string> qemu_command(const std::filesystem::path& elf, std::uint16_t port,
+                                      const std::string& machine = "mps2-an385") {
+    // clang-format off
+    return {"qemu-system-arm", "-M", machine, "-display", "none", "-monitor", "none",
+            "-serial", "null", "-semihosting-config", "enable=on,target=native",
+            "-icount", "shift=7,align=on", "-S", "-gdb", "tcp:127.0.0.1:" + std::to_string(port),
+            "-kernel", elf.string()};
+    // clang-format on
 }
 
 struct QemuBoard {
-    explicit QemuBoard(const std::filesystem::path& image = kBlinky) : elf(image) {}
+    explicit QemuBoard(const std::filesystem::path& image = kBlinky,
+                       const std::string& board = "mps2-an385")
+        : elf(image), machine(board) {}
     std::filesystem::path elf;
+    std::string machine;
     testing::TempDir dir;
     std::uint16_t port = free_tcp_port();
-    std::optional<testing::Process> qemu{std::in_place, qemu_command(elf, port), dir / "qemu.err"};
+    std::optional<testing::Process> qemu{std::in_place, qemu_command(elf, port, machine),
+                                         dir / "qemu.err"};
+    // The server goes away (kill -9), or comes back on the same port.
+    void kill() { qemu.reset(); }
+    void restart() { qemu.emplace(qemu_command(elf, port, machine), dir / "qemu.err"); }
 };
 
 // A gdb:// board named `name` over the API, its firmware uploaded; `query` follows the port.
 void add_probe_board(testing::ApiDaemon& d, const std::string& name, const QemuBoard& board,
-                     const std::string& query) {
-    const auto put = d.call("PUT", "/api/v1/firmware", {"--data-binary", "@" + board.elf.string()});
+                     const std::string& query, const std::filesystem::path& elf = {}) {
+    const auto image = elf.empty() ? board.elf : elf;
+    const auto put = d.call("PUT", "/api/v1/firmware", {"--data-binary", "@" + image.string()});
     REQUIRE(put.first / 100 == 2);
     const std::string firmware = json::parse(put.second)["id"];
     const std::string body = R"({"name":")" + name + R"(","link":"gdb://127.0.0.1:)" +
@@ -271,8 +270,14 @@ namespace {
 // session's counters say how long the target was held halted and how many stacks were cut.
 TEST_CASE("a gdb:// board with stacks=1: sampled stacks of uninstrumented firmware, unwound") {
     if (qemu_missing()) return;
-    REQUIRE(std::filesystem::exists(kPlainConflation));
-    QemuBoard board(kPlainConflation);
+    std::string machine = "mps2-an385";
+    SUBCASE("Cortex-M3 (mps2-an385)") {}
+    SUBCASE("Cortex-M4F (mps2-an386): the same example built for its FPU, hard-float ABI") {
+        machine = "mps2-an386";
+    }
+    const auto elf = kPlainConflation.parent_path() / ("conflation-" + machine + "-plain.elf");
+    REQUIRE(std::filesystem::exists(elf));
+    QemuBoard board(elf, machine);
     testing::ApiDaemon d;
     add_probe_board(d, "stacks", board, "?rate=200&stacks=1");
     const auto started = std::chrono::steady_clock::now();
@@ -344,6 +349,159 @@ TEST_CASE("a gdb:// board with stacks=1: sampled stacks of uninstrumented firmwa
     REQUIRE(speedscope.first == 200);
     CHECK(json::parse(speedscope.second)["profiles"][0]["name"].get<std::string>().find(
               "(samples)") != std::string::npos);
+}
+
+// The board's state once `ready` says yes (the JSON of GET /api/v1/boards/NAME).
+json board_when(testing::ApiDaemon& d, const std::string& name,
+                const std::function<bool(const json&)>& ready, std::chrono::seconds within) {
+    json board;
+    testing::eventually(
+        [&] {
+            board = json::parse(d.call("GET", "/api/v1/boards/" + name).second);
+            return ready(board);
+        },
+        within, 100ms);
+    return board;
+}
+
+// An ELF identical to `elf` but for its build-id (the last byte of the id flipped): the same
+// code at the same addresses, another image as far as the build-id says.
+std::filesystem::path with_other_build_id(const std::filesystem::path& elf,
+                                          const std::filesystem::path& dir) {
+    const std::string id = gmon::Symbolizer::load(elf)->build_id();
+    std::string raw;
+    for (std::size_t i = 0; i + 1 < id.size(); i += 2)
+        raw += static_cast<char>(std::stoi(id.substr(i, 2), nullptr, 16));
+    std::ifstream in(elf, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto at = bytes.find(raw);
+    REQUIRE(at != std::string::npos);
+    bytes[at + raw.size() - 1] = static_cast<char>(bytes[at + raw.size() - 1] ^ 0x5a);
+    const auto out = dir / "other-build-id.elf";
+    std::ofstream(out, std::ios::binary) << bytes;
+    return out;
+}
+
+// Issue 41 item 4: the build-id in the target's memory is compared with the board's ELF's,
+// where the ELF's note says it is. A board whose ELF has another build-id is refused with both
+// ids; one whose ELF puts its note where the target has none (another program) is refused
+// saying so; with verify=0 it captures, and its session says which image the target runs.
+TEST_CASE("a gdb:// board whose target runs another image is refused with the evidence") {
+    if (qemu_missing()) return;
+    QemuBoard board(kPlainConflation);
+    testing::ApiDaemon d;
+    const auto other = with_other_build_id(kPlainConflation, d.dir().path());
+    const auto running_id = gmon::Symbolizer::load(kPlainConflation)->build_id();
+    const auto other_id = gmon::Symbolizer::load(other)->build_id();
+    REQUIRE(running_id != other_id);
+    const auto refusal = [&](const std::string& name) {
+        const json b = board_when(
+            d, name, [](const json& j) { return !j["last_error"].get<std::string>().empty(); },
+            20s);
+        MESSAGE(name << ": " << b["last_error"].get<std::string>());
+        CHECK(b["state"] != "connected");
+        CHECK(b["session"].is_null());  // nothing captured from a target refused
+        return b["last_error"].get<std::string>();
+    };
+    add_probe_board(d, "other-id", board, "?rate=50", other);
+    const std::string error = refusal("other-id");
+    CHECK(error.find("does not run") != std::string::npos);
+    CHECK(error.find("holds build-id " + running_id) != std::string::npos);
+    CHECK(error.find("the ELF's is " + other_id) != std::string::npos);
+    REQUIRE(d.call("DELETE", "/api/v1/boards/other-id").first / 100 == 2);
+
+    add_probe_board(d, "other-program", board, "?rate=50", kBlinky);
+    CHECK(refusal("other-program").find("holds no build-id note") != std::string::npos);
+    REQUIRE(d.call("DELETE", "/api/v1/boards/other-program").first / 100 == 2);
+
+    add_probe_board(d, "warned", board, "?rate=50&verify=0", other);
+    const std::int64_t id = session_with_samples(d, "warned", 10, 20s);
+    REQUIRE(id != 0);
+    const json session =
+        json::parse(d.call("GET", "/api/v1/sessions/" + std::to_string(id)).second);
+    CHECK(session["target"]["build_id"] == running_id);  // what the target runs, as read
+    CHECK(session["elf"]["build_id"] == other_id);
+}
+
+// Issue 41 item 6: the GDB server going away mid-run (QEMU killed) is a disconnection with its
+// reason, the board retries with backoff, and the same session resumes when the server is back,
+// the break recorded as a gap, as a serial board's unplug is.
+TEST_CASE("a gdb:// board: its server killed mid-run, then back: disconnected, gap, resumed") {
+    if (qemu_missing()) return;
+    QemuBoard board;
+    testing::ApiDaemon d;
+    add_probe_board(d, "probe", board, "?rate=100");
+    const std::int64_t id = session_with_samples(d, "probe", 20, 20s);
+    REQUIRE(id != 0);
+    board.kill();
+    const json gone = board_when(
+        d, "probe", [](const json& b) { return b["state"] == "disconnected"; }, 20s);
+    MESSAGE("after the kill: " << gone.dump());
+    CHECK(gone["state"] == "disconnected");
+    CHECK_FALSE(gone["last_error"].get<std::string>().empty());
+    const auto before = gone["counters"]["pc_samples"].get<std::uint64_t>();
+    board.restart();
+    const json back = board_when(
+        d, "probe",
+        [&](const json& b) {
+            return b["state"] == "connected" &&
+                   b["counters"]["pc_samples"].get<std::uint64_t>() > before + 20;
+        },
+        30s);
+    MESSAGE("after the restart: " << back.dump());
+    CHECK(back["state"] == "connected");
+    CHECK(back["reconnects"].get<std::uint64_t>() >= 1);
+    CHECK(back["session"] == id);  // the same session, resumed
+    CHECK(back["counters"]["gaps"].get<std::uint64_t>() >= 1);
+    CHECK(back["counters"]["bytes_discarded"] == 0);
+}
+
+// A GDB server that is not one: each hostile reply gives a ProbeError in bounded time and
+// memory, never a crash or a hang. The server here is a loopback listener of this test.
+TEST_CASE("a hostile GDB server: garbage, bad checksums, endless packets are errors") {
+    struct Case {
+        std::string name;
+        std::string reply;  // sent again and again to whatever the client says
+    };
+    const std::vector<Case> cases = {
+        {"garbage", std::string("\x01\xff garbage with no packet \x02", 32)},
+        {"wrong checksums", "+$PacketSize=1000#00"},
+        {"an endless packet", "+$" + std::string(4096, 'A')},
+        {"an error to everything", "+$E01#a6"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.name);
+        const auto listener = testing::listen_loopback();
+        std::atomic<bool> done{false};
+        std::thread server([&] {
+            const int fd = ::accept(listener.fd, nullptr, nullptr);
+            if (fd < 0) return;
+            while (!done) {
+                if (::send(fd, c.reply.data(), c.reply.size(), MSG_NOSIGNAL) < 0) break;
+                std::this_thread::sleep_for(1ms);
+            }
+            ::close(fd);
+        });
+        probe::GdbClientOptions options;
+        options.timeout = 500ms;
+        options.max_packet = 64 * 1024;
+        const auto started = std::chrono::steady_clock::now();
+        std::string error;
+        try {
+            auto gdb = probe::GdbClient::connect(
+                "127.0.0.1", static_cast<std::uint16_t>(listener.port), options);
+            (void)gdb->read_register(15);
+        } catch (const probe::ProbeError& e) {
+            error = e.what();
+        }
+        const auto took = std::chrono::steady_clock::now() - started;
+        done = true;
+        server.join();
+        ::close(listener.fd);
+        MESSAGE(c.name << ": " << error);
+        CHECK_FALSE(error.empty());
+        CHECK(took < 10s);
+    }
 }
 
 }  // namespace
