@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -100,6 +101,11 @@ std::unique_ptr<GdbClient> GdbClient::connect(const std::string& host, std::uint
         fd = connect_one(*a, deadline, error);
     ::freeaddrinfo(found);
     if (fd < 0) throw ProbeError("gdb://" + where + ": cannot connect: " + error);
+    return attach(fd, options, connected);
+}
+
+std::unique_ptr<GdbClient> GdbClient::attach(int fd, GdbClientOptions options,
+                                             const std::function<void(GdbClient&)>& connected) {
     std::unique_ptr<GdbClient> client(new GdbClient(fd, options));
     if (connected) connected(*client);
     client->handshake();
@@ -108,7 +114,10 @@ std::unique_ptr<GdbClient> GdbClient::connect(const std::string& host, std::uint
 
 GdbClient::GdbClient(int fd, GdbClientOptions options)
     : fd_(fd), options_(options), reader_(options.max_packet) {
-    abort_->fd_ = fd;
+    int type = 0;
+    socklen_t len = sizeof type;
+    socket_ = ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0;
+    abort_->fd_ = socket_ ? fd : -1;  // a socket is shut down too: a blocked send returns
 }
 
 GdbClient::~GdbClient() {
@@ -119,9 +128,29 @@ GdbClient::~GdbClient() {
     ::close(fd_);
 }
 
+AbortHandle::AbortHandle() : wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    if (wake_ < 0) throw ProbeError(std::string("eventfd: ") + std::strerror(errno));
+}
+
+AbortHandle::~AbortHandle() {
+    ::close(wake_);
+}
+
 void AbortHandle::abort() {
     std::lock_guard lock(mutex_);
+    const std::uint64_t one = 1;
+    (void)!::write(wake_, &one, sizeof one);
     if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+}
+
+bool GdbClient::wait_for(short events, int timeout_ms) {
+    while (true) {
+        pollfd p[2] = {{fd_, events, 0}, {abort_->wake_, POLLIN, 0}};
+        const int ready = ::poll(p, 2, timeout_ms);
+        if (ready < 0 && errno == EINTR) continue;
+        if (p[1].revents) throw ProbeError("the connection to the GDB server was cut short");
+        return ready > 0;
+    }
 }
 
 Clock::time_point GdbClient::deadline() const {
@@ -177,10 +206,10 @@ std::optional<unsigned> GdbClient::pc_register() const {
 
 void GdbClient::send_raw(std::string_view bytes) {
     while (!bytes.empty()) {
-        const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-        if (n < 0 && errno == EAGAIN) {
-            pollfd p{fd_, POLLOUT, 0};
-            if (::poll(&p, 1, static_cast<int>(options_.timeout.count())) != 1)
+        const ssize_t n = socket_ ? ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL)
+                                  : ::write(fd_, bytes.data(), bytes.size());
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+            if (!wait_for(POLLOUT, static_cast<int>(options_.timeout.count())))
                 throw ProbeError("the GDB server stopped reading");
             continue;
         }
@@ -211,12 +240,11 @@ void GdbClient::send_packet(std::string_view payload) {
 RspItem GdbClient::receive_item(Clock::time_point by) {
     while (true) {
         if (auto item = reader_.next()) return *item;
-        pollfd p{fd_, POLLIN, 0};
-        const int ready = ::poll(&p, 1, remaining_ms(by));
-        if (ready == 0) throw ProbeTimeout("the GDB server did not answer in time");
-        if (ready < 0 && errno == EINTR) continue;
+        if (!wait_for(POLLIN, remaining_ms(by)))
+            throw ProbeTimeout("the GDB server did not answer in time");
         char buffer[16384];
-        const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
+        const ssize_t n =
+            socket_ ? ::recv(fd_, buffer, sizeof buffer, 0) : ::read(fd_, buffer, sizeof buffer);
         if (n == 0) throw ProbeError("the GDB server closed the connection");
         if (n < 0) {
             if (errno == EAGAIN || errno == EINTR) continue;

@@ -36,14 +36,21 @@ class ProbeTimeout : public ProbeError {
 
 // Cuts a client's connection short from another thread, and does nothing once the client is
 // gone: a thread that keeps it may call abort() whenever, with no race on the client's life.
+// The client waits on its connection and on this handle's eventfd, so a serial port (which has
+// no shutdown) is cut short as a socket is.
 class AbortHandle {
   public:
+    AbortHandle();
+    ~AbortHandle();
+    AbortHandle(const AbortHandle&) = delete;
+    AbortHandle& operator=(const AbortHandle&) = delete;
     void abort();
 
   private:
     friend class GdbClient;
     std::mutex mutex_;
-    int fd_ = -1;  // -1 once the client has closed it
+    int fd_ = -1;    // -1 once the client has closed it
+    int wake_ = -1;  // an eventfd, readable once aborted
 };
 
 struct GdbClientOptions {
@@ -58,6 +65,11 @@ class GdbClient {
     // the client before the handshake (so another thread may abort() a slow one).
     static std::unique_ptr<GdbClient> connect(
         const std::string& host, std::uint16_t port, GdbClientOptions options = {},
+        const std::function<void(GdbClient&)>& connected = nullptr);
+    // The same over a descriptor already open on a server (a Black Magic Probe's serial port,
+    // opened raw by its owner); the client owns it from here on, and closes it.
+    static std::unique_ptr<GdbClient> attach(
+        int fd, GdbClientOptions options = {},
         const std::function<void(GdbClient&)>& connected = nullptr);
     ~GdbClient();
     GdbClient(const GdbClient&) = delete;
@@ -107,6 +119,9 @@ class GdbClient {
   private:
     GdbClient(int fd, GdbClientOptions options);
     void handshake();
+    // Waits for `events` on the connection until `timeout_ms`; false on timeout. Throws
+    // ProbeError once aborted.
+    bool wait_for(short events, int timeout_ms);
     // A qXfer:features:read annex, read whole in PacketSize pieces (at most 1 MiB).
     std::string read_annex(const std::string& annex);
     void send_raw(std::string_view bytes);
@@ -119,6 +134,7 @@ class GdbClient {
     std::chrono::steady_clock::time_point deadline() const;
 
     int fd_;
+    bool socket_ = false;  // send()/recv() with MSG_NOSIGNAL; else write()/read()
     std::shared_ptr<AbortHandle> abort_ = std::make_shared<AbortHandle>();
     GdbClientOptions options_;
     RspReader reader_;

@@ -138,7 +138,7 @@ void Board::connect() {
                 [this](const LinkClosed& closed) { on_closed(closed); });
     // Serial and file links open synchronously; a failure arrives as a posted on_closed. A
     // TCP or GDB server is connected once its first bytes come.
-    if (uri_.scheme != "tcp" && uri_.scheme != "gdb") {
+    if (uri_.scheme != "tcp" && !uri_.is_probe()) {
         boost::asio::post(io_, [this] {
             if (state_ == LinkState::kConnecting && !stopping_) {
                 set_state(LinkState::kConnected);

@@ -121,10 +121,12 @@ class StackReader {
 
 class GdbLink : public Link {
   public:
-    GdbLink(asio::io_context& io, std::string host, std::uint16_t port, SamplerSettings settings)
+    // The server at uri's host:port (gdb://) or on uri's serial port (gdb+serial://).
+    GdbLink(asio::io_context& io, const config::LinkUri& uri, SamplerSettings settings)
         : io_(io),
-          host_(std::move(host)),
-          port_(port),
+          host_(uri.host),
+          port_(uri.port),
+          device_(uri.scheme == "gdb+serial" ? uri.path : ""),
           settings_(std::move(settings)),
           period_(std::chrono::nanoseconds(1'000'000'000 /
                                            std::max<std::uint64_t>(settings_.rate, 1))) {}
@@ -189,11 +191,17 @@ class GdbLink : public Link {
         probe::GdbClientOptions options;
         options.connect_timeout = kConnectTimeout;
         // close() may cut the handshake short from here on (a server slow to describe itself).
-        client_ = probe::GdbClient::connect(host_, port_, options, [this](probe::GdbClient& c) {
+        const auto connected = [this](probe::GdbClient& c) {
             std::lock_guard lock(mutex_);
             connection_ = c.abort_handle();
             if (stop_) c.abort();  // closed while connecting: the handshake fails at once
-        });
+        };
+        if (device_.empty()) {
+            client_ = probe::GdbClient::connect(host_, port_, options, connected);
+        } else {
+            // A Black Magic Probe's GDB server: raw, exclusive, its rate left as it is (USB).
+            client_ = probe::GdbClient::attach(open_serial_device(device_, 0), options, connected);
+        }
         if (stop_requested()) return;
         probe::GdbClient& gdb = *client_;  // this thread's alone
         const auto pc = gdb.pc_register();
@@ -314,6 +322,7 @@ class GdbLink : public Link {
     asio::io_context& io_;
     std::string host_;
     std::uint16_t port_;
+    std::string device_;  // gdb+serial: the serial port; empty for TCP
     SamplerSettings settings_;
     Clock::duration period_;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(false);
@@ -339,7 +348,7 @@ std::unique_ptr<Link> make_gdb_link(asio::io_context& io, const config::LinkUri&
     settings.elf = elf;
     if (settings.stacks && elf.empty())
         throw std::invalid_argument("stacks=1 needs the board's firmware ELF");
-    return std::make_unique<GdbLink>(io, uri.host, uri.port, std::move(settings));
+    return std::make_unique<GdbLink>(io, uri, std::move(settings));
 }
 
 }  // namespace rackprof::daemon::capture

@@ -432,7 +432,7 @@ std::unique_ptr<Link> make_link(asio::io_context& io, const config::LinkUri& uri
         return std::make_unique<SerialLink>(io, uri.path,
                                             static_cast<std::uint32_t>(uri.number("baud", 0)));
     if (uri.scheme == "tcp") return std::make_unique<TcpLink>(io, uri.host, uri.port);
-    if (uri.scheme == "gdb") return make_gdb_link(io, uri, elf);
+    if (uri.is_probe()) return make_gdb_link(io, uri, elf);
     if (uri.scheme == "file") {
         return std::make_unique<FileLink>(io, uri.path, uri.param("pace", "fast") == "realtime",
                                           uri.number("rate", 150000));

@@ -182,7 +182,8 @@ void check_listen_address(const std::string& listen) {
 
 std::string default_protocol(const std::string& link) {
     // A probe's samples are made by rackprof itself, as the framed protocol's items.
-    return link.rfind("gdb://", 0) == 0 ? "framed" : "legacy";
+    return link.rfind("gdb://", 0) == 0 || link.rfind("gdb+serial://", 0) == 0 ? "framed"
+                                                                               : "legacy";
 }
 
 int default_addr_bytes(const std::string& protocol) {
@@ -250,16 +251,16 @@ void validate_board(const BoardConfig& b) {
     const auto* format = protocol::find_wire_format(b.protocol);
     if (!format)
         throw BoardFieldError("protocol", "must be " + protocol::wire_format_names(" or ", "\""));
-    if (parse_link_uri(b.link).scheme == "gdb" && b.protocol != "framed")
+    if (parse_link_uri(b.link).is_probe() && b.protocol != "framed")
         throw BoardFieldError("protocol",
                               "a gdb:// link hands its samples on as the framed protocol: must be "
                               "\"framed\" (or left out)");
-    if (parse_link_uri(b.link).scheme == "gdb" && parse_link_uri(b.link).number("stacks", 0) &&
+    if (parse_link_uri(b.link).is_probe() && parse_link_uri(b.link).number("stacks", 0) &&
         b.elf.empty())
         throw BoardFieldError("elf",
                               "stacks=1 unwinds with the firmware's call-frame information: the "
                               "board needs its ELF (elf, or firmware over the API)");
-    if (parse_link_uri(b.link).scheme == "gdb" && b.addr_bytes != 4)
+    if (parse_link_uri(b.link).is_probe() && b.addr_bytes != 4)
         throw BoardFieldError("addr_bytes",
                               "a gdb:// link's samples carry 4-byte addresses: must be 4");
     if (b.format != "bin" && b.format != "hex")

@@ -147,6 +147,35 @@ TEST_CASE("a gdb:// board: a probe's GDB server, sampled at a rate, its samples 
         doctest::Contains("must be 4"));
 }
 
+TEST_CASE("gdb:// options, and gdb+serial:// for a GDB server on a serial port") {
+    const auto g =
+        parse_link_uri("gdb://127.0.0.1:3333?rate=500&stacks=1&stack_bytes=2048&verify=0");
+    CHECK(g.is_probe());
+    CHECK(g.number("stacks", 0) == 1);
+    CHECK(g.number("stack_bytes", 0) == 2048);
+    CHECK(g.number("verify", 1) == 0);
+    CHECK_THROWS_WITH(parse_link_uri("gdb://127.0.0.1:3333?stacks=2"),
+                      doctest::Contains("stacks must be 0..1"));
+    CHECK_THROWS(parse_link_uri("gdb://127.0.0.1:3333?stack_bytes=20"));
+    CHECK_THROWS_WITH(parse_link_uri("gdb://127.0.0.1:3333?mode=running"),
+                      doctest::Contains("samples by halting only"));
+    CHECK(parse_link_uri("gdb://127.0.0.1:3333?mode=halt").is_probe());
+    // stacks=1 unwinds with the ELF's CFI: a board without its ELF is refused, key named.
+    CHECK_THROWS_WITH(board_from_json({{"name", "p"}, {"link", "gdb://127.0.0.1:2331?stacks=1"}}),
+                      doctest::Contains("needs its ELF"));
+
+    const auto s = parse_link_uri("gdb+serial:///dev/ttyACM0?rate=1000&stacks=1");
+    CHECK(s.scheme == "gdb+serial");
+    CHECK(s.path == "/dev/ttyACM0");
+    CHECK(s.is_probe());
+    CHECK(s.number("rate", 0) == 1000);
+    CHECK_THROWS_WITH(parse_link_uri("gdb+serial://ttyACM0"), doctest::Contains("absolute"));
+    CHECK_THROWS(parse_link_uri("gdb+serial:///dev/ttyACM0?baud=115200"));
+    CHECK_THROWS(parse_link_uri("gdb+serial:///dev/ttyACM0?rate=0"));
+    CHECK(board_from_json({{"name", "p"}, {"link", "gdb+serial:///dev/ttyACM0"}}).protocol ==
+          "framed");
+}
+
 TEST_CASE("an itm board: the issue's keys, each checked with its key named") {
     const auto c = parse_config(R"([[boards]]
 name = "m4-swo"

@@ -40,7 +40,9 @@ constexpr NumberBounds kBounds[] = {
 
 void check_bounds(const LinkUri& uri) {
     for (const auto& b : kBounds) {
-        if (uri.scheme != b.scheme || !uri.params.count(b.key)) continue;
+        // gdb+serial takes gdb's parameters.
+        const std::string scheme = uri.scheme == "gdb+serial" ? "gdb" : uri.scheme;
+        if (scheme != b.scheme || !uri.params.count(b.key)) continue;
         const std::uint64_t v = uri.number(b.key, 0);
         if (v < b.min || v > b.max) {
             throw std::invalid_argument(std::string(b.key) + " must be " + std::to_string(b.min) +
@@ -121,12 +123,13 @@ LinkUri parse_link_uri(const std::string& text) {
         {"serial", {"baud"}},
         {"tcp", {}},
         {"gdb", {"rate", "mode", "stacks", "stack_bytes", "verify"}},
+        {"gdb+serial", {"rate", "mode", "stacks", "stack_bytes", "verify"}},
         {"file", {"pace", "rate", "chunk"}},
         {"sim", {"rate", "seed", "format", "addr_bytes", "arc_cache", "pc_cache"}}};
     const auto known = kParams.find(uri.scheme);
     if (known == kParams.end()) {
         throw std::invalid_argument("unknown link scheme '" + uri.scheme +
-                                    "' (serial, tcp, gdb, file or sim)");
+                                    "' (serial, tcp, gdb, gdb+serial, file or sim)");
     }
     for (const auto& [key, value] : uri.params) {
         if (!known->second.count(key))
@@ -152,14 +155,15 @@ LinkUri parse_link_uri(const std::string& text) {
         if (uri.path.empty())
             throw std::invalid_argument(uri.scheme + " links need a " +
                                         (uri.scheme == "sim" ? "model" : "path"));
-        if ((uri.scheme == "serial" || uri.scheme == "file") && uri.path[0] != '/') {
+        if ((uri.scheme == "serial" || uri.scheme == "gdb+serial" || uri.scheme == "file") &&
+            uri.path[0] != '/') {
             throw std::invalid_argument(uri.scheme + " paths must be absolute (" + uri.scheme +
                                         ":///dev/...)");
         }
         check_path(uri.path);
     }
     check_bounds(uri);
-    if (uri.scheme == "gdb" && uri.params.count("mode") && uri.params.at("mode") != "halt") {
+    if (uri.is_probe() && uri.params.count("mode") && uri.params.at("mode") != "halt") {
         throw std::invalid_argument(
             uri.params.at("mode") == "running"
                 ? "mode=running (sampling without halting) needs a server that reads memory "

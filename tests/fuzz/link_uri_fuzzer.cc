@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0;
     }
     FUZZ_CHECK(uri.scheme == "serial" || uri.scheme == "tcp" || uri.scheme == "gdb" ||
-               uri.scheme == "file" || uri.scheme == "sim");
+               uri.scheme == "gdb+serial" || uri.scheme == "file" || uri.scheme == "sim");
     if (uri.scheme == "tcp" || uri.scheme == "gdb") {
         FUZZ_CHECK(uri.port > 0 && !uri.host.empty());
     } else {

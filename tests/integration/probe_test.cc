@@ -504,5 +504,59 @@ TEST_CASE("a hostile GDB server: garbage, bad checksums, endless packets are err
     }
 }
 
+// Issue 41 item 1's gdb+serial://: a GDB server on a serial port, as a Black Magic Probe has
+// it on /dev/ttyACM0. QEMU puts its real gdbstub on a pseudo-terminal (-gdb pty) and says which
+// one; the board opens it raw and exclusive, and samples through it as through TCP.
+TEST_CASE("a gdb+serial:// board: the GDB server on a pseudo-terminal, sampled like TCP") {
+    if (qemu_missing()) return;
+    testing::TempDir dir;
+    auto command = qemu_command(kBlinky, 0);
+    command[command.size() - 3] = "pty";  // -gdb pty instead of tcp:...
+    std::string line;
+    for (const auto& word : command) line += "'" + word + "' ";
+    // QEMU names the pty on stdout: sent to the log where the test reads it.
+    testing::Process qemu({"sh", "-c", "exec " + line + "1>&2"}, dir / "qemu.err");
+    std::string pty;
+    REQUIRE(testing::eventually(
+        [&] {
+            std::ifstream in(dir / "qemu.err");
+            const std::string text((std::istreambuf_iterator<char>(in)),
+                                   std::istreambuf_iterator<char>());
+            std::smatch m;
+            if (!std::regex_search(text, m, std::regex(R"(redirected to (/dev/pts/\d+))")))
+                return false;
+            pty = m[1];
+            return true;
+        },
+        10s, 50ms));
+    testing::ApiDaemon d("127.0.0.1:0", {}, "api_links = [\"gdb+serial:///dev/pts/*\"]\n");
+    const auto put = d.call("PUT", "/api/v1/firmware", {"--data-binary", "@" + kBlinky.string()});
+    REQUIRE(put.first / 100 == 2);
+    const std::string body = R"({"name":"bmp","link":"gdb+serial://)" + pty +
+                             R"(?rate=100","firmware":")" +
+                             json::parse(put.second)["id"].get<std::string>() + R"("})";
+    const auto made =
+        d.call("POST", "/api/v1/boards", {"-H", "Content-Type: application/json", "--data", body});
+    INFO(made.second);
+    REQUIRE(made.first == 201);
+    const std::int64_t id = session_with_samples(d, "bmp", 40, 20s);
+    REQUIRE(id != 0);
+    const json session =
+        json::parse(d.call("GET", "/api/v1/sessions/" + std::to_string(id)).second);
+    CHECK(session["protocol"] == "framed");
+    CHECK(session["counters"]["bytes_discarded"] == 0);
+    CHECK(session["target"]["build_id"] == gmon::Symbolizer::load(kBlinky)->build_id());
+    const json profile =
+        json::parse(d.call("GET", "/api/v1/sessions/" + std::to_string(id) + "/profile").second);
+    bool in_wait = false;
+    for (const auto& row : profile["flat"]) in_wait = in_wait || row["name"] == "wait_us";
+    CHECK(in_wait);
+    // Not on the allow-list: refused over the API, as any link is.
+    const auto refused = d.call("POST", "/api/v1/boards",
+                                {"-H", "Content-Type: application/json", "--data",
+                                 R"({"name":"x","link":"gdb+serial:///dev/ttyS0"})"});
+    CHECK(refused.first / 100 == 4);
+}
+
 }  // namespace
 }  // namespace rackprof
