@@ -13,6 +13,7 @@ packages=(
     binutils-arm-none-eabi      # arm-none-eabi-gprof: the oracle the tests compare against
     gcc-arm-none-eabi           # target-fw: the Cortex-M runtime and example firmware
     qemu-system-arm             # target-fw: the examples run on emulated boards in the e2e tests
+    gdb-multiarch               # tests/bench/probe_bench: the baseline a gdb:// board is measured against
     python3                     # tests/e2e drive QEMU and rackprof convert
     systemd                     # systemd-analyze: the deploy tests verify the unit
     dpkg-dev fakeroot file      # cpack builds the .deb; its tests inspect it

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds rackprof in Release and runs the benchmarks; figures only, no pass/fail.
-#   tests/bench/run.sh [core|swo|ingest|serving|fleet|all] [options for that benchmark]
+#   tests/bench/run.sh [core|swo|ingest|serving|fleet|probe|all] [options for that benchmark]
 #   core:   [--mb N] [--arcs N,...] [--only profile]    decode, gmon.out, profile and report speed
 #   swo:    [--mb N]                                     SWO (ITM, ITM+TPIU) decode speed, and
 #                                                        convert with and without a console port
@@ -14,6 +14,9 @@
 #                                                        the fleet store on a PostgreSQL it starts:
 #                                                        push latency, bytes per session, a
 #                                                        build's fleet profile (SKIP without PG)
+#   probe:  [--seconds N]                                sampling through QEMU's gdbstub: rackprof's
+#                                                        GDB client (pc, stacks) against a
+#                                                        gdb-multiarch -batch loop
 #   all:    every benchmark; each takes the options it knows (e.g. --mb 50 --seconds 20)
 # Each benchmark also prints TABLE|benchmark|input|figure|baseline|ratio rows
 # (tests/bench/table.h); they are held back from the live output and printed at the end as
@@ -24,7 +27,8 @@ which=${1:-all}
 [ $# -gt 0 ] && shift
 bin=$top/build-bench
 cmake -S "$top" -B "$bin" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRACKPROF_TESTS=OFF >/dev/null
-cmake --build "$bin" --target core_bench swo_bench ingest_bench serving_bench fleet_bench rackprof >/dev/null
+cmake --build "$bin" --target core_bench swo_bench ingest_bench serving_bench fleet_bench probe_bench \
+    rackprof >/dev/null
 
 rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
@@ -58,13 +62,15 @@ case "$which" in
     ingest) run "$bin/tests/bench/ingest_bench" "$bin/rackprof" "$@" ;;
     serving) run "$bin/tests/bench/serving_bench" "$bin/rackprof" "$@" ;;
     fleet) run "$bin/tests/bench/fleet_bench" "$bin/rackprof" "$@" ;;
+    probe) run "$bin/tests/bench/probe_bench" --fw "$bin/target-fw" "$@" ;;
     all)
         run "$bin/tests/bench/core_bench" "$@"
         run "$bin/tests/bench/swo_bench" --rackprof "$bin/rackprof" "$@"
         run "$bin/tests/bench/ingest_bench" "$bin/rackprof" "$@"
         run "$bin/tests/bench/serving_bench" "$bin/rackprof" "$@"
         run "$bin/tests/bench/fleet_bench" "$bin/rackprof" "$@"
+        run "$bin/tests/bench/probe_bench" --fw "$bin/target-fw"
         ;;
-    *) echo "usage: $0 [core|swo|ingest|serving|fleet|all] [options]" >&2; exit 2 ;;
+    *) echo "usage: $0 [core|swo|ingest|serving|fleet|probe|all] [options]" >&2; exit 2 ;;
 esac
 summary

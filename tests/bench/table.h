@@ -20,7 +20,7 @@ inline void table_row(const std::string& benchmark, const std::string& input,
                       const std::string& figure, const std::string& baseline = "-",
                       double ratio = 0) {
     char r[32] = "-";
-    if (ratio > 0) std::snprintf(r, sizeof r, "%.2fx", ratio);
+    if (ratio > 0) std::snprintf(r, sizeof r, ratio < 0.1 ? "%.2gx" : "%.2fx", ratio);
     std::printf("TABLE|%s|%s|%s|%s|%s\n", benchmark.c_str(), input.c_str(), figure.c_str(),
                 baseline.c_str(), r);
     std::fflush(stdout);
