@@ -436,10 +436,12 @@ std::string measured_arcs_text(const CallingContextTree& tree, const ContextFram
 ChunkStream open_cct_speedscope(const std::shared_ptr<const ExportInput>& input) {
     tree_of(*input);
     return single_chunk([input] {
-        return cct_speedscope(tree_of(*input), ContextFrameNames(input->source.elf.get()),
-                              elf_name(*input) +
-                                  "calling-context tree measured from entry/exit "
-                                  "events");
+        const auto& tree = tree_of(*input);
+        return cct_speedscope(tree, ContextFrameNames(input->source.elf.get()),
+                              elf_name(*input) + (tree.unit() == ContextUnit::kSamples
+                                                      ? "stacks sampled through a debug probe"
+                                                      : "calling-context tree measured from "
+                                                        "entry/exit events"));
     });
 }
 

@@ -266,8 +266,10 @@ namespace {
 // Issue 41's stacks: firmware never rebuilt for profiling, sampled through QEMU's gdbstub with
 // its stack unwound on the host by the ELF's CFI (libdwfl). The sampled calling contexts must
 // show what gprof's call graph cannot (the thesis' conflation): 9 in 10 of doSomething's time
-// under slow(). The share is checked against that known truth with its 99 % interval; the
+// under slow(). The share is checked against that known truth with its 99.9 % interval; the
 // session's counters say how long the target was held halted and how many stacks were cut.
+// (The 9:1 split by construction is also what the enter/exit build's calling-context tree
+// measures: tests/e2e's conflation checks.)
 TEST_CASE("a gdb:// board with stacks=1: sampled stacks of uninstrumented firmware, unwound") {
     if (qemu_missing()) return;
     std::string machine = "mps2-an385";
@@ -322,8 +324,9 @@ TEST_CASE("a gdb:// board with stacks=1: sampled stacks of uninstrumented firmwa
     CHECK(thread > 0);
     CHECK(through_main * 10 >= thread * 9);  // unwound to the reset handler
     REQUIRE(slow + fast >= 40);
-    const auto [low, high] = gmon::wilson_interval(slow, slow + fast, 2.576);  // 99 %
-    MESSAGE("doSomething under slow(): " << slow << " of " << slow + fast << ", 99 % interval ["
+    // 99.9 %: with two boards a run of the suite fails by chance about once in 500.
+    const auto [low, high] = gmon::wilson_interval(slow, slow + fast, 3.29);
+    MESSAGE("doSomething under slow(): " << slow << " of " << slow + fast << ", 99.9 % interval ["
                                          << low << ", " << high << "]; truth 0.9");
     CHECK(low <= 0.9);
     CHECK(0.9 <= high);
@@ -434,10 +437,15 @@ TEST_CASE("a gdb:// board: its server killed mid-run, then back: disconnected, g
     const std::int64_t id = session_with_samples(d, "probe", 20, 20s);
     REQUIRE(id != 0);
     board.kill();
+    // Disconnected, then connecting again with backoff: either may be what a poll sees.
     const json gone = board_when(
-        d, "probe", [](const json& b) { return b["state"] == "disconnected"; }, 20s);
+        d, "probe",
+        [](const json& b) {
+            return b["state"] != "connected" && !b["last_error"].get<std::string>().empty();
+        },
+        20s);
     MESSAGE("after the kill: " << gone.dump());
-    CHECK(gone["state"] == "disconnected");
+    CHECK((gone["state"] == "disconnected" || gone["state"] == "connecting"));
     CHECK_FALSE(gone["last_error"].get<std::string>().empty());
     const auto before = gone["counters"]["pc_samples"].get<std::uint64_t>();
     board.restart();

@@ -159,3 +159,45 @@ describe("windowQuery", () => {
     expect(windowQuery({ from: 10.5, to: 20.5 })).toEqual({ from: "10", to: "21" });
   });
 });
+
+describe("the calling-context tree's numbers, by unit", () => {
+  const arc = (unit: string) => ({
+    caller: "slow",
+    callee: "doSomething",
+    calls: unit === "cycles" ? 40 : 0,
+    callee_calls: unit === "cycles" ? 80 : 0,
+    [`callee_total_${unit}`]: 1000,
+    [`measured_${unit}`]: 900,
+    [`estimated_${unit}`]: unit === "cycles" ? 500 : 0,
+    [`difference_${unit}`]: unit === "cycles" ? 400 : 900,
+    measured_share: 0.9,
+    estimated_share: unit === "cycles" ? 0.5 : 0,
+    incomplete: false,
+  });
+  it.each(["cycles", "samples"])("reads a tree in %s into one shape", async (unit) => {
+    const { contextOf } = await load();
+    const c = contextOf({
+      calling_context: {
+        arcs: [arc(unit)],
+        incomplete_nodes: 1,
+        nodes: 7,
+        [`total_${unit}`]: 1234,
+        unit,
+      },
+    });
+    expect(c.unit).toBe(unit);
+    expect(c.total).toBe(1234);
+    expect(c.arcs[0].measured).toBe(900);
+    expect(c.arcs[0].callee_total).toBe(1000);
+    expect(c.arcs[0].calls).toBe(unit === "cycles" ? 40 : 0);
+    expect(c.nodes).toBe(7);
+  });
+  it("takes a file without a unit (written before there were samples) as cycles", async () => {
+    const { contextOf } = await load();
+    const c = contextOf({
+      calling_context: { arcs: [arc("cycles")], incomplete_nodes: 0, nodes: 3, total_cycles: 9 },
+    });
+    expect(c.unit).toBe("cycles");
+    expect(c.total).toBe(9);
+  });
+});

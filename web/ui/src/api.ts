@@ -23,28 +23,57 @@ export type GraphLine = Schemas["GraphLine"];
 export type GraphEntry = Schemas["GraphEntry"];
 export type FirmwareImage = Schemas["FirmwareImage"];
 
-// The calling-context tree measured from function entry/exit events (export cct-json): each
-// arc's true cycles beside gprof's estimate (the callee's total split by calls). An export
-// file, not one of the API's JSON views, so typed here.
+// The calling-context tree (export cct-json): measured in cycles from function entry/exit
+// events, or sampled stacks a probe link unwound, counted in samples. The file names its
+// numbers by unit ("measured_cycles", "measured_samples", ...); contextOf reads either into one
+// shape. An export file, not one of the API's JSON views, so typed here.
+export type ContextUnit = "cycles" | "samples";
 export interface AttributedArc {
   caller: string;
   callee: string;
   calls: number;
   callee_calls: number;
-  callee_total_cycles: number;
-  measured_cycles: number;
-  estimated_cycles: number;
-  difference_cycles: number;
+  callee_total: number;
+  measured: number;
+  estimated: number;
+  difference: number;
   measured_share: number;
   estimated_share: number;
   incomplete: boolean;
 }
 export interface CallingContext {
-  calling_context: {
-    arcs: AttributedArc[];
-    incomplete_nodes: number;
-    nodes: number;
-    total_cycles: number;
+  unit: ContextUnit;
+  arcs: AttributedArc[];
+  incomplete_nodes: number;
+  nodes: number;
+  total: number;
+}
+type RawContext = {
+  calling_context: Record<string, unknown> & { arcs: Record<string, unknown>[] };
+};
+
+export function contextOf(raw: RawContext): CallingContext {
+  const c = raw.calling_context;
+  const unit: ContextUnit = c.unit === "samples" ? "samples" : "cycles";
+  const n = (o: Record<string, unknown>, key: string) => Number(o[key] ?? 0);
+  return {
+    unit,
+    arcs: c.arcs.map((a) => ({
+      caller: String(a.caller),
+      callee: String(a.callee),
+      calls: n(a, "calls"),
+      callee_calls: n(a, "callee_calls"),
+      callee_total: n(a, `callee_total_${unit}`),
+      measured: n(a, `measured_${unit}`),
+      estimated: n(a, `estimated_${unit}`),
+      difference: n(a, `difference_${unit}`),
+      measured_share: n(a, "measured_share"),
+      estimated_share: n(a, "estimated_share"),
+      incomplete: Boolean(a.incomplete),
+    })),
+    incomplete_nodes: n(c, "incomplete_nodes"),
+    nodes: n(c, "nodes"),
+    total: n(c, `total_${unit}`),
   };
 }
 
@@ -220,11 +249,11 @@ export const api = {
     return requestText(`/api/v1/sessions/${id}/export/folded${query ? `?${query}` : ""}`);
   },
   selectionFolded: (selection: string) => requestText(`/api/v1/profile/export/folded?${selection}`),
-  // Stacks measured from entry/exit events (cycles per calling path): 422 when the session has
-  // no calling-context tree.
+  // The calling-context tree's stacks (cycles per path from entry/exit events, or a probe's
+  // sampled stacks in samples): 422 when the session has no calling-context tree.
   sessionCctFolded: (id: number) => requestText(`/api/v1/sessions/${id}/export/cct-folded`),
-  sessionCct: (id: number) =>
-    request<CallingContext>("GET", `/api/v1/sessions/${id}/export/cct-json`),
+  sessionCct: async (id: number) =>
+    contextOf(await request<RawContext>("GET", `/api/v1/sessions/${id}/export/cct-json`)),
   addBoard: (board: Record<string, unknown>) =>
     request<Board>("POST", "/api/v1/boards", JSON.stringify(board), "application/json"),
   startSession: (board: string) =>

@@ -362,19 +362,22 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
       return;
     }
     try {
-      const [folded, cct] = await Promise.all([api.sessionCctFolded(sid), api.sessionCct(sid)]);
-      drawFlameGraph(measured, parseFolded(folded), "cycles");
+      const [folded, c] = await Promise.all([api.sessionCctFolded(sid), api.sessionCct(sid)]);
+      const sampled = c.unit === "samples";
+      if (sampled) measuredTitle.textContent = sampledTitle;
+      drawFlameGraph(measured, parseFolded(folded), c.unit);
       replace(downloadLine, "download ", downloadLinks(downloads(sid, offered)));
-      const c = cct.calling_context;
       if (c.incomplete_nodes > 0)
         measured.append(
           h(
             "p",
             { class: "muted", id: "cct-incomplete" },
-            `${c.incomplete_nodes} of ${c.nodes} paths are marked [incomplete]: events were lost or a function had not returned when the capture ended.`,
+            sampled
+              ? `${c.incomplete_nodes} of ${c.nodes} paths are marked [incomplete]: their stacks could not be unwound to the reset handler (stack_unwind_failures).`
+              : `${c.incomplete_nodes} of ${c.nodes} paths are marked [incomplete]: events were lost or a function had not returned when the capture ended.`,
           ),
         );
-      replace(arcs, attributedArcsTable(c.arcs));
+      replace(arcs, sampled ? sampledArcsTable(c.arcs) : attributedArcsTable(c.arcs));
     } catch (e) {
       replace(
         measured,
@@ -444,6 +447,9 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     measured,
     arcs,
   );
+  // A probe's sampled stacks take the section's place, said so (samples, not cycles).
+  const measuredTitle = measuredSection.querySelector("h2") ?? h("span", {});
+  const sampledTitle = "Sampled stacks (icicle in samples, unwound from a debug probe's samples)";
   replace(
     main,
     ...header,
@@ -479,7 +485,7 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
 function attributedArcsTable(arcs: AttributedArc[]) {
   const share = (x: number) => `${(100 * x).toFixed(1)} %`;
   const rows = [...arcs]
-    .sort((a, b) => Math.abs(b.difference_cycles) - Math.abs(a.difference_cycles))
+    .sort((a, b) => Math.abs(b.difference) - Math.abs(a.difference))
     .map((a) => {
       const off = Math.abs(a.measured_share - a.estimated_share) >= 0.05;
       return h(
@@ -488,11 +494,11 @@ function attributedArcsTable(arcs: AttributedArc[]) {
         h("td", {}, a.caller),
         h("td", {}, a.callee, a.incomplete ? h("span", { class: "tag" }, "incomplete") : ""),
         h("td", { class: "num" }, count(a.calls), "/", count(a.callee_calls)),
-        h("td", { class: "num" }, count(a.measured_cycles), " (", share(a.measured_share), ")"),
+        h("td", { class: "num" }, count(a.measured), " (", share(a.measured_share), ")"),
         h(
           "td",
           { class: "num" },
-          count(Math.round(a.estimated_cycles)),
+          count(Math.round(a.estimated)),
           " (",
           share(a.estimated_share),
           ")",
@@ -500,7 +506,7 @@ function attributedArcsTable(arcs: AttributedArc[]) {
         h(
           "td",
           { class: off ? "num worse" : "num" },
-          (a.difference_cycles >= 0 ? "+" : "−") + count(Math.round(Math.abs(a.difference_cycles))),
+          (a.difference >= 0 ? "+" : "−") + count(Math.round(Math.abs(a.difference))),
         ),
       );
     });
@@ -527,6 +533,48 @@ function attributedArcsTable(arcs: AttributedArc[]) {
           h("th", {}, "gprof's estimate"),
           h("th", {}, "Difference"),
         ),
+      ),
+      h("tbody", {}, rows),
+    ),
+  ];
+}
+
+// Sampled stacks carry no calls and so no estimate: each caller -> callee edge's samples and its
+// share of the callee's samples.
+function sampledArcsTable(arcs: AttributedArc[]) {
+  const rows = arcs
+    .filter((a) => a.caller !== a.callee && a.measured > 0)
+    .sort((a, b) => b.measured - a.measured)
+    .map((a) =>
+      h(
+        "tr",
+        {},
+        h("td", {}, a.caller),
+        h("td", {}, a.callee, a.incomplete ? h("span", { class: "tag" }, "incomplete") : ""),
+        h(
+          "td",
+          { class: "num" },
+          count(a.measured),
+          " (",
+          `${(100 * a.measured_share).toFixed(1)} %`,
+          ")",
+        ),
+      ),
+    );
+  return [
+    h("h3", {}, "Sampled caller → callee edges"),
+    h(
+      "p",
+      { class: "muted" },
+      "Samples whose stack held the edge, and their share of the callee's samples. Sampled: no call counts, and never added to measured cycles.",
+    ),
+    h(
+      "table",
+      { class: "data", id: "cct-arcs-table" },
+      h(
+        "thead",
+        {},
+        h("tr", {}, h("th", {}, "Caller"), h("th", {}, "Callee"), h("th", {}, "Samples")),
       ),
       h("tbody", {}, rows),
     ),
