@@ -1,5 +1,8 @@
 #include "daemon/service/session_views.h"
 
+#include <algorithm>
+
+#include "daemon/capture/capture_session.h"
 #include "daemon/service/selection.h"
 #include "gmon/report.h"
 #include "protocol/wire_format.h"
@@ -77,8 +80,18 @@ json session_json(const storage::SessionInfo& s, const std::string& storage_erro
         }
         out["exceptions"] = exceptions;
     }
-    // Only where entry/exit events made one: the cct-* exports answer 422 without it.
+    // Only where entry/exit events (or a probe's stacks) made one: the cct-* exports answer
+    // 422 without it.
     if (s.calling_context_nodes > 0) out["calling_context_nodes"] = s.calling_context_nodes;
+    // A probe link's intrusion: the share of the session's time the target was held halted
+    // (samples_halted_ns over the time from start to end, or to now while capturing).
+    if (s.counters.samples_halted_ns > 0) {
+        const std::int64_t end = s.ended_ns ? s.ended_ns : capture::unix_now_ns();
+        const double span = static_cast<double>(end - s.spec.started_ns);
+        out["halted_share"] =
+            span > 0 ? std::min(1.0, static_cast<double>(s.counters.samples_halted_ns) / span)
+                     : 0.0;
+    }
     // Retention dropped its raw data (storage/retention.h): null while it has it.
     out["raw_pruned"] = s.raw_pruned ? json{{"at_ns", s.raw_pruned->at_ns},
                                             {"keep_raw_days", s.raw_pruned->keep_days},

@@ -298,6 +298,10 @@ TEST_CASE("a gdb:// board with stacks=1: sampled stacks of uninstrumented firmwa
                     << halted_ns / 1e6 << " ms; " << cut << " stacks cut short");
     CHECK(counters["bytes_discarded"] == 0);
     CHECK(halted_ns > 0);
+    // The intrusion as a share of the session's time, as the API and dashboard show it.
+    const double share = session["halted_share"].get<double>();
+    CHECK(share > 0);
+    CHECK(share < 0.5);
     CHECK(cut * 10 <= samples);  // nearly every stack unwinds to the reset handler
     // The build-id read back from the target's memory is the ELF's.
     CHECK(session["target"]["build_id"] == session["elf"]["build_id"]);

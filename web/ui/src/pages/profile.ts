@@ -458,6 +458,14 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
       "p",
       { class: "meta" },
       `${seconds(profile.total_seconds)} s sampled (${count(profile.total_samples)} samples) · ${profile.flat.length} functions · ± is the 95 % Wilson score interval of each share (sampling error)`,
+      // A probe link's intrusion, part of the result: how long it held the target halted.
+      session.halted_share !== undefined
+        ? h(
+            "span",
+            { id: "halted-share" },
+            ` · the probe held the target halted ${(100 * session.halted_share).toFixed(1)} % of the time`,
+          )
+        : "",
     ),
     section(
       "h-flat",
