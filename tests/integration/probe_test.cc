@@ -476,7 +476,7 @@ TEST_CASE("a hostile GDB server: garbage, bad checksums, endless packets are err
         std::string reply;  // sent again and again to whatever the client says
     };
     const std::vector<Case> cases = {
-        {"garbage", std::string("\x01\xff garbage with no packet \x02", 32)},
+        {"garbage", "\x01\xff garbage with no packet \x02"},
         {"wrong checksums", "+$PacketSize=1000#00"},
         {"an endless packet", "+$" + std::string(4096, 'A')},
         {"an error to everything", "+$E01#a6"},
