@@ -570,5 +570,52 @@ TEST_CASE("a gdb+serial:// board: the GDB server on a pseudo-terminal, sampled l
     CHECK(refused.first / 100 == 4);
 }
 
+// Issue 41 item 2: probe sessions go through the one road for selections. Two sessions of one
+// gdb:// board with stacks: their merged profile is both sessions' samples, their sampled
+// stacks add up as one tree (same build), and a diff of one against the other is served.
+TEST_CASE("probe sessions in a selection: merged profile and stacks, and a diff") {
+    if (qemu_missing()) return;
+    QemuBoard board(kPlainConflation);
+    testing::ApiDaemon d;
+    add_probe_board(d, "fleet", board, "?rate=200&stacks=1");
+    const std::int64_t first = session_with_samples(d, "fleet", 300, 30s);
+    REQUIRE(first != 0);
+    REQUIRE(d.call("POST", "/api/v1/sessions/" + std::to_string(first) + "/stop").first == 200);
+    REQUIRE(d.call("POST", "/api/v1/boards/fleet/sessions").first / 100 == 2);
+    std::int64_t second = 0;
+    REQUIRE(testing::eventually(
+        [&] {
+            second = session_with_samples(d, "fleet", 300, 1s);
+            return second != 0 && second != first;
+        },
+        30s, 200ms));
+    REQUIRE(d.call("POST", "/api/v1/sessions/" + std::to_string(second) + "/stop").first == 200);
+    std::uint64_t samples = 0;
+    for (const auto id : {first, second})
+        samples += json::parse(d.call("GET", "/api/v1/sessions/" + std::to_string(id))
+                                   .second)["counters"]["pc_samples"]
+                       .get<std::uint64_t>();
+
+    const json merged = json::parse(d.call("GET", "/api/v1/profile?board=fleet").second);
+    CHECK(merged["selection"]["sessions"].size() == 2);
+    CHECK(merged["total_samples"].get<std::uint64_t>() == samples);
+    const auto folded = d.call("GET", "/api/v1/profile/export/cct-folded?board=fleet");
+    REQUIRE(folded.first == 200);
+    std::uint64_t in_stacks = 0;
+    std::istringstream lines(folded.second);
+    for (std::string line; std::getline(lines, line);)
+        in_stacks += std::stoull(line.substr(line.rfind(' ') + 1));
+    CHECK(in_stacks == samples);  // both sessions' stacks, one tree
+
+    const auto diff = d.call("GET", "/api/v1/diff?a=session%3D" + std::to_string(first) +
+                                        "&b=session%3D" + std::to_string(second));
+    REQUIRE(diff.first == 200);
+    const json report = json::parse(diff.second);
+    CHECK(report["schema"] == "rackprof.diff/1");
+    bool seen = false;
+    for (const auto& f : report["functions"]) seen = seen || f["name"] == "doSomething";
+    CHECK(seen);
+}
+
 }  // namespace
 }  // namespace rackprof
