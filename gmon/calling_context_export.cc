@@ -366,6 +366,12 @@ ChunkStream open_cct_folded(const std::shared_ptr<const ExportInput>& input) {
 
 namespace {
 
+// "caller -> callee", and " *" where a path it sums is incomplete: a line's end in both texts.
+std::string arc_label(const AttributedArc& a, const ContextFrameNames& names) {
+    return names.function(a.caller) + " -> " + names.function(a.callee) +
+           (a.incomplete ? " *" : "") + "\n";
+}
+
 // Sampled stacks carry no calls, so no estimate to set beside: each edge's share of its
 // callee's samples, most sampled first.
 std::string sampled_arcs_text(const CallingContextTree& tree, const ContextFrameNames& names,
@@ -388,8 +394,7 @@ std::string sampled_arcs_text(const CallingContextTree& tree, const ContextFrame
                       100.0 * static_cast<double>(a.measured) /
                           static_cast<double>(std::max<std::uint64_t>(a.callee_total, 1)),
                       static_cast<unsigned long long>(a.measured));
-        out += line + names.function(a.caller) + " -> " + names.function(a.callee) +
-               (a.incomplete ? " *" : "") + "\n";
+        out += line + arc_label(a, names);
     }
     if (arcs.size() > rows)
         out += "... " + std::to_string(arcs.size() - rows) + " more edges (--export cct-json)\n";
@@ -425,8 +430,7 @@ std::string measured_arcs_text(const CallingContextTree& tree, const ContextFram
                       share(static_cast<double>(a.measured), a), share(a.estimated, a),
                       static_cast<unsigned long long>(a.calls),
                       static_cast<unsigned long long>(a.measured));
-        out += line + names.function(a.caller) + " -> " + names.function(a.callee) +
-               (a.incomplete ? " *" : "") + "\n";
+        out += line + arc_label(a, names);
     }
     if (arcs.size() > rows)
         out += "... " + std::to_string(arcs.size() - rows) + " more arcs (--export cct-json)\n";

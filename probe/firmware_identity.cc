@@ -6,14 +6,14 @@
 
 #include <stdexcept>
 
+#include "probe/gdb_packet.h"
+
 namespace rackprof::probe {
 
 namespace {
 
-std::uint32_t word(const std::string& bytes, std::size_t at) {
-    const auto* p = reinterpret_cast<const unsigned char*>(bytes.data()) + at;
-    return std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 | std::uint32_t{p[2]} << 16 |
-           std::uint32_t{p[3]} << 24;
+std::uint64_t word(const std::string& bytes, std::size_t at) {
+    return *little_endian_value(std::string_view(bytes).substr(at, 4));
 }
 
 constexpr std::uint32_t kNoteGnuBuildId = 3;  // NT_GNU_BUILD_ID
@@ -28,14 +28,7 @@ std::optional<std::string> parse_build_id_note(const std::string& bytes) {
         return std::nullopt;
     if (id_size == 0 || id_size > 64 || bytes.size() < 16 + std::size_t{id_size})
         return std::nullopt;
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string id;
-    for (std::size_t i = 16; i < 16 + id_size; ++i) {
-        const auto b = static_cast<unsigned char>(bytes[i]);
-        id += kHex[b >> 4];
-        id += kHex[b & 15];
-    }
-    return id;
+    return bytes_to_hex(std::string_view(bytes).substr(16, id_size));
 }
 
 std::optional<BuildIdNote> build_id_note(const std::filesystem::path& path) {

@@ -232,18 +232,13 @@ class GdbLink : public Link {
             }
             (void)gdb.take_console();  // not a sample; kept bounded by the client meanwhile
             if (++pending >= kSamplesPerPiece || Clock::now() >= piece_due) {
-                encoder.halted(static_cast<std::uint64_t>(
-                    std::chrono::duration_cast<std::chrono::nanoseconds>(halted).count()));
-                halted = {};
-                hand_on(encoder, on_data, alive);
+                hand_on(encoder, halted, on_data, alive);
                 pending = 0;
                 piece_due = Clock::now() + kPieceInterval;
             }
             if (Clock::now() > next + 100 * period_) next = Clock::now();  // fell far behind
         }
-        encoder.halted(static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(halted).count()));
-        hand_on(encoder, on_data, alive);
+        hand_on(encoder, halted, on_data, alive);
         gdb.halt();
         gdb.request("D");  // detach: the target runs on without us
     }
@@ -281,11 +276,9 @@ class GdbLink : public Link {
                 (id ? "build-id " + *id : std::string("no build-id note")) + ", the ELF's is " +
                 note->id + " (flash that ELF, give the board the one it runs, or add verify=0)");
         }
-        if (id && id->size() <= 2 * protocol::kMaxBuildIdBytes) {
-            for (std::size_t i = 0; i + 1 < id->size(); i += 2)
-                hello.build_id.push_back(
-                    static_cast<std::uint8_t>(std::stoul(id->substr(i, 2), nullptr, 16)));
-        }
+        if (const auto raw = id ? probe::hex_to_bytes(*id) : std::nullopt;
+            raw && raw->size() <= protocol::kMaxBuildIdBytes)
+            hello.build_id.assign(raw->begin(), raw->end());
         return hello;
     }
 
@@ -309,8 +302,12 @@ class GdbLink : public Link {
         return wake_.wait_until(lock, t, [this] { return stop_; });
     }
 
-    void hand_on(protocol::FramedEncoder& encoder, const DataHandler& on_data,
-                 const std::shared_ptr<bool>& alive) {
+    // The piece so far, closed by a HALTED item with the time held halted since the last one.
+    void hand_on(protocol::FramedEncoder& encoder, Clock::duration& halted,
+                 const DataHandler& on_data, const std::shared_ptr<bool>& alive) {
+        encoder.halted(static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(halted).count()));
+        halted = {};
         encoder.flush();
         auto bytes = std::make_shared<std::vector<std::uint8_t>>(encoder.take_wire());
         if (bytes->empty()) return;
