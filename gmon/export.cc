@@ -58,6 +58,17 @@ ChunkStream open_text_intervals(const Input& input) {
     });
 }
 
+// gprof -l -b's text: the same report with a symbol per source line.
+ChunkStream open_text_lines(const Input& input) {
+    if (!input->source.elf)
+        throw ExportNeedsElf("text-lines needs the firmware's ELF to find source lines");
+    return once([input] {
+        ProfileOptions options = input->profile_options;
+        options.lines = true;
+        return render_gprof_text(profile_of(input->source, options));
+    });
+}
+
 ChunkStream open_json(const Input& input) {
     // The summary names the board as stored (an import's query may hold any bytes): bytes
     // that are not UTF-8 become U+FFFD rather than an exception mid-export.
@@ -144,7 +155,7 @@ ChunkStream open_callgrind(const Input& input) {
     return once([input] { return callgrind_profile(*input); });
 }
 
-const std::array<ExportFormat, 17> kFormats = {{
+const std::array<ExportFormat, 18> kFormats = {{
     {"gmon", "application/octet-stream", ".gmon.out", "gmon.out (GNU format) for gprof", false,
      open_gmon},
     {"text", "text/plain; charset=utf-8", ".txt",
@@ -152,6 +163,8 @@ const std::array<ExportFormat, 17> kFormats = {{
     {"text-intervals", "text/plain; charset=utf-8", ".intervals.txt",
      "text, the flat profile followed by each row's 95 % Wilson interval (sampling error)", false,
      open_text_intervals},
+    {"text-lines", "text/plain; charset=utf-8", ".lines.txt",
+     "text by source line, exactly as gprof -l -b prints it", false, open_text_lines},
     {"json", "application/json", ".json", "the JSON report (schema rackprof.report/1)", false,
      open_json},
     {"csv", "text/csv", ".csv", "the aggregate: kind,from,self,pc,count", false, open_csv},

@@ -7,6 +7,8 @@
 
 #include "gmon/profile.h"
 
+#include "gmon/gprof_lines.h"
+
 namespace rackprof::gmon {
 
 namespace {
@@ -74,7 +76,10 @@ char gprof_class(const ElfSymbol& s, const std::string& strtab) {
 
 }  // namespace
 
-std::vector<ProfileSymbol> gprof_symbol_table(const Symbolizer& elf) {
+namespace {
+
+// The symbols gprof keeps, in symbol-table order (core_create_function_syms' second pass).
+std::vector<ProfileSymbol> selected_symbols(const Symbolizer& elf) {
     if (elf.text_size() == 0)
         throw std::invalid_argument(elf.path().string() + ": no .text section");
     std::vector<ProfileSymbol> table;
@@ -90,16 +95,15 @@ std::vector<ProfileSymbol> gprof_symbol_table(const Symbolizer& elf) {
     }
     if (table.empty())
         throw std::invalid_argument(elf.path().string() + " has no function symbols");
+    return table;
+}
 
-    // Functions before other labels, globals before statics; otherwise symbol-table order.
-    std::stable_sort(table.begin(), table.end(),
-                     [](const ProfileSymbol& l, const ProfileSymbol& r) {
-                         if (l.addr != r.addr) return l.addr < r.addr;
-                         if (l.is_func != r.is_func) return l.is_func;
-                         return !l.is_static && r.is_static;
-                     });
-
-    // One symbol per address, preferring global, then function, then fewer leading underscores.
+// symtab_finalize() on a table sorted by address: one symbol per address, preferring global,
+// then function, then fewer leading underscores; a symbol without an end ends where the next
+// starts (or .text ends), and one whose given end lies below its start is dropped.
+std::vector<ProfileSymbol> finalized(std::vector<ProfileSymbol> table, const Symbolizer& elf,
+                                     bool* shrunk = nullptr) {
+    const std::size_t given = table.size();
     std::vector<ProfileSymbol> out;
     for (ProfileSymbol& src : table) {
         if (!out.empty() && out.back().addr == src.addr) {
@@ -118,11 +122,86 @@ std::vector<ProfileSymbol> gprof_symbol_table(const Symbolizer& elf) {
             }
             continue;
         }
-        if (!out.empty()) out.back().end_addr = src.addr - 1;
-        out.push_back(std::move(src));
+        if (!out.empty() && out.back().end_addr == 0) out.back().end_addr = src.addr - 1;
+        if (src.end_addr == 0 || src.addr <= src.end_addr) out.push_back(std::move(src));
     }
-    out.back().end_addr = elf.text_addr() + elf.text_size() - 1;
+    if (out.back().end_addr == 0) out.back().end_addr = elf.text_addr() + elf.text_size() - 1;
+    if (shrunk) *shrunk = out.size() < given;
     return out;
+}
+
+// cmp_addr(): by address; functions before other labels, globals before statics; otherwise
+// as they came (glibc's qsort is a merge sort).
+void sort_functions(std::vector<ProfileSymbol>& table) {
+    std::stable_sort(table.begin(), table.end(),
+                     [](const ProfileSymbol& l, const ProfileSymbol& r) {
+                         if (l.addr != r.addr) return l.addr < r.addr;
+                         if (l.is_func != r.is_func) return l.is_func;
+                         return !l.is_static && r.is_static;
+                     });
+}
+
+// sym_lookup() (symtab.c): the symbol holding an address, or none in a gap.
+const ProfileSymbol* symbol_at(const std::vector<ProfileSymbol>& table, std::uint64_t addr) {
+    auto it = std::upper_bound(table.begin(), table.end(), addr,
+                               [](std::uint64_t a, const ProfileSymbol& s) { return a < s.addr; });
+    if (it == table.begin()) return nullptr;
+    --it;
+    return addr <= it->end_addr ? &*it : nullptr;
+}
+
+// core_create_line_syms()' walk: a symbol wherever the file, function or line of a .text
+// address changes (every byte, as gprof steps by its minimum instruction size of 1).
+std::vector<ProfileSymbol> line_symbols(const Symbolizer& elf,
+                                        const std::vector<ProfileSymbol>& functions,
+                                        GprofSourceLookup& lookup) {
+    std::vector<ProfileSymbol> lines;
+    const std::uint64_t end = elf.text_addr() + elf.text_size();
+    for (std::uint64_t addr = elf.text_addr(); addr < end; ++addr) {
+        auto at = lookup.find(addr);
+        if (!at) continue;
+        const ProfileSymbol* prev = lines.empty() ? nullptr : &lines.back();
+        if (prev && prev->line == at->line && prev->name == at->function && prev->file == at->file)
+            continue;
+        ProfileSymbol sym;
+        sym.name = std::move(at->function);
+        sym.file = std::move(at->file);
+        sym.line = at->line;
+        sym.addr = addr;
+        sym.is_func = false;
+        if (prev && prev->file == sym.file && prev->name == sym.name) {
+            sym.is_static = prev->is_static;
+        } else if (const ProfileSymbol* f = symbol_at(functions, addr)) {
+            sym.is_static = f->is_static;
+        }
+        lines.push_back(std::move(sym));
+    }
+    return lines;
+}
+
+}  // namespace
+
+std::vector<ProfileSymbol> gprof_symbol_table(const Symbolizer& elf, bool* shrunk) {
+    std::vector<ProfileSymbol> table = selected_symbols(elf);
+    sort_functions(table);
+    return finalized(std::move(table), elf, shrunk);
+}
+
+std::vector<ProfileSymbol> gprof_line_symbol_table(const Symbolizer& elf, bool* shrunk) {
+    GprofSourceLookup lookup(elf);
+    std::vector<ProfileSymbol> functions = selected_symbols(elf);
+    for (ProfileSymbol& f : functions) {
+        if (auto at = lookup.find(f.addr)) {
+            f.file = std::move(at->file);
+            f.line = at->line;
+        }
+    }
+    sort_functions(functions);
+    functions = finalized(std::move(functions), elf);
+    std::vector<ProfileSymbol> table = line_symbols(elf, functions, lookup);
+    table.insert(table.end(), functions.begin(), functions.end());
+    sort_functions(table);
+    return finalized(std::move(table), elf, shrunk);
 }
 
 }  // namespace rackprof::gmon

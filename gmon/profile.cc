@@ -28,8 +28,8 @@ bool excluded_by_default(const std::string& name) {
 
 class Engine {
   public:
-    Engine(Profile& profile, std::vector<bool> excluded)
-        : p_(profile), excluded_(std::move(excluded)) {}
+    Engine(Profile& profile, std::vector<bool> excluded, bool last_unsampled)
+        : p_(profile), excluded_(std::move(excluded)), last_unsampled_(last_unsampled) {}
 
     void assign_samples(const Histogram& h, double hist_scale);
     void reserve_arcs(std::size_t n) { arc_index_.reserve(n); }
@@ -72,6 +72,7 @@ class Engine {
 
     Profile& p_;
     std::vector<bool> excluded_;
+    bool last_unsampled_;             // the last symbol's end is gprof's zeroed left-over slot
     std::vector<std::size_t> heads_;  // cyc.head of each symbol (or cycle)
     std::vector<std::size_t> next_;   // cyc.next of each symbol (or cycle): kNone ends the list
     std::vector<std::size_t> tail_;   // the last member of each head's list
@@ -125,10 +126,12 @@ const std::vector<std::uint64_t>& Engine::scaled_bounds() {
     const std::size_t n = p_.symbols.size();
     scaled_.assign(n + 1, 0);
     for (std::size_t i = 0; i < n; ++i) scaled_[i] = p_.symbols[i].addr / kUnit;
-    // The last symbol has no successor. gprof reads one entry past its table there (undefined:
-    // whatever memory follows decides), so rackprof does what gprof means: the last symbol
-    // ends where .text ends. Firmware's last .text symbol is normally a label like _etext.
-    scaled_[n] = (p_.symbols[n - 1].end_addr + 1) / kUnit;
+    // The last symbol has no successor: gprof reads one entry past its table there. When
+    // de-duplication shortened the table, that slot is a left-over entry whose scaled address
+    // was never set (0), and the last symbol gets no samples; otherwise the read goes past the
+    // allocation (undefined), and rackprof does what gprof means: the last symbol ends where
+    // .text ends. Firmware's last .text symbol is normally a label like _etext.
+    scaled_[n] = last_unsampled_ ? 0 : (p_.symbols[n - 1].end_addr + 1) / kUnit;
     return scaled_;
 }
 
@@ -144,9 +147,10 @@ void Engine::assign_samples(const Histogram& h, double hist_scale) {
         first != h.bins.end()) {
         const auto i = static_cast<double>(first - h.bins.begin());
         const std::uint64_t bin_low = lowpc + static_cast<std::uint64_t>(hist_scale * i);
-        k = 1 +
-            static_cast<std::size_t>(std::upper_bound(scaled.begin() + 1, scaled.end(), bin_low) -
-                                     (scaled.begin() + 1));
+        k = 1 + static_cast<std::size_t>(std::upper_bound(scaled.begin() + 1,
+                                                          scaled.begin() + static_cast<long>(n),
+                                                          bin_low) -
+                                         (scaled.begin() + 1));
         k = std::min(k, n);
     }
     for (std::size_t i = 0; i < h.bins.size(); ++i) {
@@ -517,18 +521,24 @@ void Engine::order_flat() {
 Profile compute_profile(const GmonData& data, const Symbolizer& elf,
                         const ProfileOptions& options) {
     Profile p;
-    p.symbols = gprof_symbol_table(elf);
-    for (ProfileSymbol& s : p.symbols) {
-        if (const auto where = elf.source_of(s.addr)) {
-            s.file = where->file;
-            s.line = where->line;
+    p.lines = options.lines;
+    bool shrunk = false;
+    if (options.lines) {
+        p.symbols = gprof_line_symbol_table(elf, &shrunk);
+    } else {
+        p.symbols = gprof_symbol_table(elf, &shrunk);
+        for (ProfileSymbol& s : p.symbols) {
+            if (const auto where = elf.source_of(s.addr)) {
+                s.file = where->file;
+                s.line = where->line;
+            }
         }
     }
     p.nodes.resize(p.symbols.size());
     std::vector<bool> excluded(p.symbols.size());
     for (std::size_t i = 0; i < p.symbols.size(); ++i)
         excluded[i] = excluded_by_default(p.symbols[i].name);
-    Engine engine(p, excluded);
+    Engine engine(p, excluded, shrunk);
 
     p.has_histogram = !data.histograms.empty();
     p.has_arcs = !data.arcs.empty();

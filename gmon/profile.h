@@ -73,6 +73,7 @@ struct Profile {
     double bin_bytes = 0;  // bytes covered by one histogram bin ("granularity")
     bool has_histogram = false;
     bool has_arcs = false;
+    bool lines = false;  // line mode: symbols are source lines (ProfileOptions::lines)
 
     // Rows of the flat profile in gprof's order (symbol indices).
     std::vector<std::size_t> flat_order;
@@ -92,11 +93,20 @@ struct Profile {
 
 struct ProfileOptions {
     std::uint32_t prof_rate_override = 0;  // 0: the histogram's rate
+    // gprof's line mode (`gprof -l`): a symbol per source line (gprof_line_symbol_table).
+    bool lines = false;
 };
 
 // The symbol table gprof builds from an ELF (its selection, de-duplication and ranges).
 // Throws std::invalid_argument when the ELF has no .text section or names no function.
-std::vector<ProfileSymbol> gprof_symbol_table(const Symbolizer& elf);
+// `shrunk` (optional) tells whether de-duplication removed entries: gprof then reads the last
+// symbol's histogram end from a left-over, zeroed slot past its table, and the last symbol
+// gets no samples (without removals the read goes past the allocation; see profile.cc).
+std::vector<ProfileSymbol> gprof_symbol_table(const Symbolizer& elf, bool* shrunk = nullptr);
+// gprof -l's table: a symbol wherever the source file, function or line changes (not
+// functions: is_func false), with the function symbols (their file and line set), finalized
+// together; from DWARF as BFD reads it (gprof_lines.h). Without DWARF, the function table.
+std::vector<ProfileSymbol> gprof_line_symbol_table(const Symbolizer& elf, bool* shrunk = nullptr);
 
 // Throws std::invalid_argument when the data cannot be profiled (e.g. no symbols).
 Profile compute_profile(const GmonData& data, const Symbolizer& elf,

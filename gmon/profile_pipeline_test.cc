@@ -123,7 +123,7 @@ TEST_CASE("every export format is registered once and opens") {
         CHECK(suffixes.insert(f.file_suffix).second);
     }
     CHECK(export_format_names() ==
-          "gmon, text, text-intervals, json, csv, ndjson, raw, pprof, callgrind, folded, "
+          "gmon, text, text-intervals, text-lines, json, csv, ndjson, raw, pprof, callgrind, folded, "
           "speedscope, dot, svg, cct-folded, cct-speedscope, cct-pprof or cct-json");
     const auto gmon = all_of("gmon", input);
     const auto expected = serialize_gmon(gmon_data_of(input->source).data);

@@ -103,6 +103,18 @@ std::string display_name(const std::string& name) {
     return status == 0 && d ? std::string(d.get()) : name;
 }
 
+// print_name_only(): in line mode a symbol with a source file names it, its line and address.
+std::string shown_name(const Profile& p, const ProfileSymbol& sym) {
+    std::string name = display_name(sym.name);
+    if (!p.lines || sym.file.empty()) return name;
+    const auto slash = sym.file.rfind('/');
+    char where[48];
+    std::snprintf(where, sizeof where, ":%d @ %llx)", sym.line,
+                  static_cast<unsigned long long>(sym.addr));
+    return name + " (" + (slash == std::string::npos ? sym.file : sym.file.substr(slash + 1)) +
+           where;
+}
+
 struct View {
     const Profile& p;
     double hz;
@@ -327,6 +339,8 @@ void print_call_graph(Printer& out, const View& v) {
         if ((n.ncalls == 0 && n.self_calls == 0 && n.prop_self == 0 && n.prop_child == 0) ||
             !n.print_flag)
             continue;
+        // Line mode prints entries of functions only (cycles' headers are not functions).
+        if (p.lines && (v.is_cycle(entry) || !p.symbols[entry].is_func)) continue;
         if (v.is_cycle(entry)) {
             print_cycle_entry(out, v, entry - Profile::kCycleBase);
         } else {
@@ -369,7 +383,7 @@ void print_index(Printer& out, const View& v) {
                 const std::string& shown = v.shown[entry];
                 out.put(shown);
                 col += static_cast<int>(shown.size());
-                if (sym.is_static && !sym.file.empty()) {
+                if (!p.lines && sym.is_static && !sym.file.empty()) {
                     const auto slash = sym.file.rfind('/');
                     const std::string file =
                         slash == std::string::npos ? sym.file : sym.file.substr(slash + 1);
@@ -493,7 +507,7 @@ std::string render_gprof_text(const Profile& profile, const TextReportOptions& o
               profile.print_time > 0.0 ? profile.print_time : 1.0,
               {}};
     view.shown.reserve(profile.symbols.size());
-    for (const ProfileSymbol& sym : profile.symbols) view.shown.push_back(display_name(sym.name));
+    for (const ProfileSymbol& sym : profile.symbols) view.shown.push_back(shown_name(profile, sym));
     bool first = true;
     if (profile.has_histogram) {
         print_flat(out, view);

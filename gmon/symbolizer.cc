@@ -191,9 +191,10 @@ void Symbolizer::read_section(Elf_Scn* scn, const char* name, SectionFacts& fact
                                                                   data->d_size, shdr.sh_size))});
         }
     }
-    if (name && std::strcmp(name, ".text") == 0) {
-        text_addr_ = shdr.sh_addr;
+    if (name && std::strcmp(name, ".text") == 0 && text_index_ == 0) {
+        text_addr_ = shdr.sh_addr;  // the first, as BFD's bfd_get_section_by_name finds it
         text_size_ = shdr.sh_size;
+        text_index_ = index;
     }
     if (shdr.sh_type == SHT_SYMTAB) {
         facts.symtab = scn;
@@ -239,6 +240,10 @@ void Symbolizer::read_symbols(const SectionFacts& facts) {
         s.object = type == STT_OBJECT;
         s.ifunc = type == STT_GNU_IFUNC;
         s.debugging = type == STT_SECTION || type == STT_FILE;
+        s.notype = type == STT_NOTYPE;
+        s.tls = type == STT_TLS;
+        s.hidden = GELF_ST_VISIBILITY(sym.st_other) == STV_HIDDEN;
+        s.section = sym.st_shndx;
         s.local = bind == STB_LOCAL;
         s.global = bind == STB_GLOBAL;
         s.weak = bind == STB_WEAK;
@@ -263,6 +268,28 @@ std::optional<std::uint16_t> Symbolizer::code_halfword(std::uint64_t addr) const
                    : static_cast<std::uint16_t>(c.bytes[i] | (c.bytes[i + 1] << 8));
     }
     return std::nullopt;
+}
+
+Dwarf* Symbolizer::dwarf() const {
+    return handles_ ? handles_->dwarf : nullptr;
+}
+
+std::string_view Symbolizer::section_bytes(const char* name) const {
+    Elf* elf = handles_ ? handles_->elf : nullptr;
+    std::size_t shstrndx = 0;
+    if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0) return {};
+    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+        GElf_Shdr shdr;
+        if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS) continue;
+        const char* section = elf_strptr(elf, shstrndx, shdr.sh_name);
+        if (!section || std::strcmp(section, name) != 0) continue;
+        // libdw reads compressed debug sections the same way: decompressed in place.
+        if ((shdr.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0) return {};
+        Elf_Data* data = elf_getdata(scn, nullptr);
+        if (!data || !data->d_buf) return {};
+        return {static_cast<const char*>(data->d_buf), data->d_size};
+    }
+    return {};
 }
 
 std::optional<SourceLocation> Symbolizer::source_of(std::uint64_t addr) const {

@@ -8,11 +8,13 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gmon/gmon_data.h"
 
 struct Elf_Scn;  // libelf's section handle (libelf.h stays out of this header)
+struct Dwarf;    // libdw's handle (libdw.h too)
 
 namespace rackprof::gmon {
 
@@ -36,6 +38,10 @@ struct ElfSymbol {
     bool debugging = false;    // section and file symbols (BFD's BSF_DEBUGGING)
     bool ifunc = false;        // STT_GNU_IFUNC
     char section_class = '?';  // 't' for code sections, as `nm` classifies them
+    std::size_t section = 0;   // st_shndx
+    bool notype = false;       // STT_NOTYPE: a label
+    bool tls = false;          // STT_TLS
+    bool hidden = false;       // STV_HIDDEN
     std::size_t name_offset = std::string::npos;  // where the name starts in string_table()
 };
 
@@ -72,6 +78,12 @@ class Symbolizer {
     // The section named ".text", which gprof requires: {address, size}; size 0 if absent.
     std::uint64_t text_addr() const { return text_addr_; }
     std::uint64_t text_size() const { return text_size_; }
+    std::size_t text_index() const { return text_index_; }  // its section index; 0: none
+
+    // libdw's view of the ELF's DWARF; null without one (or from a map).
+    Dwarf* dwarf() const;
+    // The contents of the first section of this name (decompressed); empty if none.
+    std::string_view section_bytes(const char* name) const;
 
     // The 16-bit unit of code at addr (instruction byte order), where an executable section's
     // contents hold it; none elsewhere (no contents, data sections, outside every section).
@@ -108,6 +120,7 @@ class Symbolizer {
     std::uint64_t code_high_ = 0;
     std::uint64_t text_addr_ = 0;
     std::uint64_t text_size_ = 0;
+    std::size_t text_index_ = 0;
     std::string map_flavor_;
 };
 

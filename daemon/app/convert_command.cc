@@ -620,6 +620,7 @@ struct ConvertArgs {
     std::optional<std::string> select;
     bool redecode = false;
     bool intervals = false;
+    bool lines = false;
     std::optional<std::string> export_format;
 };
 
@@ -699,8 +700,9 @@ int run_convert(const ConvertArgs& args) {
                                               gmon::ContextFrameNames(c.input->source.elf.get()));
     }
     if (o.report != "none") {
-        const std::string report =
-            o.report == "text" && args.intervals && in.source.elf ? "text-intervals" : o.report;
+        std::string report = o.report;
+        if (o.report == "text" && in.source.elf && args.lines) report = "text-lines";
+        if (o.report == "text" && in.source.elf && args.intervals) report = "text-intervals";
         gmon::export_to(report, c.input, [](std::string_view chunk) {
             std::cout.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
         });
@@ -820,10 +822,15 @@ CommandRun add_convert_command(CLI::App& root) {
                    "text | json | none (default: text; none with --export)")
         ->type_name("R")
         ->check(CLI::IsMember({"text", "json", "none"}));
-    app.add_flag("--intervals", args->intervals,
-                 "text: after the flat profile, each row's 95 % Wilson score interval\n"
-                 "of its share and self seconds (sampling error); the gprof layout\n"
-                 "above it is unchanged");
+    CLI::Option* intervals =
+        app.add_flag("--intervals", args->intervals,
+                     "text: after the flat profile, each row's 95 % Wilson score interval\n"
+                     "of its share and self seconds (sampling error); the gprof layout\n"
+                     "above it is unchanged");
+    app.add_flag("--lines", args->lines,
+                 "text: by source line, as gprof -l -b prints it (the ELF's DWARF\n"
+                 "line tables)")
+        ->excludes(intervals);
     app.add_option("--export", args->export_format,
                    "write FORMAT to -o FILE (- for standard output) instead of gmon.out\n"
                    "(the formats are listed below)")

@@ -10,7 +10,8 @@ Checked, per board:
           also built with the blocking queue option, and with 4-byte addresses: every arc's
           call count exactly as the program makes them (caller/callee named from the ELF's
           symbols, counts from the program's structure: the table below times the
-          ROUNDS/TICKS the source defines), no byte discarded, and arm-none-eabi-gprof's flat profile led by the known hot function.
+          ROUNDS/TICKS the source defines), no byte discarded, and arm-none-eabi-gprof's flat profile led by the known hot function;
+          and (compat) `rackprof convert --lines` printing exactly what gprof -l -b prints.
   framed  the same programs: each frame checked against protocol/framed-protocol.md (COBS,
           CRC, sequence, HELLO text range and build-id equal to the ELF's), exact per-arc
           counts, nothing lost or dropped; then frames cut out of the capture are counted as
@@ -242,6 +243,17 @@ def gprof_flat(elf, gmon):
 def gprof_hot(elf, gmon):
     rows = gprof_flat(elf, gmon)
     return rows[0][1] if rows else None
+
+
+def check_lines(rackprof, tag, elf, gmon):
+    """rackprof's report by source line equals gprof -l -b's for the capture's gmon.out."""
+    ours = subprocess.run([str(rackprof), "convert", str(gmon), "--format", "gmon", "--elf",
+                           str(elf), "--lines"], capture_output=True, text=True)
+    theirs = subprocess.run(["arm-none-eabi-gprof", "-l", "-b", str(elf), str(gmon)],
+                            check=True, capture_output=True, text=True).stdout
+    same = ours.returncode == 0 and ours.stdout == theirs
+    check(same and "@ " in theirs, f"{tag}: rackprof convert --lines prints what gprof -l -b does"
+          + ("" if same else f"\n{ours.stderr}\n--- gprof\n{theirs}\n--- rackprof\n{ours.stdout}"))
 
 
 def check_profile(tag, example, elf, report, gmon, source_dir, samples_sent):
@@ -546,6 +558,8 @@ def main():
                         if report:
                             check_profile(tag, example, elf, report, gmon, args.source_dir,
                                           legacy_samples(data, addr_bytes))
+                            if mode == "compat":
+                                check_lines(args.rackprof, tag, elf, gmon)
                         continue
                     degraded, cut, pcs = check_framed_wire(tag, example, elf, data, args.source_dir)
                     samples = sum(pcs.values())

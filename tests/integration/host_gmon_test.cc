@@ -74,6 +74,14 @@ void check_as_gprof(const testing::TempDir& dir) {
                                 (dir / "prog").string(), "--report", "text"});
     REQUIRE_MESSAGE(ours.exit_code == 0, ours.err);
     CHECK(ours.out == theirs.out);
+    // By line (gprof -l): x86-64 DWARF 5 from the host's gcc, C++'s linkage names.
+    const auto lines_theirs =
+        testing::run({"gprof", "-l", "-b", (dir / "prog").string(), (dir / "gmon.out").string()});
+    REQUIRE_MESSAGE(lines_theirs.exit_code == 0, lines_theirs.err);
+    const auto lines_ours = rackprof(
+        {"convert", (dir / "gmon.out").string(), "--elf", (dir / "prog").string(), "--lines"});
+    REQUIRE_MESSAGE(lines_ours.exit_code == 0, lines_ours.err);
+    CHECK(lines_ours.out == lines_theirs.out);
 }
 
 bool have_host_toolchain() {

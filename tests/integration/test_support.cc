@@ -29,8 +29,11 @@ CommandResult rackprof(const std::vector<std::string>& args) {
     return run(rackprof_argv(args));
 }
 
-std::string gprof_brief(const std::filesystem::path& elf, const std::filesystem::path& gmon) {
-    const auto r = run({"arm-none-eabi-gprof", "-b", elf.string(), gmon.string()});
+std::string gprof_brief(const std::filesystem::path& elf, const std::filesystem::path& gmon,
+                        bool lines) {
+    std::vector<std::string> argv = {"arm-none-eabi-gprof", "-b", elf.string(), gmon.string()};
+    if (lines) argv.insert(argv.begin() + 1, "-l");
+    const auto r = run(argv);
     INFO("gprof stderr: " << r.err);
     REQUIRE_MESSAGE(
         r.exit_code == 0,

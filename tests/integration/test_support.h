@@ -26,8 +26,10 @@ std::vector<std::string> rackprof_argv(const std::vector<std::string>& args);
 // Runs the rackprof binary under test.
 CommandResult rackprof(const std::vector<std::string>& args);
 
-// Runs arm-none-eabi-gprof -b ELF GMON and returns its output; fails the test if it fails.
-std::string gprof_brief(const std::filesystem::path& elf, const std::filesystem::path& gmon);
+// Runs arm-none-eabi-gprof -b ELF GMON (with -l: line by line) and returns its output; fails
+// the test if it fails.
+std::string gprof_brief(const std::filesystem::path& elf, const std::filesystem::path& gmon,
+                        bool lines = false);
 
 // The thesis captures in ../shared, or an empty path (with a visible SKIP line) if absent.
 std::filesystem::path shared_data(const char* test_name);

@@ -48,6 +48,34 @@ TEST_CASE("thesis gmon.out files: rackprof's report equals gprof's") {
     }
 }
 
+// gprof -l: a symbol per source line from the ELFs' DWARF (blinky: DWARF 4 from one toolchain;
+// shield: FreeRTOS, with sequences of code removed by --gc-sections overlapping at address 0,
+// where the unit BFD happens to read first names the line).
+TEST_CASE("thesis gmon.out files by line: rackprof's report equals gprof -l's") {
+    const auto data = testing::shared_data("thesis gmon.out files by line");
+    if (data.empty()) return;
+    for (const char* pair : {"blink1gmon.out:blinky.elf", "shield1gmon.out:shield.elf"}) {
+        const std::string s = pair;
+        const auto gmon_path = data / s.substr(0, s.find(':'));
+        const auto elf_path = data / s.substr(s.find(':') + 1);
+        CAPTURE(gmon_path);
+        const auto r = testing::rackprof({"convert", gmon_path.string(), "--format", "gmon",
+                                          "--elf", elf_path.string(), "--lines"});
+        REQUIRE(r.exit_code == 0);
+        const std::string theirs = testing::gprof_brief(elf_path, gmon_path, true);
+        CHECK(r.out == theirs);
+        // The thesis' hot spot: the busy-wait loop of WAIT1.c, by line.
+        if (s.rfind("blink1", 0) == 0)
+            CHECK(r.out.find("59.35     10.22    10.22                             loop "
+                             "(WAIT1.c:154 @ 146a)") != std::string::npos);
+        const auto exported = testing::rackprof({"convert", gmon_path.string(), "--format", "gmon",
+                                                 "--elf", elf_path.string(), "--export",
+                                                 "text-lines", "-o", "-", "--report", "none"});
+        REQUIRE(exported.exit_code == 0);
+        CHECK(exported.out == theirs);
+    }
+}
+
 TEST_CASE("thesis hex capture: same calls as the thesis' gmon.out, same samples bin by bin") {
     const auto data = testing::shared_data("thesis hex capture");
     if (data.empty()) return;
