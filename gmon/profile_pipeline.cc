@@ -13,6 +13,13 @@ std::optional<CodeRange> code_range_of(const ProfileSource& source) {
 
 std::vector<HistogramSpec> histogram_specs(const ProfileSource& source) {
     if (source.histograms) return *source.histograms;
+    if (source.elf) {
+        std::vector<HistogramSpec> specs;
+        for (const auto& region : source.elf->code_regions(kHistogramRegionGap))
+            specs.push_back(
+                histogram_spec(*source.aggregate, region, source.bin_bytes, source.prof_rate));
+        if (!specs.empty()) return specs;
+    }
     return {histogram_spec(*source.aggregate, code_range_of(source), source.bin_bytes,
                            source.prof_rate)};
 }

@@ -36,7 +36,14 @@ struct ProfileSource {
 // (the PCs seen decide).
 std::optional<CodeRange> code_range_of(const ProfileSource& source);
 
-// The histograms the source's PC samples are binned into.
+// Executable sections further apart than this get histograms of their own: one histogram
+// over flash (0x0800_0000) and RAM functions (0x2000_0000) would be some 200 MiB of empty
+// bins. gprof reads several histogram records and credits each as its own.
+inline constexpr std::uint64_t kHistogramRegionGap = std::uint64_t{64} << 10;
+
+// The histograms the source's PC samples are binned into: an imported gmon.out's shapes; one
+// per code region of the ELF (Symbolizer::code_regions); else one over the announced or
+// observed range.
 std::vector<HistogramSpec> histogram_specs(const ProfileSource& source);
 
 // The source as gmon.out holds it, in the ELF's byte order and address size (else 32-bit

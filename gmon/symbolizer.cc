@@ -6,6 +6,7 @@
 #include <libelf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -182,6 +183,7 @@ void Symbolizer::read_section(Elf_Scn* scn, const char* name, SectionFacts& fact
             throw ElfError(where + "an executable section ends past the address space");
         code_low_ = std::min<std::uint64_t>(code_low_, shdr.sh_addr);
         code_high_ = std::max<std::uint64_t>(code_high_, shdr.sh_addr + shdr.sh_size);
+        exec_ranges_.emplace_back(shdr.sh_addr, shdr.sh_addr + shdr.sh_size);
         Elf_Data* data = shdr.sh_type == SHT_PROGBITS ? elf_getdata(scn, nullptr) : nullptr;
         if (data && data->d_buf && data->d_size > 0) {
             // Its instructions, for checking a capture against the code (elf_fit.h).
@@ -268,6 +270,22 @@ std::optional<std::uint16_t> Symbolizer::code_halfword(std::uint64_t addr) const
                    : static_cast<std::uint16_t>(c.bytes[i] | (c.bytes[i + 1] << 8));
     }
     return std::nullopt;
+}
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> Symbolizer::code_regions(
+    std::uint64_t max_gap) const {
+    auto ranges = exec_ranges_;
+    if (ranges.empty() && code_high_ > code_low_) ranges.emplace_back(code_low_, code_high_);
+    std::sort(ranges.begin(), ranges.end());
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> regions;
+    for (const auto& r : ranges) {
+        if (!regions.empty() && r.first <= regions.back().second + max_gap) {
+            regions.back().second = std::max(regions.back().second, r.second);
+        } else {
+            regions.push_back(r);
+        }
+    }
+    return regions;
 }
 
 Dwarf* Symbolizer::dwarf() const {

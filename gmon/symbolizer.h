@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gmon/gmon_data.h"
@@ -75,6 +76,9 @@ class Symbolizer {
     // Lowest and one-past-highest address of the allocated executable sections.
     std::uint64_t code_low() const { return code_low_; }
     std::uint64_t code_high() const { return code_high_; }
+    // Where code lies: the executable sections' ranges merged wherever less than `max_gap`
+    // bytes apart, ascending (flash and RAM functions are two regions).
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> code_regions(std::uint64_t max_gap) const;
     // The section named ".text", which gprof requires: {address, size}; size 0 if absent.
     std::uint64_t text_addr() const { return text_addr_; }
     std::uint64_t text_size() const { return text_size_; }
@@ -118,6 +122,7 @@ class Symbolizer {
     std::string build_id_;
     std::uint64_t code_low_ = 0;
     std::uint64_t code_high_ = 0;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> exec_ranges_;  // [low, high) each
     std::uint64_t text_addr_ = 0;
     std::uint64_t text_size_ = 0;
     std::size_t text_index_ = 0;

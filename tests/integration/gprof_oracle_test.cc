@@ -11,6 +11,7 @@
 #include "gmon/gmon_reader.h"
 #include "gmon/gmon_writer.h"
 #include "gmon/profile.h"
+#include "gmon/profile_pipeline.h"
 #include "gmon/report.h"
 #include "gmon/synthetic_elf.h"
 #include "tests/integration/test_support.h"
@@ -361,6 +362,76 @@ TEST_CASE("the thesis' ELFs: rackprof's gprof symbol table is the one gprof -z l
         for (const gmon::ProfileSymbol& p : gmon::gprof_symbol_table(*elf)) ours.insert(p.name);
         CHECK(theirs.size() > 90);
         CHECK(ours == theirs);
+    }
+}
+
+// Firmware that runs code from two distant regions: functions in flash and one copied to RAM
+// (.ramfunc at 0x20000000, 512 MiB above). The capture's samples in both regions keep one
+// histogram each, written as two histogram records, and gprof's report of that gmon.out (by
+// function and by line) is rackprof's. (gprof gives the highest symbol no range, so RAM code
+// must not end with a function that matters: here ram_last does.)
+TEST_CASE("code in flash and in RAM: one histogram per region, and gprof's report of it") {
+    testing::TempDir dir;
+    const auto source = dir / "two_regions.c";
+    std::ofstream(source) << R"(
+__attribute__((section(".ramfunc"), noinline)) int ram_work(int x) {
+    for (int i = 0; i < 8; ++i) x = x * 3 + i;
+    return x;
+}
+__attribute__((section(".ramfunc"), noinline)) int ram_last(int x) { return x + 1; }
+__attribute__((noinline)) int flash_work(int x) {
+    for (int i = 0; i < 4; ++i) x += ram_work(x);
+    return ram_last(x);
+}
+void _start(void) { for (;;) flash_work(1); }
+)";
+    const auto elf_path = dir / "two_regions.elf";
+    const auto built =
+        testing::run({"arm-none-eabi-gcc", "-mcpu=cortex-m3", "-mthumb", "-O1", "-g", "-nostdlib",
+                      "-Wl,-Ttext=0x1000", "-Wl,--section-start=.ramfunc=0x20000000", "-o",
+                      elf_path.string(), source.string()});
+    REQUIRE_MESSAGE(built.exit_code == 0, built.err);
+    const auto elf = gmon::Symbolizer::load(elf_path);
+    const auto regions = elf->code_regions(gmon::kHistogramRegionGap);
+    REQUIRE(regions.size() == 2);
+    CHECK(regions[1].first == 0x20000000);
+
+    auto address_in = [&](const char* name, std::uint64_t offset) {
+        for (const gmon::ElfSymbol& s : elf->symbols())
+            if (s.name == name) return s.addr + std::min<std::uint64_t>(offset, s.size - 2);
+        FAIL("no symbol " << name);
+        return std::uint64_t{0};
+    };
+    auto aggregate = std::make_shared<Aggregate>();
+    for (std::uint64_t i = 0; i < 12; ++i) {
+        aggregate->add_pc(address_in("ram_work", 2 * i), 100 + 7 * i);
+        aggregate->add_pc(address_in("flash_work", 2 * i), 10 + i);
+    }
+    aggregate->add_arc(address_in("flash_work", 6) | 1, address_in("ram_work", 0) | 1, 4000);
+    aggregate->add_arc(address_in("_start", 2) | 1, address_in("flash_work", 0) | 1, 1000);
+    gmon::ProfileSource src;
+    src.aggregate = aggregate;
+    src.elf = elf;
+    const auto binned = gmon::gmon_data_of(src);
+    REQUIRE(binned.data.histograms.size() == 2);
+    CHECK(binned.samples_outside == 0);
+    CHECK(binned.data.histograms[0].total() + binned.data.histograms[1].total() ==
+          aggregate->total_samples());
+    // Two records of a few hundred bins each, not one of 256 Mi bins over the gap.
+    CHECK(binned.data.histograms[0].bins.size() + binned.data.histograms[1].bins.size() < 1000);
+    const auto gmon_path = dir / "two_regions.gmon";
+    gmon::write_file_atomically(gmon_path, gmon::serialize_gmon(binned.data));
+    for (const bool lines : {false, true}) {
+        CAPTURE(lines);
+        const auto read = gmon::merge_duplicates(gmon::read_gmon_file(gmon_path, elf->layout()));
+        REQUIRE(read.histograms.size() == 2);
+        const std::string ours =
+            gmon::render_gprof_text(gmon::compute_profile(read, *elf, {0, lines}));
+        CHECK(ours == testing::gprof_brief(elf_path, gmon_path, lines));
+        // The hot function first; by line, gprof makes line symbols of .text only, so RAM code
+        // is the function's one symbol among flash_work's lines.
+        if (!lines) CHECK(ours.find("ram_work") < ours.find("flash_work"));
+        CHECK(ours.find(lines ? "ram_work (two_regions.c:" : "ram_work") != std::string::npos);
     }
 }
 
