@@ -597,6 +597,33 @@ GprofSourceLookup::Answer GprofSourceLookup::search(std::uint64_t addr) {
     return {};
 }
 
+std::vector<std::uint64_t> GprofSourceLookup::change_points(std::uint64_t low,
+                                                            std::uint64_t high) const {
+    if (low >= high) return {};
+    std::vector<std::uint64_t> points = {low};
+    auto add = [&](std::uint64_t a) {
+        if (a > low && a < high) points.push_back(a);
+    };
+    for (const Unit& unit : index_->units) {
+        for (const auto& [from, to] : unit.own_ranges) add(from), add(to);
+        for (const Sequence& seq : unit.sequences) {
+            add(seq.low);
+            for (const LineRow& row : seq.rows) add(row.addr);
+        }
+        for (const Function& f : unit.functions) {
+            for (const auto& [from, to] : f.ranges) add(from), add(to);
+        }
+    }
+    for (const ElfSymbol& sym : elf_.symbols()) {
+        if (sym.section != elf_.text_index()) continue;
+        add(sym.addr);
+        add(sym.addr + std::max<std::uint64_t>(sym.size, 1));
+    }
+    std::sort(points.begin(), points.end());
+    points.erase(std::unique(points.begin(), points.end()), points.end());
+    return points;
+}
+
 std::optional<GprofSourceLine> GprofSourceLookup::find(std::uint64_t addr) {
     const Answer answer = search(addr);
     const LineRow* row = answer.row;

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gmon/symbolizer.h"
 
@@ -44,6 +45,13 @@ class GprofSourceLookup {
     // get_src_info(): the file, function and line of `addr` in .text; empty where gprof's
     // lookup fails (no line row, no name, or line 0).
     std::optional<GprofSourceLine> find(std::uint64_t addr);
+
+    // The addresses in [low, high) where an answer may differ from the one before it (rows,
+    // sequences, units' and functions' ranges, ELF symbols and their ends), ascending, `low`
+    // first. Between two of them every answer is the same, so gprof's walk over every byte of
+    // .text asks only these: the same symbols, in time bounded by the DWARF and symbol table
+    // rather than by a .text size an ELF may claim.
+    std::vector<std::uint64_t> change_points(std::uint64_t low, std::uint64_t high) const;
 
   private:
     struct ElfFunctionCache;

@@ -151,13 +151,14 @@ const ProfileSymbol* symbol_at(const std::vector<ProfileSymbol>& table, std::uin
 }
 
 // core_create_line_syms()' walk: a symbol wherever the file, function or line of a .text
-// address changes (every byte, as gprof steps by its minimum instruction size of 1).
+// address changes. gprof asks every byte (its minimum instruction size is 1); the answers
+// change only at the lookup's change points, so asking those makes the same symbols.
 std::vector<ProfileSymbol> line_symbols(const Symbolizer& elf,
                                         const std::vector<ProfileSymbol>& functions,
                                         GprofSourceLookup& lookup) {
     std::vector<ProfileSymbol> lines;
     const std::uint64_t end = elf.text_addr() + elf.text_size();
-    for (std::uint64_t addr = elf.text_addr(); addr < end; ++addr) {
+    for (const std::uint64_t addr : lookup.change_points(elf.text_addr(), end)) {
         auto at = lookup.find(addr);
         if (!at) continue;
         const ProfileSymbol* prev = lines.empty() ? nullptr : &lines.back();

@@ -64,6 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(elf->code_low() < elf->code_high());
     try {
         (void)gmon::gprof_symbol_table(*elf);
+        (void)gmon::gprof_line_symbol_table(*elf);  // the DWARF line programs, as gprof -l
     } catch (const std::invalid_argument&) {
         return 0;  // no .text or no function: said so
     }
