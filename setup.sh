@@ -28,6 +28,7 @@ packages=(
     valgrind                    # callgrind_annotate: the oracle of the callgrind export
     libgraphviz-dev             # gmon/svg_render: the svg export laid out by libgvc
     graphviz                    # dot: the tests check the dot export with Graphviz itself
+    libcapstone-dev             # gmon/disassembler: instructions beside their samples (annotate)
     python3-jsonschema          # tests: the speedscope export against speedscope's JSON schema
     libpq-dev                   # storage/fleet: the fleet store speaks to PostgreSQL through libpq
     postgresql                  # fleet_pg_tests start a PostgreSQL 15 server of their own

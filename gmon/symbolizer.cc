@@ -261,6 +261,16 @@ void Symbolizer::read_symbols(const SectionFacts& facts) {
     }
 }
 
+std::vector<std::uint8_t> Symbolizer::code_bytes(std::uint64_t addr, std::uint64_t size) const {
+    for (const CodeSection& c : code_) {
+        if (addr < c.addr || addr - c.addr > c.bytes.size() || size > c.bytes.size() - (addr - c.addr))
+            continue;
+        const auto first = c.bytes.begin() + static_cast<std::ptrdiff_t>(addr - c.addr);
+        return {first, first + static_cast<std::ptrdiff_t>(size)};
+    }
+    return {};
+}
+
 std::optional<std::uint16_t> Symbolizer::code_halfword(std::uint64_t addr) const {
     for (const CodeSection& c : code_) {
         if (addr < c.addr || addr - c.addr + 2 > c.bytes.size()) continue;

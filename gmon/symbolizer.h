@@ -92,6 +92,9 @@ class Symbolizer {
     // The 16-bit unit of code at addr (instruction byte order), where an executable section's
     // contents hold it; none elsewhere (no contents, data sections, outside every section).
     std::optional<std::uint16_t> code_halfword(std::uint64_t addr) const;
+    // The code bytes of [addr, addr + size) as the image holds them, where one executable
+    // section holds all of them; empty otherwise.
+    std::vector<std::uint8_t> code_bytes(std::uint64_t addr, std::uint64_t size) const;
 
     // The source file and line of an address, where DWARF line tables cover it.
     std::optional<SourceLocation> source_of(std::uint64_t addr) const;

@@ -121,6 +121,7 @@ Cli::Cli() : root(kDescription, "rackprof") {
     runs["fleet"] = add_fleet_command(root);
     runs["campaign"] = add_campaign_command(root);
     runs["check"] = add_check_command(root);
+    runs["annotate"] = add_annotate_command(root);
 }
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

@@ -16,5 +16,6 @@ CommandRun add_demo_command(CLI::App& root);
 CommandRun add_fleet_command(CLI::App& root);
 CommandRun add_campaign_command(CLI::App& root);
 CommandRun add_check_command(CLI::App& root);
+CommandRun add_annotate_command(CLI::App& root);
 
 }  // namespace rackprof::daemon::app

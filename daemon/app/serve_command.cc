@@ -372,6 +372,7 @@ int run_serve(const ServeArgs& cl) {
     capture::CaptureService service(config, log);  // storage is open from here on
 
     daemon::service::LocalRack rack(service, config.storage_path);  // what web/ goes through
+    rack.set_source_roots(config.source_roots);
     // [fleet]: completed sessions pushed to PostgreSQL in the background; selections served
     // from it (every bench's sessions).
     std::unique_ptr<fleet::FleetPusher> pusher =
@@ -421,15 +422,16 @@ CommandRun add_serve_command(CLI::App& root) {
     auto args = std::make_shared<ServeArgs>();
     CLI::App& app = add_command(
         root, "serve",
-        "run the capture daemon (embedded default: a simulated rack, ./var/rackprof.db)", kServeAbout);
+        "run the capture daemon (embedded default: a simulated rack, ./var/rackprof.db)",
+        kServeAbout);
     app.add_option("--config", args->config,
                    "the configuration (TOML; `rackprof check --config FILE` validates one)")
         ->type_name("FILE");
-    app.add_option("--listen", args->listen,
-                   "the HTTP API's address, over server.listen (default: " +
-                       config::DaemonConfig{}.listen +
-                       "):\n127.0.0.1:8081, [::1]:8080, 0.0.0.0:8080; port 0 takes any free "
-                       "port (the log says which)")
+    app.add_option(
+           "--listen", args->listen,
+           "the HTTP API's address, over server.listen (default: " + config::DaemonConfig{}.listen +
+               "):\n127.0.0.1:8081, [::1]:8080, 0.0.0.0:8080; port 0 takes any free "
+               "port (the log says which)")
         ->type_name("ADDR");
     app.add_option("--log-level", args->log_level, "over logging.level")
         ->type_name("LEVEL")

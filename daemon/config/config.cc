@@ -466,6 +466,20 @@ void parse_links(const std::string& source, const toml::table& t, DaemonConfig& 
     c.reconnect_max = std::chrono::milliseconds(max_ms);
 }
 
+void parse_sources(const std::string& source, const toml::table& t, DaemonConfig& c) {
+    reject_unknown(source, t, "sources.", {"roots"});
+    const toml::node* roots = t.get("roots");
+    if (!roots) return;
+    const toml::array* list = roots->as_array();
+    if (!list) fail(source, *roots, "sources.roots", "must be an array of folder paths");
+    for (const toml::node& root : *list) {
+        const auto* path = root.as_string();
+        if (!path || path->get().empty())
+            fail(source, root, "sources.roots", "must be an array of folder paths");
+        c.source_roots.emplace_back(path->get());
+    }
+}
+
 void parse_boards(const std::string& source, const toml::node& node, DaemonConfig& c) {
     const toml::array* boards = node.as_array();
     if (!boards) fail(source, node, "boards", "must be an array of tables ([[boards]])");
@@ -494,12 +508,14 @@ DaemonConfig parse_config(const std::string& text, const std::string& source) {
     }
     DaemonConfig c;
     c.source = source;
-    reject_unknown(source, root, "", {"server", "storage", "logging", "links", "boards", "fleet"});
+    reject_unknown(source, root, "",
+                   {"server", "storage", "logging", "links", "boards", "fleet", "sources"});
     if (const toml::table* t = section(source, root, "server")) parse_server(source, *t, c);
     if (const toml::table* t = section(source, root, "storage")) parse_storage(source, *t, c);
     if (const toml::table* t = section(source, root, "fleet")) parse_fleet(source, *t, c.fleet);
     if (const toml::table* t = section(source, root, "logging")) parse_logging(source, *t, c);
     if (const toml::table* t = section(source, root, "links")) parse_links(source, *t, c);
+    if (const toml::table* t = section(source, root, "sources")) parse_sources(source, *t, c);
     if (const toml::node* node = root.get("boards")) parse_boards(source, *node, c);
     return c;
 }
@@ -547,6 +563,7 @@ void make_paths_absolute(DaemonConfig& config) {
     absolute(config.token_file);
     absolute(config.web_root);
     absolute(config.fleet.password_file);
+    for (std::filesystem::path& root : config.source_roots) absolute(root);
     for (BoardConfig& board : config.boards) {
         std::filesystem::path elf = board.elf;
         absolute(elf);

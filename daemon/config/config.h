@@ -124,6 +124,9 @@ struct DaemonConfig {
     std::chrono::milliseconds reconnect_max{5000};
     std::vector<BoardConfig> boards;
     FleetConfig fleet;
+    // [sources] roots: the folders annotated source may be read from (gmon/annotate.h); none:
+    // each ELF's compilation directories that exist.
+    std::vector<std::filesystem::path> source_roots;
     std::string source = "embedded default";
 };
 

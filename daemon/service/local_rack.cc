@@ -10,6 +10,7 @@
 #include "daemon/service/board_from_body.h"
 #include "daemon/service/session_views.h"
 #include "daemon/service/stored_session_input.h"
+#include "gmon/annotate.h"
 #include "gmon/board_spread.h"
 #include "gmon/calling_context_export.h"
 #include "gmon/profile_diff.h"
@@ -418,6 +419,33 @@ Export LocalRack::open_export(std::int64_t id, const std::string& format,
     return {std::string(exporter->content_type),
             info.spec.board + "-" + std::to_string(id) + std::string(exporter->file_suffix),
             !exporter->paged, open_format(*exporter, input)};
+}
+
+// The annotation of an input's aggregate, source text from the configured roots (else the
+// ELF's compilation directories).
+json LocalRack::annotation_of(const gmon::ExportInput& input, const AnnotateRequest& request) {
+    if (!input.source.elf)
+        throw ServiceError(Failure::kNoElf, "annotating needs the firmware's ELF");
+    const gmon::Symbolizer& elf = *input.source.elf;
+    const gmon::SourceRoots roots =
+        source_roots_.empty() ? gmon::SourceRoots::of_elf(elf) : gmon::SourceRoots(source_roots_);
+    gmon::AnnotateOptions options;
+    options.function = request.function;
+    options.instructions = request.instructions;
+    try {
+        return gmon::annotation_json(gmon::annotate(*input.source.aggregate, elf, roots, options));
+    } catch (const std::invalid_argument& e) {
+        throw ServiceError(Failure::kNotFound, e.what());
+    }
+}
+
+json LocalRack::annotate(std::int64_t id, const AnnotateRequest& request,
+                         const TimeWindow& window) {
+    return annotation_of(*session_input(stored_session(id), window), request);
+}
+
+json LocalRack::selection_annotate(const Selection& selection, const AnnotateRequest& request) {
+    return annotation_of(*selections_.merged(selection)->input, request);
 }
 
 Stored LocalRack::put_firmware(const std::filesystem::path& upload) {

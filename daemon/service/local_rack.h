@@ -28,6 +28,12 @@ class LocalRack : public RackService {
     LocalRack(capture::CaptureService& capture, std::filesystem::path storage_path,
               std::size_t readers = 4);
 
+    // [sources] roots: where annotations may read source text (none: each ELF's compilation
+    // directories). Call before serving.
+    void set_source_roots(std::vector<std::filesystem::path> roots) {
+        source_roots_ = std::move(roots);
+    }
+
     // From here on, selections (profiles, exports, diffs) are answered from the fleet store:
     // every bench's pushed sessions, merged by PostgreSQL. Call before serving.
     // `status`: the pusher's state, shown in readiness as "fleet".
@@ -53,6 +59,10 @@ class LocalRack : public RackService {
                    const ProfileOptions& options) override;
     Export selection_profile(const Selection& selection, const ProfileOptions& options) override;
     Export open_selection_export(const Selection& selection, const std::string& format) override;
+    nlohmann::json annotate(std::int64_t id, const AnnotateRequest& request,
+                            const TimeWindow& window) override;
+    nlohmann::json selection_annotate(const Selection& selection,
+                                      const AnnotateRequest& request) override;
     DiffResult diff(const Selection& a, const Selection& b, const DiffRequest& request) override;
     Export open_export(std::int64_t id, const std::string& format,
                        const TimeWindow& window) override;
@@ -70,6 +80,8 @@ class LocalRack : public RackService {
                                  std::int64_t reference);
     std::shared_ptr<gmon::ExportInput> session_input(const storage::SessionInfo& info,
                                                      const TimeWindow& window);
+    nlohmann::json annotation_of(const gmon::ExportInput& input, const AnnotateRequest& request);
+    std::vector<std::filesystem::path> source_roots_;
 
     capture::CaptureService& capture_;
     LiveViews live_views_;

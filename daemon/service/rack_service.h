@@ -95,6 +95,13 @@ struct SessionFilter {
 };
 
 // Receive times (Unix ns) bounding the record batches a profile sums; none: the whole session.
+// What an annotation (gmon/annotate.h) covers: one function (empty: the busiest), and with
+// `instructions` each instruction beside the source lines.
+struct AnnotateRequest {
+    std::string function;
+    bool instructions = false;
+};
+
 struct TimeWindow {
     std::optional<std::int64_t> from_ns;
     std::optional<std::int64_t> to_ns;
@@ -187,6 +194,14 @@ class RackService {
     // the profile formats (all but csv, ndjson and raw).
     virtual Export open_export(std::int64_t id, const std::string& format,
                                const TimeWindow& window) = 0;
+
+    // Samples and calls per source line (and instruction) of a session's function, within the
+    // window: kNoElf without an ELF; kNotFound when the ELF has no function of that name.
+    virtual nlohmann::json annotate(std::int64_t id, const AnnotateRequest& request,
+                                    const TimeWindow& window) = 0;
+    // The same for a selection's sessions merged.
+    virtual nlohmann::json selection_annotate(const Selection& selection,
+                                              const AnnotateRequest& request) = 0;
 
     // A selection's sessions merged (their aggregates added; see selection.h): the profile as
     // JSON text, with the selection's sessions, boards and build-id. kConflict when the sessions

@@ -359,6 +359,18 @@ def exercise(c, folder):
     c.json("get", pattern, profile + "?top=many", expect=400)
     c.json("get", pattern, "/api/v1/sessions/999999/profile", expect=404)
 
+    # Per line and per instruction: a function, the busiest, an unknown one.
+    for view in ("lines", "disasm"):
+        pattern = "/api/v1/sessions/{id}/" + view
+        path = f"/api/v1/sessions/{sid}/{view}"
+        if names:
+            c.json("get", pattern, path + "?" + q(function=names[0]), expect=200)
+        c.json("get", pattern, path, expect=200)
+        c.json("get", pattern, path + "?" + q(function="no_such_function"), expect=404)
+        c.json("get", "/api/v1/profile/" + view,
+               f"/api/v1/profile/{view}?" + q(session=sid, **({"function": names[0]} if names else {})),
+               expect=200)
+
     # Every export format, and the older paths.
     doc = c.document.doc
     formats = next(p["schema"]["enum"] for p in

@@ -247,6 +247,17 @@ test("profile: sorting (mouse and keyboard), search, call graph and its navigati
   await page.click(`#focus .pair > div:first-child button.fn >> nth=0`);
   await page.waitForSelector(`#focus h3:has-text("${callers[0]}")`);
   assert.match(await page.textContent("#call-graph-table"), /\[1\]/);
+  // The selected function's source view: the model ELF has no DWARF, so with the disassembly on
+  // its instructions alone, their samples those /disasm gives, and a search narrows them.
+  await page.check("#disasm");
+  await page.waitForSelector("#source-view tr.instruction");
+  const disasm = await api("GET", `/api/v1/sessions/${sessions.a}/disasm?function=${encodeURIComponent(callers[0])}`);
+  const instructionSamples = await page.$$eval("#source-view tr.instruction", (rows) => rows.map((r) => r.children[0].textContent.trim()));
+  assert.equal(instructionSamples.length, disasm.functions[0].instructions.length);
+  assert.deepEqual(instructionSamples, disasm.functions[0].instructions.map((i) => (i.samples ? i.samples.toLocaleString("en-US") : ".")));
+  const first = disasm.functions[0].instructions[0].address.replace(/^0x/, "");
+  await page.fill("#source-search", first);
+  await page.waitForFunction((n) => document.querySelectorAll("#source-view tr.instruction").length === n, 1);
   // The flat profile is part of the page, not a box of its own that scrolls (and cuts it).
   const scroller = await page.$eval("#flat", (el) => {
     for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {

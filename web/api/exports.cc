@@ -200,9 +200,38 @@ server::Reply diff_reply(const Call& c) {
     return json_reply(c.request, status, result.view);
 }
 
+// ?function=NAME of /lines and /disasm (empty: the busiest functions).
+daemon::service::AnnotateRequest annotate_request(const Call& c, bool instructions) {
+    const auto it = c.query.find("function");
+    return {it == c.query.end() ? std::string() : it->second, instructions};
+}
+
+void add_annotate_routes(RouteTable& routes) {
+    for (const bool instructions : {false, true}) {
+        const std::string view = instructions ? "disasm" : "lines";
+        routes.add_json(
+            http::verb::get, "/api/v1/sessions/{id}/" + view, server::Access::kRead,
+            http::status::ok,
+            [instructions](const Call& c) {
+                const auto id = parse_id(c.path.at("id"), "the session id");
+                return c.rack.annotate(id, annotate_request(c, instructions), window_of(c.query));
+            },
+            instructions ? "samples and calls per instruction of a function, under its lines"
+                         : "samples and calls per source line of a function");
+        routes.add_json(
+            http::verb::get, "/api/v1/profile/" + view, server::Access::kRead, http::status::ok,
+            [instructions](const Call& c) {
+                return c.rack.selection_annotate(selection_of(c, {"function"}),
+                                                 annotate_request(c, instructions));
+            },
+            "the same for a selection's sessions merged");
+    }
+}
+
 }  // namespace
 
 void add_selection_routes(RouteTable& routes) {
+    add_annotate_routes(routes);
     routes.add({http::verb::get, "/api/v1/profile", server::Access::kRead,
                 [](const Call& c) {
                     return json_pieces_reply(

@@ -114,6 +114,18 @@ class FakeRack : public daemon::service::RackService {
         calls.push_back("open_selection_export " + join(selection) + " " + format);
         return {"application/octet-stream", "selection-3f2a.gmon.out", true, pieces({"gmon"})};
     }
+    nlohmann::json annotate(std::int64_t id, const daemon::service::AnnotateRequest& request,
+                            const daemon::service::TimeWindow&) override {
+        calls.push_back("annotate " + std::to_string(id) + " " + request.function +
+                        (request.instructions ? " disasm" : ""));
+        return {{"functions", nlohmann::json::array()}};
+    }
+    nlohmann::json selection_annotate(const daemon::service::Selection& selection,
+                                      const daemon::service::AnnotateRequest& request) override {
+        calls.push_back("selection_annotate " + join(selection) + " " + request.function +
+                        (request.instructions ? " disasm" : ""));
+        return {{"functions", nlohmann::json::array()}};
+    }
     daemon::service::DiffResult diff(const daemon::service::Selection& a,
                                      const daemon::service::Selection& b,
                                      const daemon::service::DiffRequest& request) override {

@@ -22,6 +22,9 @@ export type FlatRow = Schemas["FlatRow"];
 export type GraphLine = Schemas["GraphLine"];
 export type GraphEntry = Schemas["GraphEntry"];
 export type FirmwareImage = Schemas["FirmwareImage"];
+// Samples and calls per source line and instruction of a function (/lines, /disasm).
+export type Annotation = Schemas["Annotation"];
+export type AnnotatedFunction = Schemas["AnnotatedFunction"];
 
 // The calling-context tree (export cct-json): measured in cycles from function entry/exit
 // events, or sampled stacks a probe link unwound, counted in samples. The file names its
@@ -231,6 +234,13 @@ export const api = {
       `/api/v1/sessions/${id}/profile?` +
         new URLSearchParams({ top: "1", graph_function: name, ...windowQuery(window) }).toString(),
     ).then((p) => p.call_graph),
+  // The function's lines (and, with instructions, its disassembly) with their samples.
+  annotation: (id: number, name: string, instructions: boolean, window: Window = {}) =>
+    request<Annotation>(
+      "GET",
+      `/api/v1/sessions/${id}/${instructions ? "disasm" : "lines"}?` +
+        new URLSearchParams({ function: name, ...windowQuery(window) }).toString(),
+    ),
   // A selection is a query string as the API takes it: "build_id=ab12&tag=lab" or "session=3".
   // The fleet page shows no call graph, so none is asked for.
   selectionProfile: (selection: string) =>

@@ -82,12 +82,14 @@ const pct = (part: number, whole: number) =>
 
 // Draws `tree` into `box` (replacing what was there) at the box's width; `unit` names the
 // folded values ("samples"). Frames a click zooms into; the search box highlights matches.
-// With `largest` (from differential()), frames are coloured by their change.
+// With `largest` (from differential()), frames are coloured by their change. `onSelect` hears
+// the function of a frame clicked (the profile page shows its source).
 export function drawFlameGraph(
   box: HTMLElement,
   tree: Frame,
   unit: string,
   largest?: number,
+  onSelect?: (name: string) => void,
 ): void {
   const diff = largest !== undefined;
   const details = h(
@@ -125,6 +127,7 @@ export function drawFlameGraph(
           : `${d.data.name}: ${pct(d.value, total)} % (${Math.round(d.value).toLocaleString("en-US")} ${unit})`,
       )
       .setDetailsElement(details);
+    if (onSelect) chart.onClick((d) => onSelect(d.data.name));
     if (diff)
       chart.setColorMapper((d: FrameNode, original: string) =>
         d.highlight ? original : frameColor(d.data, largest, total),

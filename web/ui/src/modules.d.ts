@@ -27,6 +27,7 @@ declare module "d3-flame-graph" {
     setLabelHandler(label: (d: FrameNode) => string): FlameGraph;
     setColorMapper(color: (d: FrameNode, original: string) => string): FlameGraph;
     setDetailsElement(el: HTMLElement): FlameGraph;
+    onClick(handler: (d: FrameNode) => void): FlameGraph;
     search(term: string): void;
     clear(): void;
     resetZoom(): void;

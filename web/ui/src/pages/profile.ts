@@ -11,9 +11,11 @@ import {
   type FlatRow,
   type GraphEntry,
   type GraphLine,
+  type Annotation,
   type Profile,
   type Window,
 } from "../api";
+import { sourceView } from "../source";
 import {
   count,
   duration,
@@ -337,7 +339,13 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
   const flame = flameBox("flame-graph");
   const renderFlame = () =>
     drawStacks(flame, async () =>
-      drawFlameGraph(flame, parseFolded(await api.sessionFolded(sid, timeWindow)), "samples"),
+      drawFlameGraph(
+        flame,
+        parseFolded(await api.sessionFolded(sid, timeWindow)),
+        "samples",
+        undefined,
+        (name) => profile.flat.some((r) => r.name === name) && select(name),
+      ),
     );
 
   // The measured calling contexts, where the session has them (entry/exit events): an icicle in
@@ -386,11 +394,54 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     }
   };
 
+  // The selected function's source lines (and instructions) with their samples.
+  const source = h("div", { id: "source-view", "aria-live": "polite" });
+  const disasm = h("input", { type: "checkbox", id: "disasm" }) as HTMLInputElement;
+  const sourceSearch = h("input", {
+    type: "search",
+    id: "source-search",
+    placeholder: "Search the source",
+    "aria-label": "Search the source and instructions",
+  }) as HTMLInputElement;
+  let sourceAsked = 0;
+  let annotation: { key: string; value: Annotation } | undefined;
+  const renderSource = async () => {
+    const asked = ++sourceAsked;
+    const name = selected;
+    if (!name) return replace(source, h("p", { class: "muted" }, "Select a function."));
+    const key = `${name}\n${disasm.checked}`;
+    if (annotation?.key !== key) {
+      replace(source, h("p", { class: "muted" }, `Loading the source of ${name}…`));
+      try {
+        const value = await api.annotation(sid, name, disasm.checked, timeWindow);
+        if (asked !== sourceAsked) return;
+        annotation = { key, value };
+      } catch (err) {
+        if (asked === sourceAsked)
+          replace(
+            source,
+            alertText(`The source of ${name} could not be loaded: ${(err as Error).message}`),
+          );
+        return;
+      }
+    }
+    replace(source, sourceView(annotation.value, disasm.checked, sourceSearch.value));
+  };
+  disasm.addEventListener("change", () => void renderSource());
+  sourceSearch.addEventListener("input", () => void renderSource());
+  const sourceSection = section(
+    "h-source",
+    "Source (samples per line; the selected function)",
+    h("div", { class: "graph-tools" }, sourceSearch, " ", h("label", {}, disasm, " disassembly")),
+    source,
+  );
+
   const select = (name: string) => {
     selected = name;
     renderFlat();
     void renderFocus();
     void renderGraph();
+    void renderSource();
   };
 
   search.addEventListener("input", renderFlat);
@@ -478,6 +529,7 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     ...(session.calling_context_nodes
       ? [measuredSection, graphSection, flameSection]
       : [graphSection, flameSection, measuredSection]),
+    sourceSection,
     section(
       "h-cg",
       "Call graph table (as gprof prints it)",
@@ -485,7 +537,13 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     ),
   );
   renderFlat();
-  await Promise.all([renderFocus(), renderGraph(), renderFlame(), renderMeasured()]);
+  await Promise.all([
+    renderFocus(),
+    renderGraph(),
+    renderFlame(),
+    renderMeasured(),
+    renderSource(),
+  ]);
 }
 
 // Each caller -> callee arc: the cycles measured along it and gprof's estimate (the callee's
