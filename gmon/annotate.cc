@@ -110,8 +110,8 @@ std::vector<const ProfileSymbol*> chosen(const FunctionIndex& index, const Aggre
     for (const auto& [s, n] : busy) ranked.emplace_back(n, s);
     std::stable_sort(ranked.begin(), ranked.end(),
                      [](const auto& l, const auto& r) { return l.first > r.first; });
-    for (std::size_t i = 0; i < ranked.size() && i < options.max_functions; ++i)
-        out.push_back(ranked[i].second);
+    const std::size_t limit = options.max_functions ? options.max_functions : ranked.size();
+    for (std::size_t i = 0; i < ranked.size() && i < limit; ++i) out.push_back(ranked[i].second);
     return out;
 }
 

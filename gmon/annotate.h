@@ -79,7 +79,7 @@ struct AnnotateOptions {
     std::string function;  // gprof's name (several statics may share it); empty: every function
                            // with samples or calls, busiest first
     bool instructions = false;
-    std::size_t max_functions = 50;  // for the whole program
+    std::size_t max_functions = 50;  // for the whole program; 0: every function
 };
 
 // Throws std::invalid_argument naming the function when none of that name exists.

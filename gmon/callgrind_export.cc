@@ -1,7 +1,11 @@
 #include "gmon/callgrind_export.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
 #include <sstream>
+#include <vector>
 
 namespace rackprof::gmon {
 
@@ -28,6 +32,98 @@ bool listed(const Profile& p, const ProfileArc& a) {
     if (a.parent == a.child || a.count == 0) return false;
     const std::size_t cycle = p.nodes[a.parent].cycle;
     return cycle == 0 || cycle != p.nodes[a.child].cycle;
+}
+
+// `total` spread over keys in proportion to their weights, in whole numbers that add up to it
+// (largest remainders).
+std::map<int, std::uint64_t> spread(std::uint64_t total,
+                                    const std::map<int, std::uint64_t>& weights) {
+    std::map<int, std::uint64_t> out;
+    std::uint64_t sum = 0;
+    for (const auto& [key, w] : weights) sum += w;
+    if (sum == 0 || total == 0) return out;
+    std::vector<std::pair<double, int>> remainders;
+    std::uint64_t given = 0;
+    for (const auto& [key, w] : weights) {
+        const double exact =
+            static_cast<double>(total) * static_cast<double>(w) / static_cast<double>(sum);
+        out[key] = static_cast<std::uint64_t>(exact);
+        given += out[key];
+        remainders.emplace_back(exact - std::floor(exact), key);
+    }
+    std::stable_sort(remainders.begin(), remainders.end(),
+                     [](const auto& l, const auto& r) { return l.first > r.first; });
+    for (std::size_t i = 0; given < total && i < remainders.size(); ++i, ++given)
+        ++out[remainders[i].second];
+    return out;
+}
+
+// Where each function's samples and calls lie by source line, from the aggregate's PCs and
+// call sites, in the profile's own symbol table.
+class LineWeights {
+  public:
+    LineWeights(const Profile& p, const ExportInput& input) : p_(p), elf_(*input.source.elf) {
+        for (const PcCount& pc : input.source.aggregate->pc_samples()) {
+            if (const auto s = symbol_at(pc.pc)) samples_[*s][line_of(pc.pc)] += pc.count;
+        }
+        for (const ArcCount& arc : input.source.aggregate->arcs()) {
+            const std::uint64_t site = (arc.from_pc & ~std::uint64_t{1}) - 1;
+            auto parent = symbol_at(site);
+            auto child = symbol_at(arc.self_pc);
+            while (child && *child > 0 && !p.symbols[*child].is_func) child = *child - 1;
+            if (parent && child) calls_[{*parent, *child}][line_of(site)] += arc.count;
+        }
+    }
+    // A function's samples by line; empty when its PCs are not known.
+    const std::map<int, std::uint64_t>& samples(std::size_t symbol) const {
+        const auto it = samples_.find(symbol);
+        return it == samples_.end() ? none_ : it->second;
+    }
+    const std::map<int, std::uint64_t>& calls(std::size_t parent, std::size_t child) const {
+        const auto it = calls_.find({parent, child});
+        return it == calls_.end() ? none_ : it->second;
+    }
+
+  private:
+    std::optional<std::size_t> symbol_at(std::uint64_t addr) const {
+        addr &= ~std::uint64_t{1};
+        const auto& sym = p_.symbols;
+        auto it =
+            std::upper_bound(sym.begin(), sym.end(), addr,
+                             [](std::uint64_t a, const ProfileSymbol& s) { return a < s.addr; });
+        if (it == sym.begin()) return std::nullopt;
+        --it;
+        if (addr > it->end_addr) return std::nullopt;
+        return static_cast<std::size_t>(it - sym.begin());
+    }
+    int line_of(std::uint64_t addr) {
+        auto [it, added] = lines_.try_emplace(addr, 0);
+        if (added) {
+            if (const auto where = elf_.source_of(addr)) it->second = where->line;
+        }
+        return it->second;
+    }
+
+    const Profile& p_;
+    const Symbolizer& elf_;
+    std::map<std::uint64_t, int> lines_;
+    std::map<std::size_t, std::map<int, std::uint64_t>> samples_;
+    std::map<std::pair<std::size_t, std::size_t>, std::map<int, std::uint64_t>> calls_;
+    std::map<int, std::uint64_t> none_;
+};
+
+// Cost lines "LINE COST", the function's own line where nothing better is known (line 0 is
+// DWARF's "no line": its share goes to the function's line too).
+void cost_lines(std::ostringstream& body, std::uint64_t cost,
+                const std::map<int, std::uint64_t>& weights, int fallback,
+                const std::string& before_each = "") {
+    std::map<int, std::uint64_t> by_line = spread(cost, weights);
+    if (by_line.empty()) by_line[fallback] = cost;
+    if (const auto zero = by_line.find(0); zero != by_line.end() && fallback != 0) {
+        by_line[fallback] += zero->second;
+        by_line.erase(zero);
+    }
+    for (const auto& [line, c] : by_line) body << before_each << line << " " << c << "\n";
 }
 
 void header(std::ostringstream& out, const ExportInput& input, const Profile& p) {
@@ -57,6 +153,7 @@ std::string callgrind_profile(const ExportInput& input) {
     header(out, input, p);
     std::ostringstream body;
     std::uint64_t total = 0;
+    LineWeights weights(p, input);
     for (std::size_t s = 0; s < p.symbols.size(); ++s) {
         const ProfileSymbol& sym = p.symbols[s];
         const ProfileNode& n = p.nodes[s];
@@ -64,14 +161,29 @@ std::string callgrind_profile(const ExportInput& input) {
         body << "\nfl=" << file_of(sym) << "\nfn=" << one_line(sym.name) << "\n";
         const std::uint64_t self = whole(n.self_time);
         total += self;
-        body << sym.line << " " << self << "\n";
+        cost_lines(body, self, weights.samples(s), sym.line);
         for (const std::size_t ai : n.children) {
             const ProfileArc& a = p.arcs[ai];
             if (!listed(p, a)) continue;
             const ProfileSymbol& callee = p.symbols[a.child];
-            body << "cfl=" << file_of(callee) << "\ncfn=" << one_line(callee.name) << "\n";
-            body << "calls=" << a.count << " " << callee.line << "\n";
-            body << sym.line << " " << whole(a.time + a.child_time) << "\n";
+            // Each call site its own calls= line; the arc's cost spread over them by calls.
+            const auto& sites = weights.calls(s, a.child);
+            const std::map<int, std::uint64_t> counts = spread(a.count, sites);
+            const std::map<int, std::uint64_t> costs = spread(whole(a.time + a.child_time), sites);
+            if (counts.empty()) {
+                body << "cfl=" << file_of(callee) << "\ncfn=" << one_line(callee.name) << "\n";
+                body << "calls=" << a.count << " " << callee.line << "\n";
+                body << sym.line << " " << whole(a.time + a.child_time) << "\n";
+                continue;
+            }
+            for (const auto& [line, calls] : counts) {
+                if (calls == 0) continue;
+                body << "cfl=" << file_of(callee) << "\ncfn=" << one_line(callee.name) << "\n";
+                body << "calls=" << calls << " " << callee.line << "\n";
+                const auto cost = costs.find(line);
+                body << (line ? line : sym.line) << " " << (cost == costs.end() ? 0 : cost->second)
+                     << "\n";
+            }
         }
     }
     // Histogram samples gprof credited to no function (outside every symbol's range).

@@ -10,6 +10,11 @@
 // callers) are rounded to the nearest. Self-recursive calls and calls within a cycle are left
 // out: gprof charges no time along them. Samples gprof credits to no function are a block of
 // their own, so the file's total is the profile's.
+//
+// Positions are source lines (DWARF): a function's self cost is spread over its lines as its
+// PC samples fall on them, and each call is put at the line of its call instruction, so
+// callgrind_annotate with the source (--auto=yes) prints per-line costs. The spreading keeps
+// each function's whole: the lines' costs add up to its self cost, the call sites' to the arc's.
 #pragma once
 
 #include <string>

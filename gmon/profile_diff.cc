@@ -18,15 +18,24 @@ std::uint64_t rounded(double samples) {
     return samples > 0 ? static_cast<std::uint64_t>(std::llround(samples)) : 0;
 }
 
+// What a symbol is matched by: its name; in line mode its name, file and line ("loop
+// (WAIT1.c:154)"), the same wherever the line's code lies, so two builds compare by line too.
+std::string key_of(const Profile& p, const ProfileSymbol& s) {
+    if (!p.lines || s.file.empty()) return s.name;
+    const auto slash = s.file.rfind('/');
+    return s.name + " (" + (slash == std::string::npos ? s.file : s.file.substr(slash + 1)) + ":" +
+           std::to_string(s.line) + ")";
+}
+
 // Each named function's samples and calls (static functions of the same name add up: a diff
-// across builds can only match by name).
+// across builds can only match by name); by line in line mode.
 std::map<std::string, FunctionSide> sides_of(const Profile& p) {
     std::map<std::string, FunctionSide> out;
     for (std::size_t i = 0; i < p.symbols.size(); ++i) {
         const auto& node = p.nodes[i];
         const std::uint64_t calls = node.ncalls + node.self_calls;
         if (node.self_time <= 0 && node.child_time <= 0 && calls == 0) continue;
-        auto& side = out[p.symbols[i].name];
+        auto& side = out[key_of(p, p.symbols[i])];
         side.self_samples += rounded(node.self_time);
         side.total_samples += rounded(node.self_time + node.child_time);
         side.calls += calls;

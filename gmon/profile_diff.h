@@ -1,4 +1,5 @@
-// Two profiles compared function by function (matched by name, so two builds compare): self
+// Two profiles compared function by function (matched by name, so two builds compare; two
+// line-mode profiles, ProfileOptions::lines, by function, file and line): self
 // and total time, calls, their changes, and whether each change is beyond sampling error; and
 // the CI gate's rules ("self>+5%") judged on the same tests. JSON (rackprof.diff/1) and text.
 #pragma once

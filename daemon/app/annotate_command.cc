@@ -34,6 +34,7 @@ int run_annotate(const AnnotateArgs& args) {
     gmon::AnnotateOptions options;
     options.function = args.function;
     options.instructions = args.disasm;
+    options.max_functions = 0;  // the whole program: every function with samples or calls
     const auto& elf = *input->source.elf;
     gmon::Annotation annotation;
     try {
@@ -63,7 +64,8 @@ CommandRun add_annotate_command(CLI::App& root) {
     app.add_option("CAPTURE", args->input, "a capture file, a gmon.out, or with --db a selection")
         ->required();
     app.add_option("--function", args->function,
-                   "the function (gprof's name); default: the busiest functions")
+                   "the function (gprof's name); default: every function with samples or\n"
+                   "calls, busiest first (the whole program)")
         ->type_name("NAME");
     app.add_flag("--disasm", args->disasm, "each line's instructions under it");
     app.add_flag("--json", args->json, "the annotation as JSON (the API's /lines and /disasm)");

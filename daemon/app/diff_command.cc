@@ -42,6 +42,7 @@ struct DiffArgs {
     double alpha = 0.01;
     bool json = false;
     bool by_name = false;  // --merge by_name
+    bool lines = false;    // --lines: by source line
 };
 
 std::vector<gmon::GateRule> gate_rules(const std::vector<std::string>& fail_on) {
@@ -153,6 +154,8 @@ int run_diff(const DiffArgs& cl) {
     const auto input_a = readable_input(a, cl.input);
     const auto input_b = readable_input(b, cl.input);
     check_builds(cl, input_a->summary, input_b->summary);
+    input_a->profile_options.lines = cl.lines;
+    input_b->profile_options.lines = cl.lines;
     const gmon::Profile profile_a = gmon::profile_of(input_a->source, input_a->profile_options);
     const gmon::Profile profile_b = gmon::profile_of(input_b->source, input_b->profile_options);
     gmon::ProfileDiff diff;
@@ -230,6 +233,8 @@ CommandRun add_diff_command(CLI::App& root) {
            },
            "by_name: compare two builds with functions matched by name (else refused, exit 2)")
         ->type_name("by_name");
+    app.add_flag("--lines", args->lines,
+                 "compare by source line (gprof -l's symbols: function, file and line)");
     return [args] { return run_diff(*args); };
 }
 

@@ -377,9 +377,14 @@ DiffResult LocalRack::diff(const Selection& a, const Selection& b, const DiffReq
                       "A (" + selection_label(summary_a) + ")",
                       "B (" + selection_label(summary_b) + ")");
     try {
+        // By line, each side's profile is made for the request (the cached ones are by
+        // function).
         const gmon::ProfileDiff d =
-            gmon::diff_profiles(SelectionMerges::profile_of(*merged_a),
-                                SelectionMerges::profile_of(*merged_b), options);
+            request.lines
+                ? gmon::diff_profiles(gmon::profile_of(merged_a->input->source, {0, true}),
+                                      gmon::profile_of(merged_b->input->source, {0, true}), options)
+                : gmon::diff_profiles(SelectionMerges::profile_of(*merged_a),
+                                      SelectionMerges::profile_of(*merged_b), options);
         return {gmon::diff_json(d, summary_a, summary_b),
                 gmon::render_diff_text(d, selection_label(summary_a), selection_label(summary_b)),
                 d.failed()};

@@ -132,6 +132,8 @@ struct DiffRequest {
     std::vector<std::string> fail_on;
     // merge=by_name: two builds compared with functions matched by name (else refused, 409).
     bool by_name = false;
+    // lines=1: compared by source line (gprof -l's symbols), not by function.
+    bool lines = false;
 };
 
 // A diff as JSON (schema rackprof.diff/1) and as the text report; `failed`: a gate tripped.

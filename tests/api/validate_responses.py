@@ -420,6 +420,8 @@ def exercise(c, folder):
     other = sid2 or sid
     a, b = q(session=sid), q(session=other)
     c.json("get", "/api/v1/diff", "/api/v1/diff?" + q(a=a, b=b), expect=200)
+    c.json("get", "/api/v1/diff", "/api/v1/diff?" + q(a=a, b=b, lines=1), expect=200)
+    c.json("get", "/api/v1/diff", "/api/v1/diff?" + q(a=a, b=b, lines=2), expect=400)
     c.json("get", "/api/v1/diff", "/api/v1/diff?" + q(a=a, b=b, alpha=0.05,
                                                        fail_on="self>+1000%,calls>+0%"),
            expect=(200, 422))

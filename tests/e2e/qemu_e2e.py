@@ -37,6 +37,11 @@ Checked, per board:
           PSP thread's functions, >= 10 % in the MSP handler's isr_spin, and gprof's shares on
           rackprof's gmon.out the same. The builds whose sampler is forced to MSP or to PSP
           (compat-msp, compat-psp) must fail that check (no thread sample, or no handler one).
+  lines   deterministic (mps2-an385, compat) run once more with one instruction per
+          translation block and QEMU's trace of every executed instruction: rackprof annotate's
+          per-instruction and per-line shares of that run's capture hold the trace's exact
+          shares (lines by addr2line) within their 99.9 % Clopper-Pearson intervals, over the
+          example's own code (the runtime and handlers hide from the sampler).
   blinky  also every mode above with exact counts; compat, framed (and itm-uart) captures of
           the same run: their sizes (framed must be >= 5x smaller than compat).
 
@@ -254,6 +259,112 @@ def check_lines(rackprof, tag, elf, gmon):
     same = ours.returncode == 0 and ours.stdout == theirs
     check(same and "@ " in theirs, f"{tag}: rackprof convert --lines prints what gprof -l -b does"
           + ("" if same else f"\n{ours.stderr}\n--- gprof\n{theirs}\n--- rackprof\n{ours.stdout}"))
+
+
+def binomial_tail(k, n, p, upper):
+    """P(X >= k) (upper) or P(X <= k) for X ~ Binomial(n, p)."""
+    if p <= 0:
+        return 1.0 if (k == 0 or not upper) else 0.0
+    if p >= 1:
+        return 1.0 if (k == n or upper) else 0.0
+    terms = range(k, n + 1) if upper else range(0, k + 1)
+    logs = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * math.log(p)
+            + (n - i) * math.log1p(-p) for i in terms]
+    top = max(logs)
+    return min(1.0, math.exp(top) * sum(math.exp(x - top) for x in logs))
+
+
+def clopper_pearson(k, n, alpha):
+    """The exact (Clopper-Pearson) interval of a share k of n at level 1 - alpha: it holds for
+    the few samples a rarely run instruction gets, where normal-based intervals do not."""
+    def solve(target):
+        lo, hi = 0.0, 1.0
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            if target(mid):
+                hi = mid
+            else:
+                lo = mid
+        return (lo + hi) / 2
+    low = 0.0 if k == 0 else solve(lambda p: binomial_tail(k, n, p, True) >= alpha / 2)
+    high = 1.0 if k == n else solve(lambda p: binomial_tail(k, n, p, False) <= alpha / 2)
+    return low, high
+
+
+def text_range(elf):
+    out = subprocess.run(["arm-none-eabi-readelf", "-S", "-W", str(elf)], check=True,
+                         capture_output=True, text=True).stdout
+    m = re.search(r"\]\s+\.text\s+PROGBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)", out)
+    return int(m[1], 16), int(m[2], 16)
+
+
+def trace_instructions(elf, capture):
+    """Runs deterministic once under -icount with one instruction per translation block
+    (-singlestep: the sampler's interrupt may land on any instruction), counting QEMU's trace
+    of every executed instruction of .text (-d exec,nochain). Address -> executions, or None."""
+    low, size = text_range(elf)
+    cmd = ["qemu-system-arm", "-M", "mps2-an385", "-display", "none", "-monitor", "none",
+           "-serial", f"file:{capture}", "-semihosting-config", "enable=on,target=native",
+           "-icount", "shift=5,sleep=off", "-singlestep", "-d", "exec,nochain",
+           "-dfilter", f"{low:#x}+{size:#x}", "-D", "/dev/stdout", "-kernel", str(elf)]
+    executed = collections.Counter()
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) as qemu:
+        for line in qemu.stdout:  # "Trace 0: 0x7f.. [00000000/00000088/00000000/...] crunch"
+            if line.startswith("Trace"):
+                executed[int(line.split("[", 1)[1].split("/")[1], 16)] += 1
+        status = qemu.wait(timeout=QEMU_TIMEOUT_S)
+    return executed if status == 0 else None
+
+
+def check_truth_by_line(rackprof, fw_dir, work):
+    """Line profiles' truth: rackprof annotate's per-instruction and per-line shares of a
+    capture hold, within their 99.9 % intervals, QEMU's exact counts of the same run. Compared
+    over the example's own code (deterministic.c, lines by binutils' addr2line): the profiler's
+    runtime and handlers run where the SysTick sampler cannot see them (a handler's time is
+    sampled at the instruction it interrupted), so both sides leave them out."""
+    tag = "deterministic/mps2-an385/compat: truth by line"
+    elf = fw_dir / "deterministic-mps2-an385-compat.elf"
+    capture = work / "truth.bin"
+    executed = trace_instructions(elf, capture)
+    if not check(executed is not None and sum(executed.values()) > 10**6,
+                 f"{tag}: QEMU ran it and traced every instruction"):
+        return
+    result = subprocess.run([str(rackprof), "annotate", str(capture), "--format", "bin", "--elf",
+                             str(elf), "--disasm", "--json"], capture_output=True, text=True)
+    if not check(result.returncode == 0, f"{tag}: rackprof annotate"):
+        print(result.stderr)
+        return
+    addresses = sorted(executed)
+    where = subprocess.run(["arm-none-eabi-addr2line", "-e", str(elf)] + [hex(a) for a in addresses],
+                           check=True, capture_output=True, text=True).stdout.splitlines()
+    line_of = {a: w.split(" (discriminator")[0] for a, w in zip(addresses, where)}
+    own = {a for a in addresses if line_of[a].rsplit(":", 1)[0].endswith("examples/deterministic.c")}
+    sampled = collections.Counter()
+    for f in json.loads(result.stdout)["functions"]:
+        for i in f["instructions"]:
+            sampled[int(i["address"], 16)] += i["samples"]
+    n = sum(sampled[a] for a in own)
+    total = sum(executed[a] for a in own)
+    by_line_exact, by_line_sampled = collections.Counter(), collections.Counter()
+    for a in own:
+        by_line_exact[line_of[a]] += executed[a]
+        by_line_sampled[line_of[a]] += sampled[a]
+    outside = []
+    for what, exact, got in (("instruction", {hex(a): executed[a] for a in own},
+                              {hex(a): sampled[a] for a in own}),
+                             ("line", by_line_exact, by_line_sampled)):
+        for key, count in exact.items():
+            lo, hi = clopper_pearson(got[key], n, 0.001)
+            if not lo <= count / total <= hi:
+                outside.append(f"{what} {key}: {got[key]} of {n} samples, exact "
+                               f"{100 * count / total:.3f} %")
+    hot = max(by_line_exact, key=by_line_exact.get)
+    print(f"figure: {tag}: {n} samples and {total} executed instructions in deterministic.c; "
+          f"{hot}: sampled {100 * by_line_sampled[hot] / max(n, 1):.2f} %, exact "
+          f"{100 * by_line_exact[hot] / total:.2f} %")
+    check(n >= 100 and len(own) > 20 and not outside,
+          f"{tag}: {len(own)} instructions and {len(by_line_exact)} lines within 99.9 % of "
+          "QEMU's exact counts" + ("" if not outside else "\n     " + "\n     ".join(outside)))
 
 
 def check_profile(tag, example, elf, report, gmon, source_dir, samples_sent):
@@ -603,6 +714,8 @@ def main():
                 print(f"figure: blinky/{board}: itm-uart {sizes['itm-uart']} B (framed records"
                       " in ITM packets plus a 5-byte DWT packet per PC sample)")
             check(ratio >= 5, f"blinky/{board}: framed sends >= 5x fewer bytes than compat")
+
+        check_truth_by_line(args.rackprof, args.fw_dir, work)
 
         # ITM over the UART: the bytes SWO carries in NRZ mode (QEMU has no ITM/DWT model).
         for board in ITM_BOARDS:

@@ -154,11 +154,11 @@ server::Reply diff_reply(const Call& c) {
     for (const auto& parameter : c.query) {
         const std::string& key = parameter.first;
         if (key != "a" && key != "b" && key != "alpha" && key != "fail_on" && key != "format" &&
-            key != "merge") {
+            key != "merge" && key != "lines") {
             throw daemon::service::ServiceError(
                 daemon::service::Failure::kBadRequest,
                 "unknown parameter '" + key +
-                    "' (a diff takes a, b, alpha, fail_on, merge and format)");
+                    "' (a diff takes a, b, alpha, fail_on, merge, lines and format)");
         }
     }
     const std::string format = c.query.count("format") ? c.query.at("format") : "json";
@@ -173,6 +173,13 @@ server::Reply diff_reply(const Call& c) {
         request.by_name = true;
     }
     if (c.query.count("alpha")) request.alpha = parse_number(c.query.at("alpha"), "alpha");
+    if (c.query.count("lines")) {
+        const std::string& v = c.query.at("lines");
+        if (v != "0" && v != "1")
+            throw daemon::service::ServiceError(daemon::service::Failure::kBadRequest,
+                                                "lines is 0 or 1");
+        request.lines = v == "1";
+    }
     if (c.query.count("fail_on")) {
         const std::string& rules = c.query.at("fail_on");
         for (std::size_t start = 0; start <= rules.size();) {
