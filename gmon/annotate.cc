@@ -239,6 +239,9 @@ AnnotatedFunction annotate_one(
     f.name = s.name;
     f.addr = s.addr;
     f.end = s.end_addr + 1;
+    const std::uint64_t decoded_end =
+        f.end - f.addr > kMaxAnnotatedBytes ? f.addr + kMaxAnnotatedBytes : f.end;
+    f.truncated = decoded_end < f.end;
     if (const auto entry = elf.source_of(s.addr)) f.file = entry->file;
     Counts counts;
     for (auto it = all.samples.lower_bound(f.addr); it != all.samples.end() && it->first < f.end;
@@ -246,7 +249,7 @@ AnnotatedFunction annotate_one(
         counts.samples.insert(*it);
     for (auto it = all.calls.lower_bound(f.addr); it != all.calls.end() && it->first < f.end; ++it)
         counts.calls.insert(*it);
-    for (const Instruction& i : instructions_of(elf, f.addr, f.end))
+    for (const Instruction& i : instructions_of(elf, f.addr, decoded_end))
         f.instructions.push_back({i.addr, i.size, i.text, {}, 0, 0, 0});
     if (f.instructions.empty()) {  // no code bytes: each sampled or calling address is one
         std::map<std::uint64_t, int> seen;
@@ -334,7 +337,8 @@ void print_function(std::string& out, const AnnotatedFunction& f, std::uint64_t 
     const Cells whole = cells(f.samples, f.calls, total);
     out += "  " + std::to_string(f.samples) + " samples (" + whole.share + " " + whole.interval +
            "), " + std::to_string(f.calls) + " calls made" +
-           (f.source_shown || f.file.empty() ? "" : "; source not under a source root") + "\n";
+           (f.source_shown || f.file.empty() ? "" : "; source not under a source root") +
+           (f.truncated ? "; only its first 256 KiB decoded" : "") + "\n";
     row(out, {"samples", "% total", "95 % interval", "calls"}, "line", "");
     std::map<std::pair<std::string, int>, std::vector<const AnnotatedInstruction*>> by_line;
     std::vector<const AnnotatedInstruction*> lineless;
@@ -395,6 +399,7 @@ nlohmann::json annotation_json(const Annotation& annotation) {
         fj["end"] = hex_address(f.end);
         fj["file"] = f.file;
         fj["source_shown"] = f.source_shown;
+        fj["truncated"] = f.truncated;
         fj["lines"] = nlohmann::json::array();
         for (const AnnotatedLine& l : f.lines) {
             nlohmann::json lj = counted(l.samples, l.calls, total);

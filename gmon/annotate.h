@@ -67,6 +67,9 @@ struct AnnotatedFunction {
     std::vector<AnnotatedLine> lines;
     std::vector<AnnotatedInstruction> instructions;  // with AnnotateOptions::instructions
     bool source_shown = false;                       // the entry file was read
+    // Longer than kMaxAnnotatedBytes: only its first 256 KiB are decoded (an ELF may claim a
+    // function of gigabytes).
+    bool truncated = false;
 };
 
 struct Annotation {
@@ -74,6 +77,8 @@ struct Annotation {
     std::vector<AnnotatedFunction> functions;
     std::string disassembler;  // "capstone 4.0"
 };
+
+inline constexpr std::uint64_t kMaxAnnotatedBytes = std::uint64_t{256} << 10;
 
 struct AnnotateOptions {
     std::string function;  // gprof's name (several statics may share it); empty: every function

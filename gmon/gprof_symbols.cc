@@ -125,6 +125,10 @@ std::vector<ProfileSymbol> finalized(std::vector<ProfileSymbol> table, const Sym
         if (!out.empty() && out.back().end_addr == 0) out.back().end_addr = src.addr - 1;
         if (src.end_addr == 0 || src.addr <= src.end_addr) out.push_back(std::move(src));
     }
+    // Line mode's second pass drops symbols whose end lies below their start (those past .text
+    // end there); gprof then reads before its table. None left: nothing to profile.
+    if (out.empty())
+        throw std::invalid_argument(elf.path().string() + " has no function symbol in .text");
     if (out.back().end_addr == 0) out.back().end_addr = elf.text_addr() + elf.text_size() - 1;
     if (shrunk) *shrunk = out.size() < given;
     return out;

@@ -10,8 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gmon/annotate.h"
 #include "gmon/gmon_writer.h"
 #include "gmon/symbolizer.h"
+#include "gmon/synthetic_elf.h"
 #include "tests/integration/api_daemon.h"
 #include "tests/integration/test_support.h"
 
@@ -248,6 +250,29 @@ TEST_CASE("rackprof annotate: samples and calls per line and instruction, as bin
         {"annotate", gmon_path.string(), "--elf", elf_path.string(), "--function", "nope"});
     CHECK(missing.exit_code == 2);
     CHECK(missing.err.find("no function 'nope' in hot.elf") != std::string::npos);
+}
+
+// An ELF may claim a function of any size: only its first 256 KiB are decoded, and said so.
+TEST_CASE("annotate: a function an ELF claims is huge is decoded only up to its first 256 KiB") {
+    testing::TempDir dir;
+    const std::uint32_t low = 0x1000, size = 4u << 20;
+    gmon::write_synthetic_elf(dir / "huge.elf", {{"huge", low, size, true, true}}, low, low + size);
+    const auto elf = gmon::Symbolizer::load(dir / "huge.elf");
+    gmon::Aggregate aggregate;
+    aggregate.add_pc(low + 10, 5);
+    aggregate.add_pc(low + (3u << 20), 7);  // past what is decoded
+    gmon::AnnotateOptions options;
+    options.function = "huge";
+    options.instructions = true;
+    const auto a = gmon::annotate(aggregate, *elf, gmon::SourceRoots(), options);
+    REQUIRE(a.functions.size() == 1);
+    const auto& f = a.functions[0];
+    CHECK(f.truncated);
+    REQUIRE(!f.instructions.empty());
+    CHECK(f.instructions.back().addr < low + gmon::kMaxAnnotatedBytes);
+    CHECK(f.samples == 5);
+    CHECK(a.total_samples == 12);
+    CHECK(gmon::annotation_json(a)["functions"][0]["truncated"] == true);
 }
 
 // The thesis capture through the daemon: /lines of a session and /disasm of a selection, the

@@ -15,6 +15,7 @@ const fn: AnnotatedFunction = {
   end: "0x1010",
   file: "/src/hot.c",
   source_shown: true,
+  truncated: false,
   ...counted(100, 4),
   lines: [
     { file: "/src/hot.c", line: 6, text: "void hot(int n) {", ...counted(10) },

@@ -87,6 +87,7 @@ export function sourceView(a: Annotation, instructions: boolean, search: string)
                 { class: "muted" },
                 " · the source file is not under a source root ([sources] roots)",
               ),
+          f.truncated ? h("span", { class: "muted" }, " · only its first 256 KiB decoded") : "",
         ),
         h(
           "table",
