@@ -79,18 +79,13 @@ std::optional<std::vector<std::string>> SourceRoots::read(const std::string& fil
 
 namespace {
 
-// The call instruction of an arc: the one just before its return address.
-std::uint64_t call_site(const Symbolizer& elf, std::uint64_t from_pc) {
-    return (elf.arm() ? from_pc & ~std::uint64_t{1} : from_pc) - 1;
-}
-
 struct Counts {
     std::map<std::uint64_t, std::uint64_t> samples;  // by PC
     std::map<std::uint64_t, std::uint64_t> calls;    // by call site
 };
 
 // The functions to annotate: the named ones, or the busiest.
-std::vector<const ProfileSymbol*> chosen(const FunctionIndex& index, const Aggregate& aggregate,
+std::vector<const ProfileSymbol*> chosen(const FunctionIndex& index, const Counts& all,
                                          const Symbolizer& elf, const AnnotateOptions& options) {
     std::vector<const ProfileSymbol*> out;
     if (!options.function.empty()) {
@@ -102,10 +97,10 @@ std::vector<const ProfileSymbol*> chosen(const FunctionIndex& index, const Aggre
         return out;
     }
     std::map<const ProfileSymbol*, std::pair<std::uint64_t, std::uint64_t>> busy;
-    for (const PcCount& pc : aggregate.pc_samples())
-        if (const auto* s = index.holding(pc.pc)) busy[s].first += pc.count;
-    for (const ArcCount& arc : aggregate.arcs())
-        if (const auto* s = index.holding(call_site(elf, arc.from_pc))) busy[s].second += arc.count;
+    for (const auto& [pc, n] : all.samples)
+        if (const auto* s = index.holding(pc)) busy[s].first += n;
+    for (const auto& [site, n] : all.calls)
+        if (const auto* s = index.holding(site)) busy[s].second += n;
     std::vector<std::pair<std::pair<std::uint64_t, std::uint64_t>, const ProfileSymbol*>> ranked;
     for (const auto& [s, n] : busy) ranked.emplace_back(n, s);
     std::stable_sort(ranked.begin(), ranked.end(),
@@ -283,9 +278,9 @@ Annotation annotate(const Aggregate& aggregate, const Symbolizer& elf, const Sou
     for (const PcCount& pc : aggregate.pc_samples())
         all.samples[elf.arm() ? pc.pc & ~std::uint64_t{1} : pc.pc] += pc.count;
     for (const ArcCount& arc : aggregate.arcs())
-        all.calls[call_site(elf, arc.from_pc)] += arc.count;
+        all.calls[call_site_of(elf, arc.from_pc)] += arc.count;
     std::map<std::string, std::optional<std::vector<std::string>>> files;
-    for (const ProfileSymbol* s : chosen(index, aggregate, elf, options)) {
+    for (const ProfileSymbol* s : chosen(index, all, elf, options)) {
         out.functions.push_back(annotate_one(*s, elf, all, roots, files));
         if (!options.instructions) out.functions.back().instructions.clear();
     }
@@ -324,10 +319,7 @@ void row(std::string& out, const Cells& c, const std::string& where, const std::
 
 std::string line_label(const AnnotatedLine& l, const std::string& entry_file) {
     std::string label = std::to_string(l.line) + ":  ";
-    if (l.file != entry_file) {
-        const auto slash = l.file.rfind('/');
-        label = (slash == std::string::npos ? l.file : l.file.substr(slash + 1)) + ":" + label;
-    }
+    if (l.file != entry_file) label = source_file_name(l.file) + ":" + label;
     return label;
 }
 

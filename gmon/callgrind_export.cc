@@ -7,6 +7,8 @@
 #include <sstream>
 #include <vector>
 
+#include "gmon/function_index.h"
+
 namespace rackprof::gmon {
 
 namespace {
@@ -67,7 +69,7 @@ class LineWeights {
             if (const auto s = symbol_at(pc.pc)) samples_[*s][line_of(pc.pc)] += pc.count;
         }
         for (const ArcCount& arc : input.source.aggregate->arcs()) {
-            const std::uint64_t site = (arc.from_pc & ~std::uint64_t{1}) - 1;
+            const std::uint64_t site = call_site_of(elf_, arc.from_pc);
             auto parent = symbol_at(site);
             auto child = symbol_at(arc.self_pc);
             while (child && *child > 0 && !p.symbols[*child].is_func) child = *child - 1;
@@ -86,15 +88,9 @@ class LineWeights {
 
   private:
     std::optional<std::size_t> symbol_at(std::uint64_t addr) const {
-        addr &= ~std::uint64_t{1};
-        const auto& sym = p_.symbols;
-        auto it =
-            std::upper_bound(sym.begin(), sym.end(), addr,
-                             [](std::uint64_t a, const ProfileSymbol& s) { return a < s.addr; });
-        if (it == sym.begin()) return std::nullopt;
-        --it;
-        if (addr > it->end_addr) return std::nullopt;
-        return static_cast<std::size_t>(it - sym.begin());
+        const ProfileSymbol* s = symbol_holding(p_.symbols, addr);
+        if (!s) return std::nullopt;
+        return static_cast<std::size_t>(s - p_.symbols.data());
     }
     int line_of(std::uint64_t addr) {
         auto [it, added] = lines_.try_emplace(addr, 0);
@@ -115,15 +111,14 @@ class LineWeights {
 // Cost lines "LINE COST", the function's own line where nothing better is known (line 0 is
 // DWARF's "no line": its share goes to the function's line too).
 void cost_lines(std::ostringstream& body, std::uint64_t cost,
-                const std::map<int, std::uint64_t>& weights, int fallback,
-                const std::string& before_each = "") {
+                const std::map<int, std::uint64_t>& weights, int fallback) {
     std::map<int, std::uint64_t> by_line = spread(cost, weights);
     if (by_line.empty()) by_line[fallback] = cost;
     if (const auto zero = by_line.find(0); zero != by_line.end() && fallback != 0) {
         by_line[fallback] += zero->second;
         by_line.erase(zero);
     }
-    for (const auto& [line, c] : by_line) body << before_each << line << " " << c << "\n";
+    for (const auto& [line, c] : by_line) body << line << " " << c << "\n";
 }
 
 void header(std::ostringstream& out, const ExportInput& input, const Profile& p) {

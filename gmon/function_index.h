@@ -13,6 +13,24 @@
 
 namespace rackprof::gmon {
 
+// The symbol of `symbols` (sorted by address) whose range holds `addr`, the Thumb bit ignored;
+// nullptr in a gap.
+inline const ProfileSymbol* symbol_holding(const std::vector<ProfileSymbol>& symbols,
+                                           std::uint64_t addr) {
+    addr &= ~std::uint64_t{1};
+    auto it = std::upper_bound(symbols.begin(), symbols.end(), addr,
+                               [](std::uint64_t a, const ProfileSymbol& s) { return a < s.addr; });
+    if (it == symbols.begin()) return nullptr;
+    --it;
+    return addr <= it->end_addr ? &*it : nullptr;
+}
+
+// An arc's call instruction: the byte just before its return address (`from_pc`), which lies
+// inside the call whatever its length (the Thumb bit of an ARM return address cleared first).
+inline std::uint64_t call_site_of(const Symbolizer& elf, std::uint64_t from_pc) {
+    return (elf.arm() ? from_pc & ~std::uint64_t{1} : from_pc) - 1;
+}
+
 class FunctionIndex {
   public:
     explicit FunctionIndex(const Symbolizer& elf) : symbols_(gprof_symbol_table(elf)) {
@@ -21,13 +39,7 @@ class FunctionIndex {
     }
     // The function whose range holds `addr` (the Thumb bit ignored), or nullptr.
     const ProfileSymbol* holding(std::uint64_t addr) const {
-        addr &= ~std::uint64_t{1};
-        auto it =
-            std::upper_bound(symbols_.begin(), symbols_.end(), addr,
-                             [](std::uint64_t a, const ProfileSymbol& s) { return a < s.addr; });
-        if (it == symbols_.begin()) return nullptr;
-        --it;
-        return addr <= it->end_addr ? &*it : nullptr;
+        return symbol_holding(symbols_, addr);
     }
 
     bool empty() const { return symbols_.empty(); }

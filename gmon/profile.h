@@ -31,6 +31,12 @@ struct ProfileSymbol {
     std::string file;  // source file of the function's entry, where DWARF tells
 };
 
+// A source path's last component, as gprof prints it ("../src/WAIT1.c" -> "WAIT1.c").
+inline std::string source_file_name(const std::string& path) {
+    const auto slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 struct ProfileArc {
     std::size_t parent = 0;  // index into Profile::symbols
     std::size_t child = 0;

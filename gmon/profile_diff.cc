@@ -22,9 +22,7 @@ std::uint64_t rounded(double samples) {
 // (WAIT1.c:154)"), the same wherever the line's code lies, so two builds compare by line too.
 std::string key_of(const Profile& p, const ProfileSymbol& s) {
     if (!p.lines || s.file.empty()) return s.name;
-    const auto slash = s.file.rfind('/');
-    return s.name + " (" + (slash == std::string::npos ? s.file : s.file.substr(slash + 1)) + ":" +
-           std::to_string(s.line) + ")";
+    return s.name + " (" + source_file_name(s.file) + ":" + std::to_string(s.line) + ")";
 }
 
 // Each named function's samples and calls (static functions of the same name add up: a diff

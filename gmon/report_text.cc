@@ -107,12 +107,10 @@ std::string display_name(const std::string& name) {
 std::string shown_name(const Profile& p, const ProfileSymbol& sym) {
     std::string name = display_name(sym.name);
     if (!p.lines || sym.file.empty()) return name;
-    const auto slash = sym.file.rfind('/');
     char where[48];
     std::snprintf(where, sizeof where, ":%d @ %llx)", sym.line,
                   static_cast<unsigned long long>(sym.addr));
-    return name + " (" + (slash == std::string::npos ? sym.file : sym.file.substr(slash + 1)) +
-           where;
+    return name + " (" + source_file_name(sym.file) + where;
 }
 
 struct View {
@@ -384,9 +382,7 @@ void print_index(Printer& out, const View& v) {
                 out.put(shown);
                 col += static_cast<int>(shown.size());
                 if (!p.lines && sym.is_static && !sym.file.empty()) {
-                    const auto slash = sym.file.rfind('/');
-                    const std::string file =
-                        slash == std::string::npos ? sym.file : sym.file.substr(slash + 1);
+                    const std::string file = source_file_name(sym.file);
                     out.printf(" (%s)", file.c_str());
                     col += static_cast<int>(file.size()) + 3;
                 }

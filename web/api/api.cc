@@ -18,6 +18,7 @@ RouteTable api_routes() {
     add_firmware_routes(routes);
     add_export_routes(routes);
     add_selection_routes(routes);
+    add_annotate_routes(routes);
     return routes;
 }
 

@@ -213,6 +213,8 @@ daemon::service::AnnotateRequest annotate_request(const Call& c, bool instructio
     return {it == c.query.end() ? std::string() : it->second, instructions};
 }
 
+}  // namespace
+
 void add_annotate_routes(RouteTable& routes) {
     for (const bool instructions : {false, true}) {
         const std::string view = instructions ? "disasm" : "lines";
@@ -235,10 +237,7 @@ void add_annotate_routes(RouteTable& routes) {
     }
 }
 
-}  // namespace
-
 void add_selection_routes(RouteTable& routes) {
-    add_annotate_routes(routes);
     routes.add({http::verb::get, "/api/v1/profile", server::Access::kRead,
                 [](const Call& c) {
                     return json_pieces_reply(

@@ -28,37 +28,31 @@ export function sourceRows(f: AnnotatedFunction, instructions: boolean, search =
     ...f.instructions.map((i) => i.samples),
   );
   const needle = search.trim().toLowerCase();
+  type Instruction = AnnotatedFunction["instructions"][number];
+  const matches = (i: Instruction) => `${i.address} ${i.text}`.toLowerCase().includes(needle);
+  const instructionRow = (i: Instruction): SourceRow => ({
+    kind: "instruction",
+    label: i.address.replace(/^0x/, ""),
+    text: i.text,
+    ...numbers(i),
+    heat: i.samples / busiest,
+  });
   const rows: SourceRow[] = [];
   for (const l of f.lines) {
     const label = l.file === f.file ? String(l.line) : `${fileName(l.file)}:${l.line}`;
     const text = l.text ?? "";
     const own = f.instructions.filter((i) => i.file === l.file && i.line === l.line);
     const lineMatches = !needle || `${label} ${text}`.toLowerCase().includes(needle);
-    const shown = instructions
-      ? own.filter((i) => lineMatches || `${i.address} ${i.text}`.toLowerCase().includes(needle))
-      : [];
+    const shown = instructions ? own.filter((i) => lineMatches || matches(i)) : [];
     if (!lineMatches && shown.length === 0) continue;
     rows.push({ kind: "line", label, text, ...numbers(l), heat: l.samples / busiest });
-    for (const i of shown)
-      rows.push({
-        kind: "instruction",
-        label: i.address.replace(/^0x/, ""),
-        text: i.text,
-        ...numbers(i),
-        heat: i.samples / busiest,
-      });
+    rows.push(...shown.map(instructionRow));
   }
   // Instructions no line covers (no DWARF): after the lines, on their own.
   if (instructions)
-    for (const i of f.instructions)
-      if (i.line === 0 && (!needle || `${i.address} ${i.text}`.toLowerCase().includes(needle)))
-        rows.push({
-          kind: "instruction",
-          label: i.address.replace(/^0x/, ""),
-          text: i.text,
-          ...numbers(i),
-          heat: i.samples / busiest,
-        });
+    rows.push(
+      ...f.instructions.filter((i) => i.line === 0 && (!needle || matches(i))).map(instructionRow),
+    );
   return rows;
 }
 
