@@ -78,24 +78,20 @@ std::optional<RunResult> HostWire::take_result() {
 
 void run_campaign(Planner& planner, HostWire& wire, const Exchange& exchange,
                   const std::function<void(const RunPlan&, const RunResult&)>& on_run) {
-    while (const auto plan = planner.next()) {
-        std::optional<RunResult> result;
-        std::vector<std::uint8_t> answer = exchange(wire.config_frame(*plan));
-        for (int tries = 0; !result; ++tries) {
-            wire.feed(answer);
-            result = wire.take_result();
-            if (result) break;
-            if (answer.empty() || tries > 1000)
-                throw std::runtime_error("run " + std::to_string(plan->run) +
-                                         ": the target did not answer");
-            answer = exchange({});
-        }
-        if (result->run != plan->run)
-            throw std::runtime_error("asked for run " + std::to_string(plan->run) +
-                                     ", the target answered run " + std::to_string(result->run));
-        planner.record(*result);
-        if (on_run) on_run(*plan, *result);
-    }
+    run_campaign(
+        planner,
+        [&](const RunPlan& plan) {
+            std::vector<std::uint8_t> answer = exchange(wire.config_frame(plan));
+            for (int tries = 0;; ++tries) {
+                wire.feed(answer);
+                if (auto result = wire.take_result()) return *result;
+                if (answer.empty() || tries > 1000)
+                    throw std::runtime_error("run " + std::to_string(plan.run) +
+                                             ": the target did not answer");
+                answer = exchange({});
+            }
+        },
+        on_run);
 }
 
 }  // namespace rackprof::campaign

@@ -182,4 +182,16 @@ std::vector<std::size_t> Planner::found() const {
     return out;
 }
 
+void run_campaign(Planner& planner, const Measure& measure,
+                  const std::function<void(const RunPlan&, const RunResult&)>& on_run) {
+    while (const auto plan = planner.next()) {
+        const RunResult result = measure(*plan);
+        if (result.run != plan->run)
+            throw std::runtime_error("asked for run " + std::to_string(plan->run) +
+                                     ", the target answered run " + std::to_string(result.run));
+        planner.record(result);
+        if (on_run) on_run(*plan, result);
+    }
+}
+
 }  // namespace rackprof::campaign

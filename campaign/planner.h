@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -94,5 +95,13 @@ class Planner {
     std::optional<RunPlan> outstanding_;
     int runs_ = 0;
 };
+
+// One run of the workload for a plan: what it measured (a board over the wire, a debugger).
+using Measure = std::function<RunResult(const RunPlan&)>;
+
+// Drives a planner to the end: each plan measured and recorded; `on_run` (if set) sees each
+// plan with its result. Throws std::runtime_error for a result of another run.
+void run_campaign(Planner& planner, const Measure& measure,
+                  const std::function<void(const RunPlan&, const RunResult&)>& on_run = {});
 
 }  // namespace rackprof::campaign

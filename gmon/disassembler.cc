@@ -29,7 +29,44 @@ bool open_for(int machine, Handle& handle) {
         err = cs_open(CS_ARCH_X86, CS_MODE_64, &handle.h);
     }
     handle.open = err == CS_ERR_OK;
+    if (handle.open) cs_option(handle.h, CS_OPT_DETAIL, CS_OPT_ON);
     return handle.open;
+}
+
+// The first immediate operand: a branch's destination.
+std::uint64_t immediate_target(int machine, const cs_insn& insn) {
+    if (machine == kEmArm) {
+        const cs_arm& arm = insn.detail->arm;
+        for (std::uint8_t i = 0; i < arm.op_count; ++i)
+            if (arm.operands[i].type == ARM_OP_IMM)
+                return static_cast<std::uint32_t>(arm.operands[i].imm);
+        return 0;
+    }
+    const cs_x86& x86 = insn.detail->x86;
+    for (std::uint8_t i = 0; i < x86.op_count; ++i)
+        if (x86.operands[i].type == X86_OP_IMM)
+            return static_cast<std::uint64_t>(x86.operands[i].imm);
+    return 0;
+}
+
+Instruction::Flow flow_of(int machine, csh h, const cs_insn& insn) {
+    using Flow = Instruction::Flow;
+    if (machine == kEmArm) {
+        switch (insn.id) {
+            case ARM_INS_BL:
+            case ARM_INS_BLX:
+                return Flow::kCall;
+            case ARM_INS_B:
+            case ARM_INS_CBZ:
+            case ARM_INS_CBNZ:
+                return Flow::kJump;
+            default:
+                return Flow::kNext;
+        }
+    }
+    if (cs_insn_group(h, &insn, CS_GRP_CALL)) return Flow::kCall;
+    if (cs_insn_group(h, &insn, CS_GRP_JUMP)) return Flow::kJump;
+    return Flow::kNext;
 }
 
 Instruction undecoded(std::uint64_t addr, const std::uint8_t* bytes, std::size_t left) {
@@ -57,7 +94,11 @@ std::vector<Instruction> disassemble(int machine, std::uint64_t addr,
         if (cs_disasm_iter(handle.h, &code, &left, &addr, insn.get())) {
             std::string text = insn->mnemonic;
             if (insn->op_str[0]) text += std::string(" ") + insn->op_str;
-            out.push_back({insn->address, insn->size, std::move(text)});
+            Instruction decoded{insn->address, insn->size, std::move(text)};
+            decoded.flow = flow_of(machine, handle.h, *insn);
+            if (decoded.flow != Instruction::Flow::kNext)
+                decoded.target = immediate_target(machine, *insn);
+            out.push_back(std::move(decoded));
             continue;
         }
         Instruction skipped = undecoded(addr, code, left);

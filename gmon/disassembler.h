@@ -11,9 +11,19 @@
 namespace rackprof::gmon {
 
 struct Instruction {
+    // What an instruction does to the flow of control, as far as a call graph cares.
+    enum class Flow : std::uint8_t {
+        kNext,  // falls through (or returns, or branches through a register)
+        kCall,  // a call: bl, blx, call
+        kJump,  // a branch to an address in the instruction: b, cbz, jmp, jcc
+    };
     std::uint64_t addr = 0;
     std::uint32_t size = 0;
     std::string text;  // "subs r0, #1"; ".short 0xbf00" where the bytes decode to nothing
+    Flow flow = Flow::kNext;
+    // A call's or a jump's destination where the instruction names it; 0 for one through a
+    // register (blx r3, call *%rax), whose destination only the running program knows.
+    std::uint64_t target = 0;
 };
 
 // The instructions of `bytes`, code of ELF machine `machine` (EM_ARM, EM_X86_64) loaded at

@@ -263,7 +263,8 @@ void Symbolizer::read_symbols(const SectionFacts& facts) {
 
 std::vector<std::uint8_t> Symbolizer::code_bytes(std::uint64_t addr, std::uint64_t size) const {
     for (const CodeSection& c : code_) {
-        if (addr < c.addr || addr - c.addr > c.bytes.size() || size > c.bytes.size() - (addr - c.addr))
+        if (addr < c.addr || addr - c.addr > c.bytes.size() ||
+            size > c.bytes.size() - (addr - c.addr))
             continue;
         const auto first = c.bytes.begin() + static_cast<std::ptrdiff_t>(addr - c.addr);
         return {first, first + static_cast<std::ptrdiff_t>(size)};
@@ -318,6 +319,24 @@ std::string_view Symbolizer::section_bytes(const char* name) const {
         return {static_cast<const char*>(data->d_buf), data->d_size};
     }
     return {};
+}
+
+std::vector<std::pair<std::uint64_t, std::string_view>> Symbolizer::loaded_sections() const {
+    std::vector<std::pair<std::uint64_t, std::string_view>> out;
+    Elf* elf = handles_ ? handles_->elf : nullptr;
+    if (!elf) return out;
+    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+        GElf_Shdr shdr;
+        if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS ||
+            !(shdr.sh_flags & SHF_ALLOC))
+            continue;
+        Elf_Data* data = elf_getdata(scn, nullptr);
+        if (!data || !data->d_buf) continue;
+        out.emplace_back(shdr.sh_addr,
+                         std::string_view(static_cast<const char*>(data->d_buf),
+                                          std::min<std::size_t>(data->d_size, shdr.sh_size)));
+    }
+    return out;
 }
 
 std::optional<SourceLocation> Symbolizer::source_of(std::uint64_t addr) const {

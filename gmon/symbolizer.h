@@ -89,6 +89,9 @@ class Symbolizer {
     // The contents of the first section of this name (decompressed); empty if none.
     std::string_view section_bytes(const char* name) const;
 
+    // Every allocated section with contents (code, read-only and initialised data): its
+    // address and bytes, as the image loads them.
+    std::vector<std::pair<std::uint64_t, std::string_view>> loaded_sections() const;
     // The 16-bit unit of code at addr (instruction byte order), where an executable section's
     // contents hold it; none elsewhere (no contents, data sections, outside every section).
     std::optional<std::uint16_t> code_halfword(std::uint64_t addr) const;

@@ -4,8 +4,10 @@
 #include <gelf.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <stdexcept>
 
+#include "probe/gdb_client.h"
 #include "probe/gdb_packet.h"
 
 namespace rackprof::probe {
@@ -53,6 +55,30 @@ std::optional<BuildIdNote> build_id_note(const std::filesystem::path& path) {
     ::close(fd);
     if (!is_elf) throw std::runtime_error(path.string() + ": not an ELF file");
     return found;
+}
+
+IdentityCheck check_identity(GdbClient& gdb, const std::filesystem::path& elf) {
+    IdentityCheck check;
+    check.note = build_id_note(elf);
+    if (!check.note) return check;
+    std::string bytes;
+    try {
+        bytes = gdb.read_memory(check.note->address, check.note->size);
+    } catch (const ProbeTimeout&) {
+        throw;
+    } catch (const ProbeError&) {  // unreadable there: not the ELF's image either
+    }
+    check.found = parse_build_id_note(bytes);
+    return check;
+}
+
+std::string IdentityCheck::mismatch(const std::string& elf_name) const {
+    if (!note) return "";
+    char where[32];
+    std::snprintf(where, sizeof where, "0x%llx", static_cast<unsigned long long>(note->address));
+    return "the target does not run " + elf_name + ": its memory at " + where + " holds " +
+           (found ? "build-id " + *found : std::string("no build-id note")) + ", the ELF's is " +
+           note->id;
 }
 
 }  // namespace rackprof::probe

@@ -25,4 +25,19 @@ std::optional<BuildIdNote> build_id_note(const std::filesystem::path& elf);
 // the id), lowercase hex, or nothing when the bytes are not one.
 std::optional<std::string> parse_build_id_note(const std::string& bytes);
 
+class GdbClient;
+
+// What a target holds where an ELF's build-id note is loaded.
+struct IdentityCheck {
+    std::optional<BuildIdNote> note;   // the ELF's; none: nothing to compare
+    std::optional<std::string> found;  // the build-id in the target's memory there
+    bool matches() const { return !note || found == note->id; }
+    // "the target does not run fw.elf: its memory at 0x... holds build-id ..., the ELF's is ..."
+    std::string mismatch(const std::string& elf_name) const;
+};
+
+// Reads the note's bytes back through the debugger (an unreadable address holds none).
+// Throws std::runtime_error for a file that is not an ELF, ProbeError for a server gone.
+IdentityCheck check_identity(GdbClient& gdb, const std::filesystem::path& elf);
+
 }  // namespace rackprof::probe

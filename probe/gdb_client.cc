@@ -179,6 +179,7 @@ void GdbClient::handshake() {
     }
     const std::string vcont = request("vCont?");
     vcont_continue_ = vcont.rfind("vCont", 0) == 0 && (vcont.find(";c") != std::string::npos);
+    vcont_step_ = vcont.rfind("vCont", 0) == 0 && (vcont.find(";s") != std::string::npos);
 }
 
 std::string GdbClient::read_annex(const std::string& annex) {
@@ -329,6 +330,93 @@ std::string GdbClient::read_memory(std::uint64_t address, std::size_t length) {
         throw ProbeError("the GDB server's memory reply is not " + std::to_string(length) +
                          " bytes of hex");
     return *bytes;
+}
+
+void GdbClient::write_memory(std::uint64_t address, std::string_view bytes) {
+    char head[48];
+    std::snprintf(head, sizeof head, "M%llx,%zx:", static_cast<unsigned long long>(address),
+                  bytes.size());
+    const std::string reply = request(std::string(head) + bytes_to_hex(bytes));
+    if (reply != "OK")
+        throw ProbeError(std::string("writing memory (") + head +
+                         ") : " + (reply.empty() ? "not supported" : reply));
+}
+
+void GdbClient::write_register(unsigned number, std::uint64_t value, std::size_t width) {
+    std::string bytes;
+    for (std::size_t i = 0; i < width; ++i) bytes += static_cast<char>((value >> (8 * i)) & 0xFF);
+    char head[24];
+    std::snprintf(head, sizeof head, "P%x=", number);
+    const std::string reply = request(std::string(head) + bytes_to_hex(bytes));
+    if (reply != "OK")
+        throw ProbeError("writing register " + std::to_string(number) + ": " +
+                         (reply.empty() ? "not supported" : reply));
+}
+
+namespace {
+std::string breakpoint_packet(char op, int type, std::uint64_t address, int kind) {
+    char text[48];
+    std::snprintf(text, sizeof text, "%c%d,%llx,%x", op, type,
+                  static_cast<unsigned long long>(address), kind);
+    return text;
+}
+}  // namespace
+
+void GdbClient::insert_breakpoint(std::uint64_t address, int kind) {
+    std::string reply;
+    for (int type : {0, 1}) {  // software first: hardware comparators are few
+        reply = request(breakpoint_packet('Z', type, address, kind));
+        if (reply == "OK") {
+            breakpoints_[address] = type;
+            return;
+        }
+    }
+    char where[24];
+    std::snprintf(where, sizeof where, "0x%llx", static_cast<unsigned long long>(address));
+    throw ProbeError(std::string("the GDB server sets no breakpoint at ") + where + " (" +
+                     (reply.empty() ? "not supported" : reply) + ")");
+}
+
+void GdbClient::remove_breakpoint(std::uint64_t address, int kind) {
+    const auto it = breakpoints_.find(address);
+    const int type = it == breakpoints_.end() ? 0 : it->second;
+    const std::string reply = request(breakpoint_packet('z', type, address, kind));
+    if (it != breakpoints_.end()) breakpoints_.erase(it);
+    if (reply != "OK")
+        throw ProbeError("removing the breakpoint: " + (reply.empty() ? "not supported" : reply));
+}
+
+std::string GdbClient::monitor(std::string_view command) {
+    if (running_) throw ProbeError("a request while the target runs: halt it first");
+    send_packet("qRcmd," + bytes_to_hex(command));
+    std::string output;
+    const auto by = deadline();
+    while (true) {
+        const std::string reply = receive_packet(by);
+        if (is_console_output(reply)) {
+            if (output.size() < kConsoleKept) output += *hex_to_bytes(reply.substr(1));
+            continue;
+        }
+        if (reply == "OK") return output;
+        if (reply.empty()) throw ProbeError("the GDB server has no monitor commands (qRcmd)");
+        if (is_error_reply(reply))
+            throw ProbeError("monitor " + std::string(command) + ": " + reply);
+        if (auto bytes = hex_to_bytes(reply)) return output + *bytes;  // output as one reply
+        throw ProbeError("monitor " + std::string(command) + ": '" + reply.substr(0, 40) + "'");
+    }
+}
+
+StopReply GdbClient::step() {
+    if (running_) throw ProbeError("a request while the target runs: halt it first");
+    send_packet(vcont_step_ ? "vCont;s" : "s");
+    return receive_stop(deadline());
+}
+
+StopReply GdbClient::run_until_stop(std::chrono::milliseconds within) {
+    resume();
+    StopReply stop = receive_stop(Clock::now() + within);
+    running_ = false;
+    return stop;
 }
 
 std::uint64_t GdbClient::read_register(unsigned number) {

@@ -99,6 +99,23 @@ class GdbClient {
     void resume();
     // `length` bytes at `address` ('m'); throws ProbeError for an error reply.
     std::string read_memory(std::uint64_t address, std::size_t length);
+    // Writes `bytes` at `address` ('M'); throws ProbeError for an error reply.
+    void write_memory(std::uint64_t address, std::string_view bytes);
+    // Writes a register by GDB's number ('P', little-endian, `width` bytes); throws ProbeError
+    // where the server refuses it.
+    void write_register(unsigned number, std::uint64_t value, std::size_t width = 4);
+    // A breakpoint at `address` of `kind` (ARM: 2 for Thumb): a software one ('Z0'), else a
+    // hardware one ('Z1') where the server has no software breakpoints there. Throws
+    // ProbeError when the server sets neither.
+    void insert_breakpoint(std::uint64_t address, int kind);
+    void remove_breakpoint(std::uint64_t address, int kind);
+    // A command for the server itself ('qRcmd', GDB's `monitor`): its console output.
+    std::string monitor(std::string_view command);
+    // Lets the target run and waits up to `within` for it to stop by itself (a breakpoint, an
+    // exit); ProbeTimeout past that, the target still running (halt() stops it).
+    StopReply run_until_stop(std::chrono::milliseconds within);
+    // Executes one instruction ('vCont;s' where offered, else 's') and returns the stop reply.
+    StopReply step();
     // A register by GDB's number for the target ('p'; ARM: 15 is pc, RISC-V: 32), read as
     // little-endian; from a 'g' reply where the server has no 'p'.
     std::uint64_t read_register(unsigned number);
@@ -140,11 +157,13 @@ class GdbClient {
     RspReader reader_;
     bool acks_ = true;
     bool vcont_continue_ = false;
+    bool vcont_step_ = false;
     bool running_ = false;
     std::map<std::string, std::string> features_;
     TargetDescription target_;
     std::size_t packet_size_ = 0x400;
-    std::string console_;  // at most 64 KiB, the newest
+    std::map<std::uint64_t, int> breakpoints_;  // address -> 'Z' type that set it
+    std::string console_;                       // at most 64 KiB, the newest
     std::uint64_t console_dropped_ = 0;
 };
 

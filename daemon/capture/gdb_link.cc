@@ -253,29 +253,20 @@ class GdbLink : public Link {
         hello.addr_bytes = 4;
         hello.sample_hz = static_cast<std::uint32_t>(settings_.rate);
         if (settings_.elf.empty()) return hello;
-        std::optional<probe::BuildIdNote> note;
+        probe::IdentityCheck check;
         try {
-            note = probe::build_id_note(settings_.elf);
+            check = probe::check_identity(gdb, settings_.elf);
+        } catch (const probe::ProbeError&) {
+            throw;
         } catch (const std::runtime_error& e) {
             throw probe::ProbeError(std::string("the board's ELF: ") + e.what());
         }
-        if (!note) return hello;  // an ELF without a note: nothing to compare
-        std::string bytes;
-        try {
-            bytes = gdb.read_memory(note->address, note->size);
-        } catch (const probe::ProbeError&) {  // unreadable there: not the ELF's image either
-        }
-        const auto id = probe::parse_build_id_note(bytes);
-        if (id != note->id && settings_.verify) {
-            char where[32];
-            std::snprintf(where, sizeof where, "0x%llx",
-                          static_cast<unsigned long long>(note->address));
-            throw probe::ProbeError(
-                "the target does not run " + settings_.elf.filename().string() +
-                ": its memory at " + where + " holds " +
-                (id ? "build-id " + *id : std::string("no build-id note")) + ", the ELF's is " +
-                note->id + " (flash that ELF, give the board the one it runs, or add verify=0)");
-        }
+        if (!check.note) return hello;  // an ELF without a note: nothing to compare
+        if (!check.matches() && settings_.verify)
+            throw probe::ProbeError(check.mismatch(settings_.elf.filename().string()) +
+                                    " (flash that ELF, give the board the one it runs, or add "
+                                    "verify=0)");
+        const auto& id = check.found;
         if (const auto raw = id ? probe::hex_to_bytes(*id) : std::nullopt;
             raw && raw->size() <= protocol::kMaxBuildIdBytes)
             hello.build_id.assign(raw->begin(), raw->end());

@@ -3,18 +3,23 @@
 // found must be the board's exact truth, in fewer runs than measuring every function.
 #include <doctest/doctest.h>
 
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 
 #include "campaign/host_wire.h"
 #include "campaign/metric.h"
 #include "campaign/planner.h"
 #include "daemon/sim/counter_board.h"
+#include "gmon/static_calls.h"
 #include "gmon/symbolizer.h"
 #include "tests/integration/test_support.h"
 
@@ -289,6 +294,307 @@ TEST_CASE("campaign: target-fw's counters build answers the planner under QEMU")
     CHECK(qemu.wait(std::chrono::seconds(20)) == 0);
     ::close(fd);
     ::close(listener.fd);
+}
+
+// --- Counter runs through a debugger -------------------------------------------------------
+
+const std::filesystem::path kPlainCampaign = std::filesystem::path(RACKPROF_BINARY).parent_path() /
+                                             "target-fw" / "campaign-mps2-an385-plain.elf";
+// QEMU's MPS2 FPGA block: COUNTER, 32 bits up at the 25 MHz system clock (PRESCALE 0), read
+// from QEMU's virtual clock without a timer of its own.
+constexpr const char* kFpgaCounter = "0x40028018";
+// -icount shift=6: an instruction is 64 ns of virtual time, 1.6 ticks of that counter. sleep=off,
+// and a firmware that starts no timer: nothing moves the virtual clock while the debugger holds
+// the core.
+constexpr const char* kIcount = "shift=6,sleep=off";
+constexpr double kTicksPerInstruction = 64.0 / 40.0;
+
+std::uint16_t free_port() {
+    const auto listener = testing::listen_loopback();
+    ::close(listener.fd);
+    return static_cast<std::uint16_t>(listener.port);
+}
+
+// Until QEMU's gdbstub listens on `port`.
+void wait_listening(std::uint16_t port) {
+    REQUIRE(testing::eventually(
+        [&] {
+            const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+            sockaddr_in a{};
+            a.sin_family = AF_INET;
+            a.sin_port = htons(port);
+            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            const bool up = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+            ::close(fd);
+            return up;
+        },
+        std::chrono::seconds(10), std::chrono::milliseconds(20)));
+}
+
+std::vector<std::string> qemu_gdb(std::uint16_t port) {
+    return {"qemu-system-arm",
+            "-M",
+            "mps2-an385",
+            "-display",
+            "none",
+            "-monitor",
+            "none",
+            "-serial",
+            "null",
+            "-semihosting-config",
+            "enable=on,target=native",
+            "-icount",
+            kIcount,
+            "-S",
+            "-gdb",
+            "tcp:127.0.0.1:" + std::to_string(port),
+            "-kernel",
+            kPlainCampaign.string()};
+}
+
+// Every instruction the same firmware executes, in order: QEMU without a debugger, one
+// instruction per translation block (-singlestep), its execution log (-d exec,nochain). Under
+// -icount a block found without budget left (every 2^16 instructions) is logged, not run, and
+// logged again when it runs: one of two same lines in a row is dropped (no instruction of the
+// example branches to itself).
+std::vector<std::uint32_t> executed_instructions(const testing::TempDir& dir) {
+    const auto log = dir / "exec.log";
+    const auto r = testing::run({"qemu-system-arm",
+                                 "-M",
+                                 "mps2-an385",
+                                 "-display",
+                                 "none",
+                                 "-monitor",
+                                 "none",
+                                 "-serial",
+                                 "null",
+                                 "-semihosting-config",
+                                 "enable=on,target=native",
+                                 "-icount",
+                                 kIcount,
+                                 "-singlestep",
+                                 "-d",
+                                 "exec,nochain",
+                                 "-dfilter",
+                                 "0x0+0x100000",
+                                 "-D",
+                                 log.string(),
+                                 "-kernel",
+                                 kPlainCampaign.string()});
+    REQUIRE(r.exit_code == 0);
+    std::vector<std::uint32_t> pcs;
+    std::ifstream in(log);
+    // "Trace 0: 0x7f.. [00000000/00000088/00000000/...] crunch"
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("Trace", 0) != 0) continue;
+        const auto open = line.find('[');
+        const auto pc =
+            static_cast<std::uint32_t>(std::stoul(line.substr(open + 10, 8), nullptr, 16));
+        if (pcs.empty() || pcs.back() != pc) pcs.push_back(pc);
+    }
+    return pcs;
+}
+
+struct Truth {
+    std::uint64_t calls = 0;
+    std::uint64_t instructions = 0;  // inclusive, from each entry to its return
+};
+
+// A function's calls and inclusive instructions in the trace: from each entry to the first
+// execution of the instruction after its call (the campaign's functions never recurse).
+Truth truth_of(const std::vector<std::uint32_t>& pcs, std::uint32_t entry) {
+    Truth t;
+    for (std::size_t i = 1; i < pcs.size(); ++i) {
+        if (pcs[i] != entry) continue;
+        ++t.calls;
+        const std::uint32_t back = pcs[i - 1] + 4;  // bl is 32 bits
+        std::size_t j = i + 1;
+        while (j < pcs.size() && pcs[j] != back) ++j;
+        t.instructions += j - i;
+    }
+    return t;
+}
+
+// "    name: VALUE (...), N calls" for every function measured in a run, and the run totals.
+struct Printed {
+    std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> measured;  // value, calls
+    std::set<std::uint64_t> totals;
+    std::set<std::string> found;
+    int runs = 0;
+};
+
+Printed printed(const std::string& out) {
+    Printed p;
+    static const std::regex measured(R"(\n    (\w+): (\d+) \([ .0-9]+ %\), (\d+) calls)");
+    for (auto it = std::sregex_iterator(out.begin(), out.end(), measured);
+         it != std::sregex_iterator(); ++it)
+        p.measured[(*it)[1]] = {std::stoull((*it)[2]), std::stoull((*it)[3])};
+    static const std::regex total(R"(\n    the run: (\d+))");
+    for (auto it = std::sregex_iterator(out.begin(), out.end(), total);
+         it != std::sregex_iterator(); ++it) {
+        p.totals.insert(std::stoull((*it)[1]));
+        ++p.runs;
+    }
+    const auto list = out.find("functions with at least");
+    static const std::regex found(R"(\n +[.0-9]+ %  \d+  (\w+) \(run)");
+    for (auto it = std::sregex_iterator(out.begin() + static_cast<long>(list), out.end(), found);
+         it != std::sregex_iterator(); ++it)
+        p.found.insert((*it)[1]);
+    return p;
+}
+
+TEST_CASE(
+    "rackprof campaign --link gdb://: ARC's method through QEMU's gdbstub, against QEMU's "
+    "own instruction trace") {
+    if (testing::run({"sh", "-c", "command -v qemu-system-arm"}).exit_code != 0 ||
+        !std::filesystem::exists(kPlainCampaign)) {
+        MESSAGE(
+            "SKIP: needs qemu-system-arm and target-fw built (cmake --build build --target "
+            "target_fw)");
+        return;
+    }
+    const auto elf = gmon::Symbolizer::load(kPlainCampaign);
+    std::map<std::string, std::uint32_t> addr;
+    for (const auto& s : elf->symbols())
+        if (s.function) addr[s.name] = static_cast<std::uint32_t>(s.addr);
+
+    SUBCASE("the call graph from the code: every direct call, handlers unbounded") {
+        const auto code = gmon::static_call_graph(*elf);
+        std::set<std::pair<std::string, std::string>> calls;
+        for (const auto& [caller, callee] : code.calls)
+            calls.emplace(code.functions[caller].name, code.functions[callee].name);
+        for (const auto& edge :
+             std::vector<std::pair<std::string, std::string>>{{"main", "process"},
+                                                              {"main", "housekeeping"},
+                                                              {"process", "parse"},
+                                                              {"process", "filter"},
+                                                              {"process", "encode"},
+                                                              {"parse", "tokenize"},
+                                                              {"parse", "classify"},
+                                                              {"filter", "fir"},
+                                                              {"filter", "clamp"},
+                                                              {"encode", "pack"},
+                                                              {"encode", "checksum"},
+                                                              {"fir", "spin"},
+                                                              {"Reset_Handler", "main"},
+                                                              {"Reset_Handler", "board_exit"}}) {
+            CAPTURE(edge.first);
+            CAPTURE(edge.second);
+            CHECK(calls.count(edge) == 1);
+        }
+        CHECK(calls.count({"spin", "fir"}) == 0);
+        for (const auto& f : code.functions) {
+            const std::string& name = f.name;
+            CAPTURE(name);
+            // The vector table holds the handlers' addresses; nothing holds main's.
+            if (name == "Reset_Handler" || name == "SysTick_Handler") CHECK(f.address_taken);
+            if (name == "main" || name == "fir") CHECK_FALSE(f.address_taken);
+        }
+    }
+
+    testing::TempDir dir;
+    const std::vector<std::uint32_t> pcs = executed_instructions(dir);
+    REQUIRE(pcs.size() > 100000);
+    const auto at = [&](const std::string& name) {
+        const auto it = std::find(pcs.begin(), pcs.end(), addr.at(name));
+        REQUIRE(it != pcs.end());
+        return static_cast<std::uint64_t>(it - pcs.begin());
+    };
+    const std::uint64_t total_instructions = at("board_exit") - at("main");
+    auto campaign_run = [&](std::vector<std::string> extra) {
+        const std::uint16_t port = free_port();
+        testing::Process qemu(qemu_gdb(port), dir / "qemu.err");
+        wait_listening(port);
+        std::vector<std::string> args = {"campaign",
+                                         "--link",
+                                         "gdb://127.0.0.1:" + std::to_string(port),
+                                         "--elf",
+                                         kPlainCampaign.string(),
+                                         "--until",
+                                         "board_exit"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        return testing::rackprof(args);
+    };
+
+    SUBCASE("cycles: pruned as a full measurement finds them, each as the trace counts it") {
+        const auto pruned =
+            campaign_run({"--clock", kFpgaCounter, "--slots", "3", "--threshold", "5"});
+        INFO(pruned.out << pruned.err);
+        REQUIRE(pruned.exit_code == 0);
+        CHECK(pruned.out.find("cycles: the board's counter at 0x40028018") != std::string::npos);
+        const auto full =
+            campaign_run({"--clock", kFpgaCounter, "--slots", "64", "--threshold", "5"});
+        INFO(full.out << full.err);
+        REQUIRE(full.exit_code == 0);
+        const Printed p = printed(pruned.out), f = printed(full.out);
+        CHECK(f.runs == 1);
+        CHECK(p.runs < (static_cast<int>(f.measured.size()) + 2) / 3);  // fewer than ceil(N/K)
+        // Every run of the workload takes the same time, however many stops it made.
+        CHECK(p.totals.size() == 1);
+        CHECK(p.totals == f.totals);
+        const double total = static_cast<double>(*f.totals.begin());
+        CAPTURE(total_instructions);
+        CHECK(std::fabs(total - kTicksPerInstruction * static_cast<double>(total_instructions)) <
+              1);
+        // The functions found are those the full measurement puts at 5 % or more.
+        std::set<std::string> expected;
+        for (const auto& [name, m] : f.measured)
+            if (static_cast<double>(m.first) >= 0.05 * total) expected.insert(name);
+        CHECK(p.found == expected);
+        CHECK(expected.count("fir") == 1);
+        CHECK(expected.count("checksum") == 1);
+        CHECK(expected.count("tokenize") == 0);
+        // Each measured function: calls exact, cycles the trace's instructions within a tick a
+        // call (the counter is read whole at each stop).
+        for (const auto& [name, m] : p.measured) {
+            // The run's ends: counted from main, to board_exit's start.
+            if (!addr.count(name) || name == "Reset_Handler" || name == "main" ||
+                name == "board_exit")
+                continue;
+            const Truth t = truth_of(pcs, addr.at(name));
+            CAPTURE(name);
+            CAPTURE(t.instructions);
+            CAPTURE(m.first);
+            CHECK(m.second == t.calls);
+            CHECK(m.first == f.measured.at(name).first);
+            CHECK(std::fabs(static_cast<double>(m.first) -
+                            kTicksPerInstruction * static_cast<double>(t.instructions)) <=
+                  static_cast<double>(t.calls) + 1);
+        }
+        CHECK(p.measured.at("fir").second == 80);
+        CHECK(p.measured.at("spin").second == 180);
+    }
+
+    SUBCASE("no cycle counter (QEMU has no DWT): calls only, said so") {
+        const auto calls = campaign_run({"--metric", "calls", "--slots", "16", "--quiet"});
+        INFO(calls.out << calls.err);
+        REQUIRE(calls.exit_code == 0);
+        CHECK(calls.out.find("cycles: none: calls only") != std::string::npos);
+        for (const std::string name : {"process", "fir", "spin", "tokenize", "checksum"}) {
+            CAPTURE(name);
+            const std::string line =
+                "  " + std::to_string(truth_of(pcs, addr.at(name)).calls) + "  " + name + "\n";
+            CHECK(calls.out.find(line) != std::string::npos);
+        }
+        const auto cycles = campaign_run({});
+        CHECK(cycles.exit_code == 2);
+        CHECK(cycles.err.find("--metric calls") != std::string::npos);
+    }
+
+    SUBCASE("refused: another image, an end that does not exist") {
+        const auto other = std::filesystem::path(RACKPROF_BINARY).parent_path() / "target-fw" /
+                           "conflation-mps2-an385-plain.elf";
+        const std::uint16_t port = free_port();
+        testing::Process qemu(qemu_gdb(port), dir / "qemu.err");
+        wait_listening(port);
+        const auto wrong = testing::rackprof(
+            {"campaign", "--link", "gdb://127.0.0.1:" + std::to_string(port), "--elf",
+             other.string(), "--until", "board_exit", "--metric", "calls"});
+        CHECK(wrong.exit_code == 1);
+        CHECK(wrong.err.find("does not run conflation-mps2-an385-plain.elf") != std::string::npos);
+        CHECK(campaign_run({"--until", "no_such_function"}).exit_code == 2);
+        CHECK(testing::rackprof({"campaign", "--link", "tcp://127.0.0.1:1"}).exit_code == 2);
+    }
 }
 
 }  // namespace
