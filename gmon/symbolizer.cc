@@ -11,6 +11,7 @@
 #include <fstream>
 #include <limits>
 
+#include "gmon/elf_arch.h"
 #include "gmon/linker_map.h"
 
 namespace rackprof::gmon {
@@ -319,6 +320,12 @@ std::string_view Symbolizer::section_bytes(const char* name) const {
         return {static_cast<const char*>(data->d_buf), data->d_size};
     }
     return {};
+}
+
+std::string Symbolizer::arch() const {
+    const char* section = machine_ == EM_ARM ? ".ARM.attributes" : ".riscv.attributes";
+    std::string arch = arch_of_attributes(machine_, section_bytes(section));
+    return arch.empty() ? machine_family(machine_) : arch;
 }
 
 std::vector<std::pair<std::uint64_t, std::string_view>> Symbolizer::loaded_sections() const {

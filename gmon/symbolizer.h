@@ -73,6 +73,9 @@ class Symbolizer {
     int machine() const { return machine_; }                   // EM_ARM == 40
     bool arm() const { return machine_ == 40; }                // EM_ARM: Thumb code, $d pools
     const std::string& build_id() const { return build_id_; }  // lower-case hex, may be empty
+    // "armv7-m", "rv32imac", ... from its build attributes (elf_arch.h); else its machine's
+    // family ("arm", "riscv", "x86-64") or "".
+    std::string arch() const;
     // Lowest and one-past-highest address of the allocated executable sections.
     std::uint64_t code_low() const { return code_low_; }
     std::uint64_t code_high() const { return code_high_; }

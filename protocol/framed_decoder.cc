@@ -253,6 +253,10 @@ bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
                 }
                 hello.build_id.assign(body.data() + pos, body.data() + pos + id_len);
                 pos += id_len;
+                if (hello.flags & kHelloArch) {
+                    if (!have(1)) return false;
+                    hello.arch = body[pos++];
+                }
                 width = hello.addr_bytes;
                 mask = address_mask(width);
                 item.hello = hellos_.size();

@@ -184,6 +184,36 @@ TEST_CASE("the spec's version-2 example vector, byte for byte, both ways") {
     CHECK(d.stats.frames_bad == 0);
 }
 
+// The HELLO's arch byte (flags bit 5), after the build-id: a RISC-V target's.
+TEST_CASE("the spec's HELLO with an arch byte, byte for byte, both ways") {
+    const Bytes frame =
+        hex("01 01 05 01 01 04 21 01 01 02 80 02 10 04 80 e8 03 01 04 80 96 98 07 02 ab cd 11 a6 "
+            "ad 00 ");
+    TargetHello hello{1, 4, kHelloArcCache, 0x80000000, 0x80001000, 1000, 10000000, {0xab, 0xcd}};
+    hello.arch = static_cast<std::uint8_t>(TargetArch::kRv32imac);
+    FramedEncoder encoder;
+    encoder.hello(hello);
+    encoder.flush();
+    const Bytes wire = encoder.take_wire();
+    CHECK(wire == frame);
+    const auto d = decode(wire);
+    REQUIRE(d.events.size() == 1);
+    const auto& got = std::get<TargetHello>(d.events[0].second);
+    CHECK(got.arch == 0x11);
+    CHECK((got.flags & kHelloArch) != 0);
+    CHECK(std::string(arch_name(got.arch)) == "rv32imac");
+    CHECK(d.stats.frames_bad == 0);
+    // Without bit 5 no byte is read: a HELLO of an older target decodes as before.
+    hello.arch = 0;
+    encoder.hello(hello);
+    encoder.flush();
+    const auto old = decode(encoder.take_wire());
+    REQUIRE(old.events.size() == 1);
+    CHECK(std::get<TargetHello>(old.events[0].second).arch == 0);
+    CHECK(std::string(arch_family("armv8-m.main")) == "arm");
+    CHECK(std::string(arch_family("rv32imc")) == "riscv");
+}
+
 // A stream with every kind of item, and a target reset in the middle.
 Bytes every_item_stream(std::vector<Record>& records) {
     FramedEncoder encoder(4, 40);

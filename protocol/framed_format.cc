@@ -170,6 +170,10 @@ void FramedEncoder::hello(const TargetHello& hello) {
     }
     item_.push_back(static_cast<std::uint8_t>(hello.build_id.size()));
     item_.insert(item_.end(), hello.build_id.begin(), hello.build_id.end());
+    if (hello.arch != 0) {
+        item_[3] |= kHelloArch;
+        item_.push_back(hello.arch);
+    }
     add_item(item_);
     addr_bytes_ = hello.addr_bytes;
 }
@@ -324,6 +328,34 @@ std::vector<std::uint8_t> FramedEncoder::take_wire() {
     std::vector<std::uint8_t> out;
     out.swap(wire_);
     return out;
+}
+
+const char* arch_name(std::uint8_t code) {
+    switch (static_cast<TargetArch>(code)) {
+        case TargetArch::kArmv6m:
+            return "armv6-m";
+        case TargetArch::kArmv7m:
+            return "armv7-m";
+        case TargetArch::kArmv7em:
+            return "armv7e-m";
+        case TargetArch::kArmv8mBase:
+            return "armv8-m.base";
+        case TargetArch::kArmv8mMain:
+            return "armv8-m.main";
+        case TargetArch::kRv32imc:
+            return "rv32imc";
+        case TargetArch::kRv32imac:
+            return "rv32imac";
+        case TargetArch::kUnknown:
+            break;
+    }
+    return "";
+}
+
+const char* arch_family(std::string_view arch) {
+    if (arch.rfind("arm", 0) == 0) return "arm";
+    if (arch.rfind("rv", 0) == 0) return "riscv";
+    return "";
 }
 
 }  // namespace rackprof::protocol

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "protocol/record.h"
@@ -36,6 +37,23 @@ inline constexpr std::uint8_t kHelloBlockingDrain = 0x02;  // flags bit 1
 inline constexpr std::uint8_t kHelloEvents = 0x04;         // bit 2: ENTER/EXIT items follow
 inline constexpr std::uint8_t kHelloCycleCounter = 0x08;   // bit 3: stamps from DWT CYCCNT
 inline constexpr std::uint8_t kHelloCounters = 0x10;       // bit 4: takes COUNTER_CONFIG (v3)
+inline constexpr std::uint8_t kHelloArch = 0x20;  // bit 5: an arch byte follows the build-id
+
+// The HELLO's arch byte: the core's architecture, as the target's compiler knew it.
+enum class TargetArch : std::uint8_t {
+    kUnknown = 0x00,
+    kArmv6m = 0x01,
+    kArmv7m = 0x02,
+    kArmv7em = 0x03,
+    kArmv8mBase = 0x04,
+    kArmv8mMain = 0x05,
+    kRv32imc = 0x10,
+    kRv32imac = 0x11,
+};
+// "armv7-m", "rv32imac", ...; "" for kUnknown and codes no target sends.
+const char* arch_name(std::uint8_t code);
+// The family of an architecture name: "arm" or "riscv" ("" when unknown).
+const char* arch_family(std::string_view arch);
 // The most functions one COUNTER_CONFIG can name (so it fits a frame with 4-byte addresses).
 inline constexpr std::size_t kMaxConfigFunctions = 60;
 

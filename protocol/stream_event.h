@@ -21,6 +21,7 @@ struct TargetHello {
     std::uint32_t sample_hz = 0;
     std::uint32_t core_clock_hz = 0;
     std::vector<std::uint8_t> build_id;
+    std::uint8_t arch = 0;  // TargetArch (framed_format.h); 0: not said (flags bit 5 clear)
     friend bool operator==(const TargetHello&, const TargetHello&) = default;
 };
 

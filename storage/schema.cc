@@ -243,6 +243,11 @@ const char* const kMigrations[] = {
     ALTER TABLE sessions ADD COLUMN stack_unwind_failures INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE sessions ADD COLUMN cct_unit INTEGER NOT NULL DEFAULT 0;
     )sql",
+    // 17: the core's architecture ("armv7-m", "rv32imac", ...): the firmware ELF's build
+    // attributes when the session starts, the target's HELLO when it says. '' when neither did.
+    R"sql(
+    ALTER TABLE sessions ADD COLUMN arch TEXT NOT NULL DEFAULT '';
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

@@ -121,14 +121,15 @@ class ReadSnapshot {
 // calling-context table: its sessions read as having no tree.
 // The counters, then the calling-context tree's node count, then raw_pruned_ns and
 // raw_pruned_keep_days (NULL before v12).
-std::string select_sessions_sql(bool has_cct, bool has_retention, bool has_probe_counters) {
+std::string select_sessions_sql(bool has_cct, bool has_retention, bool has_probe_counters,
+                                bool has_arch) {
     return std::string("SELECT ") + kSessionInfoColumns + ", " +
            counter_columns(has_probe_counters) +
            (has_cct ? ", (SELECT count(*) FROM session_cct WHERE session_cct.session_id = "
                       "sessions.id)"
                     : ", 0") +
            (has_retention ? ", raw_pruned_ns, raw_pruned_keep_days" : ", NULL, NULL") +
-           " FROM sessions";
+           (has_arch ? ", arch" : ", ''") + " FROM sessions";
 }
 
 }  // namespace
@@ -158,13 +159,15 @@ SessionInfo SessionStore::read_info(Statement& s) {
     i.calling_context_nodes = static_cast<std::uint64_t>(s.column_int(column));
     if (!s.column_is_null(column + 1))
         i.raw_pruned = RawPruned{s.column_int(column + 1), s.column_int(column + 2)};
+    i.spec.arch = s.column_text(column + 3);
     return i;
 }
 
 std::vector<SessionInfo> SessionStore::sessions_after(std::int64_t id) {
-    Statement st = db_.prepare((select_sessions_sql(has_cct_, has_retention_, has_probe_counters_) +
-                                " WHERE id > ? ORDER BY id")
-                                   .c_str());
+    Statement st =
+        db_.prepare((select_sessions_sql(has_cct_, has_retention_, has_probe_counters_, has_arch_) +
+                     " WHERE id > ? ORDER BY id")
+                        .c_str());
     st.bind(1, id);
     std::vector<SessionInfo> out;
     while (st.step()) out.push_back(read_info(st));
@@ -177,9 +180,10 @@ std::vector<SessionInfo> SessionStore::sessions_after(std::int64_t id) {
 std::vector<SessionInfo> SessionStore::sessions_before(
     std::int64_t before_id, std::size_t limit,
     const std::function<bool(const SessionInfo&)>& wanted) {
-    Statement st = db_.prepare((select_sessions_sql(has_cct_, has_retention_, has_probe_counters_) +
-                                " WHERE id < ? ORDER BY id DESC")
-                                   .c_str());
+    Statement st =
+        db_.prepare((select_sessions_sql(has_cct_, has_retention_, has_probe_counters_, has_arch_) +
+                     " WHERE id < ? ORDER BY id DESC")
+                        .c_str());
     st.bind(1, before_id > 0 ? before_id : std::numeric_limits<std::int64_t>::max());
     std::vector<SessionInfo> out;
     while (out.size() < limit && st.step()) {
@@ -192,9 +196,10 @@ std::vector<SessionInfo> SessionStore::sessions_before(
 }
 
 std::optional<SessionInfo> SessionStore::session(std::int64_t id) {
-    Statement st = db_.prepare(
-        (select_sessions_sql(has_cct_, has_retention_, has_probe_counters_) + " WHERE id = ?")
-            .c_str());
+    Statement st =
+        db_.prepare((select_sessions_sql(has_cct_, has_retention_, has_probe_counters_, has_arch_) +
+                     " WHERE id = ?")
+                        .c_str());
     st.bind(1, id);
     if (!st.step()) return std::nullopt;
     SessionInfo info = read_info(st);

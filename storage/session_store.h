@@ -39,6 +39,7 @@ struct NewSession {
     std::string elf_path;
     std::string elf_build_id;
     std::string elf_sha256;
+    std::string arch;             // "armv7-m", "rv32imac", ...; "" when unknown
     std::int64_t started_ns = 0;  // Unix time, nanoseconds
     std::string wire_options;     // the wire's further settings (itm: JSON), the daemon's to read
     // The histograms an imported gmon.out had, to bin its samples into again exactly (their
@@ -64,6 +65,7 @@ struct TargetInfo {
     std::string build_id;  // lower-case hex
     std::uint32_t text_lo = 0;
     std::uint32_t text_hi = 0;
+    std::string arch;  // the HELLO's architecture ("rv32imac"); "" when it did not say
     bool has_text_range() const { return text_hi > text_lo; }
     friend bool operator==(const TargetInfo&, const TargetInfo&) = default;
 };
@@ -261,6 +263,7 @@ class SessionStore {
     bool has_retention_ = false;  // schema v12's sessions.raw_pruned_ns is there
     bool has_sums_ = false;       // schema v15's session_sums is there
     bool has_probe_counters_ = false;  // v16: probe counters, cct_unit
+    bool has_arch_ = false;            // v17: sessions.arch
     SliceBuilder slices_{db_};
     std::unique_ptr<WindowSums> window_sums_;  // aggregate_between's, kept between windows
     std::optional<Statement> insert_raw_;

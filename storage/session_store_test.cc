@@ -178,10 +178,11 @@ TEST_CASE("a version-1 database migrates forward with its data") {
     framed.frames_lost = 2;
     framed.target_dropped = 3;
     store.update_counters(1, framed);
-    store.set_target(1, {"deadbeef", 0x400, 0x2000});
+    store.set_target(1, {"deadbeef", 0x400, 0x2000, "rv32imac"});
     info = store.session(1);
     CHECK(info->counters == framed);
-    CHECK(info->target == TargetInfo{"deadbeef", 0x400, 0x2000});
+    CHECK(info->target == TargetInfo{"deadbeef", 0x400, 0x2000, ""});
+    CHECK(info->spec.arch == "rv32imac");  // the HELLO's, kept as the session's
     // Version 5: no wire options, console or exceptions on the old session; all can be written.
     CHECK(info->spec.wire_options.empty());
     CHECK(store.console(1).empty());
@@ -247,7 +248,7 @@ TEST_CASE("the writer stores a target's HELLO and the firmware picked for it") {
         spec.protocol = "framed";
         id = writer.reserve_session_id();
         writer.submit(OpenSessionOp{id, spec});
-        writer.submit(TargetOp{id, {"0a1b", 0x8000, 0x9000}, "/fw/0a1b.elf", "0a1b", "abc"});
+        writer.submit(TargetOp{id, {"0a1b", 0x8000, 0x9000, ""}, "/fw/0a1b.elf", "0a1b", "abc"});
         SessionCounters c;
         c.frames_lost = 5;
         writer.submit(CloseSessionOp{id, "completed", 10, c});
@@ -256,7 +257,7 @@ TEST_CASE("the writer stores a target's HELLO and the firmware picked for it") {
     SessionStore store(db.path, Database::Mode::kReadOnly);
     const auto info = store.session(id);
     REQUIRE(info);
-    CHECK(info->target == TargetInfo{"0a1b", 0x8000, 0x9000});
+    CHECK(info->target == TargetInfo{"0a1b", 0x8000, 0x9000, ""});
     CHECK(info->spec.elf_path == "/fw/0a1b.elf");
     CHECK(info->spec.elf_build_id == "0a1b");
     CHECK(info->counters.frames_lost == 5);

@@ -141,8 +141,8 @@ std::int64_t SessionStore::create_session(const NewSession& s, std::int64_t id) 
     Statement st = db_.prepare(
         "INSERT INTO sessions (board, link, protocol, format, addr_bytes, elf_path, elf_build_id, "
         "elf_sha256, state, "
-        "started_ns, wire_options, histograms, id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'capturing', ?, "
-        "?, ?, ?)");
+        "started_ns, wire_options, histograms, id, arch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
+        "'capturing', ?, ?, ?, ?, ?)");
     st.bind(1, s.board).bind(2, s.link).bind(3, s.protocol).bind(4, s.format).bind(5, s.addr_bytes);
     st.bind(6, s.elf_path).bind(7, s.elf_build_id).bind(8, s.elf_sha256).bind(9, s.started_ns);
     st.bind(10, s.wire_options).bind(11, histograms_text(s.histograms));
@@ -151,6 +151,7 @@ std::int64_t SessionStore::create_session(const NewSession& s, std::int64_t id) 
     } else {
         st.bind_null(12);  // INTEGER PRIMARY KEY: the next free row id
     }
+    st.bind(13, s.arch);
     st.run();
     return db_.last_insert_id();
 }
@@ -330,12 +331,14 @@ void SessionStore::set_calling_context(std::int64_t session, const gmon::Calling
 
 void SessionStore::set_target(std::int64_t session, const TargetInfo& target) {
     Statement st = db_.prepare(
-        "UPDATE sessions SET target_build_id = ?, target_text_lo = ?, target_text_hi = ? WHERE id "
-        "= ?");
+        "UPDATE sessions SET target_build_id = ?, target_text_lo = ?, target_text_hi = ?, arch = "
+        "CASE WHEN ? = '' THEN arch ELSE ? END WHERE id = ?");
     st.bind(1, target.build_id)
         .bind(2, std::int64_t{target.text_lo})
         .bind(3, std::int64_t{target.text_hi})
-        .bind(4, session);
+        .bind(4, target.arch)
+        .bind(5, target.arch)
+        .bind(6, session);
     st.run();
 }
 

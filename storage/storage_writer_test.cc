@@ -141,7 +141,7 @@ TEST_CASE(
         capture.counters().gaps = 1;
         writer.submit(GapOp{
             session, {capture.now(), capture.now() + 1, "unplugged", {}, {}}, capture.counters()});
-        writer.submit(TargetOp{session, {"beef", 0x1000, 0x2000}, "", "", ""});
+        writer.submit(TargetOp{session, {"beef", 0x1000, 0x2000, ""}, "", "", ""});
         writer.flush();
         lost = writer.with_storage_losses(session, capture.counters()).records_lost_storage;
         CHECK(lost >= 20 * 100);

@@ -200,6 +200,17 @@ void check_decoded(const protocol::DecoderStats& stats, const ConvertOptions& o,
 // A capture that does not fit is refused with the evidence, or with --force profiled anyway.
 void check_fit(const gmon::ExportInput& in, const ConvertOptions& o, bool force) {
     if (!o.elf || !in.source.aggregate) return;
+    // The target said what core it is: code of another family is refused before anything else.
+    storage::TargetInfo said;
+    if (const auto arch = in.summary.find("target_arch");
+        arch != in.summary.end() && arch->is_string())
+        said.arch = arch->get<std::string>();
+    if (const std::string conflict = ingest::arch_conflict(said, *o.elf); !conflict.empty()) {
+        if (!force)
+            throw std::runtime_error(conflict +
+                                     ": wrong ELF for this capture (--force profiles it anyway)");
+        std::cerr << "rackprof: warning: " << conflict << " (profiled anyway: --force)\n";
+    }
     const auto named = in.summary.find("target_build_id");
     if (named != in.summary.end() && named->is_string() && !named->get<std::string>().empty() &&
         named->get<std::string>() == o.elf->build_id())
@@ -367,6 +378,7 @@ Converted from_file(const std::filesystem::path& input, const ConvertOptions& o)
     in.summary["format"] = imported.format;
     in.summary["addr_bytes"] = imported.hello ? imported.hello->addr_bytes : o.addr_bytes;
     if (imported.hello) in.summary["target_build_id"] = target.build_id;
+    if (!target.arch.empty()) in.summary["target_arch"] = target.arch;
     if (protocol::wire_format(o.protocol).traits.swo)
         in.summary["exceptions"] = exceptions_json(imported.exceptions);
     in.calling_context = imported.calling_context;

@@ -104,6 +104,16 @@ PickedFirmware Board::firmware_for(const protocol::TargetHello& hello) {
         hello.sample_hz, hello.core_clock_hz, id.empty() ? "(none)" : id,
         hello.flags & protocol::kHelloArcCache ? ", arc cache on" : "");
     PickedFirmware picked;
+    const storage::TargetInfo said = ingest::target_info_of(hello);
+    if (elf_) {
+        if (const std::string conflict = ingest::arch_conflict(said, *elf_); !conflict.empty()) {
+            // Symbols of another core's code would be wrong everywhere: addresses only.
+            log_->error("[{}] {}: not using that ELF for this target", config_.name, conflict);
+            elf_.reset();
+            elf_path_.clear();
+            return picked;
+        }
+    }
     if (!config_.elf.empty()) {
         if (elf_ && !id.empty() && !elf_->build_id().empty() && elf_->build_id() != id) {
             log_->warn(
@@ -229,6 +239,7 @@ bool Board::start_session() {
         spec.elf_path = elf_path_.string();
         spec.elf_build_id = elf_->build_id();
         spec.elf_sha256 = elf_sha256_;
+        spec.arch = elf_->arch();
     }
     wire.code_range = ingest::decode_range_of(elf_.get());
     session_.emplace(writer_.reserve_session_id(), spec, wire, writer_,

@@ -1,6 +1,8 @@
 #include "daemon/ingest/wire_settings.h"
 
 #include "daemon/ingest/capture_import.h"
+#include "gmon/elf_arch.h"
+#include "protocol/framed_format.h"
 
 #include <stdexcept>
 
@@ -54,7 +56,16 @@ std::optional<gmon::CodeRange> announced_range(const storage::TargetInfo& target
 }
 
 storage::TargetInfo target_info_of(const protocol::TargetHello& hello) {
-    return {build_id_hex(hello.build_id), hello.text_lo, hello.text_hi};
+    return {build_id_hex(hello.build_id), hello.text_lo, hello.text_hi,
+            protocol::arch_name(hello.arch)};
+}
+
+std::string arch_conflict(const storage::TargetInfo& target, const gmon::Symbolizer& elf) {
+    const std::string said = protocol::arch_family(target.arch);
+    const std::string family = gmon::machine_family(elf.machine());
+    if (said.empty() || family.empty() || said == family) return "";
+    return "the target says it is " + target.arch + " (" + said + "), but " +
+           elf.path().filename().string() + " is " + family + " code (" + elf.arch() + ")";
 }
 
 std::string wire_options_json(const WireSpec& wire) {

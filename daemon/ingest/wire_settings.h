@@ -31,6 +31,9 @@ std::optional<protocol::AddressRange> decode_range_of(const gmon::Symbolizer* el
 std::optional<gmon::CodeRange> announced_range(const storage::TargetInfo& target);
 // What a HELLO says about the target, as a session keeps it.
 storage::TargetInfo target_info_of(const protocol::TargetHello& hello);
+// Why the target's architecture (its HELLO's) cannot be the ELF's: "the target says it is
+// rv32imac (riscv), but app.elf is arm code (armv7-m)"; "" when they agree or one does not say.
+std::string arch_conflict(const storage::TargetInfo& target, const gmon::Symbolizer& elf);
 
 // The itm settings as a session stores them (JSON), so a re-decode reads the ports alike;
 // "" reads as the defaults (sessions of other protocols, older sessions).

@@ -62,6 +62,7 @@ json session_json(const storage::SessionInfo& s, const std::string& storage_erro
                                       {"text_lo", gmon::hex_address(s.target.text_lo)},
                                       {"text_hi", gmon::hex_address(s.target.text_hi)}}},
                 {"build_id", build_id_of(s).empty() ? json(nullptr) : json(build_id_of(s))},
+                {"arch", s.spec.arch.empty() ? json(nullptr) : json(s.spec.arch)},
                 {"state", s.state},
                 {"started_ns", s.spec.started_ns},
                 {"ended_ns", s.ended_ns ? json(s.ended_ns) : json(nullptr)},

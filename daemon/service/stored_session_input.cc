@@ -31,6 +31,7 @@ nlohmann::json stored_session_summary(const storage::SessionInfo& info,
         {"addr_bytes", info.spec.addr_bytes},
         {"decoder", storage::decoder_stats_json(storage::decoder_counters(info.counters))}};
     if (!info.target.build_id.empty()) out["target_build_id"] = info.target.build_id;
+    if (!info.spec.arch.empty()) out["arch"] = info.spec.arch;
     if (protocol::wire_format(info.spec.protocol).traits.swo) {
         std::map<std::uint16_t, protocol::ExceptionStats> counts;
         for (const auto& e : info.exceptions) counts[e.number] = {e.entries, e.cycles};

@@ -21,7 +21,7 @@ TEST_CASE("stored session input: the summary names the session, its wire and its
     info.state = "completed";
     info.counters.arcs = 12;
     info.counters.gaps = 1;
-    info.target = {"00ff", 0x100, 0x200};
+    info.target = {"00ff", 0x100, 0x200, ""};
     info.exceptions = {{15, 3, 90}};
     const nlohmann::json summary = stored_session_summary(info, nullptr);
     CHECK(
@@ -54,7 +54,7 @@ TEST_CASE("stored session input: its source, its ELF named, and its records page
                                                          storage::Database::Mode::kReadOnly);
     auto info = *store->session(id);
     info.spec.histograms = std::vector<gmon::HistogramSpec>{{0x100, 0x200, 4, 100, 0}};
-    info.target = {"", 0x100, 0x180};
+    info.target = {"", 0x100, 0x180, ""};
     const auto elf = gmon::Symbolizer::load(elf_path);
     const auto input = stored_session_input(
         info, {std::make_shared<const gmon::Aggregate>(store->aggregate(id)), elf, nullptr},

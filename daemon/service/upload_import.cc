@@ -110,6 +110,7 @@ std::vector<std::int64_t> UploadImport::import(const std::filesystem::path& file
         spec.elf_path = path->string();
         spec.elf_build_id = elf->build_id();
         spec.elf_sha256 = capture::file_sha256(*path);
+        spec.arch = elf->arch();
     }
     ingest::ImportSpec import;
     import.kind = kind->kind;

@@ -74,10 +74,12 @@ test("fleet: the build's sessions merged, the outlier board marked in the plot a
   const { page, errors, close } = await open("/");
   await page.click('nav a[data-nav="fleet"]');
   await page.waitForSelector(`#builds tr[data-build="${buildId}"]`);
-  // The build with its counts of sessions and boards, picked by default (the only one).
+  // The build with its architecture (the simulator's ELF is ARM code with no build attributes:
+  // its machine's family) and its counts of sessions and boards, picked by default (the only one).
   const cells = await page.locator(`#builds tr[data-build="${buildId}"] td`).allTextContents();
-  assert.equal(cells[0].trim(), "4");
-  assert.match(cells[1], /^4: f1, f2, f3, f4$/);
+  assert.equal(cells[0].trim(), "arm");
+  assert.equal(cells[1].trim(), "4");
+  assert.match(cells[2], /^4: f1, f2, f3, f4$/);
   await page.waitForSelector("#fleet-summary");
   assert.match(await page.textContent("#fleet-summary"), /4 sessions from 4 boards \(f1, f2, f3, f4\)/);
   // The merged profile is the API's merge of the four sessions.

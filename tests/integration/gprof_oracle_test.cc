@@ -206,6 +206,7 @@ RealElf load_real_elf(const std::filesystem::path& path) {
 }
 
 RandomCase make_real_case(const RealElf& r, std::uint64_t seed) {
+    const std::uint32_t thumb = r.elf->arm() ? 1u : 0u;  // arcs' addresses as the target sends them
     std::mt19937_64 rng(seed);
     auto pick = [&](std::uint64_t n) { return n ? rng() % n : 0; };
     RandomCase c;
@@ -242,7 +243,7 @@ RandomCase make_real_case(const RealElf& r, std::uint64_t seed) {
         const std::uint64_t count = pick(30) == 0  ? 1 + pick(5'000'000'000ull)
                                     : pick(3) == 0 ? 1 + pick(4)
                                                    : 1 + pick(pick(2) ? 10 : 2000);
-        c.aggregate.add_arc(from | 1u, callee() | 1u, count);
+        c.aggregate.add_arc(from | thumb, callee() | thumb, count);
     }
     const std::size_t pcs = pick(pick(2) ? 50 : 2000);
     for (std::size_t i = 0; i < pcs; ++i) {
@@ -257,47 +258,109 @@ RandomCase make_real_case(const RealElf& r, std::uint64_t seed) {
     return c;
 }
 
+// `cases` random profiles of a real ELF (every third by line): rackprof's report of each
+// gmon.out it writes equals the report of the ELF's own gprof.
+void compare_real_cases(const std::filesystem::path& path, std::uint64_t cases) {
+    testing::TempDir dir;
+    const RealElf r = load_real_elf(path);
+    REQUIRE(r.functions.size() > 50);
+    std::uint64_t compared = 0;
+    for (std::uint64_t seed = 1; seed <= cases; ++seed) {
+        const std::string elf_name = path.filename().string();
+        CAPTURE(elf_name);
+        CAPTURE(seed);
+        const RandomCase c = make_real_case(r, seed);
+        const auto gmon_path = dir / ("real" + std::to_string(seed) + ".gmon");
+        const auto binned = gmon::to_gmon_data(c.aggregate, c.spec, r.elf->layout());
+        gmon::write_file_atomically(gmon_path, gmon::serialize_gmon(binned.data));
+        const auto read = gmon::merge_duplicates(gmon::read_gmon_file(gmon_path, r.elf->layout()));
+        const bool lines = seed % 3 == 0;
+        CAPTURE(lines);
+        const gmon::Profile prof = gmon::compute_profile(read, *r.elf, {0, lines});
+        const std::string ours = gmon::render_gprof_text(prof);
+        const std::string theirs = testing::gprof_brief(r.path, gmon_path, lines);
+        if (ours != theirs) {
+            if (const char* keep = std::getenv("RACKPROF_ORACLE_KEEP")) {
+                std::filesystem::copy_file(gmon_path, std::string(keep) + ".gmon",
+                                           std::filesystem::copy_options::overwrite_existing);
+                std::ofstream(std::string(keep) + ".ours") << ours;
+                std::ofstream(std::string(keep) + ".gprof") << theirs;
+            }
+            MESSAGE("gprof:\n" << theirs << "\nrackprof:\n" << ours);
+        }
+        REQUIRE(ours == theirs);
+        ++compared;
+    }
+    CHECK(compared == cases);
+}
+
+std::uint64_t oracle_cases(std::uint64_t fallback) {
+    // RACKPROF_ORACLE_CASES=N widens the search (per ELF).
+    const char* wanted = std::getenv("RACKPROF_ORACLE_CASES");
+    return wanted ? std::strtoull(wanted, nullptr, 10) : fallback;
+}
+
 TEST_CASE("random profiles on the thesis' real ELFs: rackprof's report equals gprof's") {
     const auto data = testing::shared_data("random profiles on the thesis' real ELFs");
     if (data.empty()) return;
-    testing::TempDir dir;
-    // RACKPROF_ORACLE_CASES=N widens the search (per ELF).
-    const char* wanted = std::getenv("RACKPROF_ORACLE_CASES");
-    const std::uint64_t cases = wanted ? std::strtoull(wanted, nullptr, 10) : 25;
-    for (const char* name : {"blinky.elf", "shield.elf"}) {
-        const RealElf r = load_real_elf(data / name);
-        REQUIRE(r.functions.size() > 50);
-        std::uint64_t compared = 0;
-        for (std::uint64_t seed = 1; seed <= cases; ++seed) {
-            const std::string elf_name = name;
-            CAPTURE(elf_name);
-            CAPTURE(seed);
-            const RandomCase c = make_real_case(r, seed);
-            const auto gmon_path = dir / ("real" + std::to_string(seed) + ".gmon");
-            const auto binned = gmon::to_gmon_data(c.aggregate, c.spec, r.elf->layout());
-            gmon::write_file_atomically(gmon_path, gmon::serialize_gmon(binned.data));
-            const auto read =
-                gmon::merge_duplicates(gmon::read_gmon_file(gmon_path, r.elf->layout()));
-            // Every third case by line (gprof -l): the real DWARF's lines as symbols.
-            const bool lines = seed % 3 == 0;
-            CAPTURE(lines);
-            const gmon::Profile prof = gmon::compute_profile(read, *r.elf, {0, lines});
-            const std::string ours = gmon::render_gprof_text(prof);
-            const std::string theirs = testing::gprof_brief(r.path, gmon_path, lines);
-            if (ours != theirs) {
-                if (const char* keep = std::getenv("RACKPROF_ORACLE_KEEP")) {
-                    std::filesystem::copy_file(gmon_path, std::string(keep) + ".gmon",
-                                               std::filesystem::copy_options::overwrite_existing);
-                    std::ofstream(std::string(keep) + ".ours") << ours;
-                    std::ofstream(std::string(keep) + ".gprof") << theirs;
-                }
-                MESSAGE("gprof:\n" << theirs << "\nrackprof:\n" << ours);
-            }
-            REQUIRE(ours == theirs);
-            ++compared;
-        }
-        CHECK(compared == cases);
+    for (const char* name : {"blinky.elf", "shield.elf"})
+        compare_real_cases(data / name, oracle_cases(25));
+}
+
+// A C program of `n` functions calling each other (a DAG, with loops, statics, a recursive
+// one), as firmware is: many small functions, a few big ones.
+std::string generated_program(std::size_t n) {
+    std::ostringstream c;
+    c << "volatile unsigned sink;\n";
+    for (std::size_t i = n; i-- > 0;) {
+        c << (i % 5 == 3 ? "static " : "") << "__attribute__((noinline)) unsigned f" << i
+          << "(unsigned x) {\n    unsigned acc = x;\n";
+        c << "    for (unsigned k = 0; k < " << 1 + (i * 7) % 13
+          << "u; k++) acc = acc * 33u + k;\n";
+        for (std::size_t j = i + 1; j < n && j <= i + 3; ++j)
+            if ((i + j) % 3 != 0)
+                c << "    if (acc & " << (1u << (j % 5)) << "u) acc += f" << j << "(acc);\n";
+        if (i % 11 == 4) c << "    if (x > 3u) acc += f" << i << "(x / 2u);\n";
+        c << "    sink = acc;\n    return acc;\n}\n";
     }
+    c << "void _start(void) { for (;;) sink = f0(sink); }\n";
+    return c.str();
+}
+
+// RISC-V firmware: GCC's rv32 code (RV32IMAC, and RV32IMC without atomics) with its DWARF 5,
+// read by riscv64-unknown-elf-gprof.
+TEST_CASE("random profiles on RISC-V ELFs: rackprof's report equals riscv64-unknown-elf-gprof's") {
+    if (testing::run({"sh", "-c",
+                      "command -v riscv64-unknown-elf-gcc && command -v "
+                      "riscv64-unknown-elf-gprof"})
+            .exit_code != 0) {
+        MESSAGE(
+            "SKIP: needs gcc-riscv64-unknown-elf and binutils-riscv64-unknown-elf (./setup.sh)");
+        return;
+    }
+    testing::TempDir dir;
+    std::ofstream(dir / "prog.c") << generated_program(90);
+    for (const char* arch : {"rv32imac", "rv32imc"}) {
+        const auto elf = dir / (std::string(arch) + ".elf");
+        const auto built = testing::run({"riscv64-unknown-elf-gcc", std::string("-march=") + arch,
+                                         "-mabi=ilp32", "-O2", "-g", "-nostdlib", "-Wl,--build-id",
+                                         "-o", elf.string(), (dir / "prog.c").string()});
+        INFO(built.err);
+        REQUIRE(built.exit_code == 0);
+        CHECK(gmon::Symbolizer::load(elf)->arch() == arch);  // from .riscv.attributes
+        compare_real_cases(elf, oracle_cases(25));
+    }
+}
+
+TEST_CASE("target-fw's ELFs name their architecture as their build attributes say") {
+    const auto fw = std::filesystem::path(RACKPROF_BINARY).parent_path() / "target-fw";
+    if (!std::filesystem::exists(fw / "blinky-microbit-compat.elf")) {
+        MESSAGE("SKIP: target-fw not built");
+        return;
+    }
+    CHECK(gmon::Symbolizer::load(fw / "blinky-microbit-compat.elf")->arch() == "armv6-m");
+    CHECK(gmon::Symbolizer::load(fw / "blinky-mps2-an385-compat.elf")->arch() == "armv7-m");
+    CHECK(gmon::Symbolizer::load(fw / "blinky-mps2-an386-compat.elf")->arch() == "armv7e-m");
 }
 
 std::uint64_t address_of(const gmon::Symbolizer& elf, const std::string& name) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <fstream>
 #include <iostream>
 #include <regex>
 
@@ -29,15 +30,26 @@ CommandResult rackprof(const std::vector<std::string>& args) {
     return run(rackprof_argv(args));
 }
 
+std::string gprof_for(const std::filesystem::path& elf) {
+    std::ifstream in(elf, std::ios::binary);
+    char header[20] = {};
+    in.read(header, sizeof header);
+    const int machine =
+        static_cast<unsigned char>(header[18]) | (static_cast<unsigned char>(header[19]) << 8);
+    if (machine == 243) return "riscv64-unknown-elf-gprof";  // EM_RISCV
+    if (machine == 62) return "gprof";                       // EM_X86_64
+    return "arm-none-eabi-gprof";
+}
+
 std::string gprof_brief(const std::filesystem::path& elf, const std::filesystem::path& gmon,
                         bool lines) {
-    std::vector<std::string> argv = {"arm-none-eabi-gprof", "-b", elf.string(), gmon.string()};
+    const std::string gprof = gprof_for(elf);
+    std::vector<std::string> argv = {gprof, "-b", elf.string(), gmon.string()};
     if (lines) argv.insert(argv.begin() + 1, "-l");
     const auto r = run(argv);
     INFO("gprof stderr: " << r.err);
-    REQUIRE_MESSAGE(
-        r.exit_code == 0,
-        "arm-none-eabi-gprof failed (is binutils-arm-none-eabi installed? run ./setup.sh)");
+    REQUIRE_MESSAGE(r.exit_code == 0,
+                    gprof << " failed (are its binutils installed? run ./setup.sh)");
     return r.out;
 }
 

@@ -26,7 +26,10 @@ std::vector<std::string> rackprof_argv(const std::vector<std::string>& args);
 // Runs the rackprof binary under test.
 CommandResult rackprof(const std::vector<std::string>& args);
 
-// Runs arm-none-eabi-gprof -b ELF GMON (with -l: line by line) and returns its output; fails
+// The gprof of an ELF's machine: arm-none-eabi-gprof, riscv64-unknown-elf-gprof, gprof.
+std::string gprof_for(const std::filesystem::path& elf);
+
+// Runs the ELF's gprof -b ELF GMON (with -l: line by line) and returns its output; fails
 // the test if it fails.
 std::string gprof_brief(const std::filesystem::path& elf, const std::filesystem::path& gmon,
                         bool lines = false);

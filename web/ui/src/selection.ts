@@ -8,6 +8,7 @@ export interface Build {
   build_id: string;
   sessions: Session[];
   boards: string[];
+  arch: string; // the core's architecture, as its sessions say ("" when none does)
 }
 
 // Sessions grouped by build-id, the build with most sessions first; sessions without one are
@@ -23,6 +24,7 @@ export function buildsOf(sessions: Session[]): Build[] {
       build_id,
       sessions: list,
       boards: [...new Set(list.map((s) => s.board))].sort(),
+      arch: list.find((s) => s.arch)?.arch ?? "",
     }))
     .sort((a, b) => b.sessions.length - a.sessions.length || a.build_id.localeCompare(b.build_id));
 }

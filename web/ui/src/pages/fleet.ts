@@ -119,7 +119,7 @@ function buildTable(builds: Build[], current: string) {
       h(
         "tr",
         {},
-        ...["Build-id", "Sessions", "Boards", ""].map((t) => h("th", { scope: "col" }, t)),
+        ...["Build-id", "Arch", "Sessions", "Boards", ""].map((t) => h("th", { scope: "col" }, t)),
       ),
     ),
     h(
@@ -130,6 +130,7 @@ function buildTable(builds: Build[], current: string) {
           "tr",
           { "data-build": b.build_id, class: b.build_id === current ? "selected" : undefined },
           h("th", { scope: "row", class: "mono", title: b.build_id }, shortId(b.build_id)),
+          h("td", {}, b.arch || "—"),
           h("td", { class: "num" }, count(b.sessions.length)),
           h("td", {}, `${b.boards.length}: ${b.boards.join(", ")}`),
           h(

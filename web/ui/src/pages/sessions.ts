@@ -43,6 +43,7 @@ export async function sessionsPage(main: HTMLElement, params: URLSearchParams) {
           ...[
             "#",
             "Board",
+            "Arch",
             "State",
             "Started",
             "Duration",
@@ -130,6 +131,7 @@ function row(s: Session) {
     { "data-session": s.id },
     h("th", { scope: "row" }, link(`/sessions/${s.id}`, `#${s.id}`)),
     h("td", {}, s.board),
+    h("td", {}, s.arch ?? "—"),
     h(
       "td",
       {},
