@@ -6,7 +6,7 @@
  * evicted, once a second (RACKPROF_FLUSH_TICKS) and at rackprof_stop(). */
 #include <stdint.h>
 
-#include "atomic_word.h"
+#include "arch.h"
 #include "itm.h"
 #include "port.h"
 #include "rackprof_config.h"
@@ -148,7 +148,7 @@ static void ring_put(unsigned* at, uint32_t value, unsigned bytes) {
  * its reservation (no staging copy: this runs twice per call); dropped and counted like any
  * record when the queue is full. */
 void rp_wire_event(int enter, uint32_t callee, uint32_t call_site) {
-    uint32_t exception = rp_ipsr();
+    uint32_t exception = rp_handler();
     int reserved = rp_queue_begin(1 + 2 * A + 4 + (exception ? 2u : 0u), 0);
     if (reserved < 0) return;
     unsigned at = (unsigned)reserved;
