@@ -44,6 +44,7 @@ enum {
 #define FLAG_EVENTS 4u
 #define FLAG_CYCLE_COUNTER 8u
 #define FLAG_COUNTERS 16u
+#define FLAG_ARCH 32u /* an architecture byte (RP_ARCH_CODE) follows the build-id */
 #define MAX_BUILD_ID 20u
 #define LEB_MAX 5u
 
@@ -262,7 +263,7 @@ static unsigned put_hello(unsigned n) {
     body[n++] = FLAG_ARC_CACHE | (RACKPROF_BLOCKING ? FLAG_BLOCKING : 0u) |
                 (RACKPROF_EVENTS ? FLAG_EVENTS : 0u) |
                 (RACKPROF_EVENTS && RACKPROF_CYCLE_COUNTER ? FLAG_CYCLE_COUNTER : 0u) |
-                (RACKPROF_COUNTERS ? FLAG_COUNTERS : 0u);
+                (RACKPROF_COUNTERS ? FLAG_COUNTERS : 0u) | FLAG_ARCH;
     put_le(body + n, (uint32_t)__text_start, 4);
     put_le(body + n + 4, (uint32_t)__text_end, 4);
     /* The DWT's period is coarse: its HELLO carries the rate it really samples at. */
@@ -272,6 +273,7 @@ static unsigned put_hello(unsigned n) {
     n += 16;
     body[n++] = (uint8_t)id_len;
     for (uint32_t i = 0; i < id_len; i++) body[n++] = note[16 + i];
+    body[n++] = RP_ARCH_CODE;
 #if RACKPROF_COUNTERS
     body[n++] = TAG_COUNTERS; /* all six DWT counters, the slots of counters.c */
     body[n++] = 0x3Fu;

@@ -122,8 +122,8 @@
     (RACKPROF_PC_CACHE & (RACKPROF_PC_CACHE - 1)) || RACKPROF_PC_CACHE < 1
 #error "RACKPROF_ARC_CACHE (>= 2) and RACKPROF_PC_CACHE must be powers of two"
 #endif
-#if RACKPROF_FRAME_BODY > 254 || RACKPROF_FRAME_BODY < 48
-#error "RACKPROF_FRAME_BODY must be 48..254 (a HELLO needs 45)"
+#if RACKPROF_FRAME_BODY > 254 || RACKPROF_FRAME_BODY < 49
+#error "RACKPROF_FRAME_BODY must be 49..254 (a HELLO frame needs 46, 49 with COUNTERS)"
 #endif
 #if RACKPROF_ITM && !RACKPROF_FRAMED
 #error "RACKPROF_ITM carries the framed protocol: set RACKPROF_FRAMED=1"
