@@ -41,10 +41,10 @@ static void arm_timer(void) {
     MTIMECMP_HI = (uint32_t)(at >> 32);
 }
 
-/* The next deadline one period on; if that has passed too by the end of the trap (a handler
- * that ran longer than its period, a long masked stretch before the trap), one period from
- * then: missed periods are skipped, as a hardware timer's single pending bit would, and the
- * interrupted code always runs between two traps of one timer. */
+/* The next deadline one period on; if that has passed too (a long masked stretch before the
+ * trap; an application handler that ran longer than its period), one period from now: missed
+ * periods are skipped, as a hardware timer's single pending bit would, and the interrupted
+ * code runs between two traps of the application timer. */
 static uint64_t advance(uint64_t deadline, uint32_t period, uint64_t now) {
     deadline += period;
     return deadline > now ? deadline : now + period;
@@ -80,9 +80,9 @@ void rp_riscv_timer_trap(uint32_t pc) {
         if (rp_ring_used()) rp_kick();
         board_timer_handler();
     }
-    now = mtime_now();
     if (sample) next_sample = advance(next_sample, SAMPLE_PERIOD, now);
-    /* Unless the handler stopped or restarted the timer. */
-    if (app && next_app == app_due) next_app = advance(app_due, app_period, now);
+    /* From the handler's end (it may have run past its period), unless it stopped or
+     * restarted the timer. */
+    if (app && next_app == app_due) next_app = advance(app_due, app_period, mtime_now());
     arm_timer();
 }
