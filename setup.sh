@@ -13,6 +13,8 @@ packages=(
     binutils-arm-none-eabi      # arm-none-eabi-gprof: the oracle the tests compare against
     gcc-arm-none-eabi           # target-fw: the Cortex-M runtime and example firmware
     qemu-system-arm             # target-fw: the examples run on emulated boards in the e2e tests
+    gcc-riscv64-unknown-elf binutils-riscv64-unknown-elf  # target-fw/riscv: the RISC-V (rv32) runtime and firmware
+    qemu-system-misc            # qemu-system-riscv32: target-fw/riscv's boards (virt, sifive_e)
     gdb-multiarch               # tests/bench/probe_bench: the baseline a gdb:// board is measured against
     python3                     # tests/e2e drive QEMU and rackprof convert
     systemd                     # systemd-analyze: the deploy tests verify the unit

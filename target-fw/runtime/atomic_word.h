@@ -2,14 +2,28 @@
  * preempts it, then a higher-priority handler...) cannot tear.
  *   ARMv7-M: LDREX/STREX. Exception entry and return clear the local monitor, so an update that
  *            was interrupted fails its STREX and is retried: nothing is ever masked.
- *   ARMv6-M: no exclusives; PRIMASK is set for the few instructions between load and store. */
+ *   ARMv6-M: no exclusives; PRIMASK is set for the few instructions between load and store.
+ *   RISC-V (machine mode): mstatus.MIE is cleared for those few instructions, as on ARMv6-M, so
+ *            RV32IMC (no A extension, no LR/SC) works the same as RV32IMAC. */
 #ifndef RACKPROF_ATOMIC_WORD_H
 #define RACKPROF_ATOMIC_WORD_H
 
 #include <stdint.h>
 
-/* PRIMASK save/set and restore: also used where a short critical section is the simplest
- * correct answer on both architectures (the arc cache). */
+/* Interrupts masked and restored: also used where a short critical section is the simplest
+ * correct answer on every architecture (the arc cache). Cortex-M: PRIMASK; RISC-V: mstatus.MIE
+ * (csrrci clears it and returns the old mstatus; restore sets MIE again only if it was set). */
+#if defined(__riscv)
+#define RP_MSTATUS_MIE 0x8u
+static inline uint32_t rp_irq_save(void) {
+    uint32_t mstatus;
+    __asm volatile("csrrci %0, mstatus, 8" : "=r"(mstatus)::"memory");
+    return mstatus;
+}
+static inline void rp_irq_restore(uint32_t mstatus) {
+    __asm volatile("csrs mstatus, %0" ::"r"(mstatus & RP_MSTATUS_MIE) : "memory");
+}
+#else
 static inline uint32_t rp_irq_save(void) {
     uint32_t primask;
     __asm volatile("mrs %0, primask\n\tcpsid i" : "=r"(primask)::"memory");
@@ -18,6 +32,7 @@ static inline uint32_t rp_irq_save(void) {
 static inline void rp_irq_restore(uint32_t primask) {
     __asm volatile("msr primask, %0" ::"r"(primask) : "memory");
 }
+#endif
 
 #if defined(RACKPROF_HOST_TEST)
 
@@ -41,7 +56,7 @@ static inline int rp_word_commit(volatile uint32_t* word, uint32_t value, uint32
     return stored;
 }
 
-#elif defined(__ARM_ARCH_6M__)
+#elif defined(__ARM_ARCH_6M__) || defined(__riscv)
 
 static inline uint32_t rp_word_begin(volatile uint32_t* word, uint32_t* key) {
     *key = rp_irq_save();
@@ -76,13 +91,6 @@ static inline void rp_word_add(volatile uint32_t* word, uint32_t delta) {
     do {
         value = rp_word_begin(word, &key);
     } while (!rp_word_commit(word, value + delta, key));
-}
-
-/* Interrupt program status: 0 in thread mode, else the active exception number. */
-static inline uint32_t rp_ipsr(void) {
-    uint32_t ipsr;
-    __asm volatile("mrs %0, ipsr" : "=r"(ipsr));
-    return ipsr;
 }
 
 #endif

@@ -6,7 +6,7 @@
  * evicted, once a second (RACKPROF_FLUSH_TICKS) and at rackprof_stop(). */
 #include <stdint.h>
 
-#include "atomic_word.h"
+#include "arch.h"
 #include "itm.h"
 #include "port.h"
 #include "rackprof_config.h"
@@ -44,6 +44,7 @@ enum {
 #define FLAG_EVENTS 4u
 #define FLAG_CYCLE_COUNTER 8u
 #define FLAG_COUNTERS 16u
+#define FLAG_ARCH 32u /* an architecture byte (RP_ARCH_CODE) follows the build-id */
 #define MAX_BUILD_ID 20u
 #define LEB_MAX 5u
 
@@ -148,7 +149,7 @@ static void ring_put(unsigned* at, uint32_t value, unsigned bytes) {
  * its reservation (no staging copy: this runs twice per call); dropped and counted like any
  * record when the queue is full. */
 void rp_wire_event(int enter, uint32_t callee, uint32_t call_site) {
-    uint32_t exception = rp_ipsr();
+    uint32_t exception = rp_handler();
     int reserved = rp_queue_begin(1 + 2 * A + 4 + (exception ? 2u : 0u), 0);
     if (reserved < 0) return;
     unsigned at = (unsigned)reserved;
@@ -262,7 +263,7 @@ static unsigned put_hello(unsigned n) {
     body[n++] = FLAG_ARC_CACHE | (RACKPROF_BLOCKING ? FLAG_BLOCKING : 0u) |
                 (RACKPROF_EVENTS ? FLAG_EVENTS : 0u) |
                 (RACKPROF_EVENTS && RACKPROF_CYCLE_COUNTER ? FLAG_CYCLE_COUNTER : 0u) |
-                (RACKPROF_COUNTERS ? FLAG_COUNTERS : 0u);
+                (RACKPROF_COUNTERS ? FLAG_COUNTERS : 0u) | FLAG_ARCH;
     put_le(body + n, (uint32_t)__text_start, 4);
     put_le(body + n + 4, (uint32_t)__text_end, 4);
     /* The DWT's period is coarse: its HELLO carries the rate it really samples at. */
@@ -272,6 +273,7 @@ static unsigned put_hello(unsigned n) {
     n += 16;
     body[n++] = (uint8_t)id_len;
     for (uint32_t i = 0; i < id_len; i++) body[n++] = note[16 + i];
+    body[n++] = RP_ARCH_CODE;
 #if RACKPROF_COUNTERS
     body[n++] = TAG_COUNTERS; /* all six DWT counters, the slots of counters.c */
     body[n++] = 0x3Fu;

@@ -44,16 +44,26 @@
 #if RACKPROF_COUNTERS && (RACKPROF_EVENTS || !RACKPROF_FRAMED || RACKPROF_ITM)
 #error "RACKPROF_COUNTERS needs the framed protocol on the UART, without RACKPROF_EVENTS"
 #endif
-/* The events' clock: 0 = SysTick's current value extended by a count of its wraps (any core;
- * exact and deterministic under QEMU -icount, which has no DWT); 1 = DWT CYCCNT (ARMv7-M
- * hardware with a DWT; QEMU has none). Both count core clock cycles. */
+/* The events' clock: 0 = SysTick's current value extended by a count of its wraps (any
+ * Cortex-M; exact and deterministic under QEMU -icount, which has no DWT); 1 = a free-running
+ * hardware cycle counter: DWT CYCCNT (ARMv7-M hardware with a DWT; QEMU has none), on RISC-V
+ * mcycle (always; QEMU -icount counts virtual nanoseconds in it). */
 #ifndef RACKPROF_CYCLE_COUNTER
+#if defined(__riscv)
+#define RACKPROF_CYCLE_COUNTER 1
+#else
 #define RACKPROF_CYCLE_COUNTER 0
 #endif
+#endif
 
-/* Bytes per address on the wire: 3 (flash below 16 MiB) or 4. */
+/* Bytes per address on the wire: 3 (flash below 16 MiB) or 4 (RISC-V's default: its boards'
+ * code and RAM lie far above 16 MiB). */
 #ifndef RACKPROF_ADDR_BYTES
+#if defined(__riscv)
+#define RACKPROF_ADDR_BYTES 4
+#else
 #define RACKPROF_ADDR_BYTES 3
+#endif
 #endif
 
 /* PC samples per second (SysTick rate). */
@@ -77,6 +87,18 @@
  * land catches a sampler that reads the wrong stack. */
 #ifndef RACKPROF_SAMPLER_STACK
 #define RACKPROF_SAMPLER_STACK 0
+#endif
+
+/* RISC-V (machine mode): the CLINT, SiFive's layout (hart 0's mtimecmp at +0x4000, mtime at
+ * +0xBFF8), and mtime's rate, the sampler's clock. Defaults: QEMU 7.2's virt and sifive_e,
+ * whose CLINT ticks at 10 MHz on both (QEMU 8.0 and later, like the FE310's real RTC, give
+ * sifive_e 32768 Hz: build for it with -DRACKPROF_MTIME_HZ=32768 and a rate that divides it,
+ * e.g. -DRACKPROF_SAMPLE_HZ=1024). */
+#ifndef RACKPROF_CLINT_BASE
+#define RACKPROF_CLINT_BASE 0x02000000u
+#endif
+#ifndef RACKPROF_MTIME_HZ
+#define RACKPROF_MTIME_HZ 10000000u
 #endif
 
 /* Transmit queue size in bytes: a power of two from 16 to 128 (8-bit free-running indices). */
@@ -122,8 +144,8 @@
     (RACKPROF_PC_CACHE & (RACKPROF_PC_CACHE - 1)) || RACKPROF_PC_CACHE < 1
 #error "RACKPROF_ARC_CACHE (>= 2) and RACKPROF_PC_CACHE must be powers of two"
 #endif
-#if RACKPROF_FRAME_BODY > 254 || RACKPROF_FRAME_BODY < 48
-#error "RACKPROF_FRAME_BODY must be 48..254 (a HELLO needs 45)"
+#if RACKPROF_FRAME_BODY > 254 || RACKPROF_FRAME_BODY < 49
+#error "RACKPROF_FRAME_BODY must be 49..254 (a HELLO frame needs 46, 49 with COUNTERS)"
 #endif
 #if RACKPROF_ITM && !RACKPROF_FRAMED
 #error "RACKPROF_ITM carries the framed protocol: set RACKPROF_FRAMED=1"
@@ -136,6 +158,20 @@
 #endif
 #if RACKPROF_ITM && defined(__ARM_ARCH_6M__)
 #error "RACKPROF_ITM: ARMv6-M has no ITM or DWT PC sampling"
+#endif
+#if defined(__riscv)
+#if RACKPROF_MTIME_HZ % RACKPROF_SAMPLE_HZ
+#error "RACKPROF_SAMPLE_HZ must divide RACKPROF_MTIME_HZ (the HELLO states the rate exactly)"
+#endif
+#if RACKPROF_ITM || RACKPROF_COUNTERS || !RACKPROF_FRAMED || !RACKPROF_CYCLE_COUNTER
+#error "RISC-V: the framed protocol on the UART only (no ITM, DWT counters or compat wire)"
+#endif
+#if RACKPROF_SAMPLE_DITHER
+#error "RACKPROF_SAMPLE_DITHER jitters SysTick's reload: not implemented for the CLINT yet"
+#endif
+#if RACKPROF_ADDR_BYTES != 4
+#error "RISC-V: RACKPROF_ADDR_BYTES=4 (code and RAM lie above 16 MiB)"
+#endif
 #endif
 #if RACKPROF_ITM_PORT > 31 || RACKPROF_CONSOLE_PORT > 31 || \
     RACKPROF_ITM_PORT == RACKPROF_CONSOLE_PORT

@@ -1,8 +1,8 @@
-/* Switching profiling on and off, the queue's producer policy, SysTick, the UART consumer. */
+/* Switching profiling on and off, the queue's producer policy, SysTick (Cortex-M; RISC-V's
+ * sampler timer is in riscv/arch.c), the UART consumer. */
 #include "rackprof.h"
 
-#include "atomic_word.h"
-#include "cm_regs.h"
+#include "arch.h"
 #include "itm.h"
 #include "port.h"
 #include "rackprof_config.h"
@@ -55,12 +55,9 @@ static uint32_t stamp_last_count;
 static uint8_t stamp_wrap_counted; /* a reader counted this period's wrap before the tick */
 #endif
 
-void rackprof_init(void) {
-#if RACKPROF_ITM
-    rp_itm_init();
-#else
-    port_uart_init();
-#endif
+#if !defined(__riscv)
+/* SysTick at RACKPROF_SAMPLE_HZ on the core clock, its priority, the events' clock. */
+void rp_sampler_start(void) {
     SCB_SHPR3 = (SCB_SHPR3 & 0x00FFFFFFu) | (SYSTICK_PRIORITY << 24);
     SYST_RVR = port_core_clock_hz() / RACKPROF_SAMPLE_HZ - 1u;
 #if RACKPROF_SAMPLE_DITHER
@@ -71,19 +68,29 @@ void rackprof_init(void) {
 #if RACKPROF_EVENTS && !RACKPROF_CYCLE_COUNTER
     stamp_period = SYST_RVR + 1u;
 #endif
-#if RACKPROF_COUNTERS
-    rp_counters_init();
-#endif
 #if RACKPROF_EVENTS && RACKPROF_CYCLE_COUNTER
     DEMCR |= DEMCR_TRCENA;
     DWT_CYCCNT = 0;
     DWT_CTRL |= DWT_CTRL_CYCCNTENA;
 #endif
 }
+#endif
+
+void rackprof_init(void) {
+#if RACKPROF_ITM
+    rp_itm_init();
+#else
+    port_uart_init();
+#endif
+    rp_sampler_start();
+#if RACKPROF_COUNTERS
+    rp_counters_init();
+#endif
+}
 
 #if RACKPROF_EVENTS && RACKPROF_CYCLE_COUNTER
 uint32_t rp_stamp(void) {
-    return DWT_CYCCNT;
+    return rp_cycles();
 }
 #elif RACKPROF_EVENTS
 
@@ -150,7 +157,7 @@ uint32_t rackprof_dropped(void) {
 int rp_queue_begin(unsigned n, int wait) {
     int at;
     while ((at = rp_ring_reserve(n)) < 0) {
-        if (!(wait || RACKPROF_BLOCKING) || rp_ipsr() != 0) {
+        if (!(wait || RACKPROF_BLOCKING) || rp_handler() != 0) {
             rp_word_add(&rp_dropped, 1);
             return -1;
         }
@@ -173,7 +180,8 @@ void rp_push(const uint8_t* record, unsigned n, int wait) {
     rp_queue_end();
 }
 
-/* Called by SysTick_Handler (pc_sampler.S) with the interrupted code's PC. */
+/* Called by SysTick_Handler (pc_sampler.S), or on RISC-V by the machine timer trap
+ * (riscv/arch.c), with the interrupted code's PC. */
 void rp_sample(uint32_t pc) {
 #if RACKPROF_EVENTS && !RACKPROF_CYCLE_COUNTER
     stamp_tick(); /* this period's wrap */

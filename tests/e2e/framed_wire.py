@@ -44,6 +44,7 @@ class Hello:
     sample_hz: int
     core_clock_hz: int
     build_id: bytes
+    arch: int | None = None  # flags bit 5: the architecture byte after the build-id
 
 
 @dataclass
@@ -84,9 +85,12 @@ def _items(body: bytes, addr_bytes: int, cap: Capture) -> int:
             id_len = body[i + 19]
             hello = Hello(body[i], body[i + 1], body[i + 2], u32(i + 3), u32(i + 7), u32(i + 11),
                           u32(i + 15), bytes(body[i + 20 : i + 20 + id_len]))
+            i += 20 + id_len
+            if hello.flags & 0x20:
+                hello.arch = body[i]
+                i += 1
             cap.hellos.append(hello)
             addr_bytes = hello.addr_bytes
-            i += 20 + id_len
         elif tag in (TAG_ARC, TAG_ARC_N):
             key = (addr(i), addr(i + addr_bytes))
             i += 2 * addr_bytes

@@ -69,6 +69,8 @@ import itm_wire  # noqa: E402
 
 BOARDS = ("mps2-an385", "mps2-an386", "microbit")
 ITM_BOARDS = ("mps2-an385", "mps2-an386")  # ARMv7-M: the ITM builds exist for these only
+# The HELLO's architecture byte (flags bit 5) each board's core makes the runtime send.
+ARCH_CODES = {"microbit": 0x01, "mps2-an385": 0x02, "mps2-an386": 0x03}
 ITM_FRAMED_PORT, ITM_CONSOLE_PORT = 1, 0
 QEMU_TIMEOUT_S = 120
 
@@ -467,6 +469,9 @@ def check_framed_wire(tag, example, elf, data, source_dir):
               f"{tag}: HELLO text range is the ELF's")
         check(hello.build_id == build_id(elf) and len(hello.build_id) == 20,
               f"{tag}: HELLO build-id is the ELF's ({hello.build_id.hex()})")
+        board = next(b for b in BOARDS if f"-{b}-" in elf.name)
+        check(hello.arch == ARCH_CODES[board],
+              f"{tag}: HELLO architecture byte {hello.arch} is {board}'s {ARCH_CODES[board]}")
     check(cap.markers == ["start", "stop"], f"{tag}: START then STOP markers")
     got = symbols.named_arcs(cap.arcs)
     want = expected_arcs(example, source_dir)
