@@ -34,14 +34,15 @@ constexpr auto kQemuTimeout = std::chrono::seconds(60);
 
 constexpr const char* kDemoAbout =
     R"(rackprof demo [--model NAME] [--iterations N] [--dir DIR]
-rackprof demo --qemu [--board mps2-an385|microbit] [--example NAME]
+rackprof demo --qemu [--board mps2-an385|mps2-an386|microbit|sifive_e|virt] [--example NAME]
               [--mode framed|compat|enter-exit] [--firmware-dir DIR] [--dir DIR]
 
 Without --qemu a simulated board runs call model NAME (default blinky).
 With --qemu, target-fw's example NAME (default deterministic) runs to completion in
-qemu-system-arm with its UART captured to DIR/capture.bin and the firmware copied to
-DIR/firmware.elf. Firmware comes from --firmware-dir (default: target-fw/ beside the
-rackprof binary, where the build puts it). --mode enter-exit runs the build with
+qemu-system-arm (Cortex-M boards) or qemu-system-riscv32 (sifive_e, virt: RV32IMAC) with its
+UART captured to DIR/capture.bin and the firmware copied to DIR/firmware.elf. Firmware comes
+from --firmware-dir (default: target-fw/ or target-fw-riscv/ beside the rackprof binary,
+where the build puts it). --mode enter-exit runs the build with
 -finstrument-functions: enter/exit events with cycle stamps (examples conflation,
 nested). Both write DIR/gmon.out (DIR defaults to var/demo) and print the profile.
 )";
@@ -127,40 +128,70 @@ int run_to_completion(const std::vector<std::string>& argv, std::chrono::seconds
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-std::filesystem::path default_firmware_dir() {
+// A QEMU board the demo runs: its emulator, machine options, and target-fw's names for it.
+struct QemuBoard {
+    const char* emulator;
+    std::vector<std::string> machine;
+    const char* firmware_dir;  // beside the rackprof binary
+    const char* elf_board;     // in the ELF's name: EXAMPLE-BOARD-MODE.elf
+};
+
+const std::map<std::string, QemuBoard>& qemu_boards() {
+    static const std::map<std::string, QemuBoard> kBoards = {
+        {"mps2-an385", {"qemu-system-arm", {"-M", "mps2-an385"}, "target-fw", "mps2-an385"}},
+        {"mps2-an386", {"qemu-system-arm", {"-M", "mps2-an386"}, "target-fw", "mps2-an386"}},
+        {"microbit", {"qemu-system-arm", {"-M", "microbit"}, "target-fw", "microbit"}},
+        {"sifive_e", {"qemu-system-riscv32", {"-M", "sifive_e"}, "target-fw-riscv", "sifive-e"}},
+        {"virt",
+         {"qemu-system-riscv32", {"-M", "virt", "-bios", "none"}, "target-fw-riscv", "qemu-virt"}},
+    };
+    return kBoards;
+}
+
+std::filesystem::path default_firmware_dir(const char* name) {
     std::error_code ec;
     const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-    return ec ? std::filesystem::path("build/target-fw") : exe.parent_path() / "target-fw";
+    return ec ? std::filesystem::path("build") / name : exe.parent_path() / name;
 }
 
 int qemu_demo(const DemoArgs& args, const std::filesystem::path& dir) {
-    const std::string& board = args.board;
+    const QemuBoard& board = qemu_boards().at(args.board);
     const std::string& example = args.example;
     const std::string& mode = args.mode;
-    const std::filesystem::path firmware_dir =
-        args.firmware_dir ? std::filesystem::path(*args.firmware_dir) : default_firmware_dir();
-    const auto elf = firmware_dir / (example + "-" + board + "-" + mode + ".elf");
+    const bool riscv = std::string(board.emulator) == "qemu-system-riscv32";
+    if (riscv && mode == "compat")
+        throw UsageError(
+            "--mode compat: the thesis' wire is Cortex-M only; RISC-V boards send "
+            "framed (or enter-exit)");
+    const std::filesystem::path firmware_dir = args.firmware_dir
+                                                   ? std::filesystem::path(*args.firmware_dir)
+                                                   : default_firmware_dir(board.firmware_dir);
+    const auto elf = firmware_dir / (example + "-" + board.elf_board + "-" + mode + ".elf");
     if (!std::filesystem::exists(elf)) {
-        throw std::runtime_error("no firmware " + elf.string() +
-                                 " (build it with the arm-none-eabi toolchain: ./setup.sh, then "
-                                 "cmake --build build; or give --firmware-dir)");
+        throw std::runtime_error("no firmware " + elf.string() + " (build it with the " +
+                                 (riscv ? "riscv64-unknown-elf" : "arm-none-eabi") +
+                                 " toolchain: ./setup.sh, then cmake --build build; or give "
+                                 "--firmware-dir)");
     }
     const auto capture = dir / "capture.bin";
     std::filesystem::remove(capture);
     // The firmware beside its capture: `rackprof convert capture.bin --elf firmware.elf`.
     std::filesystem::copy_file(elf, dir / "firmware.elf",
                                std::filesystem::copy_options::overwrite_existing);
-    std::cout << "rackprof demo: running " << elf.filename().string() << " in qemu-system-arm -M "
-              << board << " ..." << std::endl;
+    std::cout << "rackprof demo: running " << elf.filename().string() << " in " << board.emulator
+              << " -M " << board.machine[1] << " ..." << std::endl;
     // -icount: the instruction count drives the clock, so the run is the same every time.
-    const int rc = run_to_completion(
-        {"qemu-system-arm", "-M", board, "-display", "none", "-monitor", "none", "-serial",
-         "file:" + capture.string(), "-semihosting-config", "enable=on,target=native", "-icount",
-         "shift=5,sleep=off", "-kernel", elf.string()},
-        kQemuTimeout);
+    std::vector<std::string> argv = {board.emulator};
+    argv.insert(argv.end(), board.machine.begin(), board.machine.end());
+    for (const char* a : {"-display", "none", "-monitor", "none", "-semihosting-config",
+                          "enable=on,target=native", "-icount", "shift=5,sleep=off", "-serial"})
+        argv.emplace_back(a);
+    argv.push_back("file:" + capture.string());
+    argv.insert(argv.end(), {"-kernel", elf.string()});
+    const int rc = run_to_completion(argv, kQemuTimeout);
     if (rc == 127 || !std::filesystem::exists(capture)) {
-        throw std::runtime_error("qemu-system-arm failed (exit " + std::to_string(rc) +
-                                 "); ./setup.sh installs it");
+        throw std::runtime_error(std::string(board.emulator) + " failed (exit " +
+                                 std::to_string(rc) + "); ./setup.sh installs it");
     }
     if (rc != 0) std::cerr << "rackprof demo: the firmware exited with " << rc << "\n";
 
@@ -203,9 +234,11 @@ CommandRun add_demo_command(CLI::App& root) {
     app.add_option("--dir", args->dir, "where gmon.out and the rest go (default: var/demo)")
         ->type_name("DIR");
     app.add_flag("--qemu", args->qemu, "run target-fw's example firmware in qemu-system-arm");
-    app.add_option("--board", args->board, "qemu: mps2-an385 | microbit (default: mps2-an385)")
+    app.add_option("--board", args->board,
+                   "qemu: mps2-an385 | mps2-an386 | microbit (Cortex-M) | sifive_e | virt\n"
+                   "(RV32IMAC) (default: mps2-an385)")
         ->type_name("BOARD")
-        ->check(CLI::IsMember({"mps2-an385", "microbit"}));
+        ->check(CLI::IsMember({"mps2-an385", "mps2-an386", "microbit", "sifive_e", "virt"}));
     app.add_option("--example", args->example, "qemu: target-fw's example (default: deterministic)")
         ->type_name("NAME");
     app.add_option("--mode", args->mode, "qemu: framed | compat | enter-exit (default: framed)")
