@@ -1,0 +1,96 @@
+/* ARM MPS2 with the AN505 image (Cortex-M33 in an IoTKit, 20 MHz), running Secure: every
+ * peripheral through its Secure alias (address + 0x10000000), every interrupt left Secure
+ * (NVIC_ITNS resets to 0). QEMU: -M mps2-an505, UART0 = the first -serial. Facts from QEMU's
+ * hw/arm/mps2-tz.c and hw/arm/armsse.c (IoTKit), checked by running the examples. */
+#include <stdint.h>
+
+#include "board.h"
+#include "runtime/port.h"
+
+/* CMSDK APB UART0: 0x40200000 Non-secure, 0x50200000 Secure (behind APB PPC EXP1, which
+ * resets Secure-only). */
+#define UART0_BASE 0x50200000u
+#define UART_DATA (*(volatile uint32_t*)(UART0_BASE + 0x00u))
+#define UART_STATE (*(volatile uint32_t*)(UART0_BASE + 0x04u))
+#define UART_CTRL (*(volatile uint32_t*)(UART0_BASE + 0x08u))
+#define UART_INTCLEAR (*(volatile uint32_t*)(UART0_BASE + 0x0Cu))
+#define UART_BAUDDIV (*(volatile uint32_t*)(UART0_BASE + 0x10u))
+#define STATE_TX_FULL 1u
+#define STATE_RX_FULL 2u
+#define CTRL_TX_ENABLE 1u
+#define CTRL_RX_ENABLE 2u
+#define CTRL_TX_IRQ_ENABLE 4u
+#define INT_TX 1u
+#define INT_RX 2u
+/* UART0's two interrupts are NVIC IRQs 32 and 33 (the IoTKit's own take 0-31). The AN505 has
+ * RX 32, TX 33; QEMU 6.0 to 9.1 wire TX to 32 (mps2-tz.c's "tx, rx" list {32, 33, 42}; QEMU
+ * 9.2 commit 5a558be9 swapped them back). Both vectors run the TX handler, so either works;
+ * the kick pends 32, QEMU 7.2's TX line. */
+#define UART0_IRQ_A 32u
+#define UART0_IRQ_B 33u
+#define CORE_CLOCK_HZ 20000000u /* MAINCLK = SYSCLK, also the APB peripherals' clock */
+#define BAUD 1250000u
+
+uint32_t port_core_clock_hz(void) {
+    return CORE_CLOCK_HZ;
+}
+
+void port_uart_init(void) {
+    UART_BAUDDIV = CORE_CLOCK_HZ / BAUD; /* 16: the smallest divider the UART accepts */
+    UART_CTRL = CTRL_TX_ENABLE | CTRL_RX_ENABLE | CTRL_TX_IRQ_ENABLE;
+    board_nvic_enable(UART0_IRQ_A, 0);
+    board_nvic_enable(UART0_IRQ_B, 0);
+}
+
+int port_uart_put(uint8_t byte) {
+    if (UART_STATE & STATE_TX_FULL) return 0;
+    UART_DATA = byte;
+    return 1;
+}
+
+int port_uart_get(void) {
+    if (!(UART_STATE & STATE_RX_FULL)) return -1;
+    return (int)(UART_DATA & 0xFFu);
+}
+
+void port_uart_kick(void) {
+    board_nvic_set_pending(UART0_IRQ_A);
+}
+
+/* IoTKit CMSDK APB TIMER0 (MAINCLK), 0x40000000 / Secure 0x50000000, IRQ 3. */
+#define TIMER0_BASE 0x50000000u
+#define TIMER_CTRL (*(volatile uint32_t*)(TIMER0_BASE + 0x00u))
+#define TIMER_VALUE (*(volatile uint32_t*)(TIMER0_BASE + 0x04u))
+#define TIMER_RELOAD (*(volatile uint32_t*)(TIMER0_BASE + 0x08u))
+#define TIMER_INTCLEAR (*(volatile uint32_t*)(TIMER0_BASE + 0x0Cu))
+#define TIMER_CTRL_ENABLE_IRQ 9u
+#define TIMER0_IRQ 3u
+
+void board_timer_start(uint32_t period_cycles) {
+    TIMER_RELOAD = period_cycles - 1u;
+    TIMER_VALUE = period_cycles - 1u;
+    board_nvic_enable(TIMER0_IRQ, BOARD_TIMER_PRIORITY);
+    TIMER_CTRL = TIMER_CTRL_ENABLE_IRQ;
+}
+
+void board_timer_stop(void) {
+    TIMER_CTRL = 0;
+}
+
+static void timer0_handler(void) {
+    /* A call, not a tail call, so the -pg arc into app_timer_isr has this function as its
+     * caller rather than an EXC_RETURN value. */
+    app_timer_isr();
+    TIMER_INTCLEAR = 1u;
+}
+
+static void uart0_tx_handler(void) {
+    UART_INTCLEAR = INT_TX | INT_RX;
+    rackprof_uart_isr();
+}
+
+__attribute__((section(".vectors.irq"), used)) static void (*const irq_vectors[34])(void) = {
+    [TIMER0_IRQ] = timer0_handler,
+    [UART0_IRQ_A] = uart0_tx_handler,
+    [UART0_IRQ_B] = uart0_tx_handler,
+};
