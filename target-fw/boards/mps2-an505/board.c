@@ -21,13 +21,10 @@
 #define CTRL_RX_ENABLE 2u
 #define CTRL_TX_IRQ_ENABLE 4u
 #define INT_TX 1u
-#define INT_RX 2u
-/* UART0's two interrupts are NVIC IRQs 32 and 33 (the IoTKit's own take 0-31). The AN505 has
- * RX 32, TX 33; QEMU 6.0 to 9.1 wire TX to 32 (mps2-tz.c's "tx, rx" list {32, 33, 42}; QEMU
- * 9.2 commit 5a558be9 swapped them back). Both vectors run the TX handler, so either works;
- * the kick pends 32, QEMU 7.2's TX line. */
-#define UART0_IRQ_A 32u
-#define UART0_IRQ_B 33u
+/* UART0 RX is NVIC IRQ 32, TX 33 (the IoTKit's own interrupts take 0-31; mps2-tz.c's
+ * get_sse_irq_in subtracts 32 for the SSE's EXP_IRQ lines). Checked under QEMU 7.2 with -d int:
+ * the UART's own TX interrupts arrive as exception 49. */
+#define UART0_TX_IRQ 33u
 #define CORE_CLOCK_HZ 20000000u /* MAINCLK = SYSCLK, also the APB peripherals' clock */
 #define BAUD 1250000u
 
@@ -38,8 +35,7 @@ uint32_t port_core_clock_hz(void) {
 void port_uart_init(void) {
     UART_BAUDDIV = CORE_CLOCK_HZ / BAUD; /* 16: the smallest divider the UART accepts */
     UART_CTRL = CTRL_TX_ENABLE | CTRL_RX_ENABLE | CTRL_TX_IRQ_ENABLE;
-    board_nvic_enable(UART0_IRQ_A, 0);
-    board_nvic_enable(UART0_IRQ_B, 0);
+    board_nvic_enable(UART0_TX_IRQ, 0);
 }
 
 int port_uart_put(uint8_t byte) {
@@ -54,7 +50,7 @@ int port_uart_get(void) {
 }
 
 void port_uart_kick(void) {
-    board_nvic_set_pending(UART0_IRQ_A);
+    board_nvic_set_pending(UART0_TX_IRQ);
 }
 
 /* IoTKit CMSDK APB TIMER0 (MAINCLK), 0x40000000 / Secure 0x50000000, IRQ 3. */
@@ -85,12 +81,11 @@ static void timer0_handler(void) {
 }
 
 static void uart0_tx_handler(void) {
-    UART_INTCLEAR = INT_TX | INT_RX;
+    UART_INTCLEAR = INT_TX;
     rackprof_uart_isr();
 }
 
 __attribute__((section(".vectors.irq"), used)) static void (*const irq_vectors[34])(void) = {
     [TIMER0_IRQ] = timer0_handler,
-    [UART0_IRQ_A] = uart0_tx_handler,
-    [UART0_IRQ_B] = uart0_tx_handler,
+    [UART0_TX_IRQ] = uart0_tx_handler,
 };
