@@ -1,7 +1,8 @@
 /* Read-modify-write of one 32-bit word that nested producers (thread code, then a handler that
  * preempts it, then a higher-priority handler...) cannot tear.
- *   ARMv7-M: LDREX/STREX. Exception entry and return clear the local monitor, so an update that
- *            was interrupted fails its STREX and is retried: nothing is ever masked.
+ *   ARMv7-M, ARMv8-M (Mainline and Baseline): LDREX/STREX. Exception entry and return clear the
+ *            local monitor, so an update that was interrupted fails its STREX and is retried:
+ *            nothing is ever masked.
  *   ARMv6-M: no exclusives; PRIMASK is set for the few instructions between load and store.
  *   RISC-V (machine mode): mstatus.MIE is cleared for those few instructions, as on ARMv6-M, so
  *            RV32IMC (no A extension, no LR/SC) works the same as RV32IMAC. */

@@ -2,7 +2,9 @@
  * monitor control, the DWT and the ITM. Names as the ARMv7-M ARM (DDI 0403E) spells them, the
  * field names as CMSIS does (without its _Msk); CMSIS's register name is noted where it
  * differs. Plain macros rather than CMSIS's structs: no CMSIS headers on the build path, and
- * every access stays a load or store at a constant address. */
+ * every access stays a load or store at a constant address. ARMv8-M Mainline keeps these
+ * addresses and fields (from Secure state they are the Secure instances; SysTick_NS is at
+ * 0xE002E010, the Non-secure alias of the SCS). */
 #ifndef RACKPROF_CM_REGS_H
 #define RACKPROF_CM_REGS_H
 

@@ -12,8 +12,8 @@
     .type   __gnu_mcount_nc, %function
     .thumb_func
 __gnu_mcount_nc:
-#if defined(__ARM_ARCH_6M__)
-    /* Thumb-1: only r0-r7 can be loaded, and pop cannot write lr, so go through r0. */
+#if defined(__ARM_ARCH_6M__) || defined(__ARM_ARCH_8M_BASE__)
+    /* Thumb-1 (ARMv6-M, ARMv8-M Baseline): only r0-r7 can be loaded, and pop cannot write lr, so go through r0. */
     push  {r0-r3, lr}         @ [sp+16] = where the callee continues, [sp+20] = from
     ldr   r0, =rackprof_on
     ldrb  r0, [r0]

@@ -2,7 +2,15 @@
  * (r0, r1, r2, r3, r12, lr, pc, xpsr) on the stack it was using: EXC_RETURN bit 2 (in lr on
  * entry) says which, MSP (0) or PSP (1), so bare-metal and RTOS threads need no build switch.
  * This is the first instruction of the handler, so MSP still points at the frame when the
- * interrupted code ran on MSP. Padding and FPU state are stored above the PC: offset 24 holds. */
+ * interrupted code ran on MSP. Padding and FPU state are stored above the PC: offset 24 holds.
+ * ARMv8-M with the Security Extension (__ARM_FEATURE_CMSE), this firmware running Secure:
+ * EXC_RETURN bit 6 (S) says whether the frame is on a Secure stack (MSP_S/PSP_S, what msp/psp
+ * name here) or, S = 0, on the interrupted Non-secure code's (MSP_NS/PSP_NS); bit 2 (SPSEL) which
+ * of the two. Bit 5 (DCRS) = 0 means the additional state context (integrity signature,
+ * reserved word, r4-r11: 40 bytes) was stacked below the basic frame, as when Secure code was
+ * preempted by a Non-secure exception that then tail-chained into this one: the PC is at 64.
+ * Bits 4 (FType) and 3 (Mode) change nothing: FP state sits above the PC. Only S = 1, DCRS = 1
+ * runs under the e2e test (nothing here is Non-secure); see docs/porting.md for an NS image. */
 #include "rackprof_config.h"
     .syntax unified
     .thumb
@@ -15,6 +23,27 @@ SysTick_Handler:
     mrs   r0, msp
 #elif RACKPROF_SAMPLER_STACK == 2 /* tests only: always PSP */
     mrs   r0, psp
+#elif defined(__ARM_FEATURE_CMSE)
+    mov   r0, lr
+    lsls  r1, r0, #25         @ N = EXC_RETURN.S
+    bpl   5f
+    movs  r1, #4
+    tst   r0, r1
+    beq   3f
+    mrs   r2, psp             @ PSP_S
+    b     4f
+3:  mrs   r2, msp             @ MSP_S
+4:  lsls  r1, r0, #26         @ N = EXC_RETURN.DCRS
+    bmi   7f
+    adds  r2, #40             @ DCRS = 0: step over the additional state context
+    b     7f
+5:  movs  r1, #4              @ S = 0: a Non-secure frame
+    tst   r0, r1
+    beq   6f
+    mrs   r2, psp_ns
+    b     7f
+6:  mrs   r2, msp_ns
+7:  mov   r0, r2
 #else
     mov   r0, lr
     movs  r1, #4

@@ -153,11 +153,11 @@
 #if RACKPROF_EVENTS && !RACKPROF_FRAMED
 #error "RACKPROF_EVENTS needs the framed protocol: set RACKPROF_FRAMED=1"
 #endif
-#if RACKPROF_CYCLE_COUNTER && defined(__ARM_ARCH_6M__)
-#error "RACKPROF_CYCLE_COUNTER: ARMv6-M has no DWT cycle counter"
+#if RACKPROF_CYCLE_COUNTER && (defined(__ARM_ARCH_6M__) || defined(__ARM_ARCH_8M_BASE__))
+#error "RACKPROF_CYCLE_COUNTER: ARMv6-M and ARMv8-M Baseline have no DWT cycle counter"
 #endif
-#if RACKPROF_ITM && defined(__ARM_ARCH_6M__)
-#error "RACKPROF_ITM: ARMv6-M has no ITM or DWT PC sampling"
+#if RACKPROF_ITM && (defined(__ARM_ARCH_6M__) || defined(__ARM_ARCH_8M_BASE__))
+#error "RACKPROF_ITM: ARMv6-M and ARMv8-M Baseline have no ITM or DWT PC sampling"
 #endif
 #if defined(__riscv)
 #if RACKPROF_MTIME_HZ % RACKPROF_SAMPLE_HZ

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """End to end on emulated boards: target-fw's example firmware runs under QEMU
-(mps2-an385 = Cortex-M3, mps2-an386 = Cortex-M4 with FPU, hard-float, microbit = Cortex-M0),
+(mps2-an385 = Cortex-M3, mps2-an386 = Cortex-M4 with FPU, hard-float, microbit = Cortex-M0,
+mps2-an505 = Cortex-M33, ARMv8-M Mainline, running Secure),
 its UART goes to a file, and the capture is profiled by the real `rackprof convert`; GNU gprof
 reads the gmon.out it writes.
 
@@ -21,7 +22,7 @@ Checked, per board:
           `rackprof serve` captures into SQLite: the stored session, converted, has the exact
           per-arc counts and gprof's hot function; compat, and framed (protocol = "framed",
           frames_lost 0) once rackprof speaks it.
-  itm     (mps2-an385 and mps2-an386, ARMv7-M) the itm-uart builds: the ITM packets a real
+  itm     (mps2-an385, mps2-an386, mps2-an505: ARMv7-M, ARMv8-M Mainline) the itm-uart builds: the ITM packets a real
           ITM would send, through the UART. Read by the test's own ITM reader (itm_wire.py): one sync first, no
           overflow, software packets on ports 1 and 0 only and mostly 4 bytes wide; port 1's
           bytes checked as framed frames (HELLO build-id, START/STOP, exact per-arc counts, no
@@ -67,10 +68,13 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import framed_wire  # noqa: E402
 import itm_wire  # noqa: E402
 
-BOARDS = ("mps2-an385", "mps2-an386", "microbit")
-ITM_BOARDS = ("mps2-an385", "mps2-an386")  # ARMv7-M: the ITM builds exist for these only
+BOARDS = ("mps2-an385", "mps2-an386", "microbit", "mps2-an505")
+# ARMv7-M and ARMv8-M Mainline: the ITM builds exist for these only
+ITM_BOARDS = ("mps2-an385", "mps2-an386", "mps2-an505")
+# Code above 16 MiB (the AN505's Secure alias 0x10000000): every mode sends 4-byte addresses.
+A4_BOARDS = ("mps2-an505",)
 # The HELLO's architecture byte (flags bit 5) each board's core makes the runtime send.
-ARCH_CODES = {"microbit": 0x01, "mps2-an385": 0x02, "mps2-an386": 0x03}
+ARCH_CODES = {"microbit": 0x01, "mps2-an385": 0x02, "mps2-an386": 0x03, "mps2-an505": 0x05}
 ITM_FRAMED_PORT, ITM_CONSOLE_PORT = 1, 0
 QEMU_TIMEOUT_S = 120
 
@@ -443,7 +447,7 @@ def check_forced_sampler(board, mode, fw_dir, work):
     elf = fw_dir / f"psp-{board}-{mode}.elf"
     data, rc = run_qemu(board, elf, work / f"psp-{board}-{mode}.bin", must_finish=False)
     try:
-        pcs = legacy_pcs(data)
+        pcs = legacy_pcs(data, 4 if board in A4_BOARDS else 3)
     except ValueError:
         pcs = {}
     results, where = stack_checks(elf, pcs)
@@ -462,8 +466,9 @@ def check_framed_wire(tag, example, elf, data, source_dir):
     symbols = Symbols(elf)
     if check(len(cap.hellos) == 1, f"{tag}: one HELLO"):
         hello = cap.hellos[0]
-        check(hello.version == 1 and hello.addr_bytes == 3 and hello.sample_hz == 1000,
-              f"{tag}: HELLO version 1, 3-byte addresses, 1000 Hz")
+        want = 4 if any(f"-{b}-" in elf.name for b in A4_BOARDS) else 3
+        check(hello.version == 1 and hello.addr_bytes == want and hello.sample_hz == 1000,
+              f"{tag}: HELLO version 1, {want}-byte addresses, 1000 Hz")
         check((hello.text_lo, hello.text_hi) ==
               (symbols.by_name["__text_start"], symbols.by_name["__text_end"]),
               f"{tag}: HELLO text range is the ELF's")
@@ -565,7 +570,9 @@ def check_daemon(rackprof, board, mode, elf, work, source_dir):
     """QEMU's UART as a TCP server that waits for its client, the daemon as that client (a
     ser2net-style link): the firmware starts only once the daemon is connected."""
     tag = f"deterministic/{board}/{mode}/daemon"
-    wire = {"compat": 'protocol = "legacy"\naddr_bytes = 3', "framed": 'protocol = "framed"',
+    legacy_bytes = 4 if board in A4_BOARDS else 3
+    wire = {"compat": f'protocol = "legacy"\naddr_bytes = {legacy_bytes}',
+            "framed": 'protocol = "framed"',
             "itm-uart": f'protocol = "itm"\nframed_port = {ITM_FRAMED_PORT}\n'
                         f'console_port = {ITM_CONSOLE_PORT}'}[mode]
 
@@ -666,7 +673,7 @@ def main():
                     data = run_qemu(board, elf, capture)
                     gmon = work / f"{example}-{board}-{mode}.gmon.out"
                     if mode.startswith("compat"):
-                        addr_bytes = 4 if mode == "compat-a4" else 3
+                        addr_bytes = 4 if mode == "compat-a4" or board in A4_BOARDS else 3
                         if example == "psp":
                             check_stacks(tag, elf, legacy_pcs(data, addr_bytes))
                         report = convert(args.rackprof, capture, elf, gmon,
