@@ -34,7 +34,8 @@ constexpr auto kQemuTimeout = std::chrono::seconds(60);
 
 constexpr const char* kDemoAbout =
     R"(rackprof demo [--model NAME] [--iterations N] [--dir DIR]
-rackprof demo --qemu [--board mps2-an385|mps2-an386|microbit|sifive_e|virt] [--example NAME]
+rackprof demo --qemu [--board mps2-an385|mps2-an386|mps2-an505|microbit|sifive_e|virt]
+              [--example NAME]
               [--mode framed|compat|enter-exit] [--firmware-dir DIR] [--dir DIR]
 
 Without --qemu a simulated board runs call model NAME (default blinky).
@@ -140,6 +141,7 @@ const std::map<std::string, QemuBoard>& qemu_boards() {
     static const std::map<std::string, QemuBoard> kBoards = {
         {"mps2-an385", {"qemu-system-arm", {"-M", "mps2-an385"}, "target-fw", "mps2-an385"}},
         {"mps2-an386", {"qemu-system-arm", {"-M", "mps2-an386"}, "target-fw", "mps2-an386"}},
+        {"mps2-an505", {"qemu-system-arm", {"-M", "mps2-an505"}, "target-fw", "mps2-an505"}},
         {"microbit", {"qemu-system-arm", {"-M", "microbit"}, "target-fw", "microbit"}},
         {"sifive_e", {"qemu-system-riscv32", {"-M", "sifive_e"}, "target-fw-riscv", "sifive-e"}},
         {"virt",
@@ -235,10 +237,11 @@ CommandRun add_demo_command(CLI::App& root) {
         ->type_name("DIR");
     app.add_flag("--qemu", args->qemu, "run target-fw's example firmware in qemu-system-arm");
     app.add_option("--board", args->board,
-                   "qemu: mps2-an385 | mps2-an386 | microbit (Cortex-M) | sifive_e | virt\n"
-                   "(RV32IMAC) (default: mps2-an385)")
+                   "qemu: mps2-an385 | mps2-an386 | mps2-an505 (Cortex-M33) | microbit\n"
+                   "(Cortex-M) | sifive_e | virt (RV32IMAC) (default: mps2-an385)")
         ->type_name("BOARD")
-        ->check(CLI::IsMember({"mps2-an385", "mps2-an386", "microbit", "sifive_e", "virt"}));
+        ->check(CLI::IsMember(
+            {"mps2-an385", "mps2-an386", "mps2-an505", "microbit", "sifive_e", "virt"}));
     app.add_option("--example", args->example, "qemu: target-fw's example (default: deterministic)")
         ->type_name("NAME");
     app.add_option("--mode", args->mode, "qemu: framed | compat | enter-exit (default: framed)")
