@@ -10,7 +10,9 @@
  * reserved word, r4-r11: 40 bytes) was stacked below the basic frame, as when Secure code was
  * preempted by a Non-secure exception that then tail-chained into this one: the PC is at 64.
  * Bits 4 (FType) and 3 (Mode) change nothing: FP state sits above the PC. Only S = 1, DCRS = 1
- * runs under the e2e test (nothing here is Non-secure); see docs/porting.md for an NS image. */
+ * runs under the e2e test on mps2-an505. A Non-secure image (RACKPROF_NONSECURE=1, the
+ * mps2-an505-ns board) takes the v7-M path: its handlers' EXC_RETURN.S is 0 and MSP/PSP name
+ * its own stacks. */
 #include "rackprof_config.h"
     .syntax unified
     .thumb
@@ -23,7 +25,7 @@ SysTick_Handler:
     mrs   r0, msp
 #elif RACKPROF_SAMPLER_STACK == 2 /* tests only: always PSP */
     mrs   r0, psp
-#elif defined(__ARM_FEATURE_CMSE)
+#elif defined(__ARM_FEATURE_CMSE) && !RACKPROF_NONSECURE
     mov   r0, lr
     lsls  r1, r0, #25         @ N = EXC_RETURN.S
     bpl   5f

@@ -56,6 +56,13 @@
 #endif
 #endif
 
+/* ARMv8-M with the Security Extension: 1 = this firmware runs Non-secure (behind a Secure
+ * boot), so the PC sampler reads its own MSP/PSP, never the _NS banks only Secure code can
+ * name (pc_sampler.S). 0 = it runs Secure, as QEMU boots an ELF. */
+#ifndef RACKPROF_NONSECURE
+#define RACKPROF_NONSECURE 0
+#endif
+
 /* Bytes per address on the wire: 3 (flash below 16 MiB) or 4 (RISC-V's default: its boards'
  * code and RAM lie far above 16 MiB). */
 #ifndef RACKPROF_ADDR_BYTES

@@ -9,7 +9,14 @@
 
 /* CMSDK APB UART0: 0x40200000 Non-secure, 0x50200000 Secure (behind APB PPC EXP1, which
  * resets Secure-only). */
-#define UART0_BASE 0x50200000u
+#if RACKPROF_NONSECURE
+/* mps2-an505-ns: the Non-secure image, its UART0 and TIMER0 made Non-secure by the Secure
+ * boot (boards/mps2-an505-ns/secure_boot.c), reached through their Non-secure aliases. */
+#define AN505_PERIPH_ALIAS 0x00000000u
+#else
+#define AN505_PERIPH_ALIAS 0x10000000u
+#endif
+#define UART0_BASE (0x40200000u + AN505_PERIPH_ALIAS)
 #define UART_DATA (*(volatile uint32_t*)(UART0_BASE + 0x00u))
 #define UART_STATE (*(volatile uint32_t*)(UART0_BASE + 0x04u))
 #define UART_CTRL (*(volatile uint32_t*)(UART0_BASE + 0x08u))
@@ -54,7 +61,7 @@ void port_uart_kick(void) {
 }
 
 /* IoTKit CMSDK APB TIMER0 (MAINCLK), 0x40000000 / Secure 0x50000000, IRQ 3. */
-#define TIMER0_BASE 0x50000000u
+#define TIMER0_BASE (0x40000000u + AN505_PERIPH_ALIAS)
 #define TIMER_CTRL (*(volatile uint32_t*)(TIMER0_BASE + 0x00u))
 #define TIMER_VALUE (*(volatile uint32_t*)(TIMER0_BASE + 0x04u))
 #define TIMER_RELOAD (*(volatile uint32_t*)(TIMER0_BASE + 0x08u))
