@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """End to end on emulated boards: target-fw's example firmware runs under QEMU
 (mps2-an385 = Cortex-M3, mps2-an386 = Cortex-M4 with FPU, hard-float, microbit = Cortex-M0,
-mps2-an505 = Cortex-M33, ARMv8-M Mainline, running Secure),
+mps2-an505 = Cortex-M33, ARMv8-M Mainline, running Secure; mps2-an505-ns = the same machine,
+the firmware Non-secure behind a tiny Secure boot in the same ELF: compat and framed only),
 its UART goes to a file, and the capture is profiled by the real `rackprof convert`; GNU gprof
 reads the gmon.out it writes.
 
@@ -47,7 +48,7 @@ Checked, per board:
           the same run: their sizes (framed must be >= 5x smaller than compat).
 
 Exit 77 (ctest SKIP) with a SKIP line when QEMU, the ARM toolchain or the firmware is absent.
-usage: qemu_e2e.py --rackprof BIN --fw-dir DIR --source-dir DIR
+usage: qemu_e2e.py --rackprof BIN --fw-dir DIR --source-dir DIR [--board B ...]
 """
 
 import argparse
@@ -68,13 +69,18 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import framed_wire  # noqa: E402
 import itm_wire  # noqa: E402
 
-BOARDS = ("mps2-an385", "mps2-an386", "microbit", "mps2-an505")
+BOARDS = ("mps2-an385", "mps2-an386", "microbit", "mps2-an505", "mps2-an505-ns")
+# The QEMU machine of each board whose name is not one.
+MACHINES = {"mps2-an505-ns": "mps2-an505"}
+# Boards built in some wire modes only (target-fw's MODES_<board>): the others run every one.
+BOARD_MODES = {"mps2-an505-ns": ("compat", "framed")}
 # ARMv7-M and ARMv8-M Mainline: the ITM builds exist for these only
 ITM_BOARDS = ("mps2-an385", "mps2-an386", "mps2-an505")
 # Code above 16 MiB (the AN505's Secure alias 0x10000000): every mode sends 4-byte addresses.
-A4_BOARDS = ("mps2-an505",)
+A4_BOARDS = ("mps2-an505", "mps2-an505-ns")
 # The HELLO's architecture byte (flags bit 5) each board's core makes the runtime send.
-ARCH_CODES = {"microbit": 0x01, "mps2-an385": 0x02, "mps2-an386": 0x03, "mps2-an505": 0x05}
+ARCH_CODES = {"microbit": 0x01, "mps2-an385": 0x02, "mps2-an386": 0x03, "mps2-an505": 0x05,
+              "mps2-an505-ns": 0x05}
 ITM_FRAMED_PORT, ITM_CONSOLE_PORT = 1, 0
 QEMU_TIMEOUT_S = 120
 
@@ -189,13 +195,22 @@ def build_id(elf):
     return bytes.fromhex(match.group(1)) if match else b""
 
 
+def board_of(elf):
+    """The board an ELF was built for: the longest board name in `<example>-<board>-<mode>`."""
+    return max((b for b in BOARDS if f"-{b}-" in elf.name), key=len)
+
+
+def built(board, mode):
+    return mode in BOARD_MODES.get(board, (mode,))
+
+
 def run_qemu(board, elf, capture, must_finish=True):
     capture.unlink(missing_ok=True)
     # -icount: the instruction count drives the virtual clock, so SysTick and the run are
     # deterministic (sleep=off: a WFI jumps to the next timer deadline instead of waiting for
     # real time, which would make blinky's idle end vary from run to run). The program ends
     # with a semihosting exit carrying main's return value.
-    cmd = ["qemu-system-arm", "-M", board, "-display", "none", "-monitor", "none",
+    cmd = ["qemu-system-arm", "-M", MACHINES.get(board, board), "-display", "none", "-monitor", "none",
            "-serial", f"file:{capture}", "-semihosting-config", "enable=on,target=native",
            "-icount", "shift=5,sleep=off", "-kernel", str(elf)]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=QEMU_TIMEOUT_S)
@@ -466,7 +481,7 @@ def check_framed_wire(tag, example, elf, data, source_dir):
     symbols = Symbols(elf)
     if check(len(cap.hellos) == 1, f"{tag}: one HELLO"):
         hello = cap.hellos[0]
-        want = 4 if any(f"-{b}-" in elf.name for b in A4_BOARDS) else 3
+        want = 4 if board_of(elf) in A4_BOARDS else 3
         check(hello.version == 1 and hello.addr_bytes == want and hello.sample_hz == 1000,
               f"{tag}: HELLO version 1, {want}-byte addresses, 1000 Hz")
         check((hello.text_lo, hello.text_hi) ==
@@ -474,7 +489,7 @@ def check_framed_wire(tag, example, elf, data, source_dir):
               f"{tag}: HELLO text range is the ELF's")
         check(hello.build_id == build_id(elf) and len(hello.build_id) == 20,
               f"{tag}: HELLO build-id is the ELF's ({hello.build_id.hex()})")
-        board = next(b for b in BOARDS if f"-{b}-" in elf.name)
+        board = board_of(elf)
         check(hello.arch == ARCH_CODES[board],
               f"{tag}: HELLO architecture byte {hello.arch} is {board}'s {ARCH_CODES[board]}")
     check(cap.markers == ["start", "stop"], f"{tag}: START then STOP markers")
@@ -578,7 +593,7 @@ def check_daemon(rackprof, board, mode, elf, work, source_dir):
 
     port = free_port()
     qemu = subprocess.Popen(
-        ["qemu-system-arm", "-M", board, "-display", "none", "-monitor", "none",
+        ["qemu-system-arm", "-M", MACHINES.get(board, board), "-display", "none", "-monitor", "none",
          "-serial", f"tcp:127.0.0.1:{port},server=on,wait=on", "-semihosting-config",
          "enable=on,target=native", "-icount", "shift=5,sleep=off", "-kernel", str(elf)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -650,7 +665,10 @@ def main():
     parser.add_argument("--rackprof", required=True, type=pathlib.Path)
     parser.add_argument("--fw-dir", required=True, type=pathlib.Path)
     parser.add_argument("--source-dir", required=True, type=pathlib.Path)
+    parser.add_argument("--board", action="append", choices=BOARDS,
+                        help="run this board's checks only (repeatable; default: every board)")
     args = parser.parse_args()
+    boards = args.board or BOARDS
 
     for tool in ("qemu-system-arm", "arm-none-eabi-gprof", "arm-none-eabi-nm"):
         if not shutil.which(tool):
@@ -664,9 +682,11 @@ def main():
 
     with tempfile.TemporaryDirectory(prefix="rackprof-qemu-") as tmp:
         work = pathlib.Path(tmp)
-        for board in BOARDS:
+        for board in boards:
             for example in CALLS:
                 for mode in ("compat", "compat-blocking", "compat-a4", "framed"):
+                    if not built(board, mode):
+                        continue
                     tag = f"{example}/{board}/{mode}"
                     elf = args.fw_dir / f"{example}-{board}-{mode}.elf"
                     capture = work / f"{example}-{board}-{mode}.bin"
@@ -704,6 +724,8 @@ def main():
                               f"(got {lost})")
 
             for mode in FORCED_SAMPLER_MODES:
+                if not built(board, mode):
+                    continue
                 check_forced_sampler(board, mode, args.fw_dir, work)
 
             for mode in ("compat", "framed"):
@@ -727,10 +749,11 @@ def main():
                       " in ITM packets plus a 5-byte DWT packet per PC sample)")
             check(ratio >= 5, f"blinky/{board}: framed sends >= 5x fewer bytes than compat")
 
-        check_truth_by_line(args.rackprof, args.fw_dir, work)
+        if "mps2-an385" in boards:
+            check_truth_by_line(args.rackprof, args.fw_dir, work)
 
         # ITM over the UART: the bytes SWO carries in NRZ mode (QEMU has no ITM/DWT model).
-        for board in ITM_BOARDS:
+        for board in (b for b in ITM_BOARDS if b in boards):
             for example in CALLS:
                 tag = f"{example}/{board}/itm-uart"
                 elf = args.fw_dir / f"{example}-{board}-itm-uart.elf"
