@@ -11,8 +11,10 @@
  * preempted by a Non-secure exception that then tail-chained into this one: the PC is at 64.
  * Bits 4 (FType) and 3 (Mode) change nothing: FP state sits above the PC. Only S = 1, DCRS = 1
  * runs under the e2e test on mps2-an505. A Non-secure image (RACKPROF_NONSECURE=1, the
- * mps2-an505-ns board) takes the v7-M path: its handlers' EXC_RETURN.S is 0 and MSP/PSP name
- * its own stacks. */
+ * mps2-an505-ns board): its handlers' EXC_RETURN.S is 0 when they interrupted its own code, and
+ * MSP/PSP name its stacks; S = 1 when they interrupted Secure code (a call through an SG
+ * veneer): that frame is on a Secure stack, out of reach, and the sample is sent as one of
+ * rackprof_in_secure. */
 #include "rackprof_config.h"
     .syntax unified
     .thumb
@@ -46,6 +48,20 @@ SysTick_Handler:
     b     7f
 6:  mrs   r2, msp_ns
 7:  mov   r0, r2
+#elif RACKPROF_NONSECURE
+    mov   r0, lr
+    lsls  r1, r0, #25         @ N = EXC_RETURN.S: this Non-secure handler interrupted Secure
+    bpl   8f                  @ code (a call through an SG veneer), whose frame is on a
+    ldr   r0, =rackprof_in_secure @ Secure stack it cannot read: a sample of the marker
+    movs  r1, #1
+    bics  r0, r1              @ its even address, as a stacked PC is
+    b     9f
+8:  movs  r1, #4
+    tst   r0, r1
+    beq   1f
+    mrs   r0, psp
+    b     2f
+1:  mrs   r0, msp
 #else
     mov   r0, lr
     movs  r1, #4
@@ -56,7 +72,17 @@ SysTick_Handler:
 1:  mrs   r0, msp
 #endif
 2:  ldr   r0, [r0, #24]       @ stacked PC
-    ldr   r1, =rp_sample      @ tail call: lr still holds EXC_RETURN, so it returns from the
+9:  ldr   r1, =rp_sample      @ tail call: lr still holds EXC_RETURN, so it returns from the
     bx    r1                  @ exception (bx reaches anywhere, b might not on Thumb-1)
     .size SysTick_Handler, . - SysTick_Handler
     .ltorg
+#if RACKPROF_NONSECURE && !RACKPROF_SAMPLER_STACK
+/* Never runs: its address is the PC sent for every tick that interrupted Secure code, so the
+ * profile shows the time spent in Secure calls as this function's (Thumb PCs are even). */
+    .global rackprof_in_secure
+    .type   rackprof_in_secure, %function
+    .thumb_func
+rackprof_in_secure:
+    bkpt  0
+    .size rackprof_in_secure, . - rackprof_in_secure
+#endif

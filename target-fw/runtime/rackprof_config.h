@@ -58,7 +58,8 @@
 
 /* ARMv8-M with the Security Extension: 1 = this firmware runs Non-secure (behind a Secure
  * boot), so the PC sampler reads its own MSP/PSP, never the _NS banks only Secure code can
- * name (pc_sampler.S). 0 = it runs Secure, as QEMU boots an ELF. */
+ * name, and a tick that interrupted Secure code (a call through an SG veneer) is sent as a
+ * sample of rackprof_in_secure (pc_sampler.S). 0 = it runs Secure, as QEMU boots an ELF. */
 #ifndef RACKPROF_NONSECURE
 #define RACKPROF_NONSECURE 0
 #endif

@@ -104,13 +104,23 @@ CALLS = {
     "psp": {("psp_thread", "psp_work"): (1, "ROUNDS"), ("psp_work", "psp_leaf"): (3, "ROUNDS"),
             ("timer0_handler", "app_timer_isr"): (1, "TICKS"),
             ("app_timer_isr", "isr_spin"): (1, "TICKS")},
+    # Non-secure code calling a Secure service through its SG veneer (mps2-an505-ns only): no
+    # arc into the Secure side (not -pg, not in the NS code), nothing else changed.
+    "secure_call": {("main", "ns_caller"): (1, "ROUNDS"), ("main", "ns_spin"): (1, "ROUNDS")},
 }
+# Examples only some boards build (target-fw's EXAMPLES_<board>).
+EXAMPLE_BOARDS = {"secure_call": ("mps2-an505-ns",)}
+# A Non-secure sampler's tick that interrupted Secure code is sent as a sample of the runtime's
+# rackprof_in_secure (never run): secure_call's Secure service runs about as long as its
+# Non-secure loop, so 30-70 % of its samples there, and gprof shows that share for it.
+SECURE_MARKER = "rackprof_in_secure"
 # nested is mostly profiler overhead by design (it maximises -pg calls per second): no hot check.
 HOT = {"deterministic": "crunch", "conflation": "doSomething", "nested": None,
-       "blinky": "wait_us", "psp": "psp_work"}
+       "blinky": "wait_us", "psp": "psp_work", "secure_call": "ns_spin"}
 # The console line each example prints after profiling (nested prints none).
 CONSOLE = {"deterministic": "deterministic: done", "conflation": "conflation: done",
-           "blinky": "blinky: done", "nested": None, "psp": None}
+           "blinky": "blinky: done", "nested": None, "psp": None,
+           "secure_call": "secure_call: done"}
 # psp: where its PC samples must land. The application's functions on each stack; the code
 # that runs in thread mode on MSP (a sampler reading MSP for a PSP thread finds its stale
 # frames there, or no code at all); the handlers SysTick cannot preempt (the UART's is above
@@ -200,8 +210,20 @@ def board_of(elf):
     return max((b for b in BOARDS if f"-{b}-" in elf.name), key=len)
 
 
-def built(board, mode):
-    return mode in BOARD_MODES.get(board, (mode,))
+def built(board, mode, example=None):
+    return (mode in BOARD_MODES.get(board, (mode,))
+            and board in EXAMPLE_BOARDS.get(example, (board,)))
+
+
+def check_secure_samples(tag, elf, pcs, gmon):
+    symbols = Symbols(elf)
+    secure = sum(n for pc, n in pcs.items() if symbols.name_of(pc) == SECURE_MARKER)
+    total = sum(pcs.values())
+    check(0.3 * total <= secure <= 0.7 * total,
+          f"{tag}: {secure} of {total} PC samples in Secure code, sent as {SECURE_MARKER}")
+    share = sum(percent for percent, name in gprof_flat(elf, gmon) if name == SECURE_MARKER)
+    check(abs(share - 100 * secure / max(total, 1)) < 1,
+          f"{tag}: gprof gives {SECURE_MARKER} {share:.1f} % of the time")
 
 
 def run_qemu(board, elf, capture, must_finish=True):
@@ -685,7 +707,7 @@ def main():
         for board in boards:
             for example in CALLS:
                 for mode in ("compat", "compat-blocking", "compat-a4", "framed"):
-                    if not built(board, mode):
+                    if not built(board, mode, example):
                         continue
                     tag = f"{example}/{board}/{mode}"
                     elf = args.fw_dir / f"{example}-{board}-{mode}.elf"
@@ -701,6 +723,8 @@ def main():
                         if report:
                             check_profile(tag, example, elf, report, gmon, args.source_dir,
                                           legacy_samples(data, addr_bytes))
+                        if example == "secure_call":
+                            check_secure_samples(tag, elf, legacy_pcs(data, addr_bytes), gmon)
                             if mode == "compat":
                                 check_lines(args.rackprof, tag, elf, gmon)
                         continue
@@ -715,6 +739,8 @@ def main():
                     report = convert(args.rackprof, capture, elf, gmon, ("--protocol", "framed"))
                     if report:
                         check_profile(tag, example, elf, report, gmon, args.source_dir, samples)
+                    if example == "secure_call":
+                        check_secure_samples(tag, elf, pcs, gmon)
                     lossy = work / f"{example}-{board}-lossy.bin"
                     lossy.write_bytes(degraded)
                     report = convert(args.rackprof, lossy, elf, gmon, ("--protocol", "framed"))
@@ -755,6 +781,8 @@ def main():
         # ITM over the UART: the bytes SWO carries in NRZ mode (QEMU has no ITM/DWT model).
         for board in (b for b in ITM_BOARDS if b in boards):
             for example in CALLS:
+                if not built(board, "itm-uart", example):
+                    continue
                 tag = f"{example}/{board}/itm-uart"
                 elf = args.fw_dir / f"{example}-{board}-itm-uart.elf"
                 capture = work / f"{example}-{board}-itm-uart.bin"

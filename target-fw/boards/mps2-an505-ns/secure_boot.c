@@ -5,8 +5,13 @@
  * calls into the Non-secure image. Register facts from QEMU 7.2: hw/misc/iotkit-secctl.c (the
  * Secure privilege control block), hw/misc/tz-mpc.c (MPC registers, block size = BLK_CFG),
  * hw/arm/mps2-tz.c (MPC addresses, APB PPC EXP1 port 5 = UART0), hw/arm/armsse.c (APB PPC0
- * port 0 = TIMER0, the control block at 0x50080000). Built without -pg. */
+ * port 0 = TIMER0, the control block at 0x50080000, the IDAU's NSC from NSCCFG). Built
+ * without -pg, with -mcmse: rackprof_secure_work is a Secure service the Non-secure side calls
+ * through its SG veneer (ld puts it in .gnu.sgstubs, memory.ld places that in SFLASH). */
+#include <arm_cmse.h>
 #include <stdint.h>
+
+#include "secure_service.h"
 
 #define SECURE __attribute__((section(".secure.text")))
 #define REG(addr) (*(volatile uint32_t*)(addr))
@@ -17,6 +22,7 @@ extern uint32_t __secure_stack_top[], __secure_region_size[];
 /* IoTKit Secure privilege control block: a 1 in an NS register makes that PPC port
  * Non-secure. */
 #define SECCTL 0x50080000u
+#define NSCCFG (SECCTL + 0x14u)       /* bit 0 CODENSC: the IDAU calls 0x1xxxxxxx NSC, not Secure */
 #define APBNSPPC0 (SECCTL + 0x70u)    /* IoTKit APB PPC0: port 0 TIMER0 (0x40000000) */
 #define APBNSPPCEXP1 (SECCTL + 0x84u) /* the FPGA's APB PPC EXP1: port 5 UART0 (0x40200000) */
 #define PPC0_TIMER0 (1u << 0)
@@ -59,6 +65,18 @@ SECURE static void mpc_ns_from(uint32_t mpc, uint32_t ns_from) {
     }
 }
 
+/* The Secure service: `rounds` turns of a register-only loop (Secure code must not touch the
+ * Non-secure RAM: the MPC lets only Non-secure transactions through it). */
+__attribute__((cmse_nonsecure_entry, noinline)) SECURE uint32_t
+rackprof_secure_work(uint32_t rounds) {
+    uint32_t acc = 0;
+    for (uint32_t i = 0; i < rounds; i++) {
+        acc += i;
+        __asm volatile("" : "+r"(acc));
+    }
+    return acc;
+}
+
 SECURE static void secure_fault(void) {
     secure_exit(0x7E);
 }
@@ -69,6 +87,7 @@ SECURE static void secure_reset(void) {
     REG(APBNSPPC0) = PPC0_TIMER0;
     REG(APBNSPPCEXP1) = PPCEXP1_UART0;
     REG(SAU_CTRL) = SAU_CTRL_ALLNS;
+    REG(NSCCFG) = 1u; /* the SG veneers in 0x1xxxxxxx are Non-secure callable */
     for (uint32_t n = 0; n < 4u; n++) REG(NVIC_ITNS(n)) = 0xFFFFFFFFu; /* every IRQ to NS */
     REG(VTOR_NS) = (uint32_t)__text_start;
     __asm volatile("dsb\n\tisb" ::: "memory");
