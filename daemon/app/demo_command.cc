@@ -34,7 +34,7 @@ constexpr auto kQemuTimeout = std::chrono::seconds(60);
 
 constexpr const char* kDemoAbout =
     R"(rackprof demo [--model NAME] [--iterations N] [--dir DIR]
-rackprof demo --qemu [--board mps2-an385|mps2-an386|mps2-an505|microbit|sifive_e|virt]
+rackprof demo --qemu [--board mps2-an385|mps2-an386|mps2-an505[-ns]|microbit|sifive_e|virt]
               [--example NAME]
               [--mode framed|compat|enter-exit] [--firmware-dir DIR] [--dir DIR]
 
@@ -142,6 +142,8 @@ const std::map<std::string, QemuBoard>& qemu_boards() {
         {"mps2-an385", {"qemu-system-arm", {"-M", "mps2-an385"}, "target-fw", "mps2-an385"}},
         {"mps2-an386", {"qemu-system-arm", {"-M", "mps2-an386"}, "target-fw", "mps2-an386"}},
         {"mps2-an505", {"qemu-system-arm", {"-M", "mps2-an505"}, "target-fw", "mps2-an505"}},
+        // The same machine, the firmware Non-secure behind a Secure boot (TrustZone).
+        {"mps2-an505-ns", {"qemu-system-arm", {"-M", "mps2-an505"}, "target-fw", "mps2-an505-ns"}},
         {"microbit", {"qemu-system-arm", {"-M", "microbit"}, "target-fw", "microbit"}},
         {"sifive_e", {"qemu-system-riscv32", {"-M", "sifive_e"}, "target-fw-riscv", "sifive-e"}},
         {"virt",
@@ -237,11 +239,12 @@ CommandRun add_demo_command(CLI::App& root) {
         ->type_name("DIR");
     app.add_flag("--qemu", args->qemu, "run target-fw's example firmware in qemu-system-arm");
     app.add_option("--board", args->board,
-                   "qemu: mps2-an385 | mps2-an386 | mps2-an505 (Cortex-M33) | microbit\n"
-                   "(Cortex-M) | sifive_e | virt (RV32IMAC) (default: mps2-an385)")
+                   "qemu: mps2-an385 | mps2-an386 | mps2-an505 (Cortex-M33, Secure) |\n"
+                   "mps2-an505-ns (Non-secure) | microbit | sifive_e | virt (RV32IMAC)\n"
+                   "(default: mps2-an385)")
         ->type_name("BOARD")
-        ->check(CLI::IsMember(
-            {"mps2-an385", "mps2-an386", "mps2-an505", "microbit", "sifive_e", "virt"}));
+        ->check(CLI::IsMember({"mps2-an385", "mps2-an386", "mps2-an505", "mps2-an505-ns",
+                               "microbit", "sifive_e", "virt"}));
     app.add_option("--example", args->example, "qemu: target-fw's example (default: deterministic)")
         ->type_name("NAME");
     app.add_option("--mode", args->mode, "qemu: framed | compat | enter-exit (default: framed)")
