@@ -220,6 +220,22 @@ def check_oracle(args, tag, elf, gmon):
             print(ours.stderr, theirs.stderr)
 
 
+def check_arm_capture_refused(args, work):
+    """The reverse of a RISC-V capture given an ARM ELF: a Cortex-M capture given a RISC-V ELF."""
+    capture = work / "arm.bin"
+    qemu = subprocess.run(["qemu-system-arm", "-M", "mps2-an385", "-display", "none", "-monitor",
+                           "none", "-serial", f"file:{capture}", "-semihosting-config",
+                           "enable=on,target=native", "-icount", "shift=5,sleep=off", "-kernel",
+                           str(args.arm_elf)], capture_output=True, timeout=120)
+    if not check(qemu.returncode == 0, f"{args.arm_elf.name} runs under qemu-system-arm"):
+        return
+    wrong = subprocess.run([args.rackprof, "convert", str(capture), "--protocol", "framed",
+                            "--elf", str(args.build / "blinky-qemu-virt-framed.elf"), "--report",
+                            "none"], capture_output=True, text=True)
+    check(wrong.returncode == 1 and "the target says it is armv7-m" in wrong.stderr,
+          f"a Cortex-M capture with a RISC-V ELF: refused ({wrong.stderr.strip()[:120]})")
+
+
 def check_demo(args, work):
     """rackprof demo --qemu on the RISC-V boards: the run, its gmon.out, gprof's reading of it."""
     for board in ("sifive_e", "virt"):
@@ -329,6 +345,8 @@ def main():
                 check_daemon(args, board, work)
         if args.rackprof:
             check_demo(args, work)
+            if args.arm_elf:
+                check_arm_capture_refused(args, work)
     print(f"{len(failures)} failed" if failures else "all passed")
     return 1 if failures else 0
 
