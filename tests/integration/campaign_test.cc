@@ -546,7 +546,9 @@ TEST_CASE(
         CHECK(expected.count("tokenize") == 0);
         // Each measured function: calls exact, cycles the trace's instructions within a tick a
         // call (the counter is read whole at each stop).
-        for (const auto& [name, m] : p.measured) {
+        for (const auto& entry : p.measured) {
+            const std::string name = entry.first;  // clang 14: no binding in CAPTURE
+            const auto m = entry.second;
             // The run's ends: counted from main, to board_exit's start.
             if (!addr.count(name) || name == "Reset_Handler" || name == "main" ||
                 name == "board_exit")
