@@ -352,6 +352,14 @@ const char* arch_name(std::uint8_t code) {
     return "";
 }
 
+std::uint8_t arch_code(std::string_view name) {
+    for (unsigned code = 1; code < 0x100; ++code) {
+        const char* known = arch_name(static_cast<std::uint8_t>(code));
+        if (*known && name == known) return static_cast<std::uint8_t>(code);
+    }
+    return 0;
+}
+
 const char* arch_family(std::string_view arch) {
     if (arch.rfind("arm", 0) == 0) return "arm";
     if (arch.rfind("rv", 0) == 0) return "riscv";

@@ -52,6 +52,8 @@ enum class TargetArch : std::uint8_t {
 };
 // "armv7-m", "rv32imac", ...; "" for kUnknown and codes no target sends.
 const char* arch_name(std::uint8_t code);
+// The code of such a name; 0 (kUnknown) for any other.
+std::uint8_t arch_code(std::string_view name);
 // The family of an architecture name: "arm" or "riscv" ("" when unknown).
 const char* arch_family(std::string_view arch);
 // The most functions one COUNTER_CONFIG can name (so it fits a frame with 4-byte addresses).

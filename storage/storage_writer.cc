@@ -542,7 +542,7 @@ void StorageWriter::write_op(WriteOp& op, Attempt& a) {
         a.pending[id].counters_changed = true;
     } else if (auto* target = std::get_if<TargetOp>(&op)) {
         store_.set_target(id, target->target);
-        if (!target->elf_path.empty()) {
+        if (!target->elf_path.empty() || target->clear_elf) {
             store_.set_firmware(id, target->elf_path, target->elf_build_id, target->elf_sha256);
         }
     } else if (auto* close = std::get_if<CloseSessionOp>(&op)) {

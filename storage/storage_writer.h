@@ -107,6 +107,7 @@ struct TargetOp {
     std::string elf_path;  // empty: the session's firmware stays as it is
     std::string elf_build_id;
     std::string elf_sha256;
+    bool clear_elf = false;  // the session's firmware is none after all (the target refused it)
 };
 struct SaveBoardOp {
     std::string name;

@@ -18,6 +18,7 @@
 #include "daemon/sim/pty_rack.h"
 #include "gmon/gmon_writer.h"
 #include "gmon/report.h"
+#include "protocol/framed_format.h"
 
 namespace rackprof::daemon::app {
 
@@ -39,6 +40,7 @@ no room for).
 struct SimulateArgs {
     std::string model = "blinky";
     std::optional<std::string> elf;
+    std::string arch;
     std::optional<std::uint64_t> iterations;
     std::uint64_t bytes = 0;
     std::string protocol = "legacy";
@@ -229,6 +231,7 @@ sim::SimulatorOptions simulator_options(const SimulateArgs& args) {
     sim::SimulatorOptions options;
     options.model = args.model;
     if (args.elf) options.elf = gmon::Symbolizer::load(*args.elf);
+    options.arch = protocol::arch_code(args.arch);
     options.addr_bytes = args.addr_bytes;
     options.encoding =
         args.format == "hex" ? protocol::LegacyEncoding::kHex : protocol::LegacyEncoding::kBinary;
@@ -335,6 +338,12 @@ void add_model_options(CLI::App& app, SimulateArgs& args) {
     app.add_option("--elf", args.elf,
                    "with --model elf: take functions and addresses from this ELF")
         ->type_name("FILE");
+    app.add_option("--arch", args.arch,
+                   "framed: the core the HELLO says it is (armv6-m, armv7-m, armv7e-m,\n"
+                   "armv8-m.base, armv8-m.main, rv32imc, rv32imac; default: not said)")
+        ->type_name("ARCH")
+        ->check(CLI::IsMember({"armv6-m", "armv7-m", "armv7e-m", "armv8-m.base", "armv8-m.main",
+                               "rv32imc", "rv32imac"}));
     add_count(app, "--iterations", args.iterations,
               "passes of the model's main loop (default: 100, or unlimited with --bytes)")
         ->type_name("N");

@@ -111,6 +111,7 @@ PickedFirmware Board::firmware_for(const protocol::TargetHello& hello) {
             log_->error("[{}] {}: not using that ELF for this target", config_.name, conflict);
             elf_.reset();
             elf_path_.clear();
+            picked.refused = true;
             return picked;
         }
     }

@@ -52,7 +52,12 @@ void CaptureSession::on_hello(const protocol::TargetHello& hello) {
     storage::TargetOp op{id_, target_, "", "", ""};
     if (firmware_for_) {
         const PickedFirmware picked = firmware_for_(hello);
-        if (!picked.elf_path.empty()) {
+        if (picked.refused) {
+            spec_.elf_path.clear();
+            spec_.elf_build_id.clear();
+            spec_.elf_sha256.clear();
+            op.clear_elf = true;
+        } else if (!picked.elf_path.empty()) {
             spec_.elf_path = op.elf_path = picked.elf_path;
             spec_.elf_build_id = op.elf_build_id = picked.build_id;
             spec_.elf_sha256 = op.elf_sha256 = picked.sha256;

@@ -37,6 +37,7 @@ struct PickedFirmware {
     std::string elf_path;
     std::string build_id;
     std::string sha256;
+    bool refused = false;  // the session's ELF is not this target's (another core): none
 };
 using FirmwareForHello = std::function<PickedFirmware(const protocol::TargetHello&)>;
 

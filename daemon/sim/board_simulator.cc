@@ -52,6 +52,7 @@ class WireWriter {
         hello.sample_hz = options_.sample_hz;
         hello.core_clock_hz = 48'000'000;
         if (options_.elf) hello.build_id = build_id_bytes(options_.elf->build_id());
+        hello.arch = options_.arch;
         encoder_.hello(hello);
         encoder_.marker({true});
         encoder_.flush();

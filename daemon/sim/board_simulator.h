@@ -59,6 +59,7 @@ struct SimulatorOptions {
     // samples in them, the same calls), so two runs differ by a known self time.
     std::map<std::string, std::uint32_t> work_factor;
     std::uint32_t sample_hz = 1000;  // the HELLO's sampling rate
+    std::uint8_t arch = 0;           // the HELLO's architecture (protocol::TargetArch); 0: none
     // The sampling timer's reload jittered by a pseudo-random -N..+N cycles (a 16-bit LFSR, as
     // target-fw's RACKPROF_SAMPLE_DITHER does) around kSamplePeriodCycles; 0: a fixed period.
     // Felt by the models that run on a cycle clock (synced); the others place their samples at

@@ -33,7 +33,6 @@ using testing::aggregate_of;
 using testing::Rack;
 using testing::SimBoard;
 
-
 const storage::SessionInfo& only_session_of(const std::vector<storage::SessionInfo>& sessions,
                                             const std::string& board) {
     const storage::SessionInfo* found = nullptr;
@@ -196,7 +195,8 @@ std::size_t count_lines(const std::string& text, const std::string& containing) 
 
 // The board "filling" of the disk-full tests: a deterministic run of `iterations` at 30 kB/s.
 std::vector<SimBoard> filling_board(const char* iterations) {
-    return {{"filling", {"--model", "deterministic", "--iterations", iterations, "--rate", "30000"}}};
+    return {
+        {"filling", {"--model", "deterministic", "--iterations", iterations, "--rate", "30000"}}};
 }
 
 // Starts the rack's board and daemon; the daemon's API port.
@@ -388,10 +388,9 @@ TEST_CASE("a full disk at start: serve starts, counts its losses, finishes the e
     // The killed session's sums were completed: they equal its stored records.
     storage::SessionStore store(rack.db(), storage::Database::Mode::kReadOnly);
     gmon::Aggregate records;
-    store.for_each_record_batch(std::stoll(killed),
-                                [&](std::int64_t, std::span<const protocol::Record> batch) {
-                                    records.add(batch);
-                                });
+    store.for_each_record_batch(
+        std::stoll(killed),
+        [&](std::int64_t, std::span<const protocol::Record> batch) { records.add(batch); });
     CHECK(store.aggregate(std::stoll(killed)) == records);
     CHECK(store.session(std::stoll(killed))->state == "interrupted");
 }
@@ -643,6 +642,32 @@ TEST_CASE("a framed target's HELLO picks the uploaded ELF by build-id, or flags 
     const auto& kept = only_session_of(sessions, "wrong");
     CHECK(kept.target.build_id == id);
     CHECK(kept.spec.elf_path == other.string());  // the configured ELF stays, with the warning
+}
+
+// A target whose HELLO names another core family than the board's ELF (a RISC-V core, a host
+// ELF here): the ELF is not used for it, and the session it was started with keeps none.
+TEST_CASE("a framed target of another core than its ELF: the ELF refused, the session has none") {
+    testing::TempDir build;
+    const auto firmware = build_firmware(build, "fw.elf", "-O1");
+    if (firmware.empty()) {
+        MESSAGE("SKIP: no C compiler (cc) to build an ELF with a build-id");
+        return;
+    }
+    const std::vector<std::string> sim = {"--model", "elf",      "--elf",        firmware.string(),
+                                          "--arch",  "rv32imac", "--iterations", "200",
+                                          "--rate",  "60000"};
+    Rack rack({SimBoard{"rv", sim, "bin", 4, "framed", firmware.string()}});
+    rack.capture_all();
+    const std::string log = rack.log();
+    INFO(log);
+    CHECK(log.find("[rv] the target says it is rv32imac (riscv), but fw.elf is x86-64 code "
+                   "(x86-64): not using that ELF for this target") != std::string::npos);
+    storage::SessionStore store(rack.db(), storage::Database::Mode::kReadOnly);
+    const auto& session = only_session_of(store.sessions(), "rv");
+    CHECK(session.spec.elf_path.empty());
+    CHECK(session.spec.elf_build_id.empty());
+    CHECK(session.spec.arch == "rv32imac");  // the HELLO's, over the ELF's
+    CHECK(session.counters.pc_samples == aggregate_of(rack.truth("rv")).total_samples());
 }
 
 TEST_CASE("bad configuration: exit 2 naming file, line and key; nothing started") {
