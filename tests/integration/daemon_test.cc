@@ -663,7 +663,8 @@ TEST_CASE("a framed target of another core than its ELF: the ELF refused, the se
     CHECK(log.find("[rv] the target says it is rv32imac (riscv), but fw.elf is x86-64 code "
                    "(x86-64): not using that ELF for this target") != std::string::npos);
     storage::SessionStore store(rack.db(), storage::Database::Mode::kReadOnly);
-    const auto& session = only_session_of(store.sessions(), "rv");
+    const auto sessions = store.sessions();
+    const auto& session = only_session_of(sessions, "rv");
     CHECK(session.spec.elf_path.empty());
     CHECK(session.spec.elf_build_id.empty());
     CHECK(session.spec.arch == "rv32imac");  // the HELLO's, over the ELF's
