@@ -95,6 +95,16 @@ campaign::MetricSet metrics_of(const CampaignArgs& cl) {
     return metrics;
 }
 
+// A metric by name (a built-in, --metrics FILE's, or a primary counter's); a usage error if
+// there is none.
+const campaign::Metric& metric_named(const campaign::MetricSet& metrics, const std::string& name) {
+    try {
+        return metrics.get(name);
+    } catch (const campaign::MetricError& e) {
+        throw UsageError(e.what());
+    }
+}
+
 // One run's configuration and answers, and what the planner knows after it.
 void print_run(const campaign::RunPlan& plan, const campaign::RunResult& result,
                const campaign::MetricSet& metrics, const campaign::Metric& metric,
@@ -148,12 +158,7 @@ int run_campaign(const CampaignArgs& cl) {
     if (!available)
         throw UsageError("unknown core '" + core + "' (known: " + campaign::core_names() + ")");
     const campaign::MetricSet metrics = metrics_of(cl);
-    const campaign::Metric* metric = nullptr;
-    try {
-        metric = &metrics.get(cl.metric);
-    } catch (const campaign::MetricError& e) {
-        throw UsageError(e.what());
-    }
+    const campaign::Metric& metric = metric_named(metrics, cl.metric);
     const double threshold = cl.threshold;
     const std::uint64_t slots = cl.slots;
 
@@ -177,14 +182,14 @@ int run_campaign(const CampaignArgs& cl) {
         throw std::runtime_error("the board did not announce its counters (no COUNTERS item)");
     const auto caps = *wire.capabilities();
     const std::size_t k = std::min<std::size_t>(slots, caps.slots);
-    campaign::Planner planner(graph, metrics, *metric, caps.counters, {k, threshold});
+    campaign::Planner planner(graph, metrics, metric, caps.counters, {k, threshold});
     const bool quiet = cl.quiet;
     std::cout << "board: " << board_options.model << ", " << graph.functions.size()
               << " functions, core " << core << " (" << campaign::mask_names(caps.counters) << "), "
               << static_cast<int>(caps.slots) << " slots\n"
-              << "metric: " << metric->name << " = " << metric->formula
-              << (metric->monotone ? " (monotone: pruning)" : " (not monotone: no pruning)")
-              << ", counters " << campaign::mask_names(metric->primaries) << "\n"
+              << "metric: " << metric.name << " = " << metric.formula
+              << (metric.monotone ? " (monotone: pruning)" : " (not monotone: no pruning)")
+              << ", counters " << campaign::mask_names(metric.primaries) << "\n"
               << "threshold: " << threshold << " %, " << k << " functions per run\n";
     std::uint64_t config_bytes = 0, answer_bytes = 0;
     campaign::run_campaign(
@@ -196,9 +201,9 @@ int run_campaign(const CampaignArgs& cl) {
             return answer;
         },
         [&](const campaign::RunPlan& plan, const campaign::RunResult& result) {
-            if (!quiet) print_run(plan, result, metrics, *metric, graph, planner, "COUNTER_CONFIG");
+            if (!quiet) print_run(plan, result, metrics, metric, graph, planner, "COUNTER_CONFIG");
         });
-    print_found(planner, *metric, graph, threshold, k);
+    print_found(planner, metric, graph, threshold, k);
     std::cout << "wire: " << config_bytes << " bytes down, " << answer_bytes << " bytes up, "
               << wire.stats().frames_bad << " bad frames\n";
     return 0;
@@ -307,29 +312,24 @@ int run_debugger_campaign(const CampaignArgs& cl) {
         calls_only(runs, graph, k, cl.quiet);
     } else {
         const campaign::MetricSet metrics = metrics_of(cl);
-        const campaign::Metric* metric = nullptr;
-        try {
-            metric = &metrics.get(cl.metric);
-        } catch (const campaign::MetricError& e) {
-            throw UsageError(e.what());
-        }
-        if (metric->primaries & ~runs.counters())
-            throw UsageError("metric '" + metric->name + "' needs " +
-                             campaign::mask_names(metric->primaries) + "; through a debugger " +
+        const campaign::Metric& metric = metric_named(metrics, cl.metric);
+        if (metric.primaries & ~runs.counters())
+            throw UsageError("metric '" + metric.name + "' needs " +
+                             campaign::mask_names(metric.primaries) + "; through a debugger " +
                              (runs.counters() ? "only CYCCNT (the DWT's other counters are 8 bits "
                                                 "and wrap unseen between two stops)"
                                               : "this target counts no cycles: --metric calls"));
-        campaign::Planner planner(graph, metrics, *metric, runs.counters(), {k, cl.threshold});
-        std::cout << "metric: " << metric->name << " = " << metric->formula
-                  << (metric->monotone ? " (monotone: pruning)" : " (not monotone: no pruning)")
+        campaign::Planner planner(graph, metrics, metric, runs.counters(), {k, cl.threshold});
+        std::cout << "metric: " << metric.name << " = " << metric.formula
+                  << (metric.monotone ? " (monotone: pruning)" : " (not monotone: no pruning)")
                   << "\nthreshold: " << cl.threshold << " %, " << k << " functions per run\n";
         campaign::run_campaign(
             planner, [&](const campaign::RunPlan& plan) { return runs.run(plan); },
             [&](const campaign::RunPlan& plan, const campaign::RunResult& result) {
                 if (!cl.quiet)
-                    print_run(plan, result, metrics, *metric, graph, planner, "breakpoints,");
+                    print_run(plan, result, metrics, metric, graph, planner, "breakpoints,");
             });
-        print_found(planner, *metric, graph, cl.threshold, k);
+        print_found(planner, metric, graph, cl.threshold, k);
     }
     const auto& stats = runs.stats();
     std::cout << "debugger: " << stats.stops << " breakpoint stops, " << stats.steps
