@@ -15,12 +15,13 @@ std::size_t CallingContextTree::incomplete_nodes() const {
         std::count_if(nodes_.begin(), nodes_.end(), [](const auto& n) { return n.incomplete; }));
 }
 
-std::uint32_t CallingContextTree::root(std::uint16_t exception) {
+std::uint32_t CallingContextTree::root(std::uint16_t exception, std::uint32_t task) {
     const auto [it, fresh] =
-        roots_.try_emplace(exception, static_cast<std::uint32_t>(nodes_.size()));
+        roots_.try_emplace({exception, task}, static_cast<std::uint32_t>(nodes_.size()));
     if (fresh) {
         ContextNode n;
         n.exception = exception;
+        n.task = task;
         nodes_.push_back(n);
     }
     return it->second;
@@ -34,6 +35,7 @@ std::uint32_t CallingContextTree::child(std::uint32_t parent, std::uint64_t func
         n.parent = parent;
         n.function = function;
         n.exception = nodes_[parent].exception;
+        n.task = nodes_[parent].task;
         nodes_.push_back(n);
     }
     return it->second;
@@ -45,7 +47,7 @@ void CallingContextTree::add_stored(const ContextNode& node) {
                                     " names parent " + std::to_string(node.parent) +
                                     ", not an earlier node");
     const std::uint32_t index =
-        node.parent == kNoParent ? root(node.exception) : child(node.parent, node.function);
+        node.parent == kNoParent ? root(node.exception, node.task) : child(node.parent, node.function);
     ContextNode& n = nodes_[index];
     n.calls += node.calls;
     n.inclusive += node.inclusive;
@@ -70,13 +72,32 @@ void CallingContextTree::merge(const CallingContextTree& other) {
     std::vector<std::uint32_t> mapped(other.nodes_.size());
     for (std::size_t i = 0; i < other.nodes_.size(); ++i) {
         const ContextNode& o = other.nodes_[i];
-        mapped[i] = o.parent == kNoParent ? root(o.exception) : child(mapped[o.parent], o.function);
+        mapped[i] =
+            o.parent == kNoParent ? root(o.exception, o.task) : child(mapped[o.parent], o.function);
         ContextNode& n = nodes_[mapped[i]];
         n.calls += o.calls;
         n.inclusive += o.inclusive;
         n.exclusive += o.exclusive;
         n.incomplete = n.incomplete || o.incomplete;
     }
+}
+
+CallingContextTree CallingContextTree::task_tree(std::uint32_t task) const {
+    CallingContextTree out;
+    out.unit_ = unit_;
+    const auto found = roots_.find({0, task});
+    if (found == roots_.end()) return out;
+    std::vector<std::uint32_t> mapped(nodes_.size(), kNoParent);
+    for (std::size_t i = found->second; i < nodes_.size(); ++i) {
+        ContextNode n = nodes_[i];
+        if (i != found->second && (n.parent == kNoParent || mapped[n.parent] == kNoParent))
+            continue;  // not under the task's root
+        n.parent = i == found->second ? kNoParent : mapped[n.parent];
+        n.task = 0;
+        mapped[i] = static_cast<std::uint32_t>(out.nodes_.size());
+        out.add_stored(n);
+    }
+    return out;
 }
 
 void CallingContextBuilder::on_stack(const protocol::StackSample& sample) {
@@ -102,9 +123,7 @@ void CallingContextBuilder::on_event(const protocol::FunctionEvent& event) {
     ++stats_.events;
     const std::uint32_t mask =
         event.stamp_bits >= 32 ? 0xFFFFFFFFu : (std::uint32_t{1} << event.stamp_bits) - 1;
-    if (have_stamp_) charge((event.timestamp - last_stamp_) & mask, event.exception);
-    last_stamp_ = event.timestamp;
-    have_stamp_ = true;
+    advance(event.timestamp, mask, event.exception);
     switch_to(event.exception);
     if (event.enter) {
         enter(active_.back(), event.callee);
@@ -116,20 +135,128 @@ void CallingContextBuilder::on_event(const protocol::FunctionEvent& event) {
 void CallingContextBuilder::mark_lost(std::uint64_t count) {
     stats_.losses += std::max<std::uint64_t>(count, 1);
     have_stamp_ = false;  // the time across the loss is nobody's
-    for (auto& context : active_) {
-        for (auto& frame : context.stack) {
+    auto uncertain = [&](std::vector<Frame>& stack) {
+        for (auto& frame : stack) {
             frame.uncertain = true;
             tree_.at(frame.node).incomplete = true;
         }
+    };
+    for (auto& context : active_) {
+        uncertain(context.stack);
+        context.cut = context.cut || context.running;
     }
+    for (auto& [task, stack] : parked_) uncertain(stack);
+}
+
+void CallingContextBuilder::on_task_switch(std::uint32_t task, std::uint32_t stamp, bool stamped) {
+    ++stats_.task_switches;
+    // The time up to the switch is the running frame's (the switch happens in it).
+    if (stamped) advance(stamp, 0xFFFFFFFFu, active_.empty() ? 0 : active_.back().exception);
+    if (task == task_) return;
+    const auto thread = std::find_if(active_.begin(), active_.end(),
+                                     [](const Context& c) { return c.exception == 0; });
+    std::vector<Frame> outgoing;
+    if (thread != active_.end()) {
+        outgoing = std::move(thread->stack);
+        thread->stack.clear();
+    } else if (const auto p = parked_.find(task_); p != parked_.end()) {
+        outgoing = std::move(p->second);
+        parked_.erase(p);
+    }
+    if (deleted_running_) {  // the task deleted itself: its frames never return
+        for (const auto& frame : outgoing) tree_.at(frame.node).incomplete = true;
+        stats_.unfinished_frames += outgoing.size();
+        deleted_running_ = false;
+    } else if (!outgoing.empty()) {
+        parked_[task_] = std::move(outgoing);
+    }
+    task_ = task;
+    if (thread != active_.end()) {
+        thread->root = thread_root();
+        if (const auto p = parked_.find(task); p != parked_.end()) {
+            thread->stack = std::move(p->second);
+            parked_.erase(p);
+        }
+    }
+}
+
+void CallingContextBuilder::on_task_deleted(std::uint32_t task) {
+    if (task == task_) {
+        deleted_running_ = true;
+        return;
+    }
+    const auto p = parked_.find(task);
+    if (p == parked_.end()) return;
+    for (const auto& frame : p->second) tree_.at(frame.node).incomplete = true;
+    stats_.unfinished_frames += p->second.size();
+    parked_.erase(p);
+}
+
+std::vector<ExceptionInvocations> CallingContextBuilder::invocations() const {
+    std::map<std::uint16_t, ExceptionInvocations> all = invocations_;
+    for (const auto& context : active_) {
+        if (context.exception == 0 || !context.running) continue;
+        auto& open = all[context.exception];
+        open.exception = context.exception;
+        ++open.incomplete;
+    }
+    std::vector<ExceptionInvocations> out;
+    for (auto& [number, inv] : all) out.push_back(std::move(inv));
+    return out;
+}
+
+std::uint32_t CallingContextBuilder::thread_root() {
+    return tree_.root(0, split_by_task_ ? task_ : 0);
+}
+
+void CallingContextBuilder::advance(std::uint32_t stamp, std::uint32_t mask,
+                                    std::uint16_t next_exception) {
+    if (have_stamp_) charge((stamp - last_stamp_) & mask, next_exception);
+    last_stamp_ = stamp;
+    have_stamp_ = true;
+}
+
+CallingContextBuilder::Context CallingContextBuilder::new_context(std::uint16_t exception) {
+    Context context{exception, exception == 0 ? thread_root() : tree_.root(exception), {}};
+    if (exception == 0) {
+        if (const auto p = parked_.find(task_); p != parked_.end()) {
+            context.stack = std::move(p->second);
+            parked_.erase(p);
+        }
+    }
+    context.cycles = pending_root_cycles_;
+    pending_root_cycles_ = 0;
+    return context;
+}
+
+void CallingContextBuilder::close(Context& context) {
+    if (!context.stack.empty()) context.cut = true;  // its exits were lost
+    end_context(context);
+    if (context.running) record_invocation(context);
+}
+
+void CallingContextBuilder::record_invocation(Context& context) {
+    if (record_invocations_ && context.exception != 0) {
+        auto& inv = invocations_[context.exception];
+        inv.exception = context.exception;
+        if (context.cut) {
+            ++inv.incomplete;
+        } else {
+            inv.cycles.push_back(context.cycles);
+        }
+    }
+    context.cycles = 0;
+    context.running = false;
+    context.cut = false;
 }
 
 // The cycles since the previous event go to the frame that ran after it.
 void CallingContextBuilder::charge(std::uint64_t cycles, std::uint16_t next_exception) {
     if (active_.empty()) return;
-    const Context& current = active_.back();
+    Context& current = active_.back();
     if (!current.stack.empty()) {
         tree_.at(current.stack.back().node).exclusive += cycles;
+        current.cycles += cycles;
         return;
     }
     // The current context is outside every function: a returned handler resumes what the
@@ -137,9 +264,11 @@ void CallingContextBuilder::charge(std::uint64_t cycles, std::uint16_t next_exce
     for (auto it = active_.rbegin(); it != active_.rend(); ++it) {
         if (it->exception != next_exception) continue;
         tree_.at(it->stack.empty() ? it->root : it->stack.back().node).exclusive += cycles;
+        it->cycles += cycles;
         return;
     }
-    tree_.at(tree_.root(next_exception)).exclusive += cycles;
+    tree_.at(next_exception == 0 ? thread_root() : tree_.root(next_exception)).exclusive += cycles;
+    pending_root_cycles_ += cycles;  // the context it starts (switch_to follows)
 }
 
 void CallingContextBuilder::switch_to(std::uint16_t exception) {
@@ -150,19 +279,20 @@ void CallingContextBuilder::switch_to(std::uint16_t exception) {
         // A return to an interrupted context (thread mode is always at the bottom): whatever
         // was above it has ended.
         const auto keep = found != active_.end() ? found + 1 : active_.begin();
-        for (auto it = keep; it != active_.end(); ++it) end_context(*it);
+        for (auto it = keep; it != active_.end(); ++it) close(*it);
         active_.erase(keep, active_.end());
         if (!active_.empty()) return;
     } else if (!active_.empty() && active_.back().exception != 0 && active_.back().stack.empty()) {
         // The current handler is outside its functions: it returned (tail chain) rather than
         // being preempted.
+        close(active_.back());
         active_.pop_back();
     }
     if (active_.size() == kMaxContexts) {
-        end_context(active_.front());
+        close(active_.front());
         active_.erase(active_.begin());
     }
-    active_.push_back({exception, tree_.root(exception), {}});
+    active_.push_back(new_context(exception));
 }
 
 // A context that returned with frames open: their exits were lost.
@@ -183,6 +313,7 @@ void CallingContextBuilder::enter(Context& context, std::uint64_t function) {
         return;
     }
     const bool uncertain = under && context.stack.back().uncertain;
+    context.running = true;
     const std::uint32_t node = tree_.child(parent, function);
     ContextNode& n = tree_.at(node);
     ++n.calls;
@@ -208,12 +339,16 @@ void CallingContextBuilder::exit(Context& context, std::uint64_t function) {
         stats_.unfinished_frames += stack.size() - depth - 1;
     }
     stack.resize(depth);
+    if (stack.empty() && context.running) record_invocation(context);  // the handler returned
 }
 
 CallingContextTree CallingContextBuilder::snapshot() const {
     CallingContextTree tree = tree_;
     for (const auto& context : active_) {
         for (const auto& frame : context.stack) tree.at(frame.node).incomplete = true;
+    }
+    for (const auto& [task, stack] : parked_) {
+        for (const auto& frame : stack) tree.at(frame.node).incomplete = true;
     }
     tree.sum_inclusive();
     return tree;

@@ -45,6 +45,9 @@ struct ContextNode {
     std::uint32_t parent = kNoParent;  // index into nodes(); kNoParent for a root
     std::uint64_t function = 0;        // the function's address; 0 for a root
     std::uint16_t exception = 0;       // the root's context: 0 thread mode, else the IPSR number
+    // Thread mode's roots of a tree split by task (CallingContextBuilder::split_by_task): the
+    // task's number in its TaskList (gmon/tasks.h); 0 in every other tree.
+    std::uint32_t task = 0;
     std::uint64_t calls = 0;           // entries of this path (a root: 0)
     std::uint64_t inclusive = 0;       // cycles in the path and below it
     std::uint64_t exclusive = 0;       // cycles in the path's own function (a root: outside any)
@@ -60,7 +63,7 @@ class CallingContextTree {
     std::size_t incomplete_nodes() const;
 
     // Found or added.
-    std::uint32_t root(std::uint16_t exception);
+    std::uint32_t root(std::uint16_t exception, std::uint32_t task = 0);
     std::uint32_t child(std::uint32_t parent, std::uint64_t function);
     ContextNode& at(std::uint32_t node) { return nodes_[node]; }
 
@@ -72,6 +75,9 @@ class CallingContextTree {
     // Addition by path: calls and cycles add, incomplete is or-ed. An empty tree takes the
     // other's unit; trees of different units throw std::invalid_argument.
     void merge(const CallingContextTree& other);
+    // The paths under thread mode's root of `task` (as a tree of one thread-mode root of task
+    // 0), inclusive times summed; empty when the task has none.
+    CallingContextTree task_tree(std::uint32_t task) const;
 
     ContextUnit unit() const { return unit_; }
     void set_unit(ContextUnit unit) { unit_ = unit; }
@@ -83,7 +89,7 @@ class CallingContextTree {
   private:
     ContextUnit unit_ = ContextUnit::kCycles;
     std::vector<ContextNode> nodes_;
-    std::map<std::uint16_t, std::uint32_t> roots_;
+    std::map<std::pair<std::uint16_t, std::uint32_t>, std::uint32_t> roots_;
     std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint32_t> children_;
 };
 
@@ -97,7 +103,19 @@ struct CallingContextStats {
     // Stacks that came after entry/exit events, or events after stacks: one tree holds one
     // unit, so the later kind is counted here and left out.
     std::uint64_t mixed_ignored = 0;
+    std::uint64_t task_switches = 0;  // on_task_switch calls
     friend bool operator==(const CallingContextStats&, const CallingContextStats&) = default;
+};
+
+// One exception's invocations, from the time charged to its context (CallingContextBuilder
+// with record_invocations): an invocation runs from the handler's first entry event until its
+// outermost function returns, less the time of handlers that preempted it (so a handler that
+// is not itself instrumented counts each outermost call it makes). `cycles` holds each
+// invocation's, in order.
+struct ExceptionInvocations {
+    std::uint16_t exception = 0;
+    std::vector<std::uint64_t> cycles;
+    std::uint64_t incomplete = 0;  // invocations a loss or the stream's end cut
 };
 
 // Builds the tree from events in stream order, across chunks.
@@ -112,6 +130,19 @@ class CallingContextBuilder {
     void on_stack(const protocol::StackSample& sample);
     // Events were lost here (frames lost, an overflow): `count` of them, 0 if unknown.
     void mark_lost(std::uint64_t count = 0);
+    // An RTOS switched `task` in at `stamp` (32-bit, the events' clock): thread mode's stack
+    // becomes that task's (each task keeps its own, parked while it does not run). With
+    // split_by_task, each task's thread-mode paths hang under a root of its own.
+    // `stamped` false: the switch's time is unknown (a loss put it there); no time is charged.
+    void on_task_switch(std::uint32_t task, std::uint32_t stamp, bool stamped = true);
+    // The task is gone: its parked frames are unfinished.
+    void on_task_deleted(std::uint32_t task);
+    void split_by_task(bool on) { split_by_task_ = on; }
+    // Keeps every handler invocation's cycles (invocations()); off by default, since a live
+    // session's builder must stay bounded.
+    void record_invocations(bool on) { record_invocations_ = on; }
+    // Per exception number, in number order; invocations still open are counted incomplete.
+    std::vector<ExceptionInvocations> invocations() const;
     bool has_events() const { return stats_.events > 0 || stats_.stacks > 0; }
     const CallingContextStats& stats() const { return stats_; }
     // The tree so far, inclusive times summed; frames still open are marked incomplete (their
@@ -127,9 +158,17 @@ class CallingContextBuilder {
         std::uint16_t exception;
         std::uint32_t root;
         std::vector<Frame> stack;
+        std::uint64_t cycles = 0;  // charged to its running invocation (a handler's)
+        bool running = false;      // a handler's invocation is open (entered, not yet returned)
+        bool cut = false;          // a loss fell inside the running invocation
     };
 
     void charge(std::uint64_t cycles, std::uint16_t next_exception);
+    void advance(std::uint32_t stamp, std::uint32_t mask, std::uint16_t next_exception);
+    Context new_context(std::uint16_t exception);
+    void close(Context& context);  // a context ends: an open invocation is cut
+    void record_invocation(Context& context);
+    std::uint32_t thread_root();   // thread mode's root for the running task
     void switch_to(std::uint16_t exception);
     void end_context(Context& context);
     void enter(Context& context, std::uint64_t function);
@@ -140,6 +179,13 @@ class CallingContextBuilder {
     CallingContextStats stats_;
     std::uint32_t last_stamp_ = 0;
     bool have_stamp_ = false;
+    std::uint32_t task_ = 0;                                    // the task running
+    std::map<std::uint32_t, std::vector<Frame>> parked_;        // other tasks' thread stacks
+    bool split_by_task_ = false;
+    bool deleted_running_ = false;  // the running task was deleted: its frames end at the switch
+    bool record_invocations_ = false;
+    std::uint64_t pending_root_cycles_ = 0;  // charged to a context about to start
+    std::map<std::uint16_t, ExceptionInvocations> invocations_;
 };
 
 // A caller -> callee arc with its measured inclusive cycles beside gprof's estimate: the

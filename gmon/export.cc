@@ -10,6 +10,7 @@
 #include "gmon/gmon_writer.h"
 #include "gmon/pprof_export.h"
 #include "gmon/speedscope_export.h"
+#include "gmon/task_views.h"
 #include "protocol/named_table.h"
 
 namespace rackprof::gmon {
@@ -155,7 +156,7 @@ ChunkStream open_callgrind(const Input& input) {
     return once([input] { return callgrind_profile(*input); });
 }
 
-const std::array<ExportFormat, 18> kFormats = {{
+const std::array<ExportFormat, 21> kFormats = {{
     {"gmon", "application/octet-stream", ".gmon.out", "gmon.out (GNU format) for gprof", false,
      open_gmon},
     {"text", "text/plain; charset=utf-8", ".txt",
@@ -200,6 +201,18 @@ const std::array<ExportFormat, 18> kFormats = {{
     {"cct-json", "application/json", ".cct.json",
      "the measured calling-context tree and each arc's measured vs gprof-estimated time", false,
      open_cct_json},
+    {"tasks", "text/plain; charset=utf-8", ".tasks.txt",
+     "an RTOS's tasks (share of samples with its interval, cycles) and the interrupt table "
+     "(count, total, mean, max, p99 cycles), decoded from the raw bytes",
+     false, open_tasks_text},
+    {"tasks-json", "application/json", ".tasks.json",
+     "tasks as JSON, with the interrupt table under \"interrupts\" (the API's /tasks and "
+     "/interrupts)",
+     false, open_tasks_json},
+    {"trace", "application/json", ".trace.json",
+     "the Trace Event format (Perfetto UI, chrome://tracing, speedscope): a track per task with "
+     "its calls as slices, one for interrupts, one for the running task",
+     false, open_trace},
 }};
 
 // The report's "raw" object: what gmon.out holds, by address.

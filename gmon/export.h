@@ -21,6 +21,7 @@
 #include "gmon/profile_pipeline.h"
 #include "gmon/report.h"
 #include "protocol/record.h"
+#include "protocol/wire_format.h"
 
 namespace rackprof::gmon {
 
@@ -37,6 +38,8 @@ struct ExportInput {
     ProfileSource source;
     nlohmann::json summary = nlohmann::json::object();  // the JSON report's "source"
     RawPages raw;         // empty: there are no raw bytes (an imported gmon.out)
+    // How `raw` decodes, for the views that decode it again (tasks, the timeline).
+    std::optional<protocol::WireSpec> wire;
     RecordPages records;  // empty: there are no records
     ProfileOptions profile_options;
     JsonReportOptions json_options;

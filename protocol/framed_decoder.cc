@@ -366,6 +366,30 @@ bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
                 held_events_.push_back(std::move(s));
                 break;
             }
+            case FramedTag::kTaskSwitch: {
+                if (!have(w + 5)) return false;
+                TaskSwitch t;
+                t.task = address();
+                t.stamp = load_le32(body.data() + pos);
+                const std::size_t n = body[pos + 4];
+                pos += 5;
+                if (n > kMaxTaskName || !have(n)) return false;
+                t.name.assign(reinterpret_cast<const char*>(body.data() + pos), n);
+                pos += n;
+                item.held_event = held_events_.size();
+                held_events_.push_back(std::move(t));
+                break;
+            }
+            case FramedTag::kTaskDeleted: {
+                if (!have(w + 4)) return false;
+                TaskDeleted t;
+                t.task = address();
+                t.stamp = load_le32(body.data() + pos);
+                pos += 4;
+                item.held_event = held_events_.size();
+                held_events_.push_back(t);
+                break;
+            }
             default:
                 return false;  // an unknown tag: the rest of the frame cannot be parsed
         }
@@ -413,7 +437,7 @@ void FramedDecoder::deliver(std::uint16_t seq, RecordSink& sink) {
         switch (item.tag) {
             case FramedTag::kHello:
                 flush(sink, staged_ - committed);
-                carries_events_ = (hellos_[item.hello].flags & kHelloEvents) != 0;
+                carries_events_ = (hellos_[item.hello].flags & (kHelloEvents | kHelloTasks)) != 0;
                 sink.on_event(hellos_[item.hello]);
                 break;
             case FramedTag::kDropped: {
@@ -439,6 +463,13 @@ void FramedDecoder::deliver(std::uint16_t seq, RecordSink& sink) {
             case FramedTag::kCounterConfig:
             case FramedTag::kFunctionCounts:
             case FramedTag::kRunTotals:
+                flush(sink, staged_ - committed);
+                sink.on_event(held_events_[item.held_event]);
+                break;
+            case FramedTag::kTaskSwitch:
+            case FramedTag::kTaskDeleted:
+                // Flushed before: the records before a switch are the previous task's.
+                carries_events_ = true;
                 flush(sink, staged_ - committed);
                 sink.on_event(held_events_[item.held_event]);
                 break;

@@ -58,7 +58,7 @@ class FramedDecoder final : public StreamDecoder {
         std::uint32_t dropped_total = 0;
         std::size_t hello = 0;        // index into hellos_ for a HELLO
         FunctionEvent event{};        // ENTER, EXIT
-        std::size_t held_event = 0;   // index into held_events_: the v3 items, STACK
+        std::size_t held_event = 0;   // index into held_events_: the v3 items, STACK, task items
         std::uint64_t halted_ns = 0;  // HALTED
     };
     void end_frame(RecordSink& sink);

@@ -590,9 +590,9 @@ TEST_CASE("a stream without events gets no EventsLost markers") {
     CHECK(run.event_stats == FramedEventStats{});
 }
 
-TEST_CASE("versions: 1, 2 and 3 are read, 4 is refused; a version-1 host refuses 2") {
-    for (const std::uint8_t version :
-         {kFramedVersion, kFramedVersionEvents, kFramedVersionCounters}) {
+TEST_CASE("versions: 1 to 5 are read, 6 is refused; a version-1 host refuses 2") {
+    for (const std::uint8_t version : {kFramedVersion, kFramedVersionEvents, kFramedVersionCounters,
+                                       kFramedVersionProbe, kFramedVersionTasks}) {
         TargetHello h = sample_hello();
         h.version = version;
         FramedEncoder encoder;
@@ -611,7 +611,7 @@ TEST_CASE("versions: 1, 2 and 3 are read, 4 is refused; a version-1 host refuses
     CHECK(body[2] == static_cast<std::uint8_t>(FramedTag::kHello));
     CHECK(body[3] == 2);
     TargetHello v5 = sample_hello();
-    v5.version = kFramedVersionProbe + 1;
+    v5.version = kFramedVersionTasks + 1;
     CHECK_THROWS_AS(FramedEncoder().hello(v5), std::invalid_argument);
 }
 
@@ -867,6 +867,107 @@ TEST_CASE("a STACK item naming more frames than it may, or cut short, is a bad f
         CHECK(d.records.empty());
         CHECK(d.events.empty());
     }
+}
+
+}  // namespace
+}  // namespace rackprof::protocol
+
+namespace rackprof::protocol {
+namespace {
+
+TEST_CASE("the spec's version-5 example vector, byte for byte, both ways") {
+    FramedEncoder target(4);
+    for (int i = 0; i < 7; ++i) {  // seq 7: seven frames before it
+        target.dropped(0);
+        target.flush();
+    }
+    target.take_wire();
+    target.task_switch(TaskSwitch{0x20000100, 0x1000, "idle"});
+    target.task_deleted(TaskDeleted{0x20000100, 0x2000});
+    target.flush();
+    const Bytes wire = hex(
+        "02 07 02 13 02 01 02 20 02 10 01 07 04 69 64 6c 65 14 02 01 02 20 02 20 01 03 d9 6d 00 ");
+    CHECK(target.take_wire() == wire);
+    const Decoded d = decode(wire);
+    CHECK(d.stats.frames_bad == 0);
+    REQUIRE(d.events.size() == 2);
+    CHECK(d.events[0].second == StreamEvent{TaskSwitch{0x20000100, 0x1000, "idle"}});
+    CHECK(d.events[1].second == StreamEvent{TaskDeleted{0x20000100, 0x2000}});
+}
+
+TEST_CASE("task switches (v5): records before a switch reach the sink before it, any chunking") {
+    TargetHello h = sample_hello(3);
+    h.version = kFramedVersionTasks;
+    h.flags |= kHelloTasks;
+    FramedEncoder encoder(3, 48);  // a 32-byte name fills most of a frame
+    encoder.hello(h);
+    encoder.record(Record::pc_sample(0x100));
+    encoder.record(Record::arc(0x105, 0x200, 3));
+    encoder.task_switch(TaskSwitch{0x2000, 10, "sensor"});
+    encoder.record(Record::pc_sample(0x300));
+    encoder.task_switch(TaskSwitch{0x2040, 20, std::string(kMaxTaskName, 'x')});
+    encoder.record(Record::pc_sample(0x400));
+    encoder.record(Record::pc_sample(0x404));
+    encoder.task_deleted(TaskDeleted{0x2000, 30});
+    encoder.task_switch(TaskSwitch{0x2000, 40, ""});
+    encoder.flush();
+    const Bytes wire = encoder.take_wire();
+    for (std::size_t cut = 0; cut <= wire.size(); cut += 3) {
+        const Decoded d = decode(wire, {cut}, 3);
+        CHECK(d.stats.frames_bad == 0);
+        REQUIRE(d.events.size() == 5);
+        // (records before the event, event): the switch splits the records where it was sent.
+        CHECK(d.events[1].first == 2);
+        CHECK(d.events[1].second == StreamEvent{TaskSwitch{0x2000, 10, "sensor"}});
+        CHECK(d.events[2].first == 3);
+        CHECK(d.events[3].first == 5);
+        CHECK(d.events[3].second == StreamEvent{TaskDeleted{0x2000, 30}});
+        CHECK(d.events[4].second == StreamEvent{TaskSwitch{0x2000, 40, ""}});
+    }
+    CHECK_THROWS_AS(encoder.task_switch(TaskSwitch{1, 1, std::string(kMaxTaskName + 1, 'x')}),
+                    std::invalid_argument);
+}
+
+TEST_CASE("a task name longer than 32 bytes, or cut short, makes its frame bad; loss is marked") {
+    FramedEncoder encoder(4);
+    encoder.task_switch(TaskSwitch{0x2000, 5, "ab"});
+    encoder.flush();
+    const Bytes good = encoder.take_wire();
+    Bytes body;
+    REQUIRE(cobs_decode(std::span(good).first(good.size() - 1), body));
+    // seq(2) tag task(4) stamp(4) name_len: body[11].
+    REQUIRE(body[2] == static_cast<std::uint8_t>(FramedTag::kTaskSwitch));
+    for (const std::uint8_t n : {std::uint8_t{kMaxTaskName + 1}, std::uint8_t{3}}) {
+        Bytes bad(body.begin(), body.end() - 2);
+        bad[11] = n;
+        const std::uint16_t crc = crc16_ccitt_false(bad);
+        bad.push_back(static_cast<std::uint8_t>(crc & 0xFF));
+        bad.push_back(static_cast<std::uint8_t>(crc >> 8));
+        Bytes framed;
+        cobs_encode(bad, framed);
+        framed.push_back(0);
+        const Decoded d = decode(framed);
+        CHECK(d.stats.frames_bad == 1);
+        CHECK(d.events.empty());
+    }
+    // A frame lost after a task switch: the decoder marks the loss where it was seen.
+    FramedEncoder target(4);
+    target.task_switch(TaskSwitch{0x2000, 5, "a"});
+    target.flush();
+    target.record(Record::pc_sample(0x10));
+    target.flush();
+    Bytes wire = target.take_wire();
+    target.task_switch(TaskSwitch{0x3000, 9, "b"});
+    target.flush();
+    const Bytes third = target.take_wire();
+    const auto second_start = static_cast<std::ptrdiff_t>(
+        std::find(wire.begin(), wire.end(), std::uint8_t{0}) - wire.begin() + 1);
+    wire.erase(wire.begin() + second_start, wire.end());  // frame 1 never arrives
+    wire.insert(wire.end(), third.begin(), third.end());
+    const Decoded d = decode(wire);
+    REQUIRE(d.events.size() == 3);
+    CHECK(d.events[1].second == StreamEvent{EventsLost{1}});
+    CHECK(d.stats.frames_lost == 1);
 }
 
 }  // namespace

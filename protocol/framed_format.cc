@@ -300,6 +300,27 @@ void FramedEncoder::stack(const StackSample& sample) {
     add_item(item_);
 }
 
+void FramedEncoder::task_switch(const TaskSwitch& task) {
+    if (task.name.size() > kMaxTaskName)
+        throw std::invalid_argument("a task name of " + std::to_string(task.name.size()) +
+                                    " bytes (at most " + std::to_string(kMaxTaskName) + ")");
+    item_.clear();
+    item_.push_back(static_cast<std::uint8_t>(FramedTag::kTaskSwitch));
+    put_address(task.task, item_);
+    put_le(task.stamp, 4, item_);
+    item_.push_back(static_cast<std::uint8_t>(task.name.size()));
+    item_.insert(item_.end(), task.name.begin(), task.name.end());
+    add_item(item_);
+}
+
+void FramedEncoder::task_deleted(const TaskDeleted& task) {
+    item_.clear();
+    item_.push_back(static_cast<std::uint8_t>(FramedTag::kTaskDeleted));
+    put_address(task.task, item_);
+    put_le(task.stamp, 4, item_);
+    add_item(item_);
+}
+
 void FramedEncoder::add_item(std::span<const std::uint8_t> item) {
     if (!body_.empty() && body_.size() + item.size() + 2 > max_body_) flush();
     if (body_.empty()) put_le(seq_, 2, body_);

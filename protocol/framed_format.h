@@ -26,6 +26,11 @@ inline constexpr std::uint8_t kFramedVersionCounters = 3;
 // target through its debugger and records what it saw in this protocol, so its sessions are
 // stored, re-decoded and profiled as any other.
 inline constexpr std::uint8_t kFramedVersionProbe = 4;
+// Version 5 added task switches (TASK_SWITCH, TASK_DELETED): a target running an RTOS says
+// which task runs (HELLO flags bit 6).
+inline constexpr std::uint8_t kFramedVersionTasks = 5;
+// The longest task name a TASK_SWITCH carries.
+inline constexpr std::size_t kMaxTaskName = 32;
 // The most frames one STACK item carries (so it fits a frame with 4-byte addresses).
 inline constexpr std::size_t kMaxStackFrames = 56;
 inline constexpr std::uint8_t kFrameDelimiter = 0x00;
@@ -38,6 +43,7 @@ inline constexpr std::uint8_t kHelloEvents = 0x04;         // bit 2: ENTER/EXIT 
 inline constexpr std::uint8_t kHelloCycleCounter = 0x08;   // bit 3: stamps from DWT CYCCNT
 inline constexpr std::uint8_t kHelloCounters = 0x10;       // bit 4: takes COUNTER_CONFIG (v3)
 inline constexpr std::uint8_t kHelloArch = 0x20;  // bit 5: an arch byte follows the build-id
+inline constexpr std::uint8_t kHelloTasks = 0x40;  // bit 6: TASK_SWITCH items follow (v5)
 
 // The HELLO's arch byte: the core's architecture, as the target's compiler knew it.
 enum class TargetArch : std::uint8_t {
@@ -83,10 +89,13 @@ enum class FramedTag : std::uint8_t {
     // STACK: a PC sample with its unwound stack.
     kHalted = 0x11,
     kStack = 0x12,
+    // Version 5: an RTOS's task switches.
+    kTaskSwitch = 0x13,
+    kTaskDeleted = 0x14,
 };
 
 inline constexpr bool is_version_known(std::uint8_t version) {
-    return version >= kFramedVersion && version <= kFramedVersionProbe;
+    return version >= kFramedVersion && version <= kFramedVersionTasks;
 }
 
 // CRC-16/CCITT-FALSE: poly 0x1021, init 0xFFFF, not reflected, xorout 0.
@@ -134,6 +143,9 @@ class FramedEncoder {
     // Probe items (v4). A stack deeper than kMaxStackFrames is cut there and sent truncated.
     void halted(std::uint64_t nanoseconds);
     void stack(const StackSample& sample);
+    // Task items (v5). Throws std::invalid_argument for a name longer than kMaxTaskName.
+    void task_switch(const TaskSwitch& task);
+    void task_deleted(const TaskDeleted& task);
     // Closes the open frame (if it holds any item).
     void flush();
     // A target reset: the open frame is closed and the next one carries sequence number 0.

@@ -119,8 +119,25 @@ struct StackSample {
     friend bool operator==(const StackSample&, const StackSample&) = default;
 };
 
+// TASK_SWITCH (v5): an RTOS switched a task in. What follows in the stream, until the next
+// switch, is that task's. `name` is sent the first time a task runs (empty afterwards).
+struct TaskSwitch {
+    std::uint32_t task = 0;   // the task's handle (its TCB's address)
+    std::uint32_t stamp = 0;  // the clock of FunctionEvent stamps, wrapping at 2^32
+    std::string name;
+    friend bool operator==(const TaskSwitch&, const TaskSwitch&) = default;
+};
+
+// TASK_DELETED (v5): the task is gone; its handle may come back as another task.
+struct TaskDeleted {
+    std::uint32_t task = 0;
+    std::uint32_t stamp = 0;
+    friend bool operator==(const TaskDeleted&, const TaskDeleted&) = default;
+};
+
 using StreamEvent =
     std::variant<TargetHello, ConsoleText, ProfilingMarker, FunctionEvent, EventsLost,
-                 CounterCapabilities, CounterConfig, FunctionCounts, RunTotals, StackSample>;
+                 CounterCapabilities, CounterConfig, FunctionCounts, RunTotals, StackSample,
+                 TaskSwitch, TaskDeleted>;
 
 }  // namespace rackprof::protocol

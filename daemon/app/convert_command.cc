@@ -386,6 +386,7 @@ Converted from_file(const std::filesystem::path& input, const ConvertOptions& o)
     wire.format = imported.format;
     in.records = file_record_pages(input, wire);
     in.raw = file_raw_pages(input);
+    in.wire = wire;
     c.default_output = "gmon.out";
     return c;
 }
@@ -430,7 +431,11 @@ Converted from_selection(const std::filesystem::path& db, const std::string& tex
         Converted c;
         c.input = service::merged_input(
             service::select_sessions(selection, store->sessions(), boards_by_tag),
-            [&](std::int64_t id) {
+            [&](std::int64_t id) -> std::shared_ptr<const gmon::Aggregate> {
+                if (!selection.tasks.empty()) {
+                    const auto info = store->session(id);
+                    return service::task_aggregate(*store, *info, selection.tasks);
+                }
                 return std::make_shared<const gmon::Aggregate>(store->aggregate(id));
             },
             [&](const std::string& path) {
@@ -438,6 +443,7 @@ Converted from_selection(const std::filesystem::path& db, const std::string& tex
             },
             selection.by_name);
         if (o.elf) c.input->source.elf = o.elf;
+        if (!selection.tasks.empty()) c.input->summary["tasks"] = selection.tasks;
         const auto& summary = c.input->summary;
         std::cerr << "rackprof: merged " << summary["sessions"].size() << " session(s) of "
                   << summary["boards"].size() << " board(s), build "
@@ -831,9 +837,10 @@ CommandRun add_convert_command(CLI::App& root) {
                    "where to write gmon.out (default: gmon.out; for a gmon.out input: none)")
         ->type_name("FILE");
     app.add_option("--report", args->report,
-                   "text | json | none (default: text; none with --export)")
+                   "text | json | tasks | none (default: text; none with --export);\n"
+                   "tasks: an RTOS's tasks and the interrupt table")
         ->type_name("R")
-        ->check(CLI::IsMember({"text", "json", "none"}));
+        ->check(CLI::IsMember({"text", "json", "tasks", "none"}));
     CLI::Option* intervals =
         app.add_flag("--intervals", args->intervals,
                      "text: after the flat profile, each row's 95 % Wilson score interval\n"

@@ -10,6 +10,7 @@
 #include "daemon/service/board_from_body.h"
 #include "daemon/service/session_views.h"
 #include "daemon/service/stored_session_input.h"
+#include "gmon/task_views.h"
 #include "gmon/annotate.h"
 #include "gmon/board_spread.h"
 #include "gmon/calling_context_export.h"
@@ -97,12 +98,18 @@ std::string selection_format_names() {
 }
 
 // Opens a format, a missing ELF answered as the profile views answer it.
+// A timeline's events in one answer, at most (about 50 MB of JSON): more are counted as left
+// out; a narrower window shows them.
+constexpr std::size_t kMaxTimelineEvents = 200'000;
+
 gmon::ChunkStream open_format(const gmon::ExportFormat& exporter,
                               const std::shared_ptr<const gmon::ExportInput>& input) {
     try {
         return exporter.open(input);
     } catch (const gmon::ExportNeedsCallingContext& e) {
         throw ServiceError(Failure::kInvalid, e.what());
+    } catch (const gmon::ExportNeedsRaw& e) {
+        throw ServiceError(Failure::kGone, e.what());
     } catch (const std::invalid_argument& e) {
         // What the input lacks: the ELF to name functions (ExportNeedsElf), or records and
         // raw bytes (an imported gmon.out has neither).
@@ -442,6 +449,31 @@ json LocalRack::annotation_of(const gmon::ExportInput& input, const AnnotateRequ
     } catch (const std::invalid_argument& e) {
         throw ServiceError(Failure::kNotFound, e.what());
     }
+}
+
+json LocalRack::time_view(std::int64_t id, const std::string& view, const TimeWindow& window) {
+    if (view != "tasks" && view != "interrupts" && view != "timeline")
+        throw ServiceError(Failure::kNotFound, "no view " + view);
+    const auto info = stored_session(id);
+    if (info.raw_pruned)
+        throw ServiceError(Failure::kGone, "session " + std::to_string(id) + ": " + view +
+                                               " are decoded from its raw data, but its " +
+                                               storage::raw_pruned_reason(*info.raw_pruned));
+    const auto input = session_input(info, {});
+    gmon::TaskSplitOptions options;
+    options.timeline = view == "timeline";
+    if (window.from_ns) options.timeline_from_ns = static_cast<std::uint64_t>(*window.from_ns);
+    if (window.to_ns) options.timeline_to_ns = static_cast<std::uint64_t>(*window.to_ns);
+    options.max_timeline_events = kMaxTimelineEvents;
+    const gmon::TaskSplit split = gmon::split_tasks(*input, options);
+    if (view == "tasks") return gmon::tasks_json(split);
+    if (view == "interrupts") return gmon::interrupts_json(split);
+    json out = json::parse(gmon::trace_document(
+        split, gmon::ContextFrameNames(input->source.elf.get()),
+        info.spec.board + " session " + std::to_string(id)));
+    out["otherData"]["from_ns"] = options.timeline_from_ns;
+    if (window.to_ns) out["otherData"]["to_ns"] = options.timeline_to_ns;
+    return out;
 }
 
 json LocalRack::annotate(std::int64_t id, const AnnotateRequest& request,

@@ -59,6 +59,8 @@ class LocalRack : public RackService {
                    const ProfileOptions& options) override;
     Export selection_profile(const Selection& selection, const ProfileOptions& options) override;
     Export open_selection_export(const Selection& selection, const std::string& format) override;
+    nlohmann::json time_view(std::int64_t id, const std::string& view,
+                             const TimeWindow& window) override;
     nlohmann::json annotate(std::int64_t id, const AnnotateRequest& request,
                             const TimeWindow& window) override;
     nlohmann::json selection_annotate(const Selection& selection,

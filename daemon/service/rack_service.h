@@ -197,6 +197,13 @@ class RackService {
     virtual Export open_export(std::int64_t id, const std::string& format,
                                const TimeWindow& window) = 0;
 
+    // A session's raw bytes decoded again and split by its RTOS's tasks (gmon/task_views.h):
+    // "tasks" (each task's share with its interval, cycles, calls), "interrupts" (the handler
+    // table) or "timeline" (the Trace Event document of the events whose target time, in ns
+    // from the first stamp, is in [from_ns, to_ns)). kGone when retention dropped its raw data.
+    virtual nlohmann::json time_view(std::int64_t id, const std::string& view,
+                                     const TimeWindow& window) = 0;
+
     // Samples and calls per source line (and instruction) of a session's function, within the
     // window: kNoElf without an ELF; kNotFound when the ELF has no function of that name.
     virtual nlohmann::json annotate(std::int64_t id, const AnnotateRequest& request,

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <set>
 
+#include "daemon/ingest/capture_import.h"
 #include "daemon/ingest/wire_settings.h"
 #include "daemon/service/rack_service.h"
 #include "gmon/name_layout.h"
+#include "gmon/tasks.h"
+#include "storage/retention.h"
 
 namespace rackprof::daemon::service {
 
@@ -85,6 +88,7 @@ Selection parse_selection(const std::map<std::string, std::string>& p) {
         s.benches = split_commas(it->second, "bench");
     s.from_ns = time_ns(p, "from");
     s.to_ns = time_ns(p, "to");
+    if (const auto it = p.find("task"); it != p.end()) s.tasks = split_commas(it->second, "task");
     if (const auto it = p.find("merge"); it != p.end()) {
         if (it->second != "by_name") bad("merge: the only way is by_name");
         s.by_name = true;
@@ -112,6 +116,38 @@ std::map<std::string, std::string> parse_query_string(std::string_view text) {
         out[key] = percent_decoded(pair.substr(eq + 1));
     }
     return out;
+}
+
+std::shared_ptr<const gmon::Aggregate> task_aggregate(storage::SessionStore& store,
+                                                      const storage::SessionInfo& session,
+                                                      const std::vector<std::string>& tasks) {
+    const std::string what = "session " + std::to_string(session.id);
+    if (session.raw_pruned)
+        throw ServiceError(Failure::kConflict,
+                           what + ": task= decodes the raw bytes again, and its " +
+                               storage::raw_pruned_reason(*session.raw_pruned));
+    gmon::TaskSplitOptions options;
+    options.aggregates = true;
+    gmon::TaskSplit split(options);
+    ingest::redecode_session(store, session.id, ingest::wire_spec_of(session.spec), split);
+    auto sum = std::make_shared<gmon::Aggregate>();
+    bool found = false;
+    for (const auto& name : tasks) {
+        for (const auto number : split.tasks_named(name)) {
+            sum->merge(split.task_aggregate(number));
+            found = true;
+        }
+    }
+    if (!found) {
+        std::string known;
+        for (const auto& t : split.tasks()) {
+            if (t.number > gmon::kUnknownTask) known += (known.empty() ? "" : ", ") + gmon::task_label(t);
+        }
+        throw ServiceError(Failure::kNotFound,
+                           what + " has no task " + tasks.front() +
+                               (known.empty() ? " (it has no task switches)" : " (its tasks: " + known + ")"));
+    }
+    return sum;
 }
 
 std::string build_id_of(const storage::SessionInfo& s) {

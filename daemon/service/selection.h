@@ -33,11 +33,14 @@ struct Selection {
     // merge=by_name: sessions of different builds are merged with functions matched by name
     // (gmon/name_layout.h); without it they are refused.
     bool by_name = false;
+    // task=NAME: of each session, only what ran in these tasks (an RTOS's, by name as
+    // gmon::task_label gives it): the session's raw bytes decoded again and split by task.
+    std::vector<std::string> tasks;
 };
 
 // The keys a selection takes, in the order the API documents them.
-inline constexpr const char* kSelectionKeys[] = {"session", "board", "tag", "build_id",
-                                                 "bench",   "from",  "to",  "merge"};
+inline constexpr const char* kSelectionKeys[] = {"session", "board", "tag",   "build_id", "bench",
+                                                 "from",    "to",    "merge", "task"};
 // More sessions than this in one selection is refused (a request must stay bounded).
 inline constexpr std::size_t kMaxSelectedSessions = 10000;
 
@@ -58,6 +61,13 @@ std::string build_id_of(const storage::SessionInfo& session);
 std::vector<storage::SessionInfo> select_sessions(
     const Selection& selection, std::vector<storage::SessionInfo> all,
     const std::map<std::string, std::vector<std::string>>& boards_by_tag);
+
+// What `tasks` (task= names) ran in one stored session: its raw bytes decoded again and split
+// by task, the named tasks' records added. Throws ServiceError: kConflict when its raw data is
+// gone (retention), kNotFound when it has no task of those names.
+std::shared_ptr<const gmon::Aggregate> task_aggregate(storage::SessionStore& store,
+                                                      const storage::SessionInfo& session,
+                                                      const std::vector<std::string>& tasks);
 
 // The sessions grouped by board (boards in name order, sessions as given): a fleet's per-board
 // spread merges each group.

@@ -30,7 +30,12 @@ std::shared_ptr<gmon::ExportInput> SelectionMerges::merged_input_of(
 std::shared_ptr<const MergedSelection> SelectionMerges::merged(const Selection& selection) {
     const auto sessions = selected(selection);
     // What was merged, as far as it can change: finished sessions' merges are kept under it.
+    if (fleet_ && !selection.tasks.empty())
+        throw ServiceError(Failure::kBadRequest,
+                           "task= decodes sessions' raw bytes again, which the fleet store does "
+                           "not keep");
     std::string key = selection.by_name ? "by_name" : "by_build";
+    for (const auto& task : selection.tasks) key += ";task=" + task;
     bool finished = true;
     for (const auto& s : sessions) {
         finished = finished && s.state != "capturing";
@@ -45,7 +50,7 @@ std::shared_ptr<const MergedSelection> SelectionMerges::merged(const Selection& 
             return it->second;
         }
     }
-    auto made = merge(sessions, selection.by_name);
+    auto made = merge(sessions, selection.by_name, selection.tasks);
     if (finished) {
         constexpr std::size_t kKept = 4;
         const std::lock_guard lock(kept_mutex_);
@@ -56,8 +61,12 @@ std::shared_ptr<const MergedSelection> SelectionMerges::merged(const Selection& 
 }
 
 std::shared_ptr<const MergedSelection> SelectionMerges::merge(
-    const std::vector<storage::SessionInfo>& sessions, bool by_name) {
-    const auto stored = [this](std::int64_t id) {
+    const std::vector<storage::SessionInfo>& sessions, bool by_name,
+    const std::vector<std::string>& tasks) {
+    std::map<std::int64_t, const storage::SessionInfo*> by_id;
+    for (const auto& s : sessions) by_id[s.id] = &s;
+    const auto stored = [&](std::int64_t id) -> std::shared_ptr<const gmon::Aggregate> {
+        if (!tasks.empty()) return task_aggregate(*readers_.lease(), *by_id.at(id), tasks);
         return fleet_ ? fleet_->sum({id}) : aggregates_.whole(id);
     };
     if (fleet_ && !by_name) return merge_in_fleet(sessions);
@@ -85,7 +94,9 @@ std::shared_ptr<const MergedSelection> SelectionMerges::merge(
             return it == board_sum_at.end() ? nothing : it->second;
         });
     }
-    input->calling_context = merged_calling_context(sessions, by_name);
+    // A task's share of the stored trees is not kept: its tree is the task view's.
+    input->calling_context = tasks.empty() ? merged_calling_context(sessions, by_name) : nullptr;
+    if (!tasks.empty()) input->summary["tasks"] = tasks;
     if (input->source.elf) {
         made->profile = std::make_shared<const gmon::Profile>(gmon::profile_of(input->source));
         // A board whose ELF is gone is counted with the fleet's (the same build).

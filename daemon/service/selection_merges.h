@@ -75,7 +75,8 @@ class SelectionMerges {
     std::shared_ptr<const gmon::CallingContextTree> merged_calling_context(
         const std::vector<storage::SessionInfo>& sessions, bool by_name);
     std::shared_ptr<const MergedSelection> merge(const std::vector<storage::SessionInfo>& sessions,
-                                                 bool by_name);
+                                                 bool by_name,
+                                                 const std::vector<std::string>& tasks);
     std::shared_ptr<const MergedSelection> merge_in_fleet(
         const std::vector<storage::SessionInfo>& sessions);
     std::vector<gmon::BoardSamples> fleet_spread_boards(const MergedSelection& merged,

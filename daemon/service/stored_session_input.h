@@ -10,6 +10,7 @@
 
 #include "gmon/calling_context.h"
 #include "gmon/export.h"
+#include "daemon/ingest/wire_settings.h"
 #include "gmon/symbolizer.h"
 #include "protocol/swo_decoder.h"
 #include "storage/session_pages.h"
@@ -46,6 +47,7 @@ std::shared_ptr<gmon::ExportInput> stored_session_input(const storage::SessionIn
     auto input = stored_session_input(info, std::move(data));
     input->raw = storage::raw_pages(open_store, info.id);
     input->records = storage::record_pages(open_store, info.id);
+    if (!info.raw_pruned) input->wire = ingest::wire_spec_of(info.spec);
     return input;
 }
 

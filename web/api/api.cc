@@ -19,6 +19,7 @@ RouteTable api_routes() {
     add_export_routes(routes);
     add_selection_routes(routes);
     add_annotate_routes(routes);
+    add_time_routes(routes);
     return routes;
 }
 

@@ -237,6 +237,26 @@ void add_annotate_routes(RouteTable& routes) {
     }
 }
 
+void add_time_routes(RouteTable& routes) {
+    const std::pair<const char*, const char*> views[] = {
+        {"tasks", "an RTOS's tasks: each one's share of the samples with its interval, cycles, calls"},
+        {"interrupts", "per exception: invocations, total, mean, max and p99 cycles, share"},
+        {"timeline",
+         "the Trace Event document of the events in [from, to) ns of target time from the first "
+         "stamp: a track per task, one for interrupts, one for the running task"}};
+    for (const auto& [view, description] : views) {
+        const std::string name = view;
+        routes.add_json(
+            http::verb::get, "/api/v1/sessions/{id}/" + name, server::Access::kRead,
+            http::status::ok,
+            [name](const Call& c) {
+                const auto id = parse_id(c.path.at("id"), "the session id");
+                return c.rack.time_view(id, name, window_of(c.query));
+            },
+            description);
+    }
+}
+
 void add_selection_routes(RouteTable& routes) {
     routes.add({http::verb::get, "/api/v1/profile", server::Access::kRead,
                 [](const Call& c) {

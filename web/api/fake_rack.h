@@ -114,6 +114,13 @@ class FakeRack : public daemon::service::RackService {
         calls.push_back("open_selection_export " + join(selection) + " " + format);
         return {"application/octet-stream", "selection-3f2a.gmon.out", true, pieces({"gmon"})};
     }
+    nlohmann::json time_view(std::int64_t id, const std::string& view,
+                             const daemon::service::TimeWindow& window) override {
+        calls.push_back("time_view " + std::to_string(id) + " " + view + " " +
+                        std::to_string(window.from_ns.value_or(-1)) + " " +
+                        std::to_string(window.to_ns.value_or(-1)));
+        return {{"view", view}};
+    }
     nlohmann::json annotate(std::int64_t id, const daemon::service::AnnotateRequest& request,
                             const daemon::service::TimeWindow&) override {
         calls.push_back("annotate " + std::to_string(id) + " " + request.function +

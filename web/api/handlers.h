@@ -22,6 +22,8 @@ void add_export_routes(RouteTable& routes);
 void add_selection_routes(RouteTable& routes);
 // /sessions/{id}/lines and /disasm, and a selection's (/profile/lines, /profile/disasm).
 void add_annotate_routes(RouteTable& routes);
+// /sessions/{id}/tasks, /interrupts, /timeline: a session split by task (RackService::time_view).
+void add_time_routes(RouteTable& routes);
 // The Content-Disposition of a download named `filename`, whatever bytes it holds: only
 // [A-Za-z0-9._:+@-] in filename=, '_' for the rest; UTF-8 letters also as filename*.
 std::string content_disposition(const std::string& filename);
