@@ -239,6 +239,10 @@ static uint32_t named_tasks[RACKPROF_MAX_TASKS];
 /* The task running now, as the kernel last said: announced again at rackprof_start(). */
 static uint32_t current_task;
 static const char* current_name;
+/* The task of the last TASK_SWITCH queued, and the drop count then: a kernel that calls the
+ * hook at every scheduler run (FreeRTOS) switches to the running task again and again. */
+static uint32_t announced_task;
+static uint32_t dropped_at_announce;
 
 /* The slot holding handle (0: a free slot), or 0 when there is none. */
 static uint32_t* named_slot(uint32_t handle) {
@@ -286,8 +290,11 @@ static void announce(uint32_t task, const char* name) {
     uint32_t* slot = task ? named_slot(task) : 0;
     int known = slot != 0;
     if (!known && task) slot = named_slot(0);
-    if (queue_task_item(TAG_TASK_SWITCH, task, name, known ? 0u : name_length(name)) && slot)
-        *slot = task;
+    if (queue_task_item(TAG_TASK_SWITCH, task, name, known ? 0u : name_length(name))) {
+        if (slot) *slot = task;
+        announced_task = task;
+        dropped_at_announce = rp_dropped;
+    }
     rp_irq_restore(key);
 }
 
@@ -296,6 +303,9 @@ void rackprof_task_switched_in(const void* handle, const char* name) {
     current_task = (uint32_t)handle;
     current_name = name;
     rp_irq_restore(key);
+    /* The same task again, nothing lost since it was named: the host knows who runs. After a
+     * drop it is sent again, ending the host's "unknown" stretch. */
+    if (handle && (uint32_t)handle == announced_task && rp_dropped == dropped_at_announce) return;
     if (rackprof_on) announce((uint32_t)handle, name);
 }
 
@@ -306,6 +316,7 @@ void rackprof_task_deleted(const void* handle) {
     uint32_t* slot = task ? named_slot(task) : 0;
     if (slot) *slot = 0;
     if (current_task == task) current_task = 0;
+    if (announced_task == task) announced_task = 0;
     if (rackprof_on) queue_task_item(TAG_TASK_DELETED, task, 0, 0);
     rp_irq_restore(key);
 }
