@@ -7,7 +7,8 @@
  * for the time slice. It is the one application interrupt, and the run's length: it stops
  * itself after exactly RUN_TICKS interrupts. PendSV has the lowest priority (0xFF), so a
  * switch happens when every handler is done; the kernel masks only its own level (BASEPRI =
- * 0x80), so SysTick and the UART never wait for it.
+ * 0x80), so SysTick and the UART never wait for it. (Chaining the tick from the sampler's
+ * SysTick handler would have tied the kernel to the runtime's rate and changed the runtime.)
  *
  * Loads. Three workers of equal priority are released together every PERIOD_TICKS ticks and
  * each does a fixed number of work units, then sleeps until its next release: sensor 1,
@@ -142,7 +143,8 @@ __attribute__((noipa, noreturn)) static void task_exit(void) {
 }
 
 /* A stack as PendSV leaves one: r4-r11, then the exception frame that returns to
- * entry(task) in thread mode on PSP, with task_exit as its return address. */
+ * entry(task) in thread mode on PSP, with task_exit as its return address (so the profile's
+ * caller of each task's entry function is task_exit). */
 static void task_create(struct task* t, uint32_t* stack_top, void (*entry)(struct task*),
                         const char* name, uint32_t units) {
     uint32_t* sp = stack_top - 16;

@@ -87,6 +87,14 @@ def main():
             by_fn[fn] = by_fn.get(fn, 0) + c
         top = ", ".join(f"{f} {c}" for f, c in sorted(by_fn.items(), key=lambda kv: -kv[1])[:5])
         print(f"  {name(task):8} {n:6} {100.0 * n / total:5.1f} %   ({top})")
+    if cap.arcs:
+        print("calls per task (arcs, charged to the task switched in before them):")
+        for task, arcs in cap.arcs_by_task.items():
+            calls = {}
+            for (frm, slf), n in arcs.items():
+                key = f"{function_of(funcs, frm)}->{function_of(funcs, slf)}"
+                calls[key] = calls.get(key, 0) + n
+            print(f"  {name(task):8} " + ", ".join(f"{k} {n}" for k, n in sorted(calls.items())))
     if cap.events:
         addr = {fn: a for a, fn in funcs}
         enters = {}
@@ -96,6 +104,14 @@ def main():
                 enters[key] = enters.get(key, 0) + 1
         print(f"events {len(cap.events)}; ENTER counts (function, exception): " +
               ", ".join(f"{f}/{e} {n}" for (f, e), n in sorted(enters.items())))
+        # Thread-mode events belong to the task in force; handler events to their exception.
+        per_task = {}
+        for (enter, callee, site, stamp, exception), task in zip(cap.events, cap.event_tasks):
+            if enter and exception == 0:
+                key = (name(task), function_of(funcs, callee))
+                per_task[key] = per_task.get(key, 0) + 1
+        print("thread-mode ENTER per task: " +
+              ", ".join(f"{t}:{f} {n}" for (t, f), n in sorted(per_task.items())))
         tick = addr.get("app_timer_isr")
         print(f"tick handler app_timer_isr entries: {enters.get(('app_timer_isr', 24), 0)} "
               f"(IRQ 8 = exception 24){'' if tick else ' (no such symbol)'}")
