@@ -40,7 +40,8 @@ enum {
     TAG_TASK_DELETED = 0x14,    /* version 5: task A, stamp u32 */
 };
 /* Version 2 only when enter/exit events are sent: a host that knows version 1 alone refuses
- * such a stream (and still reads every other build). */
+ * such a stream (and still reads every other build). Likewise 3 with counter campaigns and 5
+ * with task items (RACKPROF_TASKS). */
 #define PROTOCOL_VERSION \
     (RACKPROF_TASKS ? 5u : RACKPROF_COUNTERS ? 3u : RACKPROF_EVENTS ? 2u : 1u)
 #define FLAG_ARC_CACHE 1u
