@@ -9,6 +9,7 @@
 #include "arch.h"
 #include "itm.h"
 #include "port.h"
+#include "rackprof.h"
 #include "rackprof_config.h"
 #include "ring.h"
 #include "wire.h"
@@ -35,16 +36,21 @@ enum {
     TAG_COUNTERS = 0x0D,        /* version 3: counter mask u8, slots u8 */
     TAG_FUNCTION_COUNTS = 0x0F, /* run u16, mask u8, function A, calls W, W per counter */
     TAG_RUN_TOTALS = 0x10,      /* run u16, mask u8, functions u8, W per counter */
+    TAG_TASK_SWITCH = 0x13,     /* version 5: task A, stamp u32, name_len u8, name bytes */
+    TAG_TASK_DELETED = 0x14,    /* version 5: task A, stamp u32 */
 };
 /* Version 2 only when enter/exit events are sent: a host that knows version 1 alone refuses
- * such a stream (and still reads every other build). */
-#define PROTOCOL_VERSION (RACKPROF_COUNTERS ? 3u : RACKPROF_EVENTS ? 2u : 1u)
+ * such a stream (and still reads every other build). Likewise 3 with counter campaigns and 5
+ * with task items (RACKPROF_TASKS). */
+#define PROTOCOL_VERSION \
+    (RACKPROF_TASKS ? 5u : RACKPROF_COUNTERS ? 3u : RACKPROF_EVENTS ? 2u : 1u)
 #define FLAG_ARC_CACHE 1u
 #define FLAG_BLOCKING 2u
 #define FLAG_EVENTS 4u
 #define FLAG_CYCLE_COUNTER 8u
 #define FLAG_COUNTERS 16u
 #define FLAG_ARCH 32u /* an architecture byte (RP_ARCH_CODE) follows the build-id */
+#define FLAG_TASKS 64u
 #define MAX_BUILD_ID 20u
 #define LEB_MAX 5u
 
@@ -138,12 +144,15 @@ void rp_wire_pc(uint32_t pc) {
     if (victim.count) send_pc(victim, 0);
 }
 
-#if RACKPROF_EVENTS
+#if RP_STAMPS
 /* Writes `bytes` bytes of value, little-endian, at *at in the queue (inside a reservation). */
 static void ring_put(unsigned* at, uint32_t value, unsigned bytes) {
     for (unsigned i = 0; i < bytes; i++, value >>= 8)
         rp_ring_buf[(*at)++ & RP_RING_MASK] = (uint8_t)value;
 }
+#endif
+
+#if RACKPROF_EVENTS
 
 /* One ENTER or EXIT item, queued uncached (each event is its own fact), written straight into
  * its reservation (no staging copy: this runs twice per call); dropped and counted like any
@@ -185,8 +194,15 @@ static void flush_entry(unsigned i, int wait) {
         rp_irq_restore(key);
         if (e.count) send_arc(e, wait);
     } else {
+#if RACKPROF_TASKS
+        /* A task hook flushes below SysTick, which may be counting into this very entry. */
+        uint32_t key = rp_irq_save();
+#endif
         struct pc_entry e = pc_cache[i - RACKPROF_ARC_CACHE];
         pc_cache[i - RACKPROF_ARC_CACHE].count = 0;
+#if RACKPROF_TASKS
+        rp_irq_restore(key);
+#endif
         if (e.count) send_pc(e, wait);
     }
 }
@@ -213,6 +229,107 @@ void rp_wire_tick(void) {
     }
     if (rp_ring_used()) rp_kick();
 }
+
+#if RACKPROF_TASKS
+/* ---- tasks (version 5) ------------------------------------------------------------------- */
+
+#define TASK_NAME_MAX 32u /* the spec's limit */
+
+/* Handles whose name was sent since reset or their TASK_DELETED; 0 is a free slot. */
+static uint32_t named_tasks[RACKPROF_MAX_TASKS];
+/* The task running now, as the kernel last said: announced again at rackprof_start(). */
+static uint32_t current_task;
+static const char* current_name;
+/* The task of the last TASK_SWITCH queued, and the drop count then: a kernel that calls the
+ * hook at every scheduler run (FreeRTOS) switches to the running task again and again. */
+static uint32_t announced_task;
+static uint32_t dropped_at_announce;
+
+/* The slot holding handle (0: a free slot), or 0 when there is none. */
+static uint32_t* named_slot(uint32_t handle) {
+    for (unsigned i = 0; i < RACKPROF_MAX_TASKS; i++)
+        if (named_tasks[i] == handle) return &named_tasks[i];
+    return 0;
+}
+
+static unsigned name_length(const char* name) {
+    unsigned n = 0;
+    while (name && n < TASK_NAME_MAX && name[n]) n++;
+    return n;
+}
+
+/* Queues TASK_SWITCH (with n bytes of name) or TASK_DELETED; 0 when the queue was full (the
+ * item is dropped and counted, never waited for: the caller may be PendSV, or masked). */
+static int queue_task_item(uint8_t tag, uint32_t handle, const char* name, unsigned n) {
+    int reserved = rp_queue_begin(1 + A + 4 + (tag == TAG_TASK_SWITCH ? 1 + n : 0), 0);
+    if (reserved < 0) return 0;
+    unsigned at = (unsigned)reserved;
+    uint32_t stamp = rp_stamp(); /* inside the reservation: stamps rise in queue order */
+    ring_put(&at, tag, 1);
+    ring_put(&at, handle, A);
+    ring_put(&at, stamp, 4);
+    if (tag == TAG_TASK_SWITCH) {
+        ring_put(&at, n, 1);
+        for (unsigned i = 0; i < n; i++) ring_put(&at, (uint8_t)name[i], 1);
+    }
+    rp_queue_end();
+    return 1;
+}
+
+/* Sends what both caches hold: counts sent after a TASK_SWITCH are charged to the task it
+ * names, so none may still hold the previous task's calls or samples. Never waits. */
+static void flush_caches(void) {
+    for (unsigned i = 0; i < CACHE_ENTRIES; i++) flush_entry(i, 0);
+}
+
+/* TASK_SWITCH for task, with its name unless it was sent before (and the table remembers it;
+ * a full table names the task every time). The table is updated only once the item is
+ * queued, so a dropped switch does not lose the name. */
+static void announce(uint32_t task, const char* name) {
+    flush_caches();
+    uint32_t key = rp_irq_save(); /* the table and the item, as one step */
+    uint32_t* slot = task ? named_slot(task) : 0;
+    int known = slot != 0;
+    if (!known && task) slot = named_slot(0);
+    if (queue_task_item(TAG_TASK_SWITCH, task, name, known ? 0u : name_length(name))) {
+        if (slot) *slot = task;
+        announced_task = task;
+        dropped_at_announce = rp_dropped;
+    }
+    rp_irq_restore(key);
+}
+
+void rackprof_task_switched_in(const void* handle, const char* name) {
+    uint32_t key = rp_irq_save();
+    current_task = (uint32_t)handle;
+    current_name = name;
+    rp_irq_restore(key);
+    /* The same task again, nothing lost since it was named: the host knows who runs. After a
+     * drop it is sent again, ending the host's "unknown" stretch. */
+    if (handle && (uint32_t)handle == announced_task && rp_dropped == dropped_at_announce) return;
+    if (rackprof_on) announce((uint32_t)handle, name);
+}
+
+void rackprof_task_deleted(const void* handle) {
+    uint32_t task = (uint32_t)handle;
+    uint32_t key = rp_irq_save();
+    /* Forgotten whether or not the item goes out: a handle that comes back is named again. */
+    uint32_t* slot = task ? named_slot(task) : 0;
+    if (slot) *slot = 0;
+    if (current_task == task) current_task = 0;
+    if (announced_task == task) announced_task = 0;
+    if (rackprof_on) queue_task_item(TAG_TASK_DELETED, task, 0, 0);
+    rp_irq_restore(key);
+}
+
+void rp_wire_task_restart(void) {
+    uint32_t key = rp_irq_save();
+    uint32_t task = current_task;
+    const char* name = current_name;
+    rp_irq_restore(key);
+    if (task) announce(task, name);
+}
+#endif
 
 /* ---- consumer: frames ------------------------------------------------------------------------ */
 
@@ -262,8 +379,9 @@ static unsigned put_hello(unsigned n) {
     body[n++] = A;
     body[n++] = FLAG_ARC_CACHE | (RACKPROF_BLOCKING ? FLAG_BLOCKING : 0u) |
                 (RACKPROF_EVENTS ? FLAG_EVENTS : 0u) |
-                (RACKPROF_EVENTS && RACKPROF_CYCLE_COUNTER ? FLAG_CYCLE_COUNTER : 0u) |
-                (RACKPROF_COUNTERS ? FLAG_COUNTERS : 0u) | FLAG_ARCH;
+                (RP_STAMPS && RACKPROF_CYCLE_COUNTER ? FLAG_CYCLE_COUNTER : 0u) |
+                (RACKPROF_COUNTERS ? FLAG_COUNTERS : 0u) | FLAG_ARCH |
+                (RACKPROF_TASKS ? FLAG_TASKS : 0u);
     put_le(body + n, (uint32_t)__text_start, 4);
     put_le(body + n + 4, (uint32_t)__text_end, 4);
     /* The DWT's period is coarse: its HELLO carries the rate it really samples at. */
@@ -302,6 +420,12 @@ static unsigned queued_item_len(void) {
         case TAG_ENTER_IN_HANDLER:
         case TAG_EXIT_IN_HANDLER:
             return 1 + 2 * A + 4 + 2;
+#if RACKPROF_TASKS
+        case TAG_TASK_SWITCH:
+            return 1 + A + 4 + 1 + rp_ring_peek(1 + A + 4);
+        case TAG_TASK_DELETED:
+            return 1 + A + 4;
+#endif
 #if RACKPROF_COUNTERS
         case TAG_FUNCTION_COUNTS:
         case TAG_RUN_TOTALS: {

@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include "rackprof_config.h"
+
 /* Sets up the UART, SysTick and interrupt priorities. Call once, before rackprof_start(). */
 void rackprof_init(void);
 /* Switches profiling on: arcs and samples are recorded from here on. */
@@ -27,5 +29,26 @@ void rackprof_puts(const char* text);
  * the campaign: rackprof_campaign_wait() returns 0. */
 int rackprof_campaign_wait(void);
 void rackprof_campaign_end(void);
+
+/* RTOS task hooks (framed builds with RACKPROF_TASKS=1; docs/rtos.md): the kernel calls them
+ * from its context switch (PendSV, or thread mode) and when it deletes a task; any context
+ * SysTick can preempt. handle: the task's TCB (non-null; sent as its low RACKPROF_ADDR_BYTES
+ * bytes); name: a string, up to 32 bytes sent, read at the call. A switch first sends what the
+ * arc and PC caches hold, so later counts belong to the task switched in. Without
+ * RACKPROF_TASKS they are empty inlines (never instrumented): the wire is unchanged. */
+#if RACKPROF_TASKS
+void rackprof_task_switched_in(const void* handle, const char* name);
+void rackprof_task_deleted(const void* handle);
+#else
+__attribute__((always_inline, no_instrument_function)) static inline void rackprof_task_switched_in(
+    const void* handle, const char* name) {
+    (void)handle;
+    (void)name;
+}
+__attribute__((always_inline, no_instrument_function)) static inline void rackprof_task_deleted(
+    const void* handle) {
+    (void)handle;
+}
+#endif
 
 #endif

@@ -44,6 +44,19 @@
 #if RACKPROF_COUNTERS && (RACKPROF_EVENTS || !RACKPROF_FRAMED || RACKPROF_ITM)
 #error "RACKPROF_COUNTERS needs the framed protocol on the UART, without RACKPROF_EVENTS"
 #endif
+/* Framed mode: task items (protocol version 5, docs/rtos.md): rackprof_task_switched_in() and
+ * rackprof_task_deleted() queue TASK_SWITCH and TASK_DELETED, stamped like ENTER/EXIT, and the
+ * HELLO says version 5 with flags bit 6. 0 (default): the two calls compile to nothing and
+ * the wire is that of a build without them, byte for byte. */
+#ifndef RACKPROF_TASKS
+#define RACKPROF_TASKS 0
+#endif
+/* Tasks whose name has been sent and not since deleted: a TASK_SWITCH names a task the first
+ * time only. With more live tasks than this, the extra ones are named at every switch (more
+ * bytes, nothing lost). */
+#ifndef RACKPROF_MAX_TASKS
+#define RACKPROF_MAX_TASKS 8
+#endif
 /* The events' clock: 0 = SysTick's current value extended by a count of its wraps (any
  * Cortex-M; exact and deterministic under QEMU -icount, which has no DWT); 1 = a free-running
  * hardware cycle counter: DWT CYCCNT (ARMv7-M hardware with a DWT; QEMU has none), on RISC-V
@@ -160,6 +173,12 @@
 #endif
 #if RACKPROF_EVENTS && !RACKPROF_FRAMED
 #error "RACKPROF_EVENTS needs the framed protocol: set RACKPROF_FRAMED=1"
+#endif
+#if RACKPROF_TASKS && !RACKPROF_FRAMED
+#error "RACKPROF_TASKS needs the framed protocol: set RACKPROF_FRAMED=1"
+#endif
+#if RACKPROF_TASKS && RACKPROF_MAX_TASKS < 1
+#error "RACKPROF_MAX_TASKS must be at least 1"
 #endif
 #if RACKPROF_CYCLE_COUNTER && (defined(__ARM_ARCH_6M__) || defined(__ARM_ARCH_8M_BASE__))
 #error "RACKPROF_CYCLE_COUNTER: ARMv6-M and ARMv8-M Baseline have no DWT cycle counter"

@@ -44,11 +44,11 @@ static void rp_dither_reload(void) {
 #endif
 
 /* SysTick stamps count whole periods of one length: a dithered period would make them lie. */
-#if RACKPROF_SAMPLE_DITHER && RACKPROF_EVENTS && !RACKPROF_CYCLE_COUNTER
-#error "RACKPROF_SAMPLE_DITHER needs RACKPROF_CYCLE_COUNTER=1 for enter/exit stamps"
+#if RACKPROF_SAMPLE_DITHER && RP_STAMPS && !RACKPROF_CYCLE_COUNTER
+#error "RACKPROF_SAMPLE_DITHER needs RACKPROF_CYCLE_COUNTER=1 for enter/exit and task stamps"
 #endif
 
-#if RACKPROF_EVENTS && !RACKPROF_CYCLE_COUNTER
+#if RP_STAMPS && !RACKPROF_CYCLE_COUNTER
 static uint32_t stamp_wraps;  /* SysTick periods seen, modulo 2^32 */
 static uint32_t stamp_period; /* cycles per SysTick period (no division per stamp) */
 static uint32_t stamp_last_count;
@@ -65,10 +65,10 @@ void rp_sampler_start(void) {
 #endif
     SYST_CVR = 0;
     SYST_CSR = SYST_CSR_ENABLE | SYST_CSR_TICKINT | SYST_CSR_CLKSOURCE;
-#if RACKPROF_EVENTS && !RACKPROF_CYCLE_COUNTER
+#if RP_STAMPS && !RACKPROF_CYCLE_COUNTER
     stamp_period = SYST_RVR + 1u;
 #endif
-#if RACKPROF_EVENTS && RACKPROF_CYCLE_COUNTER
+#if RP_STAMPS && RACKPROF_CYCLE_COUNTER
     DEMCR |= DEMCR_TRCENA;
     DWT_CYCCNT = 0;
     DWT_CTRL |= DWT_CTRL_CYCCNTENA;
@@ -88,11 +88,11 @@ void rackprof_init(void) {
 #endif
 }
 
-#if RACKPROF_EVENTS && RACKPROF_CYCLE_COUNTER
+#if RP_STAMPS && RACKPROF_CYCLE_COUNTER
 uint32_t rp_stamp(void) {
     return rp_cycles();
 }
-#elif RACKPROF_EVENTS
+#elif RP_STAMPS
 
 /* SysTick's count extended by its wraps, in core cycles since init (modulo 2^32). The count
  * runs down, so a reader that finds it above the last count read knows it reloaded: one wrap,
@@ -131,6 +131,9 @@ static void stamp_tick(void) {
 void rackprof_start(void) {
     rp_wire_start();
     rackprof_on = 1;
+#if RACKPROF_TASKS
+    rp_wire_task_restart(); /* records from here on belong to the task running now */
+#endif
 #if RACKPROF_ITM == RACKPROF_ITM_REGS
     rp_itm_sampling(1);
 #endif
@@ -154,23 +157,46 @@ uint32_t rackprof_dropped(void) {
     return rp_dropped;
 }
 
+#if RACKPROF_TASKS
+/* Thread-mode records of different tasks do not nest as handlers do: a task switch between a
+ * reservation and its commit would hold back every record queued after it (the queue fills and
+ * drops) until that task ran again, or for ever if it never did. So with tasks a thread-mode
+ * record is written masked, from its reservation to its commit (tens of instructions); the
+ * mask is never held while waiting for room. Handlers run to completion: unchanged. */
+static uint32_t thread_record_key;
+
+static inline void record_mask(void) {
+    if (rp_handler() == 0) thread_record_key = rp_irq_save();
+}
+static inline void record_unmask(void) {
+    if (rp_handler() == 0) rp_irq_restore(thread_record_key);
+}
+#else
+static inline void record_mask(void) {}
+static inline void record_unmask(void) {}
+#endif
+
 int rp_queue_begin(unsigned n, int wait) {
     int at;
+    record_mask();
     while ((at = rp_ring_reserve(n)) < 0) {
+        record_unmask();
         if (!(wait || RACKPROF_BLOCKING) || rp_handler() != 0) {
             rp_word_add(&rp_dropped, 1);
             return -1;
         }
         rp_kick();
+        record_mask();
     }
     return at;
 }
 
 void rp_queue_end(void) {
+    int published = rp_ring_commit();
+    record_unmask();
     /* Framed mode batches records into frames: the UART is woken when the queue is half full
      * and on every tick, not for every record. */
-    if (rp_ring_commit() && (!RACKPROF_FRAMED || rp_ring_used() >= RACKPROF_RING_BYTES / 2))
-        rp_kick();
+    if (published && (!RACKPROF_FRAMED || rp_ring_used() >= RACKPROF_RING_BYTES / 2)) rp_kick();
 }
 
 void rp_push(const uint8_t* record, unsigned n, int wait) {
@@ -183,7 +209,7 @@ void rp_push(const uint8_t* record, unsigned n, int wait) {
 /* Called by SysTick_Handler (pc_sampler.S), or on RISC-V by the machine timer trap
  * (riscv/arch.c), with the interrupted code's PC. */
 void rp_sample(uint32_t pc) {
-#if RACKPROF_EVENTS && !RACKPROF_CYCLE_COUNTER
+#if RP_STAMPS && !RACKPROF_CYCLE_COUNTER
     stamp_tick(); /* this period's wrap */
 #endif
     /* With the ITM registers the DWT samples in hardware: the tick only paces the encoder. */

@@ -8,13 +8,16 @@
 #include "port.h"
 #include "rackprof_config.h"
 
+/* Items with a cycle stamp are sent: enter/exit events or task switches (rp_stamp()). */
+#define RP_STAMPS (RACKPROF_EVENTS || RACKPROF_TASKS)
+
 /* Producers, called only while profiling is on. */
 void rp_wire_arc(uint32_t from, uint32_t self); /* from __gnu_mcount_nc, any context */
 void rp_wire_pc(uint32_t pc);                   /* from the SysTick handler */
 /* RACKPROF_EVENTS: a function entered (enter = 1) or left, from the -finstrument-functions
  * hooks in any context. */
 void rp_wire_event(int enter, uint32_t callee, uint32_t call_site);
-/* RACKPROF_EVENTS: the cycle stamp now (runtime.c), any context. */
+/* RP_STAMPS: the cycle stamp now (runtime.c), any context. */
 uint32_t rp_stamp(void);
 /* RACKPROF_COUNTERS: the DWT's counters on (counters.c), from rackprof_init(). */
 void rp_counters_init(void);
@@ -22,6 +25,8 @@ void rp_counters_init(void);
 uint16_t rp_crc16(const uint8_t* data, unsigned n);
 /* Thread mode, around switching profiling on and off. */
 void rp_wire_start(void);
+/* RACKPROF_TASKS: after START, the task running now, if the kernel named one (framed.c). */
+void rp_wire_task_restart(void);
 void rp_wire_stop(void);
 /* Every SysTick, on or off: periodic work of the encoder. */
 void rp_wire_tick(void);
