@@ -1,5 +1,6 @@
 #include "gmon/task_views.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -25,6 +26,21 @@ void decode_raw(const ExportInput& input, TaskSplit& split) {
         decoder->feed(std::span(bytes, page->size()), split);
     }
     decoder->finish(split);
+    std::vector<ExceptionTime> traced;
+    for (const auto& [number, stats] : protocol::exceptions_of(*decoder)) {
+        ExceptionTime t;
+        t.exception = number;
+        t.count = stats.completed;
+        t.total = stats.cycles;
+        t.max = stats.max_cycles;
+        t.p99 = stats.p99_cycles;
+        t.mean = stats.completed ? static_cast<double>(stats.cycles) /
+                                       static_cast<double>(stats.completed)
+                                 : 0.0;
+        t.incomplete = stats.entries - std::min(stats.entries, stats.completed);
+        traced.push_back(t);
+    }
+    split.set_traced_exceptions(std::move(traced));
 }
 
 double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
@@ -75,6 +91,7 @@ nlohmann::json interrupts_json(const TaskSplit& split) {
     const auto span = static_cast<double>(split.span_cycles());
     for (const auto& e : split.exceptions()) {
         rows.push_back({{"exception", e.exception},
+                        {"source", "events"},
                         {"name", exception_name(e.exception)},
                         {"count", e.count},
                         {"total_cycles", e.total},
@@ -82,6 +99,19 @@ nlohmann::json interrupts_json(const TaskSplit& split) {
                         {"max_cycles", e.max},
                         {"p99_cycles", e.p99},
                         {"share_percent", percent(static_cast<double>(e.total), span)},
+                        {"incomplete", e.incomplete}});
+    }
+    // The DWT's trace (SWO captures): its clock is its local timestamps', so no share.
+    for (const auto& e : split.traced_exceptions()) {
+        rows.push_back({{"exception", e.exception},
+                        {"source", "dwt"},
+                        {"name", exception_name(e.exception)},
+                        {"count", e.count},
+                        {"total_cycles", e.total},
+                        {"mean_cycles", e.mean},
+                        {"max_cycles", e.max},
+                        {"p99_cycles", e.p99},
+                        {"share_percent", nullptr},
                         {"incomplete", e.incomplete}});
     }
     return {{"exceptions", std::move(rows)},
@@ -116,6 +146,7 @@ std::string tasks_text(const TaskSplit& split) {
     out << "     count     total cycles       mean        max        p99   share %  incomplete  "
            "exception\n";
     for (const auto& e : irq["exceptions"]) {
+        if (e["source"] != "events") continue;
         std::snprintf(line, sizeof line, "%10llu  %15llu  %9.1f  %9llu  %9llu  %8.3f  %10llu  ",
                       static_cast<unsigned long long>(e["count"].get<std::uint64_t>()),
                       static_cast<unsigned long long>(e["total_cycles"].get<std::uint64_t>()),
@@ -125,6 +156,19 @@ std::string tasks_text(const TaskSplit& split) {
                       e["share_percent"].get<double>(),
                       static_cast<unsigned long long>(e["incomplete"].get<std::uint64_t>()));
         out << line << e["name"].get<std::string>() << "\n";
+    }
+    if (split.traced_exceptions().empty()) return out.str();
+    out << "\nInterrupts from the DWT exception trace (local timestamps; p99 to an eighth of an "
+           "octave):\n\n";
+    out << "     count     total cycles       mean        max        p99  incomplete  exception\n";
+    for (const auto& e : split.traced_exceptions()) {
+        std::snprintf(line, sizeof line, "%10llu  %15llu  %9.1f  %9llu  %9llu  %10llu  ",
+                      static_cast<unsigned long long>(e.count),
+                      static_cast<unsigned long long>(e.total), e.mean,
+                      static_cast<unsigned long long>(e.max),
+                      static_cast<unsigned long long>(e.p99),
+                      static_cast<unsigned long long>(e.incomplete));
+        out << line << exception_name(e.exception) << "\n";
     }
     return out.str();
 }
@@ -171,10 +215,16 @@ class TraceWriter {
                const char* cat) {
         events_.push_back({{"name", name}, {"cat", cat}, {"ph", "B"}, {"pid", 1}, {"tid", track},
                            {"ts", ts(time)}});
-        open_[track].push_back(function);
+        open_[track].push_back({function, name});
     }
+    // E events carry their slice's name: readers such as speedscope match an E to the open
+    // slice by name and ignore one that names another.
     void end(int track, std::uint64_t time, const char* cut) {
-        nlohmann::json e = {{"ph", "E"}, {"pid", 1}, {"tid", track}, {"ts", ts(time)}};
+        nlohmann::json e = {{"name", open_[track].back().second},
+                            {"ph", "E"},
+                            {"pid", 1},
+                            {"tid", track},
+                            {"ts", ts(time)}};
         if (cut) e["args"] = {{"cut", cut}};
         events_.push_back(std::move(e));
         open_[track].pop_back();
@@ -185,7 +235,8 @@ class TraceWriter {
     // An exit closes the innermost open slice of its function (those above it never saw theirs).
     void exit(int track, std::uint64_t time, std::uint32_t function) {
         auto& open = open_[track];
-        const auto it = std::find(open.rbegin(), open.rend(), function);
+        const auto it = std::find_if(open.rbegin(), open.rend(),
+                                     [&](const auto& slice) { return slice.first == function; });
         if (it == open.rend()) return;  // its entry was not seen
         const auto depth = static_cast<std::size_t>(open.rend() - it) - 1;
         while (open.size() > depth + 1) end(track, time, "exit not seen");
@@ -223,7 +274,7 @@ class TraceWriter {
     double hz_;
     std::uint64_t last_ = 0;
     nlohmann::json events_ = nlohmann::json::array();
-    std::map<int, std::vector<std::uint32_t>> open_;
+    std::map<int, std::vector<std::pair<std::uint32_t, std::string>>> open_;  // (function, name)
 };
 
 }  // namespace

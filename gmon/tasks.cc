@@ -58,7 +58,7 @@ TaskSplit::TaskSplit(TaskSplitOptions options) : options_(options) {
     tasks_[kUnknownTask].number = kUnknownTask;
     aggregates_.resize(2);
     builder_.split_by_task(true);
-    builder_.record_invocations(true);
+    builder_.record_invocations(options_.events);
 }
 
 void TaskSplit::on_records(std::span<const protocol::Record> batch) {
@@ -75,6 +75,7 @@ void TaskSplit::on_records(std::span<const protocol::Record> batch) {
 
 void TaskSplit::on_event(const protocol::StreamEvent& event) {
     if (const auto* f = std::get_if<protocol::FunctionEvent>(&event)) {
+        if (!options_.events) return;
         builder_.on_event(*f);
         const std::uint64_t time = f->stamp_bits >= 32 ? clock_.at(f->timestamp) : clock_.latest;
         keep({f->enter ? TimelineEvent::Kind::kEnter : TimelineEvent::Kind::kExit, time,
@@ -106,7 +107,7 @@ void TaskSplit::switch_in(const protocol::TaskSwitch& s) {
     ++task.switches;
     current_ = it->second;
     switched_at_ = time;
-    builder_.on_task_switch(current_, s.stamp);
+    if (options_.events) builder_.on_task_switch(current_, s.stamp);
     keep({TimelineEvent::Kind::kSwitch, time, current_, 0, 0});
 }
 
@@ -114,21 +115,21 @@ void TaskSplit::deleted(const protocol::TaskDeleted& d) {
     const auto it = live_.find(d.task);
     if (it == live_.end()) return;  // its switch-in was lost: nothing is charged to it
     tasks_[it->second].deleted = true;
-    builder_.on_task_deleted(it->second);
+    if (options_.events) builder_.on_task_deleted(it->second);
     keep({TimelineEvent::Kind::kDeleted, clock_.at(d.stamp), it->second, 0, 0});
     live_.erase(it);
 }
 
 void TaskSplit::lost(std::uint64_t count) {
     ++losses_;
-    builder_.mark_lost(count);
+    if (options_.events) builder_.mark_lost(count);
     keep({TimelineEvent::Kind::kLost, clock_.latest, current_, 0, 0});
     if (!has_tasks()) return;
     // A switch may have been among what was lost: nobody is known to run until the next.
     if (switched_at_) tasks_[current_].cycles += clock_.latest - std::min(clock_.latest, *switched_at_);
     switched_at_.reset();
     current_ = kUnknownTask;
-    builder_.on_task_switch(kUnknownTask, 0, false);
+    if (options_.events) builder_.on_task_switch(kUnknownTask, 0, false);
 }
 
 void TaskSplit::keep(const TimelineEvent& event) {

@@ -71,6 +71,9 @@ struct TaskSplitOptions {
     std::uint64_t timeline_from_ns = 0;
     std::uint64_t timeline_to_ns = UINT64_MAX;
     std::size_t max_timeline_events = std::size_t{1} << 20;  // more are counted, not kept
+    // Entry/exit events followed (trees, handler invocations, the timeline); off, a live
+    // session's count of tasks stays small and bounded.
+    bool events = true;
 };
 
 // A record sink that splits a decoded stream by task.
@@ -93,6 +96,10 @@ class TaskSplit final : public protocol::RecordSink {
     CallingContextTree tree() const { return builder_.snapshot(); }
     const CallingContextStats& tree_stats() const { return builder_.stats(); }
     std::vector<ExceptionTime> exceptions() const;
+    // The DWT exception trace's own table (an SWO capture with local timestamps), kept beside
+    // the one from entry/exit events: its p99 is a histogram bucket's bound.
+    void set_traced_exceptions(std::vector<ExceptionTime> traced) { traced_ = std::move(traced); }
+    const std::vector<ExceptionTime>& traced_exceptions() const { return traced_; }
     const std::vector<TimelineEvent>& timeline() const { return timeline_; }
     std::uint64_t timeline_dropped() const { return timeline_dropped_; }
     std::uint64_t span_cycles() const { return clock_.latest; }  // first stamp to the last
@@ -126,6 +133,7 @@ class TaskSplit final : public protocol::RecordSink {
     std::uint64_t timeline_dropped_ = 0;
     std::uint32_t core_clock_hz_ = 0;
     std::uint64_t losses_ = 0;
+    std::vector<ExceptionTime> traced_;
 };
 
 }  // namespace rackprof::gmon

@@ -233,12 +233,46 @@ void SwoDecoder::drop_orbstat_words(std::uint64_t words) {
     ++own_.resyncs;
 }
 
+namespace {
+// Duration buckets: 0..15 exact, then 8 per octave (the bucket's low bound: value with its 4
+// leading bits kept).
+constexpr std::size_t kDurationBuckets = 16 + 60 * 8;
+std::size_t duration_bucket(std::uint64_t v) {
+    if (v < 16) return static_cast<std::size_t>(v);
+    const int octave = 63 - __builtin_clzll(v);  // >= 4
+    const auto sub = static_cast<std::size_t>((v >> (octave - 3)) & 7);
+    return std::min<std::size_t>(16 + static_cast<std::size_t>(octave - 4) * 8 + sub,
+                                 kDurationBuckets - 1);
+}
+// The largest value of a bucket.
+std::uint64_t bucket_high(std::size_t bucket) {
+    if (bucket < 16) return bucket;
+    const auto octave = static_cast<int>((bucket - 16) / 8) + 4;
+    const std::uint64_t sub = (bucket - 16) % 8;
+    return ((8 + sub + 1) << (octave - 3)) - 1;
+}
+}  // namespace
+
 const std::map<std::uint16_t, ExceptionStats>& SwoDecoder::exceptions() const {
     exceptions_.clear();
     for (std::size_t n = 0; n < exception_table_.size(); ++n) {
         // Only an entered exception is ever active, so only those have cycles.
         if (exception_table_[n].entries > 0) {
-            exceptions_.emplace(static_cast<std::uint16_t>(n), exception_table_[n]);
+            ExceptionStats stats = exception_table_[n];
+            if (const auto it = durations_.find(static_cast<std::uint16_t>(n));
+                it != durations_.end() && stats.completed > 0) {
+                // Nearest rank: the bucket holding the ceil(0.99 n)-th activation.
+                const std::uint64_t rank = (stats.completed * 99 + 99) / 100;
+                std::uint64_t seen = 0;
+                for (std::size_t b = 0; b < it->second.size(); ++b) {
+                    seen += it->second[b];
+                    if (seen >= rank) {
+                        stats.p99_cycles = std::min(bucket_high(b), stats.max_cycles);
+                        break;
+                    }
+                }
+            }
+            exceptions_.emplace(static_cast<std::uint16_t>(n), stats);
         }
     }
     return exceptions_;
@@ -249,24 +283,37 @@ const std::map<std::uint16_t, ExceptionStats>& SwoDecoder::exceptions() const {
 // `number` is 9 bits (ItmDecoder masks it): within exception_table_.
 void SwoDecoder::on_exception(std::uint16_t number, std::uint8_t fn) {
     if (!active_exceptions_.empty()) {
-        exception_table_[active_exceptions_.back()].cycles +=
-            swo_.timestamp_cycles - exception_clock_;
+        const std::uint64_t elapsed = swo_.timestamp_cycles - exception_clock_;
+        exception_table_[active_exceptions_.back().number].cycles += elapsed;
+        active_exceptions_.back().cycles += elapsed;
     }
     exception_clock_ = swo_.timestamp_cycles;
     if (fn == kExceptionEnter) {
         ++exception_table_[number].entries;
-        active_exceptions_.push_back(number);
+        active_exceptions_.push_back({number, 0});
         if (active_exceptions_.size() > 512) active_exceptions_.erase(active_exceptions_.begin());
     } else if (fn == kExceptionExit) {
-        if (!active_exceptions_.empty() && active_exceptions_.back() == number) {
+        if (!active_exceptions_.empty() && active_exceptions_.back().number == number) {
+            end_activation(active_exceptions_.back());
             active_exceptions_.pop_back();
         }
     } else {
         // Returned to `number` (0: thread mode): whatever was above it has ended.
-        while (!active_exceptions_.empty() && active_exceptions_.back() != number) {
+        while (!active_exceptions_.empty() && active_exceptions_.back().number != number) {
+            end_activation(active_exceptions_.back());
             active_exceptions_.pop_back();
         }
     }
+}
+
+
+void SwoDecoder::end_activation(const Activation& activation) {
+    ExceptionStats& stats = exception_table_[activation.number];
+    ++stats.completed;
+    stats.max_cycles = std::max(stats.max_cycles, activation.cycles);
+    auto& buckets = durations_[activation.number];
+    if (buckets.empty()) buckets.resize(kDurationBuckets);
+    ++buckets[duration_bucket(activation.cycles)];
 }
 
 inline bool SwoDecoder::in_range(std::uint32_t address) const {

@@ -66,6 +66,12 @@ struct SwoStats {
 struct ExceptionStats {
     std::uint64_t entries = 0;
     std::uint64_t cycles = 0;  // time spent in it, not in exceptions it was preempted by
+    // Activations that ended (an exit or a return past it), each one's own time: the longest,
+    // and the 99th percentile to within an eighth of an octave (a histogram's bucket, as
+    // HdrHistogram keeps them: a stream's activations are not all kept).
+    std::uint64_t completed = 0;
+    std::uint64_t max_cycles = 0;
+    std::uint64_t p99_cycles = 0;
     friend bool operator==(const ExceptionStats&, const ExceptionStats&) = default;
 };
 
@@ -138,7 +144,14 @@ class SwoDecoder final : public StreamDecoder {
     std::size_t console_len_ = 0;
     std::array<std::uint32_t, 3> orbstat_words_{};
     std::size_t orbstat_count_ = 0;
-    std::vector<std::uint16_t> active_exceptions_;  // innermost last
+    struct Activation {
+        std::uint16_t number;
+        std::uint64_t cycles;  // its own so far
+    };
+    void end_activation(const Activation& activation);
+    std::vector<Activation> active_exceptions_;  // innermost last
+    // Per exception entered: activations by duration bucket (16 exact, then 8 per octave).
+    std::map<std::uint16_t, std::vector<std::uint64_t>> durations_;
     std::uint64_t exception_clock_ = 0;             // timestamp_cycles at the last change
 
     std::array<Record, kBatchSize> batch_{};

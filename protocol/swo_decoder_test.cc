@@ -152,8 +152,9 @@ TEST_CASE("exception trace: entries, and time from local timestamps, nested") {
         {});
     // 0x70 is an overflow, not a timestamp: the 7 cycles are not seen.
     REQUIRE(d.exceptions.size() == 2);
-    CHECK(d.exceptions.at(15) == ExceptionStats{2, 100 + 50 + 20});
-    CHECK(d.exceptions.at(16) == ExceptionStats{1, 30});
+    // 15: activations of 100 and 50 + 20 cycles; 16: one of 30.
+    CHECK(d.exceptions.at(15) == ExceptionStats{2, 100 + 50 + 20, 2, 100, 100});
+    CHECK(d.exceptions.at(16) == ExceptionStats{1, 30, 1, 30, 30});
     CHECK(d.swo.timestamp_cycles == 200);
     CHECK(d.stats.overflows == 1);
 }
@@ -361,6 +362,32 @@ SwoOptions all_ports(bool tpiu) {
     o.framed_port = 1;
     o.orbstat_port = 30;
     return o;
+}
+
+TEST_CASE("exception trace: the longest activation, and the p99 within an eighth of an octave") {
+    Bytes itm;
+    ItmEncoder enc(itm);
+    enc.sync();
+    std::mt19937_64 rng(7);
+    std::vector<std::uint32_t> lengths;
+    for (std::uint32_t i = 1; i <= 1000; ++i) lengths.push_back(i * 37);
+    std::shuffle(lengths.begin(), lengths.end(), rng);
+    for (const std::uint32_t cycles : lengths) {
+        enc.exception(20, 1);  // enter IRQ4
+        enc.local_timestamp(cycles);
+        enc.exception(20, 2);  // exit
+        enc.exception(0, 3);   // return to thread mode
+        enc.local_timestamp(5);
+    }
+    const auto d = decode(itm, {});
+    const ExceptionStats& irq = d.exceptions.at(20);
+    CHECK(irq.entries == 1000);
+    CHECK(irq.completed == 1000);
+    CHECK(irq.max_cycles == 37000);
+    CHECK(irq.cycles == 37 * 500500);
+    // The exact p99 is the 990th: 36 630 cycles; the histogram's bound is at most 1/8 above.
+    CHECK(irq.p99_cycles >= 36630);
+    CHECK(irq.p99_cycles <= 36630 + 36630 / 8);
 }
 
 // A target's SWO output: PC samples, sleep, timestamps, exceptions, console text, orbstat

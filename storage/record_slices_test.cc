@@ -383,7 +383,8 @@ TEST_CASE("record slices: a session written before schema 11 is answered from it
         old = write_session(store, rng, 300'000, true);
         // As a version 10 database had it: no record_slices table.
         store.db().exec(
-            "ALTER TABLE sessions DROP COLUMN arch; ALTER TABLE sessions DROP COLUMN "
+            "DROP TABLE session_tasks; ALTER TABLE sessions DROP COLUMN arch; "
+            "ALTER TABLE sessions DROP COLUMN "
             "samples_halted_ns; "
             "ALTER TABLE sessions DROP COLUMN "
             "stack_unwind_failures; ALTER TABLE sessions DROP COLUMN cct_unit; "

@@ -258,7 +258,8 @@ TEST_CASE("retention: schema 12 adds the pruned marks to a schema 11 database") 
         spec.link = "sim://x";
         store.create_session(spec);
         store.db().exec(
-            "ALTER TABLE sessions DROP COLUMN arch; ALTER TABLE sessions DROP COLUMN "
+            "DROP TABLE session_tasks; ALTER TABLE sessions DROP COLUMN arch; "
+            "ALTER TABLE sessions DROP COLUMN "
             "samples_halted_ns; "
             "ALTER TABLE sessions DROP COLUMN "
             "stack_unwind_failures; ALTER TABLE sessions DROP COLUMN cct_unit; "

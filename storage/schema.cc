@@ -248,6 +248,20 @@ const char* const kMigrations[] = {
     R"sql(
     ALTER TABLE sessions ADD COLUMN arch TEXT NOT NULL DEFAULT '';
     )sql",
+    // 18: the RTOS tasks a session's stream switched to, as counted live (storage_types.h's
+    // TaskSummary): replaced whole when they change.
+    R"sql(
+    CREATE TABLE session_tasks (
+        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        task       INTEGER NOT NULL,
+        handle     INTEGER NOT NULL,
+        name       TEXT NOT NULL,
+        samples    INTEGER NOT NULL,
+        switches   INTEGER NOT NULL,
+        deleted    INTEGER NOT NULL,
+        PRIMARY KEY (session_id, task)
+    ) WITHOUT ROWID;
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

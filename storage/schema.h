@@ -7,7 +7,7 @@
 
 namespace rackprof::storage {
 
-inline constexpr int kSchemaVersion = 17;
+inline constexpr int kSchemaVersion = 18;
 // The version that added session_cct (the calling-context tree).
 inline constexpr int kCallingContextSchema = 10;
 // The version that added record_slices and sessions.summed_seq.
@@ -19,6 +19,7 @@ inline constexpr int kSessionSumsSchema = 15;
 // Probe links' counters (samples_halted_ns, stack_unwind_failures) and sessions.cct_unit.
 inline constexpr int kProbeCountersSchema = 16;
 inline constexpr int kArchSchema = 17;  // sessions.arch
+inline constexpr int kTasksSchema = 18;  // session_tasks
 
 // The database's PRAGMA user_version: 0 for a new file.
 int schema_version(Database& db);

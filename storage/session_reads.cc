@@ -24,6 +24,11 @@ bool has_exception_trace(const NewSession& spec) {
     return format && format->traits.swo;
 }
 
+// Task switches travel in the framed protocol (alone, or inside an SWO stream).
+bool has_task_switches(const NewSession& spec) {
+    return spec.protocol == "framed" || has_exception_trace(spec);
+}
+
 // Every row the statement yields, each read by `row_of`.
 template <class Row, class RowOf>
 std::vector<Row> rows_of(Statement& st, RowOf row_of) {
@@ -173,6 +178,7 @@ std::vector<SessionInfo> SessionStore::sessions_after(std::int64_t id) {
     while (st.step()) out.push_back(read_info(st));
     for (auto& info : out) {
         if (has_exception_trace(info.spec)) info.exceptions = exceptions(info.id);
+        if (has_task_switches(info.spec)) info.tasks = tasks(info.id);
     }
     return out;
 }
@@ -190,6 +196,7 @@ std::vector<SessionInfo> SessionStore::sessions_before(
         SessionInfo info = read_info(st);
         if (!wanted(info)) continue;
         if (has_exception_trace(info.spec)) info.exceptions = exceptions(info.id);
+        if (has_task_switches(info.spec)) info.tasks = tasks(info.id);
         out.push_back(std::move(info));
     }
     return out;
@@ -204,6 +211,7 @@ std::optional<SessionInfo> SessionStore::session(std::int64_t id) {
     if (!st.step()) return std::nullopt;
     SessionInfo info = read_info(st);
     if (has_exception_trace(info.spec)) info.exceptions = exceptions(id);
+    if (has_task_switches(info.spec)) info.tasks = tasks(id);
     return info;
 }
 
@@ -332,6 +340,22 @@ std::vector<ExceptionCount> SessionStore::exceptions(std::int64_t session) {
         return {static_cast<std::uint16_t>(row.column_int(0)),
                 static_cast<std::uint64_t>(row.column_int(1)),
                 static_cast<std::uint64_t>(row.column_int(2))};
+    });
+}
+
+std::vector<TaskSummary> SessionStore::tasks(std::int64_t session) {
+    if (!has_tasks_) return {};
+    Statement st = db_.prepare(
+        "SELECT task, handle, name, samples, switches, deleted FROM session_tasks WHERE "
+        "session_id = ? ORDER BY task");
+    st.bind(1, session);
+    return rows_of<TaskSummary>(st, [](const Statement& row) -> TaskSummary {
+        return {static_cast<std::uint32_t>(row.column_int(0)),
+                static_cast<std::uint32_t>(row.column_int(1)),
+                row.column_text(2),
+                static_cast<std::uint64_t>(row.column_int(3)),
+                static_cast<std::uint64_t>(row.column_int(4)),
+                row.column_int(5) != 0};
     });
 }
 

@@ -83,6 +83,7 @@ SessionStore::SessionStore(const std::filesystem::path& path, Database::Mode mod
     has_sums_ = schema_version(db_) >= kSessionSumsSchema;
     has_probe_counters_ = schema_version(db_) >= kProbeCountersSchema;
     has_arch_ = schema_version(db_) >= kArchSchema;
+    has_tasks_ = schema_version(db_) >= kTasksSchema;
 }
 
 Statement& SessionStore::cached(std::optional<Statement>& slot, const char* sql) {

@@ -85,6 +85,7 @@ struct SessionInfo {
     std::int64_t ended_ns = 0;
     SessionCounters counters;
     std::vector<ExceptionCount> exceptions;   // itm sessions' exception trace
+    std::vector<TaskSummary> tasks;           // framed (and itm) sessions' RTOS tasks
     std::uint64_t calling_context_nodes = 0;  // the stored calling-context tree's (0: none)
     // Set once retention began dropping its raw data (raw chunks, record batches, slices):
     // re-decoding, the raw and ndjson exports and time windows are gone; its aggregate is not.
@@ -173,6 +174,7 @@ class SessionStore {
                         const ConsoleLine& line);
     // Replaces the session's exception counts with these totals.
     void set_exceptions(std::int64_t session, std::span<const ExceptionCount> exceptions);
+    void set_tasks(std::int64_t session, std::span<const TaskSummary> tasks);
     // Replaces the session's calling-context tree with this one.
     void set_calling_context(std::int64_t session, const gmon::CallingContextTree& tree);
     // Boards created through the API: name -> configuration (JSON, the daemon's to interpret).
@@ -224,6 +226,7 @@ class SessionStore {
     // Console lines in the order received; at most `limit` of the newest when limit > 0.
     std::vector<ConsoleLine> console(std::int64_t session, int limit = 0);
     std::vector<ExceptionCount> exceptions(std::int64_t session);
+    std::vector<TaskSummary> tasks(std::int64_t session);
     // Empty when none was stored. Throws StorageError for rows that are not a tree.
     gmon::CallingContextTree calling_context(std::int64_t session);
     void for_each_chunk(
@@ -264,6 +267,7 @@ class SessionStore {
     bool has_sums_ = false;       // schema v15's session_sums is there
     bool has_probe_counters_ = false;  // v16: probe counters, cct_unit
     bool has_arch_ = false;            // v17: sessions.arch
+    bool has_tasks_ = false;           // v18: session_tasks
     SliceBuilder slices_{db_};
     std::unique_ptr<WindowSums> window_sums_;  // aggregate_between's, kept between windows
     std::optional<Statement> insert_raw_;

@@ -291,6 +291,20 @@ void SessionStore::append_console(std::int64_t session, std::int64_t seq, std::i
     st.run();
 }
 
+void SessionStore::set_tasks(std::int64_t session, std::span<const TaskSummary> tasks) {
+    Statement clear = db_.prepare("DELETE FROM session_tasks WHERE session_id = ?");
+    clear.bind(1, session);
+    clear.run();
+    Statement st = db_.prepare(
+        "INSERT INTO session_tasks (session_id, task, handle, name, samples, switches, deleted) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)");
+    for (const auto& t : tasks) {
+        st.bind(1, session).bind(2, std::int64_t{t.number}).bind(3, std::int64_t{t.handle});
+        st.bind(4, t.name).bind(5, t.samples).bind(6, t.switches).bind(7, t.deleted ? 1 : 0);
+        st.run();
+    }
+}
+
 void SessionStore::set_exceptions(std::int64_t session,
                                   std::span<const ExceptionCount> exceptions) {
     Statement clear = db_.prepare("DELETE FROM session_exceptions WHERE session_id = ?");

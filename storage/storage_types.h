@@ -14,6 +14,19 @@ namespace rackprof::storage {
 using SessionId = std::int64_t;
 
 // A line of console text the target printed (ITM stimulus port), as received.
+// An RTOS task a session's stream switched to (framed protocol v5), as the capture counted it
+// live: the task list for session views. Shares with intervals, cycles and per-task profiles
+// are decoded from the raw bytes when asked for (gmon/task_views.h).
+struct TaskSummary {
+    std::uint32_t number = 0;  // gmon/tasks.h's numbering: 2 and up, in the order first seen
+    std::uint32_t handle = 0;
+    std::string name;  // "" when its naming switch was lost
+    std::uint64_t samples = 0;
+    std::uint64_t switches = 0;
+    bool deleted = false;
+    friend bool operator==(const TaskSummary&, const TaskSummary&) = default;
+};
+
 struct ConsoleLine {
     std::int64_t received_ns = 0;
     std::uint16_t port = 0;

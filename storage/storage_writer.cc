@@ -532,6 +532,7 @@ void StorageWriter::write_op(WriteOp& op, Attempt& a) {
             store_.append_console(id, seq, static_cast<std::int64_t>(i), chunk->console[i]);
         }
         if (!chunk->exceptions.empty()) store_.set_exceptions(id, chunk->exceptions);
+        if (!chunk->tasks.empty()) store_.set_tasks(id, chunk->tasks);
         if (chunk->calling_context) store_.set_calling_context(id, *chunk->calling_context);
         if (chunk->delta) p.delta.merge(*chunk->delta);
         p.counters = chunk->counters;
@@ -549,6 +550,7 @@ void StorageWriter::write_op(WriteOp& op, Attempt& a) {
         a.pending[id].counters = close->counters;
         a.pending[id].counters_changed = true;
         if (close->calling_context) store_.set_calling_context(id, *close->calling_context);
+        if (!close->tasks.empty()) store_.set_tasks(id, close->tasks);
         store_.end_session(id, close->state, close->ended_ns);
         a.closed.insert(id);
     }

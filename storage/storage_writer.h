@@ -73,6 +73,7 @@ struct ChunkOp {
     // The wire's codec (raw_derivation.h): the writer stores the raw bytes as their records'
     // encoding where they are exactly that.
     RawCodec raw_codec = RawCodec::kVerbatim;
+    std::vector<TaskSummary> tasks = {};  // the RTOS's tasks, when they changed; else empty
 
     std::size_t raw_bytes() const { return raw.size() + (encoded ? encoded->raw_bytes : 0); }
     std::size_t record_count() const { return records.size() + (encoded ? encoded->records : 0); }
@@ -90,6 +91,7 @@ struct CloseSessionOp {
     // The final calling-context tree, if the session measured one (held and retried like the
     // close itself, so a chunk's lost snapshot is made good).
     std::shared_ptr<const gmon::CallingContextTree> calling_context = nullptr;
+    std::vector<TaskSummary> tasks = {};  // the final task list, when it changed; else empty
 };
 struct DeleteSessionOp {
     SessionId session;  // a stored session, not capturing

@@ -429,13 +429,15 @@ Converted from_selection(const std::filesystem::path& db, const std::string& tex
         auto store =
             std::make_shared<storage::SessionStore>(db, storage::Database::Mode::kReadOnly);
         Converted c;
+        const auto sessions = service::select_sessions(selection, store->sessions(), boards_by_tag);
+        // task=: each session decoded again, its tasks' records and trees.
+        std::map<std::int64_t, service::TaskSlice> slices;
+        for (const auto& s : selection.tasks.empty() ? decltype(sessions){} : sessions)
+            slices[s.id] = service::task_slice(*store, s, selection.tasks);
         c.input = service::merged_input(
-            service::select_sessions(selection, store->sessions(), boards_by_tag),
+            sessions,
             [&](std::int64_t id) -> std::shared_ptr<const gmon::Aggregate> {
-                if (!selection.tasks.empty()) {
-                    const auto info = store->session(id);
-                    return service::task_aggregate(*store, *info, selection.tasks);
-                }
+                if (!selection.tasks.empty()) return slices.at(id).aggregate;
                 return std::make_shared<const gmon::Aggregate>(store->aggregate(id));
             },
             [&](const std::string& path) {
@@ -443,7 +445,12 @@ Converted from_selection(const std::filesystem::path& db, const std::string& tex
             },
             selection.by_name);
         if (o.elf) c.input->source.elf = o.elf;
-        if (!selection.tasks.empty()) c.input->summary["tasks"] = selection.tasks;
+        if (!selection.tasks.empty()) {
+            c.input->summary["tasks"] = selection.tasks;
+            auto tree = std::make_shared<gmon::CallingContextTree>();
+            for (const auto& [id, slice] : slices) tree->merge(*slice.tree);
+            if (!tree->empty() && !selection.by_name) c.input->calling_context = std::move(tree);
+        }
         const auto& summary = c.input->summary;
         std::cerr << "rackprof: merged " << summary["sessions"].size() << " session(s) of "
                   << summary["boards"].size() << " board(s), build "

@@ -381,9 +381,10 @@ void SessionImport::append(std::vector<std::uint8_t> raw, std::vector<protocol::
 
 std::int64_t SessionImport::complete(
     const storage::SessionCounters& counters,
-    std::shared_ptr<const gmon::CallingContextTree> calling_context) {
+    std::shared_ptr<const gmon::CallingContextTree> calling_context,
+    std::vector<storage::TaskSummary> tasks) {
     writer_.submit(storage::CloseSessionOp{id_, "completed", unix_now_ns(), counters,
-                                           std::move(calling_context)});
+                                           std::move(calling_context), std::move(tasks)});
     writer_.flush();
     if (writer_.health().failing)
         throw std::runtime_error("storage is failing: " + writer_.health().error);

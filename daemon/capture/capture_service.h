@@ -41,7 +41,8 @@ class SessionImport {
     // `calling_context`: the tree its events made, if any.
     std::int64_t complete(
         const storage::SessionCounters& counters,
-        std::shared_ptr<const gmon::CallingContextTree> calling_context = nullptr);
+        std::shared_ptr<const gmon::CallingContextTree> calling_context = nullptr,
+        std::vector<storage::TaskSummary> tasks = {});
 
   private:
     storage::StorageWriter& writer_;

@@ -47,6 +47,27 @@ std::vector<storage::ExceptionCount> CaptureSession::changed_exceptions() {
     return now;
 }
 
+std::vector<storage::TaskSummary> task_summaries(const gmon::TaskSplit& split) {
+    std::vector<storage::TaskSummary> list;
+    for (const auto& t : split.tasks()) {
+        if (t.number <= gmon::kUnknownTask) continue;  // the pseudo-tasks
+        list.push_back({t.number, t.handle, t.name, t.samples, t.switches, t.deleted});
+    }
+    return list;
+}
+
+std::vector<storage::TaskSummary> CaptureSession::changed_tasks(std::int64_t received_ns,
+                                                               bool now) {
+    if (!collector_.tasks.has_tasks()) return {};
+    constexpr std::int64_t kInterval = 1'000'000'000;
+    if (!now && received_ns - tasks_stored_ns_ < kInterval) return {};
+    std::vector<storage::TaskSummary> list = task_summaries(collector_.tasks);
+    if (list == tasks_) return {};
+    tasks_ = list;
+    tasks_stored_ns_ = received_ns;
+    return list;
+}
+
 void CaptureSession::on_hello(const protocol::TargetHello& hello) {
     target_ = ingest::target_info_of(hello);
     storage::TargetOp op{id_, target_, "", "", ""};
@@ -104,6 +125,7 @@ bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t 
                         changed_exceptions(),
                         std::nullopt,
                         std::move(tree)};
+    op.tasks = changed_tasks(received_ns);
     // The next chunk is likely as large: room for it now, not grown copy by copy, in a buffer
     // the writer is done with when it has one (its pages are mapped already).
     if (gathered_.empty() && gathered_.capacity() < raw.size()) {
@@ -196,8 +218,9 @@ void CaptureSession::end(const std::string& state, std::int64_t at_ns) {
     hand_over_decided(at_ns);
     if (open_gap_) gap_ended(at_ns);
     refresh_counters();
-    writer_.submit(
-        storage::CloseSessionOp{id_, state, at_ns, counters_, collector_.calling_context.tree()});
+    writer_.submit(storage::CloseSessionOp{id_, state, at_ns, counters_,
+                                           collector_.calling_context.tree(),
+                                           changed_tasks(at_ns, true)});
 }
 
 }  // namespace rackprof::daemon::capture

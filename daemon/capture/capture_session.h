@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "daemon/ingest/calling_context_feed.h"
+#include "gmon/tasks.h"
 #include "daemon/ingest/capture_import.h"
 #include "daemon/ingest/wire_settings.h"
 #include "gmon/aggregate.h"
@@ -30,6 +31,9 @@
 #include "storage/storage_writer.h"
 
 namespace rackprof::daemon::capture {
+
+// A stream's tasks as sessions keep them (storage::TaskSummary), the pseudo-tasks left out.
+std::vector<storage::TaskSummary> task_summaries(const gmon::TaskSplit& split);
 
 std::int64_t unix_now_ns();
 // The firmware a board picks for a target that introduced itself (empty: it stays as it is).
@@ -84,19 +88,26 @@ class CaptureSession {
         std::vector<protocol::ConsoleText> console;
         std::optional<protocol::TargetHello> hello;  // the newest not yet taken
         ingest::CallingContextFeed calling_context;  // function entry/exit events
+        // An RTOS's tasks as the stream names them, their samples counted once one ran.
+        gmon::TaskSplit tasks{gmon::TaskSplitOptions{.events = false}};
         void on_records(std::span<const protocol::Record> batch) override {
             records.insert(records.end(), batch.begin(), batch.end());
+            if (tasks.has_tasks()) tasks.on_records(batch);
         }
         void on_event(const protocol::StreamEvent& event) override {
             if (const auto* h = std::get_if<protocol::TargetHello>(&event)) hello = *h;
             if (const auto* c = std::get_if<protocol::ConsoleText>(&event)) console.push_back(*c);
             calling_context.on_event(event);
+            tasks.on_event(event);
         }
         bool empty() const { return records.empty() && console.empty(); }
     };
     std::vector<storage::ConsoleLine> take_console(std::int64_t received_ns);
     // The exception totals when they changed since the last call, else empty.
     std::vector<storage::ExceptionCount> changed_exceptions();
+    // The task list when it changed since the last call (at most once a second unless `now`),
+    // else empty.
+    std::vector<storage::TaskSummary> changed_tasks(std::int64_t received_ns, bool now = false);
     // After the decoder's finish(): all that is gathered goes now, nothing being undecided;
     // records that came with no bytes (what finish() decided) are dated `at_ns`.
     void hand_over_decided(std::int64_t at_ns);
@@ -123,6 +134,8 @@ class CaptureSession {
     std::deque<protocol::Record> newest_arcs_;
     std::deque<storage::ConsoleLine> newest_console_;
     std::vector<storage::ExceptionCount> exceptions_;
+    std::vector<storage::TaskSummary> tasks_;
+    std::int64_t tasks_stored_ns_ = 0;
     std::int64_t calling_context_stored_ns_ = 0;  // when a tree last went with a chunk
 };
 

@@ -25,6 +25,11 @@ class CallingContextFeed {
         } else if (const auto* stack = std::get_if<protocol::StackSample>(&event)) {
             builder_.on_stack(*stack);  // a probe link's sampled stack
             changed_ = true;
+        } else if (const auto* task = std::get_if<protocol::TaskSwitch>(&event)) {
+            // Each RTOS task runs on a stack of its own: thread mode's frames follow the task.
+            builder_.on_task_switch(task->task, task->stamp);
+        } else if (const auto* gone = std::get_if<protocol::TaskDeleted>(&event)) {
+            builder_.on_task_deleted(gone->task);
         } else if (const auto* lost = std::get_if<protocol::EventsLost>(&event)) {
             // The framed decoder says where in the stream events went missing.
             mark_lost(lost->count);

@@ -118,12 +118,11 @@ std::map<std::string, std::string> parse_query_string(std::string_view text) {
     return out;
 }
 
-std::shared_ptr<const gmon::Aggregate> task_aggregate(storage::SessionStore& store,
-                                                      const storage::SessionInfo& session,
-                                                      const std::vector<std::string>& tasks) {
+TaskSlice task_slice(storage::SessionStore& store, const storage::SessionInfo& session,
+                     const std::vector<std::string>& tasks) {
     const std::string what = "session " + std::to_string(session.id);
     if (session.raw_pruned)
-        throw ServiceError(Failure::kConflict,
+        throw ServiceError(Failure::kGone,
                            what + ": task= decodes the raw bytes again, and its " +
                                storage::raw_pruned_reason(*session.raw_pruned));
     gmon::TaskSplitOptions options;
@@ -131,10 +130,13 @@ std::shared_ptr<const gmon::Aggregate> task_aggregate(storage::SessionStore& sto
     gmon::TaskSplit split(options);
     ingest::redecode_session(store, session.id, ingest::wire_spec_of(session.spec), split);
     auto sum = std::make_shared<gmon::Aggregate>();
+    auto tree = std::make_shared<gmon::CallingContextTree>();
+    const gmon::CallingContextTree whole = split.tree();
     bool found = false;
     for (const auto& name : tasks) {
         for (const auto number : split.tasks_named(name)) {
             sum->merge(split.task_aggregate(number));
+            tree->merge(whole.task_tree(number));
             found = true;
         }
     }
@@ -147,7 +149,7 @@ std::shared_ptr<const gmon::Aggregate> task_aggregate(storage::SessionStore& sto
                            what + " has no task " + tasks.front() +
                                (known.empty() ? " (it has no task switches)" : " (its tasks: " + known + ")"));
     }
-    return sum;
+    return {std::move(sum), std::move(tree)};
 }
 
 std::string build_id_of(const storage::SessionInfo& s) {

@@ -63,11 +63,15 @@ std::vector<storage::SessionInfo> select_sessions(
     const std::map<std::string, std::vector<std::string>>& boards_by_tag);
 
 // What `tasks` (task= names) ran in one stored session: its raw bytes decoded again and split
-// by task, the named tasks' records added. Throws ServiceError: kConflict when its raw data is
-// gone (retention), kNotFound when it has no task of those names.
-std::shared_ptr<const gmon::Aggregate> task_aggregate(storage::SessionStore& store,
-                                                      const storage::SessionInfo& session,
-                                                      const std::vector<std::string>& tasks);
+// by task, the named tasks' records added, and their calling-context trees (thread mode's paths
+// in those tasks; empty without entry/exit events). Throws ServiceError: kGone when its raw
+// data is gone (retention), kNotFound when it has no task of those names.
+struct TaskSlice {
+    std::shared_ptr<const gmon::Aggregate> aggregate;
+    std::shared_ptr<const gmon::CallingContextTree> tree;
+};
+TaskSlice task_slice(storage::SessionStore& store, const storage::SessionInfo& session,
+                     const std::vector<std::string>& tasks);
 
 // The sessions grouped by board (boards in name order, sessions as given): a fleet's per-board
 // spread merges each group.

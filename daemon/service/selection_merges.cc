@@ -63,10 +63,12 @@ std::shared_ptr<const MergedSelection> SelectionMerges::merged(const Selection& 
 std::shared_ptr<const MergedSelection> SelectionMerges::merge(
     const std::vector<storage::SessionInfo>& sessions, bool by_name,
     const std::vector<std::string>& tasks) {
-    std::map<std::int64_t, const storage::SessionInfo*> by_id;
-    for (const auto& s : sessions) by_id[s.id] = &s;
+    // task=: each session decoded again once, its tasks' records and trees kept.
+    std::map<std::int64_t, TaskSlice> slices;
+    for (const auto& s : tasks.empty() ? std::vector<storage::SessionInfo>{} : sessions)
+        slices[s.id] = task_slice(*readers_.lease(), s, tasks);
     const auto stored = [&](std::int64_t id) -> std::shared_ptr<const gmon::Aggregate> {
-        if (!tasks.empty()) return task_aggregate(*readers_.lease(), *by_id.at(id), tasks);
+        if (!tasks.empty()) return slices.at(id).aggregate;
         return fleet_ ? fleet_->sum({id}) : aggregates_.whole(id);
     };
     if (fleet_ && !by_name) return merge_in_fleet(sessions);
@@ -94,9 +96,12 @@ std::shared_ptr<const MergedSelection> SelectionMerges::merge(
             return it == board_sum_at.end() ? nothing : it->second;
         });
     }
-    // A task's share of the stored trees is not kept: its tree is the task view's.
-    input->calling_context = tasks.empty() ? merged_calling_context(sessions, by_name) : nullptr;
-    if (!tasks.empty()) input->summary["tasks"] = tasks;
+    if (tasks.empty()) {
+        input->calling_context = merged_calling_context(sessions, by_name);
+    } else {
+        input->calling_context = merged_task_trees(slices, by_name);
+        input->summary["tasks"] = tasks;
+    }
     if (input->source.elf) {
         made->profile = std::make_shared<const gmon::Profile>(gmon::profile_of(input->source));
         // A board whose ELF is gone is counted with the fleet's (the same build).
@@ -128,6 +133,16 @@ std::shared_ptr<const gmon::CallingContextTree> SelectionMerges::merged_calling_
     } catch (const std::invalid_argument&) {
         return nullptr;  // probe boards' sampled stacks beside measured cycles: no one tree
     }
+    if (merged->empty()) return nullptr;
+    return merged;
+}
+
+// The task slices' trees added by path (addresses: one build's sessions only, as above).
+std::shared_ptr<const gmon::CallingContextTree> SelectionMerges::merged_task_trees(
+    const std::map<std::int64_t, TaskSlice>& slices, bool by_name) {
+    if (by_name) return nullptr;
+    auto merged = std::make_shared<gmon::CallingContextTree>();
+    for (const auto& [id, slice] : slices) merged->merge(*slice.tree);
     if (merged->empty()) return nullptr;
     return merged;
 }

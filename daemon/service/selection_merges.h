@@ -74,6 +74,8 @@ class SelectionMerges {
         const std::function<std::shared_ptr<const gmon::Aggregate>(std::int64_t)>& aggregate_of);
     std::shared_ptr<const gmon::CallingContextTree> merged_calling_context(
         const std::vector<storage::SessionInfo>& sessions, bool by_name);
+    std::shared_ptr<const gmon::CallingContextTree> merged_task_trees(
+        const std::map<std::int64_t, TaskSlice>& slices, bool by_name);
     std::shared_ptr<const MergedSelection> merge(const std::vector<storage::SessionInfo>& sessions,
                                                  bool by_name,
                                                  const std::vector<std::string>& tasks);

@@ -5,6 +5,7 @@
 #include "daemon/capture/capture_session.h"
 #include "daemon/service/selection.h"
 #include "gmon/report.h"
+#include "gmon/tasks.h"
 #include "protocol/wire_format.h"
 #include "storage/counters_json.h"
 #include "storage/retention.h"
@@ -80,6 +81,21 @@ json session_json(const storage::SessionInfo& s, const std::string& storage_erro
                                   {"cycles", e.cycles}});
         }
         out["exceptions"] = exceptions;
+    }
+    // An RTOS's tasks as the capture counted them (the shares with intervals: /tasks).
+    if (!s.tasks.empty()) {
+        json tasks = json::array();
+        for (const auto& t : s.tasks) {
+            gmon::TaskStats stats;
+            stats.number = t.number;
+            stats.handle = t.handle;
+            stats.name = t.name;
+            tasks.push_back({{"name", gmon::task_label(stats)},
+                             {"samples", t.samples},
+                             {"switches", t.switches},
+                             {"deleted", t.deleted}});
+        }
+        out["tasks"] = tasks;
     }
     // Only where entry/exit events (or a probe's stacks) made one: the cct-* exports answer
     // 422 without it.

@@ -10,8 +10,12 @@ namespace rackprof::daemon::service {
 nlohmann::json exceptions_json(const std::map<std::uint16_t, protocol::ExceptionStats>& counts) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& [number, stats] : counts) {
-        out.push_back(
-            {{"exception", number}, {"entries", stats.entries}, {"cycles", stats.cycles}});
+        out.push_back({{"exception", number},
+                       {"entries", stats.entries},
+                       {"cycles", stats.cycles},
+                       {"completed", stats.completed},
+                       {"max_cycles", stats.max_cycles},
+                       {"p99_cycles", stats.p99_cycles}});
     }
     return out;
 }

@@ -43,11 +43,15 @@ class ImportPieces : public protocol::RecordSink {
         records_.reserve(kRecordsPerPiece);
     }
     void on_records(std::span<const protocol::Record> batch) override {
+        if (tasks_.has_tasks()) tasks_.on_records(batch);
         for (const auto& r : batch) {
             records_.push_back(r);
             if (records_.size() == kRecordsPerPiece) append({});
         }
     }
+    void on_event(const protocol::StreamEvent& event) override { tasks_.on_event(event); }
+    // The RTOS's tasks the stream named (none without task switches).
+    std::vector<storage::TaskSummary> tasks() const { return capture::task_summaries(tasks_); }
     void on_raw(std::span<const std::uint8_t> bytes) {
         so_far_.bytes_in += bytes.size();
         append({bytes.begin(), bytes.end()});
@@ -72,6 +76,7 @@ class ImportPieces : public protocol::RecordSink {
     std::vector<protocol::Record> records_;
     storage::SessionCounters so_far_;  // what the session shows while the import goes on
     bool appended_ = false;
+    gmon::TaskSplit tasks_{gmon::TaskSplitOptions{.events = false}};
 };
 
 }  // namespace
@@ -224,7 +229,7 @@ std::int64_t UploadImport::import_capture(const std::filesystem::path& file,
     pieces.finish();
     storage::SessionCounters counters;
     storage::set_decoder_counters(counters, imported.stats);
-    return stored->complete(counters, imported.calling_context);
+    return stored->complete(counters, imported.calling_context, pieces.tasks());
 }
 
 }  // namespace rackprof::daemon::service

@@ -11,10 +11,13 @@
 //   node trace_reader_test.mjs TRACE.json   a given trace (or RACKPROF_TRACE=TRACE.json)
 //   node trace_reader_test.mjs --convert    a capture written here (framed v5: two tasks, calls,
 //                                           SysTick) through `rackprof convert --export trace`
-//                                           ($RACKPROF_BINARY, build/rackprof by default)
+//                                           ($RACKPROF_BINARY, build/rackprof by default; the
+//                                           ELF $RACKPROF_TRACE_ELF, else target-fw's framed
+//                                           blinky beside the binary, else none: hex names)
 //   node trace_reader_test.mjs              a small hand-made trace, written here
 //
-// RACKPROF_TRACE_TRACKS=N also requires the trace to have N tracks (--convert knows its own: 4).
+// RACKPROF_TRACE_TRACKS=N also requires the trace to have N tracks (--convert knows its own: 4,
+// and with the ELF each track's slices: what the capture sent).
 // Skips (exit 77) when Chromium, node_modules (playwright-core, speedscope) or, for --convert,
 // the binary is missing.
 import { test, before, after } from "node:test";
@@ -40,6 +43,7 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rackprof-trace-reader-"));
 const arg = process.argv[2];
 let expectedTracks = process.env.RACKPROF_TRACE_TRACKS ? Number(process.env.RACKPROF_TRACE_TRACKS) : undefined;
 let tracePath;
+let truth; // --convert: the slices the capture holds, per thread name
 if (arg === "--convert") {
   if (!fs.existsSync(binary)) skip(`${binary} is not built`);
   tracePath = convertedTrace();
@@ -231,6 +235,11 @@ test("speedscope's model, exported: per profile the slices' names, counts and to
   console.log(`speedscope read ${tracks.size} tracks, ${slices} slices: ${[...tracks.values()].map((t) => `${t.thread} (${t.slices.length})`).join(", ")}`);
 });
 
+test("--convert: the trace holds the capture's calls, switches and handlers", { skip: !truth && "not --convert with the ELF" }, () => {
+  const counts = Object.fromEntries([...tracks.values()].map((t) => [t.thread, Object.fromEntries(Object.entries(bySlice(t.slices)).map(([n, v]) => [n, v.count]))]));
+  assert.deepEqual(counts, truth);
+});
+
 // ---- The traces ----
 
 // A small valid trace of rackprof's shape: process and thread names, the running task, an
@@ -263,7 +272,7 @@ function handMadeTrace() {
 // A framed capture (protocol/framed-protocol.md, version 5) of two tasks calling functions of
 // the firmware's ELF, SysTick preempting them, converted by the binary with that ELF.
 function convertedTrace() {
-  const elf = path.join(path.dirname(binary), "target-fw/blinky-mps2-an385-framed.elf");
+  const elf = process.env.RACKPROF_TRACE_ELF ?? path.join(path.dirname(binary), "target-fw/blinky-mps2-an385-framed.elf");
   const nm = "/usr/bin/arm-none-eabi-nm";
   const fn = { main: 0xd4, led_toggle: 0x74, led_set: 0x64, SysTick_Handler: 0x144, text_hi: 0x966 };
   const withElf = fs.existsSync(elf) && fs.existsSync(nm);
@@ -312,6 +321,14 @@ function convertedTrace() {
         [0x0a, ...le(task.fn, 4), ...le(fn.main + 0x10, 4), ...le((t += 5), 4)]);
       t += 3;
     }
+  }
+  if (withElf) {
+    truth = {
+      "running task": { sensor: 20, blink: 20 },
+      interrupts: { SysTick_Handler: 40 },
+      "task sensor": { led_toggle: 20 },
+      "task blink": { led_set: 20 },
+    };
   }
   const capture = path.join(dir, "capture.bin");
   fs.writeFileSync(capture, Buffer.from(frames));

@@ -170,7 +170,8 @@ TEST_CASE("window profiles over HTTP count exactly the records received in the w
         old_chunks = store_session(store, elf, rng, 200'000);
         // Session 1 as schema 10 left it: no record slices.
         store.db().exec(
-            "ALTER TABLE sessions DROP COLUMN arch; ALTER TABLE sessions DROP COLUMN "
+            "DROP TABLE session_tasks; ALTER TABLE sessions DROP COLUMN arch; "
+            "ALTER TABLE sessions DROP COLUMN "
             "samples_halted_ns; "
             "ALTER TABLE sessions DROP COLUMN "
             "stack_unwind_failures; ALTER TABLE sessions DROP COLUMN cct_unit; "
