@@ -462,6 +462,16 @@ std::string exception_name(std::uint16_t number) {
                                            "MemManage",    "BusFault",   "UsageFault", "Reserved7",
                                            "Reserved8",    "Reserved9",  "Reserved10", "SVCall",
                                            "DebugMonitor", "Reserved13", "PendSV",     "SysTick"};
+    // RISC-V targets send 0x8000 | mcause's code for an interrupt (target-fw's runtime): past
+    // ARMv7-M's 512 exception numbers, so the two never meet.
+    if (number >= 0x8000) {
+        switch (number & 0x7FFF) {
+            case 3: return "MachineSoftware";
+            case 7: return "MachineTimer";
+            case 11: return "MachineExternal";
+            default: return "interrupt" + std::to_string(number & 0x7FFF);
+        }
+    }
     return number < 16 ? kNames[number] : "IRQ" + std::to_string(number - 16);
 }
 

@@ -207,7 +207,7 @@ struct AttributedArc {
 std::vector<AttributedArc> attributed_arcs(const CallingContextTree& tree);
 
 // ARMv7-M's exception numbers (B1.5.2): "Thread" (0), "NMI", ..., "SysTick"; 16 and up
-// "IRQ<n - 16>".
+// "IRQ<n - 16>"; a RISC-V interrupt (0x8000 | mcause code): "MachineTimer", ...
 std::string exception_name(std::uint16_t number);
 
 }  // namespace rackprof::gmon

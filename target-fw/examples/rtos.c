@@ -1,14 +1,20 @@
 /* A small preemptive round-robin kernel calling the task hooks (RACKPROF_TASKS=1; framed
- * protocol v5; docs/rtos.md). ARMv7-M (mps2-an385): PendSV switches, BASEPRI critical sections.
+ * protocol v5; docs/rtos.md), the same tasks and loads on two architectures. What differs is
+ * in a port header included below: the switch, the critical sections, the tick's period, a
+ * new task's first frame (rtos_port_armv7m.h: mps2-an385, PendSV and BASEPRI, the tick on the
+ * CMSDK TIMER0; rtos_port_riscv.h: qemu-virt in machine mode, the CLINT's software interrupt
+ * and mstatus.MIE, the tick on the runtime's shared CLINT timer). Each port gives
+ *   TICK_CYCLES, MIX_ITERS       the tick's period (core cycles) and a work unit's size;
+ *   kernel_lock/kernel_unlock    a critical section against the tick and the switch;
+ *   request_switch()             makes the switch pending: it runs once no handler is active;
+ *   port_task_frame()            a new task's saved context: entry(t), returning to task_exit;
+ *   STACK_ALIGN, BOOT_STACK_WORDS  the ABI's stack alignment; main's stack for the first switch;
+ *   port_init(), port_start()    before the tasks are made; the first switch (never returns).
+ * The switch saves the running task's registers, calls schedule() and loads rtos_current's.
  *
- * Timers. The runtime's PC sampler owns SysTick (1 kHz, priority 0x40), so the kernel tick is
- * the board's CMSDK TIMER0 (IRQ 8, priority 0x80, app_timer_isr below): every TICK_CYCLES
- * (5.618 ms at 25 MHz, out of step with the sampler) it counts, wakes sleepers and pends PendSV
- * for the time slice. It is the one application interrupt, and the run's length: it stops
- * itself after exactly RUN_TICKS interrupts. PendSV has the lowest priority (0xFF), so a
- * switch happens when every handler is done; the kernel masks only its own level (BASEPRI =
- * 0x80), so SysTick and the UART never wait for it. (Chaining the tick from the sampler's
- * SysTick handler would have tied the kernel to the runtime's rate and changed the runtime.)
+ * The tick (app_timer_isr, the board timer's handler: board_timer_start) is the one
+ * application interrupt, and the run's length: it counts, wakes sleepers, requests a switch
+ * for the time slice, and stops itself after exactly RUN_TICKS interrupts.
  *
  * Loads. Three workers of equal priority are released together every PERIOD_TICKS ticks and
  * each does a fixed number of work units, then sleeps until its next release: sensor 1,
@@ -20,37 +26,35 @@
  *
  * Tasks and hooks. Each worker runs PERIODS periods, then deletes itself (task_exit:
  * rackprof_task_deleted). The idle task waits for the last tick and all three deletions,
- * stops profiling and exits. A PC sample taken in the tick handler or PendSV is charged to the
- * task it interrupted (whatever TASK_SWITCH precedes it in the stream).
+ * stops profiling and exits. A PC sample is charged to the task whose TASK_SWITCH precedes it
+ * in the stream (the ports say which task a sample taken in the tick or the switch lands in).
  * Exit 0; 3 when records were dropped, 4 on a wrong tick count, 6 on a wrong period count. */
 #include <stdint.h>
 
 #include "board.h"
-#include "runtime/cm_regs.h"
 #include "runtime/rackprof.h"
 
-/* 5.618 ms: 5 sampler periods and 0.618 of one, so the sampler's phase walks evenly over the
- * tick (5.4 ms would repeat five phases: every period sampled at the same few points). Long
- * enough that the switches' traffic (each sends the caches' counts) costs little CPU. */
-#define TICK_CYCLES 140451u
 #define PERIOD_TICKS 10u
 #define PERIODS 40u
 #define RUN_TICKS (PERIODS * PERIOD_TICKS) /* timer interrupts, exactly */
 #define MIX_CALLS 8u
-#ifndef MIX_ITERS
-/* mix's loop is 8 instructions an iteration (-Os, Thumb-2): a unit is 8 x 8 x 2741 = 175 424
- * instructions, 5.614 ms under QEMU -icount shift=5 (32 ns each), 99.9 % of a tick. */
-#define MIX_ITERS 2741u
-#endif
 #define WORKERS 3u
 #define STACK_WORDS 256u
-#define KERNEL_PRIORITY BOARD_TIMER_PRIORITY /* the tick's: what BASEPRI masks */
-#define PENDSV_PRIORITY 0xFFu
+
+struct task;
+__attribute__((noipa, noreturn)) static void task_exit(void);
+extern struct task* rtos_current;
+
+#if defined(__riscv)
+#include "rtos_port_riscv.h"
+#else
+#include "rtos_port_armv7m.h"
+#endif
 
 enum { READY, SLEEPING, DEAD };
 
 struct task {
-    uint32_t* sp; /* first: PendSV_Handler saves and loads it */
+    uint32_t* sp; /* first: the switch saves and loads it */
     const char* name;
     volatile uint32_t state; /* changed by the tick and by other tasks */
     uint32_t wake;           /* SLEEPING: the tick it is READY again */
@@ -61,30 +65,13 @@ struct task {
 static struct task workers[WORKERS];
 static struct task idle_task;
 static struct task boot_task; /* main's context, saved by the first switch, never resumed */
-static uint32_t stacks[WORKERS + 1][STACK_WORDS] __attribute__((aligned(8)));
-static uint32_t boot_stack[32] __attribute__((aligned(8)));
+static uint32_t stacks[WORKERS + 1][STACK_WORDS] __attribute__((aligned(STACK_ALIGN)));
+static uint32_t boot_stack[BOOT_STACK_WORDS] __attribute__((aligned(STACK_ALIGN)));
 struct task* rtos_current = &boot_task;
 static volatile uint32_t ticks;
 static volatile uint32_t sink;
 
 /* ---- kernel ---------------------------------------------------------------------------- */
-
-/* Masks the tick and PendSV (not SysTick, not the UART); inlined, never instrumented. */
-__attribute__((always_inline, no_instrument_function)) static inline uint32_t kernel_lock(void) {
-    uint32_t old, level = KERNEL_PRIORITY;
-    __asm volatile("mrs %0, basepri" : "=r"(old));
-    __asm volatile("msr basepri_max, %0" : : "r"(level) : "memory");
-    return old;
-}
-__attribute__((always_inline, no_instrument_function)) static inline void kernel_unlock(
-    uint32_t old) {
-    /* isb: a PendSV made pending under the lock is taken here, not some instructions later */
-    __asm volatile("msr basepri, %0\n\tisb" : : "r"(old) : "memory");
-}
-
-static void request_switch(void) {
-    SCB_ICSR = SCB_ICSR_PENDSVSET;
-}
 
 /* Round robin: the next READY worker after the current one (itself last), else idle. */
 static struct task* pick_next(void) {
@@ -98,7 +85,7 @@ static struct task* pick_next(void) {
     return &idle_task;
 }
 
-/* Called by PendSV_Handler between saving the old task's registers and loading the new's. */
+/* Called by the switch between saving the old task's registers and loading the new's. */
 __attribute__((noipa)) void schedule(void) {
     uint32_t key = kernel_lock();
     struct task* next = pick_next();
@@ -109,7 +96,7 @@ __attribute__((noipa)) void schedule(void) {
     kernel_unlock(key);
 }
 
-/* The kernel tick (TIMER0's handler calls it): the one application interrupt. */
+/* The kernel tick (the board timer's handler calls it): the one application interrupt. */
 __attribute__((noipa)) void app_timer_isr(void) {
     uint32_t now = ++ticks;
     if (now == RUN_TICKS) board_timer_stop();
@@ -142,77 +129,14 @@ __attribute__((noipa, noreturn)) static void task_exit(void) {
     }
 }
 
-/* A stack as PendSV leaves one: r4-r11, then the exception frame that returns to
- * entry(task) in thread mode on PSP, with task_exit as its return address (so the profile's
- * caller of each task's entry function is task_exit). */
+/* A task READY to run entry(t) on its own stack. */
 static void task_create(struct task* t, uint32_t* stack_top, void (*entry)(struct task*),
                         const char* name, uint32_t units) {
-    uint32_t* sp = stack_top - 16;
-    for (unsigned i = 0; i < 16; i++) sp[i] = 0;
-    sp[8] = (uint32_t)t;            /* r0 */
-    sp[13] = (uint32_t)task_exit;   /* lr */
-    sp[14] = (uint32_t)entry & ~1u; /* pc: no Thumb bit in a stacked PC */
-    sp[15] = 0x01000000u;           /* xPSR: T */
-    t->sp = sp;
+    t->sp = port_task_frame(stack_top, entry, t);
     t->name = name;
     t->units = units;
     t->state = READY;
 }
-
-/* PendSV: saves r4-r11 below the running task's exception frame on its PSP, lets schedule()
- * choose, loads the chosen task's. Every task runs in thread mode on PSP, so EXC_RETURN (lr)
- * is the same for all of them. Assembly: no -pg hook, the registers untouched before saving. */
-void PendSV_Handler(void);
-__asm__(
-    ".pushsection .text.PendSV_Handler,\"ax\",%progbits\n"
-    "    .syntax unified\n"
-    "    .thumb\n"
-    "    .global PendSV_Handler\n"
-    "    .type   PendSV_Handler, %function\n"
-    "    .thumb_func\n"
-    "PendSV_Handler:\n"
-    "    mrs   r0, psp\n"
-    "    stmdb r0!, {r4-r11}\n"
-    "    ldr   r1, =rtos_current\n"
-    "    ldr   r2, [r1]\n"
-    "    str   r0, [r2]\n" /* rtos_current->sp */
-    "    push  {r1, lr}\n" /* 8 bytes: MSP stays 8-byte aligned */
-    "    bl    schedule\n"
-    "    pop   {r1, lr}\n"
-    "    ldr   r2, [r1]\n"
-    "    ldr   r0, [r2]\n"
-    "    ldmia r0!, {r4-r11}\n"
-    "    msr   psp, r0\n"
-    "    bx    lr\n"
-    "    .size   PendSV_Handler, . - PendSV_Handler\n"
-    "    .ltorg\n"
-    ".popsection\n");
-
-/* Moves thread mode onto PSP (boot_stack) and pends the first switch, which saves this
- * context in boot_task and never comes back. */
-__attribute__((noreturn)) void start_scheduler(uint32_t* psp_top);
-__asm__(
-    ".pushsection .text.start_scheduler,\"ax\",%progbits\n"
-    "    .syntax unified\n"
-    "    .thumb\n"
-    "    .global start_scheduler\n"
-    "    .type   start_scheduler, %function\n"
-    "    .thumb_func\n"
-    "start_scheduler:\n"
-    "    msr   psp, r0\n"
-    "    mrs   r1, control\n"
-    "    orr   r1, r1, #2\n" /* SPSEL: thread mode uses PSP */
-    "    msr   control, r1\n"
-    "    isb\n"
-    "    ldr   r1, =0xE000ED04\n" /* ICSR */
-    "    ldr   r2, =0x10000000\n" /* PENDSVSET */
-    "    str   r2, [r1]\n"
-    "    dsb\n"
-    "    isb\n"
-    "1:  b     1b\n"
-    "    .size   start_scheduler, . - start_scheduler\n"
-    "    .ltorg\n"
-    ".popsection\n");
 
 /* ---- application ----------------------------------------------------------------------- */
 
@@ -253,8 +177,8 @@ __attribute__((noipa, noreturn)) static void finish(void) {
 
 /* The idle task: runs whenever no worker is ready; ends the run after the last tick. It spins
  * rather than WFI: under QEMU -icount sleep=off a WFI warps the virtual clock to the next
- * deadline, and SysTick periods skipped so take one sample, not one each (the idle time would
- * be under-sampled and the SysTick stamps would lose wraps). On hardware WFI is the thing. */
+ * deadline, and sampler periods skipped so take one sample, not one each (the idle time would
+ * be under-sampled; ARM's SysTick stamps would lose wraps). On hardware WFI is the thing. */
 __attribute__((noipa)) void idle(struct task* self) {
     (void)self;
     while (!(ticks == RUN_TICKS && workers_done())) {
@@ -264,12 +188,12 @@ __attribute__((noipa)) void idle(struct task* self) {
 
 int main(void) {
     rackprof_init();
-    SCB_SHPR3 = (SCB_SHPR3 & ~(0xFFu << 16)) | (PENDSV_PRIORITY << 16);
+    port_init();
     task_create(&workers[0], stacks[0] + STACK_WORDS, worker, "sensor", 1);
     task_create(&workers[1], stacks[1] + STACK_WORDS, worker, "control", 2);
     task_create(&workers[2], stacks[2] + STACK_WORDS, worker, "logger", 3);
     task_create(&idle_task, stacks[3] + STACK_WORDS, idle, "idle", 0);
     rackprof_start();
     board_timer_start(TICK_CYCLES);
-    start_scheduler(boot_stack + sizeof boot_stack / sizeof boot_stack[0]);
+    port_start(boot_stack + sizeof boot_stack / sizeof boot_stack[0]);
 }

@@ -195,7 +195,8 @@ static void flush_entry(unsigned i, int wait) {
         if (e.count) send_arc(e, wait);
     } else {
 #if RACKPROF_TASKS
-        /* A task hook flushes below SysTick, which may be counting into this very entry. */
+        /* A task hook flushes below the sampler (SysTick; RISC-V's timer trap, from thread
+         * mode), which may be counting into this very entry: mask it (PRIMASK, mstatus.MIE). */
         uint32_t key = rp_irq_save();
 #endif
         struct pc_entry e = pc_cache[i - RACKPROF_ARC_CACHE];

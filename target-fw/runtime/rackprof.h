@@ -32,10 +32,11 @@ void rackprof_campaign_end(void);
 
 /* RTOS task hooks (framed builds with RACKPROF_TASKS=1; docs/rtos.md): the kernel calls them
  * from its context switch (PendSV, or thread mode) and when it deletes a task; any context
- * SysTick can preempt. handle: the task's TCB (non-null; sent as its low RACKPROF_ADDR_BYTES
- * bytes); name: a string, up to 32 bytes sent, read at the call. A switch first sends what the
- * arc and PC caches hold, so later counts belong to the task switched in. Without
- * RACKPROF_TASKS they are empty inlines (never instrumented): the wire is unchanged. */
+ * SysTick can preempt (RISC-V machine mode: any, traps do not nest). handle: the task's TCB
+ * (non-null; sent as its low RACKPROF_ADDR_BYTES bytes); name: a string, up to 32 bytes sent,
+ * read at the call. A switch first sends what the arc and PC caches hold, so later counts
+ * belong to the task switched in. Without RACKPROF_TASKS they are empty inlines (never
+ * instrumented): the wire is unchanged. */
 #if RACKPROF_TASKS
 void rackprof_task_switched_in(const void* handle, const char* name);
 void rackprof_task_deleted(const void* handle);

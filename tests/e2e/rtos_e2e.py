@@ -15,8 +15,26 @@ Checked, for the framed (-pg) and the enter-exit builds:
     ENTER once, on its task's track (or the interrupts' track), every slice closed, in time
     order per track.
 
+RISC-V (--riscv-fw-dir: the same kernel on qemu-virt, rv32imac machine mode, its switch on the
+CLINT's software interrupt and its tick on the runtime's shared CLINT timer; a SKIP line, not a
+failure, when qemu-system-riscv32 or its builds are absent), in both builds:
+  - exit 0, the wire whole, HELLO version 5 with the tasks flag and the rv32imac arch byte;
+  - each task's PC samples and calls (framed: arcs; enter-exit: every ENTER in force in the
+    task) equal the wire reader's, exactly; three TASK_DELETED, the three workers marked deleted;
+  - the sampled share of every task within the 99 % interval of its switch-stamp share;
+  - framed: the workers' time at their designed loads plus at most RISCV_FRAMED_OVERHEAD points
+    (measured 1.8, 2.9, 3.9: the sampler's trap also drains the UART, which has no interrupt
+    here; at 200 Hz the logger's 3.9 falls to 2.5); enter-exit, whose events cost most of the
+    idle time, the workers' time 1:2:3 within RISCV_RATIO_TOLERANCE; mix called 320, 640, 960
+    times per worker (framed: arcs; enter-exit: thread-mode ENTERs);
+  - the tick exactly RUN_TICKS times (framed: the arcs into app_timer_isr and the profile's call
+    count; enter-exit: the machine timer trap's invocations, 0x8007, with the calling-context
+    tree's time), and enter-exit: the switch trap (0x8003) exactly SWITCH_TRAPS times;
+  - the Trace Event export: the running-task track holds the wire's switches in order, and in
+    enter-exit the ENTER checks above (check_trace).
+
 Exit 77 (ctest SKIP) with a SKIP line when QEMU or the firmware is absent.
-usage: rtos_e2e.py --rackprof BIN --fw-dir DIR
+usage: rtos_e2e.py --rackprof BIN --fw-dir DIR [--riscv-fw-dir DIR]
 """
 
 import argparse
@@ -114,9 +132,9 @@ def mix_calls_from_wire(cap, span):
     return out
 
 
-def symbol(elf, name):
-    """[start, end) of a function, from arm-none-eabi-nm -S."""
-    out = subprocess.run(["arm-none-eabi-nm", "-S", str(elf)], capture_output=True, text=True,
+def symbol(elf, name, nm="arm-none-eabi-nm"):
+    """[start, end) of a function, from nm -S."""
+    out = subprocess.run([nm, "-S", str(elf)], capture_output=True, text=True,
                          check=True).stdout
     for line in out.splitlines():
         parts = line.split()
@@ -163,11 +181,167 @@ def check_trace(tag, cap, trace):
               f"the wire's {wire.get(name, 0)} thread-mode ENTERs")
 
 
+# ---- RISC-V (qemu-virt) -----------------------------------------------------------------------
+
+RISCV_QEMU = ["qemu-system-riscv32", "-M", "virt", "-bios", "none", "-display", "none",
+              "-monitor", "none", "-semihosting-config", "enable=on,target=native",
+              "-icount", "shift=5,sleep=off"]
+RISCV_NM = "riscv64-unknown-elf-nm"
+RISCV_ARCH = 0x11  # the HELLO's rv32imac
+RISCV_TICK_TRAP = 0x8007  # rp_handler() in the machine timer trap: bit 15, mcause 7
+RISCV_SWITCH_TRAP = 0x8003  # the kernel's switch: the machine software interrupt
+# schedule() runs once per switch request: every tick, each worker's 39 sleeps and its exit,
+# and the first switch.
+SWITCH_TRAPS = RUN_TICKS + 3 * 39 + 3 + 1
+RISCV_FRAMED_OVERHEAD = 5.0
+RISCV_RATIO_TOLERANCE = 0.05
+
+
+def run_qemu_riscv(elf, capture):
+    cmd = RISCV_QEMU + ["-serial", f"file:{capture}", "-kernel", str(elf)]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    check(result.returncode == 0, f"{elf.name} runs to completion (exit {result.returncode})")
+    return capture.read_bytes()
+
+
+def task_name(cap, task):
+    return cap.task_names.get(task) if isinstance(task, int) else task
+
+
+def check_switch_track(tag, cap, trace):
+    """The trace's running-task track (tid 1): one slice per TASK_SWITCH, named in the wire's
+    order."""
+    names = [e["name"] for e in trace["traceEvents"] if e["ph"] == "B" and e["tid"] == 1]
+    wire = [cap.task_names.get(t[1]) for t in cap.task_items if t[0] == "switch"]
+    check(names == wire, f"{tag}: trace: the running-task track's {len(names)} slices are the "
+          f"wire's {len(wire)} switches, in order")
+
+
+def check_riscv(tag, cap, tasks, elf, trace):
+    hello = cap.hellos[0] if cap.hellos else None
+    check(hello is not None and hello.version == 5 and hello.flags & 0x40 and
+          hello.arch == RISCV_ARCH,
+          f"{tag}: HELLO version 5, tasks flag, arch rv32imac "
+          f"({hello and (hello.version, hex(hello.flags), hello.arch)})")
+    rows = {r["name"]: r for r in tasks["tasks"]}
+    for name in ("sensor", "control", "logger", "idle"):
+        check(name in rows, f"{tag}: task {name} reported")
+    deleted = sorted(task_name(cap, t[1]) for t in cap.task_items if t[0] == "deleted")
+    check(deleted == ["control", "logger", "sensor"] and
+          all(rows[n]["deleted"] for n in deleted) and not rows["idle"]["deleted"],
+          f"{tag}: the three workers deleted themselves (wire: {deleted}), idle did not")
+    # Calls per task: arcs (framed) or every ENTER (enter-exit), each charged to the task in
+    # force, as the host charges them.
+    samples, calls = wire_per_task(cap)
+    if cap.events:
+        calls = {}
+        for ev, task in zip(cap.events, cap.event_tasks):
+            if ev[0]:
+                calls[task_name(cap, task)] = calls.get(task_name(cap, task), 0) + 1
+    for name, row in rows.items():
+        key = None if name == "(no task)" else name
+        check(row["samples"] == samples.get(key, 0) and row["calls"] == calls.get(key, 0),
+              f"{tag}: {name}: {row['samples']} samples, {row['calls']} calls; the wire's "
+              f"{samples.get(key, 0)}, {calls.get(key, 0)}")
+    n = tasks["samples"]
+    for name in ("sensor", "control", "logger", "idle"):
+        row = rows[name]
+        lo, hi = z99_interval(row["samples"], n)
+        check(lo <= row["cycles_percent"] <= hi,
+              f"{tag}: {name}: sampled {row['share_percent']:.2f} % (99 %: {lo:.2f}-{hi:.2f}) "
+              f"holds its {row['cycles_percent']:.2f} % of the time between switches")
+    funcs = symbol(elf, "mix", RISCV_NM), symbol(elf, "app_timer_isr", RISCV_NM)
+    if not cap.events:
+        for name, load in DESIGNED.items():
+            share = rows[name]["cycles_percent"]
+            check(load <= share <= load + RISCV_FRAMED_OVERHEAD,
+                  f"{tag}: {name}: {share:.2f} % of the time, its designed {load:.0f} % "
+                  f"(+ at most {RISCV_FRAMED_OVERHEAD} points of profiler and kernel cost)")
+        mix = mix_calls_from_wire(cap, funcs[0])
+        lo, hi = funcs[1]
+        ticks = sum(n for arcs in cap.arcs_by_task.values()
+                    for (frm, slf), n in arcs.items() if lo <= slf < hi)
+        report = convert_report(tag, cap, elf)
+        flat = {r["name"]: r for r in report["profile"]["flat"]}
+        profiled = flat.get("app_timer_isr", {}).get("calls")
+        check(ticks == RUN_TICKS and profiled == RUN_TICKS,
+              f"{tag}: the tick app_timer_isr called {ticks} times on the wire, {profiled} in "
+              f"the profile, exactly {RUN_TICKS}")
+    else:
+        base = rows["sensor"]["cycles_percent"]
+        ratios = [rows[n]["cycles_percent"] / base for n in DESIGNED]
+        check(all(abs(r / k - 1) <= RISCV_RATIO_TOLERANCE for r, k in zip(ratios, (1, 2, 3))),
+              f"{tag}: the workers' time 1:{ratios[1]:.3f}:{ratios[2]:.3f} (1:2:3 within "
+              f"{100 * RISCV_RATIO_TOLERANCE:.0f} %)")
+        lo, hi = funcs[0]
+        mix = {}
+        for ev, task in zip(cap.events, cap.event_tasks):
+            if ev[0] and ev[4] == 0 and lo <= ev[1] < hi:
+                mix[task_name(cap, task)] = mix.get(task_name(cap, task), 0) + 1
+        irq = {e["exception"]: e for e in tasks["interrupts"]["exceptions"]}
+        for number, expected, what in ((RISCV_TICK_TRAP, RUN_TICKS, "the tick's timer trap"),
+                                       (RISCV_SWITCH_TRAP, SWITCH_TRAPS, "the switch trap")):
+            row = irq.get(number, {})
+            check(row.get("count") == expected and row.get("incomplete") == 0,
+                  f"{tag}: {what} ({number:#x}): {row.get('count')} invocations, exactly "
+                  f"{expected}")
+        cct = convert(ARGS.rackprof, cap_path(tag), elf, "cct-json")
+        roots = [n for n in cct.get("nodes", [])
+                 if n.get("parent") is None and n.get("exception") == RISCV_TICK_TRAP]
+        tick = irq.get(RISCV_TICK_TRAP, {})
+        check(bool(roots) and roots[0]["inclusive_cycles"] == tick.get("total_cycles"),
+              f"{tag}: the timer trap's {tick.get('total_cycles')} cycles equal the "
+              f"calling-context tree's {roots[0]['inclusive_cycles'] if roots else None}")
+        check(not any(n["incomplete"] for n in cct.get("nodes", [])),
+              f"{tag}: no path of the tree is incomplete (each task's calls on its own stack)")
+        check_trace(tag, cap, trace)
+    for name, expected in MIX_CALLS.items():
+        check(mix.get(name, 0) == expected,
+              f"{tag}: {name} calls mix {mix.get(name, 0)} times (the program: {expected})")
+    check_switch_track(tag, cap, trace)
+
+
+CAPTURES = {}  # tag -> capture path (the RISC-V checks convert it more than once)
+
+
+def cap_path(tag):
+    return CAPTURES[tag]
+
+
+def convert_report(tag, cap, elf):
+    out = subprocess.run([ARGS.rackprof, "convert", str(cap_path(tag)), "--protocol", "framed",
+                          "--elf", str(elf), "--export", "json", "-o", "-"],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def riscv(fw_dir, work):
+    fw = pathlib.Path(fw_dir)
+    elves = {m: fw / f"rtos-qemu-virt-{m}.elf" for m in ("framed", "enter-exit")}
+    missing = [t for t in ("qemu-system-riscv32", RISCV_NM) if not shutil.which(t)]
+    if missing or not all(e.exists() for e in elves.values()):
+        print(f"SKIP riscv: {' '.join(missing) or 'the rtos-qemu-virt firmware'} absent "
+              f"(build target target_fw_riscv)")
+        return
+    for mode, elf in elves.items():
+        tag = f"riscv {mode}"
+        capture = pathlib.Path(work) / f"rtos-riscv-{mode}.bin"
+        CAPTURES[tag] = capture
+        cap = framed_wire.read(run_qemu_riscv(elf, capture))
+        check(cap.frames_bad == 0 and cap.frames_lost == 0 and cap.dropped_total == 0,
+              f"{tag}: the wire is whole")
+        tasks = convert(ARGS.rackprof, capture, elf, "tasks-json")
+        check_riscv(tag, cap, tasks, elf, convert(ARGS.rackprof, capture, elf, "trace"))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rackprof", required=True)
     ap.add_argument("--fw-dir", required=True)
+    ap.add_argument("--riscv-fw-dir", help="target-fw-riscv's build: its rtos-qemu-virt-*.elf too")
     args = ap.parse_args()
+    global ARGS
+    ARGS = args
     fw = pathlib.Path(args.fw_dir)
     elves = {m: fw / f"rtos-mps2-an385-{m}.elf" for m in ("framed", "enter-exit")}
     if not shutil.which("qemu-system-arm") or not all(e.exists() for e in elves.values()):
@@ -213,6 +387,8 @@ def main():
                 check(False, f"{mode}: the calling-context tree has IRQ8's root "
                       f"(keys: {list(cct)[:8]})")
             check_trace(mode, cap, convert(args.rackprof, capture, elf, "trace"))
+        if args.riscv_fw_dir:
+            riscv(args.riscv_fw_dir, work)
     if failures:
         print(f"{len(failures)} check(s) failed")
         return 1

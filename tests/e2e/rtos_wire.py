@@ -1,4 +1,5 @@
-"""Reads a capture of target-fw's rtos example (framed protocol v5) with framed_wire.py and
+"""Reads a capture of target-fw's rtos example (framed protocol v5; a Cortex-M or a RISC-V
+build, told apart by the ELF) with framed_wire.py and
 prints what its task items say: the switches in order, the items counted, PC samples per task
 (each charged to the task switched in before it), ENTER events of the tick handler, losses.
 
@@ -17,9 +18,29 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import framed_wire  # noqa: E402  (beside this file)
 
 
+EM_RISCV = 243
+
+
+def is_riscv(elf):
+    """True for a RISC-V ELF (e_machine 243), else an ARM one."""
+    with open(elf, "rb") as f:
+        return int.from_bytes(f.read(20)[18:20], "little") == EM_RISCV
+
+
+def nm(elf):
+    """The binutils nm that reads the ELF: riscv64-unknown-elf-nm or arm-none-eabi-nm."""
+    return "riscv64-unknown-elf-nm" if is_riscv(elf) else "arm-none-eabi-nm"
+
+
+def tick_exception(elf):
+    """The tick handler's exception number in ENTER_IN_HANDLER: TIMER0's IRQ 8 (exception 24)
+    on mps2-an385; on RISC-V the machine timer trap (rp_handler(): 0x8000 | mcause 7)."""
+    return 0x8007 if is_riscv(elf) else 24
+
+
 def functions(elf):
-    """Sorted (start, name) of the ELF's functions, from arm-none-eabi-nm."""
-    out = subprocess.run(["arm-none-eabi-nm", "-n", elf], capture_output=True, text=True,
+    """Sorted (start, name) of the ELF's functions, from nm."""
+    out = subprocess.run([nm(elf), "-n", elf], capture_output=True, text=True,
                          check=True).stdout
     funcs = []
     for line in out.splitlines():
@@ -113,8 +134,9 @@ def main():
         print("thread-mode ENTER per task: " +
               ", ".join(f"{t}:{f} {n}" for (t, f), n in sorted(per_task.items())))
         tick = addr.get("app_timer_isr")
-        print(f"tick handler app_timer_isr entries: {enters.get(('app_timer_isr', 24), 0)} "
-              f"(IRQ 8 = exception 24){'' if tick else ' (no such symbol)'}")
+        exc = tick_exception(args.elf)
+        print(f"tick handler app_timer_isr entries: {enters.get(('app_timer_isr', exc), 0)} "
+              f"(exception {exc:#x}){'' if tick else ' (no such symbol)'}")
     whole = (cap.frames_bad == 0 and cap.frames_lost == 0 and cap.dropped_total == 0 and
              hello.version == 5 and hello.flags & 0x40)
     return 0 if whole else 1
