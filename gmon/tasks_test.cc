@@ -10,6 +10,7 @@
 
 #include "gmon/task_views.h"
 #include "protocol/framed_format.h"
+#include "protocol/swo_encoder.h"
 
 namespace rackprof::gmon {
 namespace {
@@ -212,6 +213,50 @@ TEST_CASE("the framed wire end to end: the trace has every call once, balanced p
 TEST_CASE("inputs without raw bytes are refused with the reason") {
     ExportInput none;
     CHECK_THROWS_AS(split_tasks(none), ExportNeedsRaw);
+}
+
+}  // namespace
+}  // namespace rackprof::gmon
+
+
+namespace rackprof::gmon {
+namespace {
+
+TEST_CASE("over SWO: task switches on the framed port order the DWT's PC samples") {
+    // The framed stream on stimulus port 1, PC samples from the DWT between its frames.
+    protocol::FramedEncoder framed(4);
+    std::vector<std::uint8_t> itm;
+    protocol::ItmEncoder enc(itm);
+    enc.sync();
+    const auto send_frames = [&] {
+        framed.flush();
+        for (const std::uint8_t byte : framed.take_wire()) enc.software(1, byte, 1);
+    };
+    for (int round = 0; round < 20; ++round) {
+        for (const std::uint32_t task : {0xA0u, 0xB0u}) {
+            framed.task_switch(TaskSwitch{task, 0, round == 0 ? (task == 0xA0 ? "a" : "b") : ""});
+            send_frames();
+            for (std::uint32_t i = 0; i < (task == 0xA0 ? 3u : 5u); ++i)
+                enc.pc_sample(task + 2 * i);
+        }
+    }
+    protocol::SwoOptions swo;
+    swo.framed_port = 1;
+    auto input = std::make_shared<ExportInput>();
+    input->raw = [itm, done = false]() mutable -> std::optional<std::string> {
+        if (done) return std::nullopt;
+        done = true;
+        return std::string(itm.begin(), itm.end());
+    };
+    input->wire = protocol::WireSpec{"itm", "bin", 4, std::nullopt, swo};
+    const TaskSplit split = split_tasks(*input);
+    const auto tasks = split.tasks();
+    REQUIRE(tasks.size() == 4);
+    CHECK(task_label(tasks[2]) == "a");
+    CHECK(tasks[2].samples == 60);
+    CHECK(task_label(tasks[3]) == "b");
+    CHECK(tasks[3].samples == 100);
+    CHECK(tasks[kNoTask].samples == 0);
 }
 
 }  // namespace

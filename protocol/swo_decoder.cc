@@ -151,12 +151,17 @@ void SwoDecoder::software_packet(std::uint16_t port, std::uint8_t size, std::uin
                                  PortUse use) {
     const ItmPacket packet{ItmPacketKind::kSoftware, size, 0, port, value};
     switch (use) {
-        case PortUse::kFramed:
+        case PortUse::kFramed: {
+            bool frame_ended = false;
             for (unsigned i = 0; i < packet.size; ++i) {
-                framed_bytes_.push_back(static_cast<std::uint8_t>(packet.value >> (8 * i)));
+                const auto byte = static_cast<std::uint8_t>(packet.value >> (8 * i));
+                framed_bytes_.push_back(byte);
+                frame_ended = frame_ended || byte == 0;
             }
             swo_.framed_bytes += packet.size;
+            framed_frame_pending_ = framed_frame_pending_ || frame_ended;
             return;
+        }
         case PortUse::kOrbstat:
             return on_orbstat(packet);
         case PortUse::kConsole:
@@ -326,6 +331,10 @@ inline void SwoDecoder::emit(const Record& record) {
     } else {
         ++own_.pc_samples;
     }
+    if (framed_frame_pending_) [[unlikely]] {
+        flush();
+        feed_framed();
+    }
     batch_[batch_len_++] = record;
     if (batch_len_ == kBatchSize) flush();
 }
@@ -342,6 +351,7 @@ void SwoDecoder::flush() {
 }
 
 void SwoDecoder::feed_framed() {
+    framed_frame_pending_ = false;
     if (!framed_ || framed_bytes_.empty()) return;
     framed_->feed(framed_bytes_, *sink_);
     framed_bytes_.clear();

@@ -137,6 +137,10 @@ class SwoDecoder final : public StreamDecoder {
     std::unique_ptr<std::uint8_t[]> itm_bytes_;  // TPIU output
     std::size_t itm_capacity_ = 0;
     std::vector<std::uint8_t> framed_bytes_;     // for the inner decoder
+    // A framed frame ended since the inner decoder was last fed: it is decoded before the next
+    // record of our own (a DWT PC sample), so its items (an RTOS's task switch) keep their
+    // place among the samples around them, to within a frame.
+    bool framed_frame_pending_ = false;
     std::array<char, kMaxLine> console_line_{};  // the console line so far
     // The events sent, reused (see end_console_line).
     StreamEvent console_event_{std::in_place_type<ConsoleText>};
