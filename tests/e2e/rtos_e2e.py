@@ -41,6 +41,13 @@ import argparse
 import json
 import math
 import pathlib
+import re
+import signal
+import socket
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
 import shutil
 import subprocess
 import sys
@@ -334,6 +341,113 @@ def riscv(fw_dir, work):
         check_riscv(tag, cap, tasks, elf, convert(ARGS.rackprof, capture, elf, "trace"))
 
 
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def api_get(base, path):
+    with urllib.request.urlopen(base + path, timeout=60) as reply:
+        return json.loads(reply.read())
+
+
+def check_daemon(rackprof, elf, work):
+    """The enter-exit build captured live by a real `rackprof serve` (QEMU's UART a TCP server
+    the daemon connects to), kept running while its API answers: the session JSON's live task
+    list, /tasks, /interrupts, a /timeline window, and task= in a selection's profile and diff."""
+    tag = "daemon"
+    port = free_port()
+    qemu = subprocess.Popen(
+        ["qemu-system-arm", "-M", "mps2-an385", "-display", "none", "-monitor", "none",
+         "-serial", f"tcp:127.0.0.1:{port},server=on,wait=on", "-semihosting-config",
+         "enable=on,target=native", "-icount", "shift=5,sleep=off", "-kernel", str(elf)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    config = work / "serve.toml"
+    config.write_text(f"""[server]
+listen = "127.0.0.1:0"
+[storage]
+path = "{work / 'rtos.db'}"
+[links]
+reconnect_min_ms = 50
+[[boards]]
+name = "rtos"
+link = "tcp://127.0.0.1:{port}"
+protocol = "framed"
+format = "bin"
+elf = "{elf}"
+autostart = true
+""")
+    log_path = work / "serve.log"
+    with log_path.open("w") as log:
+        serve = subprocess.Popen([str(rackprof), "serve", "--config", str(config)],
+                                 stdout=log, stderr=subprocess.STDOUT)
+        try:
+            qemu_rc = qemu.wait(timeout=120)
+            deadline = time.monotonic() + 30
+            text = ""
+            while time.monotonic() < deadline:
+                text = log_path.read_text(errors="replace")
+                if "disconnected:" in text and "HTTP API listening on" in text:
+                    break
+                time.sleep(0.05)
+            check(qemu_rc == 0, f"{tag}: the kernel ran to completion with the daemon attached")
+            found = re.search(r"HTTP API listening on ([0-9.]+):(\d+)", text)
+            if not check(found is not None, f"{tag}: the daemon says where it listens"):
+                print(text[-2000:])
+                return
+            base = f"http://{found.group(1)}:{found.group(2)}/api/v1"
+            check_api(tag, base)
+        finally:
+            serve.send_signal(signal.SIGTERM)
+            try:
+                serve.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                serve.kill()
+
+
+def check_api(tag, base):
+    session = api_get(base, "/sessions/1")
+    listed = {t["name"]: t for t in session.get("tasks", [])}
+    check(set(listed) == {"sensor", "control", "logger", "idle"},
+          f"{tag}: the session JSON lists the tasks counted live ({sorted(listed)})")
+    tasks = api_get(base, "/sessions/1/tasks")
+    rows = {r["name"]: r for r in tasks["tasks"]}
+    for name, live in listed.items():
+        check(live["samples"] == rows[name]["samples"] and live["switches"] == rows[name]["switches"]
+              and live["deleted"] == rows[name]["deleted"],
+              f"{tag}: {name}: live {live['samples']} samples, {live['switches']} switches; "
+              f"decoded again {rows[name]['samples']}, {rows[name]['switches']}")
+    irq = {e["name"]: e for e in api_get(base, "/sessions/1/interrupts")["exceptions"]}
+    check(irq.get("IRQ8", {}).get("count") == RUN_TICKS,
+          f"{tag}: /interrupts: IRQ8 {irq.get('IRQ8', {}).get('count')} times, exactly {RUN_TICKS}")
+    whole = api_get(base, "/sessions/1/timeline")
+    hz = whole["otherData"]["clock_hz"]
+    span_ns = int(whole["otherData"]["span_cycles"] * 1e9 / hz)
+    lo, hi = span_ns // 4, span_ns // 2
+    window = api_get(base, f"/sessions/1/timeline?from={lo}&to={hi}")
+    inside = [e for e in window["traceEvents"] if e["ph"] == "B"]
+    wanted = [e for e in whole["traceEvents"] if e["ph"] == "B" and lo / 1e3 <= e["ts"] < hi / 1e3]
+    check(0 < len(inside) == len(wanted),
+          f"{tag}: /timeline?from&to: {len(inside)} slices begin in the window, as the whole "
+          f"timeline's {len(wanted)}")
+    for name, expected in MIX_CALLS.items():
+        profile = api_get(base, f"/profile?session=1&task={name}")
+        flat = {r["name"]: r for r in profile["flat"]}
+        calls = flat.get("mix", {}).get("calls")
+        check(calls == expected, f"{tag}: /profile?task={name}: mix called {calls} times "
+              f"(the program: {expected})")
+    diff = api_get(base, "/diff?a=" + urllib.parse.quote("session=1&task=sensor") +
+                   "&b=" + urllib.parse.quote("session=1&task=logger"))
+    check("functions" in diff or "rows" in diff or "flat" in diff,
+          f"{tag}: /diff of two tasks answers (keys: {sorted(diff)[:6]})")
+    try:
+        api_get(base, "/profile?session=1&task=nosuch")
+        check(False, f"{tag}: task=nosuch is refused")
+    except urllib.error.HTTPError as e:
+        check(e.code == 404, f"{tag}: task=nosuch is refused with 404 (got {e.code})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rackprof", required=True)
@@ -365,9 +479,16 @@ def main():
                 key = None if name == "(no task)" else name
                 check(row["samples"] == samples.get(key, 0),
                       f"{mode}: {name}: {row['samples']} samples, the wire's {samples.get(key, 0)}")
+            lo, hi = symbol(elf, "mix")
+            entered = {}
+            for ev, task in zip(cap.events, cap.event_tasks):
+                if ev[0] and ev[4] == 0 and lo <= ev[1] & ~1 < hi:
+                    name = cap.task_names.get(task) if isinstance(task, int) else task
+                    entered[name] = entered.get(name, 0) + 1
             for name, expected in MIX_CALLS.items():
-                check(mix.get(name, 0) == expected,
-                      f"{mode}: {name} calls mix {mix.get(name, 0)} times (the program: {expected})")
+                check(entered.get(name, 0) == expected,
+                      f"{mode}: {name} enters mix {entered.get(name, 0)} times "
+                      f"(the program: {expected})")
             irq = {e["name"]: e for e in tasks["interrupts"]["exceptions"]}
             tick = irq.get("IRQ8", {})
             check(tick.get("count") == RUN_TICKS and tick.get("incomplete") == 0,
@@ -380,13 +501,13 @@ def main():
                 check(roots[0]["inclusive_cycles"] == tick.get("total_cycles"),
                       f"{mode}: IRQ8's {tick.get('total_cycles')} cycles equal the calling-context "
                       f"tree's {roots[0]['inclusive_cycles']}")
-                thread = [n for n in cct["nodes"] if n.get("parent") is None and n["exception"] == 0]
                 check(not any(n["incomplete"] for n in cct["nodes"]),
                       f"{mode}: no path of the tree is incomplete (each task's calls on its own stack)")
             else:
                 check(False, f"{mode}: the calling-context tree has IRQ8's root "
                       f"(keys: {list(cct)[:8]})")
             check_trace(mode, cap, convert(args.rackprof, capture, elf, "trace"))
+        check_daemon(args.rackprof, elves["enter-exit"], pathlib.Path(work))
         if args.riscv_fw_dir:
             riscv(args.riscv_fw_dir, work)
     if failures:
