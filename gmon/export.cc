@@ -204,15 +204,15 @@ const std::array<ExportFormat, 21> kFormats = {{
     {"tasks", "text/plain; charset=utf-8", ".tasks.txt",
      "an RTOS's tasks (share of samples with its interval, cycles) and the interrupt table "
      "(count, total, mean, max, p99 cycles), decoded from the raw bytes",
-     false, open_tasks_text},
+     false, open_tasks_text, true},
     {"tasks-json", "application/json", ".tasks.json",
      "tasks as JSON, with the interrupt table under \"interrupts\" (the API's /tasks and "
      "/interrupts)",
-     false, open_tasks_json},
+     false, open_tasks_json, true},
     {"trace", "application/json", ".trace.json",
      "the Trace Event format (Perfetto UI, chrome://tracing, speedscope): a track per task with "
      "its calls as slices, one for interrupts, one for the running task",
-     false, open_trace},
+     false, open_trace, true},
 }};
 
 // The report's "raw" object: what gmon.out holds, by address.

@@ -65,6 +65,12 @@ struct ExportFormat {
     std::string_view description;
     bool paged = false;  // many chunks from storage (else one, made whole)
     ChunkStream (*open)(const std::shared_ptr<const ExportInput>& input) = nullptr;
+    // Decodes one session's raw bytes again (ExportInput::raw and wire): no merged selection
+    // has them.
+    bool one_session = false;
+    // What a merged selection can export: neither pages of one session's data nor its raw
+    // bytes decoded again.
+    bool for_selections() const { return !paged && !one_session; }
 };
 
 // Every registered format, in the order help texts list them.

@@ -325,9 +325,7 @@ ChunkStream open_trace(const std::shared_ptr<const ExportInput>& input) {
         TaskSplitOptions options;
         options.timeline = true;
         const TaskSplit split = split_tasks(*input, options);
-        if (split.timeline().empty())
-            throw std::invalid_argument(
-                "a timeline needs task switches or entry/exit events, and this input has none");
+        // Without task switches or entry/exit events the document has its tracks' names only.
         const std::string title =
             input->summary.contains("input") && input->summary["input"].is_string()
                 ? input->summary["input"].get<std::string>()

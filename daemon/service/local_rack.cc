@@ -86,7 +86,7 @@ std::string selection_label(const nlohmann::json& summary) {
 std::string selection_format_names() {
     std::vector<std::string_view> names;
     for (const auto& f : gmon::export_formats()) {
-        if (!f.paged) names.push_back(f.name);
+        if (f.for_selections()) names.push_back(f.name);
     }
     std::string out;
     for (std::size_t i = 0; i < names.size(); ++i)
@@ -109,7 +109,7 @@ gmon::ChunkStream open_format(const gmon::ExportFormat& exporter,
     } catch (const gmon::ExportNeedsCallingContext& e) {
         throw ServiceError(Failure::kInvalid, e.what());
     } catch (const gmon::ExportNeedsRaw& e) {
-        throw ServiceError(Failure::kGone, e.what());
+        throw ServiceError(Failure::kInvalid, e.what());  // no raw bytes: an imported gmon.out
     } catch (const std::invalid_argument& e) {
         // What the input lacks: the ELF to name functions (ExportNeedsElf), or records and
         // raw bytes (an imported gmon.out has neither).
@@ -402,7 +402,7 @@ DiffResult LocalRack::diff(const Selection& a, const Selection& b, const DiffReq
 
 Export LocalRack::open_selection_export(const Selection& selection, const std::string& format) {
     const auto* exporter = gmon::find_export_format(format);
-    if (!exporter || exporter->paged)
+    if (!exporter || !exporter->for_selections())
         throw ServiceError(Failure::kUnknownFormat,
                            "a selection exports as " + selection_format_names() + ", not '" +
                                format + "' (raw bytes and records belong to one session)");
@@ -460,6 +460,11 @@ json LocalRack::time_view(std::int64_t id, const std::string& view, const TimeWi
                                                " are decoded from its raw data, but its " +
                                                storage::raw_pruned_reason(*info.raw_pruned));
     const auto input = session_input(info, {});
+    if (!input->wire)
+        throw ServiceError(Failure::kInvalid, "session " + std::to_string(id) + ": " + view +
+                                                  " are decoded from a capture's raw bytes, and "
+                                                  "this session was imported from a " +
+                                                  info.spec.format + " file");
     gmon::TaskSplitOptions options;
     options.timeline = view == "timeline";
     if (window.from_ns) options.timeline_from_ns = static_cast<std::uint64_t>(*window.from_ns);

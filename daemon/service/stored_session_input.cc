@@ -10,12 +10,14 @@ namespace rackprof::daemon::service {
 nlohmann::json exceptions_json(const std::map<std::uint16_t, protocol::ExceptionStats>& counts) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& [number, stats] : counts) {
-        out.push_back({{"exception", number},
-                       {"entries", stats.entries},
-                       {"cycles", stats.cycles},
-                       {"completed", stats.completed},
-                       {"max_cycles", stats.max_cycles},
-                       {"p99_cycles", stats.p99_cycles}});
+        nlohmann::json row = {{"exception", number}, {"entries", stats.entries}, {"cycles", stats.cycles}};
+        // A decoded stream knows its activations; stored totals (entries, cycles) do not.
+        if (stats.completed > 0) {
+            row["completed"] = stats.completed;
+            row["max_cycles"] = stats.max_cycles;
+            row["p99_cycles"] = stats.p99_cycles;
+        }
+        out.push_back(std::move(row));
     }
     return out;
 }

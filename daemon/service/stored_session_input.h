@@ -47,7 +47,9 @@ std::shared_ptr<gmon::ExportInput> stored_session_input(const storage::SessionIn
     auto input = stored_session_input(info, std::move(data));
     input->raw = storage::raw_pages(open_store, info.id);
     input->records = storage::record_pages(open_store, info.id);
-    if (!info.raw_pruned) input->wire = ingest::wire_spec_of(info.spec);
+    // A capture's bytes decode again; an imported gmon.out or Tiva report has none of its own.
+    if (!info.raw_pruned && (info.spec.format == "bin" || info.spec.format == "hex"))
+        input->wire = ingest::wire_spec_of(info.spec);
     return input;
 }
 

@@ -331,6 +331,15 @@ def exercise(c, folder):
     c.call("get", "/api/v1/sessions/{id}/console", f"/api/v1/sessions/{sid}/console?tail=3",
            expect=200)
     c.json("get", "/api/v1/sessions/{id}/console", "/api/v1/sessions/999999/console", expect=404)
+    for view in ("tasks", "interrupts", "timeline"):
+        c.json("get", f"/api/v1/sessions/{{id}}/{view}", f"/api/v1/sessions/{sid}/{view}",
+               expect=200)
+        c.json("get", f"/api/v1/sessions/{{id}}/{view}", f"/api/v1/sessions/999999/{view}",
+               expect=404)
+    c.json("get", "/api/v1/sessions/{id}/timeline",
+           f"/api/v1/sessions/{sid}/timeline?from=0&to=1000000", expect=200)
+    c.json("get", "/api/v1/sessions/{id}/timeline", f"/api/v1/sessions/{sid}/timeline?from=x",
+           expect=400)
 
     # A second session on the same board: the first stopped (completed), a new one started.
     c.json("post", "/api/v1/sessions/{id}/stop", f"/api/v1/sessions/{sid}/stop", expect=200)

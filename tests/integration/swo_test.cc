@@ -416,9 +416,13 @@ TEST_CASE("convert --protocol itm: console on stderr, ITM counters and exception
         CHECK(source["decoder"]["pc_samples"] == part.pc_samples);
         CHECK(source["decoder"]["arcs"] == part.arcs);
         CHECK(source["decoder"]["bytes_discarded"] == 0);
+        // Each SysTick activation of kSysTickCycles: the longest and the p99 are that.
         CHECK(source["exceptions"] == json::array({{{"exception", kSysTick},
                                                     {"entries", part.systicks},
-                                                    {"cycles", part.systicks * kSysTickCycles}}}));
+                                                    {"cycles", part.systicks * kSysTickCycles},
+                                                    {"completed", part.systicks},
+                                                    {"max_cycles", kSysTickCycles},
+                                                    {"p99_cycles", kSysTickCycles}}}));
     }
     // Options that would do nothing, or cannot be: usage errors (exit 2) naming the option.
     const auto not_itm =

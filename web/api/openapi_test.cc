@@ -43,7 +43,8 @@ TEST_CASE("the OpenAPI document lists exactly the route table's methods and path
 }
 
 // The export routes' {format} enums are the registry's names: a session exports every format,
-// a selection those made whole (ndjson and raw pages belong to one session).
+// a selection those made whole from its sums (ndjson and raw pages, and the views that decode
+// raw bytes again, belong to one session).
 TEST_CASE("the OpenAPI document's export formats are the export registry's") {
     const json doc = json::parse(openapi_document());
     const auto format_enum = [&](const char* path) {
@@ -56,7 +57,7 @@ TEST_CASE("the OpenAPI document's export formats are the export registry's") {
     std::vector<std::string> whole;
     for (const auto& f : gmon::export_formats()) {
         all.emplace_back(f.name);
-        if (!f.paged) whole.emplace_back(f.name);
+        if (f.for_selections()) whole.emplace_back(f.name);
     }
     CHECK(format_enum("/api/v1/sessions/{id}/export/{format}") == all);
     CHECK(format_enum("/api/v1/profile/export/{format}") == whole);

@@ -17,6 +17,9 @@ export type Session = Schemas["Session"];
 
 // The exports made from the raw bytes and records, gone once a session's raw data is pruned.
 export const rawExports = ["raw", "ndjson"];
+// The exports of tasks, interrupts and time: one capture's raw bytes decoded again, so none for
+// an imported gmon.out or Tiva report, a pruned session, or a selection (the API's 410).
+export const taskExports = ["tasks", "tasks-json", "trace"];
 
 export type FlatRow = Schemas["FlatRow"];
 export type GraphLine = Schemas["GraphLine"];
@@ -101,6 +104,29 @@ export type DiffFunction = Schemas["DiffFunction"];
 export type Diff = Schemas["Diff"];
 
 export type FirmwareStored = Schemas["FirmwareStored"];
+
+// An RTOS's tasks, the interrupts' invocations and the timeline of a session (docs/tasks.md),
+// each decoded again from its raw bytes on request (410 once retention pruned them).
+export type Tasks = Schemas["Tasks"];
+export type TaskRow = Tasks["tasks"][number];
+export type Interrupts = Schemas["Interrupts"];
+export type ExceptionRow = Interrupts["exceptions"][number];
+// The timeline (the Trace Event format): the schema's free-form objects (an event's args, the
+// document's otherData) typed as they are read.
+type RawTraceEvents = Schemas["TraceEvents"];
+export type TraceEvent = Omit<RawTraceEvents["traceEvents"][number], "args"> & {
+  args?: Record<string, unknown>;
+};
+export type TraceEvents = Omit<RawTraceEvents, "traceEvents" | "otherData"> & {
+  traceEvents: TraceEvent[];
+  otherData?: Record<string, unknown>;
+};
+// The timeline's window: target time (ns from the session's first stamp; cycles when the
+// target's clock is unknown), either bound open.
+export interface TargetWindow {
+  from?: number;
+  to?: number;
+}
 
 // The live feeds (WebSockets, not in the OpenAPI document).
 export interface LiveSnapshot {
@@ -241,10 +267,18 @@ export const api = {
       `/api/v1/sessions/${id}/${instructions ? "disasm" : "lines"}?` +
         new URLSearchParams({ function: name, ...windowQuery(window) }).toString(),
     ),
-  // A selection is a query string as the API takes it: "build_id=ab12&tag=lab" or "session=3".
-  // The fleet page shows no call graph, so none is asked for.
-  selectionProfile: (selection: string) =>
-    request<SelectionProfile>("GET", `/api/v1/profile?${selection}&graph_top=0`),
+  // A selection is a query string as the API takes it: "build_id=ab12&tag=lab" or "session=3"
+  // ("session=3&task=sensor": what ran in that task).
+  // The fleet page shows no call graph, so none is asked for; a task's profile (the profile
+  // page with ?task=) asks for the call graph's busiest entries, as a session's does.
+  selectionProfile: (selection: string, graphTop = 0) =>
+    request<SelectionProfile>("GET", `/api/v1/profile?${selection}&graph_top=${graphTop}`),
+  selectionGraphEntries: (selection: string, name: string) =>
+    request<SelectionProfile>(
+      "GET",
+      `/api/v1/profile?${selection}&` +
+        new URLSearchParams({ top: "1", graph_function: name }).toString(),
+    ).then((p) => p.call_graph),
   // Two builds are refused (409 conflict) unless byName matches their functions by name.
   diff: (a: string, b: string, byName = false) =>
     request<Diff>(
@@ -264,6 +298,15 @@ export const api = {
   sessionCctFolded: (id: number) => requestText(`/api/v1/sessions/${id}/export/cct-folded`),
   sessionCct: async (id: number) =>
     contextOf(await request<RawContext>("GET", `/api/v1/sessions/${id}/export/cct-json`)),
+  tasks: (id: number) => request<Tasks>("GET", `/api/v1/sessions/${id}/tasks`),
+  interrupts: (id: number) => request<Interrupts>("GET", `/api/v1/sessions/${id}/interrupts`),
+  timeline: (id: number, window: TargetWindow = {}) => {
+    const query = new URLSearchParams(windowQuery(window)).toString();
+    return request<TraceEvents>(
+      "GET",
+      `/api/v1/sessions/${id}/timeline${query ? `?${query}` : ""}`,
+    );
+  },
   addBoard: (board: Record<string, unknown>) =>
     request<Board>("POST", "/api/v1/boards", JSON.stringify(board), "application/json"),
   startSession: (board: string) =>
@@ -347,6 +390,9 @@ const formatLabels: Record<string, string> = {
   "cct-speedscope": "measured speedscope",
   "cct-pprof": "measured pprof",
   "cct-json": "measured calling contexts (JSON)",
+  tasks: "tasks and interrupts",
+  "tasks-json": "tasks and interrupts (JSON)",
+  trace: "timeline (Trace Event)",
 };
 export const formatLabel = (name: string) => formatLabels[name] ?? name;
 

@@ -62,3 +62,13 @@ declare module "d3-zoom" {
   export function zoom(): ZoomBehavior;
   export const zoomIdentity: ZoomTransform;
 }
+
+// flame-chart-js's plugins are EventEmitters of the `events` package, which ships no types (its
+// declarations reference Node's): the little of it the timeline calls.
+declare module "events" {
+  export class EventEmitter {
+    static defaultMaxListeners: number;
+    on(event: string, listener: (...args: never[]) => void): this;
+    emit(event: string, ...args: unknown[]): boolean;
+  }
+}

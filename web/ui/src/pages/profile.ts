@@ -5,14 +5,17 @@ import {
   ApiError,
   downloads,
   exportFormats,
+  selectionDownloads,
   kGraphEntries,
   rawExports,
+  taskExports,
   type AttributedArc,
   type FlatRow,
   type GraphEntry,
   type GraphLine,
   type Annotation,
   type Profile,
+  type Tasks,
   type Window,
 } from "../api";
 import { sourceView } from "../source";
@@ -50,6 +53,14 @@ import {
 import { navigate } from "../router";
 import { drawFlameGraph, drawStacks, flameBox, parseFolded } from "../flamegraph";
 import { panZoom, type PanZoom } from "../panzoom";
+import {
+  hasTasks,
+  interruptsTable,
+  isCapture,
+  taskPicker,
+  tasksTable,
+  timelineView,
+} from "./tasks";
 
 // A column of the flat table: any field of a row but the interval in seconds and the source
 // line (not shown).
@@ -96,28 +107,46 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
   const last = lastText && /^[1-9]\d{0,6}$/.test(lastText) ? Number(lastText) : undefined;
   const topText = _params.get("graph_top");
   const graphTop = topText && /^[1-9]\d{0,6}$/.test(topText) ? Number(topText) : kGraphEntries;
+  // ?task=NAME: the profile of what ran in that RTOS task (the selection session=ID&task=NAME),
+  // of the whole session (a task's profile has no time window).
+  const task = _params.get("task") || undefined;
+  const taskSelection = task && new URLSearchParams({ session: String(sid), task }).toString();
   const [session, formats] = await Promise.all([api.session(sid), exportFormats()]);
+  // Only a capture's raw bytes have tasks, interrupts and a timeline (not an imported gmon.out
+  // or Tiva report, nor raw data retention pruned).
+  const decodable = !session.raw_pruned && isCapture(session.format);
+  // The tasks, asked for beside the profile: the picker and the share table wait for them.
+  const tasksAsked: Promise<Tasks | undefined> = decodable
+    ? api.tasks(sid).catch(() => undefined)
+    : Promise.resolve(undefined);
   // The measured calling-context exports are offered once the session is known to have a tree.
-  // Raw bytes and records pruned by retention: their exports are gone (410), so not offered.
-  const offered = session.raw_pruned
-    ? formats.session.filter((f) => !rawExports.includes(f))
-    : formats.session;
+  // Raw bytes and records pruned by retention: their exports are gone (410), so not offered;
+  // nor those of tasks and time where there are no bytes to decode.
+  const offered = formats.session.filter(
+    (f) =>
+      !(session.raw_pruned && rawExports.includes(f)) && (decodable || !taskExports.includes(f)),
+  );
   const downloadLine = h(
     "p",
     { class: "meta downloads" },
     "download ",
     downloadLinks(
-      downloads(
-        sid,
-        offered.filter((f) => !isMeasured(f)),
-      ),
+      taskSelection
+        ? selectionDownloads(
+            taskSelection,
+            formats.selection.filter((f) => !isMeasured(f) && !taskExports.includes(f)),
+          )
+        : downloads(
+            sid,
+            offered.filter((f) => !isMeasured(f)),
+          ),
     ),
     session.raw_pruned
       ? h("span", { class: "muted", id: "raw-pruned" }, ` · ${session.raw_pruned.reason}`)
       : "",
   );
   const header = [
-    h("h1", {}, `Profile: ${session.board} · session ${sid}`),
+    h("h1", {}, `Profile: ${session.board} · session ${sid}${task ? ` · task ${task}` : ""}`),
     h(
       "p",
       { class: "meta" },
@@ -138,11 +167,28 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     downloadLine,
   ];
   const timeWindow: Window =
-    last === undefined ? {} : { from: (session.ended_ns ?? Date.now() * 1e6) - last * 1e9 };
-  header.push(windowForm(_params, last));
+    last === undefined || task ? {} : { from: (session.ended_ns ?? Date.now() * 1e6) - last * 1e9 };
+  // The task picker joins the window's line once the tasks are known (a session has some).
+  const windowLine = windowForm(_params, task ? undefined : last);
+  header.push(windowLine);
+  const chooseTask = (name: string) => {
+    const query = new URLSearchParams(_params);
+    query.delete("last");
+    if (name) query.set("task", name);
+    else query.delete("task");
+    navigate(`${location.pathname}${query.size ? `?${query}` : ""}`);
+  };
+  void tasksAsked.then((tasks) => {
+    if (tasks && hasTasks(tasks))
+      windowLine.append(" · ", h("span", { id: "task-line" }, taskPicker(tasks, task, chooseTask)));
+  });
   let profile: Profile;
   try {
-    profile = await api.profile(sid, syncReference, graphTop, timeWindow);
+    profile = taskSelection
+      ? await api
+          .selectionProfile(taskSelection, graphTop)
+          .then((p): Profile => ({ ...p, sleeping: null, wrong_elf: null }))
+      : await api.profile(sid, syncReference, graphTop, timeWindow);
   } catch (e) {
     const noElf = e instanceof ApiError && e.code === "no_elf";
     replace(
@@ -248,7 +294,9 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     if (name && !entries.has(name)) {
       replace(focus, h("p", { class: "muted" }, `Loading the callers and callees of ${name}…`));
       try {
-        const found = await api.graphEntries(sid, name, timeWindow);
+        const found = taskSelection
+          ? await api.selectionGraphEntries(taskSelection, name)
+          : await api.graphEntries(sid, name, timeWindow);
         for (const e of found) entries.set(e.name, e);
         if (!entries.has(name)) entries.set(name, undefined); // no entry: no calls and no time
       } catch (err) {
@@ -341,7 +389,11 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     drawStacks(flame, async () =>
       drawFlameGraph(
         flame,
-        parseFolded(await api.sessionFolded(sid, timeWindow)),
+        parseFolded(
+          await (taskSelection
+            ? api.selectionFolded(taskSelection)
+            : api.sessionFolded(sid, timeWindow)),
+        ),
         "samples",
         undefined,
         (name) => profile.flat.some((r) => r.name === name) && select(name),
@@ -374,7 +426,8 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
       const sampled = c.unit === "samples";
       if (sampled) measuredTitle.textContent = sampledTitle;
       drawFlameGraph(measured, parseFolded(folded), c.unit);
-      replace(downloadLine, "download ", downloadLinks(downloads(sid, offered)));
+      if (!taskSelection)
+        replace(downloadLine, "download ", downloadLinks(downloads(sid, offered)));
       if (c.incomplete_nodes > 0)
         measured.append(
           h(
@@ -445,6 +498,46 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
   };
 
   search.addEventListener("input", renderFlat);
+
+  // An RTOS's tasks (each one's share; a name narrows the profile to it), the interrupts'
+  // invocations and the timeline: each section shown once the daemon has something for it.
+  const tasksBox = h("div", {});
+  const tasksSection = section("h-tasks", "Tasks (share of the samples)", tasksBox);
+  const interruptsBox = h("div", {});
+  const interruptsSection = section(
+    "h-interrupts",
+    "Interrupts (invocations, from entry/exit events)",
+    interruptsBox,
+  );
+  // A slice clicked: a task on the running task's track narrows the profile to it; a function
+  // (a task's call, a handler) is selected as in the flat profile.
+  const timeline = timelineView(sid, (slice) =>
+    slice.track.kind === "running" ? chooseTask(slice.name) : select(slice.name),
+  );
+  const timelineSection = section(
+    "h-timeline",
+    "Timeline (the running task, the interrupts, each task's calls)",
+    ...timeline.nodes,
+  );
+  for (const s of [tasksSection, interruptsSection, timelineSection]) s.hidden = true;
+  const renderRtos = async () => {
+    const [tasks, interrupts] = await Promise.all([
+      tasksAsked,
+      decodable ? api.interrupts(sid).catch(() => undefined) : undefined,
+    ]);
+    if (tasks && hasTasks(tasks)) {
+      replace(tasksBox, tasksTable(tasks, task, chooseTask));
+      tasksSection.hidden = false;
+    }
+    if (interrupts?.exceptions.length) {
+      replace(interruptsBox, interruptsTable(interrupts));
+      interruptsSection.hidden = false;
+    }
+    if (hasTasks(tasks) || interrupts?.exceptions.length) {
+      timelineSection.hidden = false;
+      await timeline.show();
+    }
+  };
   // pprof's focus and hide on the drawing (regular expressions on function names).
   const graphInput = (name: string, hint: string) => {
     const input = h("input", {
@@ -518,6 +611,7 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
           )
         : "",
     ),
+    tasksSection,
     section(
       "h-flat",
       "Flat profile",
@@ -529,6 +623,8 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     ...(session.calling_context_nodes
       ? [measuredSection, graphSection, flameSection]
       : [graphSection, flameSection, measuredSection]),
+    timelineSection,
+    interruptsSection,
     sourceSection,
     section(
       "h-cg",
@@ -543,7 +639,9 @@ export async function profilePage(main: HTMLElement, _params: URLSearchParams, i
     renderFlame(),
     renderMeasured(),
     renderSource(),
+    renderRtos(),
   ]);
+  return timeline.stop;
 }
 
 // Each caller -> callee arc: the cycles measured along it and gprof's estimate (the callee's
@@ -861,6 +959,7 @@ function windowForm(params: URLSearchParams, last: number | undefined) {
       onchange: (e: Event) => {
         const query = new URLSearchParams(params);
         const value = (e.target as HTMLSelectElement).value;
+        query.delete("task"); // a task's profile is of the whole session
         if (value) query.set("last", value);
         else query.delete("last");
         navigate(`${location.pathname}${query.size ? `?${query}` : ""}`);
