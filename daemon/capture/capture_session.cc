@@ -125,7 +125,7 @@ bool CaptureSession::submit_records(std::vector<std::uint8_t> raw, std::int64_t 
                         changed_exceptions(),
                         std::nullopt,
                         std::move(tree)};
-    op.tasks = changed_tasks(received_ns);
+    op.tasks = changed_tasks(received_ns, std::exchange(tasks_due_, false));
     // The next chunk is likely as large: room for it now, not grown copy by copy, in a buffer
     // the writer is done with when it has one (its pages are mapped already).
     if (gathered_.empty() && gathered_.capacity() < raw.size()) {
@@ -199,6 +199,7 @@ void CaptureSession::gap_started(const std::string& reason, std::int64_t at_ns) 
     if (open_gap_) return;
     decoder_->finish(collector_);            // what was held back across the break
     collector_.calling_context.mark_lost();  // whatever ran across the break is not seen
+    tasks_due_ = true;                       // the task list as it stands, not a second old
     hand_over_decided(at_ns);
     refresh_counters();
     open_gap_ = storage::Gap{at_ns, 0, reason, {}, {}};  // a link knows only the time

@@ -136,6 +136,7 @@ class CaptureSession {
     std::vector<storage::ExceptionCount> exceptions_;
     std::vector<storage::TaskSummary> tasks_;
     std::int64_t tasks_stored_ns_ = 0;
+    bool tasks_due_ = false;  // the next chunk carries the task list whatever its age
     std::int64_t calling_context_stored_ns_ = 0;  // when a tree last went with a chunk
 };
 

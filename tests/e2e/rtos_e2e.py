@@ -66,6 +66,7 @@ def check(ok, what):
     print(("ok   " if ok else "FAIL ") + what)
     if not ok:
         failures.append(what)
+    return ok
 
 
 def run_qemu(elf, capture):
@@ -409,6 +410,14 @@ autostart = true
                 print(text[-2000:])
                 return
             base = f"http://{found.group(1)}:{found.group(2)}/api/v1"
+            # The link is gone but the session goes on (the board reconnects): stopped, its last
+            # bytes and its final task list are committed.
+            urllib.request.urlopen(urllib.request.Request(base + "/sessions/1/stop", method="POST"),
+                                   timeout=60).read()
+            deadline = time.monotonic() + 30
+            while api_get(base, "/sessions/1")["state"] == "capturing" and \
+                    time.monotonic() < deadline:
+                time.sleep(0.05)
             check_api(tag, base)
         finally:
             serve.send_signal(signal.SIGTERM)
