@@ -46,8 +46,8 @@ void CallingContextTree::add_stored(const ContextNode& node) {
         throw std::invalid_argument("calling-context node " + std::to_string(nodes_.size()) +
                                     " names parent " + std::to_string(node.parent) +
                                     ", not an earlier node");
-    const std::uint32_t index =
-        node.parent == kNoParent ? root(node.exception, node.task) : child(node.parent, node.function);
+    const std::uint32_t index = node.parent == kNoParent ? root(node.exception, node.task)
+                                                         : child(node.parent, node.function);
     ContextNode& n = nodes_[index];
     n.calls += node.calls;
     n.inclusive += node.inclusive;
@@ -466,10 +466,14 @@ std::string exception_name(std::uint16_t number) {
     // ARMv7-M's 512 exception numbers, so the two never meet.
     if (number >= 0x8000) {
         switch (number & 0x7FFF) {
-            case 3: return "MachineSoftware";
-            case 7: return "MachineTimer";
-            case 11: return "MachineExternal";
-            default: return "interrupt" + std::to_string(number & 0x7FFF);
+            case 3:
+                return "MachineSoftware";
+            case 7:
+                return "MachineTimer";
+            case 11:
+                return "MachineExternal";
+            default:
+                return "interrupt" + std::to_string(number & 0x7FFF);
         }
     }
     return number < 16 ? kNames[number] : "IRQ" + std::to_string(number - 16);

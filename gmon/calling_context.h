@@ -48,10 +48,10 @@ struct ContextNode {
     // Thread mode's roots of a tree split by task (CallingContextBuilder::split_by_task): the
     // task's number in its TaskList (gmon/tasks.h); 0 in every other tree.
     std::uint32_t task = 0;
-    std::uint64_t calls = 0;           // entries of this path (a root: 0)
-    std::uint64_t inclusive = 0;       // cycles in the path and below it
-    std::uint64_t exclusive = 0;       // cycles in the path's own function (a root: outside any)
-    bool incomplete = false;           // the numbers may be off (see above)
+    std::uint64_t calls = 0;      // entries of this path (a root: 0)
+    std::uint64_t inclusive = 0;  // cycles in the path and below it
+    std::uint64_t exclusive = 0;  // cycles in the path's own function (a root: outside any)
+    bool incomplete = false;      // the numbers may be off (see above)
     friend bool operator==(const ContextNode&, const ContextNode&) = default;
 };
 
@@ -168,7 +168,7 @@ class CallingContextBuilder {
     Context new_context(std::uint16_t exception);
     void close(Context& context);  // a context ends: an open invocation is cut
     void record_invocation(Context& context);
-    std::uint32_t thread_root();   // thread mode's root for the running task
+    std::uint32_t thread_root();  // thread mode's root for the running task
     void switch_to(std::uint16_t exception);
     void end_context(Context& context);
     void enter(Context& context, std::uint64_t function);
@@ -179,8 +179,8 @@ class CallingContextBuilder {
     CallingContextStats stats_;
     std::uint32_t last_stamp_ = 0;
     bool have_stamp_ = false;
-    std::uint32_t task_ = 0;                                    // the task running
-    std::map<std::uint32_t, std::vector<Frame>> parked_;        // other tasks' thread stacks
+    std::uint32_t task_ = 0;                              // the task running
+    std::map<std::uint32_t, std::vector<Frame>> parked_;  // other tasks' thread stacks
     bool split_by_task_ = false;
     bool deleted_running_ = false;  // the running task was deleted: its frames end at the switch
     bool record_invocations_ = false;

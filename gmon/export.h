@@ -37,7 +37,7 @@ using RecordPages = std::function<std::optional<std::vector<RecordBatch>>()>;
 struct ExportInput {
     ProfileSource source;
     nlohmann::json summary = nlohmann::json::object();  // the JSON report's "source"
-    RawPages raw;         // empty: there are no raw bytes (an imported gmon.out)
+    RawPages raw;  // empty: there are no raw bytes (an imported gmon.out)
     // How `raw` decodes, for the views that decode it again (tasks, the timeline).
     std::optional<protocol::WireSpec> wire;
     RecordPages records;  // empty: there are no records

@@ -122,9 +122,11 @@ TEST_CASE("every export format is registered once and opens") {
         // Two downloads of one session never share a file name (text and text-intervals did).
         CHECK(suffixes.insert(f.file_suffix).second);
     }
-    CHECK(export_format_names() ==
-          "gmon, text, text-intervals, text-lines, json, csv, ndjson, raw, pprof, callgrind, folded, "
-          "speedscope, dot, svg, cct-folded, cct-speedscope, cct-pprof, cct-json, tasks, tasks-json or trace");
+    CHECK(
+        export_format_names() ==
+        "gmon, text, text-intervals, text-lines, json, csv, ndjson, raw, pprof, callgrind, folded, "
+        "speedscope, dot, svg, cct-folded, cct-speedscope, cct-pprof, cct-json, tasks, tasks-json "
+        "or trace");
     const auto gmon = all_of("gmon", input);
     const auto expected = serialize_gmon(gmon_data_of(input->source).data);
     CHECK(gmon == std::string(expected.begin(), expected.end()));

@@ -34,16 +34,18 @@ void decode_raw(const ExportInput& input, TaskSplit& split) {
         t.total = stats.cycles;
         t.max = stats.max_cycles;
         t.p99 = stats.p99_cycles;
-        t.mean = stats.completed ? static_cast<double>(stats.cycles) /
-                                       static_cast<double>(stats.completed)
-                                 : 0.0;
+        t.mean = stats.completed
+                     ? static_cast<double>(stats.cycles) / static_cast<double>(stats.completed)
+                     : 0.0;
         t.incomplete = stats.entries - std::min(stats.entries, stats.completed);
         traced.push_back(t);
     }
     split.set_traced_exceptions(std::move(traced));
 }
 
-double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
+double percent(double part, double whole) {
+    return whole > 0 ? 100.0 * part / whole : 0.0;
+}
 
 }  // namespace
 
@@ -76,8 +78,8 @@ nlohmann::json tasks_json(const TaskSplit& split) {
                         {"share_interval", {100.0 * lo, 100.0 * hi}},
                         {"calls", t.calls},
                         {"cycles", t.cycles},
-                        {"cycles_percent", percent(static_cast<double>(t.cycles),
-                                                   static_cast<double>(cycles))}});
+                        {"cycles_percent",
+                         percent(static_cast<double>(t.cycles), static_cast<double>(cycles))}});
     }
     return {{"tasks", std::move(rows)},
             {"samples", samples},
@@ -124,12 +126,13 @@ std::string tasks_text(const TaskSplit& split) {
     const auto tasks = tasks_json(split);
     char line[256];
     out << "Tasks (" << tasks["samples"].get<std::uint64_t>() << " samples, "
-        << tasks["cycles"].get<std::uint64_t>() << " cycles between switches, "
-        << split.losses() << " losses):\n\n";
+        << tasks["cycles"].get<std::uint64_t>() << " cycles between switches, " << split.losses()
+        << " losses):\n\n";
     out << "  share %   95 % interval      samples        calls           cycles  cycles %  "
            "switches  task\n";
     for (const auto& t : tasks["tasks"]) {
-        std::snprintf(line, sizeof line, "%9.2f  %6.2f - %6.2f  %11llu  %11llu  %15llu  %8.2f  %8llu  ",
+        std::snprintf(line, sizeof line,
+                      "%9.2f  %6.2f - %6.2f  %11llu  %11llu  %15llu  %8.2f  %8llu  ",
                       t["share_percent"].get<double>(), t["share_interval"][0].get<double>(),
                       t["share_interval"][1].get<double>(),
                       static_cast<unsigned long long>(t["samples"].get<std::uint64_t>()),
@@ -137,8 +140,8 @@ std::string tasks_text(const TaskSplit& split) {
                       static_cast<unsigned long long>(t["cycles"].get<std::uint64_t>()),
                       t["cycles_percent"].get<double>(),
                       static_cast<unsigned long long>(t["switches"].get<std::uint64_t>()));
-        out << line << t["name"].get<std::string>() << (t["deleted"].get<bool>() ? " (deleted)" : "")
-            << "\n";
+        out << line << t["name"].get<std::string>()
+            << (t["deleted"].get<bool>() ? " (deleted)" : "") << "\n";
     }
     const auto irq = interrupts_json(split);
     out << "\nInterrupts (handler cycles from entry/exit events, " << split.span_cycles()
@@ -162,12 +165,11 @@ std::string tasks_text(const TaskSplit& split) {
            "octave):\n\n";
     out << "     count     total cycles       mean        max        p99  incomplete  exception\n";
     for (const auto& e : split.traced_exceptions()) {
-        std::snprintf(line, sizeof line, "%10llu  %15llu  %9.1f  %9llu  %9llu  %10llu  ",
-                      static_cast<unsigned long long>(e.count),
-                      static_cast<unsigned long long>(e.total), e.mean,
-                      static_cast<unsigned long long>(e.max),
-                      static_cast<unsigned long long>(e.p99),
-                      static_cast<unsigned long long>(e.incomplete));
+        std::snprintf(
+            line, sizeof line, "%10llu  %15llu  %9.1f  %9llu  %9llu  %10llu  ",
+            static_cast<unsigned long long>(e.count), static_cast<unsigned long long>(e.total),
+            e.mean, static_cast<unsigned long long>(e.max), static_cast<unsigned long long>(e.p99),
+            static_cast<unsigned long long>(e.incomplete));
         out << line << exception_name(e.exception) << "\n";
     }
     return out.str();
@@ -213,7 +215,11 @@ class TraceWriter {
     }
     void begin(int track, std::uint64_t time, const std::string& name, std::uint32_t function,
                const char* cat) {
-        events_.push_back({{"name", name}, {"cat", cat}, {"ph", "B"}, {"pid", 1}, {"tid", track},
+        events_.push_back({{"name", name},
+                           {"cat", cat},
+                           {"ph", "B"},
+                           {"pid", 1},
+                           {"tid", track},
                            {"ts", ts(time)}});
         open_[track].push_back({function, name});
     }
@@ -263,8 +269,12 @@ class TraceWriter {
                 break;
             case Kind::kLost:
                 for (auto& [t, open] : open_) close_all(t, e.time, "events lost");
-                events_.push_back({{"name", "events lost"}, {"ph", "i"}, {"s", "p"}, {"pid", 1},
-                                   {"tid", kSchedulerTrack}, {"ts", ts(e.time)}});
+                events_.push_back({{"name", "events lost"},
+                                   {"ph", "i"},
+                                   {"s", "p"},
+                                   {"pid", 1},
+                                   {"tid", kSchedulerTrack},
+                                   {"ts", ts(e.time)}});
                 break;
         }
     }

@@ -29,7 +29,8 @@ std::vector<ExceptionTime> exception_times(const std::vector<ExceptionInvocation
             t.max = sorted.back();
             // Nearest rank: the smallest value with at least 99 % of the invocations at or
             // below it.
-            const auto rank = static_cast<std::size_t>(std::ceil(0.99 * static_cast<double>(t.count)));
+            const auto rank =
+                static_cast<std::size_t>(std::ceil(0.99 * static_cast<double>(t.count)));
             t.p99 = sorted[std::max<std::size_t>(rank, 1) - 1];
             t.mean = static_cast<double>(t.total) / static_cast<double>(t.count);
         }
@@ -78,8 +79,8 @@ void TaskSplit::on_event(const protocol::StreamEvent& event) {
         if (!options_.events) return;
         builder_.on_event(*f);
         const std::uint64_t time = f->stamp_bits >= 32 ? clock_.at(f->timestamp) : clock_.latest;
-        keep({f->enter ? TimelineEvent::Kind::kEnter : TimelineEvent::Kind::kExit, time,
-              current_, f->exception, f->callee});
+        keep({f->enter ? TimelineEvent::Kind::kEnter : TimelineEvent::Kind::kExit, time, current_,
+              f->exception, f->callee});
     } else if (const auto* s = std::get_if<protocol::TaskSwitch>(&event)) {
         switch_in(*s);
     } else if (const auto* d = std::get_if<protocol::TaskDeleted>(&event)) {
@@ -126,7 +127,8 @@ void TaskSplit::lost(std::uint64_t count) {
     keep({TimelineEvent::Kind::kLost, clock_.latest, current_, 0, 0});
     if (!has_tasks()) return;
     // A switch may have been among what was lost: nobody is known to run until the next.
-    if (switched_at_) tasks_[current_].cycles += clock_.latest - std::min(clock_.latest, *switched_at_);
+    if (switched_at_)
+        tasks_[current_].cycles += clock_.latest - std::min(clock_.latest, *switched_at_);
     switched_at_.reset();
     current_ = kUnknownTask;
     if (options_.events) builder_.on_task_switch(kUnknownTask, 0, false);
@@ -148,7 +150,8 @@ void TaskSplit::keep(const TimelineEvent& event) {
 
 std::vector<TaskStats> TaskSplit::tasks() const {
     std::vector<TaskStats> out = tasks_;
-    if (switched_at_) out[current_].cycles += clock_.latest - std::min(clock_.latest, *switched_at_);
+    if (switched_at_)
+        out[current_].cycles += clock_.latest - std::min(clock_.latest, *switched_at_);
     return out;
 }
 

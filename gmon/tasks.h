@@ -32,9 +32,9 @@ struct TaskStats {
     std::string name;          // as the target sent it; "" when its naming switch was lost
     bool deleted = false;
     std::uint64_t switches = 0;  // times switched in
-    std::uint64_t samples = 0;   // PC samples while it ran (handlers it was interrupted by included)
-    std::uint64_t calls = 0;     // calls (arc counts) while it ran
-    std::uint64_t cycles = 0;    // from its switch-ins to the next switches, where both are known
+    std::uint64_t samples = 0;  // PC samples while it ran (handlers it was interrupted by included)
+    std::uint64_t calls = 0;    // calls (arc counts) while it ran
+    std::uint64_t cycles = 0;   // from its switch-ins to the next switches, where both are known
 };
 
 // "(no task)", "(unknown)", the task's name, or "task@0x20001000" when its name was lost.
@@ -58,14 +58,14 @@ struct TimelineEvent {
     enum class Kind : std::uint8_t { kEnter, kExit, kSwitch, kDeleted, kLost };
     Kind kind = Kind::kEnter;
     std::uint64_t time = 0;
-    std::uint32_t task = 0;        // the running task (kSwitch: the one switched in)
-    std::uint16_t exception = 0;   // kEnter/kExit: 0 in thread mode, else the handler's
-    std::uint32_t function = 0;    // kEnter/kExit
+    std::uint32_t task = 0;       // the running task (kSwitch: the one switched in)
+    std::uint16_t exception = 0;  // kEnter/kExit: 0 in thread mode, else the handler's
+    std::uint32_t function = 0;   // kEnter/kExit
 };
 
 struct TaskSplitOptions {
     bool aggregates = false;  // keep each task's aggregate (task_aggregate)
-    bool timeline = false;  // keep the timeline: events in [from, to) only
+    bool timeline = false;    // keep the timeline: events in [from, to) only
     // In ns of the target's clock from its first stamp (the HELLO's core_clock_hz); in cycles
     // when the clock is not known.
     std::uint64_t timeline_from_ns = 0;

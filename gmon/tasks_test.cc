@@ -152,9 +152,14 @@ TEST_CASE("p99 is the nearest rank") {
 
 TEST_CASE("the framed wire end to end: the trace has every call once, balanced per track") {
     protocol::FramedEncoder target(4);
-    protocol::TargetHello hello{protocol::kFramedVersionTasks, 4,
-                                protocol::kHelloEvents | protocol::kHelloTasks, 0, 0x1000, 1000,
-                                1'000'000, {}};
+    protocol::TargetHello hello{protocol::kFramedVersionTasks,
+                                4,
+                                protocol::kHelloEvents | protocol::kHelloTasks,
+                                0,
+                                0x1000,
+                                1000,
+                                1'000'000,
+                                {}};
     target.hello(hello);
     std::uint32_t t = 0;
     std::map<std::uint32_t, int> enters;
@@ -205,8 +210,8 @@ TEST_CASE("the framed wire end to end: the trace has every call once, balanced p
         }
     }
     for (const auto& [tid, d] : depth) CHECK(d == 0);
-    CHECK(begins[2] == 150);                      // interrupts
-    CHECK(begins[1] == 150);                      // the running task, switch by switch
+    CHECK(begins[2] == 150);                             // interrupts
+    CHECK(begins[1] == 150);                             // the running task, switch by switch
     CHECK(begins[12] + begins[13] + begins[14] == 150);  // every call once
 }
 
@@ -217,7 +222,6 @@ TEST_CASE("inputs without raw bytes are refused with the reason") {
 
 }  // namespace
 }  // namespace rackprof::gmon
-
 
 namespace rackprof::gmon {
 namespace {

@@ -42,7 +42,7 @@ inline constexpr std::uint8_t kHelloBlockingDrain = 0x02;  // flags bit 1
 inline constexpr std::uint8_t kHelloEvents = 0x04;         // bit 2: ENTER/EXIT items follow
 inline constexpr std::uint8_t kHelloCycleCounter = 0x08;   // bit 3: stamps from DWT CYCCNT
 inline constexpr std::uint8_t kHelloCounters = 0x10;       // bit 4: takes COUNTER_CONFIG (v3)
-inline constexpr std::uint8_t kHelloArch = 0x20;  // bit 5: an arch byte follows the build-id
+inline constexpr std::uint8_t kHelloArch = 0x20;   // bit 5: an arch byte follows the build-id
 inline constexpr std::uint8_t kHelloTasks = 0x40;  // bit 6: TASK_SWITCH items follow (v5)
 
 // The HELLO's arch byte: the core's architecture, as the target's compiler knew it.

@@ -135,9 +135,8 @@ struct TaskDeleted {
     friend bool operator==(const TaskDeleted&, const TaskDeleted&) = default;
 };
 
-using StreamEvent =
-    std::variant<TargetHello, ConsoleText, ProfilingMarker, FunctionEvent, EventsLost,
-                 CounterCapabilities, CounterConfig, FunctionCounts, RunTotals, StackSample,
-                 TaskSwitch, TaskDeleted>;
+using StreamEvent = std::variant<TargetHello, ConsoleText, ProfilingMarker, FunctionEvent,
+                                 EventsLost, CounterCapabilities, CounterConfig, FunctionCounts,
+                                 RunTotals, StackSample, TaskSwitch, TaskDeleted>;
 
 }  // namespace rackprof::protocol

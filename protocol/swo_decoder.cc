@@ -311,7 +311,6 @@ void SwoDecoder::on_exception(std::uint16_t number, std::uint8_t fn) {
     }
 }
 
-
 void SwoDecoder::end_activation(const Activation& activation) {
     ExceptionStats& stats = exception_table_[activation.number];
     ++stats.completed;

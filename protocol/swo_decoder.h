@@ -136,7 +136,7 @@ class SwoDecoder final : public StreamDecoder {
     RecordSink* sink_ = nullptr;                 // during feed() and finish()
     std::unique_ptr<std::uint8_t[]> itm_bytes_;  // TPIU output
     std::size_t itm_capacity_ = 0;
-    std::vector<std::uint8_t> framed_bytes_;     // for the inner decoder
+    std::vector<std::uint8_t> framed_bytes_;  // for the inner decoder
     // A framed frame ended since the inner decoder was last fed: it is decoded before the next
     // record of our own (a DWT PC sample), so its items (an RTOS's task switch) keep their
     // place among the samples around them, to within a frame.
@@ -156,7 +156,7 @@ class SwoDecoder final : public StreamDecoder {
     std::vector<Activation> active_exceptions_;  // innermost last
     // Per exception entered: activations by duration bucket (16 exact, then 8 per octave).
     std::map<std::uint16_t, std::vector<std::uint64_t>> durations_;
-    std::uint64_t exception_clock_ = 0;             // timestamp_cycles at the last change
+    std::uint64_t exception_clock_ = 0;  // timestamp_cycles at the last change
 
     std::array<Record, kBatchSize> batch_{};
     std::size_t batch_len_ = 0;

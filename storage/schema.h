@@ -18,7 +18,7 @@ inline constexpr int kRetentionSchema = 12;
 inline constexpr int kSessionSumsSchema = 15;
 // Probe links' counters (samples_halted_ns, stack_unwind_failures) and sessions.cct_unit.
 inline constexpr int kProbeCountersSchema = 16;
-inline constexpr int kArchSchema = 17;  // sessions.arch
+inline constexpr int kArchSchema = 17;   // sessions.arch
 inline constexpr int kTasksSchema = 18;  // session_tasks
 
 // The database's PRAGMA user_version: 0 for a new file.

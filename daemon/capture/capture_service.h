@@ -39,10 +39,9 @@ class SessionImport {
                 const storage::SessionCounters& counters);
     // Stores it as completed with its final counters; returns its id.
     // `calling_context`: the tree its events made, if any.
-    std::int64_t complete(
-        const storage::SessionCounters& counters,
-        std::shared_ptr<const gmon::CallingContextTree> calling_context = nullptr,
-        std::vector<storage::TaskSummary> tasks = {});
+    std::int64_t complete(const storage::SessionCounters& counters,
+                          std::shared_ptr<const gmon::CallingContextTree> calling_context = nullptr,
+                          std::vector<storage::TaskSummary> tasks = {});
 
   private:
     storage::StorageWriter& writer_;

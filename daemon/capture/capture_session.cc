@@ -57,7 +57,7 @@ std::vector<storage::TaskSummary> task_summaries(const gmon::TaskSplit& split) {
 }
 
 std::vector<storage::TaskSummary> CaptureSession::changed_tasks(std::int64_t received_ns,
-                                                               bool now) {
+                                                                bool now) {
     if (!collector_.tasks.has_tasks()) return {};
     constexpr std::int64_t kInterval = 1'000'000'000;
     if (!now && received_ns - tasks_stored_ns_ < kInterval) return {};

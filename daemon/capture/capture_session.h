@@ -22,11 +22,11 @@
 #include <vector>
 
 #include "daemon/ingest/calling_context_feed.h"
-#include "gmon/tasks.h"
 #include "daemon/ingest/capture_import.h"
 #include "daemon/ingest/wire_settings.h"
 #include "gmon/aggregate.h"
 #include "gmon/symbolizer.h"
+#include "gmon/tasks.h"
 #include "protocol/stream_event.h"
 #include "storage/storage_writer.h"
 

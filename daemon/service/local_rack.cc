@@ -10,7 +10,6 @@
 #include "daemon/service/board_from_body.h"
 #include "daemon/service/session_views.h"
 #include "daemon/service/stored_session_input.h"
-#include "gmon/task_views.h"
 #include "gmon/annotate.h"
 #include "gmon/board_spread.h"
 #include "gmon/calling_context_export.h"
@@ -18,6 +17,7 @@
 #include "gmon/profile_pipeline.h"
 #include "gmon/report.h"
 #include "gmon/sync_check.h"
+#include "gmon/task_views.h"
 #include "storage/retention.h"
 
 namespace rackprof::daemon::service {
@@ -473,9 +473,9 @@ json LocalRack::time_view(std::int64_t id, const std::string& view, const TimeWi
     const gmon::TaskSplit split = gmon::split_tasks(*input, options);
     if (view == "tasks") return gmon::tasks_json(split);
     if (view == "interrupts") return gmon::interrupts_json(split);
-    json out = json::parse(gmon::trace_document(
-        split, gmon::ContextFrameNames(input->source.elf.get()),
-        info.spec.board + " session " + std::to_string(id)));
+    json out =
+        json::parse(gmon::trace_document(split, gmon::ContextFrameNames(input->source.elf.get()),
+                                         info.spec.board + " session " + std::to_string(id)));
     out["otherData"]["from_ns"] = options.timeline_from_ns;
     if (window.to_ns) out["otherData"]["to_ns"] = options.timeline_to_ns;
     return out;

@@ -122,9 +122,8 @@ TaskSlice task_slice(storage::SessionStore& store, const storage::SessionInfo& s
                      const std::vector<std::string>& tasks) {
     const std::string what = "session " + std::to_string(session.id);
     if (session.raw_pruned)
-        throw ServiceError(Failure::kGone,
-                           what + ": task= decodes the raw bytes again, and its " +
-                               storage::raw_pruned_reason(*session.raw_pruned));
+        throw ServiceError(Failure::kGone, what + ": task= decodes the raw bytes again, and its " +
+                                               storage::raw_pruned_reason(*session.raw_pruned));
     gmon::TaskSplitOptions options;
     options.aggregates = true;
     gmon::TaskSplit split(options);
@@ -143,11 +142,12 @@ TaskSlice task_slice(storage::SessionStore& store, const storage::SessionInfo& s
     if (!found) {
         std::string known;
         for (const auto& t : split.tasks()) {
-            if (t.number > gmon::kUnknownTask) known += (known.empty() ? "" : ", ") + gmon::task_label(t);
+            if (t.number > gmon::kUnknownTask)
+                known += (known.empty() ? "" : ", ") + gmon::task_label(t);
         }
-        throw ServiceError(Failure::kNotFound,
-                           what + " has no task " + tasks.front() +
-                               (known.empty() ? " (it has no task switches)" : " (its tasks: " + known + ")"));
+        throw ServiceError(Failure::kNotFound, what + " has no task " + tasks.front() +
+                                                   (known.empty() ? " (it has no task switches)"
+                                                                  : " (its tasks: " + known + ")"));
     }
     return {std::move(sum), std::move(tree)};
 }

@@ -10,7 +10,8 @@ namespace rackprof::daemon::service {
 nlohmann::json exceptions_json(const std::map<std::uint16_t, protocol::ExceptionStats>& counts) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& [number, stats] : counts) {
-        nlohmann::json row = {{"exception", number}, {"entries", stats.entries}, {"cycles", stats.cycles}};
+        nlohmann::json row = {
+            {"exception", number}, {"entries", stats.entries}, {"cycles", stats.cycles}};
         // A decoded stream knows its activations; stored totals (entries, cycles) do not.
         if (stats.completed > 0) {
             row["completed"] = stats.completed;

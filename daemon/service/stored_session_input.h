@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "daemon/ingest/wire_settings.h"
 #include "gmon/calling_context.h"
 #include "gmon/export.h"
-#include "daemon/ingest/wire_settings.h"
 #include "gmon/symbolizer.h"
 #include "protocol/swo_decoder.h"
 #include "storage/session_pages.h"

@@ -277,8 +277,8 @@ TEST_CASE("SWO over TCP, raw and TPIU-formatted: stored exactly, through the ser
         // The live feed: the newest console lines, overflows and sleep samples among losses.
         // The feed's state follows the decoder on its own tick: a snapshot taken just as the
         // second part is stored may not hold it yet, so a fresh feed is asked until it does.
-        const json expected_lines = {parts[0].console[0], parts[0].console[1],
-                                     parts[1].console[0], parts[1].console[1]};
+        const json expected_lines = {parts[0].console[0], parts[0].console[1], parts[1].console[0],
+                                     parts[1].console[1]};
         json snapshot, lines;
         testing::eventually(
             [&] {

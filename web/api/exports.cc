@@ -239,7 +239,8 @@ void add_annotate_routes(RouteTable& routes) {
 
 void add_time_routes(RouteTable& routes) {
     const std::pair<const char*, const char*> views[] = {
-        {"tasks", "an RTOS's tasks: each one's share of the samples with its interval, cycles, calls"},
+        {"tasks",
+         "an RTOS's tasks: each one's share of the samples with its interval, cycles, calls"},
         {"interrupts", "per exception: invocations, total, mean, max and p99 cycles, share"},
         {"timeline",
          "the Trace Event document of the events in [from, to) ns of target time from the first "
