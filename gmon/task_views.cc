@@ -14,7 +14,12 @@ namespace rackprof::gmon {
 
 namespace {
 
-void require_raw(const ExportInput& input);
+void require_raw(const ExportInput& input) {
+    if (!input.raw || !input.wire)
+        throw ExportNeedsRaw(
+            "tasks, interrupts and timelines are decoded from raw bytes, and this input has none "
+            "(a gmon.out, a merged selection, or raw data retention dropped)");
+}
 
 // A raw-bytes decoder feeding the split (what an import's sink would see).
 void decode_raw(const ExportInput& input, TaskSplit& split) {
@@ -88,34 +93,30 @@ nlohmann::json tasks_json(const TaskSplit& split) {
             {"core_clock_hz", split.core_clock_hz()}};
 }
 
+namespace {
+// One row of the interrupt table; `share` null where no span is known.
+nlohmann::json exception_row(const ExceptionTime& e, const char* source, nlohmann::json share) {
+    return {{"exception", e.exception},
+            {"source", source},
+            {"name", exception_name(e.exception)},
+            {"count", e.count},
+            {"total_cycles", e.total},
+            {"mean_cycles", e.mean},
+            {"max_cycles", e.max},
+            {"p99_cycles", e.p99},
+            {"share_percent", std::move(share)},
+            {"incomplete", e.incomplete}};
+}
+}  // namespace
+
 nlohmann::json interrupts_json(const TaskSplit& split) {
     nlohmann::json rows = nlohmann::json::array();
     const auto span = static_cast<double>(split.span_cycles());
-    for (const auto& e : split.exceptions()) {
-        rows.push_back({{"exception", e.exception},
-                        {"source", "events"},
-                        {"name", exception_name(e.exception)},
-                        {"count", e.count},
-                        {"total_cycles", e.total},
-                        {"mean_cycles", e.mean},
-                        {"max_cycles", e.max},
-                        {"p99_cycles", e.p99},
-                        {"share_percent", percent(static_cast<double>(e.total), span)},
-                        {"incomplete", e.incomplete}});
-    }
+    for (const auto& e : split.exceptions())
+        rows.push_back(exception_row(e, "events", percent(static_cast<double>(e.total), span)));
     // The DWT's trace (SWO captures): its clock is its local timestamps', so no share.
-    for (const auto& e : split.traced_exceptions()) {
-        rows.push_back({{"exception", e.exception},
-                        {"source", "dwt"},
-                        {"name", exception_name(e.exception)},
-                        {"count", e.count},
-                        {"total_cycles", e.total},
-                        {"mean_cycles", e.mean},
-                        {"max_cycles", e.max},
-                        {"p99_cycles", e.p99},
-                        {"share_percent", nullptr},
-                        {"incomplete", e.incomplete}});
-    }
+    for (const auto& e : split.traced_exceptions())
+        rows.push_back(exception_row(e, "dwt", nullptr));
     return {{"exceptions", std::move(rows)},
             {"span_cycles", split.span_cycles()},
             {"core_clock_hz", split.core_clock_hz()}};
@@ -293,15 +294,6 @@ std::string trace_document(const TaskSplit& split, const ContextFrameNames& name
                            const std::string& title) {
     return TraceWriter(split, names).run(title).dump();
 }
-
-namespace {
-void require_raw(const ExportInput& input) {
-    if (!input.raw || !input.wire)
-        throw ExportNeedsRaw(
-            "tasks, interrupts and timelines are decoded from raw bytes, and this input has none "
-            "(a gmon.out, a merged selection, or raw data retention dropped)");
-}
-}  // namespace
 
 ChunkStream open_tasks_text(const std::shared_ptr<const ExportInput>& input) {
     require_raw(*input);

@@ -94,10 +94,14 @@ def z99_interval(k, n):
     return 100 * (centre - half), 100 * (centre + half)
 
 
+def task_name(cap, task):
+    """A task of framed_wire's reader by its name (None before the first switch, "unknown")."""
+    return cap.task_names.get(task) if isinstance(task, int) else task
+
+
 def wire_per_task(cap):
-    name = lambda t: cap.task_names.get(t) if isinstance(t, int) else t
-    samples = {name(t): sum(p.values()) for t, p in cap.pcs_by_task.items()}
-    calls = {name(t): sum(a.values()) for t, a in cap.arcs_by_task.items()}
+    samples = {task_name(cap, t): sum(p.values()) for t, p in cap.pcs_by_task.items()}
+    calls = {task_name(cap, t): sum(a.values()) for t, a in cap.arcs_by_task.items()}
     return samples, calls
 
 
@@ -112,13 +116,7 @@ def check_tasks(tag, cap, tasks, elf_funcs, mix, overhead):
               f"{tag}: {name}: {row['samples']} samples, the wire's {samples.get(key, 0)}")
         check(row["calls"] == calls.get(key, 0),
               f"{tag}: {name}: {row['calls']} calls, the wire's {calls.get(key, 0)}")
-    n = tasks["samples"]
-    for name in ("sensor", "control", "logger", "idle"):
-        row = rows[name]
-        lo, hi = z99_interval(row["samples"], n)
-        check(lo <= row["cycles_percent"] <= hi,
-              f"{tag}: {name}: sampled {row['share_percent']:.2f} % (99 %: {lo:.2f}-{hi:.2f}) "
-              f"holds its {row['cycles_percent']:.2f} % of the time between switches")
+    check_sampled_shares(tag, tasks, rows)
     for name, load in DESIGNED.items():
         share = rows[name]["cycles_percent"]
         check(load <= share <= load + overhead,
@@ -129,14 +127,23 @@ def check_tasks(tag, cap, tasks, elf_funcs, mix, overhead):
         check(got == expected, f"{tag}: {name} calls mix {got} times (the program: {expected})")
 
 
+def check_sampled_shares(tag, tasks, rows):
+    """Each task's sampled share holds its share of the time between switches (99 %)."""
+    for name in ("sensor", "control", "logger", "idle"):
+        row = rows[name]
+        lo, hi = z99_interval(row["samples"], tasks["samples"])
+        check(lo <= row["cycles_percent"] <= hi,
+              f"{tag}: {name}: sampled {row['share_percent']:.2f} % (99 %: {lo:.2f}-{hi:.2f}) "
+              f"holds its {row['cycles_percent']:.2f} % of the time between switches")
+
+
 def mix_calls_from_wire(cap, span):
     """Calls into mix per task: arcs whose callee address (-pg: inside the callee, after its
     mcount call; enter/exit: its entry) lies in mix."""
     lo, hi = span
     out = {}
     for task, arcs in cap.arcs_by_task.items():
-        name = cap.task_names.get(task) if isinstance(task, int) else task
-        out[name] = sum(n for (frm, slf), n in arcs.items() if lo <= slf & ~1 < hi)
+        out[task_name(cap, task)] = sum(n for (frm, slf), n in arcs.items() if lo <= slf & ~1 < hi)
     return out
 
 
@@ -225,10 +232,6 @@ def run_qemu_riscv(elf, capture):
     return capture.read_bytes()
 
 
-def task_name(cap, task):
-    return cap.task_names.get(task) if isinstance(task, int) else task
-
-
 def check_switch_track(tag, cap, trace):
     """The trace's running-task track (tid 1): one slice per TASK_SWITCH, named in the wire's
     order."""
@@ -264,13 +267,7 @@ def check_riscv(tag, cap, tasks, elf, trace):
         check(row["samples"] == samples.get(key, 0) and row["calls"] == calls.get(key, 0),
               f"{tag}: {name}: {row['samples']} samples, {row['calls']} calls; the wire's "
               f"{samples.get(key, 0)}, {calls.get(key, 0)}")
-    n = tasks["samples"]
-    for name in ("sensor", "control", "logger", "idle"):
-        row = rows[name]
-        lo, hi = z99_interval(row["samples"], n)
-        check(lo <= row["cycles_percent"] <= hi,
-              f"{tag}: {name}: sampled {row['share_percent']:.2f} % (99 %: {lo:.2f}-{hi:.2f}) "
-              f"holds its {row['cycles_percent']:.2f} % of the time between switches")
+    check_sampled_shares(tag, tasks, rows)
     funcs = symbol(elf, "mix", RISCV_NM), symbol(elf, "app_timer_isr", RISCV_NM)
     if not cap.events:
         for name, load in DESIGNED.items():
@@ -504,8 +501,7 @@ def main():
             entered = {}
             for ev, task in zip(cap.events, cap.event_tasks):
                 if ev[0] and ev[4] == 0 and lo <= ev[1] & ~1 < hi:
-                    name = cap.task_names.get(task) if isinstance(task, int) else task
-                    entered[name] = entered.get(name, 0) + 1
+                    entered[task_name(cap, task)] = entered.get(task_name(cap, task), 0) + 1
             for name, expected in MIX_CALLS.items():
                 check(entered.get(name, 0) == expected,
                       f"{mode}: {name} enters mix {entered.get(name, 0)} times "
