@@ -2,6 +2,7 @@
 // what gmon.out is written from, and what merges across sessions, boards and a fleet.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -49,6 +50,8 @@ class Aggregate {
     std::uint64_t total_samples() const { return total_samples_; }
     std::size_t distinct_arcs() const { return arcs_.size(); }
     std::size_t distinct_pcs() const { return pcs_.size() + sorted_pcs_.size() + window_.distinct; }
+    // Batches counted split by kind (add()'s choice where kinds take turns at random).
+    std::uint64_t batches_split() const { return batches_split_; }
     bool empty() const { return arcs_.size() == 0 && distinct_pcs() == 0 && wide_arcs_.empty(); }
 
     friend bool operator==(const Aggregate& a, const Aggregate& b) {
@@ -74,6 +77,14 @@ class Aggregate {
     static constexpr std::uint64_t kWindowAfter = 1 << 16;
 
     void unsort_pcs();
+    bool kind_mispredicted(std::span<const protocol::Record> records);
+    // Each returns the number of arc records.
+    template <typename ArcCounter>
+    std::uint64_t add_in_order(std::span<const protocol::Record> records,
+                               const ArcCounter& count_arc);
+    template <typename ArcCounter>
+    std::uint64_t add_split(std::span<const protocol::Record> records, const ArcCounter& count_arc);
+    void count_samples(std::span<const std::uint64_t> pcs, std::span<const std::uint32_t> counts);
     void count_pc(std::uint64_t pc, std::uint64_t n);
     void open_window();
 
@@ -85,6 +96,9 @@ class Aggregate {
     static constexpr std::uint64_t kArcCacheRetry = 64;
     bool arc_cache_pays_ = true;
     std::uint64_t batches_uncached_ = 0;
+    std::array<std::uint8_t, 64> kind_predictor_{};  // kind_mispredicted()'s
+    std::uint64_t kind_history_ = 0;
+    std::uint64_t batches_split_ = 0;
     PcWindow window_;
     std::uint64_t table_samples_ = 0;  // samples counted in pcs_ before the window opened
     std::vector<PcCount> sorted_pcs_;  // adopt_sorted_pcs'; empty whenever pcs_ is not

@@ -191,4 +191,54 @@ TEST_CASE("the PC window: counts, order and distinct PCs as a plain map says") {
     CHECK(twice.total_samples() == 2 * total);
 }
 
+// add() counts a batch in order or split by kind first, by how predictable the kinds' order
+// is: both ways must count what a plain map counts.
+TEST_CASE("arcs and samples at random or in a pattern: counted as a plain map counts them") {
+    for (const bool at_random : {true, false}) {
+        CAPTURE(at_random);
+        std::mt19937_64 rng(11);
+        std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> arc_truth;
+        std::map<std::uint64_t, std::uint64_t> pc_truth;
+        std::uint64_t calls = 0, samples = 0;
+        Aggregate a;
+        std::vector<Record> batch;
+        for (int round = 0; round < 30; ++round) {
+            batch.clear();
+            const std::size_t size = 1000 + rng() % 4000;  // not a multiple of a piece
+            for (std::size_t i = 0; i < size; ++i) {
+                const bool arc = at_random ? rng() % 10 < 7 : i % 3 != 2;
+                const std::uint32_t n = 1 + static_cast<std::uint32_t>(rng() % 3);
+                if (arc) {
+                    const auto from = 0x08000001u + 2 * static_cast<std::uint32_t>(rng() % 500);
+                    const auto self = 0x08000000u + 4 * static_cast<std::uint32_t>(rng() % 90);
+                    batch.push_back(Record::arc(from, self, n));
+                    arc_truth[{from, self}] += n;
+                    calls += n;
+                } else {
+                    const auto pc = 0x08000000u + 2 * static_cast<std::uint32_t>(rng() % 30000);
+                    batch.push_back(Record::pc_sample(pc, n));
+                    pc_truth[pc] += n;
+                    samples += n;
+                }
+            }
+            a.add(batch);
+        }
+        std::vector<ArcCount> arcs;
+        for (const auto& [key, n] : arc_truth) arcs.push_back({key.first, key.second, n});
+        std::vector<PcCount> pcs;
+        for (const auto& [pc, n] : pc_truth) pcs.push_back({pc, n});
+        CHECK(a.arcs() == arcs);
+        CHECK(a.pc_samples() == pcs);
+        CHECK(a.total_calls() == calls);
+        CHECK(a.total_samples() == samples);
+        // Both ways were taken: the random order split (all but the predictor's first batch),
+        // the pattern never.
+        if (at_random) {
+            CHECK(a.batches_split() >= 29);
+        } else {
+            CHECK(a.batches_split() == 0);
+        }
+    }
+}
+
 }  // namespace rackprof::gmon

@@ -60,8 +60,12 @@ class CountTable {
         if (empty_key_count_) f(kEmpty, empty_key_count_);
     }
 
+    // The low bits index the table, and a product's low bits depend only on its factors' low
+    // bits: both halves of a key (an arc's caller and callee) are folded down first, and the
+    // product's high half back, or every arc into one callee would share a slot.
     static std::size_t hash(std::uint64_t key) {
-        return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 20);
+        const std::uint64_t h = (key ^ (key >> 31)) * 0x9E3779B97F4A7C15ull;
+        return static_cast<std::size_t>(h ^ (h >> 32));
     }
 
   private:

@@ -26,6 +26,15 @@ inline bool is_tag(std::uint8_t b) {
     return b == kLegacyArcTag || b == kLegacyPcTag;
 }
 
+// A big-endian address of kWidth (3 or 4) bytes as one load; reads 4 bytes.
+template <int kWidth>
+inline std::uint32_t load_address(const std::uint8_t* p) {
+    std::uint32_t v;
+    std::memcpy(&v, p, sizeof v);
+    v = __builtin_bswap32(v);
+    return kWidth == 4 ? v : v >> 8;
+}
+
 }  // namespace
 
 LegacyDecoder::LegacyDecoder(LegacyOptions options) : options_(options) {
@@ -77,8 +86,7 @@ void LegacyDecoder::note_last_digits(std::span<const std::uint8_t> text, std::ui
     }
     const std::size_t keep_old = std::min(digits_known_, kCarrySize - n);
     std::array<std::uint64_t, kCarrySize> merged{};
-    for (std::size_t k = 0; k < keep_old; ++k)
-        merged[k] = digit_at_[digits_known_ - keep_old + k];
+    for (std::size_t k = 0; k < keep_old; ++k) merged[k] = digit_at_[digits_known_ - keep_old + k];
     for (std::size_t k = 0; k < n; ++k) merged[keep_old + k] = newest[n - 1 - k];
     digit_at_ = merged;
     digits_known_ = keep_old + n;
@@ -162,6 +170,31 @@ std::size_t LegacyDecoder::decode_run(const std::uint8_t* data, std::size_t size
 
     std::size_t pos = 0;
     while (pos < stop_at) {
+        if constexpr (!kHex && kWidth != 0) {
+            // The common case without a branch on the record's kind (arcs and samples
+            // interleave unpredictably): room for an arc and the byte after it, so both
+            // addresses can be loaded whatever the tag says. Anything else takes the general
+            // path below, which decides the same way.
+            if (pos + arc_len + 1 <= size) [[likely]] {
+                const std::uint8_t tag = data[pos];
+                const bool arc = tag == kLegacyArcTag;
+                const std::uint32_t a = load_address<kWidth>(data + pos + 1);
+                const std::uint32_t b = load_address<kWidth>(data + pos + 1 + kWidth);
+                const std::size_t next = pos + (arc ? arc_len : pc_len);
+                const Record record{arc ? RecordKind::kArc : RecordKind::kPcSample, 1, arc ? a : 0,
+                                    arc ? b : a};
+                bool plausible = (arc | (tag == kLegacyPcTag)) & is_tag(data[next]);
+                if (check_range) {
+                    plausible = plausible & range.contains(record.self_pc) &
+                                (!arc | range.contains(record.from_pc));
+                }
+                if (plausible) [[likely]] {
+                    emit_unbranched(record, arc, sink);
+                    pos = next;
+                    continue;
+                }
+            }
+        }
         if (pos + kUnits > size) {
             if (!at_end) break;  // half a byte: wait for the other digit
             discard(1);          // a lone digit at the very end
@@ -237,6 +270,14 @@ inline void LegacyDecoder::emit(const Record& record, RecordSink& sink) {
     } else {
         ++stats_.pc_samples;
     }
+    batch_[batch_len_++] = record;
+    if (batch_len_ == kBatchSize) flush(sink);
+}
+
+inline void LegacyDecoder::emit_unbranched(const Record& record, bool arc, RecordSink& sink) {
+    in_sync_ = true;
+    stats_.arcs += arc;
+    stats_.pc_samples += !arc;
     batch_[batch_len_++] = record;
     if (batch_len_ == kBatchSize) flush(sink);
 }

@@ -50,6 +50,8 @@ class LegacyDecoder final : public StreamDecoder {
                            bool at_end, RecordSink& sink);
     void discard(std::uint64_t units);
     void emit(const Record& record, RecordSink& sink);
+    // emit() with the kind as a flag, counted without a branch.
+    void emit_unbranched(const Record& record, bool arc, RecordSink& sink);
     void flush(RecordSink& sink);
 
     LegacyOptions options_;

@@ -9,8 +9,8 @@
 //
 //   tests/bench/run.sh            (builds Release, runs this with a 200 MB capture)
 //   core_bench [--mb N] [--dir DIR] [--thesis blink1hex.txt] [--arcs N[,N...]]
-//              [--only profile|mixed]   (the profile and report lines, or the bench-like mix,
-//                                        alone)
+//              [--only profile|mixed|WIRE]   (the profile and report lines, the bench-like mix,
+//                                             or one wire's capture, e.g. "legacy hex", alone)
 //   CORE_BENCH_SAVE=PREFIX writes the last reports to PREFIX.txt and PREFIX.json (to compare
 //   two builds' output byte for byte)
 #include <sys/resource.h>
@@ -420,7 +420,14 @@ int main(int argc, char** argv) {
         {"framed", daemon::sim::WireProtocol::kFramed, protocol::LegacyEncoding::kBinary, 0},
         {"framed+cache", daemon::sim::WireProtocol::kFramed, protocol::LegacyEncoding::kBinary, 32},
     };
-    for (const Wire& wire : wires) bench_decode(dir, wire, mb << 20);
+    for (const Wire& wire : wires) {
+        if (only.empty() || only == wire.name) bench_decode(dir, wire, mb << 20);
+    }
+    if (!only.empty()) {
+        std::error_code ec;
+        std::filesystem::remove_all(own_dir, ec);
+        return 0;
+    }
     bench_mixed(dir, mb << 20);
     bench_wire_size();
     bench_thesis_wire(thesis_capture);
