@@ -53,10 +53,10 @@ struct ProfileGraphAt {
     std::size_t entries = 0;
 };
 
-// Each symbol's name as a JSON string, quotes and escapes included: an arc line names its
-// other function, so a call graph writes each name thousands of times.
-using QuotedNames = std::vector<std::string>;
-QuotedNames quoted_names(const Profile& profile, JsonStream::ErrorHandler on_bad_utf8);
+// Each symbol as an arc line names it: `,"cycle":C,"index":I,"name":"NAME"` (C null outside a
+// cycle; the name quoted and escaped). A call graph writes each thousands of times.
+using ArcLineNames = std::vector<std::string>;
+ArcLineNames arc_line_names(const Profile& profile, JsonStream::ErrorHandler on_bad_utf8);
 
 // write_profile_json's text (compact, names not UTF-8 as U+FFFD) in pieces of about
 // `piece_bytes`, each written when asked for: a whole call graph at 10^6 arcs is some 200 MB of
@@ -78,7 +78,7 @@ class ProfileJsonPieces {
     std::size_t piece_bytes_;
     std::string text_;
     JsonStream out_;
-    QuotedNames names_;
+    ArcLineNames names_;
     ProfileGraphAt at_;
     bool done_ = false;
 };

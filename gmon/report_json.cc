@@ -4,61 +4,93 @@
 // Written straight to text (a report with 10^5 arcs as a DOM costs more than the profile
 // itself), members in nlohmann's key order so the text equals what dump() printed of the DOM.
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
 
 #include "gmon/report.h"
 #include "gmon/sampling_stats.h"
 
 namespace rackprof::gmon {
 
-QuotedNames quoted_names(const Profile& p, JsonStream::ErrorHandler on_bad_utf8) {
-    QuotedNames names;
+ArcLineNames arc_line_names(const Profile& p, JsonStream::ErrorHandler on_bad_utf8) {
+    ArcLineNames names;
     names.reserve(p.symbols.size());
-    for (const ProfileSymbol& sym : p.symbols) {
-        std::string& quoted = names.emplace_back();
-        JsonStream(quoted, -1, 0, on_bad_utf8).value(sym.name);
+    for (std::size_t s = 0; s < p.symbols.size(); ++s) {
+        std::string& part = names.emplace_back(R"(,"cycle":)");
+        if (p.nodes[s].cycle) {
+            JsonStream::append_number(part, std::uint64_t{p.nodes[s].cycle});
+        } else {
+            part += "null";
+        }
+        part += R"(,"index":)";
+        JsonStream::append_number(part, std::uint64_t{p.nodes[s].index});
+        part += R"(,"name":)";
+        JsonStream(part, -1, 0, on_bad_utf8).value(p.symbols[s].name);
     }
     return names;
 }
 
 namespace {
 
+// The most characters a double or the fixed part of an arc line takes.
+constexpr std::size_t kDoubleChars = 32;
+constexpr std::size_t kArcLineChars = 64 + 2 * kDoubleChars + 2 * 20;
+
 JsonStream& nullable_ratio(JsonStream& out, double numerator, std::uint64_t calls) {
     return calls ? out.value(numerator / static_cast<double>(calls)) : out.value(nullptr);
 }
 
-// write_arc's object, compact, appended in one go: a whole call graph writes two per arc.
-void write_arc_compact(JsonStream& out, const Profile& p, const QuotedNames& names,
-                       const ProfileArc& a, std::size_t other, double hz, std::uint64_t of) {
-    using namespace std::string_view_literals;  // lengths known: no strlen per append
+template <std::size_t N>
+char* put(char* at, const char (&text)[N]) {
+    std::memcpy(at, text, N - 1);
+    return at + N - 1;
+}
+
+char* put(char* at, const std::string& text) {
+    std::memcpy(at, text.data(), text.size());
+    return at + text.size();
+}
+
+char* put(char* at, std::uint64_t n) {
+    return std::to_chars(at, at + 20, n).ptr;
+}
+
+char* put(char* at, double x) {
+    // As JsonStream::append_number writes it (nlohmann's shortest round trip).
+    if (!std::isfinite(x)) return put(at, "null");
+    return nlohmann::detail::to_chars(at, at + kDoubleChars, x);
+}
+
+// write_arc's object, compact, written in one pass into room for the longest line: a whole
+// call graph writes two per arc, and appending each part on its own checked the room each time.
+void write_arc_compact(JsonStream& out, const ArcLineNames& names, const ProfileArc& a,
+                       std::size_t other, double hz, std::uint64_t of) {
     std::string& text = out.value_text();
-    text += R"({"children_seconds":)"sv;
-    JsonStream::append_number(text, a.child_time / hz);
-    text += R"(,"count":)"sv;
-    JsonStream::append_number(text, std::uint64_t{a.count});
-    text += R"(,"cycle":)"sv;
-    if (p.nodes[other].cycle) {
-        JsonStream::append_number(text, std::uint64_t{p.nodes[other].cycle});
-    } else {
-        text += "null"sv;
-    }
-    text += R"(,"index":)"sv;
-    JsonStream::append_number(text, std::uint64_t{p.nodes[other].index});
-    text += R"(,"name":)"sv;
-    text += names[other];
-    text += R"(,"of":)"sv;
-    JsonStream::append_number(text, std::uint64_t{of});
-    text += R"(,"self_seconds":)"sv;
-    JsonStream::append_number(text, a.time / hz);
-    text += '}';
+    const std::string& name = names[other];
+    const std::size_t start = text.size();
+    text.resize(start + kArcLineChars + name.size());
+    char* at = text.data() + start;
+    at = put(at, R"({"children_seconds":)");
+    at = put(at, a.child_time / hz);
+    at = put(at, R"(,"count":)");
+    at = put(at, std::uint64_t{a.count});
+    at = put(at, name);
+    at = put(at, R"(,"of":)");
+    at = put(at, of);
+    at = put(at, R"(,"self_seconds":)");
+    at = put(at, a.time / hz);
+    *at++ = '}';
+    text.resize(static_cast<std::size_t>(at - text.data()));
 }
 
 // An arc as a parent or child line; `of` is the callee's (or its cycle's) calls from outside.
-void write_arc(JsonStream& out, const Profile& p, const QuotedNames& names, const ProfileArc& a,
+void write_arc(JsonStream& out, const Profile& p, const ArcLineNames& names, const ProfileArc& a,
                std::size_t other, double hz) {
     const ProfileNode& callee = p.nodes[a.child];
     const std::uint64_t of =
         callee.cycle_head == kNone ? callee.ncalls : p.cycles[callee.cycle_head].ncalls;
-    if (out.indent() < 0) return write_arc_compact(out, p, names, a, other, hz, of);
+    if (out.indent() < 0) return write_arc_compact(out, names, a, other, hz, of);
     out.begin_object()
         .field("children_seconds", a.child_time / hz)
         .field("count", a.count)
@@ -67,8 +99,7 @@ void write_arc(JsonStream& out, const Profile& p, const QuotedNames& names, cons
     // one gprof prints with its count alone.
     p.nodes[other].cycle ? out.value(p.nodes[other].cycle) : out.value(nullptr);
     out.field("index", p.nodes[other].index)
-        .key("name")
-        .raw(names[other])
+        .field("name", p.symbols[other].name)
         .field("of", of)
         .field("self_seconds", a.time / hz)
         .end_object();
@@ -130,13 +161,22 @@ void write_flat(JsonStream& out, const Profile& p, const JsonReportOptions& opti
 }
 
 // In gprof's print order: parents ascending, children descending (sorted_arcs).
-void write_arcs(JsonStream& out, const Profile& p, const QuotedNames& names, std::size_t symbol,
+void write_arcs(JsonStream& out, const Profile& p, const ArcLineNames& names, std::size_t symbol,
                 bool parents) {
     const double hz = p.prof_rate;
     out.begin_array();
     std::vector<std::size_t> scratch;
-    for (std::size_t ai : printed_arcs(p, symbol, parents, scratch)) {
-        const ProfileArc& a = p.arcs[ai];
+    const std::vector<std::size_t>& order = printed_arcs(p, symbol, parents, scratch);
+    // Print order is not storage order: at 10^6 arcs each line's arc would be a cache miss
+    // that costs more than writing the line, so the arcs a few lines ahead are fetched early.
+    constexpr std::size_t kAhead = 8;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+        if (i + kAhead < order.size()) {
+            const auto* ahead = reinterpret_cast<const char*>(&p.arcs[order[i + kAhead]]);
+            __builtin_prefetch(ahead);
+            __builtin_prefetch(ahead + sizeof(ProfileArc) - 1);
+        }
+        const ProfileArc& a = p.arcs[order[i]];
         write_arc(out, p, names, a, parents ? a.parent : a.child, hz);
     }
     out.end_array();
@@ -149,7 +189,7 @@ std::string cycle_name(std::size_t cycle) {
 
 // The members shared by function and cycle entries sort around the ones that differ, so the
 // entry is written in three calls: before "cycle", from "index" to "name", after "name".
-void write_graph_entry(JsonStream& out, const Profile& p, const QuotedNames& names,
+void write_graph_entry(JsonStream& out, const Profile& p, const ArcLineNames& names,
                        std::size_t entry) {
     const double hz = p.prof_rate;
     const double print_time = p.print_time > 0 ? p.print_time : 1.0;
@@ -199,7 +239,7 @@ std::optional<std::size_t> graph_limit(const JsonReportOptions& options) {
 
 // Call-graph entries from `at` on, until the graph is done (returns true) or `text` (what
 // `out` writes to) holds `until` bytes.
-bool write_graph_entries(JsonStream& out, const Profile& p, const QuotedNames& names,
+bool write_graph_entries(JsonStream& out, const Profile& p, const ArcLineNames& names,
                          const JsonReportOptions& options, ProfileGraphAt& at,
                          const std::string& text, std::size_t until) {
     const auto limit = graph_limit(options);
@@ -261,7 +301,7 @@ void write_profile_json(JsonStream& out, const Profile& p, const JsonReportOptio
     write_profile_head(out);
     ProfileGraphAt at;
     static const std::string unused;
-    write_graph_entries(out, p, quoted_names(p, out.on_bad_utf8()), options, at, unused,
+    write_graph_entries(out, p, arc_line_names(p, out.on_bad_utf8()), options, at, unused,
                         std::string::npos);
     write_profile_tail(out, p, options);
 }
@@ -272,7 +312,7 @@ ProfileJsonPieces::ProfileJsonPieces(std::shared_ptr<const Profile> profile,
       options_(std::move(options)),
       piece_bytes_(std::max<std::size_t>(piece_bytes, 1)),
       out_(text_, -1, 0, JsonStream::ErrorHandler::replace),
-      names_(quoted_names(*profile_, JsonStream::ErrorHandler::replace)) {
+      names_(arc_line_names(*profile_, JsonStream::ErrorHandler::replace)) {
     write_profile_head(out_);
 }
 
