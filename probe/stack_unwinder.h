@@ -1,8 +1,10 @@
 // Call stacks of a halted Cortex-M target, unwound on the host: the registers and one read of
 // stack memory per sample, walked with the firmware ELF's call-frame information by elfutils'
 // own unwinder (libdwfl: dwfl_attach_state, dwfl_getthread_frames over .debug_frame), not by a
-// CFI interpreter of ours. Where the leaf has no CFI, the link register names its caller and
-// the stack is cut there (truncated): without CFI nothing says where the caller's frame is.
+// CFI interpreter of ours. Where a frame has no CFI (code built without it, a library without
+// debug information), its own prologue says where its frame is, as GDB's prologue analyzer
+// reads it (thumb_frames.h), or at the sampled pc the epilogue still to run; the sampled
+// frame's caller may be in lr.
 //
 // A stack ends (complete) at the firmware's entry function (the reset handler), at an
 // EXC_RETURN value (a handler's stack: the exception is a root of its own, as in the
@@ -34,6 +36,8 @@ struct UnwoundStack {
     std::vector<std::uint64_t> functions;
     bool truncated = false;
     std::string stopped;  // why a truncated stack stopped; empty when complete
+    // Frames stepped from by their prologue or epilogue, where the ELF has no CFI for them.
+    std::size_t frames_without_cfi = 0;
 };
 
 class StackUnwinder {

@@ -176,13 +176,20 @@ std::size_t LegacyDecoder::decode_run(const std::uint8_t* data, std::size_t size
             // addresses can be loaded whatever the tag says. Anything else takes the general
             // path below, which decides the same way.
             if (pos + arc_len + 1 <= size) [[likely]] {
+                // Masks, not conditionals: a compiler may turn `arc ? x : y` back into the
+                // branch this path exists to avoid (GCC -O3 did).
                 const std::uint8_t tag = data[pos];
                 const bool arc = tag == kLegacyArcTag;
+                const std::uint32_t arc_mask = 0u - static_cast<std::uint32_t>(arc);
                 const std::uint32_t a = load_address<kWidth>(data + pos + 1);
                 const std::uint32_t b = load_address<kWidth>(data + pos + 1 + kWidth);
-                const std::size_t next = pos + (arc ? arc_len : pc_len);
-                const Record record{arc ? RecordKind::kArc : RecordKind::kPcSample, 1, arc ? a : 0,
-                                    arc ? b : a};
+                const std::size_t next =
+                    pos + pc_len + ((arc_len - pc_len) & (std::size_t{0} - std::size_t{arc}));
+                static_assert(static_cast<int>(RecordKind::kPcSample) ==
+                              static_cast<int>(RecordKind::kArc) + 1);
+                const auto kind = static_cast<RecordKind>(static_cast<int>(RecordKind::kPcSample) -
+                                                          static_cast<int>(arc));
+                const Record record{kind, 1, a & arc_mask, (b & arc_mask) | (a & ~arc_mask)};
                 bool plausible = (arc | (tag == kLegacyPcTag)) & is_tag(data[next]);
                 if (check_range) {
                     plausible = plausible & range.contains(record.self_pc) &

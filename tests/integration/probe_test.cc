@@ -21,6 +21,7 @@
 #include "gmon/sampling_stats.h"
 #include "gmon/symbolizer.h"
 #include "probe/gdb_client.h"
+#include "probe/stack_unwinder.h"
 #include "tests/integration/api_daemon.h"
 #include "tests/integration/test_support.h"
 
@@ -100,20 +101,26 @@ struct QemuBoard {
     void restart() { qemu.emplace(qemu_command(elf, port, machine), dir / "qemu.err"); }
 };
 
-// A gdb:// board named `name` over the API, its firmware uploaded; `query` follows the port.
-void add_probe_board(testing::ApiDaemon& d, const std::string& name, const QemuBoard& board,
-                     const std::string& query, const std::filesystem::path& elf = {}) {
-    const auto image = elf.empty() ? board.elf : elf;
+// A gdb:// board named `name` over the API for the server on `port`, its firmware `image`
+// uploaded; `query` follows the port.
+void add_probe_board(testing::ApiDaemon& d, const std::string& name, std::uint16_t port,
+                     const std::filesystem::path& image, const std::string& query) {
     const auto put = d.call("PUT", "/api/v1/firmware", {"--data-binary", "@" + image.string()});
     REQUIRE(put.first / 100 == 2);
     const std::string firmware = json::parse(put.second)["id"];
     const std::string body = R"({"name":")" + name + R"(","link":"gdb://127.0.0.1:)" +
-                             std::to_string(board.port) + query + R"(","firmware":")" + firmware +
+                             std::to_string(port) + query + R"(","firmware":")" + firmware +
                              R"("})";
     const auto made =
         d.call("POST", "/api/v1/boards", {"-H", "Content-Type: application/json", "--data", body});
     INFO(made.second);
     REQUIRE(made.first == 201);
+}
+
+// The same for a QemuBoard, its own ELF uploaded unless another is given.
+void add_probe_board(testing::ApiDaemon& d, const std::string& name, const QemuBoard& board,
+                     const std::string& query, const std::filesystem::path& elf = {}) {
+    add_probe_board(d, name, board.port, elf.empty() ? board.elf : elf, query);
 }
 
 // The board's newest session once it holds `samples` PC samples (0 when it never does).
@@ -270,18 +277,58 @@ namespace {
 // session's counters say how long the target was held halted and how many stacks were cut.
 // (The 9:1 split by construction is also what the enter/exit build's calling-context tree
 // measures: tests/e2e's conflation checks.)
+// A stack-sampled session's exports: `pprof` (the stacks themselves: there is no call graph
+// to estimate from), read by go tool pprof, has doSomething's stacks through slow(); the
+// speedscope flame graph is labelled in samples.
+void check_stack_exports(testing::ApiDaemon& d, const std::string& path) {
+    const auto pprof = d.call("GET", path + "/export/pprof");
+    REQUIRE(pprof.first == 200);
+    std::ofstream(d.dir() / "stacks.pb.gz", std::ios::binary) << pprof.second;
+    const auto scratch = d.dir() / "go";
+    std::filesystem::create_directories(scratch / "home");
+    const auto traces = testing::run(
+        {"go", "tool", "pprof", "-symbolize=none", "-sample_index=samples", "-traces",
+         (d.dir() / "stacks.pb.gz").string()},
+        {"HOME=" + (scratch / "home").string(), "GOCACHE=" + (scratch / "gocache").string(),
+         "GOPATH=" + (scratch / "gopath").string(), "GOPROXY=off", "GOTOOLCHAIN=local",
+         "PPROF_TMPDIR=" + (scratch / "pprof").string()});
+    REQUIRE_MESSAGE(traces.exit_code == 0, traces.err);
+    CHECK(traces.out.find("doSomething\n") != std::string::npos);
+    INFO(traces.out);
+    CHECK(std::regex_search(traces.out, std::regex(R"(doSomething\n\s+slow\n\s+main\n)")));
+    const auto speedscope = d.call("GET", path + "/export/cct-speedscope");
+    REQUIRE(speedscope.first == 200);
+    CHECK(json::parse(speedscope.second)["profiles"][0]["name"].get<std::string>().find(
+              "(samples)") != std::string::npos);
+}
+
 TEST_CASE("a gdb:// board with stacks=1: sampled stacks of uninstrumented firmware, unwound") {
     if (qemu_missing()) return;
     std::string machine = "mps2-an385";
+    bool without_cfi = false;
     SUBCASE("Cortex-M3 (mps2-an385)") {}
     SUBCASE("Cortex-M4F (mps2-an386): the same example built for its FPU, hard-float ABI") {
         machine = "mps2-an386";
+    }
+    SUBCASE("Cortex-M3, its ELF without CFI: every frame stepped by its prologue") {
+        without_cfi = true;
     }
     const auto elf = kPlainConflation.parent_path() / ("conflation-" + machine + "-plain.elf");
     REQUIRE(std::filesystem::exists(elf));
     QemuBoard board(elf, machine);
     testing::ApiDaemon d;
-    add_probe_board(d, "stacks", board, "?rate=200&stacks=1");
+    std::filesystem::path uploaded = elf;
+    if (without_cfi) {
+        // The same image with its .debug_frame removed (the build-id note stays): libdwfl finds
+        // no CFI anywhere, so every stack that reaches main was read from the prologues.
+        uploaded = d.dir() / "no-cfi.elf";
+        const auto stripped = testing::run({"arm-none-eabi-objcopy", "--remove-section",
+                                            ".debug_frame", elf.string(), uploaded.string()});
+        REQUIRE_MESSAGE(stripped.exit_code == 0, stripped.err);
+        const auto sections = testing::run({"arm-none-eabi-objdump", "-h", uploaded.string()});
+        REQUIRE(sections.out.find(".debug_frame") == std::string::npos);
+    }
+    add_probe_board(d, "stacks", board, "?rate=200&stacks=1", uploaded);
     const auto started = std::chrono::steady_clock::now();
     const std::int64_t id = session_with_samples(d, "stacks", 1000, 60s);
     REQUIRE(id != 0);
@@ -335,27 +382,7 @@ TEST_CASE("a gdb:// board with stacks=1: sampled stacks of uninstrumented firmwa
     CHECK(low <= 0.9);
     CHECK(0.9 <= high);
 
-    // The same stacks as pprof (`pprof` is them too: there is no call graph to estimate from),
-    // read by go tool pprof: every sample, and doSomething's stacks through slow().
-    const auto pprof = d.call("GET", path + "/export/pprof");
-    REQUIRE(pprof.first == 200);
-    std::ofstream(d.dir() / "stacks.pb.gz", std::ios::binary) << pprof.second;
-    const auto scratch = d.dir() / "go";
-    std::filesystem::create_directories(scratch / "home");
-    const auto traces = testing::run(
-        {"go", "tool", "pprof", "-symbolize=none", "-sample_index=samples", "-traces",
-         (d.dir() / "stacks.pb.gz").string()},
-        {"HOME=" + (scratch / "home").string(), "GOCACHE=" + (scratch / "gocache").string(),
-         "GOPATH=" + (scratch / "gopath").string(), "GOPROXY=off", "GOTOOLCHAIN=local",
-         "PPROF_TMPDIR=" + (scratch / "pprof").string()});
-    REQUIRE_MESSAGE(traces.exit_code == 0, traces.err);
-    CHECK(traces.out.find("doSomething\n") != std::string::npos);
-    INFO(traces.out);
-    CHECK(std::regex_search(traces.out, std::regex(R"(doSomething\n\s+slow\n\s+main\n)")));
-    const auto speedscope = d.call("GET", path + "/export/cct-speedscope");
-    REQUIRE(speedscope.first == 200);
-    CHECK(json::parse(speedscope.second)["profiles"][0]["name"].get<std::string>().find(
-              "(samples)") != std::string::npos);
+    check_stack_exports(d, path);
 }
 
 // The board's state once `ready` says yes (the JSON of GET /api/v1/boards/NAME).
@@ -615,6 +642,68 @@ TEST_CASE("probe sessions in a selection: merged profile and stacks, and a diff"
     bool seen = false;
     for (const auto& f : report["functions"]) seen = seen || f["name"] == "doSomething";
     CHECK(seen);
+}
+
+// Issue 41 item 3's fallback: the same halted target unwound twice, with the ELF's CFI and
+// with an ELF that has none (its .debug_frame removed), where every frame is stepped by its
+// prologue or epilogue. The two must give the same stacks, sample by sample.
+TEST_CASE("stacks unwound without CFI, by the prologues, equal those unwound with it") {
+    if (qemu_missing()) return;
+    for (const std::string machine : {"mps2-an385", "mps2-an386"}) {
+        CAPTURE(machine);
+        const auto elf = kPlainConflation.parent_path() / ("conflation-" + machine + "-plain.elf");
+        testing::TempDir dir;
+        const auto stripped = dir / "no-cfi.elf";
+        const auto copy = testing::run({"arm-none-eabi-objcopy", "--remove-section", ".debug_frame",
+                                        elf.string(), stripped.string()});
+        REQUIRE_MESSAGE(copy.exit_code == 0, copy.err);
+        QemuBoard board(elf, machine);
+        std::unique_ptr<probe::GdbClient> gdb;
+        REQUIRE(testing::eventually(
+            [&] {
+                try {
+                    gdb = probe::GdbClient::connect("127.0.0.1", board.port);
+                    return true;
+                } catch (const probe::ProbeError&) {
+                    return false;
+                }
+            },
+            10s, 50ms));
+        probe::StackUnwinder with_cfi(elf), without_cfi(stripped);
+        std::vector<unsigned> core;
+        for (unsigned r = 0; r < 16; ++r) core.push_back(r);
+        std::size_t stepped = 0, deep = 0;
+        for (int i = 0; i < 400; ++i) {
+            gdb->resume();
+            std::this_thread::sleep_for(1ms);
+            REQUIRE(gdb->halt().kind == probe::StopReply::Kind::kStopped);
+            probe::TargetStack stack;
+            const auto values = gdb->read_registers(core);
+            std::copy(values.begin(), values.end(), stack.registers.begin());
+            stack.stack_address = stack.registers[13];
+            stack.memory = gdb->read_memory(stack.stack_address, 512);
+            const auto a = with_cfi.unwind(stack);
+            const auto b = without_cfi.unwind(stack);
+            CAPTURE(b.stopped);
+            if (a.functions != b.functions) {
+                std::ostringstream o;
+                o << std::hex << "pc 0x" << stack.registers[15] << ", lr 0x" << stack.registers[14]
+                  << ": with CFI";
+                for (auto f : a.functions) o << " 0x" << f;
+                o << "; without";
+                for (auto f : b.functions) o << " 0x" << f;
+                FAIL_CHECK(o.str());
+            }
+            CHECK(a.truncated == b.truncated);
+            CHECK(a.frames_without_cfi == 0);
+            stepped += b.frames_without_cfi;
+            deep += a.functions.size() >= 3;
+        }
+        MESSAGE(machine << ": 400 samples, " << deep << " of them 3 frames deep or more, "
+                        << stepped << " frames stepped without CFI");
+        CHECK(deep >= 200);
+        CHECK(stepped >= 400);
+    }
 }
 
 }  // namespace
