@@ -190,10 +190,13 @@ std::size_t LegacyDecoder::decode_run(const std::uint8_t* data, std::size_t size
                 const auto kind = static_cast<RecordKind>(static_cast<int>(RecordKind::kPcSample) -
                                                           static_cast<int>(arc));
                 const Record record{kind, 1, a & arc_mask, (b & arc_mask) | (a & ~arc_mask)};
-                bool plausible = (arc | (tag == kLegacyPcTag)) & is_tag(data[next]);
+                // Bitwise on bools computed first: && would branch on each.
+                const bool tag_next = is_tag(data[next]);
+                bool plausible = (arc | (tag == kLegacyPcTag)) & tag_next;
                 if (check_range) {
-                    plausible = plausible & range.contains(record.self_pc) &
-                                (!arc | range.contains(record.from_pc));
+                    const bool self_in = range.contains(record.self_pc);
+                    const bool from_in = range.contains(record.from_pc);
+                    plausible = plausible & self_in & (from_in | !arc);
                 }
                 if (plausible) [[likely]] {
                     emit_unbranched(record, arc, sink);
