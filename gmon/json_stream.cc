@@ -56,15 +56,19 @@ JsonStream& JsonStream::value(double x) {
 }
 
 void JsonStream::append_number(std::string& out, double x) {
+    std::array<char, kMaxNumberChars> buffer;
+    out.append(buffer.data(),
+               static_cast<std::size_t>(write_number(buffer.data(), x) - buffer.data()));
+}
+
+char* JsonStream::write_number(char* at, double x) {
     if (!std::isfinite(x)) {
-        out += "null";
-        return;
+        std::memcpy(at, "null", 4);
+        return at + 4;
     }
     // nlohmann's own shortest round-trip formatting (Grisu2, "1.0" for whole numbers), called
     // directly: std::to_chars differs on whole numbers and may pick other digits.
-    std::array<char, 64> buffer;
-    const char* end = nlohmann::detail::to_chars(buffer.data(), buffer.data() + buffer.size(), x);
-    out.append(buffer.data(), static_cast<std::size_t>(end - buffer.data()));
+    return nlohmann::detail::to_chars(at, at + kMaxNumberChars, x);
 }
 
 JsonStream& JsonStream::value(std::uint64_t n) {
@@ -74,9 +78,13 @@ JsonStream& JsonStream::value(std::uint64_t n) {
 }
 
 void JsonStream::append_number(std::string& out, std::uint64_t n) {
-    std::array<char, 24> buffer;
-    const char* end = std::to_chars(buffer.data(), buffer.data() + buffer.size(), n).ptr;
-    out.append(buffer.data(), static_cast<std::size_t>(end - buffer.data()));
+    std::array<char, kMaxNumberChars> buffer;
+    out.append(buffer.data(),
+               static_cast<std::size_t>(write_number(buffer.data(), n) - buffer.data()));
+}
+
+char* JsonStream::write_number(char* at, std::uint64_t n) {
+    return std::to_chars(at, at + kMaxNumberChars, n).ptr;
 }
 
 JsonStream& JsonStream::value(std::int64_t n) {

@@ -50,6 +50,10 @@ class JsonStream {
     // Numbers as value() writes them.
     static void append_number(std::string& out, double x);
     static void append_number(std::string& out, std::uint64_t n);
+    // The same at `at`, which has room for kMaxNumberChars; returns the end.
+    static constexpr std::size_t kMaxNumberChars = 32;
+    static char* write_number(char* at, double x);
+    static char* write_number(char* at, std::uint64_t n);
     // A value already written as compact JSON (a string quoted and escaped by this stream's
     // rules), placed as any value is.
     JsonStream& raw(std::string_view json) {

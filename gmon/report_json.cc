@@ -4,8 +4,6 @@
 // Written straight to text (a report with 10^5 arcs as a DOM costs more than the profile
 // itself), members in nlohmann's key order so the text equals what dump() printed of the DOM.
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <cstring>
 
 #include "gmon/report.h"
@@ -33,9 +31,9 @@ ArcLineNames arc_line_names(const Profile& p, JsonStream::ErrorHandler on_bad_ut
 
 namespace {
 
-// The most characters a double or the fixed part of an arc line takes.
-constexpr std::size_t kDoubleChars = 32;
-constexpr std::size_t kArcLineChars = 64 + 2 * kDoubleChars + 2 * 20;
+// The most characters an arc line takes besides its other function's part: its fixed text and
+// four numbers.
+constexpr std::size_t kArcLineChars = 64 + 4 * JsonStream::kMaxNumberChars;
 
 JsonStream& nullable_ratio(JsonStream& out, double numerator, std::uint64_t calls) {
     return calls ? out.value(numerator / static_cast<double>(calls)) : out.value(nullptr);
@@ -52,16 +50,6 @@ char* put(char* at, const std::string& text) {
     return at + text.size();
 }
 
-char* put(char* at, std::uint64_t n) {
-    return std::to_chars(at, at + 20, n).ptr;
-}
-
-char* put(char* at, double x) {
-    // As JsonStream::append_number writes it (nlohmann's shortest round trip).
-    if (!std::isfinite(x)) return put(at, "null");
-    return nlohmann::detail::to_chars(at, at + kDoubleChars, x);
-}
-
 // write_arc's object, compact, written in one pass into room for the longest line: a whole
 // call graph writes two per arc, and appending each part on its own checked the room each time.
 void write_arc_compact(JsonStream& out, const ArcLineNames& names, const ProfileArc& a,
@@ -72,14 +60,14 @@ void write_arc_compact(JsonStream& out, const ArcLineNames& names, const Profile
     text.resize(start + kArcLineChars + name.size());
     char* at = text.data() + start;
     at = put(at, R"({"children_seconds":)");
-    at = put(at, a.child_time / hz);
+    at = JsonStream::write_number(at, a.child_time / hz);
     at = put(at, R"(,"count":)");
-    at = put(at, std::uint64_t{a.count});
+    at = JsonStream::write_number(at, std::uint64_t{a.count});
     at = put(at, name);
     at = put(at, R"(,"of":)");
-    at = put(at, of);
+    at = JsonStream::write_number(at, of);
     at = put(at, R"(,"self_seconds":)");
-    at = put(at, a.time / hz);
+    at = JsonStream::write_number(at, a.time / hz);
     *at++ = '}';
     text.resize(static_cast<std::size_t>(at - text.data()));
 }

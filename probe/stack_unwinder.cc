@@ -8,6 +8,7 @@
 #include <span>
 #include <stdexcept>
 
+#include "probe/gdb_packet.h"
 #include "probe/thumb_frames.h"
 
 namespace rackprof::probe {
@@ -79,18 +80,22 @@ bool get_thread(Dwfl*, pid_t tid, void* arg, void** thread_arg) {
     return tid == kThread;
 }
 
+// The 32-bit little-endian word at `address` in the stack memory read with the sample.
+std::optional<std::uint64_t> stack_word(const TargetStack& s, std::uint64_t address) {
+    if (address < s.stack_address || address - s.stack_address + 4 > s.memory.size())
+        return std::nullopt;
+    return little_endian_value(std::string_view(s.memory).substr(address - s.stack_address, 4));
+}
+
 // Only the stack memory read with the sample: anything else is not known.
 bool memory_read(Dwfl*, Dwarf_Addr address, Dwarf_Word* result, void* arg) {
     auto* state = static_cast<State*>(arg);
-    const TargetStack& s = *state->sample;
-    if (address < s.stack_address || address - s.stack_address + 4 > s.memory.size()) {
+    const auto word = stack_word(*state->sample, address);
+    if (!word) {
         state->memory_missed = true;
         return false;
     }
-    const auto* p =
-        reinterpret_cast<const unsigned char*>(s.memory.data()) + (address - s.stack_address);
-    *result =
-        Dwarf_Word{p[0]} | Dwarf_Word{p[1]} << 8 | Dwarf_Word{p[2]} << 16 | Dwarf_Word{p[3]} << 24;
+    *result = *word;
     return true;
 }
 
@@ -177,16 +182,6 @@ int on_frame(Dwfl_Frame* frame, void* arg) {
     }
     walk->newest = regs;
     return DWARF_CB_OK;
-}
-
-// The 32-bit little-endian word at `address` in the stack memory read with the sample.
-std::optional<std::uint64_t> stack_word(const TargetStack& s, std::uint64_t address) {
-    if (address < s.stack_address || address - s.stack_address + 4 > s.memory.size())
-        return std::nullopt;
-    const auto* p =
-        reinterpret_cast<const unsigned char*>(s.memory.data()) + (address - s.stack_address);
-    return std::uint64_t{p[0]} | std::uint64_t{p[1]} << 8 | std::uint64_t{p[2]} << 16 |
-           std::uint64_t{p[3]} << 24;
 }
 
 // The code of the function at `function`: to its symbol's end, or its section's for a symbol

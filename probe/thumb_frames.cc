@@ -47,14 +47,15 @@ std::optional<std::uint32_t> sp_immediate(const cs_arm& arm) {
     return std::nullopt;
 }
 
-// Whether the instruction writes sp (its first operand, or a writeback to sp).
-bool writes_sp(const cs_insn& insn) {
+// Whether the instruction writes `reg`: its first operand, or a writeback to it.
+bool writes(const cs_insn& insn, arm_reg reg) {
     const cs_arm& arm = insn.detail->arm;
-    if (arm.op_count > 0 && is_reg(arm.operands[0], ARM_REG_SP)) return true;
+    if (arm.op_count > 0 && is_reg(arm.operands[0], reg)) return true;
     for (int i = 0; i < arm.op_count; ++i) {
-        if (arm.writeback && arm.operands[i].type == ARM_OP_MEM &&
-            arm.operands[i].mem.base == ARM_REG_SP)
+        const cs_arm_op& op = arm.operands[i];
+        if (arm.writeback && op.type == ARM_OP_MEM && op.mem.base == static_cast<unsigned>(reg))
             return true;
+        if ((insn.id == ARM_INS_POP || insn.id == ARM_INS_LDM) && is_reg(op, reg)) return true;
     }
     return false;
 }
@@ -137,20 +138,7 @@ bool apply_prologue(const cs_insn& insn, ThumbFrame& frame) {
         default:
             break;
     }
-    return !writes_sp(insn);
-}
-
-// Whether the instruction writes `reg`: its first operand, or a writeback to it.
-bool writes(const cs_insn& insn, arm_reg reg) {
-    const cs_arm& arm = insn.detail->arm;
-    if (arm.op_count > 0 && is_reg(arm.operands[0], reg)) return true;
-    for (int i = 0; i < arm.op_count; ++i) {
-        const cs_arm_op& op = arm.operands[i];
-        if (arm.writeback && op.type == ARM_OP_MEM && op.mem.base == static_cast<unsigned>(reg))
-            return true;
-        if ((insn.id == ARM_INS_POP || insn.id == ARM_INS_LDM) && is_reg(op, reg)) return true;
-    }
-    return false;
+    return !writes(insn, ARM_REG_SP);
 }
 
 // The frame at `pc` read from the code still to run, where it runs straight to the return

@@ -99,27 +99,44 @@ bool in_data(const std::map<std::uint64_t, bool>& is_data, std::uint64_t address
     return it != is_data.begin() && std::prev(it)->second;
 }
 
-// Whether the CFI describes the function's pushes at all: libgcc's hand-written routines
-// carry CFI that does not (__udivsi3's push {r0, lr} leaves its CFA at sp), and cannot be the
-// oracle there.
-bool cfi_describes_pushes(csh cs, cs_insn* insn, Dwarf_CFI* cfi, const Function& f) {
+// Calls visit(pc, next) for each instruction of `f` capstone decodes into `insn` (`next`: the
+// address after it), stepping over halfwords that decode to nothing; stops where visit
+// returns false.
+template <typename Visit>
+void for_each_instruction(csh cs, cs_insn* insn, const Function& f, Visit visit) {
     const std::uint8_t* bytes = f.code.data();
     std::size_t size = f.code.size();
     std::uint64_t address = f.address;
     while (size > 0) {
         const std::uint64_t pc = address;
         if (!cs_disasm_iter(cs, &bytes, &size, &address, insn)) {
-            bytes += 2, size = size >= 2 ? size - 2 : 0, address += 2;
+            bytes += 2, size = size >= 2 ? size - 2 : 0, address += 2;  // data
             continue;
         }
-        if (insn->id != ARM_INS_PUSH || size == 0) continue;
-        if (insn->detail->arm.op_count == 1 && insn->detail->arm.operands[0].reg == ARM_REG_LR)
-            continue;  // -pg's push {lr} before bl __gnu_mcount_nc has no CFI by design
-        const auto before = cfi_row(cfi, pc);
-        const auto after = cfi_row(cfi, address);
-        if (before && after && after->cfa_offset <= before->cfa_offset) return false;
+        if (!visit(pc, address)) return;
     }
-    return true;
+}
+
+bool lone_lr_push(const cs_insn& insn) {
+    const cs_arm& arm = insn.detail->arm;
+    return insn.id == ARM_INS_PUSH && arm.op_count == 1 && arm.operands[0].reg == ARM_REG_LR;
+}
+
+// Whether the CFI describes the function's pushes at all: libgcc's hand-written routines
+// carry CFI that does not (__udivsi3's push {r0, lr} leaves its CFA at sp), and cannot be the
+// oracle there.
+bool cfi_describes_pushes(csh cs, cs_insn* insn, Dwarf_CFI* cfi, const Function& f) {
+    bool described = true;
+    const std::uint64_t end = f.address + f.code.size();
+    for_each_instruction(cs, insn, f, [&](std::uint64_t pc, std::uint64_t next) {
+        // -pg's push {lr} before bl __gnu_mcount_nc has no CFI by design.
+        if (insn->id != ARM_INS_PUSH || next >= end || lone_lr_push(*insn)) return true;
+        const auto before = cfi_row(cfi, pc);
+        const auto after = cfi_row(cfi, next);
+        described = !(before && after && after->cfa_offset <= before->cfa_offset);
+        return described;
+    });
+    return described;
 }
 
 // An unconditional return or branch: what follows it is reached only by a branch.
@@ -134,21 +151,73 @@ bool returns(const cs_insn& insn) {
 // Whether the CFI follows the function's epilogues: at each pop {..., pc} the CFA is what
 // that pop frees.
 bool cfi_describes_epilogues(csh cs, cs_insn* insn, Dwarf_CFI* cfi, const Function& f) {
-    const std::uint8_t* bytes = f.code.data();
-    std::size_t size = f.code.size();
-    std::uint64_t address = f.address;
-    while (size > 0) {
-        const std::uint64_t pc = address;
-        if (!cs_disasm_iter(cs, &bytes, &size, &address, insn)) {
-            bytes += 2, size = size >= 2 ? size - 2 : 0, address += 2;
-            continue;
-        }
-        if (insn->id != ARM_INS_POP || !returns(*insn)) continue;
+    bool described = true;
+    for_each_instruction(cs, insn, f, [&](std::uint64_t pc, std::uint64_t) {
+        if (insn->id != ARM_INS_POP || !returns(*insn)) return true;
         const auto row = cfi_row(cfi, pc);
-        if (row && row->cfa_register == 13 && row->cfa_offset != 4 * insn->detail->arm.op_count)
-            return false;
-    }
-    return true;
+        described =
+            !(row && row->cfa_register == 13 && row->cfa_offset != 4 * insn->detail->arm.op_count);
+        return described;
+    });
+    return described;
+}
+
+// The analysis at `pc` (the instruction in `insn`) against the CFI's row there; the
+// disagreement, or empty.
+std::string disagreement(const Function& f, const cs_insn& insn, std::uint64_t pc,
+                         const CfiRow& row, const std::optional<ThumbFrame>& frame) {
+    std::ostringstream what;
+    what << f.name << "+0x" << std::hex << pc - f.address << std::dec << " (" << insn.mnemonic
+         << " " << insn.op_str << "): ";
+    if (!frame) return what.str() + "not analysed";
+    const bool by_fp = frame->frame_pointer && !frame->read_ahead;
+    const int cfa_register = by_fp ? 7 : 13;
+    const std::int64_t cfa_offset = by_fp ? frame->fp_to_cfa : frame->sp_depth;
+    const std::uint32_t ret = frame->saved[frame->return_register];
+    if (cfa_register == row.cfa_register && cfa_offset == row.cfa_offset &&
+        (row.lr_saved == 0xFFFFFFFF || ret == row.lr_saved) &&
+        (row.r7_saved == 0xFFFFFFFF || frame->saved[7] == row.r7_saved))
+        return "";
+    what << "CFI says CFA r" << row.cfa_register << "+" << row.cfa_offset << ", lr at -"
+         << row.lr_saved << ", r7 at -" << row.r7_saved << "; the analysis r" << cfa_register << "+"
+         << cfa_offset << ", return address at -" << ret << ", r7 at -" << frame->saved[7];
+    return what.str();
+}
+
+// Compares the analysis with the CFI at every instruction of `f`; returns the instructions
+// compared, and adds each disagreement to `mismatches`.
+std::size_t compare_function(csh cs, cs_insn* insn, Dwarf_CFI* cfi, const Function& f,
+                             const std::map<std::uint64_t, bool>& is_data,
+                             std::vector<std::string>& mismatches) {
+    std::size_t compared = 0;
+    bool after_lone_lr_push = false, after_return = false;
+    const bool epilogues = cfi_describes_epilogues(cs, insn, cfi, f);
+    for_each_instruction(cs, insn, f, [&](std::uint64_t pc, std::uint64_t) {
+        if (in_data(is_data, pc)) return true;
+        // Where GCC's CFI is known not to say what the stack holds: the bl of -pg's
+        // push {lr}; bl __gnu_mcount_nc (the push has no CFI of its own; the analysis
+        // counts it, as the stack holds it), and padding after the last return.
+        const bool mcount_call = insn->id == ARM_INS_BL && after_lone_lr_push;
+        const cs_arm& arm = insn->detail->arm;
+        const bool nop =
+            insn->id == ARM_INS_NOP ||
+            (insn->id == ARM_INS_MOV && arm.op_count == 2 && arm.operands[0].reg == ARM_REG_R8 &&
+             arm.operands[1].reg == ARM_REG_R8);  // Thumb-1's nop
+        const bool padding = nop && after_return;
+        after_lone_lr_push = lone_lr_push(*insn);
+        after_return = returns(*insn);
+        if (mcount_call || padding) return true;
+        const auto row = cfi_row(cfi, pc);
+        if (!row || row->cfa_register < 0) return true;
+        const auto frame = analyze_thumb_frame(f.code, f.address, pc, true);
+        // Thumb-1 code's CFI (GCC for ARMv6-M) leaves epilogues undescribed.
+        if (frame && frame->read_ahead && !epilogues) return true;
+        ++compared;
+        if (auto what = disagreement(f, *insn, pc, *row, frame); !what.empty())
+            mismatches.push_back(std::move(what));
+        return true;
+    });
+    return compared;
 }
 
 // Compares the analysis with the CFI at every instruction of every function that has CFI;
@@ -169,67 +238,16 @@ std::size_t compare_with_cfi(const std::filesystem::path& path,
                 CS_ERR_OK);
         cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
         cs_insn* insn = cs_malloc(cs);
+        std::vector<std::string> found;
         for (const Function& f : functions) {
             if (!cfi_describes_pushes(cs, insn, cfi, f)) {
                 ++skipped_functions;
                 continue;
             }
-            const std::uint8_t* bytes = f.code.data();
-            std::size_t size = f.code.size();
-            std::uint64_t address = f.address;
-            std::uint64_t pc = address;
-            bool lone_lr_push = false, after_return = false;
-            const bool epilogues = cfi_describes_epilogues(cs, insn, cfi, f);
-            while (size > 0) {
-                pc = address;
-                if (!cs_disasm_iter(cs, &bytes, &size, &address, insn)) {
-                    bytes += 2, size = size >= 2 ? size - 2 : 0, address += 2;  // data
-                    continue;
-                }
-                if (in_data(is_data, pc)) continue;
-                // Where GCC's CFI is known not to say what the stack holds: the bl of -pg's
-                // push {lr}; bl __gnu_mcount_nc (the push has no CFI of its own; the analysis
-                // counts it, as the stack holds it), and padding after the last return.
-                const bool mcount_call = insn->id == ARM_INS_BL && lone_lr_push;
-                const cs_arm& arm = insn->detail->arm;
-                const bool nop = insn->id == ARM_INS_NOP ||
-                                 (insn->id == ARM_INS_MOV && arm.op_count == 2 &&
-                                  arm.operands[0].reg == ARM_REG_R8 &&
-                                  arm.operands[1].reg == ARM_REG_R8);  // Thumb-1's nop
-                const bool padding = nop && after_return;
-                lone_lr_push = insn->id == ARM_INS_PUSH && insn->detail->arm.op_count == 1 &&
-                               insn->detail->arm.operands[0].reg == ARM_REG_LR;
-                after_return = returns(*insn);
-                if (mcount_call || padding) continue;
-                const auto row = cfi_row(cfi, pc);
-                if (!row || row->cfa_register < 0) continue;
-                const auto frame = analyze_thumb_frame(f.code, f.address, pc, true);
-                // Thumb-1 code's CFI (GCC for ARMv6-M) leaves epilogues undescribed.
-                if (frame && frame->read_ahead && !epilogues) continue;
-                ++compared;
-                std::ostringstream what;
-                what << path.filename().string() << " " << f.name << "+0x" << std::hex
-                     << pc - f.address << std::dec << " (" << insn->mnemonic << " " << insn->op_str
-                     << "): ";
-                if (!frame) {
-                    mismatches.push_back(what.str() + "not analysed");
-                    continue;
-                }
-                const bool by_fp = frame->frame_pointer && !frame->read_ahead;
-                const int cfa_register = by_fp ? 7 : 13;
-                const std::int64_t cfa_offset = by_fp ? frame->fp_to_cfa : frame->sp_depth;
-                const std::uint32_t ret = frame->saved[frame->return_register];
-                if (cfa_register != row->cfa_register || cfa_offset != row->cfa_offset ||
-                    (row->lr_saved != 0xFFFFFFFF && ret != row->lr_saved) ||
-                    (row->r7_saved != 0xFFFFFFFF && frame->saved[7] != row->r7_saved)) {
-                    what << "CFI says CFA r" << row->cfa_register << "+" << row->cfa_offset
-                         << ", lr at -" << row->lr_saved << ", r7 at -" << row->r7_saved
-                         << "; the analysis r" << cfa_register << "+" << cfa_offset
-                         << ", return address at -" << ret << ", r7 at -" << frame->saved[7];
-                    mismatches.push_back(what.str());
-                }
-            }
+            compared += compare_function(cs, insn, cfi, f, is_data, found);
         }
+        for (const std::string& what : found)
+            mismatches.push_back(path.filename().string() + " " + what);
         cs_free(insn, 1);
         cs_close(&cs);
     }

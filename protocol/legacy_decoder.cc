@@ -274,14 +274,7 @@ void LegacyDecoder::discard(std::uint64_t units) {
 }
 
 inline void LegacyDecoder::emit(const Record& record, RecordSink& sink) {
-    in_sync_ = true;
-    if (record.kind == RecordKind::kArc) {
-        ++stats_.arcs;
-    } else {
-        ++stats_.pc_samples;
-    }
-    batch_[batch_len_++] = record;
-    if (batch_len_ == kBatchSize) flush(sink);
+    emit_unbranched(record, record.kind == RecordKind::kArc, sink);
 }
 
 inline void LegacyDecoder::emit_unbranched(const Record& record, bool arc, RecordSink& sink) {

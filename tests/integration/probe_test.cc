@@ -101,15 +101,15 @@ struct QemuBoard {
     void restart() { qemu.emplace(qemu_command(elf, port, machine), dir / "qemu.err"); }
 };
 
-// A gdb:// board named `name` over the API for the server on `port`, its firmware `image`
-// uploaded; `query` follows the port.
-void add_probe_board(testing::ApiDaemon& d, const std::string& name, std::uint16_t port,
-                     const std::filesystem::path& image, const std::string& query) {
+// A gdb:// board named `name` over the API, its firmware uploaded; `query` follows the port.
+void add_probe_board(testing::ApiDaemon& d, const std::string& name, const QemuBoard& board,
+                     const std::string& query, const std::filesystem::path& elf = {}) {
+    const auto image = elf.empty() ? board.elf : elf;
     const auto put = d.call("PUT", "/api/v1/firmware", {"--data-binary", "@" + image.string()});
     REQUIRE(put.first / 100 == 2);
     const std::string firmware = json::parse(put.second)["id"];
     const std::string body = R"({"name":")" + name + R"(","link":"gdb://127.0.0.1:)" +
-                             std::to_string(port) + query + R"(","firmware":")" + firmware +
+                             std::to_string(board.port) + query + R"(","firmware":")" + firmware +
                              R"("})";
     const auto made =
         d.call("POST", "/api/v1/boards", {"-H", "Content-Type: application/json", "--data", body});
@@ -117,10 +117,20 @@ void add_probe_board(testing::ApiDaemon& d, const std::string& name, std::uint16
     REQUIRE(made.first == 201);
 }
 
-// The same for a QemuBoard, its own ELF uploaded unless another is given.
-void add_probe_board(testing::ApiDaemon& d, const std::string& name, const QemuBoard& board,
-                     const std::string& query, const std::filesystem::path& elf = {}) {
-    add_probe_board(d, name, board.port, elf.empty() ? board.elf : elf, query);
+// A GDB client of the QEMU on `port`, once its gdbstub listens.
+std::unique_ptr<probe::GdbClient> connect_when_up(std::uint16_t port) {
+    std::unique_ptr<probe::GdbClient> gdb;
+    REQUIRE(testing::eventually(
+        [&] {
+            try {
+                gdb = probe::GdbClient::connect("127.0.0.1", port);
+                return true;
+            } catch (const probe::ProbeError&) {
+                return false;
+            }
+        },
+        10s, 50ms));
+    return gdb;
 }
 
 // The board's newest session once it holds `samples` PC samples (0 when it never does).
@@ -146,17 +156,7 @@ TEST_CASE("GDB client against QEMU's gdbstub: negotiation, registers, memory, ha
     const auto& elf_path = kBlinky;
     QemuBoard board;
     const std::uint16_t port = board.port;
-    std::unique_ptr<probe::GdbClient> gdb;
-    REQUIRE(testing::eventually(
-        [&] {
-            try {
-                gdb = probe::GdbClient::connect("127.0.0.1", port);
-                return true;
-            } catch (const probe::ProbeError&) {
-                return false;
-            }
-        },
-        10s, 50ms));
+    const auto gdb = connect_when_up(port);
 
     // What the server offered, and what the client made of it.
     CHECK(gdb->features().count("PacketSize") == 1);
@@ -270,13 +270,6 @@ TEST_CASE("a gdb:// board: the daemon halt-samples QEMU into a session, profiled
 namespace rackprof {
 namespace {
 
-// Issue 41's stacks: firmware never rebuilt for profiling, sampled through QEMU's gdbstub with
-// its stack unwound on the host by the ELF's CFI (libdwfl). The sampled calling contexts must
-// show what gprof's call graph cannot (the thesis' conflation): 9 in 10 of doSomething's time
-// under slow(). The share is checked against that known truth with its 99.9 % interval; the
-// session's counters say how long the target was held halted and how many stacks were cut.
-// (The 9:1 split by construction is also what the enter/exit build's calling-context tree
-// measures: tests/e2e's conflation checks.)
 // A stack-sampled session's exports: `pprof` (the stacks themselves: there is no call graph
 // to estimate from), read by go tool pprof, has doSomething's stacks through slow(); the
 // speedscope flame graph is labelled in samples.
@@ -302,6 +295,13 @@ void check_stack_exports(testing::ApiDaemon& d, const std::string& path) {
               "(samples)") != std::string::npos);
 }
 
+// Issue 41's stacks: firmware never rebuilt for profiling, sampled through QEMU's gdbstub with
+// its stack unwound on the host by the ELF's CFI (libdwfl). The sampled calling contexts must
+// show what gprof's call graph cannot (the thesis' conflation): 9 in 10 of doSomething's time
+// under slow(). The share is checked against that known truth with its 99.9 % interval; the
+// session's counters say how long the target was held halted and how many stacks were cut.
+// (The 9:1 split by construction is also what the enter/exit build's calling-context tree
+// measures: tests/e2e's conflation checks.)
 TEST_CASE("a gdb:// board with stacks=1: sampled stacks of uninstrumented firmware, unwound") {
     if (qemu_missing()) return;
     std::string machine = "mps2-an385";
@@ -658,17 +658,7 @@ TEST_CASE("stacks unwound without CFI, by the prologues, equal those unwound wit
                                         elf.string(), stripped.string()});
         REQUIRE_MESSAGE(copy.exit_code == 0, copy.err);
         QemuBoard board(elf, machine);
-        std::unique_ptr<probe::GdbClient> gdb;
-        REQUIRE(testing::eventually(
-            [&] {
-                try {
-                    gdb = probe::GdbClient::connect("127.0.0.1", board.port);
-                    return true;
-                } catch (const probe::ProbeError&) {
-                    return false;
-                }
-            },
-            10s, 50ms));
+        const auto gdb = connect_when_up(board.port);
         probe::StackUnwinder with_cfi(elf), without_cfi(stripped);
         std::vector<unsigned> core;
         for (unsigned r = 0; r < 16; ++r) core.push_back(r);
