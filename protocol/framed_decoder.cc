@@ -85,9 +85,7 @@ void FramedDecoder::feed(std::span<const std::uint8_t> data, RecordSink& sink) {
         const std::uint8_t* stop = delimiter ? delimiter : end;
         const auto n = static_cast<std::size_t>(stop - p);
         if (delimiter && frame_len_ == 0 && overlong_bytes_ == 0) {
-            // The whole frame is in this chunk (the common case): decoded where it lies.
-            end_frame({p, n}, sink);
-            p = delimiter + 1;
+            p = take_whole_frames(p, delimiter, end, sink);
             continue;
         }
         if (overlong_bytes_ == 0 && n <= kMaxEncoded - frame_len_) {
@@ -127,6 +125,11 @@ void FramedDecoder::end_frame(RecordSink& sink) {
     end_frame({frame_.data(), len}, sink);
 }
 
+// A frame that may be valid: not empty and no longer than the longest valid frame.
+bool FramedDecoder::fits(std::span<const std::uint8_t> encoded) {
+    return !encoded.empty() && encoded.size() <= kMaxEncoded;
+}
+
 // `encoded`: the bytes between two delimiters (none of them zero), the second one not included.
 void FramedDecoder::end_frame(std::span<const std::uint8_t> encoded, RecordSink& sink) {
     if (encoded.empty()) {
@@ -134,18 +137,55 @@ void FramedDecoder::end_frame(std::span<const std::uint8_t> encoded, RecordSink&
         ++stats_.bytes_discarded;
         return;
     }
-    const std::size_t wire_bytes = encoded.size() + 1;
     if (encoded.size() > kMaxEncoded) {
-        bad_frame(wire_bytes);
+        bad_frame(encoded.size() + 1);
         return;
     }
-    const auto n = cobs_decode_unchecked(encoded, body_.data());
+    take_frame(bodies_[0].data(), cobs_decode_unchecked(encoded, bodies_[0].data()),
+               encoded.size() + 1, sink);
+}
+
+// Whole frames in the chunk (the common case), the first ending at `delimiter`: decoded where
+// they lie, up to kCobsTogether at once while they follow each other and fit(). Returns where
+// the bytes after them begin.
+const std::uint8_t* FramedDecoder::take_whole_frames(const std::uint8_t* p,
+                                                     const std::uint8_t* delimiter,
+                                                     const std::uint8_t* end, RecordSink& sink) {
+    std::array<std::span<const std::uint8_t>, kCobsTogether> frames;
+    frames[0] = {p, delimiter};
+    std::size_t count = 1;
+    if (fits(frames[0])) {
+        for (; count < frames.size(); ++count) {
+            const std::uint8_t* next = delimiter + 1;
+            const auto* after = static_cast<const std::uint8_t*>(std::memchr(
+                next, kFrameDelimiter, std::min<std::size_t>(end - next, kMaxEncoded + 1)));
+            if (!after || !fits({next, after})) break;
+            frames[count] = {next, after};
+            delimiter = after;
+        }
+    }
+    if (count == 1) {
+        end_frame(frames[0], sink);
+        return delimiter + 1;
+    }
+    std::array<std::uint8_t*, kCobsTogether> out;
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = bodies_[i].data();
+    std::array<std::optional<std::size_t>, kCobsTogether> sizes;
+    cobs_decode_unchecked_together({frames.data(), count}, out, sizes);
+    for (std::size_t i = 0; i < count; ++i)
+        take_frame(out[i], sizes[i], frames[i].size() + 1, sink);
+    return delimiter + 1;
+}
+
+// A decoded frame (its length, or nothing if it was not valid COBS) at `body`: checked, parsed
+// and delivered, or counted as bad.
+void FramedDecoder::take_frame(const std::uint8_t* body, std::optional<std::size_t> n,
+                               std::size_t wire_bytes, RecordSink& sink) {
     if (!n || *n < kMinFrameBody || *n > kMaxFrameBody) {
         bad_frame(wire_bytes);
         return;
     }
     if (kBatchSize - batch_len_ < kMaxFrameRecords) flush(sink);  // room to stage the frame
-    const std::uint8_t* body = body_.data();
     const auto crc = static_cast<std::uint16_t>(body[*n - 2] | (body[*n - 1] << 8));
     const std::span<const std::uint8_t> checked(body, *n - 2);
     if (crc16_ccitt_false(checked) != crc || !parse_body(checked.subspan(2))) {
@@ -174,8 +214,8 @@ bool FramedDecoder::parse_body(std::span<const std::uint8_t> body) {
     std::uint32_t mask = address_mask(width);
     std::size_t pos = 0;
     auto have = [&](std::size_t bytes) { return body.size() - pos >= bytes; };
-    // A 3-byte address is read as four bytes, masked: `body` lies in body_, followed by the
-    // CRC and the slack, so the fourth byte is always there to read.
+    // A 3-byte address is read as four bytes, masked: `body` lies in one of bodies_,
+    // followed by the CRC and the slack, so the fourth byte is always there to read.
     auto address = [&] {
         const std::uint32_t a = load_le32(body.data() + pos) & mask;
         pos += static_cast<std::size_t>(width);

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -63,6 +64,11 @@ class FramedDecoder final : public StreamDecoder {
     };
     void end_frame(RecordSink& sink);
     void end_frame(std::span<const std::uint8_t> encoded, RecordSink& sink);
+    static bool fits(std::span<const std::uint8_t> encoded);
+    const std::uint8_t* take_whole_frames(const std::uint8_t* p, const std::uint8_t* delimiter,
+                                          const std::uint8_t* end, RecordSink& sink);
+    void take_frame(const std::uint8_t* body, std::optional<std::size_t> n, std::size_t wire_bytes,
+                    RecordSink& sink);
     bool parse_body(std::span<const std::uint8_t> body);
     void deliver(std::uint16_t seq, RecordSink& sink);
     void bad_frame(std::uint64_t wire_bytes);
@@ -80,7 +86,8 @@ class FramedDecoder final : public StreamDecoder {
     std::size_t frame_len_ = 0;
     std::uint64_t overlong_bytes_ = 0;
 
-    std::array<std::uint8_t, kMaxEncoded + kCobsSlack> body_{};  // the decoded frame
+    // Decoded frames: one, or up to kCobsTogether decoded at once.
+    std::array<std::array<std::uint8_t, kMaxEncoded + kCobsSlack>, kCobsTogether> bodies_{};
     std::vector<Item> items_;
     std::size_t staged_ = 0;       // records of the frame being parsed, behind batch_len_
     std::size_t staged_arcs_ = 0;  // arcs among them

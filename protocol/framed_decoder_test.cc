@@ -63,8 +63,8 @@ TEST_CASE("CRC-16/CCITT-FALSE has its check value") {
     const std::string check = "123456789";
     CHECK(crc16_ccitt_false(Bytes(check.begin(), check.end())) == 0x29B1);
     CHECK(crc16_ccitt_false({}) == 0xFFFF);
-    // Table-driven, sixteen and eight bytes a step: equal to the bit-by-bit definition at
-    // every length.
+    // Folded by carry-less multiplies (x86-64 from 32 bytes) and table-driven (sixteen and
+    // eight bytes a step): both equal to the bit-by-bit definition at every length.
     auto bitwise = [](const Bytes& data) {
         std::uint16_t crc = 0xFFFF;
         for (std::uint8_t b : data) {
@@ -79,6 +79,7 @@ TEST_CASE("CRC-16/CCITT-FALSE has its check value") {
         Bytes data(size);
         for (auto& b : data) b = static_cast<std::uint8_t>(rng());
         CHECK(crc16_ccitt_false(data) == bitwise(data));
+        CHECK(crc16_ccitt_false_by_table(data) == bitwise(data));
     }
 }
 
@@ -128,6 +129,53 @@ TEST_CASE("COBS without the zero check agrees with the checked decoder, valid or
         if (ok)
             REQUIRE(Bytes(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(*n)) == checked);
     }
+}
+
+TEST_CASE("COBS frames decoded together equal each decoded alone, valid or not") {
+    // Real encodings (runs of zero-free bytes long enough for 0xFF blocks among them) and
+    // random codes, which mostly point past the end, side by side in every group size.
+    std::mt19937 rng(11);
+    auto frame = [&] {
+        Bytes encoded;
+        if (rng() % 3 == 0) {
+            encoded.resize(1 + rng() % 300);
+            for (auto& b : encoded) b = static_cast<std::uint8_t>(1 + rng() % 255);
+            return encoded;
+        }
+        Bytes data(rng() % 600);
+        const unsigned zeros = rng() % 2 ? 4 : 300;  // one in `zeros` bytes is a zero
+        for (auto& b : data) b = static_cast<std::uint8_t>(rng() % zeros ? 1 + rng() % 255 : 0);
+        cobs_encode(data, encoded);
+        return encoded;
+    };
+    std::size_t valid = 0, invalid = 0;
+    for (int round = 0; round < 2000; ++round) {
+        const std::size_t count = 1 + rng() % kCobsTogether;
+        std::vector<Bytes> encoded, outs;
+        for (std::size_t i = 0; i < count; ++i) {
+            encoded.push_back(frame());
+            outs.emplace_back(encoded.back().size() + kCobsSlack);
+        }
+        std::vector<std::span<const std::uint8_t>> spans(encoded.begin(), encoded.end());
+        std::vector<std::uint8_t*> out;
+        for (auto& o : outs) out.push_back(o.data());
+        std::vector<std::optional<std::size_t>> sizes(count);
+        cobs_decode_unchecked_together(spans, out, sizes);
+        for (std::size_t i = 0; i < count; ++i) {
+            Bytes alone(encoded[i].size() + kCobsSlack);
+            const auto n = cobs_decode_unchecked(encoded[i], alone.data());
+            REQUIRE(sizes[i] == n);
+            if (!n) {
+                ++invalid;
+                continue;
+            }
+            ++valid;
+            REQUIRE(std::equal(alone.begin(), alone.begin() + static_cast<std::ptrdiff_t>(*n),
+                               outs[i].begin()));
+        }
+    }
+    CHECK(valid > 1000);
+    CHECK(invalid > 500);
 }
 
 TEST_CASE("the spec's example vectors, byte for byte, both ways") {

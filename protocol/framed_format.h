@@ -3,6 +3,7 @@
 // encoder (what the target runtime does, used by tests and the simulator).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -99,7 +100,10 @@ inline constexpr bool is_version_known(std::uint8_t version) {
 }
 
 // CRC-16/CCITT-FALSE: poly 0x1021, init 0xFFFF, not reflected, xorout 0.
+// Folded with carry-less multiplies where the CPU has them, else by tables.
 std::uint16_t crc16_ccitt_false(std::span<const std::uint8_t> data);
+// The same by tables alone (what other CPUs run; the tests compare the two).
+std::uint16_t crc16_ccitt_false_by_table(std::span<const std::uint8_t> data);
 
 // COBS (Cheshire & Baker): appends the encoding of `data` (no delimiter) to `out`.
 void cobs_encode(std::span<const std::uint8_t> data, std::vector<std::uint8_t>& out);
@@ -112,6 +116,13 @@ bool cobs_decode(std::span<const std::uint8_t> encoded, std::vector<std::uint8_t
 inline constexpr std::size_t kCobsSlack = 16;
 std::optional<std::size_t> cobs_decode_unchecked(std::span<const std::uint8_t> encoded,
                                                  std::uint8_t* out);
+// Up to kCobsTogether frames at once, each as cobs_decode_unchecked decodes it: a frame's
+// codes are a chain of dependent loads, and chains walked side by side take little longer than
+// one. encoded[i] is decoded into out[i]; its length, or nothing, goes into sizes[i].
+inline constexpr std::size_t kCobsTogether = 2;
+void cobs_decode_unchecked_together(std::span<const std::span<const std::uint8_t>> encoded,
+                                    std::span<std::uint8_t* const> out,
+                                    std::span<std::optional<std::size_t>> sizes);
 
 // Unsigned LEB128, as the counts of ARC_N and PC_N are sent (and, 64-bit, a counter's count).
 void put_leb128(std::uint64_t value, std::vector<std::uint8_t>& out);
