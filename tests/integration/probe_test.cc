@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <functional>
@@ -76,11 +77,13 @@ bool qemu_missing() {
 }
 
 // Firmware in QEMU, halted at reset (-S) with its gdbstub on a free loopback port.
+// Its UART goes to `serial` (a QEMU chardev: "null", "file:PATH").
 std::vector<std::string> qemu_command(const std::filesystem::path& elf, std::uint16_t port,
-                                      const std::string& machine = "mps2-an385") {
+                                      const std::string& machine = "mps2-an385",
+                                      const std::string& serial = "null") {
     // clang-format off
     return {"qemu-system-arm", "-M", machine, "-display", "none", "-monitor", "none",
-            "-serial", "null", "-semihosting-config", "enable=on,target=native",
+            "-serial", serial, "-semihosting-config", "enable=on,target=native",
             "-icount", "shift=7,align=on", "-S", "-gdb", "tcp:127.0.0.1:" + std::to_string(port),
             "-kernel", elf.string()};
     // clang-format on
@@ -88,17 +91,18 @@ std::vector<std::string> qemu_command(const std::filesystem::path& elf, std::uin
 
 struct QemuBoard {
     explicit QemuBoard(const std::filesystem::path& image = kBlinky,
-                       const std::string& board = "mps2-an385")
-        : elf(image), machine(board) {}
+                       const std::string& board = "mps2-an385", const std::string& uart = "null")
+        : elf(image), machine(board), serial(uart) {}
     std::filesystem::path elf;
     std::string machine;
+    std::string serial;
     testing::TempDir dir;
     std::uint16_t port = free_tcp_port();
-    std::optional<testing::Process> qemu{std::in_place, qemu_command(elf, port, machine),
+    std::optional<testing::Process> qemu{std::in_place, qemu_command(elf, port, machine, serial),
                                          dir / "qemu.err"};
     // The server goes away (kill -9), or comes back on the same port.
     void kill() { qemu.reset(); }
-    void restart() { qemu.emplace(qemu_command(elf, port, machine), dir / "qemu.err"); }
+    void restart() { qemu.emplace(qemu_command(elf, port, machine, serial), dir / "qemu.err"); }
 };
 
 // A gdb:// board named `name` over the API, its firmware uploaded; `query` follows the port.
@@ -647,6 +651,125 @@ TEST_CASE("probe sessions in a selection: merged profile and stacks, and a diff"
 // Issue 41 item 3's fallback: the same halted target unwound twice, with the ELF's CFI and
 // with an ELF that has none (its .debug_frame removed), where every frame is stepped by its
 // prologue or epilogue. The two must give the same stacks, sample by sample.
+// Time per calling context from folded stacks ("a;b;c N" lines): `under[f]` sums the lines
+// whose path passes through f (and `under["f;g"]` through g called by f), `self[f]` those where
+// f is the innermost of `functions`.
+struct ContextTimes {
+    std::map<std::string, double> under, self;
+    double total = 0;
+};
+
+ContextTimes context_times(const std::string& folded, const std::vector<std::string>& functions,
+                           bool thread_mode_only) {
+    ContextTimes t;
+    std::istringstream lines(folded);
+    for (std::string line; std::getline(lines, line);) {
+        const auto space = line.rfind(' ');
+        if (space == std::string::npos) continue;
+        const std::string path = line.substr(0, space);
+        if (thread_mode_only && path[0] == '[' && path.rfind("[Thread]", 0) != 0) continue;
+        const double n = std::stod(line.substr(space + 1));
+        t.total += n;
+        std::string innermost = "[other]";
+        std::istringstream frames(path);
+        for (std::string frame; std::getline(frames, frame, ';');) {
+            frame = frame.substr(0, frame.find(" [incomplete]"));
+            if (std::find(functions.begin(), functions.end(), frame) == functions.end()) continue;
+            if (innermost != "[other]") t.under[innermost + ";" + frame] += n;
+            innermost = frame;
+            t.under[frame] += n;  // recursion would count twice: the example has none
+        }
+        t.self[innermost] += n;
+    }
+    return t;
+}
+
+// Issue 41 item 6: the sampled shares against the exact ones of the same run. QEMU runs the
+// conflation example built for enter/exit stamps (-finstrument-functions), its UART to a file,
+// while a gdb:// board samples its stacks through QEMU's gdbstub; under -icount both clocks
+// count the same instructions. The run is short and ends (semihosting exit), so the stamps
+// (rackprof convert) are whole and the session saw the same run from reset to exit. Each
+// sampled share must hold the stamps' exact share within its interval. The -long build does
+// ten times the work per call, so that the runtime's cost at calls (its hooks, and the UART
+// interrupt it kicks there, which the stamps charge to the interrupted function but the probe
+// sees as a handler's samples) is a fraction of a percent: both sides measure the same thing.
+TEST_CASE("a gdb:// board's sampled shares hold the exact shares of the same run's stamps") {
+    if (qemu_missing()) return;
+    const auto elf = kPlainConflation.parent_path() / "conflation-mps2-an385-enter-exit-long.elf";
+    REQUIRE(std::filesystem::exists(elf));
+    testing::TempDir capture_dir;
+    const auto capture = capture_dir / "uart.bin";
+    QemuBoard board(elf, "mps2-an385", "file:" + capture.string());
+    testing::ApiDaemon d;
+    add_probe_board(d, "same-run", board, "?rate=200&stacks=1");
+    const std::int64_t id = session_with_samples(d, "same-run", 1, 20s);
+    REQUIRE(id != 0);
+    // The firmware's 20 rounds take over a thousand halts; then it exits, and QEMU too.
+    const int exit_code = board.qemu->wait(120s);
+    MESSAGE("QEMU: " << testing::read_text(board.dir / "qemu.err"));
+    REQUIRE(exit_code == 0);
+    const std::string path = "/api/v1/sessions/" + std::to_string(id);
+    board_when(
+        d, "same-run", [](const json& b) { return b["state"] != "connected"; }, 20s);
+    REQUIRE(d.call("POST", path + "/stop").first == 200);
+    const auto folded = d.call("GET", path + "/export/cct-folded");
+    REQUIRE(folded.first == 200);
+    const auto exact_folded =
+        testing::rackprof({"convert", capture.string(), "--elf", elf.string(), "--protocol",
+                           "framed", "--export", "cct-folded", "-o", "-"});
+    REQUIRE_MESSAGE(exact_folded.exit_code == 0, exact_folded.err);
+    MESSAGE("stamps:\n" << exact_folded.out << "samples:\n" << folded.second);
+    CHECK(exact_folded.out.find("[incomplete]") == std::string::npos);
+
+    // Within the calls of slow() and fast() (outside them the stamps see nothing, while the
+    // probe sees the firmware start and flush). The stamps charge a function with everything it
+    // runs that is not instrumented (the hooks, the runtime); samples are charged alike: to the
+    // innermost of these functions on their thread-mode path.
+    const std::vector<std::string> functions = {"slow", "fast", "doSomething"};
+    const ContextTimes exact = context_times(exact_folded.out, functions, true);
+    const ContextTimes sampled = context_times(folded.second, functions, true);
+    const auto time_of = [](const ContextTimes& t, const std::string& key) {
+        return t.under.count(key) ? t.under.at(key) : 0.0;
+    };
+    const double exact_calls = time_of(exact, "slow") + time_of(exact, "fast");
+    const double sampled_calls = time_of(sampled, "slow") + time_of(sampled, "fast");
+    MESSAGE(sampled.total << " thread-mode samples, " << sampled_calls << " in the calls");
+    REQUIRE(exact_calls > 0);
+    REQUIRE(sampled_calls >= 800);
+    // 99.9 %: two shares in one run; each would fail by chance once in 1000.
+    const auto check_share = [&](const std::string& what, double exact_share, double k, double n) {
+        const auto [low, high] = gmon::wilson_interval(static_cast<std::uint64_t>(k),
+                                                       static_cast<std::uint64_t>(n), 3.29);
+        const auto [low99, high99] = gmon::wilson_interval(static_cast<std::uint64_t>(k),
+                                                           static_cast<std::uint64_t>(n), 2.576);
+        MESSAGE(what << ": exact " << exact_share << ", sampled " << k << " of " << n << " = "
+                     << k / n << ", 99 % [" << low99 << ", " << high99 << "], 99.9 % [" << low
+                     << ", " << high << "]");
+        CHECK(low <= exact_share);
+        CHECK(exact_share <= high);
+    };
+    // The conflation: time under slow() against under fast(), and doSomething's by caller.
+    check_share("time under slow() of slow() and fast()", time_of(exact, "slow") / exact_calls,
+                time_of(sampled, "slow"), sampled_calls);
+    const double exact_callee =
+        time_of(exact, "slow;doSomething") + time_of(exact, "fast;doSomething");
+    const double sampled_callee =
+        time_of(sampled, "slow;doSomething") + time_of(sampled, "fast;doSomething");
+    check_share("doSomething's time called by slow()",
+                time_of(exact, "slow;doSomething") / exact_callee,
+                time_of(sampled, "slow;doSomething"), sampled_callee);
+    // Each function's own time, shown but not checked: QEMU halts a core only where it checks
+    // for interrupts (block ends, exception returns), so a function as small as slow()'s own
+    // code (a few instructions around two calls, where the hooks kick the UART interrupt)
+    // collects a few samples more than its instructions' share (docs/probes.md).
+    for (const std::string& f : functions) {
+        const double exact_self = exact.self.count(f) ? exact.self.at(f) : 0.0;
+        const double sampled_self = sampled.self.count(f) ? sampled.self.at(f) : 0.0;
+        MESSAGE(f << "'s own time: exact " << exact_self / exact_calls << ", sampled "
+                  << sampled_self << " of " << sampled_calls);
+    }
+}
+
 TEST_CASE("stacks unwound without CFI, by the prologues, equal those unwound with it") {
     if (qemu_missing()) return;
     for (const std::string machine : {"mps2-an385", "mps2-an386"}) {
@@ -660,6 +783,7 @@ TEST_CASE("stacks unwound without CFI, by the prologues, equal those unwound wit
         QemuBoard board(elf, machine);
         const auto gdb = connect_when_up(board.port);
         probe::StackUnwinder with_cfi(elf), without_cfi(stripped);
+        const auto symbols = gmon::Symbolizer::load(elf);
         std::vector<unsigned> core;
         for (unsigned r = 0; r < 16; ++r) core.push_back(r);
         std::size_t stepped = 0, deep = 0;
@@ -685,7 +809,13 @@ TEST_CASE("stacks unwound without CFI, by the prologues, equal those unwound wit
                 FAIL_CHECK(o.str());
             }
             CHECK(a.truncated == b.truncated);
-            CHECK(a.frames_without_cfi == 0);
+            // With CFI, libdwfl steps every frame but those of code without CFI: the runtime's
+            // SysTick_Handler is assembly (runtime/pc_sampler.S), the outermost frame of the
+            // handler's stack.
+            if (a.frames_without_cfi > 0) {
+                CHECK(a.frames_without_cfi == 1);
+                CHECK(function_at(*symbols, a.pcs.back()) == "SysTick_Handler");
+            }
             stepped += b.frames_without_cfi;
             deep += a.functions.size() >= 3;
         }
