@@ -45,10 +45,6 @@ void put_le(std::uint32_t value, int width, std::vector<std::uint8_t>& out) {
     for (int i = 0; i < width; ++i) out.push_back(static_cast<std::uint8_t>(value >> (8 * i)));
 }
 
-}  // namespace
-
-namespace {
-
 // The CRC register after `data`, from `crc`.
 std::uint16_t crc16_update(std::uint16_t crc, const std::uint8_t* p, std::size_t n) {
     const auto& t = kCrcTables;
@@ -227,10 +223,6 @@ std::optional<std::size_t> cobs_decode_blocks(std::span<const std::uint8_t> enco
     return len;
 }
 
-}  // namespace
-
-namespace {
-
 // One frame's chain of COBS codes, walked a code at a time. Without full blocks every code
 // byte after the first stands for a zero in its own place, one byte earlier in the output: the
 // frame is copied once, then the zeros are put in along the chain. Runs are short (addresses
@@ -246,7 +238,7 @@ class CodeChain {
         state_ = State::kWalking;
         std::memcpy(out, src_ + 1, n_ - 1);
     }
-    // One code further; false once the chain has ended (state() says how).
+    // One code further; false once the chain has ended (result() says how).
     bool step() {
         const std::uint8_t code = src_[pos_];
         const std::size_t next = pos_ + code;
