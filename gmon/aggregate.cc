@@ -100,9 +100,26 @@ std::uint64_t Aggregate::add_in_order(std::span<const protocol::Record> records,
     const std::size_t slots = window_.counts.size();
     std::uint64_t arcs = 0, calls = 0, samples = 0;
     std::size_t distinct = window_.distinct;
+    // The last two arcs' counts are kept in registers (n0 and n1, 0 for none): a loop's calls
+    // take turns among a few arcs, and counting each in the cache's memory, where the same
+    // entry was stored a few records before, made arcs 13 % of a framed capture's decode and
+    // aggregate. When a third arc comes, the older of the two goes on to the cache. (A count
+    // of 0 adds nothing, as the cache's flush skips it.)
+    std::uint64_t key0 = 0, key1 = 0, n0 = 0, n1 = 0;
     for (const protocol::Record& r : records) {
         if (r.kind == protocol::RecordKind::kArc) {
-            count_arc(arc_key(r.from_pc, r.self_pc), r.count);
+            const std::uint64_t key = arc_key(r.from_pc, r.self_pc);
+            if (key == key0 && n0) {
+                n0 += r.count;
+            } else if (key == key1 && n1) {
+                n1 += r.count;
+            } else {
+                if (n1) count_arc(key1, n1);
+                key1 = key0;
+                n1 = n0;
+                key0 = key;
+                n0 = r.count;
+            }
             ++arcs;
             calls += r.count;
             continue;
@@ -117,6 +134,8 @@ std::uint64_t Aggregate::add_in_order(std::span<const protocol::Record> records,
             if (slots == 0) table_samples_ += r.count;
         }
     }
+    if (n0) count_arc(key0, n0);
+    if (n1) count_arc(key1, n1);
     window_.distinct = distinct;
     total_calls_ += calls;
     total_samples_ += samples;

@@ -194,23 +194,30 @@ TEST_CASE("the PC window: counts, order and distinct PCs as a plain map says") {
 // add() counts a batch in order or split by kind first, by how predictable the kinds' order
 // is: both ways must count what a plain map counts.
 TEST_CASE("arcs and samples at random or in a pattern: counted as a plain map counts them") {
-    for (const bool at_random : {true, false}) {
-        CAPTURE(at_random);
+    // At random: kinds and arcs drawn anew each time. In a pattern: two arcs then a sample,
+    // the arcs drawn from hundreds. In a loop: the same pattern with the arcs of a loop, a few
+    // taking turns (repeats, alternations and now and then another).
+    enum class Order { kRandom, kPattern, kLoop };
+    for (const Order order : {Order::kRandom, Order::kPattern, Order::kLoop}) {
+        CAPTURE(static_cast<int>(order));
         std::mt19937_64 rng(11);
         std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> arc_truth;
         std::map<std::uint64_t, std::uint64_t> pc_truth;
         std::uint64_t calls = 0, samples = 0;
         Aggregate a;
         std::vector<Record> batch;
+        constexpr std::uint32_t kLoopArcs[] = {0, 1, 0, 1, 2, 2};
         for (int round = 0; round < 30; ++round) {
             batch.clear();
             const std::size_t size = 1000 + rng() % 4000;  // not a multiple of a piece
             for (std::size_t i = 0; i < size; ++i) {
-                const bool arc = at_random ? rng() % 10 < 7 : i % 3 != 2;
+                const bool arc = order == Order::kRandom ? rng() % 10 < 7 : i % 3 != 2;
                 const std::uint32_t n = 1 + static_cast<std::uint32_t>(rng() % 3);
                 if (arc) {
-                    const auto from = 0x08000001u + 2 * static_cast<std::uint32_t>(rng() % 500);
-                    const auto self = 0x08000000u + 4 * static_cast<std::uint32_t>(rng() % 90);
+                    std::uint32_t pick = static_cast<std::uint32_t>(rng() % 500);
+                    if (order == Order::kLoop) pick = rng() % 8 ? kLoopArcs[i % 6] : 3 + pick % 4;
+                    const auto from = 0x08000001u + 2 * pick;
+                    const auto self = 0x08000000u + 4 * (pick % 90);
                     batch.push_back(Record::arc(from, self, n));
                     arc_truth[{from, self}] += n;
                     calls += n;
@@ -232,8 +239,8 @@ TEST_CASE("arcs and samples at random or in a pattern: counted as a plain map co
         CHECK(a.total_calls() == calls);
         CHECK(a.total_samples() == samples);
         // Both ways were taken: the random order split (all but the predictor's first batch),
-        // the pattern never.
-        if (at_random) {
+        // the patterns never.
+        if (order == Order::kRandom) {
             CHECK(a.batches_split() >= 29);
         } else {
             CHECK(a.batches_split() == 0);
