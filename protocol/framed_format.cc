@@ -297,55 +297,29 @@ bool step_each(std::array<CodeChain, sizeof...(I)>& chains, std::index_sequence<
     return (static_cast<int>(chains[I].step()) & ...) != 0;
 }
 
-// The N chains from `group` (all walking) stepped side by side until one of them ends. They are
-// walked as locals, so that the stores of zeros (bytes, which may alias anything) do not force
-// the chains' positions out to memory and back at every step.
-template <std::size_t N>
-void walk_side_by_side(std::span<CodeChain> group) {
-    std::array<CodeChain, N> chains;
-    std::copy_n(group.begin(), N, chains.begin());
-    while (step_each(chains, std::make_index_sequence<N>{})) {
-    }
-    std::copy_n(chains.begin(), N, group.begin());
-}
-
-// The first n chains of `group` side by side (n at most N).
-template <std::size_t N>
-void walk_group(std::span<CodeChain> group, std::size_t n) {
-    if constexpr (N > 0) {
-        if (n == N)
-            walk_side_by_side<N>(group);
-        else
-            walk_group<N - 1>(group, n);
-    }
-}
-
-void walk_all(std::span<CodeChain> chains) {
-    std::array<CodeChain, kCobsTogether> group;
-    std::array<std::size_t, kCobsTogether> from{};
-    for (;;) {
-        std::size_t n = 0;
-        for (std::size_t i = 0; i < chains.size() && n < group.size(); ++i)
-            if (chains[i].walking()) {
-                from[n] = i;
-                group[n++] = chains[i];
-            }
-        if (n == 0) return;
-        walk_group<kCobsTogether>(group, n);
-        for (std::size_t i = 0; i < n; ++i) chains[from[i]] = group[i];
-    }
-}
-
 }  // namespace
 
 void cobs_decode_unchecked_together(std::span<const std::span<const std::uint8_t>> encoded,
                                     std::span<std::uint8_t* const> out,
                                     std::span<std::optional<std::size_t>> sizes) {
+    const std::size_t n = std::min({encoded.size(), out.size(), sizes.size()});
+    if (n != kCobsTogether) {
+        for (std::size_t i = 0; i < n; ++i) sizes[i] = cobs_decode_unchecked(encoded[i], out[i]);
+        return;
+    }
+    // The chains are locals, stepped side by side while all of them walk, so that the stores of
+    // zeros (bytes, which may alias anything) do not force their positions out to memory and
+    // back at every step; then each walks on alone.
     std::array<CodeChain, kCobsTogether> chains;
-    const std::size_t n = std::min({encoded.size(), out.size(), sizes.size(), chains.size()});
     for (std::size_t i = 0; i < n; ++i) chains[i] = CodeChain(encoded[i], out[i]);
-    walk_all({chains.data(), n});
-    for (std::size_t i = 0; i < n; ++i) sizes[i] = chains[i].result(encoded[i]);
+    bool all_walking =
+        std::all_of(chains.begin(), chains.end(), [](const CodeChain& c) { return c.walking(); });
+    while (all_walking) all_walking = step_each(chains, std::make_index_sequence<kCobsTogether>{});
+    for (std::size_t i = 0; i < n; ++i) {
+        while (chains[i].walking() && chains[i].step()) {
+        }
+        sizes[i] = chains[i].result(encoded[i]);
+    }
 }
 
 void put_leb128(std::uint64_t value, std::vector<std::uint8_t>& out) {

@@ -659,15 +659,15 @@ struct ContextTimes {
     double total = 0;
 };
 
-ContextTimes context_times(const std::string& folded, const std::vector<std::string>& functions,
-                           bool thread_mode_only) {
+// Thread-mode lines only (a handler's paths start with its exception, "[SysTick];…").
+ContextTimes context_times(const std::string& folded, const std::vector<std::string>& functions) {
     ContextTimes t;
     std::istringstream lines(folded);
     for (std::string line; std::getline(lines, line);) {
         const auto space = line.rfind(' ');
         if (space == std::string::npos) continue;
         const std::string path = line.substr(0, space);
-        if (thread_mode_only && path[0] == '[' && path.rfind("[Thread]", 0) != 0) continue;
+        if (path[0] == '[' && path.rfind("[Thread]", 0) != 0) continue;
         const double n = std::stod(line.substr(space + 1));
         t.total += n;
         std::string innermost = "[other]";
@@ -726,8 +726,8 @@ TEST_CASE("a gdb:// board's sampled shares hold the exact shares of the same run
     // runs that is not instrumented (the hooks, the runtime); samples are charged alike: to the
     // innermost of these functions on their thread-mode path.
     const std::vector<std::string> functions = {"slow", "fast", "doSomething"};
-    const ContextTimes exact = context_times(exact_folded.out, functions, true);
-    const ContextTimes sampled = context_times(folded.second, functions, true);
+    const ContextTimes exact = context_times(exact_folded.out, functions);
+    const ContextTimes sampled = context_times(folded.second, functions);
     const auto time_of = [](const ContextTimes& t, const std::string& key) {
         return t.under.count(key) ? t.under.at(key) : 0.0;
     };
