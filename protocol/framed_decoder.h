@@ -79,6 +79,9 @@ class FramedDecoder final : public StreamDecoder {
     int frame_addr_bytes_ = 0;  // the width after the frame being parsed (a HELLO changes it)
     DecoderStats stats_;
     bool in_sync_ = true;
+    // Whether the last good frame was nearly all PC samples, so that the next likely holds runs
+    // of them: COBS codes and items are then checked four at once (only speed depends on it).
+    CodeRuns pc_runs_ = CodeRuns::kUnlikely;
 
     // The frame being received: its encoded bytes so far, or only their count once it is
     // longer than any valid frame.

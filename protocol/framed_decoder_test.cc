@@ -117,18 +117,40 @@ TEST_CASE("COBS matches the published examples and round-trips") {
 TEST_CASE("COBS without the zero check agrees with the checked decoder, valid or not") {
     // The decoder's in-place path uses the unchecked form (16-byte moves into slack): it must
     // give the same bytes, and refuse the same encodings, at every length and run pattern.
+    // Both ways of walking the codes (four alike at once, or one by one) are checked, on random
+    // codes and on a sampler's frames: runs of one code, broken, damaged or cut anywhere.
     std::mt19937 rng(9);
-    for (int round = 0; round < 3000; ++round) {
-        Bytes encoded(1 + rng() % 300);
-        for (auto& b : encoded) b = static_cast<std::uint8_t>(1 + rng() % (rng() % 2 ? 20 : 255));
+    std::size_t valid = 0, invalid = 0;
+    for (int round = 0; round < 6000; ++round) {
+        Bytes encoded;
+        if (round % 2) {
+            encoded.resize(1 + rng() % 300);
+            for (auto& b : encoded)
+                b = static_cast<std::uint8_t>(1 + rng() % (rng() % 2 ? 20 : 255));
+        } else {
+            Bytes data(rng() % 260);  // items of one size, one zero in each, now and then not
+            const std::size_t period = 1 + rng() % 12;
+            for (std::size_t i = 0; i < data.size(); ++i)
+                data[i] = static_cast<std::uint8_t>(i % period == 0 && rng() % 40 ? 0 : 1 + i);
+            cobs_encode(data, encoded);
+            if (rng() % 3 == 0)
+                encoded[rng() % encoded.size()] = static_cast<std::uint8_t>(1 + rng());
+            if (rng() % 3 == 0) encoded.resize(1 + rng() % encoded.size());
+        }
         Bytes checked;
         const bool ok = cobs_decode(encoded, checked);
-        Bytes out(encoded.size() + kCobsSlack);
-        const auto n = cobs_decode_unchecked(encoded, out.data());
-        REQUIRE(n.has_value() == ok);
-        if (ok)
-            REQUIRE(Bytes(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(*n)) == checked);
+        (ok ? valid : invalid)++;
+        for (CodeRuns runs : {CodeRuns::kUnlikely, CodeRuns::kLikely}) {
+            Bytes out(encoded.size() + kCobsSlack);
+            const auto n = cobs_decode_unchecked(encoded, out.data(), runs);
+            REQUIRE(n.has_value() == ok);
+            if (ok)
+                REQUIRE(Bytes(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(*n)) ==
+                        checked);
+        }
     }
+    CHECK(valid > 2000);
+    CHECK(invalid > 2000);
 }
 
 TEST_CASE("COBS frames decoded together equal each decoded alone, valid or not") {
@@ -145,6 +167,9 @@ TEST_CASE("COBS frames decoded together equal each decoded alone, valid or not")
         Bytes data(rng() % 600);
         const unsigned zeros = rng() % 2 ? 4 : 300;  // one in `zeros` bytes is a zero
         for (auto& b : data) b = static_cast<std::uint8_t>(rng() % zeros ? 1 + rng() % 255 : 0);
+        if (rng() % 3 == 0) {  // a sampler's: every fourth byte a zero
+            for (std::size_t i = 0; i < data.size(); ++i) data[i] = i % 4 == 3 ? 0 : 4;
+        }
         cobs_encode(data, encoded);
         return encoded;
     };
@@ -160,7 +185,8 @@ TEST_CASE("COBS frames decoded together equal each decoded alone, valid or not")
         std::vector<std::uint8_t*> out;
         for (auto& o : outs) out.push_back(o.data());
         std::vector<std::optional<std::size_t>> sizes(count);
-        cobs_decode_unchecked_together(spans, out, sizes);
+        cobs_decode_unchecked_together(spans, out, sizes,
+                                       rng() % 2 ? CodeRuns::kLikely : CodeRuns::kUnlikely);
         for (std::size_t i = 0; i < count; ++i) {
             Bytes alone(encoded[i].size() + kCobsSlack);
             const auto n = cobs_decode_unchecked(encoded[i], alone.data());
@@ -408,6 +434,65 @@ TEST_CASE("property: dropped frames are counted exactly, damaged ones as bad, th
         for (std::size_t f : damaged) damaged_bytes += frames[f].wire.size();
         REQUIRE(d.stats.bytes_discarded == damaged_bytes);
         REQUIRE(d.stats.bytes_in == wire.size());
+    }
+}
+
+TEST_CASE("a sampler's runs of PCs decode as any other items: whole, mixed, cut short") {
+    // Frames nearly all PCs make the decoder check four items (and COBS codes) at once in the
+    // next frame; frames of mixed calls and samples, and frames whose PC run is cut short or
+    // broken by an unknown tag, must come out exactly as item by item.
+    std::mt19937 rng(44);
+    for (int round = 0; round < 200; ++round) {
+        const int width = rng() % 2 ? 3 : 4;
+        const std::uint32_t base = width == 3 ? 0x1000 : 0x08001000;
+        FramedEncoder encoder(width);
+        Bytes wire;
+        std::vector<Record> expected;
+        std::size_t bad = 0;
+        for (std::size_t f = 0, frames = 2 + rng() % 30; f < frames; ++f) {
+            const auto kind = rng() % 4;
+            if (kind == 0) {  // a sampler's run, cut short or broken: a bad frame
+                Bytes body = {0x00, 0x00};
+                for (std::size_t i = 0, n = 4 + rng() % 50; i < n; ++i) {
+                    body.push_back(static_cast<std::uint8_t>(FramedTag::kPc));
+                    for (int b = 0; b < width; ++b)
+                        body.push_back(static_cast<std::uint8_t>(1 + b));
+                }
+                if (rng() % 2) {
+                    body.resize(body.size() - 1 - rng() % static_cast<std::uint32_t>(width));
+                } else {
+                    body.insert(body.end() - static_cast<std::ptrdiff_t>(rng() % 3) * (width + 1),
+                                0x7F);  // an unknown tag
+                }
+                const auto crc = crc16_ccitt_false(body);
+                body.push_back(static_cast<std::uint8_t>(crc));
+                body.push_back(static_cast<std::uint8_t>(crc >> 8));
+                cobs_encode(body, wire);
+                wire.push_back(0);
+                ++bad;
+                continue;
+            }
+            const bool sampler = kind != 1;
+            for (std::size_t i = 0, n = 1 + rng() % (sampler ? 60 : 30); i < n; ++i) {
+                const std::uint32_t addr = base + 2 * (rng() % 0x400);
+                const auto count = static_cast<std::uint32_t>(rng() % 30 ? 1 : 2 + rng() % 300);
+                const bool arc = sampler ? rng() % 25 == 0 : rng() % 2 == 0;
+                const Record r =
+                    arc ? Record::arc(addr, base + 0x10, count) : Record::pc_sample(addr, count);
+                encoder.record(r);
+                expected.push_back(r);
+            }
+            encoder.flush();
+            const Bytes frame = encoder.take_wire();
+            wire.insert(wire.end(), frame.begin(), frame.end());
+        }
+        std::vector<std::size_t> cuts;
+        for (std::size_t i = 1 + rng() % 600; i < wire.size(); i += 1 + rng() % 600)
+            cuts.push_back(i);
+        const auto d = decode(wire, cuts, width);
+        REQUIRE(d.records == expected);
+        REQUIRE(d.stats.frames_bad == bad);
+        REQUIRE(d.stats.frames_lost == 0);
     }
 }
 

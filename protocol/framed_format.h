@@ -113,16 +113,22 @@ bool cobs_decode(std::span<const std::uint8_t> encoded, std::vector<std::uint8_t
 // The same for an encoding already known to hold no zero byte (split at delimiters), into
 // `out`, which must have room for encoded.size() + kCobsSlack bytes.
 // The decoded length, or nothing when a code points past the end.
+// `runs`: whether its codes likely come four alike in a row (items of one size with one zero
+// each: a sampler's PCs), as the frame before showed; if so they are checked four at once.
+// Only the speed depends on it, never the result.
 inline constexpr std::size_t kCobsSlack = 16;
+enum class CodeRuns : bool { kUnlikely, kLikely };
 std::optional<std::size_t> cobs_decode_unchecked(std::span<const std::uint8_t> encoded,
-                                                 std::uint8_t* out);
+                                                 std::uint8_t* out,
+                                                 CodeRuns runs = CodeRuns::kUnlikely);
 // Up to kCobsTogether frames at once, each as cobs_decode_unchecked decodes it: a frame's
 // codes are a chain of dependent loads, and chains walked side by side take little longer than
 // one. encoded[i] is decoded into out[i]; its length, or nothing, goes into sizes[i].
 inline constexpr std::size_t kCobsTogether = 2;
 void cobs_decode_unchecked_together(std::span<const std::span<const std::uint8_t>> encoded,
                                     std::span<std::uint8_t* const> out,
-                                    std::span<std::optional<std::size_t>> sizes);
+                                    std::span<std::optional<std::size_t>> sizes,
+                                    CodeRuns runs = CodeRuns::kUnlikely);
 
 // Unsigned LEB128, as the counts of ARC_N and PC_N are sent (and, 64-bit, a counter's count).
 void put_leb128(std::uint64_t value, std::vector<std::uint8_t>& out);

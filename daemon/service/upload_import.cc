@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "daemon/capture/board.h"
@@ -52,17 +53,20 @@ class ImportPieces : public protocol::RecordSink {
     void on_event(const protocol::StreamEvent& event) override { tasks_.on_event(event); }
     // The RTOS's tasks the stream named (none without task switches).
     std::vector<storage::TaskSummary> tasks() const { return capture::task_summaries(tasks_); }
+    // Raw bytes as they are read (64 KiB at a time), gathered into pieces of kRawPerPiece.
     void on_raw(std::span<const std::uint8_t> bytes) {
         so_far_.bytes_in += bytes.size();
-        append({bytes.begin(), bytes.end()});
+        raw_.insert(raw_.end(), bytes.begin(), bytes.end());
+        if (raw_.size() >= kRawPerPiece) append(std::exchange(raw_, {}));
     }
     // The last piece; a session with no records at all still gets one (empty) piece.
     void finish() {
-        if (!records_.empty() || !appended_) append({});
+        if (!records_.empty() || !raw_.empty() || !appended_) append(std::exchange(raw_, {}));
     }
 
   private:
     static constexpr std::size_t kRecordsPerPiece = 64 * 1024;  // 1 MiB of records
+    static constexpr std::size_t kRawPerPiece = 1 << 20;
 
     void append(std::vector<std::uint8_t> raw) {
         std::vector<protocol::Record> records;
@@ -74,6 +78,7 @@ class ImportPieces : public protocol::RecordSink {
 
     capture::SessionImport& stored_;
     std::vector<protocol::Record> records_;
+    std::vector<std::uint8_t> raw_;
     storage::SessionCounters so_far_;  // what the session shows while the import goes on
     bool appended_ = false;
     gmon::TaskSplit tasks_{gmon::TaskSplitOptions{.events = false}};

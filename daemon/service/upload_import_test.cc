@@ -43,6 +43,38 @@ TEST_CASE("upload import: a capture becomes a completed session of its records")
     CHECK(store.aggregate(id).total_samples() == 3);
 }
 
+TEST_CASE("upload import: a capture of several MiB is stored whole, in pieces of 1 MiB") {
+    // The file is read 64 KiB at a time; its raw bytes are gathered into pieces of about 1 MiB
+    // (a stored chunk each), read back in order as the file was.
+    ScratchRack rack;
+    FirmwareStore firmware(rack.dir.path / "firmware");
+    SymbolizerCache elves;
+    UploadImport imports(rack.capture, firmware, elves);
+    std::vector<std::uint8_t> bytes;
+    std::uint64_t samples = 0;
+    while (bytes.size() < (5u << 19) + 12345) {  // 2.5 MiB and a part of a read
+        protocol::encode_legacy(protocol::Record::pc_sample(0x100 + 2 * (samples % 500)), 3, bytes);
+        ++samples;
+    }
+    const auto file = rack.dir.path / "big.bin";
+    std::ofstream(file, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
+    const std::int64_t id = imports.import(file, {{"board", "big"}, {"format", "bin"}}).at(0);
+    rack.capture.shutdown();
+    storage::SessionStore store(rack.config.storage_path, storage::Database::Mode::kReadOnly);
+    std::vector<std::uint8_t> stored;
+    std::size_t pieces = 0;
+    store.for_each_chunk(id, [&](std::int64_t, std::span<const std::uint8_t> raw) {
+        stored.insert(stored.end(), raw.begin(), raw.end());
+        pieces += raw.empty() ? 0 : 1;
+    });
+    CHECK(stored == bytes);
+    CHECK(pieces == 3);  // 1 MiB, 1 MiB and the rest
+    CHECK(store.session(id)->counters.pc_samples == samples);
+    CHECK(store.aggregate(id).total_samples() == samples);
+}
+
 TEST_CASE("upload import: refusals as failures, and nothing stored") {
     ScratchRack rack;
     FirmwareStore firmware(rack.dir.path / "firmware");
