@@ -32,10 +32,10 @@ struct Timing {
     double cpu = 1e9;
 };
 
-// Best of three runs of a shell command, in wall and CPU time; nothing if it fails.
-inline std::optional<Timing> command_time(const std::string& cmd) {
+// Best of `runs` runs of a shell command, in wall and CPU time; nothing if it fails.
+inline std::optional<Timing> command_time(const std::string& cmd, int runs = 3) {
     Timing best;
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < runs; ++i) {
         const auto start = Clock::now();
         const double cpu_start = cpu_seconds(RUSAGE_CHILDREN);
         if (std::system(cmd.c_str()) != 0) return std::nullopt;
@@ -47,8 +47,8 @@ inline std::optional<Timing> command_time(const std::string& cmd) {
 
 // md5sum over the same file: what "reading the file and doing a little work per byte" costs
 // on this machine right now.
-inline Timing md5sum_time(const std::filesystem::path& path) {
-    return command_time("md5sum " + path.string() + " > /dev/null").value_or(Timing{});
+inline Timing md5sum_time(const std::filesystem::path& path, int runs = 3) {
+    return command_time("md5sum " + path.string() + " > /dev/null", runs).value_or(Timing{});
 }
 
 }  // namespace rackprof::bench
