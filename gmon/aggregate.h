@@ -85,6 +85,7 @@ class Aggregate {
     template <typename ArcCounter>
     std::uint64_t add_split(std::span<const protocol::Record> records, const ArcCounter& count_arc);
     void count_samples(std::span<const std::uint64_t> pcs, std::span<const std::uint32_t> counts);
+    [[gnu::noinline]] void count_outside_window(std::uint64_t pc, std::uint64_t n);
     void count_pc(std::uint64_t pc, std::uint64_t n);
     void open_window();
 
