@@ -17,6 +17,12 @@
 namespace rackprof::daemon::service {
 namespace {
 
+void write_file(const std::filesystem::path& file, const std::vector<std::uint8_t>& bytes) {
+    std::ofstream(file, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
+}
+
 TEST_CASE("upload import: a capture becomes a completed session of its records") {
     ScratchRack rack;
     FirmwareStore firmware(rack.dir.path / "firmware");
@@ -27,9 +33,7 @@ TEST_CASE("upload import: a capture becomes a completed session of its records")
     for (int i = 0; i < 3; ++i)
         protocol::encode_legacy(protocol::Record::pc_sample(0x124), 3, bytes);
     const auto file = rack.dir.path / "capture.bin";
-    std::ofstream(file, std::ios::binary)
-        .write(reinterpret_cast<const char*>(bytes.data()),
-               static_cast<std::streamsize>(bytes.size()));
+    write_file(file, bytes);
     const std::int64_t id = imports.import(file, {{"board", "up"}, {"format", "bin"}}).at(0);
     rack.capture.shutdown();  // its last commit written
     storage::SessionStore store(rack.config.storage_path, storage::Database::Mode::kReadOnly);
@@ -57,9 +61,7 @@ TEST_CASE("upload import: a capture of several MiB is stored whole, in pieces of
         ++samples;
     }
     const auto file = rack.dir.path / "big.bin";
-    std::ofstream(file, std::ios::binary)
-        .write(reinterpret_cast<const char*>(bytes.data()),
-               static_cast<std::streamsize>(bytes.size()));
+    write_file(file, bytes);
     const std::int64_t id = imports.import(file, {{"board", "big"}, {"format", "bin"}}).at(0);
     rack.capture.shutdown();
     storage::SessionStore store(rack.config.storage_path, storage::Database::Mode::kReadOnly);

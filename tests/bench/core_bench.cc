@@ -158,13 +158,11 @@ void time_decode(const std::filesystem::path& path, const char* name,
         spec.kind = daemon::ingest::InputKind::kCapture;
         spec.wire = wire;
         stats = daemon::ingest::import_file(path, spec, sink).stats;
-        const double wall = seconds_since(start), cpu = cpu_seconds(RUSAGE_SELF) - cpu_start;
+        const Timing once{seconds_since(start), cpu_seconds(RUSAGE_SELF) - cpu_start};
         const Timing md5_once = md5sum_time(path, 1);
-        best.wall = std::min(best.wall, wall);
-        best.cpu = std::min(best.cpu, cpu);
-        md5.wall = std::min(md5.wall, md5_once.wall);
-        md5.cpu = std::min(md5.cpu, md5_once.cpu);
-        rounds += bench::cell(" %.2f", md5_once.cpu / cpu);
+        best.keep_best(once);
+        md5.keep_best(md5_once);
+        rounds += bench::cell(" %.2f", md5_once.cpu / once.cpu);
     }
     std::printf(
         "decode+aggregate %-13s: %7.1f MB in %.3f s = %7.1f MB/s (%7.1f MB/s per CPU s), %6.1f M "

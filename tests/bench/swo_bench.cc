@@ -155,8 +155,7 @@ void bench(const std::filesystem::path& dir, bool tpiu, std::uint64_t bytes,
         const auto start = Clock::now();
         const double cpu_start = cpu_seconds(RUSAGE_SELF);
         stats = decode_file(path, options);
-        best.wall = std::min(best.wall, seconds_since(start));
-        best.cpu = std::min(best.cpu, cpu_seconds(RUSAGE_SELF) - cpu_start);
+        best.keep_best({seconds_since(start), cpu_seconds(RUSAGE_SELF) - cpu_start});
     }
     const Timing md5 = md5sum_time(path);
     std::printf(

@@ -30,6 +30,11 @@ inline double cpu_seconds(int who) {
 struct Timing {
     double wall = 1e9;
     double cpu = 1e9;
+    // Keeps the faster of this and `t`, wall and CPU time each.
+    void keep_best(const Timing& t) {
+        wall = std::min(wall, t.wall);
+        cpu = std::min(cpu, t.cpu);
+    }
 };
 
 // Best of `runs` runs of a shell command, in wall and CPU time; nothing if it fails.
@@ -39,8 +44,7 @@ inline std::optional<Timing> command_time(const std::string& cmd, int runs = 3) 
         const auto start = Clock::now();
         const double cpu_start = cpu_seconds(RUSAGE_CHILDREN);
         if (std::system(cmd.c_str()) != 0) return std::nullopt;
-        best.wall = std::min(best.wall, seconds_since(start));
-        best.cpu = std::min(best.cpu, cpu_seconds(RUSAGE_CHILDREN) - cpu_start);
+        best.keep_best({seconds_since(start), cpu_seconds(RUSAGE_CHILDREN) - cpu_start});
     }
     return best;
 }
